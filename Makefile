@@ -1,0 +1,155 @@
+# aah: top-level build. `make deps && make && make test` on a Debian 12 machine.
+#
+# Sources are found by wildcard, so a new .c file in a module folder needs no
+# edit here. Each folder becomes one static library:
+#   common/        -> build/libaahcommon.a   (shared by both binaries)
+#   runner/ + runner/report/ -> build/libaahrunner.a (minus runner/main.c)
+#   runner/tuner/  -> build/libaahtuner.a
+#   kernels/ + kernels/cpu/ -> build/libaahkernels.a
+#   kernels/cuda/  -> build/libaahcuda.a      (only when nvcc + cuDNN are found)
+#   trialimg/ + trialimg/data/ -> build/libaahtrial.a (minus trialimg/main.c)
+# Unit tests: tests/unit/test_<name>.c -> build/tests/unit/test_<name> (Criterion).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+BUILD ?= build
+CC ?= cc
+PREFIX ?= /usr/local
+MINUTES ?= 10
+SEED ?=
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla -Wmissing-prototypes
+CSTD := -std=c11 -D_GNU_SOURCE
+OPT ?= -O2 -g
+SAN ?=
+CFLAGS_ALL := $(CSTD) $(OPT) $(WARN) $(SAN) -I. -Icommon -MMD -MP $(CFLAGS)
+LDFLAGS_ALL := $(SAN) $(LDFLAGS)
+
+# ---- CUDA detection (optional; the CPU build never needs it) ---------------
+CUDA_HOME ?= /usr/local/cuda
+NVCC := $(shell command -v nvcc 2>/dev/null || ( [ -x $(CUDA_HOME)/bin/nvcc ] && echo $(CUDA_HOME)/bin/nvcc ))
+HAVE_CUDNN := $(shell ls $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h 2>/dev/null | head -1)
+HAVE_NCCL := $(shell ls $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h 2>/dev/null | head -1)
+AAH_CUDA ?= $(if $(and $(NVCC),$(HAVE_CUDNN)),1,0)
+
+# ---- sources ----------------------------------------------------------------
+COMMON_SRCS  := $(wildcard common/*.c)
+RUNNER_SRCS  := $(filter-out runner/main.c,$(wildcard runner/*.c runner/report/*.c))
+TUNER_SRCS   := $(wildcard runner/tuner/*.c)
+KERNEL_SRCS  := $(wildcard kernels/*.c kernels/cpu/*.c)
+TRIAL_SRCS   := $(filter-out trialimg/main.c,$(wildcard trialimg/*.c trialimg/data/*.c))
+CUDA_CSRCS   := $(wildcard kernels/cuda/*.c)
+CUDA_CUSRCS  := $(wildcard kernels/cuda/*.cu)
+UNIT_SRCS    := $(wildcard tests/unit/test_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB_COMMON  := $(BUILD)/libaahcommon.a
+LIB_RUNNER  := $(BUILD)/libaahrunner.a
+LIB_TUNER   := $(BUILD)/libaahtuner.a
+LIB_KERNELS := $(BUILD)/libaahkernels.a
+LIB_TRIAL   := $(BUILD)/libaahtrial.a
+LIB_CUDA    := $(BUILD)/libaahcuda.a
+
+RUNNER_LIBS := -lyaml -lcjson -larchive -lcrypto -lpthread -lm
+TRIAL_LIBS  := -lcjson -ldnnl -ljpeg -lz -lpthread -lm
+
+ifeq ($(AAH_CUDA),1)
+CFLAGS_ALL  += -DAAH_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+TRIAL_LINK  := $(LIB_CUDA) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublasLt -lcublas -lcudart $(if $(HAVE_NCCL),-lnccl) -lstdc++
+NVCCFLAGS   ?= -O2 -std=c++17 -arch=sm_90 -I. -Icommon -Xcompiler -Wall
+else
+TRIAL_LINK  :=
+endif
+
+RUNNER_BIN := $(BUILD)/aah-runner
+TRIAL_BIN  := $(BUILD)/aah-trial
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+
+.PHONY: all deps bench-deps test unit asan bench run images install clean config-info
+
+all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
+
+config-info:
+	@echo "aah build: cc=$(CC) nvcc=$(or $(NVCC),none) cudnn=$(or $(HAVE_CUDNN),none) nccl=$(or $(HAVE_NCCL),none) cuda-build=$(AAH_CUDA)"
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+define mklib
+$(1): $(2)
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(eval $(call mklib,$(LIB_COMMON),$(call obj,$(COMMON_SRCS))))
+$(eval $(call mklib,$(LIB_RUNNER),$(call obj,$(RUNNER_SRCS))))
+$(eval $(call mklib,$(LIB_TUNER),$(call obj,$(TUNER_SRCS))))
+$(eval $(call mklib,$(LIB_KERNELS),$(call obj,$(KERNEL_SRCS))))
+$(eval $(call mklib,$(LIB_TRIAL),$(call obj,$(TRIAL_SRCS))))
+$(eval $(call mklib,$(LIB_CUDA),$(call obj,$(CUDA_CSRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CUSRCS))))
+
+RUNNER_ARCHIVES := $(LIB_RUNNER) $(LIB_TUNER) $(LIB_COMMON)
+TRIAL_ARCHIVES  := $(LIB_TRIAL) $(LIB_KERNELS) $(if $(filter 1,$(AAH_CUDA)),$(LIB_CUDA)) $(LIB_COMMON)
+
+$(RUNNER_BIN): $(call obj,runner/main.c) $(RUNNER_ARCHIVES)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(RUNNER_ARCHIVES) -Wl,--end-group $(RUNNER_LIBS)
+
+$(TRIAL_BIN): $(call obj,trialimg/main.c) $(TRIAL_ARCHIVES)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(TRIAL_ARCHIVES) -Wl,--end-group $(TRIAL_LINK) $(TRIAL_LIBS)
+
+# Unit tests link every library; the linker keeps what each one uses.
+$(BUILD)/tests/unit/%: tests/unit/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \
+	  -Wl,--start-group $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES) -Wl,--end-group \
+	  $(TRIAL_LINK) -lcriterion $(sort $(RUNNER_LIBS) $(TRIAL_LIBS))
+
+unit: $(UNIT_BINS)
+
+# ---- dependencies (Debian 12) ----------------------------------------------
+deps:
+	@scripts/deps.sh
+
+bench-deps: deps
+	@scripts/deps.sh --bench
+
+# ---- tests --------------------------------------------------------------------
+test: deps
+	@$(MAKE) --no-print-directory all unit
+	@AAH_BUILD=$(BUILD) tests/run.sh
+
+asan:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all unit
+	@AAH_BUILD=build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 tests/run.sh
+
+bench: bench-deps
+	@$(MAKE) --no-print-directory all
+	@AAH_BUILD=$(BUILD) tests/bench/run.sh
+
+# ---- the end-to-end run ------------------------------------------------------
+run: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/quickstart.sh --minutes $(MINUTES) $(if $(SEED),--seed $(SEED))
+
+images:
+	docker build --target master -t aah-master .
+	docker build --target trial -t aah-trial .
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(RUNNER_BIN) $(TRIAL_BIN) $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,235 @@
+/* fileio.c: crash-safe file writes, whole-file reads, directories, locks. */
+#include "fileio.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int fileio_read(const char *path, size_t max, char **out, size_t *len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno("cannot open '%s'", path);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return error_errno("cannot stat '%s'", path);
+	}
+	if (!max)
+		max = (size_t)64 << 20;
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
+		return error("'%s' is a directory, not a file", path);
+	}
+	if ((size_t)st.st_size > max) {
+		close(fd);
+		return error("'%s' is too large (%lld bytes, limit %zu)", path,
+			     (long long)st.st_size, max);
+	}
+	size_t cap = (size_t)st.st_size + 1, n = 0;
+	char *buf = xmalloc(cap);
+	for (;;) {
+		if (n + 1 >= cap) {
+			if (cap > max) {
+				free(buf);
+				close(fd);
+				return error("'%s' is too large (limit %zu bytes)", path, max);
+			}
+			cap *= 2;
+			buf = xrealloc(buf, cap);
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			close(fd);
+			return error_errno("cannot read '%s'", path);
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*out = buf;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int fileio_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno("cannot open directory '%s'", dir);
+	if (fsync(fd) < 0 && errno != EINVAL) {
+		close(fd);
+		return error_errno("cannot fsync directory '%s'", dir);
+	}
+	close(fd);
+	return 0;
+}
+
+int fileio_write_atomic(const char *path, const void *data, size_t len)
+{
+	char *tmp = xstrfmt("%s.tmp.%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int r = error_errno("cannot create '%s'", tmp);
+		free(tmp);
+		return r;
+	}
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		error_errno("cannot write '%s'", tmp);
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	close(fd);
+	if (rename(tmp, path) < 0) {
+		error_errno("cannot rename '%s' to '%s'", tmp, path);
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	free(tmp);
+	char *copy = xstrdup(path);
+	int r = fileio_fsync_dir(dirname(copy));
+	free(copy);
+	return r;
+}
+
+int fileio_append_line(const char *path, const char *line)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return error_errno("cannot open '%s' for appending", path);
+	size_t n = strlen(line);
+	char *buf = xmalloc(n + 1);
+	memcpy(buf, line, n);
+	buf[n] = '\n';
+	/* One write() so concurrent appenders never interleave within a line. */
+	int r = write_all(fd, buf, n + 1);
+	free(buf);
+	if (r < 0 || fdatasync(fd) < 0) {
+		error_errno("cannot append to '%s'", path);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int fileio_mkdir_p(const char *path, unsigned mode)
+{
+	char *p = xstrdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST) {
+			error_errno("cannot create directory '%s'", p);
+			free(p);
+			return -1;
+		}
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST) {
+		error_errno("cannot create directory '%s'", p);
+		free(p);
+		return -1;
+	}
+	free(p);
+	return 0;
+}
+
+int fileio_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+int fileio_remove_tree(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : error_errno("cannot stat '%s'", path);
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 ? error_errno("cannot remove '%s'", path) : 0;
+	DIR *d = opendir(path);
+	if (!d)
+		return error_errno("cannot open directory '%s'", path);
+	struct dirent *e;
+	int r = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char *child = xstrfmt("%s/%s", path, e->d_name);
+		if (fileio_remove_tree(child) < 0)
+			r = -1;
+		free(child);
+	}
+	closedir(d);
+	if (rmdir(path) < 0)
+		return error_errno("cannot remove directory '%s'", path);
+	return r;
+}
+
+int fileio_lock(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return error_errno("cannot open lock file '%s'", path);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno == EINTR)
+			continue;
+		error_errno("cannot lock '%s'", path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void fileio_unlock(int fd)
+{
+	if (fd >= 0) {
+		flock(fd, LOCK_UN);
+		close(fd);
+	}
+}
+
+char *fileio_absolute(const char *path)
+{
+	if (path[0] == '/')
+		return xstrdup(path);
+	char cwd[4096];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return xstrdup(path);
+	return xstrfmt("%s/%s", cwd, path);
+}

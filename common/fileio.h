@@ -1,0 +1,28 @@
+/* fileio.h: crash-safe file writes (temp + fsync + rename), whole-file reads,
+ * directory helpers and advisory locks. */
+#ifndef AAH_FILEIO_H
+#define AAH_FILEIO_H
+
+#include <stddef.h>
+
+/* Read a whole file (at most max bytes; 0 = 64 MiB). The caller frees *out,
+ * which is NUL-terminated. */
+int fileio_read(const char *path, size_t max, char **out, size_t *len);
+/* Write data to path atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
+int fileio_write_atomic(const char *path, const void *data, size_t len);
+/* Append one line (a '\n' is added) with O_APPEND and fsync it. */
+int fileio_append_line(const char *path, const char *line);
+/* mkdir -p with the given mode. */
+int fileio_mkdir_p(const char *path, unsigned mode);
+int fileio_fsync_dir(const char *dir);
+int fileio_exists(const char *path);
+/* Remove a directory tree (no symlinks followed). */
+int fileio_remove_tree(const char *path);
+/* Exclusive advisory lock on path (created if missing). Returns an fd to
+ * pass to fileio_unlock, or -1. */
+int fileio_lock(const char *path);
+void fileio_unlock(int fd);
+/* Absolute form of a path (need not exist). The caller frees the result. */
+char *fileio_absolute(const char *path);
+
+#endif

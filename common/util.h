@@ -1,0 +1,54 @@
+/* util.h: error reporting, checked allocation and small helpers shared by
+ * aah-runner and aah-trial. */
+#ifndef AAH_UTIL_H
+#define AAH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdnoreturn.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Library code reports and returns -1: `return error("cannot open '%s'", p);` */
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Like error() with ": strerror(errno)" appended. */
+int error_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Only main() and cmd_*() may die. */
+noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+noreturn void die_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+noreturn void bug_at(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define BUG(...) bug_at(__FILE__, __LINE__, __VA_ARGS__)
+
+/* Program name used as the message prefix ("aah-runner", "aah-trial"). */
+void util_set_progname(const char *name);
+/* Tests silence library errors while they provoke them on purpose. */
+void util_set_quiet(int quiet);
+/* The last message passed to error(), for tests to assert on. */
+const char *util_last_error(void);
+
+/* Allocation that never returns NULL (dies on out-of-memory). */
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* Formatted allocation; the caller owns the result. */
+char *xstrfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Bounded copy that always terminates; returns -1 when truncated. */
+int xstrlcpy(char *dst, const char *src, size_t size);
+
+/* Wall clock in seconds since the epoch, and a monotonic clock in seconds. */
+double util_now(void);
+double util_monotonic(void);
+
+/* Strict number parsing: the whole string must be a number in range. */
+int util_parse_long(const char *s, long min, long max, long *out);
+int util_parse_double(const char *s, double *out);
+
+/* Levenshtein distance of two short strings (for "did you mean"). */
+size_t util_edit_distance(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,62 @@
+/* tuner.h: the tuner interface: NNI builtin tuner names -> proposals of
+ * (arch.json, params.json) for the next trial, learning from results. */
+#ifndef AAH_TUNER_H
+#define AAH_TUNER_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+struct tuner;
+
+struct tuner_config {
+	const char *name;           /* tuner.builtinTunerName: "NetworkMorphism", "TPE", "Random", "None" */
+	const cJSON *class_args;    /* tuner.classArgs as JSON (NULL = defaults) */
+	const cJSON *search_space;  /* parsed NNI search_space.json (NULL = none) */
+	uint64_t seed;              /* same seed + same history => same proposal */
+	const char *initial_arch;   /* optional path to a user arch.json to start from */
+	unsigned max_layers;        /* 0 = tuner default */
+	uint64_t max_params;        /* 0 = tuner default */
+	unsigned threads;           /* distance thread pool size; 0 = online CPUs */
+};
+
+enum tuner_obs_state {
+	TUNER_OBS_PENDING,   /* proposed, still training: counts at its predicted mean */
+	TUNER_OBS_DONE,      /* finished with a metric */
+	TUNER_OBS_FAILED,    /* finished without a usable metric */
+};
+
+struct tuner_observation {
+	unsigned trial_seq;         /* 1-based */
+	const cJSON *arch;          /* aah-arch/1 document, or NULL */
+	const cJSON *params;        /* aah-params/1 document, or NULL */
+	enum tuner_obs_state state;
+	double metric;              /* best validation accuracy in [0,1] when DONE */
+};
+
+/* Is `name` a builtin tuner this build knows? (config validation) */
+int tuner_known(const char *name);
+/* Comma-separated list of known names, for error messages. */
+const char *tuner_known_names(void);
+
+int tuner_create(struct tuner **out, const struct tuner_config *cfg);
+/* Record (or update: same trial_seq again) an observation. */
+int tuner_observe(struct tuner *t, const struct tuner_observation *obs);
+/* Propose the next trial. Either output may be set to NULL when the tuner
+ * has nothing to say (the None tuner: both NULL; Random/TPE: no arch). The
+ * caller owns the returned documents. A proposal is itself recorded as
+ * PENDING until observed again. */
+int tuner_propose(struct tuner *t, unsigned trial_seq, cJSON **arch, cJSON **params);
+void tuner_free(struct tuner *t);
+
+/* Observe every trial of an experiment directory: trials/<id>/arch.json,
+ * params.json and result.json (no result.json = PENDING). */
+int tuner_load_history(struct tuner *t, const char *expdir);
+
+/* The whole of `aah-runner propose`: lock <expdir>/tuner.lock, create the
+ * tuner, load the history, propose for trial_seq and write
+ * trials/<id>/arch.json and params.json atomically (an existing proposal for
+ * that trial is kept, so a retried or resumed trial trains the same thing). */
+int tuner_propose_experiment(const char *expdir, const struct tuner_config *cfg,
+			     unsigned trial_seq);
+
+#endif

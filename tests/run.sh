@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Run every test suite and end with one line: "N passed, N failed[, N skipped]".
+#   unit: build/tests/unit/test_* (Criterion, TAP output)
+#   cli, e2e: tests/cli/*.bats, tests/e2e/*.bats (bats, TAP output)
+# AAH_BUILD picks the build folder; AAH_TEST_FILTER runs only suites whose
+# name contains it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export AAH_BUILD=${AAH_BUILD:-build}
+export AAH_ROOT=$PWD
+export PATH="$AAH_ROOT/$AAH_BUILD:$PATH"
+log_dir=$(mktemp -d "${TMPDIR:-/tmp}/aah-test.XXXXXX")
+pass=0 fail=0 skip=0 failed_suites=()
+
+count() {    # count TAP lines of one suite's output file
+	local f=$1 p n s
+	p=$(grep -cE '^ok ' "$f" | tr -d ' ')
+	s=$(grep -cE '^ok .*# (SKIP|skip)' "$f" | tr -d ' ')
+	n=$(grep -cE '^not ok ' "$f" | tr -d ' ')
+	echo "$((p - s)) $n $s"
+}
+
+run_suite() {  # name, then the command
+	local name=$1; shift
+	if [ -n "${AAH_TEST_FILTER:-}" ] && [[ $name != *"$AAH_TEST_FILTER"* ]]; then return; fi
+	local out="$log_dir/${name//\//_}.tap" t0=$SECONDS rc
+	"$@" >"$out" 2>"$out.err"; rc=$?
+	read -r p n s < <(count "$out")
+	if [ "$rc" -ne 0 ] && [ "$n" -eq 0 ]; then n=1; fi   # crashed before reporting
+	pass=$((pass + p)); fail=$((fail + n)); skip=$((skip + s))
+	printf '%-40s %4d passed %3d failed %3d skipped  (%ds)\n' "$name" "$p" "$n" "$s" $((SECONDS - t0))
+	if [ "$n" -ne 0 ]; then
+		failed_suites+=("$name")
+		grep -E '^not ok|^#' "$out" | head -40
+		tail -40 "$out.err"
+	fi
+	grep -E '^ok .*# (SKIP|skip)' "$out" | sed 's/^/    /' | head -10
+}
+
+for t in "$AAH_BUILD"/tests/unit/test_*; do
+	[ -x "$t" ] || continue
+	run_suite "unit/$(basename "$t")" "$t" --tap=/dev/stdout --jobs 1
+done
+for dir in cli e2e; do
+	for t in tests/$dir/*.bats; do
+		[ -f "$t" ] || continue
+		run_suite "$dir/$(basename "$t" .bats)" bats --tap "$t"
+	done
+done
+
+echo
+if [ ${#failed_suites[@]} -ne 0 ]; then
+	echo "failed suites: ${failed_suites[*]} (logs in $log_dir)"
+else
+	rm -rf "$log_dir"
+fi
+if [ "$skip" -ne 0 ]; then
+	echo "$pass passed, $fail failed, $skip skipped"
+else
+	echo "$pass passed, $fail failed"
+fi
+[ "$fail" -eq 0 ]

@@ -1,0 +1,110 @@
+/* Unit tests for common/: strbuf, fileio, jsonfile, util. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "jsonfile.h"
+#include "strbuf.h"
+#include "util.h"
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/aah-common-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	util_set_quiet(1);
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmpdir);
+}
+
+TestSuite(common, .init = setup, .fini = teardown);
+
+Test(common, strbuf_grows_and_caps)
+{
+	struct strbuf sb;
+	strbuf_init(&sb, 10);
+	strbuf_addstr(&sb, "hello");
+	strbuf_addf(&sb, " %d", 12345);
+	cr_assert_eq(sb.len, 10);
+	cr_assert(sb.overflow);
+	cr_assert_str_eq(strbuf_str(&sb), "hello 1234");
+	strbuf_release(&sb);
+	cr_assert_str_eq(strbuf_str(&sb), "");
+}
+
+Test(common, strbuf_html_escape)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr_html(&sb, "<a href=\"x\">&'</a>");
+	cr_assert_str_eq(sb.buf, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+	strbuf_release(&sb);
+}
+
+Test(common, atomic_write_and_read)
+{
+	char *p = xstrfmt("%s/a/b/f.txt", tmpdir);
+	char *d = xstrfmt("%s/a/b", tmpdir);
+	cr_assert_eq(fileio_mkdir_p(d, 0755), 0);
+	cr_assert_eq(fileio_write_atomic(p, "abc", 3), 0);
+	char *text;
+	size_t len;
+	cr_assert_eq(fileio_read(p, 0, &text, &len), 0);
+	cr_assert_eq(len, 3);
+	cr_assert_str_eq(text, "abc");
+	free(text);
+	cr_assert_eq(fileio_read(p, 2, &text, &len), -1, "size limit must be enforced");
+	free(p);
+	free(d);
+}
+
+static int count_line(const cJSON *line, void *arg)
+{
+	(void)line;
+	(*(int *)arg)++;
+	return 0;
+}
+
+Test(common, jsonl_skips_torn_last_line)
+{
+	char *p = xstrfmt("%s/j.jsonl", tmpdir);
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddNumberToObject(doc, "x", 1);
+	cr_assert_eq(jsonfile_append(p, doc), 0);
+	cr_assert_eq(jsonfile_append(p, doc), 0);
+	cJSON_Delete(doc);
+	FILE *f = fopen(p, "a");
+	fputs("{\"x\":", f);
+	fclose(f);
+	int n = 0;
+	cr_assert_eq(jsonfile_read_lines(p, count_line, &n), 0);
+	cr_assert_eq(n, 2);
+	free(p);
+}
+
+Test(common, json_errors_name_file_and_field)
+{
+	cJSON *doc;
+	cr_assert_eq(jsonfile_parse("x.json", "{\n \"a\": 1,\n}", &doc), -1);
+	cr_assert(strstr(util_last_error(), "x.json:3:"), "got: %s", util_last_error());
+	cr_assert_eq(jsonfile_parse("x.json", "{\"a\": \"s\", \"format\": \"aah-result/2\"}", &doc), 0);
+	long v;
+	cr_assert_eq(json_get_int("x.json", doc, "a", 0, 0, 10, &v), -1);
+	cr_assert(strstr(util_last_error(), "\"a\""));
+	cr_assert_eq(jsonfile_check_format("x.json", doc, "aah-result", 1), -1);
+	cr_assert_eq(jsonfile_check_format("x.json", doc, "aah-result", 2), 0);
+	cJSON_Delete(doc);
+}
+
+Test(common, edit_distance)
+{
+	cr_assert_eq(util_edit_distance("maxTrialNum", "maxTrailNum"), 2);
+	cr_assert_eq(util_edit_distance("", "abc"), 3);
+	cr_assert_eq(util_edit_distance("gpuNum", "gpuNum"), 0);
+}
