@@ -67,7 +67,7 @@ RUNNER_BIN := $(BUILD)/aah-runner
 TRIAL_BIN  := $(BUILD)/aah-trial
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps bench-deps test unit asan bench run images install clean config-info
+.PHONY: all deps bench-deps test unit bench-bins asan bench run images install clean config-info
 
 all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
 
@@ -113,6 +113,17 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
 
 unit: $(UNIT_BINS)
 
+# Benchmark programs: tests/bench/bench_<name>.c -> build/bench/bench_<name>.
+BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+$(BUILD)/bench/%: tests/bench/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \
+	  -Wl,--start-group $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES) -Wl,--end-group \
+	  $(TRIAL_LINK) $(sort $(RUNNER_LIBS) $(TRIAL_LIBS))
+
+bench-bins: $(BENCH_BINS)
+
 # ---- dependencies (Debian 12) ----------------------------------------------
 deps:
 	@scripts/deps.sh
@@ -133,7 +144,7 @@ asan:
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 tests/run.sh
 
 bench: bench-deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all bench-bins
 	@AAH_BUILD=$(BUILD) tests/bench/run.sh
 
 # ---- the end-to-end run ------------------------------------------------------
