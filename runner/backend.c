@@ -1,0 +1,153 @@
+/* backend.c: the backend registry and the generic wrappers (policy). */
+#include "runner/backend.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+const struct aah_backend *const aah_backends[] = {
+	&backend_local,
+	NULL,
+};
+
+static const char *const job_state_names[] = {
+	[AAH_JOB_PENDING] = "pending",   [AAH_JOB_RUNNING] = "running",
+	[AAH_JOB_SUCCEEDED] = "succeeded", [AAH_JOB_FAILED] = "failed",
+	[AAH_JOB_TIMEOUT] = "timeout",   [AAH_JOB_CANCELED] = "canceled",
+	[AAH_JOB_LOST] = "lost",
+};
+
+const char *aah_job_state_name(enum aah_job_state s)
+{
+	return (unsigned)s < ARRAY_SIZE(job_state_names) ? job_state_names[s] : "unknown";
+}
+
+const struct aah_backend *backend_find(const char *name)
+{
+	for (const struct aah_backend *const *b = aah_backends; *b; b++)
+		if (!strcmp((*b)->name, name))
+			return *b;
+	return NULL;
+}
+
+int backend_validate_config(const struct aah_config *cfg)
+{
+	for (const struct aah_backend *const *b = aah_backends; *b; b++) {
+		const struct ynode *section = ynode_get(cfg->root, (*b)->name);
+		if (!(*b)->config_keys || !section)
+			continue;
+		void *scratch = xcalloc(1, (*b)->config_size);
+		int r = config_parse_section(cfg, (*b)->name, section, (*b)->config_keys, scratch);
+		config_release_section((*b)->config_keys, scratch);
+		free(scratch);
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int backend_init(struct aah_backend_ctx *ctx, const struct aah_backend *b,
+		 const struct aah_config *cfg, const char *expdir, const char *exp_id)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->backend = b;
+	ctx->cfg = cfg;
+	ctx->expdir = expdir;
+	ctx->experiment_id = exp_id;
+	if (b->init && b->init(ctx) < 0)
+		return error("cannot start the %s backend", b->name);
+	return 0;
+}
+
+int backend_place(struct aah_backend_ctx *ctx, unsigned trial_seq, unsigned attempt,
+		  char **hosts, unsigned nodes, unsigned *port)
+{
+	if (ctx->backend->place)
+		return ctx->backend->place(ctx, trial_seq, attempt, hosts, nodes, port);
+	for (unsigned i = 0; i < nodes; i++)
+		hosts[i] = xstrdup("127.0.0.1");
+	*port = ctx->cfg->trial.master_port ? (unsigned)ctx->cfg->trial.master_port
+					    : backend_free_port();
+	return *port ? 0 : error("no free TCP port on 127.0.0.1 for the trial's rendezvous");
+}
+
+int backend_notify_submitted(struct aah_backend_ctx *ctx, const char *job)
+{
+	if (ctx->submitted_called)
+		BUG("backend %s reported one submission twice", ctx->backend->name);
+	ctx->submitted_called = 1;
+	return ctx->on_submitted ? ctx->on_submitted(ctx, job, ctx->on_submitted_arg) : 0;
+}
+
+int backend_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
+{
+	ctx->submitted_called = 0;
+	*job = NULL;
+	if (ctx->backend->submit(ctx, l, job) < 0) {
+		free(*job);
+		*job = NULL;
+		return error("%s backend: cannot submit trial %s", ctx->backend->name, l->trial_id);
+	}
+	if (!*job)
+		BUG("backend %s returned no job id", ctx->backend->name);
+	if (!ctx->submitted_called && backend_notify_submitted(ctx, *job) < 0)
+		return -1;
+	return 0;
+}
+
+int backend_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
+{
+	st->exit_code = -1;
+	st->reason[0] = '\0';
+	if (ctx->backend->poll(ctx, st) < 0) {
+		/* A failed status query is transient: the job is what it was. */
+		warning("%s backend: cannot query job '%s'; will try again", ctx->backend->name,
+			st->job);
+		st->state = AAH_JOB_RUNNING;
+		return -1;
+	}
+	return 0;
+}
+
+int backend_cancel(struct aah_backend_ctx *ctx, const char *job)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if (ctx->backend->cancel(ctx, job) == 0)
+			return 0;
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return error("%s backend: cannot cancel job '%s'", ctx->backend->name, job);
+}
+
+int backend_reap(struct aah_backend_ctx *ctx, const char *job, const char *trial_dir)
+{
+	return ctx->backend->reap ? ctx->backend->reap(ctx, job, trial_dir) : 0;
+}
+
+void backend_fini(struct aah_backend_ctx *ctx)
+{
+	if (ctx->backend && ctx->backend->fini)
+		ctx->backend->fini(ctx);
+}
+
+unsigned backend_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = 0 };
+	socklen_t len = sizeof(a);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	unsigned port = 0;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}

@@ -1,0 +1,91 @@
+/* backend.h: the backend interface (local, docker, kubernetes, slurm).
+ * A backend file holds only the mechanism; backend.c holds the policy
+ * (logging, retries of transient failures, journaling the submission). */
+#ifndef AAH_BACKEND_H
+#define AAH_BACKEND_H
+
+#include "runner/config.h"
+#include "runner/launch.h"
+
+#define AAH_CAP_MULTINODE 1u  /* ranks of a trial may run on several hosts */
+#define AAH_CAP_GPU       2u  /* can hand GPUs to a trial */
+#define AAH_CAP_REATTACH  4u  /* a resumed runner can follow jobs it did not start */
+#define AAH_CAP_CONTAINER 8u  /* trials run in containers (images) */
+
+enum aah_job_state {
+	AAH_JOB_PENDING,
+	AAH_JOB_RUNNING,
+	AAH_JOB_SUCCEEDED,   /* every rank exited 0 */
+	AAH_JOB_FAILED,      /* a rank failed (exit_code, reason) */
+	AAH_JOB_TIMEOUT,     /* the backend's own deadline ended it */
+	AAH_JOB_CANCELED,
+	AAH_JOB_LOST,        /* the backend no longer knows the job */
+};
+
+const char *aah_job_state_name(enum aah_job_state s);
+
+struct aah_job_status {
+	const char *job;            /* in: the job id submit returned */
+	enum aah_job_state state;   /* out */
+	int exit_code;              /* out: first failing rank's code, or -1 */
+	char reason[256];           /* out: the backend's own words */
+};
+
+struct aah_backend_ctx {
+	const struct aah_backend *backend;
+	const struct aah_config *cfg;
+	const char *expdir;
+	const char *experiment_id;
+	void *priv;                 /* the backend's state, from init */
+	/* Called by submit, exactly once, with the job id before any rank can
+	 * start running (so a crash never leaves an unrecorded running job). */
+	int (*on_submitted)(struct aah_backend_ctx *ctx, const char *job, void *arg);
+	void *on_submitted_arg;
+	int submitted_called;       /* set by backend_notify_submitted */
+};
+
+struct aah_backend {
+	const char *name;           /* trainingServicePlatform value */
+	unsigned caps;              /* AAH_CAP_* */
+	const struct cfg_key *config_keys; /* its config section, or NULL */
+	size_t config_size;         /* size of the struct config_keys fill */
+	int (*init)(struct aah_backend_ctx *ctx);
+	/* Host names of a trial's nodes, in rank order, and the rendezvous port.
+	 * NULL: every node is 127.0.0.1 and a free local port is used. */
+	int (*place)(struct aah_backend_ctx *ctx, unsigned trial_seq, unsigned attempt,
+		     char **hosts, unsigned nodes, unsigned *port);
+	/* Submit; *job (owned by the caller) identifies it for poll and cancel. */
+	int (*submit)(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job);
+	int (*poll)(struct aah_backend_ctx *ctx, struct aah_job_status *st);
+	int (*cancel)(struct aah_backend_ctx *ctx, const char *job);
+	/* Optional: clean up after a job settled (logs copied, containers removed). */
+	int (*reap)(struct aah_backend_ctx *ctx, const char *job, const char *trial_dir);
+	void (*fini)(struct aah_backend_ctx *ctx);
+};
+
+/* The registry: one static table, ended by NULL. */
+extern const struct aah_backend *const aah_backends[];
+const struct aah_backend *backend_find(const char *name);
+
+/* Check each backend's config section against its key table. */
+int backend_validate_config(const struct aah_config *cfg);
+
+/* Generic wrappers: these hold the policy. */
+int backend_init(struct aah_backend_ctx *ctx, const struct aah_backend *b,
+		 const struct aah_config *cfg, const char *expdir, const char *exp_id);
+int backend_place(struct aah_backend_ctx *ctx, unsigned trial_seq, unsigned attempt,
+		  char **hosts, unsigned nodes, unsigned *port);
+int backend_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job);
+int backend_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st);
+int backend_cancel(struct aah_backend_ctx *ctx, const char *job);
+int backend_reap(struct aah_backend_ctx *ctx, const char *job, const char *trial_dir);
+void backend_fini(struct aah_backend_ctx *ctx);
+/* For backends: record the submission now (see on_submitted). */
+int backend_notify_submitted(struct aah_backend_ctx *ctx, const char *job);
+
+/* A free TCP port on the loopback interface (for local rendezvous). */
+unsigned backend_free_port(void);
+
+extern const struct aah_backend backend_local;
+
+#endif

@@ -1,0 +1,306 @@
+/* backend_local.c: trials as local processes (the embedded default). Each
+ * rank is its own session/process group; stdout+stderr go to trial.log.
+ * A job id is "<pid>.<starttime>[,<pid>.<starttime>...]": a resumed runner
+ * follows processes it did not start by pid and kernel start time. */
+#include "runner/backend.h"
+#include "fileio.h"
+#include "runner/proc.h"
+#include "strbuf.h"
+#include "util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct local_job {
+	char *id;
+	struct proc *procs;     /* nprocs entries; pid only for adopted jobs */
+	unsigned long long *start; /* kernel start times */
+	unsigned nprocs;
+	int adopted;            /* not our children: follow by pid */
+	int canceled;
+	struct local_job *next;
+};
+
+struct local_priv {
+	struct local_job *jobs;
+};
+
+/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot. */
+static int proc_start_time(pid_t pid, unsigned long long *out)
+{
+	char path[64], *text;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	util_set_quiet(1);
+	int r = fileio_read(path, 4096, &text, NULL);
+	util_set_quiet(0);
+	if (r < 0)
+		return -1;
+	char *p = strrchr(text, ')');
+	int field = 2;
+	while (p && *p && field < 22) {
+		if (*p == ' ')
+			field++;
+		p++;
+	}
+	r = p && sscanf(p, "%llu", out) == 1 ? 0 : -1;
+	free(text);
+	return r;
+}
+
+static int local_init(struct aah_backend_ctx *ctx)
+{
+	ctx->priv = xcalloc(1, sizeof(struct local_priv));
+	return 0;
+}
+
+static void job_free(struct local_job *j)
+{
+	free(j->id);
+	free(j->procs);
+	free(j->start);
+	free(j);
+}
+
+static struct local_job *job_parse(const char *id)
+{
+	struct local_job *j = xcalloc(1, sizeof(*j));
+	j->id = xstrdup(id);
+	j->adopted = 1;
+	for (const char *p = id; *p;) {
+		long pid;
+		unsigned long long st;
+		int used;
+		if (sscanf(p, "%ld.%llu%n", &pid, &st, &used) != 2 || pid <= 0) {
+			job_free(j);
+			return NULL;
+		}
+		j->procs = xrealloc(j->procs, (j->nprocs + 1) * sizeof(*j->procs));
+		j->start = xrealloc(j->start, (j->nprocs + 1) * sizeof(*j->start));
+		j->procs[j->nprocs] = (struct proc)PROC_INIT;
+		j->procs[j->nprocs].pid = (pid_t)pid;
+		j->start[j->nprocs++] = st;
+		p += used;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			break;
+	}
+	return j;
+}
+
+static struct local_job *job_find(struct aah_backend_ctx *ctx, const char *id)
+{
+	struct local_priv *priv = ctx->priv;
+	for (struct local_job *j = priv->jobs; j; j = j->next)
+		if (!strcmp(j->id, id))
+			return j;
+	struct local_job *j = job_parse(id);
+	if (j) {
+		j->next = priv->jobs;
+		priv->jobs = j;
+	}
+	return j;
+}
+
+static void job_forget(struct aah_backend_ctx *ctx, struct local_job *j)
+{
+	struct local_priv *priv = ctx->priv;
+	for (struct local_job **pp = &priv->jobs; *pp; pp = &(*pp)->next) {
+		if (*pp == j) {
+			*pp = j->next;
+			job_free(j);
+			return;
+		}
+	}
+}
+
+/* The environment of a rank: ours, plus the contract's names on top. */
+static void rank_env(struct strvec *env, const struct launch_rank *r)
+{
+	for (char **e = environ; *e; e++)
+		strvec_push(env, *e);
+	for (size_t i = 0; i < r->env.n; i++) {
+		const char *eq = strchr(r->env.v[i], '=');
+		char *name = xstrndup(r->env.v[i], (size_t)(eq - r->env.v[i]));
+		strvec_setenv(env, name, eq + 1);
+		free(name);
+	}
+}
+
+static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
+{
+	struct local_priv *priv = ctx->priv;
+	struct local_job *j = xcalloc(1, sizeof(*j));
+	struct strbuf id = STRBUF_INIT;
+	char *log = xstrfmt("%s/trial.log", l->trial_dir);
+	const struct aah_config *cfg = ctx->cfg;
+	char *cwd = cfg->trial.code_dir[0] == '/' ? xstrdup(cfg->trial.code_dir)
+						 : xstrfmt("%s/%s", cfg->base_dir, cfg->trial.code_dir);
+	int r = 0;
+
+	j->procs = xcalloc(l->nranks, sizeof(*j->procs));
+	j->start = xcalloc(l->nranks, sizeof(*j->start));
+	for (unsigned i = 0; i < l->nranks && r == 0; i++) {
+		struct strvec env = STRVEC_INIT;
+		rank_env(&env, &l->ranks[i]);
+		struct proc_spec spec = {
+			.argv = strvec_view(&l->ranks[i].argv),
+			.env = strvec_view(&env),
+			.cwd = cwd,
+			.log_path = log,
+			.new_session = 1,
+			.hold = 1,
+		};
+		r = proc_start(&j->procs[i], &spec);
+		strvec_clear(&env);
+		if (r == 0) {
+			j->nprocs++;
+			if (proc_start_time(j->procs[i].pid, &j->start[i]) < 0)
+				j->start[i] = 0;
+			strbuf_addf(&id, "%s%ld.%llu", i ? "," : "", (long)j->procs[i].pid,
+				    j->start[i]);
+		}
+	}
+	/* Record the job before any rank may run; then let them go. */
+	if (r == 0)
+		r = backend_notify_submitted(ctx, id.buf);
+	for (unsigned i = 0; i < j->nprocs; i++) {
+		if (r == 0)
+			r = proc_release(&j->procs[i]);
+		else
+			proc_terminate(&j->procs[i], 0);
+	}
+	free(log);
+	free(cwd);
+	if (r < 0) {
+		strbuf_release(&id);
+		job_free(j);
+		return -1;
+	}
+	j->id = strbuf_detach(&id, NULL);
+	j->next = priv->jobs;
+	priv->jobs = j;
+	*job = xstrdup(j->id);
+	return 0;
+}
+
+/* Is an adopted process still the one we started? */
+static int adopted_alive(pid_t pid, unsigned long long start)
+{
+	unsigned long long now;
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 0;
+	if (proc_start_time(pid, &now) < 0)
+		return 0;
+	return !start || now == start;
+}
+
+static int local_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
+{
+	struct local_job *j = job_find(ctx, st->job);
+	if (!j) {
+		st->state = AAH_JOB_LOST;
+		snprintf(st->reason, sizeof(st->reason), "malformed local job id '%s'", st->job);
+		return 0;
+	}
+	unsigned running = 0;
+	int failed_code = -1;
+	for (unsigned i = 0; i < j->nprocs; i++) {
+		struct proc *p = &j->procs[i];
+		if (j->adopted) {
+			if (adopted_alive(p->pid, j->start[i]))
+				running++;
+			continue;
+		}
+		if (!proc_poll(p)) {
+			running++;
+			continue;
+		}
+		int code = proc_exit_code(p);
+		if (code && failed_code < 0)
+			failed_code = code;
+	}
+	if (running && failed_code < 0) {
+		st->state = AAH_JOB_RUNNING;
+		return 0;
+	}
+	if (running) {
+		/* One rank failed: the others cannot finish without it. */
+		for (unsigned i = 0; i < j->nprocs; i++)
+			proc_terminate(&j->procs[i], 5);
+	}
+	st->exit_code = failed_code < 0 ? 0 : failed_code;
+	if (j->canceled)
+		st->state = AAH_JOB_CANCELED;
+	else if (j->adopted)
+		st->state = AAH_JOB_LOST; /* exit status unknowable: result.json decides */
+	else
+		st->state = failed_code < 0 ? AAH_JOB_SUCCEEDED : AAH_JOB_FAILED;
+	if (j->adopted)
+		st->exit_code = -1;
+	if (failed_code > 128)
+		snprintf(st->reason, sizeof(st->reason), "a rank was killed by signal %d",
+			 failed_code - 128);
+	else if (failed_code > 0)
+		snprintf(st->reason, sizeof(st->reason), "a rank exited with status %d", failed_code);
+	else if (j->adopted)
+		snprintf(st->reason, sizeof(st->reason), "process ended while no runner watched");
+	job_forget(ctx, j);
+	return 0;
+}
+
+static int local_cancel(struct aah_backend_ctx *ctx, const char *id)
+{
+	struct local_job *j = job_find(ctx, id);
+	if (!j)
+		return error("malformed local job id '%s'", id);
+	j->canceled = 1;
+	for (unsigned i = 0; i < j->nprocs; i++) {
+		struct proc *p = &j->procs[i];
+		if (!j->adopted) {
+			proc_terminate(p, 10);
+			continue;
+		}
+		if (!adopted_alive(p->pid, j->start[i]))
+			continue;
+		kill(-p->pid, SIGTERM);
+		for (int k = 0; k < 100 && adopted_alive(p->pid, j->start[i]); k++) {
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		kill(-p->pid, SIGKILL);
+	}
+	return 0;
+}
+
+static void local_fini(struct aah_backend_ctx *ctx)
+{
+	struct local_priv *priv = ctx->priv;
+	if (!priv)
+		return;
+	while (priv->jobs) {
+		struct local_job *j = priv->jobs;
+		priv->jobs = j->next;
+		job_free(j);
+	}
+	free(priv);
+	ctx->priv = NULL;
+}
+
+const struct aah_backend backend_local = {
+	.name = "local",
+	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH,
+	.config_keys = NULL,
+	.init = local_init,
+	.submit = local_submit,
+	.poll = local_poll,
+	.cancel = local_cancel,
+	.fini = local_fini,
+};

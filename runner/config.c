@@ -1,0 +1,481 @@
+/* config.c: config.yml -> struct aah_config through key tables. */
+#include "runner/config.h"
+#include "fileio.h"
+#include "jsonfile.h"
+#include "strbuf.h"
+#include "util.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const platforms[] = { "local", "docker", "kubernetes", "slurm", NULL };
+static const char *const placements[] = { "master", "trial", NULL };
+static const char *const process_modes[] = { "node", "device", NULL };
+static const char *const launch_styles[] = { "pytorch", "tensorflow", NULL };
+static const char *const log_levels[] = { "trace", "debug", "info", "warning", "error",
+					  "fatal", NULL };
+
+#define TUNER(f) offsetof(struct aah_config_tuner, f)
+static const struct cfg_key tuner_keys[] = {
+	{ "builtinTunerName", CFG_STR, TUNER(builtin_tuner_name), 0, NULL, NULL, "None",
+	  "NNI builtin tuner: NetworkMorphism, TPE, Random or None" },
+	{ "classArgs", CFG_ANY, TUNER(class_args), 0, NULL, NULL, "{}",
+	  "tuner arguments (NetworkMorphism: optimize_mode, task, input_width, input_channel, n_output_node, t_min, cooling, beta)" },
+	{ "placement", CFG_ENUM, TUNER(placement), 0, placements, NULL, "master",
+	  "where proposals are computed: on the master, or inside each trial's container before it trains (AAH)" },
+	{ "maxLayers", CFG_INT, TUNER(max_layers), CFG_NONNEG, NULL, NULL, "0 (tuner default)",
+	  "largest network the tuner may propose, in layers" },
+	{ "maxParams", CFG_NUM, TUNER(max_params), CFG_NONNEG, NULL, NULL, "0 (tuner default)",
+	  "largest network the tuner may propose, in parameters" },
+	{ NULL },
+};
+
+#define ASSESSOR(f) offsetof(struct aah_config_assessor, f)
+static const struct cfg_key assessor_keys[] = {
+	{ "builtinAssessorName", CFG_STR, ASSESSOR(builtin_assessor_name), 0, NULL, NULL, "none",
+	  "NNI assessor name; accepted for compatibility, aah stops trials by their own patience" },
+	{ "classArgs", CFG_ANY, ASSESSOR(class_args), 0, NULL, NULL, "{}", "assessor arguments" },
+	{ NULL },
+};
+
+#define TRIAL(f) offsetof(struct aah_config_trial, f)
+static const struct cfg_key trial_keys[] = {
+	{ "command", CFG_STR, TRIAL(command), CFG_REQUIRED, NULL, NULL, "(required)",
+	  "the trial's command line; injected values are passed as arguments, never spliced into it" },
+	{ "codeDir", CFG_STR, TRIAL(code_dir), 0, NULL, NULL, ".",
+	  "working directory of the trial, relative to the config file" },
+	{ "gpuNum", CFG_INT, TRIAL(gpu_num), CFG_NONNEG, NULL, NULL, "0",
+	  "GPUs per node of a trial (CUDA_VISIBLE_DEVICES gets a disjoint set per slot)" },
+	{ "nodes", CFG_INT, TRIAL(nodes), CFG_POSITIVE, NULL, NULL, "1",
+	  "nodes (ranks) per trial" },
+	{ "timeout", CFG_DURATION, TRIAL(timeout), CFG_NONNEG, NULL, NULL, "0 (none)",
+	  "wall-clock limit of one trial attempt (s/m/h/d)" },
+	{ "retries", CFG_INT, TRIAL(retries), CFG_NONNEG, NULL, NULL, "0",
+	  "how many times a failed trial is run again" },
+	{ "processMode", CFG_ENUM, TRIAL(process_mode), 0, process_modes, NULL, "node",
+	  "one trainer process per node driving its GPUs, or one per device (RANK_ID per card)" },
+	{ "launchStyle", CFG_ENUM, TRIAL(launch_style), 0, launch_styles, NULL, "pytorch",
+	  "pytorch: --init_method/--rank/--world_size; tensorflow adds --task_index, --ps_hosts, --worker_hosts, --job_name and TF_CONFIG" },
+	{ "masterPort", CFG_INT, TRIAL(master_port), CFG_NONNEG, NULL, NULL, "0 (free port)",
+	  "rendezvous port on the first host" },
+	{ "dataUrl", CFG_STR, TRIAL(data_url), 0, NULL, NULL, "(none)",
+	  "passed as --data_url (ModelArts)" },
+	{ "trainUrl", CFG_STR, TRIAL(train_url), 0, NULL, NULL, "the trial directory",
+	  "passed as --train_url (ModelArts)" },
+	{ "ncclCommId", CFG_BOOL, TRIAL(nccl_comm_id), 0, NULL, NULL, "false",
+	  "also export NCCL_COMM_ID=<first host>:<port>" },
+	{ "env", CFG_ANY, TRIAL(env), 0, NULL, NULL, "{}",
+	  "extra environment variables for every rank (a map of strings)" },
+	{ NULL },
+};
+
+#define REPORT(f) offsetof(struct aah_config_report, f)
+static const struct cfg_key report_keys[] = {
+	{ "minDuration", CFG_DURATION, REPORT(min_duration), CFG_NONNEG, NULL, NULL, "0",
+	  "shortest run that counts as a valid benchmark result" },
+	{ "minAccuracy", CFG_NUM, REPORT(min_accuracy), CFG_FRACTION, NULL, NULL, "0",
+	  "lowest best accuracy that counts as a valid benchmark result" },
+	{ "sampleInterval", CFG_DURATION, REPORT(sample_interval), CFG_POSITIVE, NULL, NULL,
+	  "6m (0.1 h, AIPerf)", "time between score samples" },
+	{ "firstSample", CFG_DURATION, REPORT(first_sample), CFG_NONNEG, NULL, NULL,
+	  "12m (0.2 h, AIPerf)", "time of the first score sample" },
+	{ NULL },
+};
+
+#define TOP(f) offsetof(struct aah_config, f)
+const struct cfg_key config_keys[] = {
+	{ "authorName", CFG_STR, TOP(author_name), 0, NULL, NULL, "default", "who ran it" },
+	{ "experimentName", CFG_STR, TOP(experiment_name), 0, NULL, NULL, "aah",
+	  "experiment name (shown in reports; sanitised for Kubernetes names)" },
+	{ "trialConcurrency", CFG_INT, TOP(trial_concurrency), CFG_POSITIVE, NULL, NULL, "1",
+	  "trials running at once (slots)" },
+	{ "maxExecDuration", CFG_DURATION, TOP(max_exec_duration), CFG_NONNEG, NULL, NULL,
+	  "0 (unlimited)", "experiment budget (s/m/h/d); running trials are then stopped" },
+	{ "maxTrialNum", CFG_INT, TOP(max_trial_num), CFG_POSITIVE, NULL, NULL, "99999",
+	  "most trials to run" },
+	{ "trainingServicePlatform", CFG_ENUM, TOP(platform), 0, platforms, NULL, "local",
+	  "backend: local, docker, kubernetes or slurm" },
+	{ "searchSpacePath", CFG_STR, TOP(search_space_path), 0, NULL, NULL, "(none)",
+	  "NNI search_space.json, relative to the config file" },
+	{ "useAnnotation", CFG_BOOL, TOP(use_annotation), 0, NULL, NULL, "false",
+	  "NNI annotation mode; accepted, must be false" },
+	{ "logLevel", CFG_ENUM, TOP(log_level), 0, log_levels, NULL, "info", "runner log level" },
+	{ "debug", CFG_BOOL, TOP(debug), 0, NULL, NULL, "false", "NNI debug flag; more runner output" },
+	{ "workdir", CFG_STR, TOP(workdir), 0, NULL, NULL, "$AAH_WORKDIR, else ./aah-work",
+	  "where experiments/<id>/ is created (the shared /userhome tree on clusters)" },
+	{ "seed", CFG_INT, TOP(seed), CFG_NONNEG, NULL, NULL, "0 (from the clock)",
+	  "seed of the tuner and of every trial: same seed, same run" },
+	{ "tuner", CFG_SECTION, TOP(tuner), 0, NULL, tuner_keys, NULL, "the search" },
+	{ "assessor", CFG_SECTION, TOP(assessor), 0, NULL, assessor_keys, NULL, "NNI assessor" },
+	{ "trial", CFG_SECTION, TOP(trial), CFG_REQUIRED, NULL, trial_keys, NULL, "what each trial runs" },
+	{ "report", CFG_SECTION, TOP(report), 0, NULL, report_keys, NULL, "score and validity rules" },
+	{ "local", CFG_ANY, TOP(local), 0, NULL, NULL, "{}", "local backend settings" },
+	{ "docker", CFG_ANY, TOP(docker), 0, NULL, NULL, "{}", "Docker backend settings" },
+	{ "kubernetes", CFG_ANY, TOP(kubernetes), 0, NULL, NULL, "{}", "Kubernetes backend settings" },
+	{ "slurm", CFG_ANY, TOP(slurm), 0, NULL, NULL, "{}", "Slurm backend settings" },
+	{ NULL },
+};
+
+int config_parse_duration(const char *s, double *out)
+{
+	char *end;
+	double mult = 1;
+	if (!s || !*s)
+		return -1;
+	double v = strtod(s, &end);
+	if (end == s || !isfinite(v) || v < 0)
+		return -1;
+	if (*end) {
+		switch (*end) {
+		case 's': mult = 1; break;
+		case 'm': mult = 60; break;
+		case 'h': mult = 3600; break;
+		case 'd': mult = 86400; break;
+		default: return -1;
+		}
+		if (end[1])
+			return -1;
+	}
+	*out = v * mult;
+	return 0;
+}
+
+struct ctx {
+	const char *file;
+};
+
+static int fail_at(const struct ctx *c, unsigned line, unsigned col, const char *path,
+		   const char *fmt, const char *detail)
+{
+	return error("%s:%u:%u: '%s' %s%s", c->file, line, col, path, fmt, detail ? detail : "");
+}
+
+static const char *nearest_key(const struct cfg_key *keys, const char *name)
+{
+	const char *best = NULL;
+	size_t best_d = SIZE_MAX;
+	for (const struct cfg_key *k = keys; k->name; k++) {
+		size_t d = util_edit_distance(name, k->name);
+		if (strcasecmp(name, k->name) == 0)
+			d = 0;
+		if (d < best_d) {
+			best_d = d;
+			best = k->name;
+		}
+	}
+	size_t len = strlen(name);
+	return best && best_d <= (len > 6 ? 3 : 2) ? best : NULL;
+}
+
+static int is_null(const struct ynode *n)
+{
+	return n->kind == YNODE_SCALAR && n->plain &&
+	       (!*n->value || !strcmp(n->value, "null") || !strcmp(n->value, "~"));
+}
+
+static int set_value(const struct ctx *c, const char *path, const struct cfg_key *k,
+		     const struct ynode *n, char *base);
+
+static int parse_table(const struct ctx *c, const char *prefix, const struct ynode *map,
+		       const struct cfg_key *keys, char *base, unsigned line, unsigned col)
+{
+	if (map && map->kind != YNODE_MAP)
+		return fail_at(c, map->line, map->col, prefix, "must be a mapping of keys", NULL);
+	for (size_t i = 0; map && i < map->n; i++) {
+		const struct cfg_key *k = keys;
+		while (k->name && strcmp(k->name, map->keys[i]))
+			k++;
+		char *path = *prefix ? xstrfmt("%s.%s", prefix, map->keys[i]) : xstrdup(map->keys[i]);
+		if (!k->name) {
+			const char *near = nearest_key(keys, map->keys[i]);
+			char *hint = near ? xstrfmt(" (did you mean '%s'?)", near)
+					  : xstrdup(" (see docs/config.md)");
+			fail_at(c, map->key_line[i], map->key_col[i], path, "is not a known key", hint);
+			free(hint);
+			free(path);
+			return -1;
+		}
+		int r = set_value(c, path, k, map->children[i], base);
+		free(path);
+		if (r < 0)
+			return -1;
+	}
+	for (const struct cfg_key *k = keys; k->name; k++) {
+		if (!(k->flags & CFG_REQUIRED) || ynode_get(map, k->name))
+			continue;
+		char *path = *prefix ? xstrfmt("%s.%s", prefix, k->name) : xstrdup(k->name);
+		char *hint = xstrfmt(": %s", k->help ? k->help : "");
+		fail_at(c, line, col, path, "is required", hint);
+		free(hint);
+		free(path);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_number(const struct ctx *c, const char *path, const struct cfg_key *k,
+		      const struct ynode *n, double v)
+{
+	if ((k->flags & CFG_POSITIVE) && !(v > 0))
+		return fail_at(c, n->line, n->col, path, "must be greater than 0, got ", n->value);
+	if ((k->flags & CFG_NONNEG) && v < 0)
+		return fail_at(c, n->line, n->col, path, "must not be negative, got ", n->value);
+	if ((k->flags & CFG_FRACTION) && (v < 0 || v > 1))
+		return fail_at(c, n->line, n->col, path, "must be between 0 and 1, got ", n->value);
+	return 0;
+}
+
+static int set_value(const struct ctx *c, const char *path, const struct cfg_key *k,
+		     const struct ynode *n, char *base)
+{
+	void *dst = base + k->offset;
+	double d;
+	long l;
+
+	if (k->type == CFG_SECTION)
+		return parse_table(c, path, is_null(n) ? NULL : n, k->section, dst, n->line, n->col);
+	if (k->type == CFG_ANY) {
+		*(const struct ynode **)dst = is_null(n) ? NULL : n;
+		return 0;
+	}
+	if (n->kind != YNODE_SCALAR)
+		return fail_at(c, n->line, n->col, path, "must be a single value, not a list or mapping",
+			       NULL);
+	if (is_null(n) && k->type != CFG_STR)
+		return fail_at(c, n->line, n->col, path, "needs a value", NULL);
+
+	switch (k->type) {
+	case CFG_STR:
+	case CFG_ENUM:
+		if (k->type == CFG_ENUM) {
+			const char *const *ch = k->choices;
+			while (*ch && strcmp(*ch, n->value))
+				ch++;
+			if (!*ch) {
+				struct strbuf sb = STRBUF_INIT;
+				strbuf_addf(&sb, "'%s'; expected one of:", n->value);
+				for (ch = k->choices; *ch; ch++)
+					strbuf_addf(&sb, " %s", *ch);
+				fail_at(c, n->line, n->col, path, "has an unknown value ", sb.buf);
+				strbuf_release(&sb);
+				return -1;
+			}
+		}
+		free(*(char **)dst);
+		*(char **)dst = xstrdup(n->value);
+		return 0;
+	case CFG_INT:
+		if (!n->plain || util_parse_long(n->value, LONG_MIN, LONG_MAX, &l) < 0)
+			return fail_at(c, n->line, n->col, path, "must be an integer, got ", n->value);
+		if (set_number(c, path, k, n, (double)l) < 0)
+			return -1;
+		*(long *)dst = l;
+		return 0;
+	case CFG_NUM:
+		if (!n->plain || util_parse_double(n->value, &d) < 0)
+			return fail_at(c, n->line, n->col, path, "must be a number, got ", n->value);
+		if (set_number(c, path, k, n, d) < 0)
+			return -1;
+		*(double *)dst = d;
+		return 0;
+	case CFG_DURATION:
+		if (n->value[0] == '-')
+			return fail_at(c, n->line, n->col, path, "must not be negative, got ", n->value);
+		if (config_parse_duration(n->value, &d) < 0)
+			return fail_at(c, n->line, n->col, path,
+				       "must be a duration like 90s, 15m, 72h or 2d, got ", n->value);
+		if (set_number(c, path, k, n, d) < 0)
+			return -1;
+		*(double *)dst = d;
+		return 0;
+	case CFG_BOOL:
+		if (!strcmp(n->value, "true") || !strcmp(n->value, "True"))
+			*(int *)dst = 1;
+		else if (!strcmp(n->value, "false") || !strcmp(n->value, "False"))
+			*(int *)dst = 0;
+		else
+			return fail_at(c, n->line, n->col, path, "must be true or false, got ", n->value);
+		return 0;
+	default:
+		BUG("unhandled config type %d", k->type);
+	}
+}
+
+static void release_table(const struct cfg_key *keys, char *base)
+{
+	for (const struct cfg_key *k = keys; k->name; k++) {
+		void *dst = base + k->offset;
+		if (k->type == CFG_STR || k->type == CFG_ENUM) {
+			free(*(char **)dst);
+			*(char **)dst = NULL;
+		} else if (k->type == CFG_SECTION) {
+			release_table(k->section, dst);
+		}
+	}
+}
+
+/* A folded multi-line command keeps the backslashes its author meant as
+ * line continuations ("a \ b"); drop a backslash that stands alone. */
+static void unfold_command(char *cmd)
+{
+	char *w = cmd;
+	for (char *r = cmd; *r; r++) {
+		if (*r == '\\' && (r == cmd || r[-1] == ' ') && (r[1] == ' ' || !r[1])) {
+			if (r[1])
+				r++;
+			continue;
+		}
+		*w++ = *r;
+	}
+	*w = '\0';
+	while (w > cmd && w[-1] == ' ')
+		*--w = '\0';
+}
+
+static void set_defaults(struct aah_config *cfg)
+{
+	cfg->trial_concurrency = 1;
+	cfg->max_trial_num = 99999;
+	cfg->platform = xstrdup("local");
+	cfg->log_level = xstrdup("info");
+	cfg->tuner.builtin_tuner_name = xstrdup("None");
+	cfg->tuner.placement = xstrdup("master");
+	cfg->trial.nodes = 1;
+	cfg->trial.process_mode = xstrdup("node");
+	cfg->trial.launch_style = xstrdup("pytorch");
+	cfg->trial.code_dir = xstrdup(".");
+	cfg->report.sample_interval = 360;
+	cfg->report.first_sample = 720;
+	cfg->experiment_name = xstrdup("aah");
+	cfg->author_name = xstrdup("default");
+}
+
+static int check_semantics(const struct ctx *c, struct aah_config *cfg)
+{
+	const struct ynode *trial = ynode_get(cfg->root, "trial");
+	const struct ynode *cmd = ynode_get(trial, "command");
+	if (!cfg->trial.command || !*cfg->trial.command) {
+		unsigned line = cmd ? cmd->line : trial->line, col = cmd ? cmd->col : trial->col;
+		return fail_at(c, line, col, "trial.command", "must not be empty", NULL);
+	}
+	unfold_command(cfg->trial.command);
+	if (cfg->use_annotation) {
+		const struct ynode *n = ynode_get(cfg->root, "useAnnotation");
+		return fail_at(c, n->line, n->col, "useAnnotation",
+			       "is not supported by aah; set it to false", NULL);
+	}
+	const struct ynode *env = cfg->trial.env;
+	if (env) {
+		if (env->kind != YNODE_MAP)
+			return fail_at(c, env->line, env->col, "trial.env",
+				       "must be a mapping of NAME: value", NULL);
+		for (size_t i = 0; i < env->n; i++)
+			if (env->children[i]->kind != YNODE_SCALAR)
+				return fail_at(c, env->children[i]->line, env->children[i]->col,
+					       "trial.env", "values must be strings", NULL);
+	}
+	const struct ynode *ca = cfg->tuner.class_args;
+	if (ca && ca->kind != YNODE_MAP)
+		return fail_at(c, ca->line, ca->col, "tuner.classArgs", "must be a mapping", NULL);
+	if (!strcmp(cfg->trial.process_mode, "device") && cfg->trial.gpu_num < 1) {
+		const struct ynode *n = ynode_get(trial, "processMode");
+		return fail_at(c, n->line, n->col, "trial.processMode",
+			       "'device' needs trial.gpuNum of at least 1", NULL);
+	}
+	return 0;
+}
+
+int config_load(const char *path, struct aah_config *cfg)
+{
+	struct ctx c = { .file = path };
+	memset(cfg, 0, sizeof(*cfg));
+	if (yamltree_load(path, &cfg->root) < 0)
+		return -1;
+	cfg->path = fileio_absolute(path);
+	char *dir = xstrdup(cfg->path);
+	cfg->base_dir = xstrdup(dirname(dir));
+	free(dir);
+	set_defaults(cfg);
+	if (cfg->root->kind != YNODE_MAP) {
+		error("%s:%u:%u: a config must be a mapping of keys", path, cfg->root->line,
+		      cfg->root->col);
+		goto fail;
+	}
+	if (parse_table(&c, "", cfg->root, config_keys, (char *)cfg, 1, 1) < 0 ||
+	    check_semantics(&c, cfg) < 0)
+		goto fail;
+	if (cfg->workdir) {
+		char *abs = cfg->workdir[0] == '/' ? xstrdup(cfg->workdir)
+						   : xstrfmt("%s/%s", cfg->base_dir, cfg->workdir);
+		free(cfg->workdir);
+		cfg->workdir = abs;
+	}
+	return 0;
+fail:
+	config_release(cfg);
+	return -1;
+}
+
+void config_release(struct aah_config *cfg)
+{
+	release_table(config_keys, (char *)cfg);
+	ynode_free(cfg->root);
+	free(cfg->path);
+	free(cfg->base_dir);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+int config_parse_section(const struct aah_config *cfg, const char *section,
+			 const struct ynode *node, const struct cfg_key *keys, void *out)
+{
+	struct ctx c = { .file = cfg->path };
+	if (!node)
+		return 0;
+	return parse_table(&c, section, node, keys, out, node->line, node->col);
+}
+
+void config_release_section(const struct cfg_key *keys, void *out)
+{
+	release_table(keys, out);
+}
+
+char *config_search_space_file(const struct aah_config *cfg)
+{
+	if (!cfg->search_space_path || !*cfg->search_space_path)
+		return NULL;
+	if (cfg->search_space_path[0] == '/')
+		return xstrdup(cfg->search_space_path);
+	return xstrfmt("%s/%s", cfg->base_dir, cfg->search_space_path);
+}
+
+int config_search_space(const struct aah_config *cfg, cJSON **out)
+{
+	char *p = config_search_space_file(cfg);
+	*out = NULL;
+	if (!p)
+		return 0;
+	int r = jsonfile_read(p, out);
+	if (r == 0 && !cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		r = error("%s: a search space must be a JSON object of parameters", p);
+	}
+	free(p);
+	return r;
+}
+
+void config_walk_keys(const struct cfg_key *keys, const char *prefix,
+		      void (*fn)(const char *path, const struct cfg_key *key, void *arg), void *arg)
+{
+	for (const struct cfg_key *k = keys; k->name; k++) {
+		char *path = *prefix ? xstrfmt("%s.%s", prefix, k->name) : xstrdup(k->name);
+		if (k->type == CFG_SECTION)
+			config_walk_keys(k->section, path, fn, arg);
+		else
+			fn(path, k, arg);
+		free(path);
+	}
+}

@@ -1,0 +1,129 @@
+/* config.h: config.yml (AIPerf/NNI keys plus aah's own) -> struct aah_config,
+ * driven by key tables that also document every key. */
+#ifndef AAH_CONFIG_H
+#define AAH_CONFIG_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runner/yamltree.h" /* struct ynode: kept for free-form sections */
+
+enum cfg_type {
+	CFG_STR,      /* char * */
+	CFG_INT,      /* long */
+	CFG_NUM,      /* double */
+	CFG_BOOL,     /* int */
+	CFG_DURATION, /* double seconds; "90", "90s", "15m", "72h", "2d" */
+	CFG_ENUM,     /* char *, one of choices */
+	CFG_SECTION,  /* nested table, stored at offset */
+	CFG_ANY,      /* const struct ynode * (free-form, e.g. classArgs) */
+};
+
+#define CFG_REQUIRED 1u
+#define CFG_POSITIVE 2u   /* numbers > 0 */
+#define CFG_NONNEG   4u   /* numbers >= 0 */
+#define CFG_FRACTION 8u   /* numbers in [0, 1] */
+
+struct cfg_key {
+	const char *name;
+	enum cfg_type type;
+	size_t offset;
+	unsigned flags;
+	const char *const *choices;     /* CFG_ENUM: NULL-terminated */
+	const struct cfg_key *section;  /* CFG_SECTION: sub-table, ended by { NULL } */
+	const char *def;                /* default, as documented */
+	const char *help;               /* one line for docs/config.md */
+};
+
+struct aah_config_tuner {
+	char *builtin_tuner_name;
+	const struct ynode *class_args;
+	char *placement;          /* "master" | "trial" */
+	long max_layers;
+	double max_params;
+};
+
+struct aah_config_assessor {
+	char *builtin_assessor_name;
+	const struct ynode *class_args;
+};
+
+struct aah_config_trial {
+	char *command;
+	char *code_dir;
+	long gpu_num;             /* GPUs per node */
+	long nodes;               /* nodes (ranks) per trial */
+	double timeout;           /* seconds; 0 = none */
+	long retries;
+	char *process_mode;       /* "node" | "device" */
+	char *launch_style;       /* "pytorch" | "tensorflow" */
+	long master_port;         /* 0 = pick a free port (local) / 29500 */
+	char *data_url;
+	char *train_url;
+	int nccl_comm_id;
+	const struct ynode *env;  /* extra environment, a map */
+};
+
+struct aah_config_report {
+	double min_duration;      /* seconds */
+	double min_accuracy;      /* [0,1] */
+	double sample_interval;   /* seconds */
+	double first_sample;      /* seconds */
+};
+
+struct aah_config {
+	char *path;               /* the file it came from */
+	char *base_dir;           /* relative paths resolve here (the config's folder) */
+	struct ynode *root;       /* owned */
+
+	char *author_name;
+	char *experiment_name;
+	long trial_concurrency;
+	double max_exec_duration; /* seconds; 0 = unlimited */
+	long max_trial_num;
+	char *platform;           /* trainingServicePlatform */
+	char *search_space_path;  /* as written (relative to the config's folder) */
+	int use_annotation;
+	char *log_level;
+	int debug;
+	char *workdir;            /* absolute after load */
+	long seed;
+
+	struct aah_config_tuner tuner;
+	struct aah_config_assessor assessor;
+	struct aah_config_trial trial;
+	struct aah_config_report report;
+
+	/* Backend sections, validated by each backend's own key table. */
+	const struct ynode *local, *docker, *kubernetes, *slurm;
+};
+
+/* The top-level key table (ended by { NULL }). */
+extern const struct cfg_key config_keys[];
+
+/* Load and validate a config file. Errors name file:line:col and the key.
+ * On success the caller releases *cfg with config_release. */
+int config_load(const char *path, struct aah_config *cfg);
+void config_release(struct aah_config *cfg);
+
+/* Parse a free-form section (a backend's) with its own key table into out.
+ * A NULL node fills defaults only. */
+int config_parse_section(const struct aah_config *cfg, const char *section,
+			 const struct ynode *node, const struct cfg_key *keys, void *out);
+void config_release_section(const struct cfg_key *keys, void *out);
+
+/* The search space (searchSpacePath resolved against the config's folder),
+ * or NULL when the config names none; *out is owned by the caller. */
+int config_search_space(const struct aah_config *cfg, cJSON **out);
+/* Absolute path of searchSpacePath, or NULL. The caller frees it. */
+char *config_search_space_file(const struct aah_config *cfg);
+
+/* Parse "90", "90s", "15m", "72h", "2d" into seconds. */
+int config_parse_duration(const char *s, double *out);
+
+/* Visit every documented key path ("trial.command") of a table. */
+void config_walk_keys(const struct cfg_key *keys, const char *prefix,
+		      void (*fn)(const char *path, const struct cfg_key *key, void *arg), void *arg);
+
+#endif

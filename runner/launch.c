@@ -1,0 +1,354 @@
+/* launch.c: the launch contract for every rank of a trial. */
+#include "runner/launch.h"
+#include "fileio.h"
+#include "jsonfile.h"
+#include "strbuf.h"
+#include "util.h"
+
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *launch_trial_id(unsigned trial_seq)
+{
+	return xstrfmt("%06u", trial_seq);
+}
+
+void launch_command_argv(struct strvec *argv, const char *command)
+{
+	/* Anything a shell would interpret sends the command through /bin/sh. */
+	if (strpbrk(command, "$`\\\"'|&;<>(){}*?[]~#=!\n")) {
+		strvec_push(argv, "/bin/sh");
+		strvec_push(argv, "-c");
+		strvec_pushf(argv, "%s \"$@\"", command);
+		strvec_push(argv, "aah-trial");
+		return;
+	}
+	strvec_split(argv, command);
+}
+
+static void format_number(struct strbuf *sb, double v)
+{
+	char buf[64];
+	if (v == floor(v) && fabs(v) < 1e15) {
+		snprintf(buf, sizeof(buf), "%.0f", v);
+	} else {
+		snprintf(buf, sizeof(buf), "%.15g", v);
+		if (strtod(buf, NULL) != v)
+			snprintf(buf, sizeof(buf), "%.17g", v);
+	}
+	strbuf_addstr(sb, buf);
+}
+
+void launch_push_params(struct strvec *argv, const cJSON *params)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, params) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "--%s=", it->string);
+		if (cJSON_IsNumber(it))
+			format_number(&sb, it->valuedouble);
+		else if (cJSON_IsString(it))
+			strbuf_addstr(&sb, it->valuestring);
+		else if (cJSON_IsBool(it))
+			strbuf_addstr(&sb, cJSON_IsTrue(it) ? "true" : "false");
+		else {
+			char *s = cJSON_PrintUnformatted(it);
+			strbuf_addstr(&sb, s);
+			cJSON_free(s);
+		}
+		strvec_push(argv, sb.buf);
+		strbuf_release(&sb);
+	}
+}
+
+/* The i-th device of a comma list such as "2,3" (or i itself when absent). */
+static char *device_at(const char *gpus, unsigned i)
+{
+	if (!gpus)
+		return xstrfmt("%u", i);
+	const char *p = gpus;
+	for (unsigned k = 0; k < i && p; k++) {
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return xstrfmt("%u", i);
+	return xstrndup(p, strcspn(p, ","));
+}
+
+static char *join_hosts(char **hosts, unsigned n, unsigned port_base, int with_ports)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			strbuf_addch(&sb, ',');
+		strbuf_addstr(&sb, hosts[i]);
+		if (with_ports)
+			strbuf_addf(&sb, ":%u", port_base + i);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+static void add_env(struct launch_rank *r, const struct aah_launch *l,
+		    const struct launch_params *p, unsigned local_dev)
+{
+	struct strvec *e = &r->env;
+	const struct aah_config *cfg = p->cfg;
+	char *hosts = join_hosts(l->hosts, l->nodes, 0, 0);
+
+	strvec_setenv(e, "AAH_EXPERIMENT_ID", l->experiment_id);
+	strvec_setenv(e, "AAH_TRIAL_ID", l->trial_id);
+	strvec_pushf(e, "AAH_TRIAL_SEQ=%u", l->trial_seq);
+	strvec_pushf(e, "AAH_ATTEMPT=%u", l->attempt);
+	strvec_setenv(e, "AAH_TRIAL_DIR", l->trial_dir);
+	strvec_setenv(e, "AAH_WORKDIR", l->workdir);
+	strvec_setenv(e, "AAH_EXPERIMENT_DIR", l->expdir);
+	strvec_pushf(e, "MA_NUM_HOSTS=%u", l->nodes);
+	strvec_pushf(e, "VC_WORKER_NUM=%u", l->nodes);
+	strvec_pushf(e, "VC_TASK_INDEX=%u", r->node);
+	strvec_pushf(e, "VK_TASK_INDEX=%u", r->node);
+	strvec_setenv(e, "VC_WORKER_HOSTS", hosts);
+	strvec_setenv(e, "MASTER_ADDR", l->hosts[0]);
+	strvec_pushf(e, "MASTER_PORT=%u", l->port);
+	strvec_pushf(e, "MA_NUM_GPUS=%u", l->gpus_per_node);
+	strvec_setenv(e, "MA_TASK_NAME", "worker");
+	strvec_setenv(e, "MA_VJ_NAME", l->job_name);
+	strvec_pushf(e, "MA_CURRENT_INSTANCE_NAME=%s-worker-%u", l->job_name, r->node);
+	strvec_pushf(e, "RANK_TABLE_FILE=%s/rank_table.json", l->trial_dir);
+	strvec_pushf(e, "RANK_ID=%u", r->rank);
+	strvec_pushf(e, "RANK_SIZE=%u", l->nranks);
+	if (l->per_device)
+		strvec_pushf(e, "DEVICE_ID=%u", local_dev);
+	if (l->gpus_per_node) {
+		if (l->per_device) {
+			char *dev = device_at(p->gpus, local_dev);
+			strvec_setenv(e, "CUDA_VISIBLE_DEVICES", dev);
+			free(dev);
+		} else if (p->gpus) {
+			strvec_setenv(e, "CUDA_VISIBLE_DEVICES", p->gpus);
+		}
+	}
+	if (cfg->trial.nccl_comm_id)
+		strvec_pushf(e, "NCCL_COMM_ID=%s:%u", l->hosts[0], l->port);
+	if (l->tf_style) {
+		cJSON *tf = cJSON_CreateObject(), *cluster = cJSON_AddObjectToObject(tf, "cluster");
+		cJSON *w = cJSON_AddArrayToObject(cluster, "worker");
+		for (unsigned i = 0; i < l->nodes; i++) {
+			char *hp = xstrfmt("%s:%u", l->hosts[i], l->port + 1 + i);
+			cJSON_AddItemToArray(w, cJSON_CreateString(hp));
+			free(hp);
+		}
+		cJSON *ps = cJSON_AddArrayToObject(cluster, "ps");
+		char *ps0 = xstrfmt("%s:%u", l->hosts[0], l->port);
+		cJSON_AddItemToArray(ps, cJSON_CreateString(ps0));
+		free(ps0);
+		cJSON *task = cJSON_AddObjectToObject(tf, "task");
+		cJSON_AddStringToObject(task, "type", "worker");
+		cJSON_AddNumberToObject(task, "index", r->node);
+		char *s = cJSON_PrintUnformatted(tf);
+		strvec_setenv(e, "TF_CONFIG", s);
+		cJSON_free(s);
+		cJSON_Delete(tf);
+	}
+	const struct ynode *extra = cfg->trial.env;
+	for (size_t i = 0; extra && i < extra->n; i++)
+		strvec_setenv(e, extra->keys[i], extra->children[i]->value);
+	free(hosts);
+}
+
+static void add_argv(struct launch_rank *r, const struct aah_launch *l,
+		     const struct launch_params *p)
+{
+	struct strvec *a = &r->argv;
+	const struct aah_config *cfg = p->cfg;
+	if (p->propose_runner) {
+		strvec_push(a, p->propose_runner);
+		strvec_push(a, "propose");
+		strvec_push(a, "--experiment");
+		strvec_push(a, l->expdir);
+		strvec_pushf(a, "--trial=%u", l->trial_seq);
+		strvec_push(a, "--exec");
+		strvec_push(a, "--");
+	}
+	launch_command_argv(a, cfg->trial.command);
+	strvec_push(a, "--init_method");
+	strvec_pushf(a, "tcp://%s:%u", l->hosts[0], l->port);
+	strvec_push(a, "--rank");
+	strvec_pushf(a, "%u", r->rank);
+	strvec_push(a, "--world_size");
+	strvec_pushf(a, "%u", l->nranks);
+	if (cfg->trial.data_url) {
+		strvec_push(a, "--data_url");
+		strvec_push(a, cfg->trial.data_url);
+	}
+	strvec_push(a, "--train_url");
+	strvec_push(a, cfg->trial.train_url ? cfg->trial.train_url : l->trial_dir);
+	if (l->tf_style) {
+		char *workers = join_hosts(l->hosts, l->nodes, l->port + 1, 1);
+		strvec_push(a, "--task_index");
+		strvec_pushf(a, "%u", r->node);
+		strvec_push(a, "--ps_hosts");
+		strvec_pushf(a, "%s:%u", l->hosts[0], l->port);
+		strvec_push(a, "--worker_hosts");
+		strvec_push(a, workers);
+		strvec_push(a, "--job_name");
+		strvec_push(a, "worker");
+		free(workers);
+	}
+	if (p->params)
+		launch_push_params(a, p->params);
+}
+
+int launch_build(struct aah_launch *l, const struct launch_params *p)
+{
+	const struct aah_config *cfg = p->cfg;
+	memset(l, 0, sizeof(*l));
+	if (cfg->trial.nodes < 1 || cfg->trial.gpu_num < 0)
+		BUG("launch: config not validated");
+	l->experiment_id = xstrdup(p->experiment_id);
+	l->trial_id = launch_trial_id(p->trial_seq);
+	l->trial_seq = p->trial_seq;
+	l->attempt = p->attempt;
+	l->expdir = xstrdup(p->expdir);
+	l->workdir = xstrdup(p->workdir);
+	l->trial_dir = xstrfmt("%s/trials/%s", p->expdir, l->trial_id);
+	l->job_name = xstrfmt("aah-%s-%s", p->experiment_id, l->trial_id);
+	l->nodes = (unsigned)cfg->trial.nodes;
+	l->gpus_per_node = (unsigned)cfg->trial.gpu_num;
+	l->per_device = !strcmp(cfg->trial.process_mode, "device");
+	l->tf_style = !strcmp(cfg->trial.launch_style, "tensorflow");
+	l->port = p->port;
+	l->hosts = xcalloc(l->nodes, sizeof(*l->hosts));
+	for (unsigned i = 0; i < l->nodes; i++)
+		l->hosts[i] = xstrdup(p->hosts[i]);
+
+	unsigned per_node = l->per_device ? l->gpus_per_node : 1;
+	l->nranks = l->nodes * per_node;
+	l->ranks = xcalloc(l->nranks, sizeof(*l->ranks));
+	for (unsigned node = 0; node < l->nodes; node++) {
+		for (unsigned d = 0; d < per_node; d++) {
+			struct launch_rank *r = &l->ranks[node * per_node + d];
+			r->rank = node * per_node + d;
+			r->node = node;
+			r->host = xstrdup(l->hosts[node]);
+			strvec_init(&r->env);
+			strvec_init(&r->argv);
+			add_env(r, l, p, d);
+			add_argv(r, l, p);
+		}
+	}
+	return 0;
+}
+
+static cJSON *strvec_env_json(const struct strvec *env)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (size_t i = 0; i < env->n; i++) {
+		const char *eq = strchr(env->v[i], '=');
+		char *k = xstrndup(env->v[i], (size_t)(eq - env->v[i]));
+		cJSON_AddStringToObject(o, k, eq + 1);
+		free(k);
+	}
+	return o;
+}
+
+cJSON *launch_to_json(const struct aah_launch *l)
+{
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "format", "aah-launch/1");
+	cJSON_AddStringToObject(doc, "experiment", l->experiment_id);
+	cJSON_AddStringToObject(doc, "trial", l->trial_id);
+	cJSON_AddNumberToObject(doc, "trial_seq", l->trial_seq);
+	cJSON_AddNumberToObject(doc, "attempt", l->attempt);
+	cJSON_AddStringToObject(doc, "job_name", l->job_name);
+	cJSON_AddNumberToObject(doc, "nodes", l->nodes);
+	cJSON_AddNumberToObject(doc, "gpus_per_node", l->gpus_per_node);
+	cJSON_AddStringToObject(doc, "mode", l->per_device ? "device" : "node");
+	cJSON_AddStringToObject(doc, "style", l->tf_style ? "tensorflow" : "pytorch");
+	cJSON *ranks = cJSON_AddArrayToObject(doc, "ranks");
+	for (unsigned i = 0; i < l->nranks; i++) {
+		const struct launch_rank *r = &l->ranks[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "rank", r->rank);
+		cJSON_AddNumberToObject(o, "node", r->node);
+		cJSON_AddStringToObject(o, "host", r->host);
+		cJSON_AddItemToObject(o, "env", strvec_env_json(&r->env));
+		cJSON *argv = cJSON_AddArrayToObject(o, "argv");
+		for (size_t k = 0; k < r->argv.n; k++)
+			cJSON_AddItemToArray(argv, cJSON_CreateString(r->argv.v[k]));
+		cJSON_AddItemToArray(ranks, o);
+	}
+	return doc;
+}
+
+/* The rank table v1.0 (Ascend/ModelArts form): servers in node order, one
+ * device entry per rank process (per device in device mode, else one). */
+static cJSON *rank_table_json(const struct aah_launch *l)
+{
+	cJSON *doc = cJSON_CreateObject();
+	char *n = xstrfmt("%u", l->nodes);
+	cJSON_AddStringToObject(doc, "status", "completed");
+	cJSON_AddStringToObject(doc, "version", "1.0");
+	cJSON_AddStringToObject(doc, "server_count", n);
+	free(n);
+	cJSON *servers = cJSON_AddArrayToObject(doc, "server_list");
+	for (unsigned node = 0; node < l->nodes; node++) {
+		cJSON *s = cJSON_CreateObject();
+		cJSON_AddStringToObject(s, "server_id", l->hosts[node]);
+		cJSON *devs = cJSON_AddArrayToObject(s, "device");
+		for (unsigned i = 0; i < l->nranks; i++) {
+			if (l->ranks[i].node != node)
+				continue;
+			cJSON *d = cJSON_CreateObject();
+			char *id = xstrfmt("%u", l->per_device ? l->ranks[i].rank % l->gpus_per_node : 0);
+			char *rk = xstrfmt("%u", l->ranks[i].rank);
+			cJSON_AddStringToObject(d, "device_id", id);
+			cJSON_AddStringToObject(d, "device_ip", l->hosts[node]);
+			cJSON_AddStringToObject(d, "rank_id", rk);
+			free(id);
+			free(rk);
+			cJSON_AddItemToArray(devs, d);
+		}
+		cJSON_AddItemToArray(servers, s);
+	}
+	return doc;
+}
+
+int launch_write(const struct aah_launch *l)
+{
+	if (fileio_mkdir_p(l->trial_dir, 0755) < 0)
+		return -1;
+	char *p1 = xstrfmt("%s/launch.json", l->trial_dir);
+	char *p2 = xstrfmt("%s/rank_table.json", l->trial_dir);
+	cJSON *d1 = launch_to_json(l), *d2 = rank_table_json(l);
+	int r = jsonfile_write(p1, d1) < 0 || jsonfile_write(p2, d2) < 0 ? -1 : 0;
+	cJSON_Delete(d1);
+	cJSON_Delete(d2);
+	free(p1);
+	free(p2);
+	return r;
+}
+
+void launch_release(struct aah_launch *l)
+{
+	for (unsigned i = 0; i < l->nranks; i++) {
+		free(l->ranks[i].host);
+		strvec_clear(&l->ranks[i].env);
+		strvec_clear(&l->ranks[i].argv);
+	}
+	for (unsigned i = 0; l->hosts && i < l->nodes; i++)
+		free(l->hosts[i]);
+	free(l->hosts);
+	free(l->ranks);
+	free(l->experiment_id);
+	free(l->trial_id);
+	free(l->expdir);
+	free(l->workdir);
+	free(l->trial_dir);
+	free(l->job_name);
+	memset(l, 0, sizeof(*l));
+}

@@ -1,0 +1,71 @@
+/* launch.h: the launch contract: the env and argv every rank of a trial
+ * receives (ModelArts / Volcano / PyTorch / TensorFlow forms), written to
+ * the trial's launch.json and rank_table.json. */
+#ifndef AAH_LAUNCH_H
+#define AAH_LAUNCH_H
+
+#include <cjson/cJSON.h>
+
+#include "runner/config.h"
+#include "strvec.h"
+
+struct launch_rank {
+	unsigned rank;            /* global rank: node index, or device index in device mode */
+	unsigned node;            /* node index 0..nodes-1 */
+	char *host;               /* the node's host name */
+	struct strvec env;        /* injected NAME=value pairs only */
+	struct strvec argv;       /* the full command line */
+};
+
+struct aah_launch {
+	char *experiment_id;
+	char *trial_id;           /* "000001" */
+	unsigned trial_seq;
+	unsigned attempt;
+	char *trial_dir;
+	char *expdir;
+	char *workdir;
+	char *job_name;           /* "aah-<exp>-<trial>", DNS-1123 label */
+	unsigned nodes;
+	unsigned gpus_per_node;
+	int per_device;           /* processMode: device */
+	int tf_style;             /* launchStyle: tensorflow */
+	unsigned port;
+	char **hosts;             /* nodes entries */
+	unsigned nranks;
+	struct launch_rank *ranks;/* nranks entries */
+};
+
+struct launch_params {
+	const struct aah_config *cfg;
+	const char *expdir;       /* absolute */
+	const char *workdir;      /* absolute */
+	const char *experiment_id;
+	unsigned trial_seq;
+	unsigned attempt;
+	const char *const *hosts; /* cfg->trial.nodes host names in rank order */
+	unsigned port;            /* rendezvous port */
+	const char *gpus;         /* this slot's devices, e.g. "2,3"; NULL = none */
+	const cJSON *params;      /* hyperparameters (object), or NULL */
+	/* Tuner placed in the trial: run "<runner> propose ... --exec --" first. */
+	const char *propose_runner; /* path of aah-runner, or NULL for none */
+};
+
+/* Trial id of a sequence number: "%06u". The caller frees it. */
+char *launch_trial_id(unsigned trial_seq);
+/* Build the contract. The caller releases l with launch_release. */
+int launch_build(struct aah_launch *l, const struct launch_params *p);
+/* Write launch.json and rank_table.json into the trial directory. */
+int launch_write(const struct aah_launch *l);
+cJSON *launch_to_json(const struct aah_launch *l);
+void launch_release(struct aah_launch *l);
+
+/* The trial command as an argv: split on blanks when it has no shell syntax,
+ * else ["/bin/sh", "-c", "<command> \"$@\"", "aah-trial"]: values appended
+ * later become "$@", so they never pass through the shell's parser. */
+void launch_command_argv(struct strvec *argv, const char *command);
+
+/* Append hyperparameters as --name=value (numbers in shortest form). */
+void launch_push_params(struct strvec *argv, const cJSON *params);
+
+#endif

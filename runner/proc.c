@@ -1,0 +1,326 @@
+/* proc.c: child processes from argv and env vectors. */
+#include "runner/proc.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* In the child, after fork: report errno through the pipe and exit. */
+static void child_fail(int fd, int err)
+{
+	ssize_t w = write(fd, &err, sizeof(err));
+	(void)w;
+	_exit(127);
+}
+
+static void child_exec(const struct proc_spec *spec, int errfd, int in_fd, int out_fd,
+		       int err_fd, int hold_r, int hold_w)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	if (spec->new_session && setsid() < 0)
+		child_fail(errfd, errno);
+	if (in_fd >= 0 && dup2(in_fd, 0) < 0)
+		child_fail(errfd, errno);
+	if (out_fd >= 0 && dup2(out_fd, 1) < 0)
+		child_fail(errfd, errno);
+	if (err_fd >= 0 && dup2(err_fd, 2) < 0)
+		child_fail(errfd, errno);
+	if (spec->cwd && chdir(spec->cwd) < 0)
+		child_fail(errfd, errno);
+	if (spec->env)
+		environ = (char **)spec->env;
+	if (hold_r >= 0) {
+		char go;
+		close(hold_w);
+		/* Report "started" (EOF on errfd comes at exec), then wait. */
+		ssize_t n;
+		do
+			n = read(hold_r, &go, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
+			_exit(125);
+	}
+	execvp(spec->argv[0], (char *const *)spec->argv);
+	child_fail(errfd, errno);
+}
+
+/* Fork and exec with the given stdio fds (-1 = inherit); returns the pid.
+ * With hold_w non-NULL the child waits for a byte on a pipe before exec,
+ * and *hold_w receives the pipe's write end. */
+static int spawn(const struct proc_spec *spec, int in_fd, int out_fd, int err_fd, pid_t *pid,
+		 int *hold_w)
+{
+	int pfd[2], hold[2] = { -1, -1 };
+	if (!spec->argv || !spec->argv[0])
+		BUG("proc: empty argv");
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return error_errno("cannot create a pipe");
+	if (hold_w && pipe2(hold, O_CLOEXEC) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return error_errno("cannot create a pipe");
+	}
+	pid_t child = fork();
+	if (child < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		if (hold_w) {
+			close(hold[0]);
+			close(hold[1]);
+		}
+		return error_errno("cannot fork to run '%s'", spec->argv[0]);
+	}
+	if (!child) {
+		close(pfd[0]);
+		child_exec(spec, pfd[1], in_fd, out_fd, err_fd, hold[0], hold[1]);
+	}
+	close(pfd[1]);
+	if (hold_w) {
+		close(hold[0]);
+		*hold_w = hold[1];
+		*pid = child;
+		close(pfd[0]);
+		return 0;   /* exec errors surface as exit code 127 after release */
+	}
+	int err = 0;
+	ssize_t n;
+	do
+		n = read(pfd[0], &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	if (n == (ssize_t)sizeof(err)) {
+		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+			;
+		errno = err;
+		if (err == ENOENT && !strchr(spec->argv[0], '/'))
+			return error("cannot run '%s': not found in PATH", spec->argv[0]);
+		return error_errno("cannot run '%s'", spec->argv[0]);
+	}
+	*pid = child;
+	return 0;
+}
+
+int proc_start(struct proc *p, const struct proc_spec *spec)
+{
+	int out_fd = -1, in_fd = -1;
+	memset(p, 0, sizeof(*p));
+	if (spec->log_path) {
+		out_fd = open(spec->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (out_fd < 0)
+			return error_errno("cannot open log '%s'", spec->log_path);
+	}
+	p->hold_fd = -1;
+	in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int r = spawn(spec, in_fd, out_fd, out_fd, &p->pid, spec->hold ? &p->hold_fd : NULL);
+	if (out_fd >= 0)
+		close(out_fd);
+	if (in_fd >= 0)
+		close(in_fd);
+	if (r < 0)
+		return -1;
+	p->started = util_monotonic();
+	return 0;
+}
+
+int proc_release(struct proc *p)
+{
+	if (p->hold_fd < 0)
+		return 0;
+	ssize_t w = write(p->hold_fd, "g", 1);
+	close(p->hold_fd);
+	p->hold_fd = -1;
+	return w == 1 ? 0 : error_errno("cannot release process %ld", (long)p->pid);
+}
+
+int proc_poll(struct proc *p)
+{
+	if (p->exited)
+		return 1;
+	int st;
+	pid_t r = waitpid(p->pid, &st, WNOHANG);
+	if (r == p->pid) {
+		p->exited = 1;
+		p->status = st;
+		return 1;
+	}
+	if (r < 0 && errno == ECHILD) {
+		/* Not our child any more (reaped elsewhere): treat as lost. */
+		p->exited = 1;
+		p->status = 255 << 8;
+		return 1;
+	}
+	return 0;
+}
+
+int proc_wait(struct proc *p, double timeout)
+{
+	double until = util_monotonic() + timeout;
+	struct timespec ts = { 0, 5 * 1000 * 1000 };
+	for (;;) {
+		if (proc_poll(p))
+			return 1;
+		if (timeout >= 0 && util_monotonic() >= until)
+			return 0;
+		nanosleep(&ts, NULL);
+		if (ts.tv_nsec < 50 * 1000 * 1000)
+			ts.tv_nsec += 5 * 1000 * 1000;
+	}
+}
+
+int proc_signal(const struct proc *p, int sig)
+{
+	if (p->exited || p->pid <= 0)
+		return 0;
+	if (kill(-p->pid, sig) == 0)
+		return 0;
+	if (kill(p->pid, sig) == 0 || errno == ESRCH)
+		return 0;
+	return error_errno("cannot signal process %ld", (long)p->pid);
+}
+
+void proc_terminate(struct proc *p, double grace)
+{
+	if (p->hold_fd >= 0) {   /* never released: let it exit unexecuted */
+		close(p->hold_fd);
+		p->hold_fd = -1;
+	}
+	if (p->exited)
+		return;
+	proc_signal(p, SIGTERM);
+	if (proc_wait(p, grace))
+		goto reap_group;
+	proc_signal(p, SIGKILL);
+	proc_wait(p, -1);
+reap_group:
+	/* Leftover members of the group get the same end. */
+	kill(-p->pid, SIGKILL);
+}
+
+int proc_exit_code(const struct proc *p)
+{
+	if (WIFEXITED(p->status))
+		return WEXITSTATUS(p->status);
+	if (WIFSIGNALED(p->status))
+		return 128 + WTERMSIG(p->status);
+	return 255;
+}
+
+static void drain(int *fd, struct strbuf *sb)
+{
+	char buf[8192];
+	ssize_t n = read(*fd, buf, sizeof(buf));
+	if (n > 0) {
+		if (sb)
+			strbuf_add(sb, buf, (size_t)n);
+		return;
+	}
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	close(*fd);
+	*fd = -1;
+}
+
+int proc_run_capture(const char *const *argv, const char *const *env, const char *input,
+		     double timeout, struct strbuf *out, struct strbuf *err, int *exit_code)
+{
+	int in[2], o[2], e[2];
+	struct proc_spec spec = { .argv = argv, .env = env, .new_session = 1 };
+	struct proc p = PROC_INIT;
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return error_errno("cannot create a pipe");
+	if (pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0)
+		return error_errno("cannot create a pipe");
+	int r = spawn(&spec, in[0], o[1], e[1], &p.pid, NULL);
+	close(in[0]);
+	close(o[1]);
+	close(e[1]);
+	if (r < 0) {
+		close(in[1]);
+		close(o[0]);
+		close(e[0]);
+		return -1;
+	}
+	p.started = util_monotonic();
+	size_t in_len = input ? strlen(input) : 0, in_off = 0;
+	int in_fd = in[1], out_fd = o[0], err_fd = e[0];
+	if (!in_len) {
+		close(in_fd);
+		in_fd = -1;
+	} else {
+		fcntl(in_fd, F_SETFL, O_NONBLOCK);
+	}
+	int timed_out = 0;
+	while (out_fd >= 0 || err_fd >= 0) {
+		struct pollfd fds[3];
+		int nf = 0;
+		if (out_fd >= 0)
+			fds[nf++] = (struct pollfd){ .fd = out_fd, .events = POLLIN };
+		if (err_fd >= 0)
+			fds[nf++] = (struct pollfd){ .fd = err_fd, .events = POLLIN };
+		if (in_fd >= 0)
+			fds[nf++] = (struct pollfd){ .fd = in_fd, .events = POLLOUT };
+		int wait_ms = 200;
+		if (timeout > 0) {
+			double left = p.started + timeout - util_monotonic();
+			if (left <= 0) {
+				timed_out = 1;
+				break;
+			}
+			if (left * 1000 < wait_ms)
+				wait_ms = (int)(left * 1000) + 1;
+		}
+		if (poll(fds, (nfds_t)nf, wait_ms) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < nf; i++) {
+			if (!fds[i].revents)
+				continue;
+			if (fds[i].fd == out_fd)
+				drain(&out_fd, out);
+			else if (fds[i].fd == err_fd)
+				drain(&err_fd, err);
+			else if (fds[i].fd == in_fd) {
+				ssize_t w = write(in_fd, input + in_off, in_len - in_off);
+				if (w > 0)
+					in_off += (size_t)w;
+				if ((w < 0 && errno != EAGAIN && errno != EINTR) || in_off == in_len) {
+					close(in_fd);
+					in_fd = -1;
+				}
+			}
+		}
+	}
+	if (in_fd >= 0)
+		close(in_fd);
+	if (out_fd >= 0)
+		close(out_fd);
+	if (err_fd >= 0)
+		close(err_fd);
+	if (timed_out) {
+		proc_terminate(&p, 2);
+		*exit_code = 124;
+		return 0;
+	}
+	double left = timeout > 0 ? p.started + timeout - util_monotonic() : -1;
+	if (!proc_wait(&p, timeout > 0 ? (left > 0 ? left : 0) : -1)) {
+		proc_terminate(&p, 2);
+		*exit_code = 124;
+		return 0;
+	}
+	*exit_code = proc_exit_code(&p);
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* proc.h: child processes from argv and env vectors (never a shell
+ * string): start in a process group, log to a file, poll, wait with a
+ * timeout, kill the group, or run to completion capturing output. */
+#ifndef AAH_PROC_H
+#define AAH_PROC_H
+
+#include <sys/types.h>
+
+#include "strbuf.h"
+
+struct proc_spec {
+	const char *const *argv;   /* argv[0] is looked up in PATH */
+	const char *const *env;    /* the whole environment; NULL = inherit */
+	const char *cwd;           /* NULL = inherit */
+	const char *log_path;      /* stdout+stderr appended here; NULL = inherit */
+	int new_session;           /* setsid(): own session and process group */
+	int hold;                  /* the child waits for proc_release() before exec;
+				    * it exits unexecuted if this process dies first */
+};
+
+struct proc {
+	pid_t pid;                 /* also the process group id with new_session */
+	int exited;                /* 1 once reaped */
+	int status;                /* raw wait status once exited */
+	double started;            /* util_monotonic() at start */
+	int hold_fd;               /* write end of the hold pipe, or -1 */
+};
+
+#define PROC_INIT { 0, 0, 0, 0, -1 }
+
+/* Start a child. Fails (with the reason) when the program cannot be
+ * executed, not only when fork fails. */
+int proc_start(struct proc *p, const struct proc_spec *spec);
+/* Let a held child go on to exec. */
+int proc_release(struct proc *p);
+/* Non-blocking: 1 if the child has exited (status set), 0 if running. */
+int proc_poll(struct proc *p);
+/* Wait up to timeout seconds (< 0: forever): 1 exited, 0 still running. */
+int proc_wait(struct proc *p, double timeout);
+/* Signal the child's whole process group (or the child alone). */
+int proc_signal(const struct proc *p, int sig);
+/* SIGTERM the group, wait up to grace seconds, then SIGKILL; reaps it. */
+void proc_terminate(struct proc *p, double grace);
+/* Exit code (0..255), or 128+signal for a signalled child. */
+int proc_exit_code(const struct proc *p);
+
+/* Run to completion with stdin from `input` (may be NULL), capturing stdout
+ * and stderr (either may be NULL to discard), within timeout seconds (<= 0:
+ * none). *exit_code is the child's (124 on timeout). Returns -1 only when
+ * the program could not be run at all. */
+int proc_run_capture(const char *const *argv, const char *const *env, const char *input,
+		     double timeout, struct strbuf *out, struct strbuf *err, int *exit_code);
+
+#endif
