@@ -1,0 +1,332 @@
+/* tuner.c: the generic tuner layer: registry, history, seeding, and the
+ * experiment-level proposal (`aah-runner propose`). */
+#include "tuner.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"    /* fileio_lock, fileio_mkdir_p, fileio_exists */
+#include "jsonfile.h"  /* jsonfile_read, jsonfile_write */
+#include "tuner_int.h"
+#include "util.h"
+
+static const struct tuner_ops *const registry[] = {
+	&tuner_ops_nm,
+	&tuner_ops_tpe,
+	&tuner_ops_random,
+	&tuner_ops_none,
+};
+
+const struct tuner_ops *const *tuner_registry(size_t *n)
+{
+	*n = ARRAY_SIZE(registry);
+	return registry;
+}
+
+static const struct tuner_ops *lookup(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(registry); i++)
+		if (!strcmp(registry[i]->name, name))
+			return registry[i];
+	return NULL;
+}
+
+int tuner_known(const char *name)
+{
+	return lookup(name) != NULL;
+}
+
+const char *tuner_known_names(void)
+{
+	return "NetworkMorphism, TPE, Random, None";
+}
+
+int tuner_arg_number(const struct tuner *t, const char *key, double def, double *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(t->class_args, key);
+	*out = def;
+	if (!v)
+		return 0;
+	if (cJSON_IsNumber(v)) {
+		*out = v->valuedouble;
+		return 0;
+	}
+	if (cJSON_IsString(v) && util_parse_double(v->valuestring, out) == 0)
+		return 0;
+	return error("tuner %s: classArgs.%s must be a number", t->name, key);
+}
+
+int tuner_arg_string(const struct tuner *t, const char *key, const char *def, const char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(t->class_args, key);
+	*out = def;
+	if (!v)
+		return 0;
+	if (!cJSON_IsString(v))
+		return error("tuner %s: classArgs.%s must be a string", t->name, key);
+	*out = v->valuestring;
+	return 0;
+}
+
+cJSON *tuner_params_doc(const struct tuner *t, unsigned seq, cJSON *parameters)
+{
+	cJSON *d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "format", "aah-params/1");
+	cJSON_AddNumberToObject(d, "trial_seq", seq);
+	cJSON_AddStringToObject(d, "tuner", t->name);
+	cJSON_AddItemToObject(d, "parameters", parameters ? parameters : cJSON_CreateObject());
+	return d;
+}
+
+int tuner_create(struct tuner **out, const struct tuner_config *cfg)
+{
+	const struct tuner_ops *ops = lookup(cfg->name);
+	*out = NULL;
+	if (!ops)
+		return error("unknown tuner '%s' (known: %s)", cfg->name ? cfg->name : "(none)",
+			     tuner_known_names());
+	if (cfg->class_args && !cJSON_IsObject(cfg->class_args))
+		return error("tuner %s: classArgs must be a mapping", cfg->name);
+	struct tuner *t = xcalloc(1, sizeof(*t));
+	t->ops = ops;
+	t->name = xstrdup(ops->name);
+	t->class_args = cfg->class_args ? cJSON_Duplicate(cfg->class_args, 1) : cJSON_CreateObject();
+	t->seed = cfg->seed;
+	t->initial_arch = cfg->initial_arch ? xstrdup(cfg->initial_arch) : NULL;
+	t->max_layers = cfg->max_layers;
+	t->max_params = cfg->max_params;
+	t->threads = cfg->threads;
+	if (space_parse(&t->space, cfg->search_space) < 0 || (ops->init && ops->init(t) < 0)) {
+		tuner_free(t);
+		return -1;
+	}
+	*out = t;
+	return 0;
+}
+
+void tuner_free(struct tuner *t)
+{
+	if (!t)
+		return;
+	if (t->ops->release)
+		t->ops->release(t);
+	for (size_t i = 0; i < t->nhist; i++) {
+		cJSON_Delete(t->hist[i].arch);
+		cJSON_Delete(t->hist[i].params);
+	}
+	free(t->hist);
+	space_release(&t->space);
+	cJSON_Delete(t->class_args);
+	free(t->initial_arch);
+	free(t->name);
+	free(t);
+}
+
+/* Record an observation; takes ownership of arch and params. */
+static int record(struct tuner *t, unsigned seq, cJSON *arch, cJSON *params,
+		  enum tuner_obs_state state, double metric)
+{
+	size_t i = t->nhist;
+	while (i > 0 && t->hist[i - 1].seq != seq)
+		i--;
+	struct tuner_hist old;
+	int had = i > 0;
+	if (had) {
+		i--;
+		old = t->hist[i];
+		t->hist[i].arch = arch;
+		t->hist[i].params = params;
+	} else {
+		if (t->nhist == t->ahist) {
+			t->ahist = t->ahist ? 2 * t->ahist : 64;
+			t->hist = xrealloc(t->hist, t->ahist * sizeof(*t->hist));
+		}
+		i = t->nhist++;
+		t->hist[i] = (struct tuner_hist){ .seq = seq, .arch = arch, .params = params };
+	}
+	t->hist[i].state = state;
+	t->hist[i].metric = state == TUNER_OBS_DONE ? metric : 0.0;
+	int rc = t->ops->observe ? t->ops->observe(t, i, had ? &old : NULL) : 0;
+	if (had) {
+		cJSON_Delete(old.arch);
+		cJSON_Delete(old.params);
+	}
+	return rc;
+}
+
+int tuner_observe(struct tuner *t, const struct tuner_observation *obs)
+{
+	if (obs->trial_seq == 0)
+		return error("tuner: trial_seq must be 1 or more");
+	if (obs->state == TUNER_OBS_DONE && !(obs->metric >= -1e300 && obs->metric <= 1e300))
+		return error("tuner: trial %u has a metric that is not a number", obs->trial_seq);
+	return record(t, obs->trial_seq, obs->arch ? cJSON_Duplicate(obs->arch, 1) : NULL,
+		      obs->params ? cJSON_Duplicate(obs->params, 1) : NULL, obs->state, obs->metric);
+}
+
+int tuner_propose(struct tuner *t, unsigned trial_seq, cJSON **arch, cJSON **params)
+{
+	struct trng rng;
+	*arch = NULL;
+	*params = NULL;
+	if (trial_seq == 0)
+		return error("tuner: trial_seq must be 1 or more");
+	trng_seed(&rng, t->seed, trial_seq);
+	if (t->ops->propose(t, trial_seq, &rng, arch, params) < 0) {
+		cJSON_Delete(*arch);
+		cJSON_Delete(*params);
+		*arch = *params = NULL;
+		return -1;
+	}
+	if (!*arch && !*params)
+		return 0;
+	return record(t, trial_seq, *arch ? cJSON_Duplicate(*arch, 1) : NULL,
+		      *params ? cJSON_Duplicate(*params, 1) : NULL, TUNER_OBS_PENDING, 0.0);
+}
+
+/* ---- experiment directories ------------------------------------------- */
+
+static int parse_trial_id(const char *name, unsigned *seq)
+{
+	long v;
+	if (strlen(name) != 6 || util_parse_long(name, 1, 999999, &v) < 0)
+		return -1;
+	*seq = (unsigned)v;
+	return 0;
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return (x > y) - (x < y);
+}
+
+/* Read trials/<id>/<file> if it exists: 0 with *out NULL when absent. */
+static int read_optional(const char *dir, const char *file, cJSON **out)
+{
+	char *path = xstrfmt("%s/%s", dir, file);
+	int rc = 0;
+	*out = NULL;
+	if (fileio_exists(path))
+		rc = jsonfile_read(path, out);
+	free(path);
+	return rc;
+}
+
+static int load_trial(struct tuner *t, const char *expdir, unsigned seq)
+{
+	char *dir = xstrfmt("%s/trials/%06u", expdir, seq);
+	cJSON *arch = NULL, *params = NULL, *result = NULL;
+	int rc = -1;
+	if (read_optional(dir, "arch.json", &arch) < 0 || read_optional(dir, "params.json", &params) < 0)
+		goto out;
+	if (!arch && !params) {   /* a trial directory without a proposal yet */
+		rc = 0;
+		goto out;
+	}
+	if (read_optional(dir, "result.json", &result) < 0) {
+		/* a torn or foreign result: the trial failed as far as we know */
+		warning("tuner: trial %06u: unreadable result.json counts as failed", seq);
+		result = NULL;
+		rc = record(t, seq, arch, params, TUNER_OBS_FAILED, 0.0);
+		arch = params = NULL;
+		goto out;
+	}
+	enum tuner_obs_state state = TUNER_OBS_PENDING;
+	double metric = 0.0;
+	if (result) {
+		const char *status = NULL;
+		state = TUNER_OBS_FAILED;
+		if (json_get_string("result.json", result, "status", 1, &status) == 0 && status &&
+		    (!strcmp(status, "succeeded") || !strcmp(status, "early_stopped")) &&
+		    json_get_number("result.json", result, "best_val_acc", 0, &metric) == 0)
+			state = TUNER_OBS_DONE;
+	}
+	rc = record(t, seq, arch, params, state, metric);
+	arch = params = NULL;
+out:
+	cJSON_Delete(arch);
+	cJSON_Delete(params);
+	cJSON_Delete(result);
+	free(dir);
+	return rc;
+}
+
+int tuner_load_history(struct tuner *t, const char *expdir)
+{
+	char *tdir = xstrfmt("%s/trials", expdir);
+	DIR *d = opendir(tdir);
+	if (!d) {
+		int rc = errno == ENOENT ? 0 : error_errno("cannot read '%s'", tdir);
+		free(tdir);
+		return rc;
+	}
+	unsigned *seqs = NULL;
+	size_t n = 0, alloc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		unsigned seq;
+		if (parse_trial_id(de->d_name, &seq) < 0)
+			continue;
+		if (n == alloc) {
+			alloc = alloc ? 2 * alloc : 64;
+			seqs = xrealloc(seqs, alloc * sizeof(*seqs));
+		}
+		seqs[n++] = seq;
+	}
+	closedir(d);
+	free(tdir);
+	qsort(seqs, n, sizeof(*seqs), cmp_uint);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = load_trial(t, expdir, seqs[i]);
+	free(seqs);
+	return rc;
+}
+
+int tuner_propose_experiment(const char *expdir, const struct tuner_config *cfg,
+			     unsigned trial_seq)
+{
+	if (trial_seq == 0 || trial_seq > 999999)
+		return error("tuner: trial sequence number %u is out of range (1..999999)", trial_seq);
+	char *lockpath = xstrfmt("%s/tuner.lock", expdir);
+	char *dir = xstrfmt("%s/trials/%06u", expdir, trial_seq);
+	char *arch_path = xstrfmt("%s/arch.json", dir);
+	char *params_path = xstrfmt("%s/params.json", dir);
+	struct tuner *t = NULL;
+	cJSON *arch = NULL, *params = NULL;
+	int rc = -1;
+	int fd = fileio_lock(lockpath);
+	if (fd < 0)
+		goto out;
+	if (fileio_exists(params_path)) {   /* params.json is written last: proposal complete */
+		rc = 0;
+		goto out_unlock;
+	}
+	if (tuner_create(&t, cfg) < 0 || tuner_load_history(t, expdir) < 0 ||
+	    tuner_propose(t, trial_seq, &arch, &params) < 0)
+		goto out_unlock;
+	if ((arch || params) && fileio_mkdir_p(dir, 0755) < 0)
+		goto out_unlock;
+	if (arch && jsonfile_write(arch_path, arch) < 0)
+		goto out_unlock;
+	if (params && jsonfile_write(params_path, params) < 0)
+		goto out_unlock;
+	rc = 0;
+out_unlock:
+	fileio_unlock(fd);
+out:
+	cJSON_Delete(arch);
+	cJSON_Delete(params);
+	tuner_free(t);
+	free(params_path);
+	free(arch_path);
+	free(dir);
+	free(lockpath);
+	return rc;
+}

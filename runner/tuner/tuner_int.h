@@ -1,0 +1,73 @@
+/* tuner_int.h: what the tuner implementations share with the generic layer
+ * (tuner.c): the op table entry and the history kept for every tuner. */
+#ifndef AAH_TUNER_INT_H
+#define AAH_TUNER_INT_H
+
+#include <stddef.h>
+
+#include "rng.h"
+#include "space.h"
+#include "tuner.h"
+
+enum {
+	TUNER_CAP_ARCH = 1 << 0,    /* proposes architectures */
+	TUNER_CAP_PARAMS = 1 << 1,  /* proposes hyperparameters */
+};
+
+/* One trial as the tuner knows it; documents are owned by the history. */
+struct tuner_hist {
+	unsigned seq;
+	cJSON *arch;
+	cJSON *params;
+	enum tuner_obs_state state;
+	double metric;
+};
+
+struct tuner;
+
+/* An implementation: mechanism only. The generic layer keeps the history,
+ * seeds the per-proposal generator and records proposals as pending. */
+struct tuner_ops {
+	const char *name;
+	unsigned caps;
+	int (*init)(struct tuner *t);                 /* NULL: nothing to set up */
+	/* History entry idx was added or changed (previous state in *old, NULL
+	 * when new). NULL: the implementation reads t->hist when proposing. */
+	int (*observe)(struct tuner *t, size_t idx, const struct tuner_hist *old);
+	int (*propose)(struct tuner *t, unsigned seq, struct trng *rng, cJSON **arch,
+		       cJSON **params);
+	void (*release)(struct tuner *t);             /* NULL: no private state */
+};
+
+struct tuner {
+	const struct tuner_ops *ops;
+	char *name;
+	cJSON *class_args;         /* owned copy (object; empty when none given) */
+	struct space space;
+	uint64_t seed;
+	char *initial_arch;        /* owned copy or NULL */
+	unsigned max_layers;
+	uint64_t max_params;
+	unsigned threads;
+	struct tuner_hist *hist;   /* (nhist) in order of first observation */
+	size_t nhist, ahist;
+	void *priv;                /* the implementation's state */
+};
+
+/* classArgs getters with defaults; errors name the key. */
+int tuner_arg_number(const struct tuner *t, const char *key, double def, double *out);
+int tuner_arg_string(const struct tuner *t, const char *key, const char *def, const char **out);
+
+/* A fresh aah-params/1 document owning `parameters`. */
+cJSON *tuner_params_doc(const struct tuner *t, unsigned seq, cJSON *parameters);
+
+/* The implementations (tuner_random.c, tuner_tpe.c, tuner_nm.c). */
+extern const struct tuner_ops tuner_ops_none;
+extern const struct tuner_ops tuner_ops_random;
+extern const struct tuner_ops tuner_ops_tpe;
+extern const struct tuner_ops tuner_ops_nm;
+
+/* The registry (for the unit test that checks every entry). */
+const struct tuner_ops *const *tuner_registry(size_t *n);
+
+#endif
