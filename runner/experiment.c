@@ -255,6 +255,7 @@ int experiment_create(struct experiment *e, const struct aah_config *cfg, const 
 	cJSON_AddStringToObject(doc, "config", "config.yml");
 	cJSON_AddStringToObject(doc, "config_source", cfg->path);
 	cJSON_AddStringToObject(doc, "workdir", workdir);
+	cJSON_AddNumberToObject(doc, "seed", (double)cfg->seed);
 	p = xstrfmt("%s/experiment.json", e->dir);
 	r = jsonfile_write(p, doc);
 	free(p);

@@ -1,12 +1,55 @@
-/* main.c: aah-runner entry point; dispatches to cmd_*.c */
+/* main.c: aah-runner entry point; a table of subcommands -> cmd_*.c */
 #include <stdio.h>
+#include <string.h>
+
+#include "runner/cmd.h" /* cmd_create, cmd_resume, ... */
 #include "util.h"
+
+struct subcommand {
+	const char *name;
+	int (*fn)(int argc, const char **argv);
+	const char *help;
+};
+
+static const struct subcommand commands[] = {
+	{ "create", cmd_create, "create an experiment from a config.yml and run it" },
+	{ "resume", cmd_resume, "continue an experiment after a stop or a crash" },
+	{ "stop", cmd_stop, "stop a running experiment (trials are canceled)" },
+	{ "status", cmd_status, "show an experiment's trials (--watch to follow)" },
+	{ "list", cmd_list, "list the experiments in the work directory" },
+	{ "propose", cmd_propose, "write the tuner's proposal for a trial (arch.json, params.json)" },
+	{ "check", cmd_check, "validate a config.yml without running it" },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: aah-runner <command> [options]\n\ncommands:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(out, "\n'aah-runner <command> --help' describes a command.\n"
+		     "Experiments live in $AAH_WORKDIR (default ./aah-work) unless the config "
+		     "sets workdir.\n");
+}
 
 int main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
 	util_set_progname("aah-runner");
-	printf("aah-runner: not yet\n");
-	return 0;
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("aah-runner 0.1.0\n");
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, (const char **)argv + 1);
+	fprintf(stderr, "aah-runner: '%s' is not a command\n\n", argv[1]);
+	usage(stderr);
+	return 2;
 }

@@ -1,0 +1,237 @@
+/* cmd_create.c: `create`, `resume` and `check`: load a config, make or
+ * open the experiment, and run the scheduler in the foreground or detached. */
+#include "runner/cmd.h"
+#include "fileio.h"
+#include "jsonfile.h"
+#include "runner/backend.h"
+#include "runner/options.h"
+#include "runner/scheduler.h"
+#include "runner/tuner/tuner.h"
+#include "runner/workdir.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cmd_load_config(const char *path, struct aah_config *cfg)
+{
+	if (config_load(path, cfg) < 0)
+		return -1;
+	if (!tuner_known(cfg->tuner.builtin_tuner_name)) {
+		const struct ynode *n = ynode_get(ynode_get(cfg->root, "tuner"), "builtinTunerName");
+		error("%s:%u:%u: 'tuner.builtinTunerName' has an unknown value '%s'; expected one of: %s",
+		      path, n ? n->line : 1, n ? n->col : 1, cfg->tuner.builtin_tuner_name,
+		      tuner_known_names());
+		config_release(cfg);
+		return -1;
+	}
+	if (backend_validate_config(cfg) < 0) {
+		config_release(cfg);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_open_experiment(const char *workdir, const char *arg, struct experiment *e,
+			struct aah_config *cfg)
+{
+	char *dir;
+	if (workdir_experiment_dir(workdir, arg, &dir) < 0)
+		return -1;
+	int r = experiment_open(e, dir);
+	if (r == 0 && cfg) {
+		char *path = xstrfmt("%s/config.yml", dir);
+		r = cmd_load_config(path, cfg);
+		free(path);
+		cJSON *doc = NULL;
+		char *ej = xstrfmt("%s/experiment.json", dir);
+		const char *src = NULL;
+		double seed = 0;
+		if (r == 0 && jsonfile_read(ej, &doc) == 0 &&
+		    json_get_number(ej, doc, "seed", 1, &seed) == 0 && seed > 0)
+			cfg->seed = (long)seed;
+		if (r == 0 && doc && json_get_string(ej, doc, "config_source", 1, &src) == 0 && src) {
+			/* Relative paths in the config mean what they meant at create. */
+			char *copy = xstrdup(src);
+			free(cfg->base_dir);
+			cfg->base_dir = xstrdup(dirname(copy));
+			free(copy);
+		}
+		cJSON_Delete(doc);
+		free(ej);
+		if (r < 0)
+			experiment_release(e);
+	}
+	free(dir);
+	return r;
+}
+
+static char *self_exe(void)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return xstrdup("aah-runner");
+	buf[n] = '\0';
+	return xstrdup(buf);
+}
+
+/* Fork into the background; the child's output goes to runner.log. Returns
+ * 1 in the parent (which should exit), 0 in the child. */
+static int detach(const struct experiment *e)
+{
+	char *log = xstrfmt("%s/runner.log", e->dir);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		die_errno("cannot fork to detach");
+	if (pid > 0) {
+		printf("running in the background (pid %ld); log: %s\n", (long)pid, log);
+		free(log);
+		return 1;
+	}
+	setsid();
+	int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+	if (in >= 0) {
+		dup2(in, 0);
+		close(in);
+	}
+	free(log);
+	return 0;
+}
+
+static int run(const struct aah_config *cfg, struct experiment *e, int detached, int quiet)
+{
+	if (detached && detach(e))
+		return 0;
+	if (experiment_lock(e) < 0)
+		return 1;
+	char *exe = self_exe();
+	struct scheduler_opts opts = { .runner_exe = exe, .progress = !quiet };
+	int r = scheduler_run(cfg, e, &opts);
+	free(exe);
+	if (r < 0)
+		return 1;
+	if (!quiet) {
+		printf("experiment %s %s\n", e->id,
+		       e->done ? "done" : "stopped (continue with 'aah-runner resume')");
+	}
+	return 0;
+}
+
+int cmd_create(int argc, const char **argv)
+{
+	const char *config = NULL, *workdir = NULL, **rest;
+	int detached = 0, quiet = 0, no_run = 0;
+	long seed = -1;
+	const struct option_spec opts[] = {
+		{ "config", 'c', OPT_STRING, &config, "FILE", "the experiment's config.yml (required)" },
+		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "override the config's workdir" },
+		{ "seed", 0, OPT_LONG, &seed, "N", "override the config's seed" },
+		{ "detach", 'd', OPT_FLAG, &detached, NULL, "run in the background (log in runner.log)" },
+		{ "no-run", 0, OPT_FLAG, &no_run, NULL, "only create the experiment" },
+		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "print only the experiment id" },
+		{ NULL },
+	};
+	int n = options_parse(argc, argv, opts, "aah-runner create -c config.yml [options]", &rest);
+	if (n < 0)
+		return n == -2 ? 0 : 2;
+	free(rest);
+	if (n > 0 || !config) {
+		error("create: give the config with -c FILE (see 'aah-runner create --help')");
+		return 2;
+	}
+	struct aah_config cfg;
+	if (cmd_load_config(config, &cfg) < 0)
+		return 2;
+	if (seed >= 0)
+		cfg.seed = seed;
+	if (!cfg.seed) /* "from the clock", recorded in experiment.json for resume */
+		cfg.seed = (long)((unsigned long)(util_now() * 1e6) % 2147483647ul) + 1;
+	char *wd = workdir ? fileio_absolute(workdir)
+			   : cfg.workdir ? xstrdup(cfg.workdir) : workdir_default();
+	struct experiment e;
+	int rc = 1;
+	if (experiment_create(&e, &cfg, wd) == 0) {
+		printf("%s\n", e.id);
+		fflush(stdout);
+		rc = no_run ? 0 : run(&cfg, &e, detached, quiet);
+		experiment_release(&e);
+	}
+	free(wd);
+	config_release(&cfg);
+	return rc;
+}
+
+int cmd_resume(int argc, const char **argv)
+{
+	const char *workdir = NULL, **rest;
+	int detached = 0, quiet = 0;
+	const struct option_spec opts[] = {
+		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
+		{ "detach", 'd', OPT_FLAG, &detached, NULL, "run in the background" },
+		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "no progress output" },
+		{ NULL },
+	};
+	int n = options_parse(argc, argv, opts, "aah-runner resume <experiment> [options]", &rest);
+	if (n < 0)
+		return n == -2 ? 0 : 2;
+	if (n != 1) {
+		free(rest);
+		error("resume: give one experiment id or directory");
+		return 2;
+	}
+	struct experiment e;
+	struct aah_config cfg;
+	int r = cmd_open_experiment(workdir, rest[0], &e, &cfg);
+	free(rest);
+	if (r < 0)
+		return 1;
+	int rc = 0;
+	if (e.done)
+		printf("experiment %s is already done (%s)\n", e.id, e.done_reason ? e.done_reason : "");
+	else
+		rc = run(&cfg, &e, detached, quiet);
+	experiment_release(&e);
+	config_release(&cfg);
+	return rc;
+}
+
+int cmd_check(int argc, const char **argv)
+{
+	const char **rest;
+	const struct option_spec opts[] = { { NULL } };
+	int n = options_parse(argc, argv, opts, "aah-runner check config.yml...", &rest);
+	if (n < 0)
+		return n == -2 ? 0 : 2;
+	int rc = n ? 0 : 2;
+	if (!n)
+		error("check: give one or more config files");
+	for (int i = 0; i < n; i++) {
+		struct aah_config cfg;
+		if (cmd_load_config(rest[i], &cfg) < 0) {
+			rc = 1;
+			continue;
+		}
+		cJSON *space = NULL;
+		if (config_search_space(&cfg, &space) < 0)
+			rc = 1;
+		else
+			printf("%s: ok (%s backend, tuner %s, %ld trial(s) at a time)\n", rest[i],
+			       cfg.platform, cfg.tuner.builtin_tuner_name, cfg.trial_concurrency);
+		cJSON_Delete(space);
+		config_release(&cfg);
+	}
+	free(rest);
+	return rc;
+}

@@ -1,0 +1,86 @@
+/* cmd_propose.c: `propose`: the tuner's proposal for one trial, written
+ * into its directory; with --exec, then run the trial command with the
+ * hyperparameters appended (the tuner placed inside the trial, as AAH). */
+#include "runner/cmd.h"
+#include "fileio.h"
+#include "jsonfile.h"
+#include "runner/launch.h"
+#include "runner/options.h"
+#include "runner/scheduler.h"
+#include "runner/tuner/tuner.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int exec_trial(const char *expdir, unsigned seq, const char **cmd)
+{
+	struct strvec argv = STRVEC_INIT;
+	char *pp = xstrfmt("%s/trials/%06u/params.json", expdir, seq);
+	strvec_pushv(&argv, cmd);
+	if (fileio_exists(pp)) {
+		cJSON *doc;
+		if (jsonfile_read(pp, &doc) < 0)
+			return 1;
+		launch_push_params(&argv, cJSON_GetObjectItemCaseSensitive(doc, "parameters"));
+		cJSON_Delete(doc);
+	}
+	free(pp);
+	fflush(NULL);
+	execvp(argv.v[0], argv.v);
+	error_errno("propose: cannot run '%s'", argv.v[0]);
+	strvec_clear(&argv);
+	return 127;
+}
+
+int cmd_propose(int argc, const char **argv)
+{
+	const char *expdir = NULL, **rest;
+	long trial = 0;
+	int do_exec = 0;
+	const struct option_spec opts[] = {
+		{ "experiment", 'e', OPT_STRING, &expdir, "DIR", "the experiment directory (or id)" },
+		{ "trial", 't', OPT_LONG, &trial, "N", "trial sequence number (default $AAH_TRIAL_SEQ)" },
+		{ "exec", 0, OPT_FLAG, &do_exec, NULL,
+		  "then run the command after '--' with the hyperparameters appended" },
+		{ NULL },
+	};
+	int n = options_parse(argc, argv, opts,
+			      "aah-runner propose --experiment DIR [--trial N] [--exec -- command...]",
+			      &rest);
+	if (n < 0)
+		return n == -2 ? 0 : 2;
+	if (!expdir)
+		expdir = getenv("AAH_EXPERIMENT_DIR");
+	if (!trial && getenv("AAH_TRIAL_SEQ"))
+		util_parse_long(getenv("AAH_TRIAL_SEQ"), 1, 999999, &trial);
+	if (!expdir || trial < 1 || (do_exec && !n) || (!do_exec && n)) {
+		free(rest);
+		error("propose: need --experiment DIR and --trial N%s",
+		      do_exec ? ", and a command after '--'" : "");
+		return 2;
+	}
+	struct experiment e;
+	struct aah_config cfg;
+	if (cmd_open_experiment(NULL, expdir, &e, &cfg) < 0) {
+		free(rest);
+		return 1;
+	}
+	struct tuner_config tc;
+	cJSON *ca, *space;
+	int r = scheduler_tuner_config(&cfg, e.dir, &tc, &ca, &space);
+	if (r == 0)
+		r = tuner_propose_experiment(e.dir, &tc, (unsigned)trial);
+	cJSON_Delete(ca);
+	cJSON_Delete(space);
+	int rc = r < 0 ? 1 : 0;
+	if (r == 0 && do_exec)
+		rc = exec_trial(e.dir, (unsigned)trial, rest);
+	experiment_release(&e);
+	config_release(&cfg);
+	free(rest);
+	return rc;
+}

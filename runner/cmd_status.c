@@ -1,0 +1,275 @@
+/* cmd_status.c: `status` (one experiment's trials, --watch to follow),
+ * `list` (every experiment) and `stop`. */
+#include "runner/cmd.h"
+#include "fileio.h"
+#include "runner/options.h"
+#include "runner/workdir.h"
+#include "strbuf.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void fmt_span(char *buf, size_t n, double sec)
+{
+	if (sec < 0 || isnan(sec)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	long t = (long)(sec + 0.5);
+	if (t >= 3600)
+		snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+	else if (t >= 60)
+		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(buf, n, "%lds", t);
+}
+
+static void fmt_clock(char *buf, size_t n, double ts)
+{
+	if (ts <= 0) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	time_t t = (time_t)ts;
+	struct tm tm;
+	localtime_r(&t, &tm);
+	strftime(buf, n, "%H:%M:%S", &tm);
+}
+
+static const char *experiment_state(const struct experiment *e)
+{
+	if (experiment_runner_pid(e))
+		return "running";
+	return e->done ? "done" : "stopped";
+}
+
+struct counts {
+	unsigned done, running, waiting, succeeded, failed;
+};
+
+static struct counts count_trials(const struct experiment *e)
+{
+	struct counts c = { 0 };
+	for (size_t i = 0; i < e->ntrials; i++) {
+		enum trial_state s = e->trials[i].state;
+		if (trial_state_final(s))
+			c.done++;
+		if (s == TRIAL_RUNNING)
+			c.running++;
+		if (s == TRIAL_WAITING)
+			c.waiting++;
+		if (s == TRIAL_SUCCEEDED || s == TRIAL_EARLY_STOPPED)
+			c.succeeded++;
+		if (s == TRIAL_FAILED)
+			c.failed++;
+	}
+	return c;
+}
+
+static void render_status(struct strbuf *sb, const struct experiment *e,
+			  const struct aah_config *cfg)
+{
+	struct counts c = count_trials(e);
+	double now = util_now();
+	double elapsed = e->run_seconds;
+	if (!strcmp(experiment_state(e), "running") && e->session_start > 0)
+		elapsed += now - e->session_start;
+	else if (e->session_start > 0 && e->last_event_ts > e->session_start)
+		elapsed += e->last_event_ts - e->session_start;
+	char el[32], left[32] = "unlimited", acc[16] = "-";
+	fmt_span(el, sizeof(el), elapsed);
+	if (cfg->max_exec_duration > 0)
+		fmt_span(left, sizeof(left), fmax(0, cfg->max_exec_duration - elapsed));
+	double best = experiment_best_accuracy(e);
+	if (!isnan(best))
+		snprintf(acc, sizeof(acc), "%.4f", best);
+	strbuf_addf(sb, "experiment %s (%s): %s\n", e->id, e->name ? e->name : "", experiment_state(e));
+	strbuf_addf(sb, "trials: %u done (%u succeeded, %u failed), %u running, %u queued, %ld max\n",
+		    c.done, c.succeeded, c.failed, c.running, c.waiting, cfg->max_trial_num);
+	strbuf_addf(sb, "best accuracy: %s   elapsed: %s   remaining budget: %s\n\n", acc, el, left);
+	strbuf_addf(sb, "%-7s %-13s %-7s %-5s %-10s %-8s %-9s %-9s %s\n", "TRIAL", "STATE", "ATTEMPT",
+		    "SLOT", "NODES", "STARTED", "DURATION", "BEST_ACC", "REASON");
+	for (size_t i = 0; i < e->ntrials; i++) {
+		const struct trial_rec *t = &e->trials[i];
+		char started[16], dur[16], a[16] = "-", slot[16] = "-", nodes[48];
+		fmt_clock(started, sizeof(started), t->submitted);
+		double end = t->finished > 0 ? t->finished : (t->state == TRIAL_RUNNING ? now : -1);
+		fmt_span(dur, sizeof(dur), t->submitted > 0 && end > 0 ? end - t->submitted : -1);
+		if (!isnan(t->best_acc))
+			snprintf(a, sizeof(a), "%.4f", t->best_acc);
+		if (t->slot >= 0)
+			snprintf(slot, sizeof(slot), "%d", t->slot);
+		snprintf(nodes, sizeof(nodes), "%ldx%ld", cfg->trial.nodes, cfg->trial.gpu_num);
+		strbuf_addf(sb, "%06u  %-13s %-7u %-5s %-10s %-8s %-9s %-9s %s\n", t->seq,
+			    trial_state_name(t->state), t->attempt ? t->attempt : 1, slot, nodes,
+			    started, dur, a, t->reason ? t->reason : "");
+	}
+}
+
+int cmd_status(int argc, const char **argv)
+{
+	const char *workdir = NULL, **rest;
+	int watch = 0;
+	double interval = 2;
+	long count = 0;
+	const struct option_spec opts[] = {
+		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
+		{ "watch", 'w', OPT_FLAG, &watch, NULL, "redraw until the experiment ends" },
+		{ "interval", 0, OPT_DOUBLE, &interval, "SEC", "seconds between redraws (2)" },
+		{ "count", 0, OPT_LONG, &count, "N", "with --watch: stop after N redraws" },
+		{ NULL },
+	};
+	int n = options_parse(argc, argv, opts, "aah-runner status <experiment> [--watch]", &rest);
+	if (n < 0)
+		return n == -2 ? 0 : 2;
+	if (n != 1) {
+		free(rest);
+		error("status: give one experiment id or directory");
+		return 2;
+	}
+	int rc = 0;
+	for (long i = 0;; i++) {
+		struct experiment e;
+		struct aah_config cfg;
+		if (cmd_open_experiment(workdir, rest[0], &e, &cfg) < 0) {
+			rc = 1;
+			break;
+		}
+		struct strbuf sb = STRBUF_INIT;
+		render_status(&sb, &e, &cfg);
+		int running = !strcmp(experiment_state(&e), "running");
+		experiment_release(&e);
+		config_release(&cfg);
+		if (watch && isatty(1))
+			fputs("\033[H\033[2J", stdout);
+		fputs(sb.buf, stdout);
+		fflush(stdout);
+		strbuf_release(&sb);
+		if (!watch || !running || (count && i + 1 >= count))
+			break;
+		struct timespec ts = { (time_t)interval, (long)((interval - (time_t)interval) * 1e9) };
+		nanosleep(&ts, NULL);
+		if (!isatty(1))
+			fputs("\n", stdout);
+	}
+	free(rest);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int cmd_list(int argc, const char **argv)
+{
+	const char *workdir = NULL, **rest;
+	const struct option_spec opts[] = {
+		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
+		{ NULL },
+	};
+	int n = options_parse(argc, argv, opts, "aah-runner list [--workdir DIR]", &rest);
+	if (n < 0)
+		return n == -2 ? 0 : 2;
+	free(rest);
+	char *wd = workdir ? fileio_absolute(workdir) : workdir_default();
+	char *base = xstrfmt("%s/experiments", wd);
+	DIR *d = opendir(base);
+	char **names = NULL;
+	size_t count = 0;
+	struct dirent *ent;
+	while (d && (ent = readdir(d))) {
+		if (ent->d_name[0] == '.')
+			continue;
+		names = xrealloc(names, (count + 1) * sizeof(*names));
+		names[count++] = xstrdup(ent->d_name);
+	}
+	if (d)
+		closedir(d);
+	qsort(names, count, sizeof(*names), cmp_str);
+	printf("%-9s %-8s %-8s %-6s %-9s %-20s %s\n", "ID", "STATE", "TRIALS", "FAILED", "BEST_ACC",
+	       "CREATED", "NAME");
+	for (size_t i = 0; i < count; i++) {
+		char *dir = xstrfmt("%s/%s", base, names[i]);
+		struct experiment e;
+		util_set_quiet(1);
+		int r = experiment_open(&e, dir);
+		util_set_quiet(0);
+		if (r == 0) {
+			struct counts c = count_trials(&e);
+			char acc[16] = "-", created[32];
+			double best = experiment_best_accuracy(&e);
+			if (!isnan(best))
+				snprintf(acc, sizeof(acc), "%.4f", best);
+			time_t t = (time_t)e.created;
+			struct tm tm;
+			localtime_r(&t, &tm);
+			strftime(created, sizeof(created), "%Y-%m-%d %H:%M:%S", &tm);
+			printf("%-9s %-8s %-8u %-6u %-9s %-20s %s\n", e.id, experiment_state(&e), c.done,
+			       c.failed, acc, created, e.name ? e.name : "");
+			experiment_release(&e);
+		}
+		free(dir);
+		free(names[i]);
+	}
+	if (!count)
+		printf("(no experiments in %s)\n", base);
+	free(names);
+	free(base);
+	free(wd);
+	return 0;
+}
+
+int cmd_stop(int argc, const char **argv)
+{
+	const char *workdir = NULL, **rest;
+	double timeout = 60;
+	const struct option_spec opts[] = {
+		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
+		{ "timeout", 0, OPT_DOUBLE, &timeout, "SEC", "how long to wait for the runner (60)" },
+		{ NULL },
+	};
+	int n = options_parse(argc, argv, opts, "aah-runner stop <experiment>", &rest);
+	if (n < 0)
+		return n == -2 ? 0 : 2;
+	if (n != 1) {
+		free(rest);
+		error("stop: give one experiment id or directory");
+		return 2;
+	}
+	struct experiment e;
+	int r = cmd_open_experiment(workdir, rest[0], &e, NULL);
+	free(rest);
+	if (r < 0)
+		return 1;
+	long pid = experiment_runner_pid(&e);
+	int rc = 0;
+	if (!pid) {
+		printf("experiment %s is not running\n", e.id);
+	} else if (kill((pid_t)pid, SIGTERM) < 0 && errno != ESRCH) {
+		error_errno("cannot signal runner %ld", pid);
+		rc = 1;
+	} else {
+		double until = util_monotonic() + timeout;
+		while (experiment_runner_pid(&e) && util_monotonic() < until) {
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		if (experiment_runner_pid(&e)) {
+			error("runner %ld did not stop within %.0fs", pid, timeout);
+			rc = 1;
+		} else {
+			printf("experiment %s stopped\n", e.id);
+		}
+	}
+	experiment_release(&e);
+	return rc;
+}

@@ -1,0 +1,106 @@
+/* options.c: table-driven command-line options. */
+#include "runner/options.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void options_usage(const struct option_spec *opts, const char *usage)
+{
+	printf("usage: %s\n\noptions:\n", usage);
+	for (const struct option_spec *o = opts; o->name; o++) {
+		char left[64];
+		if (o->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		printf("  %-28s %s\n", left, o->help);
+	}
+	printf("  %-28s %s\n", "-h, --help", "show this help");
+}
+
+static int set(const char *cmd, const struct option_spec *o, const char *v)
+{
+	switch (o->type) {
+	case OPT_FLAG:
+		*(int *)o->value = 1;
+		return 0;
+	case OPT_STRING:
+		*(const char **)o->value = v;
+		return 0;
+	case OPT_LONG:
+		if (util_parse_long(v, 0, 1L << 40, (long *)o->value) < 0)
+			return error("%s: --%s needs a non-negative integer, got '%s'", cmd, o->name, v);
+		return 0;
+	case OPT_DOUBLE:
+		if (util_parse_double(v, (double *)o->value) < 0)
+			return error("%s: --%s needs a number, got '%s'", cmd, o->name, v);
+		return 0;
+	}
+	return -1;
+}
+
+int options_parse(int argc, const char **argv, const struct option_spec *opts,
+		  const char *usage, const char ***rest)
+{
+	const char **pos = xcalloc((size_t)argc + 1, sizeof(*pos));
+	int npos = 0, i;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const struct option_spec *o = NULL;
+		const char *val = NULL;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			options_usage(opts, usage);
+			free(pos);
+			return -2;
+		}
+		if (a[0] != '-' || !a[1]) {
+			pos[npos++] = a;
+			continue;
+		}
+		if (a[1] == '-') {
+			const char *name = a + 2, *eq = strchr(name, '=');
+			size_t len = eq ? (size_t)(eq - name) : strlen(name);
+			for (o = opts; o->name; o++)
+				if (strlen(o->name) == len && !strncmp(o->name, name, len))
+					break;
+			if (eq)
+				val = eq + 1;
+		} else {
+			for (o = opts; o->name; o++)
+				if (o->short_name == a[1])
+					break;
+			if (o->name && a[2])
+				val = a + 2;
+		}
+		if (!o || !o->name) {
+			error("%s: unknown option '%s' (see '%s --help')", argv[0], a, argv[0]);
+			free(pos);
+			return -1;
+		}
+		if (o->type != OPT_FLAG && !val) {
+			if (i + 1 >= argc) {
+				error("%s: option --%s needs a value", argv[0], o->name);
+				free(pos);
+				return -1;
+			}
+			val = argv[++i];
+		}
+		if (set(argv[0], o, val) < 0) {
+			free(pos);
+			return -1;
+		}
+	}
+	for (; i < argc; i++)
+		pos[npos++] = argv[i];
+	pos[npos] = NULL;
+	*rest = pos;
+	return npos;
+}

@@ -1,0 +1,26 @@
+/* options.h: command-line options declared as tables (long and short
+ * names, --name=value and --name value forms) that also print --help. */
+#ifndef AAH_OPTIONS_H
+#define AAH_OPTIONS_H
+
+enum opt_type { OPT_FLAG, OPT_STRING, OPT_LONG, OPT_DOUBLE };
+
+struct option_spec {
+	const char *name;       /* long name without dashes */
+	char short_name;        /* 0 = none */
+	enum opt_type type;
+	void *value;            /* int *, const char **, long *, double * */
+	const char *arg;        /* argument name in --help, e.g. "FILE" */
+	const char *help;
+};
+
+/* Parse argv[1..] (argv[0] is the command name). Options and positional
+ * arguments may mix; "--" ends options. Positionals are collected into
+ * *rest (a NULL-terminated view into argv) and their count returned, or -1
+ * with an error for an unknown option or a bad value. "-h"/"--help" prints
+ * the usage and returns -2. */
+int options_parse(int argc, const char **argv, const struct option_spec *opts,
+		  const char *usage, const char ***rest);
+void options_usage(const struct option_spec *opts, const char *usage);
+
+#endif

@@ -1,0 +1,587 @@
+/* scheduler.c: the trial lifecycle. Everything it decides is journaled
+ * first, so a runner killed at any instant resumes from the journal. */
+#include "runner/scheduler.h"
+#include "fileio.h"
+#include "jsonfile.h"
+#include "runner/backend.h"
+#include "runner/launch.h"
+#include "strbuf.h"
+#include "util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct slot {
+	unsigned trial;           /* 0 = free */
+	char *gpus;               /* devices of this slot, or NULL */
+};
+
+struct sched {
+	const struct aah_config *cfg;
+	struct experiment *e;
+	const struct scheduler_opts *opts;
+	struct aah_backend_ctx bctx;
+	struct tuner *tuner;      /* master placement; NULL otherwise */
+	struct slot *slots;
+	unsigned nslots;
+	unsigned created;         /* trials created so far (highest seq) */
+	int stop;                 /* a stop was requested */
+	int timeup;               /* maxExecDuration reached */
+	unsigned settled_this_session;
+};
+
+int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
+			   struct tuner_config *tc, cJSON **class_args, cJSON **space)
+{
+	memset(tc, 0, sizeof(*tc));
+	*class_args = cfg->tuner.class_args ? ynode_to_json(cfg->tuner.class_args) : NULL;
+	*space = NULL;
+	char *copied = expdir ? xstrfmt("%s/search_space.json", expdir) : NULL;
+	int r;
+	if (copied && fileio_exists(copied))
+		r = jsonfile_read(copied, space);
+	else
+		r = config_search_space(cfg, space);
+	free(copied);
+	if (r < 0) {
+		cJSON_Delete(*class_args);
+		*class_args = NULL;
+		return -1;
+	}
+	tc->name = cfg->tuner.builtin_tuner_name;
+	tc->class_args = *class_args;
+	tc->search_space = *space;
+	tc->seed = (uint64_t)cfg->seed;
+	tc->max_layers = (unsigned)cfg->tuner.max_layers;
+	tc->max_params = (uint64_t)cfg->tuner.max_params;
+	return 0;
+}
+
+static double elapsed(const struct sched *s)
+{
+	return s->e->run_seconds + (util_now() - s->e->session_start);
+}
+
+static void fmt_duration(char *buf, size_t n, double sec)
+{
+	long t = (long)(sec + 0.5);
+	if (t >= 3600)
+		snprintf(buf, n, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+static void progress(const struct sched *s, const struct trial_rec *t)
+{
+	if (!s->opts->progress)
+		return;
+	unsigned done = 0, running = 0;
+	for (size_t i = 0; i < s->e->ntrials; i++) {
+		if (trial_state_final(s->e->trials[i].state))
+			done++;
+		else if (s->e->trials[i].state == TRIAL_RUNNING)
+			running++;
+	}
+	char el[32], budget[32] = "unlimited";
+	fmt_duration(el, sizeof(el), elapsed(s));
+	if (s->cfg->max_exec_duration > 0)
+		fmt_duration(budget, sizeof(budget), s->cfg->max_exec_duration);
+	double best = experiment_best_accuracy(s->e);
+	char acc[32] = "-", bestacc[32] = "-";
+	if (!isnan(t->best_acc))
+		snprintf(acc, sizeof(acc), "%.4f", t->best_acc);
+	if (!isnan(best))
+		snprintf(bestacc, sizeof(bestacc), "%.4f", best);
+	printf("trial %06u %-13s acc %s | done %u/%ld, running %u | best %s | %s of %s\n", t->seq,
+	       trial_state_name(t->state), acc, done, s->cfg->max_trial_num, running, bestacc, el,
+	       budget);
+	fflush(stdout);
+}
+
+/* ---- settling a finished job --------------------------------------------- */
+
+struct outcome {
+	enum trial_state state;
+	double best_acc;
+	double flops;
+	char reason[320];
+};
+
+static void read_result(const struct sched *s, unsigned seq, const struct aah_job_status *st,
+			struct outcome *o)
+{
+	char *dir = experiment_trial_dir(s->e, seq);
+	char *path = xstrfmt("%s/result.json", dir);
+	cJSON *doc = NULL;
+	const char *status = NULL;
+	o->best_acc = NAN;
+	o->flops = 0;
+	if (fileio_exists(path)) {
+		if (jsonfile_read(path, &doc) == 0 &&
+		    jsonfile_check_format(path, doc, "aah-result", 1) == 0) {
+			json_get_string(path, doc, "status", 1, &status);
+			json_get_number(path, doc, "best_val_acc", 1, &o->best_acc);
+			json_get_number(path, doc, "total_flops", 1, &o->flops);
+		}
+	}
+	int ok_result = status && (!strcmp(status, "succeeded") || !strcmp(status, "early_stopped"));
+	int ok_exit = st->state == AAH_JOB_SUCCEEDED || (st->state == AAH_JOB_LOST && ok_result);
+	if (st->state == AAH_JOB_CANCELED) {
+		o->state = TRIAL_CANCELED;
+		snprintf(o->reason, sizeof(o->reason), "%s", st->reason[0] ? st->reason : "canceled");
+	} else if (ok_exit && ok_result) {
+		o->state = !strcmp(status, "early_stopped") ? TRIAL_EARLY_STOPPED : TRIAL_SUCCEEDED;
+		o->reason[0] = '\0';
+	} else {
+		o->state = TRIAL_FAILED;
+		if (st->state == AAH_JOB_TIMEOUT)
+			snprintf(o->reason, sizeof(o->reason), "timed out: %s", st->reason);
+		else if (st->state == AAH_JOB_FAILED || st->state == AAH_JOB_LOST)
+			snprintf(o->reason, sizeof(o->reason), "%s",
+				 st->reason[0] ? st->reason : "the job failed");
+		else if (!doc)
+			snprintf(o->reason, sizeof(o->reason), "no valid result.json in %s", dir);
+		else
+			snprintf(o->reason, sizeof(o->reason), "result.json says status '%s'",
+				 status ? status : "(none)");
+	}
+	cJSON_Delete(doc);
+	free(path);
+	free(dir);
+}
+
+static void free_slot(struct sched *s, unsigned seq)
+{
+	for (unsigned i = 0; i < s->nslots; i++)
+		if (s->slots[i].trial == seq)
+			s->slots[i].trial = 0;
+}
+
+static int observe(struct sched *s, unsigned seq)
+{
+	if (!s->tuner)
+		return 0;
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	char *dir = experiment_trial_dir(s->e, seq);
+	char *pa = xstrfmt("%s/arch.json", dir), *pp = xstrfmt("%s/params.json", dir);
+	cJSON *arch = NULL, *params = NULL;
+	util_set_quiet(1);
+	if (fileio_exists(pa))
+		jsonfile_read(pa, &arch);
+	if (fileio_exists(pp))
+		jsonfile_read(pp, &params);
+	util_set_quiet(0);
+	struct tuner_observation obs = {
+		.trial_seq = seq,
+		.arch = arch,
+		.params = params,
+		.state = isnan(t->best_acc) ? TUNER_OBS_FAILED : TUNER_OBS_DONE,
+		.metric = isnan(t->best_acc) ? 0 : t->best_acc,
+	};
+	int r = tuner_observe(s->tuner, &obs);
+	cJSON_Delete(arch);
+	cJSON_Delete(params);
+	free(pa);
+	free(pp);
+	free(dir);
+	return r;
+}
+
+static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st)
+{
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	struct outcome o;
+	read_result(s, seq, st, &o);
+	if (s->stop && o.state == TRIAL_CANCELED)
+		snprintf(o.reason, sizeof(o.reason), "stopped");
+	char id[16];
+	snprintf(id, sizeof(id), "%06u", seq);
+	cJSON *f = cJSON_CreateObject();
+	cJSON_AddStringToObject(f, "trial", id);
+	cJSON_AddNumberToObject(f, "trial_seq", seq);
+	cJSON_AddNumberToObject(f, "attempt", t->attempt);
+	cJSON_AddStringToObject(f, "state", trial_state_name(o.state));
+	cJSON_AddNumberToObject(f, "exit_code", st->exit_code);
+	cJSON_AddStringToObject(f, "reason", o.reason);
+	if (!isnan(o.best_acc))
+		cJSON_AddNumberToObject(f, "best_val_acc", o.best_acc);
+	cJSON_AddNumberToObject(f, "flops", o.flops);
+	if (experiment_record(s->e, "trial_finished", f) < 0)
+		return -1;
+	char *dir = experiment_trial_dir(s->e, seq);
+	backend_reap(&s->bctx, st->job, dir);
+	free(dir);
+	free_slot(s, seq);
+	s->settled_this_session++;
+	progress(s, t);
+	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup) {
+		f = cJSON_CreateObject();
+		cJSON_AddStringToObject(f, "trial", id);
+		cJSON_AddNumberToObject(f, "trial_seq", seq);
+		cJSON_AddNumberToObject(f, "attempt", t->attempt + 1);
+		return experiment_record(s->e, "trial_retry", f);
+	}
+	return observe(s, seq);
+}
+
+/* ---- submitting ----------------------------------------------------------- */
+
+struct submit_arg {
+	struct sched *s;
+	unsigned seq;
+	unsigned slot;
+};
+
+static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
+{
+	(void)ctx;
+	struct submit_arg *a = arg;
+	struct trial_rec *t = experiment_trial(a->s->e, a->seq);
+	cJSON *f = cJSON_CreateObject();
+	char id[16];
+	snprintf(id, sizeof(id), "%06u", a->seq);
+	cJSON_AddStringToObject(f, "trial", id);
+	cJSON_AddNumberToObject(f, "trial_seq", a->seq);
+	cJSON_AddNumberToObject(f, "attempt", t->attempt ? t->attempt : 1);
+	cJSON_AddStringToObject(f, "backend", a->s->bctx.backend->name);
+	cJSON_AddStringToObject(f, "job", job);
+	cJSON_AddNumberToObject(f, "slot", a->slot);
+	if (a->s->slots[a->slot].gpus)
+		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
+	return experiment_record(a->s->e, "trial_submitted", f);
+}
+
+static int propose(struct sched *s, unsigned seq, cJSON **params_out)
+{
+	char *dir = experiment_trial_dir(s->e, seq);
+	char *pa = xstrfmt("%s/arch.json", dir), *pp = xstrfmt("%s/params.json", dir);
+	cJSON *arch = NULL, *params = NULL;
+	int r = 0;
+	*params_out = NULL;
+	if (fileio_exists(pp) || fileio_exists(pa)) {
+		/* A retried or resumed trial trains what it was given before. */
+		if (fileio_exists(pp))
+			r = jsonfile_read(pp, &params);
+	} else if (s->tuner) {
+		r = tuner_propose(s->tuner, seq, &arch, &params);
+		if (r == 0 && arch)
+			r = jsonfile_write(pa, arch);
+		if (r == 0 && params)
+			r = jsonfile_write(pp, params);
+	}
+	if (r == 0 && params) {
+		cJSON *p = cJSON_DetachItemFromObjectCaseSensitive(params, "parameters");
+		*params_out = p;
+	}
+	cJSON_Delete(arch);
+	cJSON_Delete(params);
+	free(pa);
+	free(pp);
+	free(dir);
+	return r;
+}
+
+static int submit(struct sched *s, unsigned seq, unsigned slot)
+{
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	const struct aah_config *cfg = s->cfg;
+	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
+	char **hosts = xcalloc(nodes, sizeof(*hosts));
+	char *dir = experiment_trial_dir(s->e, seq);
+	cJSON *params = NULL;
+	struct aah_launch l;
+	int r = fileio_mkdir_p(dir, 0755);
+	int master = !strcmp(cfg->tuner.placement, "master");
+
+	if (r == 0 && master)
+		r = propose(s, seq, &params);
+	if (r == 0)
+		r = backend_place(&s->bctx, seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
+	if (r == 0) {
+		char *workdir = xstrfmt("%s/../..", s->e->dir);
+		char *wd = realpath(workdir, NULL);
+		struct launch_params lp = {
+			.cfg = cfg,
+			.expdir = s->e->dir,
+			.workdir = wd ? wd : workdir,
+			.experiment_id = s->e->id,
+			.trial_seq = seq,
+			.attempt = t->attempt ? t->attempt : 1,
+			.hosts = (const char *const *)hosts,
+			.port = port,
+			.gpus = s->slots[slot].gpus,
+			.params = params,
+			.propose_runner = master ? NULL : s->opts->runner_exe,
+		};
+		launch_build(&l, &lp);
+		free(workdir);
+		free(wd);
+		r = launch_write(&l);
+		if (r == 0) {
+			struct submit_arg a = { s, seq, slot };
+			char *job = NULL;
+			s->bctx.on_submitted = on_submitted;
+			s->bctx.on_submitted_arg = &a;
+			s->slots[slot].trial = seq;
+			r = backend_submit(&s->bctx, &l, &job);
+			if (r < 0)
+				s->slots[slot].trial = 0;
+			free(job);
+		}
+		launch_release(&l);
+	}
+	for (unsigned i = 0; i < nodes; i++)
+		free(hosts[i]);
+	free(hosts);
+	free(dir);
+	cJSON_Delete(params);
+	return r;
+}
+
+static int create_trial(struct sched *s, unsigned seq)
+{
+	cJSON *f = cJSON_CreateObject();
+	char id[16];
+	snprintf(id, sizeof(id), "%06u", seq);
+	cJSON_AddStringToObject(f, "trial", id);
+	cJSON_AddNumberToObject(f, "trial_seq", seq);
+	cJSON_AddNumberToObject(f, "attempt", 1);
+	return experiment_record(s->e, "trial_created", f);
+}
+
+/* A trial that failed to even start counts as a failed attempt. */
+static int submit_failed(struct sched *s, unsigned seq)
+{
+	struct aah_job_status st = { .job = "", .state = AAH_JOB_FAILED, .exit_code = -1 };
+	snprintf(st.reason, sizeof(st.reason), "could not be started: %s", util_last_error());
+	return settle(s, seq, &st);
+}
+
+static int fill_slots(struct sched *s)
+{
+	for (unsigned slot = 0; slot < s->nslots; slot++) {
+		if (s->slots[slot].trial || s->stop || s->timeup)
+			continue;
+		unsigned seq = 0;
+		for (size_t i = 0; i < s->e->ntrials && !seq; i++)
+			if (s->e->trials[i].state == TRIAL_WAITING)
+				seq = s->e->trials[i].seq;
+		if (!seq) {
+			if (s->created >= (unsigned)s->cfg->max_trial_num)
+				return 0;
+			seq = ++s->created;
+			if (create_trial(s, seq) < 0)
+				return -1;
+		}
+		if (submit(s, seq, slot) < 0 && submit_failed(s, seq) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- the loop --------------------------------------------------------------- */
+
+static void cancel_running(struct sched *s, const char *why)
+{
+	for (size_t i = 0; i < s->e->ntrials; i++) {
+		struct trial_rec *t = &s->e->trials[i];
+		if (t->state != TRIAL_RUNNING || !t->job)
+			continue;
+		backend_cancel(&s->bctx, t->job);
+		struct aah_job_status st = { .job = t->job };
+		backend_poll(&s->bctx, &st);
+		if (st.state == AAH_JOB_RUNNING || st.state == AAH_JOB_PENDING)
+			continue;
+		st.state = AAH_JOB_CANCELED;
+		snprintf(st.reason, sizeof(st.reason), "%s", why);
+		char *job = xstrdup(t->job);
+		st.job = job;
+		settle(s, t->seq, &st);
+		free(job);
+	}
+}
+
+static int poll_running(struct sched *s)
+{
+	double now = util_now();
+	for (size_t i = 0; i < s->e->ntrials; i++) {
+		struct trial_rec *t = &s->e->trials[i];
+		if (t->state != TRIAL_RUNNING || !t->job)
+			continue;
+		char *job = xstrdup(t->job);
+		struct aah_job_status st = { .job = job };
+		backend_poll(&s->bctx, &st);
+		if (st.state == AAH_JOB_RUNNING || st.state == AAH_JOB_PENDING) {
+			double limit = s->cfg->trial.timeout;
+			if (limit > 0 && now - t->submitted > limit) {
+				backend_cancel(&s->bctx, job);
+				backend_poll(&s->bctx, &st);
+				st.state = AAH_JOB_TIMEOUT;
+				snprintf(st.reason, sizeof(st.reason), "over the trial timeout of %.0fs",
+					 limit);
+			} else {
+				free(job);
+				continue;
+			}
+		}
+		int r = settle(s, t->seq, &st);
+		free(job);
+		if (r < 0)
+			return -1;
+		t = NULL; /* the table may have grown */
+	}
+	return 0;
+}
+
+static int all_settled(const struct sched *s)
+{
+	for (size_t i = 0; i < s->e->ntrials; i++)
+		if (!trial_state_final(s->e->trials[i].state))
+			return 0;
+	return 1;
+}
+
+static void wait_signal(struct sched *s, double seconds)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
+	int sig = sigtimedwait(&set, NULL, &ts);
+	if (sig == SIGTERM || sig == SIGINT)
+		s->stop = 1;
+}
+
+/* Requeue trials a previous runner stopped on purpose, and slot the
+ * running ones again. */
+static int resume_state(struct sched *s)
+{
+	for (size_t i = 0; i < s->e->ntrials; i++) {
+		struct trial_rec *t = &s->e->trials[i];
+		if (t->seq > s->created)
+			s->created = t->seq;
+		if (t->state == TRIAL_CANCELED && t->reason && !strcmp(t->reason, "stopped")) {
+			cJSON *f = cJSON_CreateObject();
+			char id[16];
+			snprintf(id, sizeof(id), "%06u", t->seq);
+			cJSON_AddStringToObject(f, "trial", id);
+			cJSON_AddNumberToObject(f, "trial_seq", t->seq);
+			cJSON_AddNumberToObject(f, "attempt", t->attempt);
+			unsigned seq = t->seq;
+			if (experiment_record(s->e, "trial_retry", f) < 0)
+				return -1;
+			t = experiment_trial(s->e, seq);
+		}
+		if (t->state == TRIAL_RUNNING && t->slot >= 0 && (unsigned)t->slot < s->nslots &&
+		    !s->slots[t->slot].trial) {
+			s->slots[t->slot].trial = t->seq;
+		} else if (t->state == TRIAL_RUNNING) {
+			for (unsigned k = 0; k < s->nslots; k++) {
+				if (!s->slots[k].trial) {
+					s->slots[k].trial = t->seq;
+					break;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+static int start_tuner(struct sched *s)
+{
+	if (strcmp(s->cfg->tuner.placement, "master"))
+		return 0;
+	struct tuner_config tc;
+	cJSON *ca, *space;
+	if (scheduler_tuner_config(s->cfg, s->e->dir, &tc, &ca, &space) < 0)
+		return -1;
+	int r = tuner_create(&s->tuner, &tc);
+	if (r == 0)
+		r = tuner_load_history(s->tuner, s->e->dir);
+	cJSON_Delete(ca);
+	cJSON_Delete(space);
+	return r;
+}
+
+int scheduler_run(const struct aah_config *cfg, struct experiment *e,
+		  const struct scheduler_opts *opts)
+{
+	struct sched s = { .cfg = cfg, .e = e, .opts = opts };
+	const struct aah_backend *b = backend_find(cfg->platform);
+	int r = -1;
+	sigset_t set, old;
+
+	if (!b)
+		return error("no backend '%s' in this build", cfg->platform);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, &old);
+
+	s.nslots = (unsigned)cfg->trial_concurrency;
+	s.slots = xcalloc(s.nslots, sizeof(*s.slots));
+	for (unsigned i = 0; i < s.nslots && cfg->trial.gpu_num > 0; i++) {
+		struct strbuf sb = STRBUF_INIT;
+		for (long g = 0; g < cfg->trial.gpu_num; g++)
+			strbuf_addf(&sb, "%s%ld", g ? "," : "", (long)i * cfg->trial.gpu_num + g);
+		s.slots[i].gpus = strbuf_detach(&sb, NULL);
+	}
+	if (backend_init(&s.bctx, b, cfg, e->dir, e->id) < 0)
+		goto out;
+	cJSON *f = cJSON_CreateObject();
+	cJSON_AddNumberToObject(f, "pid", getpid());
+	cJSON_AddBoolToObject(f, "resume", e->ntrials > 0);
+	if (experiment_record(e, "runner_started", f) < 0 || resume_state(&s) < 0 ||
+	    start_tuner(&s) < 0)
+		goto out_backend;
+
+	double interval = opts->poll_interval > 0 ? opts->poll_interval : 0.05;
+	while (!e->done) {
+		if (poll_running(&s) < 0)
+			goto out_backend;
+		if (cfg->max_exec_duration > 0 && elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
+			s.timeup = 1;
+			cancel_running(&s, "experiment budget (maxExecDuration) reached");
+		}
+		if (s.stop) {
+			cancel_running(&s, "stopped");
+			cJSON *g = cJSON_CreateObject();
+			cJSON_AddStringToObject(g, "reason", "stop requested");
+			r = experiment_record(e, "runner_stopped", g);
+			goto out_backend;
+		}
+		if (fill_slots(&s) < 0)
+			goto out_backend;
+		int running = 0;
+		for (unsigned i = 0; i < s.nslots; i++)
+			running |= s.slots[i].trial != 0;
+		if (!running && all_settled(&s) &&
+		    (s.timeup || s.created >= (unsigned)cfg->max_trial_num)) {
+			cJSON *g = cJSON_CreateObject();
+			cJSON_AddStringToObject(g, "reason", s.timeup ? "max_duration" : "max_trials");
+			if (experiment_record(e, "experiment_done", g) < 0)
+				goto out_backend;
+			break;
+		}
+		wait_signal(&s, interval);
+	}
+	r = 0;
+out_backend:
+	backend_fini(&s.bctx);
+out:
+	tuner_free(s.tuner);
+	for (unsigned i = 0; i < s.nslots; i++)
+		free(s.slots[i].gpus);
+	free(s.slots);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
