@@ -1,0 +1,53 @@
+# Shared setup for the command-level tests: a fresh work directory per test
+# and a config writer. The binaries come from $AAH_ROOT/$AAH_BUILD on PATH.
+AAH_ROOT=${AAH_ROOT:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
+AAH_BUILD=${AAH_BUILD:-build}
+PATH="$AAH_ROOT/$AAH_BUILD:$AAH_ROOT/tests/fixtures/trials:$PATH"
+export AAH_ROOT AAH_BUILD PATH
+
+setup_workdir() {
+	WORK=$(mktemp -d "${BATS_TMPDIR:-/tmp}/aah-cli.XXXXXX")
+	export AAH_WORKDIR="$WORK/aah-work"
+	cd "$WORK" || return 1
+}
+
+teardown_workdir() {
+	# Leave no trial process behind, whatever the test did.
+	pkill -f "$WORK" 2>/dev/null || true
+	rm -rf "$WORK"
+}
+
+# write_config FILE [extra top-level YAML lines...] (trial section via TRIAL_YAML)
+write_config() {
+	local f=$1; shift
+	{
+		echo "experimentName: cli-test"
+		echo "trainingServicePlatform: local"
+		echo "searchSpacePath: $AAH_ROOT/tests/fixtures/upstream-configs/aah-imagenet-search_space.json"
+		for line in "$@"; do echo "$line"; done
+		echo "tuner:"
+		echo "  builtinTunerName: ${TUNER:-Random}"
+		echo "trial:"
+		echo "  command: ${TRIAL_COMMAND:-contract_trial.sh}"
+		if [ -n "${TRIAL_YAML:-}" ]; then printf "%s\n" "$TRIAL_YAML"; fi
+	} > "$f"
+}
+
+# The only experiment id in the work directory.
+only_experiment() {
+	ls "$AAH_WORKDIR/experiments"
+}
+
+journal() {
+	cat "$AAH_WORKDIR/experiments/$1/journal.jsonl"
+}
+
+# Count journal events of a kind (optionally with a given state).
+count_events() {
+	local id=$1 event=$2 state=${3:-}
+	if [ -n "$state" ]; then
+		grep -c "\"event\":\"$event\".*\"state\":\"$state\"" "$AAH_WORKDIR/experiments/$id/journal.jsonl" || true
+	else
+		grep -c "\"event\":\"$event\"" "$AAH_WORKDIR/experiments/$id/journal.jsonl" || true
+	fi
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/env bats
+# A real experiment on the local backend: 6 trials, 2 at a time, each a
+# script that checks the launch contract it receives and writes result.json.
+
+load helpers
+
+setup() { setup_workdir; }
+teardown() { teardown_workdir; }
+
+@test "6 trials with trialConcurrency 2: contract checked, status and list right" {
+	TRIAL_SLEEP=0.3 write_config c.yml "trialConcurrency: 2" "maxTrialNum: 6" "maxExecDuration: 5m"
+	export TRIAL_SLEEP=0.3
+	run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	[[ ${lines[0]} == "$id" ]]
+	[[ $output == *"experiment $id done"* ]]
+	# Every trial succeeded, so every contract check passed.
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 6 ]
+	[ "$(count_events "$id" trial_finished failed)" -eq 0 ]
+	for t in 000001 000002 000003 000004 000005 000006; do
+		d=$AAH_WORKDIR/experiments/$id/trials/$t
+		[ -f "$d/result.json" ] && [ -f "$d/launch.json" ] && [ -f "$d/rank_table.json" ]
+		[ -f "$d/params.json" ]   # the Random tuner proposed hyperparameters
+		grep -q -- '--kernel_size=' "$d/launch.json"
+	done
+	# Never more than 2 trials at once: replay submissions and finishes.
+	max=$(awk '/"event":"trial_submitted"/ {n++; if (n > m) m = n} /"event":"trial_finished"/ {n--} END {print m}' \
+		"$AAH_WORKDIR/experiments/$id/journal.jsonl")
+	[ "$max" -eq 2 ]
+	grep -q '"event":"experiment_done".*"reason":"max_trials"' "$AAH_WORKDIR/experiments/$id/journal.jsonl"
+
+	run aah-runner status "$id"
+	[ "$status" -eq 0 ]
+	[[ ${lines[0]} == "experiment $id (cli-test): done" ]]
+	[[ ${lines[1]} == "trials: 6 done (6 succeeded, 0 failed), 0 running, 0 queued, 6 max" ]]
+	[[ ${lines[2]} == "best accuracy: 0.8000"* ]]
+	[[ ${lines[3]} == TRIAL*STATE*ATTEMPT*SLOT*NODES*STARTED*DURATION*BEST_ACC* ]]
+	[ "$(printf '%s\n' "${lines[@]}" | grep -c ' succeeded ')" -eq 6 ]
+	[[ ${lines[9]} == "000006  succeeded"*"0.8000"* ]]
+
+	run aah-runner list
+	[ "$status" -eq 0 ]
+	[[ ${lines[0]} == ID*STATE*TRIALS*FAILED*BEST_ACC*CREATED*NAME ]]
+	[[ ${lines[1]} == "$id"*done*6*0*0.8000*cli-test ]]
+}
+
+@test "GPU slots get disjoint CUDA_VISIBLE_DEVICES sets" {
+	TRIAL_YAML="  gpuNum: 2" write_config c.yml "trialConcurrency: 2" "maxTrialNum: 4"
+	EXPECT_GPUS=1 TRIAL_SLEEP=0.2 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 4 ]
+	log=$AAH_WORKDIR/experiments/$id/gpus.log
+	[ "$(wc -l < "$log")" -eq 4 ]
+	# Only the two slot sets appear, and every trial's set matches its slot.
+	[ "$(cut -d' ' -f2 "$log" | sort -u | tr '\n' ' ')" = "0,1 2,3 " ]
+	while read -r trial gpus; do
+		grep -q "\"trial\":\"$trial\".*\"gpus\":\"$gpus\"" "$AAH_WORKDIR/experiments/$id/journal.jsonl"
+	done < "$log"
+}
+
+@test "a failing trial is retried up to the cap, then marked failed" {
+	TRIAL_YAML="  retries: 2" write_config c.yml "trialConcurrency: 1" "maxTrialNum: 3"
+	TRIAL_FAIL_SEQ=2 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	[ "$(count_events "$id" trial_finished failed)" -eq 3 ]      # attempts 1, 2 and 3
+	[ "$(count_events "$id" trial_retry)" -eq 2 ]
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 2 ]
+	run aah-runner status "$id"
+	[[ $output == *"000002  failed        3 "*"a rank exited with status 7"* ]]
+	grep -q "failing on purpose" "$AAH_WORKDIR/experiments/$id/trials/000002/trial.log"
+}
+
+@test "a trial over its timeout is canceled and counts as failed" {
+	TRIAL_YAML="  timeout: 1s" write_config c.yml "maxTrialNum: 1"
+	TRIAL_SLEEP=30 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	[ "$(count_events "$id" trial_finished failed)" -eq 1 ]
+	grep -q '"reason":"timed out: over the trial timeout of 1s"' "$AAH_WORKDIR/experiments/$id/journal.jsonl"
+	# The sleeping process is gone.
+	! pgrep -f "contract_trial.sh" -u "$(id -u)" -a | grep -q "$id"
+}
+
+@test "maxExecDuration stops running trials and ends the experiment" {
+	write_config c.yml "trialConcurrency: 2" "maxTrialNum: 10" "maxExecDuration: 2s"
+	start=$SECONDS
+	TRIAL_SLEEP=60 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	[ $((SECONDS - start)) -lt 30 ]
+	id=$(only_experiment)
+	grep -q '"event":"experiment_done".*"reason":"max_duration"' "$AAH_WORKDIR/experiments/$id/journal.jsonl"
+	[ "$(count_events "$id" trial_finished canceled)" -eq 2 ]
+	run aah-runner status "$id"
+	[[ ${lines[0]} == *": done" ]]
+}
+
+@test "stop, then resume, finishes the experiment without rerunning finished trials" {
+	write_config c.yml "trialConcurrency: 1" "maxTrialNum: 4"
+	export TRIAL_SLEEP=0.5 TRIAL_RUN_LOG=$WORK/runs.log
+	run aah-runner create -c c.yml --detach
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	[[ $output == *"running in the background"* ]]
+	# Wait for the first trial to finish, then stop.
+	for _ in $(seq 100); do [ -s "$TRIAL_RUN_LOG" ] && break; sleep 0.1; done
+	run aah-runner stop "$id"
+	[ "$status" -eq 0 ]
+	[[ $output == "experiment $id stopped" ]]
+	run aah-runner status "$id"
+	[[ ${lines[0]} == *": stopped" ]]
+	grep -q '"state":"canceled","exit_code":[-0-9]*,"reason":"stopped"' "$AAH_WORKDIR/experiments/$id/journal.jsonl" ||
+		[ "$(count_events "$id" trial_finished succeeded)" -ge 1 ]
+	run aah-runner resume "$id"
+	[ "$status" -eq 0 ]
+	[[ $output == *"experiment $id done"* ]]
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 4 ]
+	# Each trial completed exactly once.
+	[ "$(cut -d' ' -f1 "$TRIAL_RUN_LOG" | sort | uniq -d | wc -l)" -eq 0 ]
+	[ "$(wc -l < "$TRIAL_RUN_LOG")" -eq 4 ]
+	run aah-runner resume "$id"
+	[[ $output == *"already done"* ]]
+}
+
+@test "a second runner on the same experiment is refused" {
+	write_config c.yml "maxTrialNum: 2"
+	TRIAL_SLEEP=3 aah-runner create -c c.yml --detach > out.txt
+	id=$(head -1 out.txt)
+	sleep 0.5
+	run aah-runner resume "$id"
+	[ "$status" -ne 0 ]
+	[[ $output == *"already being run by process"* ]]
+	aah-runner stop "$id"
+}
+
+@test "tuner placed in the trial: the trial proposes before it runs" {
+	TUNER=Random write_config c.yml "maxTrialNum: 3" "trialConcurrency: 2"
+	sed -i 's/  builtinTunerName: Random/  builtinTunerName: Random\n  placement: trial/' c.yml
+	run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 3 ]
+	for t in 000001 000002 000003; do
+		d=$AAH_WORKDIR/experiments/$id/trials/$t
+		grep -q '"propose"' "$d/launch.json"
+		[ -f "$d/params.json" ]
+		# The hyperparameters reached the trial as --name=value.
+		grep -q '"params":" dropout_rate=' "$d/result.json"
+	done
+}
