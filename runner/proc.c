@@ -52,7 +52,7 @@ static void child_exec(const struct proc_spec *spec, int errfd, int in_fd, int o
 		do
 			n = read(hold_r, &go, 1);
 		while (n < 0 && errno == EINTR);
-		if (n != 1)
+		if (n != 1 && !(n == 0 && spec->hold_orphaned && spec->hold_orphaned(spec->hold_arg)))
 			_exit(125);
 	}
 	execvp(spec->argv[0], (char *const *)spec->argv);

@@ -14,8 +14,11 @@ struct proc_spec {
 	const char *cwd;           /* NULL = inherit */
 	const char *log_path;      /* stdout+stderr appended here; NULL = inherit */
 	int new_session;           /* setsid(): own session and process group */
-	int hold;                  /* the child waits for proc_release() before exec;
-				    * it exits unexecuted if this process dies first */
+	int hold;                  /* the child waits for proc_release() before exec */
+	/* With hold: called in the child when this process died before the
+	 * release; nonzero = go on to exec anyway, 0 = exit unexecuted. */
+	int (*hold_orphaned)(void *arg);
+	void *hold_arg;
 };
 
 struct proc {

@@ -12,6 +12,11 @@ setup_workdir() {
 }
 
 teardown_workdir() {
+	# On failure, show what the journals say went wrong.
+	if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -d "$AAH_WORKDIR/experiments" ]; then
+		grep -h -E '"state":"(failed|canceled)"' "$AAH_WORKDIR"/experiments/*/journal.jsonl 2>/dev/null |
+			head -20 | sed 's/^/# journal: /' >&3
+	fi
 	# Leave no trial process behind, whatever the test did.
 	pkill -f "$WORK" 2>/dev/null || true
 	rm -rf "$WORK"
