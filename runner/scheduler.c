@@ -468,13 +468,17 @@ static int resume_state(struct sched *s)
 		struct trial_rec *t = &s->e->trials[i];
 		if (t->seq > s->created)
 			s->created = t->seq;
-		if (t->state == TRIAL_CANCELED && t->reason && !strcmp(t->reason, "stopped")) {
+		/* Stopped on purpose, or killed between a failure and its retry. */
+		int stopped = t->state == TRIAL_CANCELED && t->reason && !strcmp(t->reason, "stopped");
+		int retry_due = t->state == TRIAL_FAILED &&
+				t->attempt <= (unsigned)s->cfg->trial.retries;
+		if (stopped || retry_due) {
 			cJSON *f = cJSON_CreateObject();
 			char id[16];
 			snprintf(id, sizeof(id), "%06u", t->seq);
 			cJSON_AddStringToObject(f, "trial", id);
 			cJSON_AddNumberToObject(f, "trial_seq", t->seq);
-			cJSON_AddNumberToObject(f, "attempt", t->attempt);
+			cJSON_AddNumberToObject(f, "attempt", t->attempt + (retry_due ? 1 : 0));
 			unsigned seq = t->seq;
 			if (experiment_record(s->e, "trial_retry", f) < 0)
 				return -1;
