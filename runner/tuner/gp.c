@@ -28,7 +28,7 @@ void gp_release(struct gp *g)
 
 static void grow(struct gp *g)
 {
-	int cap = g->cap ? 2 * g->cap : 64;
+	int cap = g->cap ? g->cap + g->cap / 2 : 64;   /* packed n^2/2: grow gently */
 	size_t tri = (size_t)cap * ((size_t)cap + 1) / 2;
 	g->L = xrealloc(g->L, tri * sizeof(double));
 	g->kinv = xrealloc(g->kinv, tri * sizeof(double));
@@ -70,13 +70,20 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 	/* Schur complement (the new pivot, squared) with escalating jitter:
 	 * never skip the update. The floor keeps the explicit inverse accurate
 	 * (its entries stay below 1 / GP_MIN_PIVOT). */
+	if (!isfinite(ll)) {   /* numerically lost: enter the point as independent */
+		memset(l, 0, (size_t)n * sizeof(double));
+		ll = 0.0;
+		g->lost++;
+	}
+	/* exp(-d^2) over edit distances is not positive definite in general, so
+	 * ll may exceed 1: the jitter grows as far as it must (no upper bound). */
 	double jit = g->base_jitter, c = 1.0 + jit - ll;
 	while (!(c >= GP_MIN_PIVOT)) {
 		jit = jit < 1e-10 ? 1e-10 : jit * 10.0;
 		c = 1.0 + jit - ll;
-		if (jit > 1e6)
-			BUG("gp: cannot make the kernel positive definite");
 	}
+	if (jit > g->max_jitter)
+		g->max_jitter = jit;
 	if (jit > g->base_jitter)
 		g->escalations++;
 	memcpy(&g->L[P(n, 0)], l, (size_t)n * sizeof(double));

@@ -14,6 +14,8 @@ struct gp {
 	double *jitter;  /* (n) diagonal added to each row */
 	double base_jitter;   /* NNI's alpha: 1e-10 */
 	int escalations;      /* rows that needed more than base_jitter */
+	int lost;             /* rows whose kernel row was numerically unusable */
+	double max_jitter;    /* largest jitter any row needed */
 };
 
 void gp_init(struct gp *g);
