@@ -61,6 +61,20 @@ int tuner_arg_string(const struct tuner *t, const char *key, const char *def, co
 /* A fresh aah-params/1 document owning `parameters`. */
 cJSON *tuner_params_doc(const struct tuner *t, unsigned seq, cJSON *parameters);
 
+/* TPE over t->hist's finished trials (tuner_tpe.c), shared with
+ * NetworkMorphism. */
+struct tpe_options;
+int tuner_tpe_options(const struct tuner *t, struct tpe_options *o);
+cJSON *tuner_tpe_parameters(const struct tuner *t, const struct tpe_options *o, struct trng *r);
+
+/* Counters of the NetworkMorphism tuner (benchmarks, tests). */
+struct tuner_nm_stats {
+	unsigned long proposals, expansions, candidates, distances;
+	unsigned long gp_escalations, history;
+	double propose_seconds, observe_seconds;
+};
+int tuner_nm_stats(const struct tuner *t, struct tuner_nm_stats *out);
+
 /* The implementations (tuner_random.c, tuner_tpe.c, tuner_nm.c). */
 extern const struct tuner_ops tuner_ops_none;
 extern const struct tuner_ops tuner_ops_random;

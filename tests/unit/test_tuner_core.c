@@ -315,3 +315,13 @@ Test(tuner_core, concurrent_proposers_each_write_one_trial)
 	}
 	cJSON_Delete(space);
 }
+
+Test(tuner_core, tpe_checks_optimize_mode)
+{
+	cJSON *ca = parse("{\"optimize_mode\":\"sideways\"}");
+	struct tuner *t;
+	struct tuner_config cfg = { .name = "TPE", .class_args = ca };
+	cr_assert_eq(tuner_create(&t, &cfg), -1);
+	cr_assert_not_null(strstr(util_last_error(), "optimize_mode"));
+	cJSON_Delete(ca);
+}

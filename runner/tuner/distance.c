@@ -1,0 +1,209 @@
+/* distance.c: edit distances between network descriptors (NNI semantics). */
+#include "distance.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static double attr_diff(double a, double b)
+{
+	double m = a > b ? a : b;
+	return m == 0 ? 0.0 : fabs(a - b) / m;
+}
+
+double editdist_layer(const struct tdesc_layer *a, const struct tdesc_layer *b)
+{
+	if (a->type != b->type)
+		return 1.0;
+	if (a->type == TL_CONV)
+		return (attr_diff(a->filters, b->filters) + attr_diff(a->kernel, b->kernel) +
+			attr_diff(a->stride, b->stride)) / 3.0;
+	if (a->type == TL_MAXPOOL || a->type == TL_AVGPOOL)
+		return (attr_diff(a->padding, b->padding) + attr_diff(a->kernel, b->kernel) +
+			attr_diff(a->stride, b->stride)) / 3.0;
+	return 0.0;
+}
+
+double editdist_layers(const struct tdesc *a, const struct tdesc *b)
+{
+	return editdist_layers_bounded(a, b, (double)(a->nlayers + b->nlayers) + 1.0);
+}
+
+/* Row i of the DP table covers j in [i - w, i + w]; a cell outside the band
+ * costs more than |i - j| >= w + 1 > bound. Stops when a whole row exceeds
+ * the bound, since every path crosses every row. */
+double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, double bound)
+{
+	int na = a->nlayers, nb = b->nlayers;
+	if (fabs((double)(na - nb)) > bound)
+		return fabs((double)(na - nb));
+	int w = (int)floor(bound);
+	if (w > na + nb)
+		w = na + nb;
+	double stackbuf[2 * 256];
+	double *prev = stackbuf, *cur = stackbuf + 256, *heap = NULL;
+	if (nb + 1 > 256) {
+		heap = xmalloc(2 * (size_t)(nb + 1) * sizeof(double));
+		prev = heap;
+		cur = heap + nb + 1;
+	}
+	const double inf = DBL_MAX / 4;
+	for (int j = 0; j <= nb; j++)
+		prev[j] = j <= w ? (double)j : inf;
+	double result;
+	for (int i = 1; i <= na; i++) {
+		int lo = i - w > 1 ? i - w : 1, hi = i + w < nb ? i + w : nb;
+		double rowmin = inf;
+		cur[0] = i <= w ? (double)i : inf;
+		if (cur[0] < rowmin)
+			rowmin = cur[0];
+		if (lo > 1)
+			cur[lo - 1] = inf;
+		const struct tdesc_layer *la = &a->layers[i - 1];
+		for (int j = lo; j <= hi; j++) {
+			double v = prev[j - 1] + editdist_layer(la, &b->layers[j - 1]);
+			double ins = cur[j - 1] + 1.0, del = prev[j] + 1.0;
+			if (ins < v)
+				v = ins;
+			if (del < v)
+				v = del;
+			cur[j] = v;
+			if (v < rowmin)
+				rowmin = v;
+		}
+		if (hi < nb)
+			cur[hi + 1] = inf;
+		if (rowmin > bound) {
+			result = rowmin;
+			goto out;
+		}
+		double *t = prev;
+		prev = cur;
+		cur = t;
+	}
+	result = prev[nb];
+out:
+	free(heap);
+	return result;
+}
+
+static double skip_distance(const struct tdesc_skip *a, const struct tdesc_skip *b)
+{
+	if (a->type != b->type)
+		return 1.0;
+	int la = abs(a->b - a->a), lb = abs(b->b - b->a);
+	int ma = a->a > b->a ? a->a : b->a, ml = la > lb ? la : lb;
+	return (double)(abs(a->a - b->a) + abs(la - lb)) / (double)(ma + ml);
+}
+
+/* Hungarian algorithm with potentials, n <= m (rows are assigned). */
+static double hungarian(const double *c, int n, int m)
+{
+	double *u = xcalloc((size_t)n + 1, sizeof(double));
+	double *v = xcalloc((size_t)m + 1, sizeof(double));
+	double *minv = xmalloc(((size_t)m + 1) * sizeof(double));
+	int *p = xcalloc((size_t)m + 1, sizeof(int));
+	int *way = xcalloc((size_t)m + 1, sizeof(int));
+	char *used = xmalloc((size_t)m + 1);
+	for (int i = 1; i <= n; i++) {
+		p[0] = i;
+		int j0 = 0;
+		for (int j = 0; j <= m; j++) {
+			minv[j] = DBL_MAX;
+			used[j] = 0;
+		}
+		do {
+			used[j0] = 1;
+			int i0 = p[j0], j1 = 0;
+			double delta = DBL_MAX;
+			for (int j = 1; j <= m; j++) {
+				if (used[j])
+					continue;
+				double cur = c[(size_t)(i0 - 1) * m + (j - 1)] - u[i0] - v[j];
+				if (cur < minv[j]) {
+					minv[j] = cur;
+					way[j] = j0;
+				}
+				if (minv[j] < delta) {
+					delta = minv[j];
+					j1 = j;
+				}
+			}
+			for (int j = 0; j <= m; j++) {
+				if (used[j]) {
+					u[p[j]] += delta;
+					v[j] -= delta;
+				} else {
+					minv[j] -= delta;
+				}
+			}
+			j0 = j1;
+		} while (p[j0] != 0);
+		do {
+			int j1 = way[j0];
+			p[j0] = p[j1];
+			j0 = j1;
+		} while (j0);
+	}
+	double total = 0;
+	for (int j = 1; j <= m; j++)
+		if (p[j])
+			total += c[(size_t)(p[j] - 1) * m + (j - 1)];
+	free(used);
+	free(way);
+	free(p);
+	free(minv);
+	free(v);
+	free(u);
+	return total;
+}
+
+double editdist_assignment(const double *cost, int n, int m)
+{
+	if (n == 0 || m == 0)
+		return 0.0;
+	if (n <= m)
+		return hungarian(cost, n, m);
+	double *t = xmalloc((size_t)n * m * sizeof(double));
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < m; j++)
+			t[(size_t)j * n + i] = cost[(size_t)i * m + j];
+	double r = hungarian(t, m, n);
+	free(t);
+	return r;
+}
+
+double editdist_skips(const struct tdesc *a, const struct tdesc *b)
+{
+	int n = a->nskips, m = b->nskips;
+	double extra = fabs((double)(n - m));
+	if (n == 0 || m == 0)
+		return extra;
+	double stackbuf[256] = { 0 }, *c = (size_t)n * m <= 256 ? stackbuf : xmalloc((size_t)n * m * sizeof(double));
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < m; j++)
+			c[(size_t)i * m + j] = skip_distance(&a->skips[i], &b->skips[j]);
+	double r = editdist_assignment(c, n, m) + extra;
+	if (c != stackbuf)
+		free(c);
+	return r;
+}
+
+double editdist(const struct tdesc *a, const struct tdesc *b)
+{
+	return editdist_layers(a, b) + EDITDIST_KERNEL_LAMBDA * editdist_skips(a, b);
+}
+
+double editdist_bounded(const struct tdesc *a, const struct tdesc *b, double bound, double *layers)
+{
+	double skip_lb = EDITDIST_KERNEL_LAMBDA * fabs((double)(a->nskips - b->nskips));
+	double lay = editdist_layers_bounded(a, b, bound - skip_lb + 1e-12);
+	if (layers)
+		*layers = lay;
+	if (lay + skip_lb > bound)
+		return lay + skip_lb;
+	return lay + EDITDIST_KERNEL_LAMBDA * editdist_skips(a, b);
+}

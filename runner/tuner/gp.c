@@ -1,0 +1,148 @@
+/* gp.c: incremental Gaussian process (see gp.h). */
+#include "gp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define GP_MIN_PIVOT 1e-4
+#define P(i, j) ((size_t)(i) * ((size_t)(i) + 1) / 2 + (size_t)(j))   /* j <= i */
+
+void gp_init(struct gp *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->base_jitter = 1e-10;
+}
+
+void gp_release(struct gp *g)
+{
+	free(g->L);
+	free(g->kinv);
+	free(g->y);
+	free(g->alpha);
+	free(g->jitter);
+	gp_init(g);
+}
+
+static void grow(struct gp *g)
+{
+	int cap = g->cap ? g->cap + g->cap / 2 : 64;   /* packed n^2/2: grow gently */
+	size_t tri = (size_t)cap * ((size_t)cap + 1) / 2;
+	g->L = xrealloc(g->L, tri * sizeof(double));
+	g->kinv = xrealloc(g->kinv, tri * sizeof(double));
+	g->y = xrealloc(g->y, (size_t)cap * sizeof(double));
+	g->alpha = xrealloc(g->alpha, (size_t)cap * sizeof(double));
+	g->jitter = xrealloc(g->jitter, (size_t)cap * sizeof(double));
+	g->cap = cap;
+}
+
+static double kinv_at(const struct gp *g, int i, int j)
+{
+	return i >= j ? g->kinv[P(i, j)] : g->kinv[P(j, i)];
+}
+
+int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
+{
+	int n = g->n;
+	if (n == g->cap)
+		grow(g);
+	double *k = xcalloc((size_t)n + 1, sizeof(double));
+	double *l = xcalloc((size_t)n + 1, sizeof(double));
+	double *b = xcalloc((size_t)n + 1, sizeof(double));
+	int first = n;
+	for (int e = 0; e < nnz; e++) {
+		k[idx[e]] = kval[e];
+		if (idx[e] < first)
+			first = idx[e];
+	}
+	/* l = L^-1 k: zero before the first non-zero of k */
+	double ll = 0.0;
+	for (int i = first; i < n; i++) {
+		const double *row = &g->L[P(i, 0)];
+		double s = k[i];
+		for (int j = first; j < i; j++)
+			s -= row[j] * l[j];
+		l[i] = s / row[i];
+		ll += l[i] * l[i];
+	}
+	/* Schur complement (the new pivot, squared) with escalating jitter:
+	 * never skip the update. The floor keeps the explicit inverse accurate
+	 * (its entries stay below 1 / GP_MIN_PIVOT). */
+	if (!isfinite(ll)) {   /* numerically lost: enter the point as independent */
+		memset(l, 0, (size_t)n * sizeof(double));
+		ll = 0.0;
+		g->lost++;
+	}
+	/* exp(-d^2) over edit distances is not positive definite in general, so
+	 * ll may exceed 1: the jitter grows as far as it must (no upper bound). */
+	double jit = g->base_jitter, c = 1.0 + jit - ll;
+	while (!(c >= GP_MIN_PIVOT)) {
+		jit = jit < 1e-10 ? 1e-10 : jit * 10.0;
+		c = 1.0 + jit - ll;
+	}
+	if (jit > g->max_jitter)
+		g->max_jitter = jit;
+	if (jit > g->base_jitter)
+		g->escalations++;
+	memcpy(&g->L[P(n, 0)], l, (size_t)n * sizeof(double));
+	g->L[P(n, n)] = sqrt(c);
+	/* b = kinv k over the sparse k, then the block-inverse update */
+	for (int i = 0; i < n; i++) {
+		double s = 0.0;
+		for (int e = 0; e < nnz; e++)
+			s += kinv_at(g, i, idx[e]) * kval[e];
+		b[i] = s;
+	}
+	for (int i = 0; i < n; i++) {
+		double *row = &g->kinv[P(i, 0)];
+		double bi = b[i] / c;
+		for (int j = 0; j <= i; j++)
+			row[j] += bi * b[j];
+	}
+	double *nrow = &g->kinv[P(n, 0)];
+	for (int j = 0; j < n; j++)
+		nrow[j] = -b[j] / c;
+	nrow[n] = 1.0 / c;
+	double by = 0.0;
+	for (int i = 0; i < n; i++)
+		by += b[i] * g->y[i];
+	double r = (y - by) / c;
+	for (int i = 0; i < n; i++)
+		g->alpha[i] -= b[i] * r;
+	g->alpha[n] = r;
+	g->y[n] = y;
+	g->jitter[n] = jit;
+	g->n = n + 1;
+	free(b);
+	free(l);
+	free(k);
+	return n;
+}
+
+void gp_set_y(struct gp *g, int i, double y)
+{
+	double dy = y - g->y[i];
+	if (dy == 0.0)
+		return;
+	for (int j = 0; j < g->n; j++)
+		g->alpha[j] += kinv_at(g, j, i) * dy;
+	g->y[i] = y;
+}
+
+void gp_predict(const struct gp *g, const int *idx, const double *kval, int nnz, double *mean,
+		double *var)
+{
+	double m = 0.0, q = 0.0;
+	for (int a = 0; a < nnz; a++) {
+		m += kval[a] * g->alpha[idx[a]];
+		double s = 0.0;
+		for (int b = 0; b < nnz; b++)
+			s += kinv_at(g, idx[a], idx[b]) * kval[b];
+		q += kval[a] * s;
+	}
+	double v = 1.0 - q;
+	*mean = m;
+	*var = v < 0 ? 0 : v > 1 ? 1 : v;
+}

@@ -1,0 +1,32 @@
+/* gp.h: Gaussian process regression on a precomputed kernel (the tuner's
+ * exp(-d^2) over edit distances) with a Cholesky factor that grows by one
+ * row per observation (O(n^2)) and escalates the jitter of a new row until
+ * it is positive definite, instead of skipping the update (NNI issue 3324). */
+#ifndef AAH_TUNER_GP_H
+#define AAH_TUNER_GP_H
+
+struct gp {
+	int n, cap;
+	double *L;       /* packed lower Cholesky factor of K + diag(jitter): row i at i(i+1)/2 */
+	double *kinv;    /* packed lower (K + diag(jitter))^-1, kept for O(nnz^2) variances */
+	double *y;       /* (n) targets */
+	double *alpha;   /* (n) kinv * y */
+	double *jitter;  /* (n) diagonal added to each row */
+	double base_jitter;   /* NNI's alpha: 1e-10 */
+	int escalations;      /* rows that needed more than base_jitter */
+	int lost;             /* rows whose kernel row was numerically unusable */
+	double max_jitter;    /* largest jitter any row needed */
+};
+
+void gp_init(struct gp *g);
+void gp_release(struct gp *g);
+/* Add a point with target y; its kernel against the existing points is the
+ * sparse row (idx[k], kval[k]) (others 0; k(x, x) = 1). Returns its row. */
+int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y);
+/* Change the target of row i (a pending trial finished): O(n). */
+void gp_set_y(struct gp *g, int i, double y);
+/* Posterior mean and variance at a point with the sparse kernel row. */
+void gp_predict(const struct gp *g, const int *idx, const double *kval, int nnz, double *mean,
+		double *var);
+
+#endif

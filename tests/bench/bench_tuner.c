@@ -1,0 +1,222 @@
+/* bench_tuner: NetworkMorphism propose and observe latency against history
+ * size, for CnnGenerator-sized and ResNet-50-sized models. Histories are
+ * built from the tuner's own morphisms with synthetic accuracies and fed
+ * through tuner_observe, exactly as the runner does.
+ *
+ *   bench_tuner [--sizes 10,100,1000,5000] [--reps 3] [--threads 2] [--models small,resnet]
+ *
+ * Prints one table row per (model, n) with the targets side by side. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/tuner/graph.h"
+#include "runner/tuner/morph.h"
+#include "runner/tuner/tuner.h"
+#include "runner/tuner/tuner_int.h"
+#include "util.h"
+
+struct model_kind {
+	const char *name;
+	const char *class_args;
+	double propose_target_ms;   /* at n = 1000 */
+	int width;
+};
+
+static const struct model_kind kinds[] = {
+	{ "small", "{\"input_width\":32,\"input_channel\":3,\"n_output_node\":10}", 100, 32 },
+	{ "resnet", "{\"input_width\":224,\"input_channel\":3,\"n_output_node\":1000,\"cooling\":0.5}",
+	  1000, 224 },
+};
+
+struct hist_model {
+	struct tgraph g;
+	double acc;
+};
+
+static double synthetic_accuracy(const struct tgraph *g, struct trng *r)
+{
+	struct tdesc d;
+	tdesc_from_graph(&d, g);
+	double acc = 0.95 - 0.6 / (1.0 + 0.05 * d.nlayers + 0.2 * d.nskips) + 0.01 * trng_normal(r);
+	tdesc_release(&d);
+	return acc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n ? v[n / 2] : 0;
+}
+
+/* One new history model: a morphism of a good or a recent model. */
+static int grow_history(struct hist_model *h, int n, struct trng *r, const struct morph_limits *lim)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		int p;
+		if (trng_below(r, 2)) {
+			int lo = n > 50 ? n - 50 : 0;
+			p = lo + (int)trng_below(r, (uint64_t)(n - lo));
+		} else {   /* best of 5 random: exploitation */
+			p = (int)trng_below(r, (uint64_t)n);
+			for (int k = 0; k < 4; k++) {
+				int q = (int)trng_below(r, (uint64_t)n);
+				if (h[q].acc > h[p].acc)
+					p = q;
+			}
+		}
+		tgraph_copy(&h[n].g, &h[p].g);
+		if (morph_apply(&h[n].g, (int)trng_below(r, MORPH_NKINDS), r, lim) == 0) {
+			h[n].acc = synthetic_accuracy(&h[n].g, r);
+			return 0;
+		}
+		tgraph_release(&h[n].g);
+	}
+	return -1;
+}
+
+static int observe_model(struct tuner *t, unsigned seq, const struct hist_model *m, double *ms)
+{
+	cJSON *arch = tgraph_to_json(&m->g, NULL);
+	struct tuner_observation o = { seq, arch, NULL, TUNER_OBS_DONE, m->acc };
+	double t0 = util_monotonic();
+	int rc = tuner_observe(t, &o);
+	*ms = 1e3 * (util_monotonic() - t0);
+	cJSON_Delete(arch);
+	return rc;
+}
+
+static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, int reps,
+		    unsigned threads)
+{
+	cJSON *ca = cJSON_Parse(k->class_args);
+	struct tuner_config cfg = { .name = "NetworkMorphism", .class_args = ca, .seed = 1,
+				    .threads = threads };
+	struct tuner *t;
+	if (tuner_create(&t, &cfg) < 0)
+		return -1;
+	int nmax = sizes[nsizes - 1];
+	struct hist_model *h = xcalloc((size_t)nmax + 1, sizeof(*h));
+	struct trng r;
+	trng_seed(&r, 42, 0);
+	struct morph_limits lim = { 0, 0 };
+	{
+		struct tuner_nm_stats st;
+		(void)st;
+	}
+	if (k->width >= 128)
+		tmodel_resnet50(&h[0].g, k->width, 3, 1000);
+	else
+		tmodel_cnn(&h[0].g, k->width, 3, 10);
+	lim.max_layers = tgraph_size(&h[0].g) + 100;
+	uint64_t p0 = tgraph_params(&h[0].g);
+	lim.max_params = 2 * p0 > (1u << 24) ? 2 * p0 : (1u << 24);
+	h[0].acc = synthetic_accuracy(&h[0].g, &r);
+	double obs_ms[64];
+	int nobs = 0, n = 0, si = 0;
+	double build_t0 = util_monotonic();
+	unsigned seq = 1;
+	while (si < nsizes) {
+		double ms;
+		if (n > 0 && grow_history(h, n, &r, &lim) < 0) {
+			fprintf(stderr, "bench_tuner: cannot grow the history past %d\n", n);
+			return -1;
+		}
+		if (observe_model(t, seq++, &h[n], &ms) < 0)
+			return -1;
+		obs_ms[nobs++ % 64] = ms;
+		n++;
+		if (n < sizes[si])
+			continue;
+		/* measure at this size: propose, then observe the proposal as done */
+		struct tuner_nm_stats before, after;
+		tuner_nm_stats(t, &before);
+		double pms[16], oms[16];
+		int nrep = sizes[si] >= 5000 && reps > 1 ? 1 + reps / 3 : reps;
+		for (int rep = 0; rep < nrep; rep++) {
+			cJSON *arch, *params;
+			double t0 = util_monotonic();
+			if (tuner_propose(t, seq, &arch, &params) < 0)
+				return -1;
+			pms[rep] = 1e3 * (util_monotonic() - t0);
+			struct tgraph g;
+			if (tgraph_from_json(&g, arch) < 0)
+				return -1;
+			struct tuner_observation o = { seq, arch, params, TUNER_OBS_DONE,
+						       synthetic_accuracy(&g, &r) };
+			t0 = util_monotonic();
+			if (tuner_observe(t, &o) < 0)
+				return -1;
+			oms[rep] = 1e3 * (util_monotonic() - t0);
+			seq++;
+			tgraph_release(&g);
+			cJSON_Delete(arch);
+			cJSON_Delete(params);
+		}
+		tuner_nm_stats(t, &after);
+		int m = nobs < 64 ? nobs : 64;
+		double obs_new = median(obs_ms, m);
+		double p = median(pms, nrep);
+		printf("%-7s %6d %5d %11.1f %10.2f %10.2f %12.0f %10.0f %9.0f %8lu %9.1f\n", k->name,
+		       sizes[si], nrep, p, median(oms, nrep), obs_new,
+		       (double)(after.distances - before.distances) / nrep,
+		       (double)(after.candidates - before.candidates) / nrep,
+		       (double)(after.expansions - before.expansions) / nrep, after.gp_escalations,
+		       util_monotonic() - build_t0);
+		if (sizes[si] == 1000)
+			printf("        propose at n=1000: %.1f ms, target %.0f ms (ratio %.2f); "
+			       "observe %.2f ms, target 10 ms (ratio %.2f)\n", p, k->propose_target_ms,
+			       p / k->propose_target_ms, obs_new, obs_new / 10.0);
+		fflush(stdout);
+		nobs = 0;
+		si++;
+	}
+	for (int i = 0; i < n; i++)
+		tgraph_release(&h[i].g);
+	free(h);
+	tuner_free(t);
+	cJSON_Delete(ca);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int sizes[8] = { 10, 100, 1000, 5000 }, nsizes = 4, reps = 3;
+	unsigned threads = 2;
+	const char *models = "small,resnet";
+	util_set_progname("bench_tuner");
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--sizes")) {
+			nsizes = 0;
+			for (char *s = strtok(argv[i + 1], ","); s && nsizes < 8; s = strtok(NULL, ","))
+				sizes[nsizes++] = atoi(s);
+		} else if (!strcmp(argv[i], "--reps")) {
+			reps = atoi(argv[i + 1]);
+		} else if (!strcmp(argv[i], "--threads")) {
+			threads = (unsigned)atoi(argv[i + 1]);
+		} else if (!strcmp(argv[i], "--models")) {
+			models = argv[i + 1];
+		} else {
+			die("usage: bench_tuner [--sizes 10,100,1000,5000] [--reps 3] [--threads 2] "
+			    "[--models small,resnet]");
+		}
+	}
+	if (reps < 1 || reps > 16 || nsizes < 1)
+		die("bad --reps or --sizes");
+	printf("NetworkMorphism tuner, %u threads; small = CnnGenerator 32x32x3 (t_min 1e-4, cooling "
+	       "0.9), resnet = ResNet-50 224x224x3 (cooling 0.5)\n", threads);
+	printf("%-7s %6s %5s %11s %10s %10s %12s %10s %9s %8s %9s\n", "model", "n", "reps",
+	       "propose_ms", "obs_ms", "obs_ms_hist", "dist/prop", "cand/prop", "exp/prop", "jitter+",
+	       "elapsed_s");
+	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++)
+		if (strstr(models, kinds[k].name) && run_kind(&kinds[k], sizes, nsizes, reps, threads) < 0)
+			die("benchmark failed for %s", kinds[k].name);
+	return 0;
+}

@@ -1,0 +1,190 @@
+/* Unit tests for the tuner's edit distance (NNI semantics): hand-computed
+ * layer, Levenshtein, skip-connection and Hungarian cases, and the banded
+ * version against the full one. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/tuner/distance.h"
+#include "runner/tuner/morph.h"
+#include "util.h"
+
+static struct tdesc_layer conv(int f, int k, int s)
+{
+	return (struct tdesc_layer){ .type = TL_CONV, .filters = f, .kernel = (int16_t)k, .stride = (int16_t)s };
+}
+
+static struct tdesc_layer plain(int type)
+{
+	return (struct tdesc_layer){ .type = (int8_t)type };
+}
+
+static struct tdesc mk(struct tdesc_layer *l, int n, struct tdesc_skip *s, int ns)
+{
+	return (struct tdesc){ .layers = l, .nlayers = n, .skips = s, .nskips = ns };
+}
+
+Test(tuner_distance, layer_costs)
+{
+	struct tdesc_layer a = conv(64, 3, 1), b = conv(128, 3, 1), c = conv(64, 5, 2);
+	struct tdesc_layer r = plain(TL_RELU), bn = plain(TL_BN);
+	struct tdesc_layer p2 = { .type = TL_MAXPOOL, .kernel = 2, .stride = 2, .padding = TG_VALID };
+	struct tdesc_layer p3 = { .type = TL_MAXPOOL, .kernel = 3, .stride = 2, .padding = TG_VALID };
+	struct tdesc_layer ap = { .type = TL_AVGPOOL, .kernel = 2, .stride = 2, .padding = TG_VALID };
+	cr_assert_float_eq(editdist_layer(&a, &a), 0.0, 1e-12);
+	cr_assert_float_eq(editdist_layer(&a, &b), 0.5 / 3, 1e-12);
+	/* kernel 3 vs 5: 2/5; stride 1 vs 2: 1/2 */
+	cr_assert_float_eq(editdist_layer(&a, &c), (0.4 + 0.5) / 3, 1e-12);
+	cr_assert_float_eq(editdist_layer(&a, &r), 1.0, 1e-12);
+	cr_assert_float_eq(editdist_layer(&r, &bn), 1.0, 1e-12);
+	cr_assert_float_eq(editdist_layer(&r, &r), 0.0, 1e-12);
+	cr_assert_float_eq(editdist_layer(&p2, &p3), (1.0 / 3) / 3, 1e-12);
+	cr_assert_float_eq(editdist_layer(&p2, &ap), 1.0, 1e-12);
+}
+
+Test(tuner_distance, levenshtein_hand_cases)
+{
+	struct tdesc_layer A[] = { plain(TL_RELU), plain(TL_BN), conv(64, 3, 1) };
+	struct tdesc_layer B[] = { plain(TL_RELU), conv(128, 3, 1) };
+	struct tdesc_layer C[] = { plain(TL_RELU), plain(TL_RELU) };
+	struct tdesc a = mk(A, 3, NULL, 0), b = mk(B, 2, NULL, 0), c = mk(C, 2, NULL, 0), e = mk(NULL, 0, NULL, 0);
+	/* delete bn (1) + substitute conv 64 -> 128 (1/6) */
+	cr_assert_float_eq(editdist_layers(&a, &b), 1.0 + 1.0 / 6, 1e-12);
+	cr_assert_float_eq(editdist_layers(&b, &a), 1.0 + 1.0 / 6, 1e-12);
+	cr_assert_float_eq(editdist_layers(&e, &c), 2.0, 1e-12);
+	/* relu relu vs relu conv: one substitution of cost 1 */
+	cr_assert_float_eq(editdist_layers(&b, &c), 1.0, 1e-12);
+	cr_assert_float_eq(editdist(&a, &a), 0.0, 1e-12);
+}
+
+Test(tuner_distance, skip_hand_cases)
+{
+	struct tdesc_skip s1[] = { { 1, 4, TL_ADD } }, s2[] = { { 2, 4, TL_ADD } }, s3[] = { { 1, 4, TL_CONCAT } };
+	struct tdesc_skip s4[] = { { 1, 4, TL_ADD }, { 5, 9, TL_ADD } }, s5[] = { { 5, 9, TL_ADD } };
+	struct tdesc a = mk(NULL, 0, s1, 1), b = mk(NULL, 0, s2, 1), c = mk(NULL, 0, s3, 1);
+	struct tdesc d = mk(NULL, 0, s4, 2), e = mk(NULL, 0, s5, 1), none = mk(NULL, 0, NULL, 0);
+	/* (|1-2| + |3-2|) / (max(1,2) + max(3,2)) = 2/5 */
+	cr_assert_float_eq(editdist_skips(&a, &b), 0.4, 1e-12);
+	cr_assert_float_eq(editdist_skips(&a, &c), 1.0, 1e-12);
+	/* (5,9) matches (5,9) at 0, plus one unmatched connection */
+	cr_assert_float_eq(editdist_skips(&d, &e), 1.0, 1e-12);
+	cr_assert_float_eq(editdist_skips(&d, &none), 2.0, 1e-12);
+	cr_assert_float_eq(editdist(&d, &e), EDITDIST_KERNEL_LAMBDA * 1.0, 1e-12);
+}
+
+Test(tuner_distance, hungarian_hand_cases)
+{
+	const double sq[] = { 4, 1, 3, 2, 0, 5, 3, 2, 2 };
+	cr_assert_float_eq(editdist_assignment(sq, 3, 3), 5.0, 1e-12);
+	const double rect[] = { 1, 2, 3, 2, 4, 6 };
+	cr_assert_float_eq(editdist_assignment(rect, 2, 3), 4.0, 1e-12);
+	const double tall[] = { 1, 2, 2, 4, 3, 6 };
+	cr_assert_float_eq(editdist_assignment(tall, 3, 2), 4.0, 1e-12);
+}
+
+static double brute(const double *c, int n, int *perm, int k, char *used)
+{
+	if (k == n) {
+		double s = 0;
+		for (int i = 0; i < n; i++)
+			s += c[i * n + perm[i]];
+		return s;
+	}
+	double best = 1e300;
+	for (int j = 0; j < n; j++) {
+		if (used[j])
+			continue;
+		used[j] = 1;
+		perm[k] = j;
+		double v = brute(c, n, perm, k + 1, used);
+		if (v < best)
+			best = v;
+		used[j] = 0;
+	}
+	return best;
+}
+
+Test(tuner_distance, hungarian_matches_brute_force)
+{
+	struct trng r;
+	trng_seed(&r, 11, 0);
+	for (int t = 0; t < 300; t++) {
+		int n = 1 + (int)trng_below(&r, 6);
+		double c[36];
+		int perm[6];
+		char used[6] = { 0 };
+		for (int i = 0; i < n * n; i++)
+			c[i] = trng_below(&r, 3) ? trng_uniform(&r) : 1.0;
+		cr_assert_float_eq(editdist_assignment(c, n, n), brute(c, n, perm, 0, used), 1e-9);
+	}
+}
+
+Test(tuner_distance, bounded_agrees_with_full)
+{
+	struct trng r;
+	trng_seed(&r, 5, 0);
+	struct tdesc_layer la[40], lb[40];
+	int checked_in = 0, checked_out = 0;
+	for (int t = 0; t < 3000; t++) {
+		int na = (int)trng_below(&r, 40), nb = (int)trng_below(&r, 40);
+		if (t % 2) {   /* similar sequences, like morphism relatives */
+			nb = na;
+		}
+		for (int i = 0; i < na; i++)
+			la[i] = trng_below(&r, 2) ? conv(16 << trng_below(&r, 3), 1 + 2 * (int)trng_below(&r, 2), 1)
+						  : plain((int)trng_below(&r, 4));
+		for (int i = 0; i < nb; i++)
+			lb[i] = (t % 2 && trng_below(&r, 6)) ? la[i] :
+				trng_below(&r, 2) ? conv(16 << trng_below(&r, 3), 3, 1) : plain((int)trng_below(&r, 4));
+		struct tdesc a = mk(la, na, NULL, 0), b = mk(lb, nb, NULL, 0);
+		double full = editdist_layers(&a, &b);
+		double bound = 0.5 + (double)trng_below(&r, 10);
+		double bd = editdist_layers_bounded(&a, &b, bound);
+		if (full <= bound) {
+			cr_assert_float_eq(bd, full, 1e-9, "bounded %g full %g bound %g", bd, full, bound);
+			checked_in++;
+		} else {
+			cr_assert(bd > bound, "bounded %g <= bound %g but full is %g", bd, bound, full);
+			checked_out++;
+		}
+	}
+	cr_assert(checked_in > 300 && checked_out > 300, "in %d out %d", checked_in, checked_out);
+}
+
+Test(tuner_distance, morphisms_have_their_expected_distance)
+{
+	struct tgraph g;
+	cr_assert_eq(tmodel_cnn(&g, 28, 1, 10), 0);
+	struct tdesc d0;
+	tdesc_from_graph(&d0, &g);
+	struct trng r;
+	trng_seed(&r, 1, 1);
+	struct morph_limits lim = { 500, 1u << 26 };
+	struct tgraph h;
+	tgraph_copy(&h, &g);
+	cr_assert_eq(morph_apply(&h, MORPH_DEEPER, &r, &lim), 0);
+	struct tdesc d1;
+	tdesc_from_graph(&d1, &h);
+	cr_assert_eq(d1.nlayers, d0.nlayers + 3);
+	cr_assert_float_eq(editdist(&d0, &d1), 3.0, 1e-12);
+	tgraph_release(&h);
+	tdesc_release(&d1);
+	/* an add skip adds one main-chain layer and one skip connection */
+	tgraph_copy(&h, &g);
+	cr_assert_eq(morph_apply(&h, MORPH_ADD_SKIP, &r, &lim), 0);
+	tdesc_from_graph(&d1, &h);
+	cr_assert_eq(d1.nskips, 1);
+	cr_assert_float_eq(editdist(&d0, &d1), 1.0 + EDITDIST_KERNEL_LAMBDA * 1.0, 1e-12);
+	cr_assert_float_eq(editdist(&d1, &d0), editdist(&d0, &d1), 1e-12);
+	tgraph_release(&h);
+	tdesc_release(&d1);
+	/* wider doubles one conv: 64 -> 128 costs (64/128)/3 */
+	tgraph_copy(&h, &g);
+	cr_assert_eq(morph_apply(&h, MORPH_WIDER, &r, &lim), 0);
+	tdesc_from_graph(&d1, &h);
+	cr_assert_float_eq(editdist(&d0, &d1), 0.5 / 3, 1e-12);
+	tgraph_release(&h);
+	tdesc_release(&d1);
+	tdesc_release(&d0);
+	tgraph_release(&g);
+}
