@@ -281,7 +281,8 @@ int tuner_load_history(struct tuner *t, const char *expdir)
 	}
 	closedir(d);
 	free(tdir);
-	qsort(seqs, n, sizeof(*seqs), cmp_uint);
+	if (n)
+		qsort(seqs, n, sizeof(*seqs), cmp_uint);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = load_trial(t, expdir, seqs[i]);
