@@ -74,19 +74,26 @@ all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
 config-info:
 	@echo "aah build: cc=$(CC) nvcc=$(or $(NVCC),none) cudnn=$(or $(HAVE_CUDNN),none) nccl=$(or $(HAVE_NCCL),none) cuda-build=$(AAH_CUDA)"
 
+# V=1 shows the full commands.
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+say = $(if $(filter 1,$(V)),,@echo "  $(1) $(2)")
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(call say,NVCC,$<)
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 define mklib
 $(1): $(2)
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
-	$$(AR) rcs $$@ $$^
+	$$(Q)$$(AR) rcs $$@ $$^
 endef
 $(eval $(call mklib,$(LIB_COMMON),$(call obj,$(COMMON_SRCS))))
 $(eval $(call mklib,$(LIB_RUNNER),$(call obj,$(RUNNER_SRCS))))
@@ -99,15 +106,18 @@ RUNNER_ARCHIVES := $(LIB_RUNNER) $(LIB_TUNER) $(LIB_COMMON)
 TRIAL_ARCHIVES  := $(LIB_TRIAL) $(LIB_KERNELS) $(if $(filter 1,$(AAH_CUDA)),$(LIB_CUDA)) $(LIB_COMMON)
 
 $(RUNNER_BIN): $(call obj,runner/main.c) $(RUNNER_ARCHIVES)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(RUNNER_ARCHIVES) -Wl,--end-group $(RUNNER_LIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(RUNNER_ARCHIVES) -Wl,--end-group $(RUNNER_LIBS)
 
 $(TRIAL_BIN): $(call obj,trialimg/main.c) $(TRIAL_ARCHIVES)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(TRIAL_ARCHIVES) -Wl,--end-group $(TRIAL_LINK) $(TRIAL_LIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(TRIAL_ARCHIVES) -Wl,--end-group $(TRIAL_LINK) $(TRIAL_LIBS)
 
 # Unit tests link every library; the linker keeps what each one uses.
 $(BUILD)/tests/unit/%: tests/unit/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \
+	$(call say,TEST,$@)
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \
 	  -Wl,--start-group $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES) -Wl,--end-group \
 	  $(TRIAL_LINK) -lcriterion $(sort $(RUNNER_LIBS) $(TRIAL_LIBS))
 
@@ -118,7 +128,8 @@ BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 $(BUILD)/bench/%: tests/bench/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \
+	$(call say,BENCH,$@)
+	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \
 	  -Wl,--start-group $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES) -Wl,--end-group \
 	  $(TRIAL_LINK) $(sort $(RUNNER_LIBS) $(TRIAL_LIBS))
 
