@@ -1,0 +1,155 @@
+/* Unit tests for runner/proc.c: argv/env vectors, capture, stdin, timeouts,
+ * exec failures, process groups and held starts. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <stdlib.h>
+
+#include "runner/proc.h"
+#include "strvec.h"
+#include "util.h"
+
+TestSuite(proc, .init = NULL);
+
+Test(proc, capture_stdout_stderr_and_exit_code)
+{
+	const char *argv[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
+	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
+	int code;
+	cr_assert_eq(proc_run_capture(argv, NULL, NULL, 10, &out, &err, &code), 0);
+	cr_assert_eq(code, 3);
+	cr_assert_str_eq(out.buf, "out\n");
+	cr_assert_str_eq(err.buf, "err\n");
+	strbuf_release(&out);
+	strbuf_release(&err);
+}
+
+Test(proc, values_are_arguments_not_shell_text)
+{
+	const char *argv[] = { "printf", "%s|", "$(echo no)", "a b", "; exit 9", NULL };
+	struct strbuf out = STRBUF_INIT;
+	int code;
+	cr_assert_eq(proc_run_capture(argv, NULL, NULL, 10, &out, NULL, &code), 0);
+	cr_assert_eq(code, 0);
+	cr_assert_str_eq(out.buf, "$(echo no)|a b|; exit 9|");
+	strbuf_release(&out);
+}
+
+Test(proc, env_vector_replaces_environment)
+{
+	struct strvec env = STRVEC_INIT;
+	strvec_push(&env, "PATH=/usr/bin:/bin");
+	strvec_setenv(&env, "AAH_X", "1");
+	strvec_setenv(&env, "AAH_X", "two words");
+	const char *argv[] = { "sh", "-c", "echo \"$AAH_X|${HOME:-unset}\"", NULL };
+	struct strbuf out = STRBUF_INIT;
+	int code;
+	cr_assert_eq(proc_run_capture(argv, strvec_view(&env), NULL, 10, &out, NULL, &code), 0);
+	cr_assert_str_eq(out.buf, "two words|unset\n");
+	strbuf_release(&out);
+	strvec_clear(&env);
+}
+
+Test(proc, stdin_is_fed)
+{
+	const char *argv[] = { "wc", "-c", NULL };
+	struct strbuf out = STRBUF_INIT;
+	int code;
+	cr_assert_eq(proc_run_capture(argv, NULL, "12345", 10, &out, NULL, &code), 0);
+	cr_assert_eq(atoi(out.buf), 5);
+	strbuf_release(&out);
+}
+
+Test(proc, timeout_kills_the_whole_group)
+{
+	const char *argv[] = { "sh", "-c", "sleep 30 & sleep 30", NULL };
+	int code;
+	double t0 = util_monotonic();
+	cr_assert_eq(proc_run_capture(argv, NULL, NULL, 0.5, NULL, NULL, &code), 0);
+	cr_assert_eq(code, 124);
+	cr_assert(util_monotonic() - t0 < 10);
+}
+
+Test(proc, missing_program_is_an_error)
+{
+	util_set_quiet(1);
+	const char *argv[] = { "aah-no-such-program", NULL };
+	int code;
+	cr_assert_eq(proc_run_capture(argv, NULL, NULL, 5, NULL, NULL, &code), -1);
+	cr_assert(strstr(util_last_error(), "aah-no-such-program"));
+	struct proc p;
+	struct proc_spec spec = { .argv = argv };
+	cr_assert_eq(proc_start(&p, &spec), -1);
+}
+
+Test(proc, held_child_waits_for_release)
+{
+	char path[] = "/tmp/aah-proc-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	char *cmd = xstrfmt("echo ran >> %s", path);
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct proc p;
+	struct proc_spec spec = { .argv = argv, .new_session = 1, .hold = 1 };
+	cr_assert_eq(proc_start(&p, &spec), 0);
+	usleep(200000);
+	FILE *f = fopen(path, "r");
+	cr_assert_eq(fgetc(f), EOF, "a held child must not run before release");
+	fclose(f);
+	cr_assert_eq(proc_release(&p), 0);
+	cr_assert_eq(proc_wait(&p, 10), 1);
+	cr_assert_eq(proc_exit_code(&p), 0);
+	f = fopen(path, "r");
+	char buf[16] = "";
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	cr_assert_str_eq(buf, "ran\n");
+	fclose(f);
+
+	/* Never released: it exits without running. */
+	truncate(path, 0);
+	cr_assert_eq(proc_start(&p, &spec), 0);
+	proc_terminate(&p, 5);
+	f = fopen(path, "r");
+	cr_assert_eq(fgetc(f), EOF);
+	fclose(f);
+	unlink(path);
+	free(cmd);
+}
+
+Test(proc, terminate_reaches_grandchildren)
+{
+	char path[] = "/tmp/aah-proc-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	char *cmd = xstrfmt("sleep 30 & echo $! > %s; wait", path);
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct proc p;
+	struct proc_spec spec = { .argv = argv, .new_session = 1 };
+	cr_assert_eq(proc_start(&p, &spec), 0);
+	long pid = 0;
+	for (int i = 0; i < 100 && !pid; i++) {
+		usleep(20000);
+		FILE *f = fopen(path, "r");
+		if (f && fscanf(f, "%ld", &pid) != 1)
+			pid = 0;
+		if (f)
+			fclose(f);
+	}
+	cr_assert(pid > 0);
+	proc_terminate(&p, 5);
+	usleep(100000);
+	/* Gone, or a zombie waiting for whoever adopted it to reap it. */
+	char stat_path[64], state = 'X';
+	snprintf(stat_path, sizeof(stat_path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(stat_path, "r");
+	if (f) {
+		if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+			state = '?';
+		fclose(f);
+	}
+	cr_assert(state == 'X' || state == 'Z', "the grandchild survived (state %c)", state);
+	unlink(path);
+	free(cmd);
+}
