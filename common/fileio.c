@@ -97,6 +97,12 @@ int fileio_fsync_dir(const char *dir)
 
 int fileio_write_atomic(const char *path, const void *data, size_t len)
 {
+	return fileio_write_atomic_flags(path, data, len, 0);
+}
+
+int fileio_write_atomic_flags(const char *path, const void *data, size_t len, unsigned flags)
+{
+	int sync = !(flags & FILEIO_NOSYNC);
 	char *tmp = xstrfmt("%s.tmp.%ld", path, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -104,7 +110,7 @@ int fileio_write_atomic(const char *path, const void *data, size_t len)
 		free(tmp);
 		return r;
 	}
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	if (write_all(fd, data, len) < 0 || (sync && fsync(fd) < 0)) {
 		error_errno("cannot write '%s'", tmp);
 		close(fd);
 		unlink(tmp);
@@ -119,6 +125,8 @@ int fileio_write_atomic(const char *path, const void *data, size_t len)
 		return -1;
 	}
 	free(tmp);
+	if (!sync)
+		return 0;
 	char *copy = xstrdup(path);
 	int r = fileio_fsync_dir(dirname(copy));
 	free(copy);
@@ -126,6 +134,11 @@ int fileio_write_atomic(const char *path, const void *data, size_t len)
 }
 
 int fileio_append_line(const char *path, const char *line)
+{
+	return fileio_append_line_flags(path, line, 0);
+}
+
+int fileio_append_line_flags(const char *path, const char *line, unsigned flags)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -137,7 +150,7 @@ int fileio_append_line(const char *path, const char *line)
 	/* One write() so concurrent appenders never interleave within a line. */
 	int r = write_all(fd, buf, n + 1);
 	free(buf);
-	if (r < 0 || fdatasync(fd) < 0) {
+	if (r < 0 || (!(flags & FILEIO_NOSYNC) && fdatasync(fd) < 0)) {
 		error_errno("cannot append to '%s'", path);
 		close(fd);
 		return -1;

@@ -12,6 +12,14 @@ int fileio_read(const char *path, size_t max, char **out, size_t *len);
 int fileio_write_atomic(const char *path, const void *data, size_t len);
 /* Append one line (a '\n' is added) with O_APPEND and fsync it. */
 int fileio_append_line(const char *path, const char *line);
+
+/* FILEIO_NOSYNC: still atomic against a crashed process (temp + rename, one
+ * write per line), but not forced to disk now: for data whose loss in a
+ * power failure costs nothing (it is rewritten), or that a later synced
+ * write to the same file makes durable. */
+#define FILEIO_NOSYNC 1u
+int fileio_write_atomic_flags(const char *path, const void *data, size_t len, unsigned flags);
+int fileio_append_line_flags(const char *path, const char *line, unsigned flags);
 /* mkdir -p with the given mode. */
 int fileio_mkdir_p(const char *path, unsigned mode);
 int fileio_fsync_dir(const char *dir);

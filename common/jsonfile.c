@@ -42,6 +42,11 @@ int jsonfile_read(const char *path, cJSON **out)
 
 int jsonfile_write(const char *path, const cJSON *doc)
 {
+	return jsonfile_write_flags(path, doc, 0);
+}
+
+int jsonfile_write_flags(const char *path, const cJSON *doc, unsigned flags)
+{
 	char *text = cJSON_Print(doc);
 	if (!text)
 		return error("cannot serialise JSON for '%s'", path);
@@ -51,17 +56,22 @@ int jsonfile_write(const char *path, const cJSON *doc)
 	buf[n] = '\n';
 	buf[n + 1] = '\0';
 	cJSON_free(text);
-	int r = fileio_write_atomic(path, buf, n + 1);
+	int r = fileio_write_atomic_flags(path, buf, n + 1, flags);
 	free(buf);
 	return r;
 }
 
 int jsonfile_append(const char *path, const cJSON *doc)
 {
+	return jsonfile_append_flags(path, doc, 0);
+}
+
+int jsonfile_append_flags(const char *path, const cJSON *doc, unsigned flags)
+{
 	char *text = cJSON_PrintUnformatted(doc);
 	if (!text)
 		return error("cannot serialise JSON for '%s'", path);
-	int r = fileio_append_line(path, text);
+	int r = fileio_append_line_flags(path, text, flags);
 	cJSON_free(text);
 	return r;
 }

@@ -15,6 +15,9 @@ int jsonfile_parse(const char *what, const char *text, cJSON **out);
 int jsonfile_write(const char *path, const cJSON *doc);
 /* Append a compact one-line document to a JSON-lines file (fsync'd). */
 int jsonfile_append(const char *path, const cJSON *doc);
+/* The same with FILEIO_* flags. */
+int jsonfile_write_flags(const char *path, const cJSON *doc, unsigned flags);
+int jsonfile_append_flags(const char *path, const cJSON *doc, unsigned flags);
 /* Read a JSON-lines file; calls fn for each complete, valid line. A torn last
  * line (a crash mid-write) is skipped with a warning, not an error. */
 int jsonfile_read_lines(const char *path, int (*fn)(const cJSON *line, void *arg), void *arg);

@@ -151,6 +151,12 @@ static int apply(struct experiment *e, const cJSON *ev)
 
 int experiment_record(struct experiment *e, const char *event, cJSON *fields)
 {
+	return experiment_record_flags(e, event, fields, 0);
+}
+
+int experiment_record_flags(struct experiment *e, const char *event, cJSON *fields,
+			    unsigned flags)
+{
 	cJSON *doc = cJSON_CreateObject();
 	cJSON_AddStringToObject(doc, "format", "aah-journal/1");
 	cJSON_AddNumberToObject(doc, "seq", (double)e->next_event);
@@ -167,7 +173,7 @@ int experiment_record(struct experiment *e, const char *event, cJSON *fields)
 		cJSON_Delete(fields);
 	}
 	char *path = xstrfmt("%s/journal.jsonl", e->dir);
-	int r = jsonfile_append(path, doc);
+	int r = jsonfile_append_flags(path, doc, flags);
 	free(path);
 	if (r == 0)
 		r = apply(e, doc);

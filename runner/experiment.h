@@ -64,6 +64,9 @@ void experiment_release(struct experiment *e);
 /* Append one event (fields is consumed; may be NULL) and apply it to the
  * in-memory state exactly as replay would. */
 int experiment_record(struct experiment *e, const char *event, cJSON *fields);
+/* With FILEIO_NOSYNC: for an event the next synced event makes durable. */
+int experiment_record_flags(struct experiment *e, const char *event, cJSON *fields,
+			    unsigned flags);
 
 /* Become the experiment's one runner: lock runner.lock (non-blocking) and
  * write runner.pid. Fails when another runner holds it. */

@@ -325,7 +325,9 @@ int launch_write(const struct aah_launch *l)
 	char *p1 = xstrfmt("%s/launch.json", l->trial_dir);
 	char *p2 = xstrfmt("%s/rank_table.json", l->trial_dir);
 	cJSON *d1 = launch_to_json(l), *d2 = rank_table_json(l);
-	int r = jsonfile_write(p1, d1) < 0 || jsonfile_write(p2, d2) < 0 ? -1 : 0;
+	/* Rewritten at every submission, so a power cut costs nothing. */
+	int r = jsonfile_write_flags(p1, d1, FILEIO_NOSYNC) < 0 ||
+			jsonfile_write_flags(p2, d2, FILEIO_NOSYNC) < 0 ? -1 : 0;
 	cJSON_Delete(d1);
 	cJSON_Delete(d2);
 	free(p1);

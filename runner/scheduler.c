@@ -33,6 +33,8 @@ struct sched {
 	unsigned created;         /* trials created so far (highest seq) */
 	int stop;                 /* a stop was requested */
 	int timeup;               /* maxExecDuration reached */
+	double last_progress;     /* util_monotonic() of the last progress line */
+	char *workdir;            /* the experiments' parent, absolute */
 	unsigned settled_this_session;
 };
 
@@ -77,10 +79,12 @@ static void fmt_duration(char *buf, size_t n, double sec)
 		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
 }
 
-static void progress(const struct sched *s, const struct trial_rec *t)
+/* One progress line: after trial t settled, or (t NULL) a periodic one. */
+static void progress(struct sched *s, const struct trial_rec *t)
 {
 	if (!s->opts->progress)
 		return;
+	s->last_progress = util_monotonic();
 	unsigned done = 0, running = 0;
 	for (size_t i = 0; i < s->e->ntrials; i++) {
 		if (trial_state_final(s->e->trials[i].state))
@@ -94,13 +98,16 @@ static void progress(const struct sched *s, const struct trial_rec *t)
 		fmt_duration(budget, sizeof(budget), s->cfg->max_exec_duration);
 	double best = experiment_best_accuracy(s->e);
 	char acc[32] = "-", bestacc[32] = "-";
-	if (!isnan(t->best_acc))
+	if (t && !isnan(t->best_acc))
 		snprintf(acc, sizeof(acc), "%.4f", t->best_acc);
 	if (!isnan(best))
 		snprintf(bestacc, sizeof(bestacc), "%.4f", best);
-	printf("trial %06u %-13s acc %s | done %u/%ld, running %u | best %s | %s of %s\n", t->seq,
-	       trial_state_name(t->state), acc, done, s->cfg->max_trial_num, running, bestacc, el,
-	       budget);
+	if (t)
+		printf("trial %06u %-13s acc %s", t->seq, trial_state_name(t->state), acc);
+	else
+		printf("%-31s", "progress");
+	printf(" | done %u/%ld, running %u | best %s | %s of %s\n", done, s->cfg->max_trial_num,
+	       running, bestacc, el, budget);
 	fflush(stdout);
 }
 
@@ -304,12 +311,10 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	if (r == 0)
 		r = backend_place(&s->bctx, seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
 	if (r == 0) {
-		char *workdir = xstrfmt("%s/../..", s->e->dir);
-		char *wd = realpath(workdir, NULL);
 		struct launch_params lp = {
 			.cfg = cfg,
 			.expdir = s->e->dir,
-			.workdir = wd ? wd : workdir,
+			.workdir = s->workdir,
 			.experiment_id = s->e->id,
 			.trial_seq = seq,
 			.attempt = t->attempt ? t->attempt : 1,
@@ -320,8 +325,6 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.propose_runner = master ? NULL : s->opts->runner_exe,
 		};
 		launch_build(&l, &lp);
-		free(workdir);
-		free(wd);
 		r = launch_write(&l);
 		if (r == 0) {
 			struct submit_arg a = { s, seq, slot };
@@ -352,7 +355,8 @@ static int create_trial(struct sched *s, unsigned seq)
 	cJSON_AddStringToObject(f, "trial", id);
 	cJSON_AddNumberToObject(f, "trial_seq", seq);
 	cJSON_AddNumberToObject(f, "attempt", 1);
-	return experiment_record(s->e, "trial_created", f);
+	/* trial_submitted, synced, follows and makes this line durable too. */
+	return experiment_record_flags(s->e, "trial_created", f, FILEIO_NOSYNC);
 }
 
 /* A trial that failed to even start counts as a failed attempt. */
@@ -531,6 +535,13 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, &old);
 
+	char *parent = xstrfmt("%s/../..", e->dir);
+	s.workdir = realpath(parent, NULL);
+	if (!s.workdir)
+		s.workdir = parent;
+	else
+		free(parent);
+	s.last_progress = util_monotonic();
 	s.nslots = (unsigned)cfg->trial_concurrency;
 	s.slots = xcalloc(s.nslots, sizeof(*s.slots));
 	for (unsigned i = 0; i < s.nslots && cfg->trial.gpu_num > 0; i++) {
@@ -576,6 +587,9 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 				goto out_backend;
 			break;
 		}
+		if (opts->progress && util_monotonic() - s.last_progress >=
+					      (opts->progress_interval > 0 ? opts->progress_interval : 30))
+			progress(&s, NULL);
 		wait_signal(&s, interval);
 	}
 	r = 0;
@@ -586,6 +600,7 @@ out:
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);
+	free(s.workdir);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }

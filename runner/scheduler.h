@@ -13,6 +13,7 @@ struct scheduler_opts {
 	const char *runner_exe;   /* this program, for `propose --exec` in trials */
 	int progress;             /* print a progress line as trials settle */
 	double poll_interval;     /* seconds between backend polls (0 = 0.05) */
+	double progress_interval; /* seconds between periodic progress lines (0 = 30) */
 };
 
 /* Run (or resume) an experiment until it is done or a stop is requested
