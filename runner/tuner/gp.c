@@ -38,6 +38,22 @@ static void grow(struct gp *g)
 	g->cap = cap;
 }
 
+/* Dot product with four accumulators (fixed order: deterministic). */
+static double dot(const double *a, const double *b, int n)
+{
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		s0 += a[i] * b[i];
+		s1 += a[i + 1] * b[i + 1];
+		s2 += a[i + 2] * b[i + 2];
+		s3 += a[i + 3] * b[i + 3];
+	}
+	for (; i < n; i++)
+		s0 += a[i] * b[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
 static double kinv_at(const struct gp *g, int i, int j)
 {
 	return i >= j ? g->kinv[P(i, j)] : g->kinv[P(j, i)];
@@ -61,10 +77,7 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 	double ll = 0.0;
 	for (int i = first; i < n; i++) {
 		const double *row = &g->L[P(i, 0)];
-		double s = k[i];
-		for (int j = first; j < i; j++)
-			s -= row[j] * l[j];
-		l[i] = s / row[i];
+		l[i] = (k[i] - dot(row + first, l + first, i - first)) / row[i];
 		ll += l[i] * l[i];
 	}
 	/* Schur complement (the new pivot, squared) with escalating jitter:
@@ -88,7 +101,7 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 		g->escalations++;
 	memcpy(&g->L[P(n, 0)], l, (size_t)n * sizeof(double));
 	g->L[P(n, n)] = sqrt(c);
-	/* b = kinv k over the sparse k, then the block-inverse update */
+	/* b = kinv k over the sparse k (n * nnz), then the block-inverse update */
 	for (int i = 0; i < n; i++) {
 		double s = 0.0;
 		for (int e = 0; e < nnz; e++)
