@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h"   /* tpool_run */
 #include "util.h"
 
 #define GP_MIN_PIVOT 1e-4
@@ -59,6 +60,37 @@ static double kinv_at(const struct gp *g, int i, int j)
 	return i >= j ? g->kinv[P(i, j)] : g->kinv[P(j, i)];
 }
 
+struct upd {
+	struct gp *g;
+	const int *idx;
+	const double *kval;
+	int nnz;
+	double *b;
+	double c;
+};
+
+static void upd_b(void *ctx, size_t lo, size_t hi)
+{
+	struct upd *u = ctx;
+	for (size_t i = lo; i < hi; i++) {
+		double s = 0.0;
+		for (int e = 0; e < u->nnz; e++)
+			s += kinv_at(u->g, (int)i, u->idx[e]) * u->kval[e];
+		u->b[i] = s;
+	}
+}
+
+static void upd_kinv(void *ctx, size_t lo, size_t hi)
+{
+	struct upd *u = ctx;
+	for (size_t i = lo; i < hi; i++) {
+		double *row = &u->g->kinv[P(i, 0)];
+		double bi = u->b[i] / u->c;
+		for (size_t j = 0; j <= i; j++)
+			row[j] += bi * u->b[j];
+	}
+}
+
 int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 {
 	int n = g->n;
@@ -101,19 +133,12 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 		g->escalations++;
 	memcpy(&g->L[P(n, 0)], l, (size_t)n * sizeof(double));
 	g->L[P(n, n)] = sqrt(c);
-	/* b = kinv k over the sparse k (n * nnz), then the block-inverse update */
-	for (int i = 0; i < n; i++) {
-		double s = 0.0;
-		for (int e = 0; e < nnz; e++)
-			s += kinv_at(g, i, idx[e]) * kval[e];
-		b[i] = s;
-	}
-	for (int i = 0; i < n; i++) {
-		double *row = &g->kinv[P(i, 0)];
-		double bi = b[i] / c;
-		for (int j = 0; j <= i; j++)
-			row[j] += bi * b[j];
-	}
+	/* b = kinv k over the sparse k (n * nnz), then the block-inverse update;
+	 * both are row-parallel (disjoint writes: the result does not depend on
+	 * the thread count) */
+	struct upd u = { g, idx, kval, nnz, b, c };
+	tpool_run(g->pool, (size_t)n, 256, upd_b, &u);
+	tpool_run(g->pool, (size_t)n, 256, upd_kinv, &u);
 	double *nrow = &g->kinv[P(n, 0)];
 	for (int j = 0; j < n; j++)
 		nrow[j] = -b[j] / c;

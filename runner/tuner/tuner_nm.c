@@ -624,6 +624,7 @@ static int nm_init(struct tuner *t)
 		return error("network morphism: the initial model (%d layers, %llu parameters) is "
 			     "already over the limits", size, (unsigned long long)params);
 	nm->pool = tpool_create(t->threads);
+	nm->gp.pool = nm->pool;
 	return 0;
 }
 

@@ -463,3 +463,55 @@ Test(tuner_search, nm_experiment_directory_round_trip)
 	cJSON_Delete(ca);
 	cJSON_Delete(sp);
 }
+
+Test(tuner_search, live_tuner_syncs_an_experiment_directory, .timeout = 60)
+{
+	cJSON *ca = class_args(""), *sp = space_doc();
+	struct tuner_config cfg = { .name = "NetworkMorphism", .class_args = ca, .search_space = sp,
+				    .seed = 8, .threads = 2 };
+	struct tuner *t;
+	cr_assert_eq(tuner_create(&t, &cfg), 0);
+	uint64_t h[10];
+	for (unsigned s = 1; s <= 10; s++) {
+		cr_assert_eq(tuner_propose_into(t, tmpdir, s), 0, "%s", util_last_error());
+		/* asking again keeps the proposal */
+		cr_assert_eq(tuner_propose_into(t, tmpdir, s), 0);
+		char *ap = xstrfmt("%s/trials/%06u/arch.json", tmpdir, s);
+		cJSON *arch = NULL;
+		cr_assert_eq(jsonfile_read(ap, &arch), 0);
+		h[s - 1] = arch_hash(arch);
+		for (unsigned k = 0; k + 1 < s; k++)
+			cr_assert_neq(h[k], h[s - 1]);
+		if (s % 4) {   /* most trials finish before the next proposal */
+			char *rp = xstrfmt("%s/trials/%06u/result.json", tmpdir, s);
+			char *res = xstrfmt("{\"format\":\"aah-result/1\",\"status\":\"succeeded\","
+					    "\"best_val_acc\":%.4f}", fake_accuracy(arch));
+			cr_assert_eq(fileio_write_atomic(rp, res, strlen(res)), 0);
+			free(res);
+			free(rp);
+		}
+		cJSON_Delete(arch);
+		free(ap);
+	}
+	cr_assert_eq(tuner_load_history(t, tmpdir), 0);
+	cr_assert_eq(t->nhist, 10);
+	cr_assert_eq(t->hist[0].state, TUNER_OBS_DONE);
+	cr_assert_eq(t->hist[3].state, TUNER_OBS_PENDING);
+	/* a finished trial is not read again: its result cannot change */
+	double m0 = t->hist[0].metric;
+	char *rp = xstrfmt("%s/trials/000001/result.json", tmpdir);
+	const char *res = "{\"format\":\"aah-result/1\",\"status\":\"succeeded\",\"best_val_acc\":0.01}";
+	cr_assert_eq(fileio_write_atomic(rp, res, strlen(res)), 0);
+	/* a pending one is: trial 4 finishes now */
+	char *rp4 = xstrfmt("%s/trials/000004/result.json", tmpdir);
+	const char *res4 = "{\"format\":\"aah-result/1\",\"status\":\"failed\"}";
+	cr_assert_eq(fileio_write_atomic(rp4, res4, strlen(res4)), 0);
+	cr_assert_eq(tuner_load_history(t, tmpdir), 0);
+	cr_assert_float_eq(t->hist[0].metric, m0, 1e-12);
+	cr_assert_eq(t->hist[3].state, TUNER_OBS_FAILED);
+	free(rp4);
+	free(rp);
+	tuner_free(t);
+	cJSON_Delete(ca);
+	cJSON_Delete(sp);
+}
