@@ -176,11 +176,13 @@ static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, in
 		double obs_new = median(obs_ms, m);
 		double p = median(pms, nrep);
 		double pc = median(pcpu, nrep);
-		printf("%-7s %6d %5d %11.1f %9.1f %10.2f %10.2f %12.0f %10.0f %9.0f %8lu %9.1f\n", k->name,
+		printf("%-7s %6d %5d %11.1f %9.1f %10.2f %10.2f %12.0f %10.0f %9.0f %8.0f %8lu %9.1f\n", k->name,
 		       sizes[si], nrep, p, pc, median(oms, nrep), obs_new,
 		       (double)(after.distances - before.distances) / nrep,
 		       (double)(after.candidates - before.candidates) / nrep,
-		       (double)(after.expansions - before.expansions) / nrep, after.gp_escalations,
+		       (double)(after.expansions - before.expansions) / nrep,
+		       (double)(after.expansions_history - before.expansions_history) / nrep,
+		       after.gp_escalations,
 		       util_monotonic() - build_t0);
 		if (sizes[si] == 1000)
 			printf("        propose at n=1000: %.1f ms wall, %.1f ms cpu (all threads), target "
@@ -225,8 +227,8 @@ int main(int argc, char **argv)
 		die("bad --reps or --sizes");
 	printf("NetworkMorphism tuner, %u threads; small = CnnGenerator 32x32x3 (t_min 1e-4, cooling "
 	       "0.9), resnet = ResNet-50 224x224x3 (cooling 0.5)\n", threads);
-	printf("%-7s %6s %5s %11s %9s %10s %10s %12s %10s %9s %8s %9s\n", "model", "n", "reps",
-	       "propose_ms", "prop_cpu", "obs_ms", "obs_ms_hist", "dist/prop", "cand/prop", "exp/prop", "jitter+",
+	printf("%-7s %6s %5s %11s %9s %10s %10s %12s %10s %9s %8s %8s %9s\n", "model", "n", "reps",
+	       "propose_ms", "prop_cpu", "obs_ms", "obs_ms_hist", "dist/prop", "cand/prop", "exp/prop", "exp_hist", "jitter+",
 	       "elapsed_s");
 	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++)
 		if (strstr(models, kinds[k].name) && run_kind(&kinds[k], sizes, nsizes, reps, threads) < 0)

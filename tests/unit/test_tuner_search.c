@@ -355,6 +355,8 @@ Test(tuner_search, nm_concurrent_pending_proposals_differ)
 	cJSON_Delete(ca);
 }
 
+static struct tuner_nm_stats last_stats;   /* of the last propose_after_history */
+
 /* Build a history, then ask two fresh tuners for the same trial. */
 static char *propose_after_history(uint64_t seed, unsigned threads, const char *extra)
 {
@@ -393,6 +395,7 @@ static char *propose_after_history(uint64_t seed, unsigned threads, const char *
 	cJSON_AddItemToArray(both, p);
 	char *text = cJSON_PrintUnformatted(both);
 	cJSON_Delete(both);
+	cr_assert_eq(tuner_nm_stats(t, &last_stats), 0);
 	tuner_free(t);
 	cJSON_Delete(ca);
 	cJSON_Delete(sp);
@@ -514,4 +517,20 @@ Test(tuner_search, live_tuner_syncs_an_experiment_directory, .timeout = 60)
 	tuner_free(t);
 	cJSON_Delete(ca);
 	cJSON_Delete(sp);
+}
+
+/* The triangle-inequality pruning must not change anything: the same
+ * history searched with and without it gives the same proposal, predicted
+ * values included. */
+Test(tuner_search, nm_pruning_is_exact, .timeout = 120)
+{
+	char *a = propose_after_history(99, 2, "");
+	struct tuner_nm_stats pruned = last_stats;
+	char *b = propose_after_history(99, 2, ",\"search_pruning\":0");
+	cr_assert_str_eq(a, b);
+	cr_assert(pruned.list_reuses > 0, "the pruned search never reused a parent's list");
+	cr_assert(pruned.distances < last_stats.distances, "pruning computed %lu distances, "
+		  "the full search %lu", pruned.distances, last_stats.distances);
+	free(a);
+	free(b);
 }
