@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "jsonfile.h"
@@ -429,6 +431,38 @@ Test(tuner_search, nm_class_args_are_checked)
 	}
 }
 
+/* Validate trials/<id>/arch.json (with their meta) against the schema. */
+static void validate_trials(const char *expdir, int want)
+{
+	const char *root = getenv("AAH_ROOT") ? getenv("AAH_ROOT") : ".";
+	char *schema = xstrfmt("%s/docs/schemas/arch.schema.json", root);
+	char *count = xstrfmt("%d", want);
+	const char *prog =
+		"import json, sys, glob, jsonschema\n"
+		"s = json.load(open(sys.argv[1]))\n"
+		"s.pop('$id', None)  # a relative $id breaks local $ref resolution\n"
+		"v = jsonschema.Draft7Validator(s)\n"
+		"files = sorted(glob.glob(sys.argv[2] + '/trials/*/arch.json'))\n"
+		"for f in files:\n"
+		"    errs = list(v.iter_errors(json.load(open(f))))\n"
+		"    if errs:\n"
+		"        print(f, errs[0].message); sys.exit(1)\n"
+		"sys.exit(0 if len(files) == int(sys.argv[3]) else 2)\n";
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = { "/usr/bin/python3", "-c", (char *)prog, schema, (char *)expdir, count, NULL };
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "schema validation of %s failed (%d)", expdir,
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	free(count);
+	free(schema);
+}
+
 Test(tuner_search, nm_experiment_directory_round_trip)
 {
 	cJSON *ca = class_args(""), *sp = space_doc();
@@ -496,6 +530,7 @@ Test(tuner_search, live_tuner_syncs_an_experiment_directory, .timeout = 60)
 		cJSON_Delete(arch);
 		free(ap);
 	}
+	validate_trials(tmpdir, 10);
 	cr_assert_eq(tuner_load_history(t, tmpdir), 0);
 	cr_assert_eq(t->nhist, 10);
 	cr_assert_eq(t->hist[0].state, TUNER_OBS_DONE);
