@@ -388,7 +388,7 @@ static const struct nlist *element_list(struct search *s, const struct nm_elem *
 	double need = nm->cutoff + NM_STEP;        /* to evaluate children exactly */
 	if (!nm->pruning)
 		return &none;
-	double wide = nm->cutoff + 3 * NM_STEP;    /* full scans: room for a few generations */
+	double wide = nm->cutoff + 2 * NM_STEP;    /* full scans: room for a few generations */
 	if (e->item >= 0) {
 		struct nlist *l = &s->hlists[e->item];
 		if (!l->item)
