@@ -40,6 +40,21 @@ double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, dou
 	int na = a->nlayers, nb = b->nlayers;
 	if (fabs((double)(na - nb)) > bound)
 		return fabs((double)(na - nb));
+	if (a->has_counts && b->has_counts) {
+		/* every layer of a type in excess on one side is deleted or
+		 * substituted by another type: cost 1 each */
+		int ea = 0, eb = 0;
+		for (int t = 0; t < TL_NTYPES; t++) {
+			int d = (int)a->counts[t] - (int)b->counts[t];
+			if (d > 0)
+				ea += d;
+			else
+				eb -= d;
+		}
+		int lb = ea > eb ? ea : eb;
+		if ((double)lb > bound)
+			return (double)lb;
+	}
 	int w = (int)floor(bound);
 	if (w > na + nb)
 		w = na + nb;
@@ -64,7 +79,12 @@ double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, dou
 			cur[lo - 1] = inf;
 		const struct tdesc_layer *la = &a->layers[i - 1];
 		for (int j = lo; j <= hi; j++) {
-			double v = prev[j - 1] + editdist_layer(la, &b->layers[j - 1]);
+			const struct tdesc_layer *lb = &b->layers[j - 1];
+			double sub = la->type != lb->type ? 1.0 :
+				     (la->filters == lb->filters && la->kernel == lb->kernel &&
+				      la->stride == lb->stride && la->padding == lb->padding) ? 0.0 :
+				     editdist_layer(la, lb);
+			double v = prev[j - 1] + sub;
 			double ins = cur[j - 1] + 1.0, del = prev[j] + 1.0;
 			if (ins < v)
 				v = ins;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h"   /* tpool_run */
 #include "util.h"
 
 #define GP_MIN_PIVOT 1e-4
@@ -38,9 +39,56 @@ static void grow(struct gp *g)
 	g->cap = cap;
 }
 
+/* Dot product with four accumulators (fixed order: deterministic). */
+static double dot(const double *a, const double *b, int n)
+{
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		s0 += a[i] * b[i];
+		s1 += a[i + 1] * b[i + 1];
+		s2 += a[i + 2] * b[i + 2];
+		s3 += a[i + 3] * b[i + 3];
+	}
+	for (; i < n; i++)
+		s0 += a[i] * b[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
 static double kinv_at(const struct gp *g, int i, int j)
 {
 	return i >= j ? g->kinv[P(i, j)] : g->kinv[P(j, i)];
+}
+
+struct upd {
+	struct gp *g;
+	const int *idx;
+	const double *kval;
+	int nnz;
+	double *b;
+	double c;
+};
+
+static void upd_b(void *ctx, size_t lo, size_t hi)
+{
+	struct upd *u = ctx;
+	for (size_t i = lo; i < hi; i++) {
+		double s = 0.0;
+		for (int e = 0; e < u->nnz; e++)
+			s += kinv_at(u->g, (int)i, u->idx[e]) * u->kval[e];
+		u->b[i] = s;
+	}
+}
+
+static void upd_kinv(void *ctx, size_t lo, size_t hi)
+{
+	struct upd *u = ctx;
+	for (size_t i = lo; i < hi; i++) {
+		double *row = &u->g->kinv[P(i, 0)];
+		double bi = u->b[i] / u->c;
+		for (size_t j = 0; j <= i; j++)
+			row[j] += bi * u->b[j];
+	}
 }
 
 int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
@@ -61,10 +109,7 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 	double ll = 0.0;
 	for (int i = first; i < n; i++) {
 		const double *row = &g->L[P(i, 0)];
-		double s = k[i];
-		for (int j = first; j < i; j++)
-			s -= row[j] * l[j];
-		l[i] = s / row[i];
+		l[i] = (k[i] - dot(row + first, l + first, i - first)) / row[i];
 		ll += l[i] * l[i];
 	}
 	/* Schur complement (the new pivot, squared) with escalating jitter:
@@ -88,19 +133,12 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 		g->escalations++;
 	memcpy(&g->L[P(n, 0)], l, (size_t)n * sizeof(double));
 	g->L[P(n, n)] = sqrt(c);
-	/* b = kinv k over the sparse k, then the block-inverse update */
-	for (int i = 0; i < n; i++) {
-		double s = 0.0;
-		for (int e = 0; e < nnz; e++)
-			s += kinv_at(g, i, idx[e]) * kval[e];
-		b[i] = s;
-	}
-	for (int i = 0; i < n; i++) {
-		double *row = &g->kinv[P(i, 0)];
-		double bi = b[i] / c;
-		for (int j = 0; j <= i; j++)
-			row[j] += bi * b[j];
-	}
+	/* b = kinv k over the sparse k (n * nnz), then the block-inverse update;
+	 * both are row-parallel (disjoint writes: the result does not depend on
+	 * the thread count) */
+	struct upd u = { g, idx, kval, nnz, b, c };
+	tpool_run(g->pool, (size_t)n, 256, upd_b, &u);
+	tpool_run(g->pool, (size_t)n, 256, upd_kinv, &u);
 	double *nrow = &g->kinv[P(n, 0)];
 	for (int j = 0; j < n; j++)
 		nrow[j] = -b[j] / c;

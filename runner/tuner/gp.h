@@ -5,6 +5,8 @@
 #ifndef AAH_TUNER_GP_H
 #define AAH_TUNER_GP_H
 
+struct tpool;
+
 struct gp {
 	int n, cap;
 	double *L;       /* packed lower Cholesky factor of K + diag(jitter): row i at i(i+1)/2 */
@@ -16,6 +18,7 @@ struct gp {
 	int escalations;      /* rows that needed more than base_jitter */
 	int lost;             /* rows whose kernel row was numerically unusable */
 	double max_jitter;    /* largest jitter any row needed */
+	struct tpool *pool;   /* not owned; NULL = serial */
 };
 
 void gp_init(struct gp *g);

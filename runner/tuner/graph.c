@@ -351,7 +351,10 @@ int tdesc_from_graph(struct tdesc *d, const struct tgraph *g)
 			d->layers[k].filters = 0;
 		if (l->type == TL_ADD || l->type == TL_CONCAT)
 			askips += l->nin - 1;
+		if (d->counts[l->type] < UINT16_MAX)
+			d->counts[l->type]++;
 	}
+	d->has_counts = 1;
 	d->skips = xmalloc((size_t)(askips ? askips : 1) * sizeof(*d->skips));
 	for (int k = 0; k < n; k++) {
 		const struct tlayer *l = &g->layers[chain[k]];

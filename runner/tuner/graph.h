@@ -111,6 +111,8 @@ struct tdesc {
 	struct tdesc_skip *skips;    /* (nskips) sorted */
 	int nskips;
 	uint64_t hash;               /* tgraph_hash of the graph */
+	int has_counts;              /* counts[] filled (tdesc_from_graph does) */
+	uint16_t counts[TL_NTYPES];  /* main-chain layers per type: a distance lower bound */
 };
 
 int tdesc_from_graph(struct tdesc *d, const struct tgraph *g);

@@ -218,8 +218,19 @@ static int read_optional(const char *dir, const char *file, cJSON **out)
 	return rc;
 }
 
+static const struct tuner_hist *find_hist(const struct tuner *t, unsigned seq)
+{
+	for (size_t i = t->nhist; i > 0; i--)
+		if (t->hist[i - 1].seq == seq)
+			return &t->hist[i - 1];
+	return NULL;
+}
+
 static int load_trial(struct tuner *t, const char *expdir, unsigned seq)
 {
+	const struct tuner_hist *known = find_hist(t, seq);
+	if (known && known->state != TUNER_OBS_PENDING)
+		return 0;   /* finished trials do not change */
 	char *dir = xstrfmt("%s/trials/%06u", expdir, seq);
 	cJSON *arch = NULL, *params = NULL, *result = NULL;
 	int rc = -1;
@@ -290,8 +301,7 @@ int tuner_load_history(struct tuner *t, const char *expdir)
 	return rc;
 }
 
-int tuner_propose_experiment(const char *expdir, const struct tuner_config *cfg,
-			     unsigned trial_seq)
+int tuner_propose_into(struct tuner *t, const char *expdir, unsigned trial_seq)
 {
 	if (trial_seq == 0 || trial_seq > 999999)
 		return error("tuner: trial sequence number %u is out of range (1..999999)", trial_seq);
@@ -299,18 +309,16 @@ int tuner_propose_experiment(const char *expdir, const struct tuner_config *cfg,
 	char *dir = xstrfmt("%s/trials/%06u", expdir, trial_seq);
 	char *arch_path = xstrfmt("%s/arch.json", dir);
 	char *params_path = xstrfmt("%s/params.json", dir);
-	struct tuner *t = NULL;
 	cJSON *arch = NULL, *params = NULL;
 	int rc = -1;
 	int fd = fileio_lock(lockpath);
 	if (fd < 0)
 		goto out;
 	if (fileio_exists(params_path)) {   /* params.json is written last: proposal complete */
-		rc = 0;
+		rc = load_trial(t, expdir, trial_seq);   /* a live tuner learns it */
 		goto out_unlock;
 	}
-	if (tuner_create(&t, cfg) < 0 || tuner_load_history(t, expdir) < 0 ||
-	    tuner_propose(t, trial_seq, &arch, &params) < 0)
+	if (tuner_load_history(t, expdir) < 0 || tuner_propose(t, trial_seq, &arch, &params) < 0)
 		goto out_unlock;
 	if ((arch || params) && fileio_mkdir_p(dir, 0755) < 0)
 		goto out_unlock;
@@ -324,10 +332,20 @@ out_unlock:
 out:
 	cJSON_Delete(arch);
 	cJSON_Delete(params);
-	tuner_free(t);
 	free(params_path);
 	free(arch_path);
 	free(dir);
 	free(lockpath);
+	return rc;
+}
+
+int tuner_propose_experiment(const char *expdir, const struct tuner_config *cfg,
+			     unsigned trial_seq)
+{
+	struct tuner *t = NULL;
+	if (tuner_create(&t, cfg) < 0)
+		return -1;
+	int rc = tuner_propose_into(t, expdir, trial_seq);
+	tuner_free(t);
 	return rc;
 }

@@ -59,4 +59,10 @@ int tuner_load_history(struct tuner *t, const char *expdir);
 int tuner_propose_experiment(const char *expdir, const struct tuner_config *cfg,
 			     unsigned trial_seq);
 
+/* The same with a long-lived tuner (master placement): locks, brings the
+ * history up to date (trials already finished or failed in `t` are not read
+ * again), keeps an existing proposal, otherwise proposes and writes. Cheap
+ * to call once per trial: no history is replayed. */
+int tuner_propose_into(struct tuner *t, const char *expdir, unsigned trial_seq);
+
 #endif

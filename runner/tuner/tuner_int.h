@@ -69,7 +69,8 @@ cJSON *tuner_tpe_parameters(const struct tuner *t, const struct tpe_options *o, 
 
 /* Counters of the NetworkMorphism tuner (benchmarks, tests). */
 struct tuner_nm_stats {
-	unsigned long proposals, expansions, candidates, distances;
+	unsigned long proposals, expansions, expansions_history, candidates, distances;
+	unsigned long list_reuses;   /* expansions that reused the parent's list */
 	unsigned long gp_escalations, history;
 	double propose_seconds, observe_seconds;
 };

@@ -48,6 +48,7 @@ struct nm_cand {
 	int parent_item;       /* history item this chain starts from */
 	int parent_cand;       /* previous candidate in the chain, or -1 */
 	int kind;              /* morphism from the parent */
+	double delta;          /* main-chain distance to the parent */
 	double mean, std, acq;
 };
 
@@ -75,6 +76,7 @@ struct nm {
 	struct morph_limits lim;
 	double beta, t_min, cooling, cutoff;
 	int n_neighbours;
+	int pruning;           /* classArgs.search_pruning: 0 = scan everything (tests) */
 	struct tpool *pool;
 	struct tuner_nm_stats stats;
 };
@@ -329,30 +331,96 @@ static struct nm_elem heap_pop(struct heap *h)
 	return top;
 }
 
+/* The history items within `bound` (main-chain distance) of a model, with
+ * their exact distances; items past the bound are "far". */
+struct nlist {
+	int *item;     /* (n) */
+	double *dl;    /* (n) */
+	int n;
+	double bound;
+};
+
+static void nlist_release(struct nlist *l)
+{
+	free(l->item);
+	free(l->dl);
+	memset(l, 0, sizeof(*l));
+}
+
 struct search {
 	struct nm *nm;
 	struct nm_cand *cands;
+	struct nlist *lists;   /* (acands) lists of expanded candidates */
 	int ncands, acands;
+	struct nlist *hlists;  /* lists of expanded history items, by item (lazily) */
 	struct hset cand_seen;
 	/* scratch of size nitems */
 	double *dl, *dt, *kv;
-	int *near, *idx, *sub;
+	int *idx, *sub;
 };
 
-/* Evaluate a fresh candidate against the history: the items near its
- * parent (parent_dl <= cutoff + delta) are the only ones that can be within
- * the cutoff of it. */
-static void evaluate(struct search *s, struct nm_cand *c, const struct tdesc *parent,
-		     const double *parent_dl, const int *near, int nnear)
+/* Scan `subset` (NULL = every item) from d and keep what is within bound. */
+static void make_list(struct search *s, const struct tdesc *d, const int *subset, size_t n,
+		      double bound, struct nlist *out)
 {
 	struct nm *nm = s->nm;
-	double delta = editdist_layers(parent, &c->desc);
+	struct scan sc = { nm, d, subset, bound, s->dl, s->dt };
+	scan(nm, &sc, n);
+	out->item = xmalloc((n ? n : 1) * sizeof(int));
+	out->dl = xmalloc((n ? n : 1) * sizeof(double));
+	out->n = 0;
+	out->bound = bound;
+	for (size_t k = 0; k < n; k++)
+		if (s->dl[k] <= bound) {
+			out->item[out->n] = subset ? subset[k] : (int)k;
+			out->dl[out->n++] = s->dl[k];
+		}
+}
+
+/* The list of an element about to be expanded. A candidate's comes from its
+ * parent's list when that is wide enough (triangle inequality: an item
+ * within B - delta of the candidate is within B of the parent); otherwise,
+ * and for history items, from a full scan with a wide bound. */
+static const struct nlist *element_list(struct search *s, const struct nm_elem *e)
+{
+	static const struct nlist none = { NULL, NULL, 0, 0.0 };
+	struct nm *nm = s->nm;
+	double need = nm->cutoff + NM_STEP;        /* to evaluate children exactly */
+	if (!nm->pruning)
+		return &none;
+	double wide = nm->cutoff + 2 * NM_STEP;    /* full scans: room for a few generations */
+	if (e->item >= 0) {
+		struct nlist *l = &s->hlists[e->item];
+		if (!l->item)
+			make_list(s, &nm->items[e->item].desc, NULL, (size_t)nm->nitems, wide, l);
+		return l;
+	}
+	const struct nm_cand *c = &s->cands[e->cand];
+	struct nlist *l = &s->lists[e->cand];
+	const struct nlist *p = c->parent_cand >= 0 ? &s->lists[c->parent_cand]
+						    : &s->hlists[c->parent_item];
+	if (p->item && p->bound - c->delta >= need) {
+		make_list(s, &c->desc, p->item, (size_t)p->n, p->bound - c->delta, l);
+		nm->stats.list_reuses++;
+	} else {
+		make_list(s, &c->desc, NULL, (size_t)nm->nitems, wide, l);
+	}
+	return l;
+}
+
+/* Evaluate a fresh candidate: only the items of its parent's list within
+ * cutoff + delta can be within the cutoff of it. */
+static void evaluate(struct search *s, struct nm_cand *c, const struct tdesc *parent,
+		     const struct nlist *pl)
+{
+	struct nm *nm = s->nm;
 	int nsub = 0;
-	if (delta <= NM_STEP) {
-		for (int k = 0; k < nnear; k++)
-			if (parent_dl[k] - delta <= nm->cutoff)
-				s->sub[nsub++] = near[k];
-	} else {   /* cannot happen with the built-in morphisms; stay exact anyway */
+	c->delta = editdist_layers(parent, &c->desc);
+	if (nm->pruning && pl->bound >= nm->cutoff + c->delta) {
+		for (int k = 0; k < pl->n; k++)
+			if (pl->dl[k] - c->delta <= nm->cutoff)
+				s->sub[nsub++] = pl->item[k];
+	} else {   /* not with the built-in morphisms; stay exact anyway */
 		for (int j = 0; j < nm->nitems; j++)
 			s->sub[nsub++] = j;
 	}
@@ -366,30 +434,20 @@ static void evaluate(struct search *s, struct nm_cand *c, const struct tdesc *pa
 	nm->stats.candidates++;
 }
 
-/* Expand one element: scan the history once from it, then generate and
- * evaluate its morphism neighbours. */
+/* Expand one element: its history list, then its morphism neighbours. */
 static void expand(struct search *s, const struct nm_elem *e, struct trng *r, struct heap *h,
 		   unsigned long *order, double *opt, int *best)
 {
 	struct nm *nm = s->nm;
-	const struct tgraph *g = e->item >= 0 ? &nm->items[e->item].graph : &s->cands[e->cand].graph;
-	const struct tdesc *d = e->item >= 0 ? &nm->items[e->item].desc : &s->cands[e->cand].desc;
 	int pitem = e->item >= 0 ? e->item : s->cands[e->cand].parent_item;
 	struct tgraph *nbs = xmalloc((size_t)nm->n_neighbours * sizeof(*nbs));
 	int *kinds = xmalloc((size_t)nm->n_neighbours * sizeof(int));
 	nm->stats.expansions++;
-	/* the parent's main-chain distances up to cutoff + one morphism */
-	size_t n = (size_t)nm->nitems;
-	double *pdl = xmalloc((n ? n : 1) * sizeof(double));
-	int nnear = 0;
-	struct scan sc = { nm, d, NULL, nm->cutoff + NM_STEP, s->dl, s->dt };
-	scan(nm, &sc, n);
-	for (size_t j = 0; j < n; j++)
-		if (s->dl[j] <= nm->cutoff + NM_STEP) {
-			s->near[nnear] = (int)j;
-			pdl[nnear++] = s->dl[j];
-		}
-	int nn = morph_neighbours(g, r, &nm->lim, nm->n_neighbours, nbs, kinds);
+	if (e->item >= 0)
+		nm->stats.expansions_history++;
+	const struct nlist *pl = element_list(s, e);
+	int nn = morph_neighbours(e->item >= 0 ? &nm->items[e->item].graph : &s->cands[e->cand].graph,
+				  r, &nm->lim, nm->n_neighbours, nbs, kinds);
 	for (int k = 0; k < nn; k++) {
 		struct nm_cand c = { .graph = nbs[k], .parent_item = pitem,
 				     .parent_cand = e->item >= 0 ? -1 : e->cand, .kind = kinds[k] };
@@ -400,20 +458,17 @@ static void expand(struct search *s, const struct nm_elem *e, struct trng *r, st
 			continue;
 		}
 		hset_insert(&s->cand_seen, c.desc.hash);
-		/* s->near is reused by evaluate's scan buffers: copy the list */
-		int *near = xmalloc((size_t)(nnear ? nnear : 1) * sizeof(int));
-		memcpy(near, s->near, (size_t)nnear * sizeof(int));
-		evaluate(s, &c, d, pdl, near, nnear);
-		free(near);
 		if (s->ncands == s->acands) {
+			int old = s->acands;
 			s->acands = s->acands ? 2 * s->acands : 64;
 			s->cands = xrealloc(s->cands, (size_t)s->acands * sizeof(*s->cands));
-			/* g and d may point into the old array */
-			if (e->item < 0) {
-				g = &s->cands[e->cand].graph;
-				d = &s->cands[e->cand].desc;
-			}
+			s->lists = xrealloc(s->lists, (size_t)s->acands * sizeof(*s->lists));
+			memset(s->lists + old, 0, (size_t)(s->acands - old) * sizeof(*s->lists));
+			if (e->item < 0)   /* pl points into the old lists array */
+				pl = &s->lists[e->cand];
 		}
+		const struct tdesc *pd = e->item >= 0 ? &nm->items[e->item].desc : &s->cands[e->cand].desc;
+		evaluate(s, &c, pd, pl);
 		int ci = s->ncands++;
 		s->cands[ci] = c;
 		heap_push(h, (struct nm_elem){ c.acq, -1, ci, (*order)++ });
@@ -422,7 +477,6 @@ static void expand(struct search *s, const struct nm_elem *e, struct trng *r, st
 			*best = ci;
 		}
 	}
-	free(pdl);
 	free(kinds);
 	free(nbs);
 }
@@ -460,9 +514,9 @@ static cJSON *search_arch(struct tuner *t, struct trng *r)
 	s.dl = xmalloc(n * sizeof(double));
 	s.dt = xmalloc(n * sizeof(double));
 	s.kv = xmalloc(n * sizeof(double));
-	s.near = xmalloc(n * sizeof(int));
 	s.idx = xmalloc(n * sizeof(int));
 	s.sub = xmalloc(n * sizeof(int));
+	s.hlists = xcalloc(n, sizeof(*s.hlists));
 	struct heap h = { 0 };
 	unsigned long order = 0;
 	for (int i = 0; i < nm->nitems; i++)
@@ -500,13 +554,17 @@ static cJSON *search_arch(struct tuner *t, struct trng *r)
 	for (int i = 0; i < s.ncands; i++) {
 		tgraph_release(&s.cands[i].graph);
 		tdesc_release(&s.cands[i].desc);
+		nlist_release(&s.lists[i]);
 	}
+	for (int i = 0; i < nm->nitems; i++)
+		nlist_release(&s.hlists[i]);
+	free(s.hlists);
+	free(s.lists);
 	free(s.cands);
 	hset_release(&s.cand_seen);
 	free(h.e);
 	free(s.sub);
 	free(s.idx);
-	free(s.near);
 	free(s.kv);
 	free(s.dt);
 	free(s.dl);
@@ -609,6 +667,9 @@ static int nm_init(struct tuner *t)
 	    arg_int(t, "n_neighbours", 8, 1, 256, &v) < 0)
 		return -1;
 	nm->n_neighbours = (int)v;
+	if (arg_int(t, "search_pruning", 1, 0, 1, &v) < 0)
+		return -1;
+	nm->pruning = v != 0;
 	if (!(nm->t_min > 0 && nm->t_min < 1))
 		return error("tuner %s: classArgs.t_min must be in (0, 1)", t->name);
 	if (!(nm->cooling > 0 && nm->cooling < 1))
@@ -624,6 +685,7 @@ static int nm_init(struct tuner *t)
 		return error("network morphism: the initial model (%d layers, %llu parameters) is "
 			     "already over the limits", size, (unsigned long long)params);
 	nm->pool = tpool_create(t->threads);
+	nm->gp.pool = nm->pool;
 	return 0;
 }
 

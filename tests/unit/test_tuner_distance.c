@@ -2,6 +2,7 @@
  * layer, Levenshtein, skip-connection and Hungarian cases, and the banded
  * version against the full one. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,4 +188,38 @@ Test(tuner_distance, morphisms_have_their_expected_distance)
 	tdesc_release(&d1);
 	tdesc_release(&d0);
 	tgraph_release(&g);
+}
+
+/* The type-count lower bound must never cut off a distance within the
+ * bound: compare descriptors from real graphs with and without counts. */
+Test(tuner_distance, type_count_bound_is_safe)
+{
+	struct trng r;
+	trng_seed(&r, 9, 9);
+	struct morph_limits lim = { 300, 1u << 26 };
+	struct tgraph g[40];
+	struct tdesc d[40];
+	cr_assert_eq(tmodel_cnn(&g[0], 32, 3, 10), 0);
+	for (int i = 1; i < 40; i++) {
+		tgraph_copy(&g[i], &g[trng_below(&r, (uint64_t)i)]);
+		while (morph_apply(&g[i], (int)trng_below(&r, MORPH_NKINDS), &r, &lim) != 0)
+			;
+	}
+	for (int i = 0; i < 40; i++)
+		tdesc_from_graph(&d[i], &g[i]);
+	for (int i = 0; i < 40; i++)
+		for (int j = 0; j < 40; j++) {
+			double full = editdist_layers(&d[i], &d[j]);
+			for (double bound = 1; bound <= 9; bound += 2) {
+				double b = editdist_layers_bounded(&d[i], &d[j], bound);
+				if (full <= bound)
+					cr_assert_float_eq(b, full, 1e-9);
+				else
+					cr_assert(b > bound);
+			}
+		}
+	for (int i = 0; i < 40; i++) {
+		tdesc_release(&d[i]);
+		tgraph_release(&g[i]);
+	}
 }

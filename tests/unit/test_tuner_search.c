@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "jsonfile.h"
@@ -355,6 +357,8 @@ Test(tuner_search, nm_concurrent_pending_proposals_differ)
 	cJSON_Delete(ca);
 }
 
+static struct tuner_nm_stats last_stats;   /* of the last propose_after_history */
+
 /* Build a history, then ask two fresh tuners for the same trial. */
 static char *propose_after_history(uint64_t seed, unsigned threads, const char *extra)
 {
@@ -393,6 +397,7 @@ static char *propose_after_history(uint64_t seed, unsigned threads, const char *
 	cJSON_AddItemToArray(both, p);
 	char *text = cJSON_PrintUnformatted(both);
 	cJSON_Delete(both);
+	cr_assert_eq(tuner_nm_stats(t, &last_stats), 0);
 	tuner_free(t);
 	cJSON_Delete(ca);
 	cJSON_Delete(sp);
@@ -424,6 +429,38 @@ Test(tuner_search, nm_class_args_are_checked)
 		cr_assert_not_null(strstr(util_last_error(), key[i]), "%s", util_last_error());
 		cJSON_Delete(ca);
 	}
+}
+
+/* Validate trials/<id>/arch.json (with their meta) against the schema. */
+static void validate_trials(const char *expdir, int want)
+{
+	const char *root = getenv("AAH_ROOT") ? getenv("AAH_ROOT") : ".";
+	char *schema = xstrfmt("%s/docs/schemas/arch.schema.json", root);
+	char *count = xstrfmt("%d", want);
+	const char *prog =
+		"import json, sys, glob, jsonschema\n"
+		"s = json.load(open(sys.argv[1]))\n"
+		"s.pop('$id', None)  # a relative $id breaks local $ref resolution\n"
+		"v = jsonschema.Draft7Validator(s)\n"
+		"files = sorted(glob.glob(sys.argv[2] + '/trials/*/arch.json'))\n"
+		"for f in files:\n"
+		"    errs = list(v.iter_errors(json.load(open(f))))\n"
+		"    if errs:\n"
+		"        print(f, errs[0].message); sys.exit(1)\n"
+		"sys.exit(0 if len(files) == int(sys.argv[3]) else 2)\n";
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = { "/usr/bin/python3", "-c", (char *)prog, schema, (char *)expdir, count, NULL };
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "schema validation of %s failed (%d)", expdir,
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	free(count);
+	free(schema);
 }
 
 Test(tuner_search, nm_experiment_directory_round_trip)
@@ -462,4 +499,73 @@ Test(tuner_search, nm_experiment_directory_round_trip)
 	free(a1); free(a2); free(a3); free(r1); free(init); free(dir2);
 	cJSON_Delete(ca);
 	cJSON_Delete(sp);
+}
+
+Test(tuner_search, live_tuner_syncs_an_experiment_directory, .timeout = 60)
+{
+	cJSON *ca = class_args(""), *sp = space_doc();
+	struct tuner_config cfg = { .name = "NetworkMorphism", .class_args = ca, .search_space = sp,
+				    .seed = 8, .threads = 2 };
+	struct tuner *t;
+	cr_assert_eq(tuner_create(&t, &cfg), 0);
+	uint64_t h[10];
+	for (unsigned s = 1; s <= 10; s++) {
+		cr_assert_eq(tuner_propose_into(t, tmpdir, s), 0, "%s", util_last_error());
+		/* asking again keeps the proposal */
+		cr_assert_eq(tuner_propose_into(t, tmpdir, s), 0);
+		char *ap = xstrfmt("%s/trials/%06u/arch.json", tmpdir, s);
+		cJSON *arch = NULL;
+		cr_assert_eq(jsonfile_read(ap, &arch), 0);
+		h[s - 1] = arch_hash(arch);
+		for (unsigned k = 0; k + 1 < s; k++)
+			cr_assert_neq(h[k], h[s - 1]);
+		if (s % 4) {   /* most trials finish before the next proposal */
+			char *rp = xstrfmt("%s/trials/%06u/result.json", tmpdir, s);
+			char *res = xstrfmt("{\"format\":\"aah-result/1\",\"status\":\"succeeded\","
+					    "\"best_val_acc\":%.4f}", fake_accuracy(arch));
+			cr_assert_eq(fileio_write_atomic(rp, res, strlen(res)), 0);
+			free(res);
+			free(rp);
+		}
+		cJSON_Delete(arch);
+		free(ap);
+	}
+	validate_trials(tmpdir, 10);
+	cr_assert_eq(tuner_load_history(t, tmpdir), 0);
+	cr_assert_eq(t->nhist, 10);
+	cr_assert_eq(t->hist[0].state, TUNER_OBS_DONE);
+	cr_assert_eq(t->hist[3].state, TUNER_OBS_PENDING);
+	/* a finished trial is not read again: its result cannot change */
+	double m0 = t->hist[0].metric;
+	char *rp = xstrfmt("%s/trials/000001/result.json", tmpdir);
+	const char *res = "{\"format\":\"aah-result/1\",\"status\":\"succeeded\",\"best_val_acc\":0.01}";
+	cr_assert_eq(fileio_write_atomic(rp, res, strlen(res)), 0);
+	/* a pending one is: trial 4 finishes now */
+	char *rp4 = xstrfmt("%s/trials/000004/result.json", tmpdir);
+	const char *res4 = "{\"format\":\"aah-result/1\",\"status\":\"failed\"}";
+	cr_assert_eq(fileio_write_atomic(rp4, res4, strlen(res4)), 0);
+	cr_assert_eq(tuner_load_history(t, tmpdir), 0);
+	cr_assert_float_eq(t->hist[0].metric, m0, 1e-12);
+	cr_assert_eq(t->hist[3].state, TUNER_OBS_FAILED);
+	free(rp4);
+	free(rp);
+	tuner_free(t);
+	cJSON_Delete(ca);
+	cJSON_Delete(sp);
+}
+
+/* The triangle-inequality pruning must not change anything: the same
+ * history searched with and without it gives the same proposal, predicted
+ * values included. */
+Test(tuner_search, nm_pruning_is_exact, .timeout = 120)
+{
+	char *a = propose_after_history(99, 2, "");
+	struct tuner_nm_stats pruned = last_stats;
+	char *b = propose_after_history(99, 2, ",\"search_pruning\":0");
+	cr_assert_str_eq(a, b);
+	cr_assert(pruned.list_reuses > 0, "the pruned search never reused a parent's list");
+	cr_assert(pruned.distances < last_stats.distances, "pruning computed %lu distances, "
+		  "the full search %lu", pruned.distances, last_stats.distances);
+	free(a);
+	free(b);
 }
