@@ -1,12 +1,46 @@
-/* main.c: aah-trial entry point. */
+/* main.c: aah-trial entry point: arguments, signals, exit status. */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trialimg/args.h"
+#include "trialimg/train.h"
 #include "util.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static const char *env_get(const char *name)
+{
+	return getenv(name);
+}
 
 int main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	struct args a;
+	struct sigaction sa;
 	util_set_progname("aah-trial");
-	printf("aah-trial: not yet\n");
-	return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (args_parse(&a, argc, argv, env_get)) {
+		args_release(&a);
+		fprintf(stderr, "aah-trial: see --help\n");
+		return 2;
+	}
+	if (a.help) {
+		args_help(stdout);
+		args_release(&a);
+		return 0;
+	}
+	int rc = train_run(&a, &stop_requested);
+	args_release(&a);
+	return rc == 0 ? 0 : 1;
 }

@@ -1,0 +1,74 @@
+/* cpu.h: private to kernels/cpu: the oneDNN engine and helpers shared by the
+ * CPU ops (memory descriptors, weight-format conversion, checked calls). */
+#ifndef AAH_KERNELS_CPU_H
+#define AAH_KERNELS_CPU_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h> /* dnnl_status2str */
+
+#include "kernels/ops.h"
+#include "util.h"
+
+struct cpu_ctx {
+	dnnl_engine_t eng;
+	dnnl_stream_t stream;
+};
+
+#define DNNL_CHECK(call)                                                        \
+	do {                                                                    \
+		dnnl_status_t st_ = (call);                                     \
+		if (st_ != dnnl_success)                                        \
+			return error("%s:%d: %s: %s", __FILE__, __LINE__, #call, \
+				     dnnl_status2str(st_));                     \
+	} while (0)
+
+static inline struct cpu_ctx *cpu_ctx(struct ops_ctx *ctx)
+{
+	return ctx->priv;
+}
+
+/* (n, h, w, c) activation in NHWC: a 4-D descriptor in dnnl's NCHW order. */
+int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s);
+/* (n, c) rank-2 descriptor, c = h*w*c of the shape. */
+int cpu_md_nc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s);
+int cpu_md_1d(dnnl_memory_desc_t *md, int len);
+
+/* A memory whose data handle is set before each execution. */
+int cpu_mem(struct ops_ctx *ctx, dnnl_memory_t *m, const dnnl_memory_desc_t *md);
+int cpu_set(dnnl_memory_t m, const void *ptr);
+
+/* A conversion between a user layout and a primitive's chosen layout. When
+ * they match, `prim` is NULL and `inner` is the user memory itself. */
+struct cpu_xfer {
+	dnnl_memory_t user;     /* handle set by the caller */
+	dnnl_memory_t inner;    /* owned buffer in the primitive's layout */
+	dnnl_primitive_t prim;  /* reorder user->inner (to_inner) or back */
+	int to_inner;
+};
+int cpu_xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_desc_t *user,
+		  const dnnl_memory_desc_t *inner, int to_inner);
+/* Sets the user handle to ptr; an inward conversion also runs its reorder
+ * now, an outward one runs it in cpu_xfer_flush after the primitive. */
+int cpu_xfer_run(struct ops_ctx *ctx, struct cpu_xfer *x, const void *ptr);
+int cpu_xfer_flush(struct ops_ctx *ctx, struct cpu_xfer *x);
+void cpu_xfer_release(struct cpu_xfer *x);
+
+int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
+		  const_dnnl_primitive_desc_t hint);
+int cpu_prim_create(dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd);
+int cpu_exec(struct ops_ctx *ctx, dnnl_primitive_t p, int nargs, const dnnl_exec_arg_t *args);
+void cpu_mem_free(dnnl_memory_t *m);
+void cpu_prim_free(dnnl_primitive_t *p);
+
+/* Ops defined in the per-type files. */
+extern const struct ops_layer_ops cpu_conv_ops, cpu_bn_ops, cpu_relu_ops, cpu_maxpool_ops,
+	cpu_avgpool_ops, cpu_dense_ops;                 /* oneDNN */
+extern const struct ops_layer_ops cpu_dropout_ops, cpu_add_ops, cpu_concat_ops, cpu_flatten_ops,
+	cpu_gap_ops;                                    /* cpu_plain.c */
+int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
+	     float smoothing, float *dlogits, double *loss_sum, long *correct);
+int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
+	    float mu, float wd);
+int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+
+#endif

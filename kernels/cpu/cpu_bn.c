@@ -1,0 +1,157 @@
+/* cpu_bn.c: batch normalisation on oneDNN (per channel, NHWC), with the
+ * running statistics updated here: run = m*run + (1-m)*batch, where the
+ * batch variance is the unbiased one (count/(count-1)), as PyTorch does. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu.h"
+
+struct bn_plan {
+	int n;
+	dnnl_primitive_t fwd, inf, bwd;
+	dnnl_memory_t src, dst, scale, shift, mean, var, diff_src, diff_dst, diff_scale,
+		diff_shift;
+	float *scratch; /* diff_src when the caller needs none: (n, H, W, C) */
+};
+
+static void bn_free_plan(struct bn_plan *p)
+{
+	cpu_prim_free(&p->fwd);
+	cpu_prim_free(&p->inf);
+	cpu_prim_free(&p->bwd);
+	dnnl_memory_t *m[] = {&p->src, &p->dst, &p->scale, &p->shift, &p->mean, &p->var,
+			      &p->diff_src, &p->diff_dst, &p->diff_scale, &p->diff_shift};
+	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
+		cpu_mem_free(m[i]);
+	free(p->scratch);
+	p->scratch = NULL;
+	p->n = 0;
+}
+
+static int bn_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct bn_plan *p)
+{
+	dnnl_memory_desc_t data, ch;
+	dnnl_primitive_desc_t fpd = NULL, ipd = NULL, bpd = NULL;
+	unsigned flags = dnnl_use_scale | dnnl_use_shift;
+	float eps = l->cfg.eps;
+	int rc = -1;
+
+	if (cpu_md_nhwc(&data, n, &l->in[0]) || cpu_md_1d(&ch, l->in[0].c))
+		return -1;
+	dnnl_batch_normalization_desc_t fd, id, bd;
+	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(&fd, dnnl_forward_training, &data,
+							      eps, flags));
+	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(&id, dnnl_forward_inference, &data,
+							      eps, flags | dnnl_use_global_stats));
+	DNNL_CHECK(dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &data, &data,
+							       eps, flags));
+	if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &ipd, &id, NULL) ||
+	    cpu_pd_create(ctx, &bpd, &bd, fpd))
+		goto out;
+	if (cpu_prim_create(&p->fwd, fpd) || cpu_prim_create(&p->inf, ipd) ||
+	    cpu_prim_create(&p->bwd, bpd))
+		goto out;
+	if (cpu_mem(ctx, &p->src, &data) || cpu_mem(ctx, &p->dst, &data) ||
+	    cpu_mem(ctx, &p->diff_src, &data) || cpu_mem(ctx, &p->diff_dst, &data) ||
+	    cpu_mem(ctx, &p->scale, &ch) || cpu_mem(ctx, &p->shift, &ch) ||
+	    cpu_mem(ctx, &p->mean, &ch) || cpu_mem(ctx, &p->var, &ch) ||
+	    cpu_mem(ctx, &p->diff_scale, &ch) || cpu_mem(ctx, &p->diff_shift, &ch))
+		goto out;
+	p->n = n;
+	rc = 0;
+out:
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	if (ipd)
+		dnnl_primitive_desc_destroy(ipd);
+	if (bpd)
+		dnnl_primitive_desc_destroy(bpd);
+	if (rc)
+		bn_free_plan(p);
+	return rc;
+}
+
+static struct bn_plan *bn_plan(struct ops_ctx *ctx, struct ops_layer *l, int n)
+{
+	struct bn_plan *p = l->priv;
+	if (!p)
+		p = l->priv = xcalloc(1, sizeof(*p));
+	if (p->n == n)
+		return p;
+	bn_free_plan(p);
+	return bn_build(ctx, l, n, p) ? NULL : p;
+}
+
+static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+		      float *y, int train)
+{
+	struct bn_plan *p = bn_plan(ctx, l, n);
+	if (!p)
+		return error("batchnorm: cannot build a oneDNN primitive for batch %d", n);
+	float *mean = train ? l->save_mean : l->run_mean;
+	float *var = train ? l->save_var : l->run_var;
+	if (cpu_set(p->src, x[0]) || cpu_set(p->dst, y) || cpu_set(p->scale, l->gamma) ||
+	    cpu_set(p->shift, l->beta) || cpu_set(p->mean, mean) || cpu_set(p->var, var))
+		return -1;
+	dnnl_exec_arg_t args[] = {
+		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DST, p->dst}, {DNNL_ARG_SCALE, p->scale},
+		{DNNL_ARG_SHIFT, p->shift}, {DNNL_ARG_MEAN, p->mean}, {DNNL_ARG_VARIANCE, p->var},
+	};
+	if (cpu_exec(ctx, train ? p->fwd : p->inf, 6, args))
+		return -1;
+	if (train) {
+		int c = l->in[0].c;
+		double count = (double)n * l->in[0].h * l->in[0].w;
+		float m = l->cfg.momentum;
+		float unbias = count > 1 ? (float)(count / (count - 1)) : 1.0f;
+		for (int i = 0; i < c; i++) {
+			l->run_mean[i] = m * l->run_mean[i] + (1 - m) * l->save_mean[i];
+			l->run_var[i] = m * l->run_var[i] + (1 - m) * l->save_var[i] * unbias;
+		}
+	}
+	return 0;
+}
+
+static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+		       const float *y, const float *dy, float *const *dx)
+{
+	(void)y;
+	struct bn_plan *p = bn_plan(ctx, l, n);
+	if (!p)
+		return error("batchnorm: cannot build a oneDNN primitive for batch %d", n);
+	float *ds = dx[0];
+	if (!ds) {
+		if (!p->scratch)
+			p->scratch = xmalloc(sizeof(float) * (size_t)n * ops_shape_size(&l->in[0]));
+		ds = p->scratch;
+	}
+	if (cpu_set(p->src, x[0]) || cpu_set(p->diff_dst, dy) || cpu_set(p->diff_src, ds) ||
+	    cpu_set(p->scale, l->gamma) || cpu_set(p->shift, l->beta) ||
+	    cpu_set(p->mean, l->save_mean) ||
+	    cpu_set(p->var, l->save_var) || cpu_set(p->diff_scale, l->dgamma) ||
+	    cpu_set(p->diff_shift, l->dbeta))
+		return -1;
+	dnnl_exec_arg_t args[] = {
+		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_MEAN, p->mean}, {DNNL_ARG_VARIANCE, p->var},
+		{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_SCALE, p->scale},
+		{DNNL_ARG_DIFF_SRC, p->diff_src}, {DNNL_ARG_DIFF_SCALE, p->diff_scale},
+		{DNNL_ARG_DIFF_SHIFT, p->diff_shift}, {DNNL_ARG_SHIFT, p->shift},
+	};
+	return cpu_exec(ctx, p->bwd, 9, args);
+}
+
+static void bn_release(struct ops_ctx *ctx, struct ops_layer *l)
+{
+	(void)ctx;
+	if (l->priv)
+		bn_free_plan(l->priv);
+	free(l->priv);
+	l->priv = NULL;
+}
+
+const struct ops_layer_ops cpu_bn_ops = {
+	.name = "batchnorm",
+	.forward = bn_forward,
+	.backward = bn_backward,
+	.release = bn_release,
+};

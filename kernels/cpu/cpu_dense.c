@@ -1,0 +1,154 @@
+/* cpu_dense.c: dense (fully connected) layer on oneDNN inner product;
+ * weights kept as (units, Cin), Cin in the NHWC order of the input. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu.h"
+
+struct dense_plan {
+	int n;
+	dnnl_primitive_t fwd, bwd_d, bwd_w;
+	dnnl_memory_t src, dst, bias, diff_src, diff_dst, diff_bias;
+	struct cpu_xfer w_fwd, w_bwd, dw;
+};
+
+static void dense_free_plan(struct dense_plan *p)
+{
+	cpu_prim_free(&p->fwd);
+	cpu_prim_free(&p->bwd_d);
+	cpu_prim_free(&p->bwd_w);
+	cpu_mem_free(&p->src);
+	cpu_mem_free(&p->dst);
+	cpu_mem_free(&p->bias);
+	cpu_mem_free(&p->diff_src);
+	cpu_mem_free(&p->diff_dst);
+	cpu_mem_free(&p->diff_bias);
+	cpu_xfer_release(&p->w_fwd);
+	cpu_xfer_release(&p->w_bwd);
+	cpu_xfer_release(&p->dw);
+	p->n = 0;
+}
+
+static int dense_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct dense_plan *p)
+{
+	const struct ops_layer_cfg *c = &l->cfg;
+	dnnl_memory_desc_t src, dst, w_any, w_user, b;
+	dnnl_dims_t wd = {c->units, (dnnl_dim_t)ops_shape_size(&l->in[0])};
+	dnnl_primitive_desc_t fpd = NULL, dpd = NULL, wpd = NULL;
+	int rc = -1;
+
+	if (cpu_md_nc(&src, n, &l->in[0]) || cpu_md_nc(&dst, n, &l->out) || cpu_md_1d(&b, c->units))
+		return -1;
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 2, wd, dnnl_f32, dnnl_format_tag_any));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_user, 2, wd, dnnl_f32, dnnl_oi));
+
+	dnnl_inner_product_desc_t fd, dd, bd;
+	DNNL_CHECK(dnnl_inner_product_forward_desc_init(&fd, dnnl_forward_training, &src, &w_any,
+							c->bias ? &b : NULL, &dst));
+	DNNL_CHECK(dnnl_inner_product_backward_data_desc_init(&dd, &src, &w_any, &dst));
+	DNNL_CHECK(dnnl_inner_product_backward_weights_desc_init(&bd, &src, &w_any,
+								 c->bias ? &b : NULL, &dst));
+	if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &dpd, &dd, fpd) ||
+	    cpu_pd_create(ctx, &wpd, &bd, fpd))
+		goto out;
+	if (cpu_prim_create(&p->fwd, fpd) || cpu_prim_create(&p->bwd_d, dpd) ||
+	    cpu_prim_create(&p->bwd_w, wpd))
+		goto out;
+	if (cpu_xfer_init(ctx, &p->w_fwd, &w_user,
+			  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1) ||
+	    cpu_xfer_init(ctx, &p->w_bwd, &w_user,
+			  dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0), 1) ||
+	    cpu_xfer_init(ctx, &p->dw, &w_user,
+			  dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0), 0))
+		goto out;
+	if (cpu_mem(ctx, &p->src, &src) || cpu_mem(ctx, &p->dst, &dst) ||
+	    cpu_mem(ctx, &p->bias, &b) || cpu_mem(ctx, &p->diff_src, &src) ||
+	    cpu_mem(ctx, &p->diff_dst, &dst) || cpu_mem(ctx, &p->diff_bias, &b))
+		goto out;
+	p->n = n;
+	rc = 0;
+out:
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	if (dpd)
+		dnnl_primitive_desc_destroy(dpd);
+	if (wpd)
+		dnnl_primitive_desc_destroy(wpd);
+	if (rc)
+		dense_free_plan(p);
+	return rc;
+}
+
+static struct dense_plan *dense_plan(struct ops_ctx *ctx, struct ops_layer *l, int n)
+{
+	struct dense_plan *p = l->priv;
+	if (!p)
+		p = l->priv = xcalloc(1, sizeof(*p));
+	if (p->n == n)
+		return p;
+	dense_free_plan(p);
+	return dense_build(ctx, l, n, p) ? NULL : p;
+}
+
+static int dense_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			 const float *const *x, float *y, int train)
+{
+	(void)train;
+	struct dense_plan *p = dense_plan(ctx, l, n);
+	if (!p)
+		return error("dense: cannot build a oneDNN primitive for batch %d", n);
+	if (cpu_xfer_run(ctx, &p->w_fwd, l->w) || cpu_set(p->src, x[0]) || cpu_set(p->dst, y) ||
+	    (l->cfg.bias && cpu_set(p->bias, l->b)))
+		return -1;
+	dnnl_exec_arg_t args[] = {
+		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->w_fwd.inner},
+		{DNNL_ARG_DST, p->dst}, {DNNL_ARG_BIAS, p->bias},
+	};
+	return cpu_exec(ctx, p->fwd, l->cfg.bias ? 4 : 3, args);
+}
+
+static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			  const float *const *x, const float *y, const float *dy, float *const *dx)
+{
+	(void)y;
+	struct dense_plan *p = dense_plan(ctx, l, n);
+	if (!p)
+		return error("dense: cannot build a oneDNN primitive for batch %d", n);
+	if (cpu_set(p->diff_dst, dy) || cpu_set(p->src, x[0]))
+		return -1;
+	if (dx[0]) {
+		if (cpu_xfer_run(ctx, &p->w_bwd, l->w) || cpu_set(p->diff_src, dx[0]))
+			return -1;
+		dnnl_exec_arg_t args[] = {
+			{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_WEIGHTS, p->w_bwd.inner},
+			{DNNL_ARG_DIFF_SRC, p->diff_src},
+		};
+		if (cpu_exec(ctx, p->bwd_d, 3, args))
+			return -1;
+	}
+	if (cpu_xfer_run(ctx, &p->dw, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
+		return -1;
+	dnnl_exec_arg_t args[] = {
+		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DIFF_DST, p->diff_dst},
+		{DNNL_ARG_DIFF_WEIGHTS, p->dw.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
+	};
+	if (cpu_exec(ctx, p->bwd_w, l->cfg.bias ? 4 : 3, args))
+		return -1;
+	return cpu_xfer_flush(ctx, &p->dw);
+}
+
+static void dense_release(struct ops_ctx *ctx, struct ops_layer *l)
+{
+	(void)ctx;
+	if (l->priv)
+		dense_free_plan(l->priv);
+	free(l->priv);
+	l->priv = NULL;
+}
+
+const struct ops_layer_ops cpu_dense_ops = {
+	.name = "dense",
+	.forward = dense_forward,
+	.backward = dense_backward,
+	.release = dense_release,
+};

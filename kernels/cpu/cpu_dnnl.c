@@ -1,0 +1,124 @@
+/* cpu_dnnl.c: oneDNN engine, stream and the memory helpers of kernels/cpu. */
+#include <string.h>
+
+#include "kernels/cpu/cpu.h"
+
+int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s)
+{
+	dnnl_dims_t d = {n, s->c, s->h, s->w};
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, dnnl_nhwc));
+	return 0;
+}
+
+int cpu_md_nc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s)
+{
+	dnnl_dims_t d = {n, (dnnl_dim_t)ops_shape_size(s)};
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 2, d, dnnl_f32, dnnl_nc));
+	return 0;
+}
+
+int cpu_md_1d(dnnl_memory_desc_t *md, int len)
+{
+	dnnl_dims_t d = {len};
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 1, d, dnnl_f32, dnnl_a));
+	return 0;
+}
+
+int cpu_mem(struct ops_ctx *ctx, dnnl_memory_t *m, const dnnl_memory_desc_t *md)
+{
+	DNNL_CHECK(dnnl_memory_create(m, md, cpu_ctx(ctx)->eng, DNNL_MEMORY_NONE));
+	return 0;
+}
+
+int cpu_set(dnnl_memory_t m, const void *ptr)
+{
+	DNNL_CHECK(dnnl_memory_set_data_handle(m, (void *)ptr));
+	return 0;
+}
+
+void cpu_mem_free(dnnl_memory_t *m)
+{
+	if (*m)
+		dnnl_memory_destroy(*m);
+	*m = NULL;
+}
+
+void cpu_prim_free(dnnl_primitive_t *p)
+{
+	if (*p)
+		dnnl_primitive_destroy(*p);
+	*p = NULL;
+}
+
+int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
+		  const_dnnl_primitive_desc_t hint)
+{
+	DNNL_CHECK(dnnl_primitive_desc_create(pd, desc, NULL, cpu_ctx(ctx)->eng, hint));
+	return 0;
+}
+
+int cpu_prim_create(dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd)
+{
+	DNNL_CHECK(dnnl_primitive_create(p, pd));
+	return 0;
+}
+
+int cpu_exec(struct ops_ctx *ctx, dnnl_primitive_t p, int nargs, const dnnl_exec_arg_t *args)
+{
+	DNNL_CHECK(dnnl_primitive_execute(p, cpu_ctx(ctx)->stream, nargs, args));
+	DNNL_CHECK(dnnl_stream_wait(cpu_ctx(ctx)->stream));
+	return 0;
+}
+
+int cpu_xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_desc_t *user,
+		  const dnnl_memory_desc_t *inner, int to_inner)
+{
+	dnnl_engine_t eng = cpu_ctx(ctx)->eng;
+	memset(x, 0, sizeof(*x));
+	x->to_inner = to_inner;
+	if (cpu_mem(ctx, &x->user, user))
+		return -1;
+	if (dnnl_memory_desc_equal(user, inner)) {
+		x->inner = x->user;
+		return 0;
+	}
+	DNNL_CHECK(dnnl_memory_create(&x->inner, inner, eng, DNNL_MEMORY_ALLOCATE));
+	dnnl_primitive_desc_t pd;
+	if (to_inner)
+		DNNL_CHECK(dnnl_reorder_primitive_desc_create(&pd, user, eng, inner, eng, NULL));
+	else
+		DNNL_CHECK(dnnl_reorder_primitive_desc_create(&pd, inner, eng, user, eng, NULL));
+	int rc = cpu_prim_create(&x->prim, pd);
+	dnnl_primitive_desc_destroy(pd);
+	return rc;
+}
+
+int cpu_xfer_run(struct ops_ctx *ctx, struct cpu_xfer *x, const void *ptr)
+{
+	if (cpu_set(x->user, ptr))
+		return -1;
+	if (!x->prim || !x->to_inner)
+		return 0;
+	dnnl_exec_arg_t args[2] = {
+		{DNNL_ARG_FROM, x->to_inner ? x->user : x->inner},
+		{DNNL_ARG_TO, x->to_inner ? x->inner : x->user},
+	};
+	return cpu_exec(ctx, x->prim, 2, args);
+}
+
+int cpu_xfer_flush(struct ops_ctx *ctx, struct cpu_xfer *x)
+{
+	if (!x->prim || x->to_inner)
+		return 0;
+	dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, x->inner}, {DNNL_ARG_TO, x->user}};
+	return cpu_exec(ctx, x->prim, 2, args);
+}
+
+void cpu_xfer_release(struct cpu_xfer *x)
+{
+	if (x->inner && x->inner != x->user)
+		dnnl_memory_destroy(x->inner);
+	cpu_mem_free(&x->user);
+	x->inner = NULL;
+	cpu_prim_free(&x->prim);
+}

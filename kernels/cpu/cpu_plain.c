@@ -1,0 +1,239 @@
+/* cpu_plain.c: the ops written in plain C: dropout, add, concat, flatten,
+ * global average pooling, the loss (softmax cross-entropy with label
+ * smoothing), SGD with momentum, gradient accumulation. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu.h"
+
+/* splitmix64: a tiny counter-based generator for dropout masks. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			   const float *const *x, float *y, int train)
+{
+	size_t count = (size_t)n * ops_shape_size(&l->out);
+	float rate = l->cfg.rate;
+	if (!train || rate <= 0) {
+		memcpy(y, x[0], count * sizeof(float));
+		return 0;
+	}
+	float scale = 1.0f / (1.0f - rate);
+	uint64_t base = mix64(ctx->seed ^ mix64(ctx->step * 1000003u + (uint64_t)l->index));
+	uint32_t threshold = (uint32_t)((double)rate * 4294967296.0);
+	for (size_t i = 0; i < count; i += 2) {
+		uint64_t r = mix64(base + i);
+		for (size_t k = 0; k < 2 && i + k < count; k++) {
+			uint32_t u = (uint32_t)(r >> (32 * k));
+			uint8_t keep = u >= threshold;
+			l->mask[i + k] = keep;
+			y[i + k] = keep ? x[0][i + k] * scale : 0.0f;
+		}
+	}
+	return 0;
+}
+
+static int dropout_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			    const float *const *x, const float *y, const float *dy,
+			    float *const *dx)
+{
+	(void)ctx, (void)x, (void)y;
+	if (!dx[0])
+		return 0;
+	size_t count = (size_t)n * ops_shape_size(&l->out);
+	float rate = l->cfg.rate;
+	if (rate <= 0) {
+		memcpy(dx[0], dy, count * sizeof(float));
+		return 0;
+	}
+	float scale = 1.0f / (1.0f - rate);
+	for (size_t i = 0; i < count; i++)
+		dx[0][i] = l->mask[i] ? dy[i] * scale : 0.0f;
+	return 0;
+}
+
+static int add_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+		       float *y, int train)
+{
+	(void)ctx, (void)train;
+	size_t count = (size_t)n * ops_shape_size(&l->out);
+	memcpy(y, x[0], count * sizeof(float));
+	for (int k = 1; k < l->n_in; k++) {
+		const float *xk = x[k];
+		for (size_t i = 0; i < count; i++)
+			y[i] += xk[i];
+	}
+	return 0;
+}
+
+static int add_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			const float *y, const float *dy, float *const *dx)
+{
+	(void)ctx, (void)x, (void)y;
+	size_t count = (size_t)n * ops_shape_size(&l->out);
+	for (int k = 0; k < l->n_in; k++)
+		if (dx[k])
+			memcpy(dx[k], dy, count * sizeof(float));
+	return 0;
+}
+
+/* Concat along channels: each pixel's output row is the inputs' rows in turn. */
+static int concat_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			  const float *const *x, float *y, int train)
+{
+	(void)ctx, (void)train;
+	size_t pixels = (size_t)n * l->out.h * l->out.w;
+	int off = 0;
+	for (int k = 0; k < l->n_in; k++) {
+		int ck = l->in[k].c;
+		for (size_t p = 0; p < pixels; p++)
+			memcpy(y + p * l->out.c + off, x[k] + p * ck, ck * sizeof(float));
+		off += ck;
+	}
+	return 0;
+}
+
+static int concat_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			   const float *const *x, const float *y, const float *dy,
+			   float *const *dx)
+{
+	(void)ctx, (void)x, (void)y;
+	size_t pixels = (size_t)n * l->out.h * l->out.w;
+	int off = 0;
+	for (int k = 0; k < l->n_in; k++) {
+		int ck = l->in[k].c;
+		if (dx[k])
+			for (size_t p = 0; p < pixels; p++)
+				memcpy(dx[k] + p * ck, dy + p * l->out.c + off, ck * sizeof(float));
+		off += ck;
+	}
+	return 0;
+}
+
+/* Flatten: NHWC is already (N, H*W*C) in memory. */
+static int flatten_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			   const float *const *x, float *y, int train)
+{
+	(void)ctx, (void)train;
+	if (y != x[0])
+		memcpy(y, x[0], (size_t)n * ops_shape_size(&l->out) * sizeof(float));
+	return 0;
+}
+
+static int flatten_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			    const float *const *x, const float *y, const float *dy,
+			    float *const *dx)
+{
+	(void)ctx, (void)x, (void)y;
+	if (dx[0] && dx[0] != dy)
+		memcpy(dx[0], dy, (size_t)n * ops_shape_size(&l->out) * sizeof(float));
+	return 0;
+}
+
+static int gap_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+		       float *y, int train)
+{
+	(void)ctx, (void)train;
+	int c = l->in[0].c;
+	size_t hw = (size_t)l->in[0].h * l->in[0].w;
+	float inv = 1.0f / (float)hw;
+	for (int i = 0; i < n; i++) {
+		const float *xi = x[0] + (size_t)i * hw * c;
+		float *yi = y + (size_t)i * c;
+		memset(yi, 0, c * sizeof(float));
+		for (size_t p = 0; p < hw; p++)
+			for (int ch = 0; ch < c; ch++)
+				yi[ch] += xi[p * c + ch];
+		for (int ch = 0; ch < c; ch++)
+			yi[ch] *= inv;
+	}
+	return 0;
+}
+
+static int gap_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			const float *y, const float *dy, float *const *dx)
+{
+	(void)ctx, (void)x, (void)y;
+	if (!dx[0])
+		return 0;
+	int c = l->in[0].c;
+	size_t hw = (size_t)l->in[0].h * l->in[0].w;
+	float inv = 1.0f / (float)hw;
+	for (int i = 0; i < n; i++)
+		for (size_t p = 0; p < hw; p++)
+			for (int ch = 0; ch < c; ch++)
+				dx[0][((size_t)i * hw + p) * c + ch] = dy[(size_t)i * c + ch] * inv;
+	return 0;
+}
+
+int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
+	     float smoothing, float *dlogits, double *loss_sum, long *correct)
+{
+	(void)ctx;
+	float off = smoothing / (float)classes, on = 1.0f - smoothing + off;
+	for (int i = 0; i < n; i++) {
+		const float *z = logits + (size_t)i * classes;
+		int best = 0;
+		float zmax = z[0];
+		for (int k = 1; k < classes; k++)
+			if (z[k] > zmax)
+				zmax = z[k], best = k;
+		if (labels[i] < 0 || labels[i] >= classes)
+			return error("label %d of sample %d is outside [0, %d)", labels[i], i, classes);
+		double sum = 0;
+		for (int k = 0; k < classes; k++)
+			sum += exp((double)(z[k] - zmax));
+		double lse = log(sum) + zmax, loss = 0;
+		for (int k = 0; k < classes; k++) {
+			float t = k == labels[i] ? on : off;
+			loss -= t * (z[k] - lse);
+			if (dlogits)
+				dlogits[(size_t)i * classes + k] =
+					(float)((exp(z[k] - lse) - t) / n);
+		}
+		*loss_sum += loss;
+		*correct += best == labels[i];
+	}
+	return 0;
+}
+
+int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
+	    float mu, float wd)
+{
+	(void)ctx;
+	for (size_t i = 0; i < count; i++) {
+		v[i] = mu * v[i] + g[i] + wd * w[i];
+		w[i] -= lr * v[i];
+	}
+	return 0;
+}
+
+int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
+{
+	(void)ctx;
+	for (size_t i = 0; i < count; i++)
+		y[i] += x[i];
+	return 0;
+}
+
+const struct ops_layer_ops cpu_dropout_ops = {
+	.name = "dropout", .forward = dropout_forward, .backward = dropout_backward,
+};
+const struct ops_layer_ops cpu_add_ops = {
+	.name = "add", .forward = add_forward, .backward = add_backward,
+};
+const struct ops_layer_ops cpu_concat_ops = {
+	.name = "concat", .forward = concat_forward, .backward = concat_backward,
+};
+const struct ops_layer_ops cpu_flatten_ops = {
+	.name = "flatten", .forward = flatten_forward, .backward = flatten_backward,
+};
+const struct ops_layer_ops cpu_gap_ops = {
+	.name = "global_avg_pool", .forward = gap_forward, .backward = gap_backward,
+};

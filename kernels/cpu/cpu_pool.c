@@ -1,0 +1,155 @@
+/* cpu_pool.c: max and average pooling (average excludes padding) and ReLU
+ * on oneDNN. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu.h"
+
+struct pool_plan {
+	int n;
+	dnnl_primitive_t fwd, bwd;
+	dnnl_memory_t src, dst, diff_src, diff_dst, ws; /* ws: max pooling only, owned */
+};
+
+static void pool_free_plan(struct pool_plan *p)
+{
+	cpu_prim_free(&p->fwd);
+	cpu_prim_free(&p->bwd);
+	cpu_mem_free(&p->src);
+	cpu_mem_free(&p->dst);
+	cpu_mem_free(&p->diff_src);
+	cpu_mem_free(&p->diff_dst);
+	cpu_mem_free(&p->ws);
+	p->n = 0;
+}
+
+/* Builds pooling (type maxpool/avgpool) or relu primitives for batch n. */
+static int pool_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct pool_plan *p)
+{
+	const struct ops_layer_cfg *c = &l->cfg;
+	dnnl_memory_desc_t src, dst;
+	dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+	int rc = -1;
+
+	if (cpu_md_nhwc(&src, n, &l->in[0]) || cpu_md_nhwc(&dst, n, &l->out))
+		return -1;
+	if (c->type == OPS_RELU) {
+		dnnl_eltwise_desc_t fd, bd;
+		DNNL_CHECK(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training,
+							  dnnl_eltwise_relu, &src, 0, 0));
+		DNNL_CHECK(dnnl_eltwise_backward_desc_init(&bd, dnnl_eltwise_relu, &src, &src, 0, 0));
+		if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &bpd, &bd, fpd))
+			goto out;
+	} else {
+		dnnl_alg_kind_t alg = c->type == OPS_MAXPOOL ? dnnl_pooling_max
+							     : dnnl_pooling_avg_exclude_padding;
+		dnnl_dims_t strides = {c->stride, c->stride}, kernel = {c->kernel, c->kernel};
+		dnnl_dims_t pl = {c->pad_t, c->pad_l}, pr = {c->pad_b, c->pad_r};
+		dnnl_pooling_desc_t fd, bd;
+		DNNL_CHECK(dnnl_pooling_forward_desc_init(&fd, dnnl_forward_training, alg, &src, &dst,
+							  strides, kernel, pl, pr));
+		DNNL_CHECK(dnnl_pooling_backward_desc_init(&bd, alg, &src, &dst, strides, kernel, pl,
+							   pr));
+		if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &bpd, &bd, fpd))
+			goto out;
+		const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
+		if (ws && ws->ndims > 0 &&
+		    dnnl_memory_create(&p->ws, ws, cpu_ctx(ctx)->eng, DNNL_MEMORY_ALLOCATE) != dnnl_success) {
+			error("%s: cannot allocate the pooling workspace", ops_type_name(c->type));
+			goto out;
+		}
+	}
+	if (cpu_prim_create(&p->fwd, fpd) || cpu_prim_create(&p->bwd, bpd))
+		goto out;
+	if (cpu_mem(ctx, &p->src, &src) || cpu_mem(ctx, &p->dst, &dst) ||
+	    cpu_mem(ctx, &p->diff_src, &src) || cpu_mem(ctx, &p->diff_dst, &dst))
+		goto out;
+	p->n = n;
+	rc = 0;
+out:
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	if (bpd)
+		dnnl_primitive_desc_destroy(bpd);
+	if (rc)
+		pool_free_plan(p);
+	return rc;
+}
+
+static struct pool_plan *pool_plan(struct ops_ctx *ctx, struct ops_layer *l, int n)
+{
+	struct pool_plan *p = l->priv;
+	if (!p)
+		p = l->priv = xcalloc(1, sizeof(*p));
+	if (p->n == n)
+		return p;
+	pool_free_plan(p);
+	return pool_build(ctx, l, n, p) ? NULL : p;
+}
+
+static int pool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			float *y, int train)
+{
+	(void)train;
+	struct pool_plan *p = pool_plan(ctx, l, n);
+	if (!p)
+		return error("%s: cannot build a oneDNN primitive for batch %d",
+			     ops_type_name(l->cfg.type), n);
+	if (cpu_set(p->src, x[0]) || cpu_set(p->dst, y))
+		return -1;
+	dnnl_exec_arg_t args[] = {
+		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DST, p->dst}, {DNNL_ARG_WORKSPACE, p->ws},
+	};
+	return cpu_exec(ctx, p->fwd, p->ws ? 3 : 2, args);
+}
+
+static int pool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			 const float *const *x, const float *y, const float *dy, float *const *dx)
+{
+	(void)y;
+	if (!dx[0])
+		return 0; /* no parameters: nothing to do without an input gradient */
+	struct pool_plan *p = pool_plan(ctx, l, n);
+	if (!p)
+		return error("%s: cannot build a oneDNN primitive for batch %d",
+			     ops_type_name(l->cfg.type), n);
+	if (cpu_set(p->src, x[0]) || cpu_set(p->diff_dst, dy) || cpu_set(p->diff_src, dx[0]))
+		return -1;
+	dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_DIFF_SRC, p->diff_src}};
+	int nargs = 2;
+	if (l->cfg.type == OPS_RELU)
+		args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, p->src};
+	else if (p->ws)
+		args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WORKSPACE, p->ws};
+	return cpu_exec(ctx, p->bwd, nargs, args);
+}
+
+static void pool_release(struct ops_ctx *ctx, struct ops_layer *l)
+{
+	(void)ctx;
+	if (l->priv)
+		pool_free_plan(l->priv);
+	free(l->priv);
+	l->priv = NULL;
+}
+
+const struct ops_layer_ops cpu_maxpool_ops = {
+	.name = "maxpool",
+	.forward = pool_forward,
+	.backward = pool_backward,
+	.release = pool_release,
+};
+
+const struct ops_layer_ops cpu_avgpool_ops = {
+	.name = "avgpool",
+	.forward = pool_forward,
+	.backward = pool_backward,
+	.release = pool_release,
+};
+
+const struct ops_layer_ops cpu_relu_ops = {
+	.name = "relu",
+	.forward = pool_forward,
+	.backward = pool_backward,
+	.release = pool_release,
+};

@@ -1,0 +1,70 @@
+/* ops.c: the table of compute backends and the type names. */
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "util.h"
+
+extern const struct ops_backend ops_cpu_backend; /* kernels/cpu/cpu_backend.c */
+
+static const struct ops_backend *const backends[] = {
+	&ops_cpu_backend,
+};
+
+static const char *const type_names[OPS_NTYPES] = {
+	[OPS_CONV2D] = "conv2d",
+	[OPS_BATCHNORM] = "batchnorm",
+	[OPS_RELU] = "relu",
+	[OPS_MAXPOOL] = "maxpool",
+	[OPS_AVGPOOL] = "avgpool",
+	[OPS_GLOBAL_AVG_POOL] = "global_avg_pool",
+	[OPS_DENSE] = "dense",
+	[OPS_DROPOUT] = "dropout",
+	[OPS_ADD] = "add",
+	[OPS_CONCAT] = "concat",
+	[OPS_FLATTEN] = "flatten",
+};
+
+const struct ops_backend *const *ops_backends(size_t *count)
+{
+	*count = ARRAY_SIZE(backends);
+	return backends;
+}
+
+const struct ops_backend *ops_backend_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(backends); i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
+	return NULL;
+}
+
+const char *ops_type_name(enum ops_type t)
+{
+	return (unsigned)t < OPS_NTYPES ? type_names[t] : "?";
+}
+
+int ops_type_parse(const char *name)
+{
+	for (int t = 0; t < OPS_NTYPES; t++)
+		if (!strcmp(type_names[t], name))
+			return t;
+	return -1;
+}
+
+int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->be = ops_backend_find(backend);
+	if (!ctx->be)
+		return error("unknown compute backend '%s'", backend);
+	ctx->threads = threads;
+	ctx->seed = seed;
+	return ctx->be->init(ctx);
+}
+
+void ops_ctx_release(struct ops_ctx *ctx)
+{
+	if (ctx->be && ctx->be->fini)
+		ctx->be->fini(ctx);
+	ctx->be = NULL;
+}

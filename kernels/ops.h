@@ -1,0 +1,125 @@
+/* ops.h: the compute op table: tensors and per-layer-type forward/backward
+ * operations, implemented by kernels/cpu (oneDNN + plain C) and later by
+ * kernels/cuda behind the same interface. */
+#ifndef AAH_OPS_H
+#define AAH_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Layer types, in the order of the arch.json "type" enum. */
+enum ops_type {
+	OPS_CONV2D,
+	OPS_BATCHNORM,
+	OPS_RELU,
+	OPS_MAXPOOL,
+	OPS_AVGPOOL,
+	OPS_GLOBAL_AVG_POOL,
+	OPS_DENSE,
+	OPS_DROPOUT,
+	OPS_ADD,
+	OPS_CONCAT,
+	OPS_FLATTEN,
+	OPS_NTYPES
+};
+
+/* Shape of one sample of an activation; a batch of n samples is stored NHWC,
+ * batch first: element (i, y, x, ch) lives at ((i*h + y)*w + x)*c + ch.
+ * Rank-2 tensors (after flatten / global_avg_pool / dense) have h = w = 1. */
+struct ops_shape {
+	int h, w, c;
+};
+
+static inline size_t ops_shape_size(const struct ops_shape *s)
+{
+	return (size_t)s->h * (size_t)s->w * (size_t)s->c;
+}
+
+/* Static description of one layer, as read from arch.json. */
+struct ops_layer_cfg {
+	enum ops_type type;
+	int kernel, stride;                 /* conv2d, maxpool, avgpool */
+	int pad_t, pad_l, pad_b, pad_r;     /* resolved from "same"/"valid" */
+	int units;                          /* conv2d filters, dense units */
+	int bias;                           /* conv2d, dense */
+	float eps, momentum;                /* batchnorm */
+	float rate;                         /* dropout */
+};
+
+/* One layer instance. The model owns every pointer below (carved from its
+ * big blocks); an op backend owns only `priv`, freed by release(). */
+struct ops_layer {
+	struct ops_layer_cfg cfg;
+	int index;                          /* position in the sorted graph */
+	int n_in;
+	const struct ops_shape *in;         /* (n_in) input shapes */
+	struct ops_shape out;
+	/* parameters and their gradients (NULL when the type has none) */
+	float *w, *dw;      /* conv2d: (Cout, K, K, Cin); dense: (units, Cin) */
+	float *b, *db;      /* conv2d, dense: (Cout) */
+	float *gamma, *dgamma, *beta, *dbeta;   /* batchnorm: (C) */
+	float *run_mean, *run_var;          /* batchnorm running stats: (C) */
+	float *save_mean, *save_var;        /* batchnorm batch stats: (C) */
+	uint8_t *mask;                      /* dropout keep mask: (N, H, W, C) */
+	void *priv;                         /* backend state */
+};
+
+/* Backend-wide state: the engine, the stream, the threads. */
+struct ops_ctx {
+	const struct ops_backend *be;
+	int threads;
+	uint64_t seed;      /* dropout masks derive from (seed, step, layer) */
+	uint64_t step;      /* the trainer's global step */
+	void *priv;
+};
+
+/* x: n_in input activations (n samples each); y: the output.
+ * backward overwrites dx[i] (NULL: that input needs no gradient) and
+ * accumulates nothing: parameter gradients dw/db/... are overwritten too. */
+struct ops_layer_ops {
+	const char *name;
+	int (*forward)(struct ops_ctx *ctx, struct ops_layer *l, int n,
+		       const float *const *x, float *y, int train);
+	int (*backward)(struct ops_ctx *ctx, struct ops_layer *l, int n,
+			const float *const *x, const float *y, const float *dy,
+			float *const *dx);
+	void (*release)(struct ops_ctx *ctx, struct ops_layer *l);
+};
+
+enum {
+	OPS_CAP_FP32 = 1u << 0,
+	OPS_CAP_BF16 = 1u << 1,
+	OPS_CAP_GPU = 1u << 2,
+};
+
+struct ops_backend {
+	const char *name;
+	unsigned caps;
+	int (*init)(struct ops_ctx *ctx);
+	void (*fini)(struct ops_ctx *ctx);
+	const struct ops_layer_ops *layer[OPS_NTYPES];  /* NULL: unsupported */
+	/* Softmax cross-entropy with label smoothing over (n, classes) logits:
+	 * dlogits = d(mean loss)/d(logits); adds the summed loss and the number
+	 * of correct argmax predictions. dlogits may be NULL (evaluation). */
+	int (*loss)(struct ops_ctx *ctx, int n, int classes, const float *logits,
+		    const int *labels, float smoothing, float *dlogits,
+		    double *loss_sum, long *correct);
+	/* SGD with momentum: v = mu*v + g + wd*w; w -= lr*v, over count values. */
+	int (*sgd)(struct ops_ctx *ctx, size_t count, float *w, const float *g,
+		   float *v, float lr, float mu, float wd);
+	/* y[i] += x[i]: gradient accumulation for tensors with several users. */
+	int (*accumulate)(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+};
+
+/* The static table of backends; ops_backend_find("cpu") etc. */
+const struct ops_backend *ops_backend_find(const char *name);
+const struct ops_backend *const *ops_backends(size_t *count);
+/* The arch.json name of a type ("conv2d"...), and back (-1: unknown). */
+const char *ops_type_name(enum ops_type t);
+int ops_type_parse(const char *name);
+
+/* ctx lifecycle: picks the backend and sets the thread count (0 = all). */
+int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed);
+void ops_ctx_release(struct ops_ctx *ctx);
+
+#endif

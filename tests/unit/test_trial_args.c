@@ -1,0 +1,204 @@
+/* Unit tests for trialimg/args (the table, both value forms, precedence of
+ * rank / world size / rendezvous, params.json) and the AIPerf schedule. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "trialimg/args.h"
+#include "trialimg/train.h"
+#include "util.h"
+
+static const char *const *fake_env;
+
+static const char *env_get(const char *name)
+{
+	for (int i = 0; fake_env && fake_env[i]; i += 2)
+		if (!strcmp(fake_env[i], name))
+			return fake_env[i + 1];
+	return NULL;
+}
+
+static char tmp[64];
+
+static void setup(void)
+{
+	strcpy(tmp, "/tmp/aah-args-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmp));
+	util_set_quiet(1);
+	fake_env = NULL;
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmp);
+}
+
+TestSuite(args, .init = setup, .fini = teardown);
+
+#define PARSE(a, ...)                                                                   \
+	({                                                                              \
+		char *argv_[] = {"aah-trial", "--trial_dir", tmp, __VA_ARGS__};         \
+		args_parse(a, (int)ARRAY_SIZE(argv_), argv_, env_get);                  \
+	})
+
+Test(args, both_value_forms_aliases_and_unknowns)
+{
+	struct args a;
+	cr_assert_eq(PARSE(&a, "--batch_size=64", "--epoch", "7", "--initial_lr", "0.2",
+			   "--unknown_thing", "5", "--other=1", "--resume", "--warmup_2=3"), 0,
+		     "%s", util_last_error());
+	cr_assert_eq((int)a.batch_size, 64);
+	cr_assert_eq(a.epochs, 7);
+	cr_assert_float_eq(a.initial_lr, 0.2, 1e-12);
+	cr_assert_eq(a.resume, 1);
+	cr_assert_eq(a.warmup_2, 3);
+	cr_assert_eq(a.warmup_1, 15, "default");
+	cr_assert_eq(args_source(&a, "--epochs"), ARGS_FROM_ARGV);
+	cr_assert_eq(args_source(&a, "--warmup_3"), ARGS_FROM_DEFAULT);
+	cr_assert_str_eq(a.trial_dir, tmp);
+	cr_assert_str_eq(a.train_data_dir, "/usr/share/datasets/fashion-mnist");
+	args_release(&a);
+	cr_assert_eq(PARSE(&a, "--batch_size=13.2", "--kernel_size=5.0", "--dropout_rate=0.13"), 0);
+	cr_assert_eq((int)a.batch_size, 13);
+	cr_assert_eq(a.kernel_size, 5);
+	cr_assert_float_eq(a.dropout_rate, 0.13, 1e-12);
+	args_release(&a);
+	cr_assert_eq(PARSE(&a, "--epochs=many"), -1);
+	cr_assert_not_null(strstr(util_last_error(), "--epochs"));
+	args_release(&a);
+	cr_assert_eq(PARSE(&a, "--precision=bf16"), -1);
+	args_release(&a);
+}
+
+Test(args, rank_world_and_rendezvous_precedence)
+{
+	struct args a;
+	static const char *const env1[] = {"VC_TASK_INDEX", "2", "RANK", "1", "SLURM_PROCID", "3",
+					   "VC_WORKER_NUM", "4", "MASTER_ADDR", "10.0.0.1",
+					   "MASTER_PORT", "29500", NULL};
+	fake_env = env1;
+	cr_assert_eq(PARSE(&a, "--seed=3"), 0, "%s", util_last_error());
+	cr_assert_eq(a.rank, 1, "PyTorch RANK comes before VC_TASK_INDEX");
+	cr_assert_eq(a.world_size, 4);
+	cr_assert_str_eq(a.rdv_host, "10.0.0.1");
+	cr_assert_eq(a.rdv_port, 29500);
+	args_release(&a);
+	/* the command line wins over everything */
+	cr_assert_eq(PARSE(&a, "--rank", "0", "--world_size=2", "--init_method",
+			   "tcp://host-0.svc:1234"), 0);
+	cr_assert_eq(a.rank, 0);
+	cr_assert_eq(a.world_size, 2);
+	cr_assert_str_eq(a.rdv_host, "host-0.svc");
+	cr_assert_eq(a.rdv_port, 1234);
+	args_release(&a);
+	/* Slurm alone; Volcano hosts with a port */
+	static const char *const env2[] = {"SLURM_PROCID", "1", "SLURM_NTASKS", "2",
+					   "VC_WORKER_HOSTS", "w0,w1", "MASTER_PORT", "7000", NULL};
+	fake_env = env2;
+	cr_assert_eq(PARSE(&a, "--seed=1"), 0, "%s", util_last_error());
+	cr_assert_eq(a.rank, 1);
+	cr_assert_eq(a.world_size, 2);
+	cr_assert_str_eq(a.rdv_host, "w0");
+	cr_assert_eq(a.rdv_port, 7000);
+	args_release(&a);
+	/* several ranks and no way to meet */
+	static const char *const env3[] = {"RANK_ID", "0", "RANK_SIZE", "2", NULL};
+	fake_env = env3;
+	cr_assert_eq(PARSE(&a, "--seed=1"), -1);
+	cr_assert_not_null(strstr(util_last_error(), "rendezvous"));
+	args_release(&a);
+	cr_assert_eq(PARSE(&a, "--rank=2", "--world_size=2", "--init_method=tcp://h:1"), -1);
+	args_release(&a);
+	cr_assert_eq(PARSE(&a, "--world_size=2", "--init_method=env://"), -1);
+	args_release(&a);
+}
+
+Test(args, params_json_and_trial_dir_defaults)
+{
+	struct args a;
+	char *p = xstrfmt("%s/params.json", tmp), *arch = xstrfmt("%s/arch.json", tmp);
+	const char *doc = "{\"format\":\"aah-params/1\",\"trial_seq\":5,\"tuner\":\"x\","
+			  "\"parameters\":{\"dropout_rate\":0.25,\"batch_size\":40.7,"
+			  "\"kernel_size\":3,\"learning_rate\":0.01,\"not_an_arg\":\"z\"}}";
+	cr_assert_eq(fileio_write_atomic(p, doc, strlen(doc)), 0);
+	cr_assert_eq(fileio_write_atomic(arch, "{}", 2), 0);
+	cr_assert_eq(PARSE(&a, "--batch_size=32"), 0, "%s", util_last_error());
+	cr_assert_str_eq(a.params, p);
+	cr_assert_str_eq(a.arch, arch);
+	cr_assert_eq(a.trial_seq, 5);
+	cr_assert_float_eq(a.dropout_rate, 0.25, 1e-12);
+	cr_assert_eq((int)a.batch_size, 32, "the command line wins over params.json");
+	cr_assert_float_eq(a.initial_lr, 0.01, 1e-12, "learning_rate replaces initial_lr");
+	cr_assert_eq(args_source(&a, "--dropout_rate"), ARGS_FROM_PARAMS);
+	args_release(&a);
+	/* AAH_TRIAL_SEQ beats params.json; AAH_TRIAL_DIR is the default trial dir */
+	static const char *const env[] = {"AAH_TRIAL_SEQ", "9", NULL};
+	fake_env = env;
+	cr_assert_eq(PARSE(&a, "--seed=1"), 0);
+	cr_assert_eq(a.trial_seq, 9);
+	args_release(&a);
+	static const char *const env2[] = {"AAH_TRIAL_DIR", "/nonexistent-trial", "AAH_TRIAL_ID", "000012", NULL};
+	fake_env = env2;
+	char *argv[] = {"aah-trial"};
+	cr_assert_eq(args_parse(&a, 1, argv, env_get), 0);
+	cr_assert_str_eq(a.trial_dir, "/nonexistent-trial");
+	cr_assert_null(a.arch);
+	cr_assert_eq(a.trial_seq, 12);
+	args_release(&a);
+	free(p);
+	free(arch);
+}
+
+Test(args, help_lists_every_argument_and_variable)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	args_help(f);
+	fclose(f);
+	static const char *const names[] = {
+		"--batch_size", "--epochs", "--epoch", "--initial_lr", "--final_lr", "--warmup_1",
+		"--warmup_2", "--warmup_3", "--train_data_dir", "--val_data_dir", "--slave", "--ip",
+		"--num_parallel_calls", "--smooth_factor", "--arch", "--params", "--dataset",
+		"--trial_dir", "--threads", "--seed", "--precision", "--patience", "--resume",
+		"--init_method", "--rank", "--world_size", "--data_url", "--train_url",
+		"VC_TASK_INDEX", "VC_WORKER_NUM", "VC_WORKER_HOSTS", "MA_NUM_HOSTS", "RANK_ID",
+		"RANK_SIZE", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "SLURM_PROCID",
+		"SLURM_NTASKS", "AAH_TRIAL_DIR", "AAH_TRIAL_SEQ",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		cr_assert_not_null(strstr(text, names[i]), "--help lacks %s", names[i]);
+	free(text);
+}
+
+Test(args, aiperf_epoch_budget_and_lr)
+{
+	struct args a;
+	cr_assert_eq(PARSE(&a, "--slave=2", "--warmup_1=1", "--warmup_2=2", "--warmup_3=3",
+			   "--epochs=4", "--initial_lr=0.1", "--final_lr=0.001"), 0);
+	int budget[8], pat[8];
+	for (int s = 1; s <= 8; s++) {
+		a.trial_seq = s;
+		budget[s - 1] = train_epoch_budget(&a, &pat[s - 1]);
+	}
+	int want[8] = {1, 1, 2, 2, 3, 3, 4, 4}, want_pat[8] = {6, 6, 8, 8, 10, 10, 12, 12};
+	for (int i = 0; i < 8; i++) {
+		cr_assert_eq(budget[i], want[i], "trial_seq %d", i + 1);
+		cr_assert_eq(pat[i], want_pat[i]);
+	}
+	a.trial_seq = 100;
+	int p;
+	train_epoch_budget(&a, &p);
+	cr_assert_eq(p, 20, "AIPerf caps patience at 20");
+	cr_assert_float_eq(train_lr(&a, 0, 100), 0.1, 1e-12);
+	cr_assert_float_eq(train_lr(&a, 99, 100), 0.001, 1e-12);
+	double prev = 1;
+	for (long t = 0; t < 100; t++) {
+		double lr = train_lr(&a, t, 100);
+		cr_assert_leq(lr, prev);
+		prev = lr;
+	}
+	args_release(&a);
+}

@@ -1,0 +1,309 @@
+/* Unit tests for trialimg/data: IDX (gz and raw), CIFAR-10 binary, JPEG
+ * folders written here from Fashion-MNIST images, errors naming the file,
+ * and the prefetching loader. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jpeglib.h>
+
+#include "fileio.h"
+#include "trialimg/data/dataset.h"
+#include "trialimg/data/loader.h"
+#include "util.h"
+
+#define FMNIST "/usr/share/datasets/fashion-mnist"
+
+static char tmp[64];
+static struct dataset fm; /* Fashion-MNIST test split */
+
+static void setup(void)
+{
+	strcpy(tmp, "/tmp/aah-data-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmp));
+	util_set_quiet(1);
+	cr_assert_eq(dataset_open(&fm, "auto", FMNIST, 0, NULL), 0, "%s", util_last_error());
+}
+
+static void teardown(void)
+{
+	dataset_release(&fm);
+	fileio_remove_tree(tmp);
+}
+
+TestSuite(data, .init = setup, .fini = teardown);
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+static void be32(unsigned char *p, uint32_t v)
+{
+	p[0] = v >> 24, p[1] = v >> 16, p[2] = v >> 8, p[3] = v;
+}
+
+/* Raw (not gzipped) IDX files with the first n test images of Fashion-MNIST. */
+static void write_raw_idx(const char *dir, int n, int truncate)
+{
+	size_t len = 16 + (size_t)n * 784;
+	unsigned char *img = xmalloc(len), lab[8 + 1024];
+	be32(img, 0x803), be32(img + 4, n), be32(img + 8, 28), be32(img + 12, 28);
+	memcpy(img + 16, fm.pixels, (size_t)n * 784);
+	be32(lab, 0x801), be32(lab + 4, n);
+	for (int i = 0; i < n; i++)
+		lab[8 + i] = (unsigned char)fm.labels[i];
+	char *p = xstrfmt("%s/t10k-images-idx3-ubyte", dir);
+	write_file(p, img, truncate ? len - 100 : len);
+	free(p);
+	p = xstrfmt("%s/t10k-labels-idx1-ubyte", dir);
+	write_file(p, lab, 8 + n);
+	free(p);
+	free(img);
+}
+
+Test(data, fashion_mnist_gz)
+{
+	cr_assert_eq(fm.n, 10000);
+	cr_assert_eq(fm.classes, 10);
+	cr_assert_eq(fm.shape.h, 28);
+	cr_assert_eq(fm.shape.c, 1);
+	struct dataset tr;
+	cr_assert_eq(dataset_open(&tr, "fashion-mnist", FMNIST, 1, NULL), 0);
+	cr_assert_eq(tr.n, 60000);
+	int count[10] = {0};
+	for (int i = 0; i < tr.n; i++)
+		count[tr.labels[i]]++;
+	for (int k = 0; k < 10; k++)
+		cr_assert_eq(count[k], 6000);
+	dataset_release(&tr);
+}
+
+Test(data, raw_idx_matches_gz_and_truncation_names_the_file)
+{
+	write_raw_idx(tmp, 50, 0);
+	struct dataset raw;
+	cr_assert_eq(dataset_open(&raw, "auto", tmp, 0, NULL), 0, "%s", util_last_error());
+	cr_assert_eq(raw.n, 50);
+	cr_assert_eq(memcmp(raw.pixels, fm.pixels, 50 * 784), 0);
+	float a[784], b[784];
+	raw.get(&raw, 7, a, 0, 1);
+	fm.get(&fm, 7, b, 0, 1);
+	cr_assert_eq(memcmp(a, b, sizeof(a)), 0);
+	dataset_release(&raw);
+	write_raw_idx(tmp, 50, 1);
+	cr_assert_eq(dataset_open(&raw, "auto", tmp, 0, NULL), -1);
+	cr_assert_not_null(strstr(util_last_error(), "t10k-images-idx3-ubyte"), "%s", util_last_error());
+	cr_assert_not_null(strstr(util_last_error(), "truncated"));
+}
+
+Test(data, missing_dir_and_files_are_named)
+{
+	struct dataset d;
+	cr_assert_eq(dataset_open(&d, "auto", "/nonexistent/data", 1, NULL), -1);
+	cr_assert_not_null(strstr(util_last_error(), "/nonexistent/data"));
+	cr_assert_eq(dataset_open(&d, "fashion-mnist", tmp, 1, NULL), -1);
+	cr_assert_not_null(strstr(util_last_error(), "train-images-idx3-ubyte"));
+	struct ops_shape want = {32, 32, 1};
+	cr_assert_eq(dataset_open(&d, "auto", FMNIST, 0, &want), -1);
+	cr_assert_not_null(strstr(util_last_error(), "network input"));
+}
+
+Test(data, cifar10_binary)
+{
+	enum { R = 30 };
+	unsigned char *buf = xcalloc(R, 3073);
+	for (int r = 0; r < R; r++) {
+		buf[r * 3073] = (unsigned char)(r % 10);
+		for (int c = 0; c < 3; c++)
+			for (int p = 0; p < 1024; p++)
+				buf[r * 3073 + 1 + c * 1024 + p] = (unsigned char)(p + c * 7 + r);
+	}
+	char *p = xstrfmt("%s/test_batch.bin", tmp);
+	write_file(p, buf, R * 3073);
+	struct dataset d;
+	cr_assert_eq(dataset_open(&d, "auto", tmp, 0, NULL), 0, "%s", util_last_error());
+	cr_assert_eq(d.n, R);
+	cr_assert_eq(d.shape.c, 3);
+	cr_assert_eq(d.labels[13], 3);
+	/* planar -> interleaved: pixel 5, channel 2 of record 4 */
+	cr_assert_eq(d.pixels[4 * 3072 + 5 * 3 + 2], (unsigned char)(5 + 14 + 4));
+	dataset_release(&d);
+	write_file(p, buf, R * 3073 - 5);
+	cr_assert_eq(dataset_open(&d, "cifar10", tmp, 0, NULL), -1);
+	cr_assert_not_null(strstr(util_last_error(), "test_batch.bin"));
+	free(p);
+	free(buf);
+}
+
+static void write_jpeg(const char *path, const uint8_t *px, int h, int w)
+{
+	struct jpeg_compress_struct c;
+	struct jpeg_error_mgr e;
+	FILE *f = fopen(path, "wb");
+	cr_assert_not_null(f);
+	c.err = jpeg_std_error(&e);
+	jpeg_create_compress(&c);
+	jpeg_stdio_dest(&c, f);
+	c.image_width = w, c.image_height = h, c.input_components = 1;
+	c.in_color_space = JCS_GRAYSCALE;
+	jpeg_set_defaults(&c);
+	jpeg_set_quality(&c, 95, TRUE);
+	jpeg_start_compress(&c, TRUE);
+	while (c.next_scanline < c.image_height) {
+		JSAMPROW row = (JSAMPROW)(px + c.next_scanline * w);
+		jpeg_write_scanlines(&c, &row, 1);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	fclose(f);
+}
+
+/* tmp/jpg/<label>/<i>.jpg from the first n test images. */
+static char *write_jpeg_folder(int n)
+{
+	char *root = xstrfmt("%s/jpg", tmp);
+	for (int i = 0; i < n; i++) {
+		char *d = xstrfmt("%s/class%d", root, fm.labels[i]);
+		cr_assert_eq(fileio_mkdir_p(d, 0755), 0);
+		char *p = xstrfmt("%s/%03d.jpg", d, i);
+		write_jpeg(p, fm.pixels + (size_t)i * 784, 28, 28);
+		free(p);
+		free(d);
+	}
+	return root;
+}
+
+static double corr(const float *a, const float *b, int n)
+{
+	double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
+	for (int i = 0; i < n; i++)
+		ma += a[i], mb += b[i];
+	ma /= n, mb /= n;
+	for (int i = 0; i < n; i++) {
+		sab += (a[i] - ma) * (b[i] - mb);
+		saa += (a[i] - ma) * (a[i] - ma);
+		sbb += (b[i] - mb) * (b[i] - mb);
+	}
+	return sab / sqrt(saa * sbb + 1e-12);
+}
+
+Test(data, jpeg_folder_from_fashion_mnist)
+{
+	char *root = write_jpeg_folder(40);
+	struct ops_shape want = {28, 28, 1};
+	struct dataset d;
+	cr_assert_eq(dataset_open(&d, "auto", root, 0, &want), 0, "%s", util_last_error());
+	cr_assert_eq(d.n, 40);
+	cr_assert_eq(d.classes, 10); /* the first 40 test images cover every class */
+	/* class k is the k-th sorted subfolder "class<k>" */
+	for (int i = 0; i < d.n; i++) {
+		char *want_dir = xstrfmt("/class%d/", d.labels[i]);
+		cr_assert_not_null(strstr(d.paths[i], want_dir));
+		free(want_dir);
+	}
+	/* validation: central 87.5% resized back to 28x28 still looks like the
+	 * original's centre; training crops are deterministic in the rng */
+	float v[784], orig[784], t1[784], t2[784], t3[784];
+	int idx = 0;
+	int src = atoi(strrchr(d.paths[idx], '/') + 1);
+	cr_assert_eq(d.get(&d, idx, v, 0, 1), 0);
+	for (int y = 0; y < 28; y++)
+		for (int x = 0; x < 28; x++) {
+			double sy = 1.75 + (y + 0.5) * 24.5 / 28 - 0.5, sx = 1.75 + (x + 0.5) * 24.5 / 28 - 0.5;
+			int iy = (int)(sy + 0.5), ix = (int)(sx + 0.5);
+			orig[y * 28 + x] = fm.pixels[(size_t)src * 784 + iy * 28 + ix];
+		}
+	cr_assert_gt(corr(v, orig, 784), 0.9, "center crop correlation %g", corr(v, orig, 784));
+	cr_assert_eq(d.get(&d, idx, t1, 1, 123), 0);
+	cr_assert_eq(d.get(&d, idx, t2, 1, 123), 0);
+	cr_assert_eq(d.get(&d, idx, t3, 1, 456), 0);
+	cr_assert_eq(memcmp(t1, t2, sizeof(t1)), 0);
+	cr_assert_neq(memcmp(t1, t3, sizeof(t1)), 0);
+	/* a corrupt file is named */
+	char *bad = xstrfmt("%s/class0/zzz.jpg", root);
+	write_file(bad, "not a jpeg at all", 17);
+	dataset_release(&d);
+	cr_assert_eq(dataset_open(&d, "imagefolder", root, 1, &want), 0);
+	int bi = -1;
+	for (int i = 0; i < d.n; i++)
+		if (strstr(d.paths[i], "zzz.jpg"))
+			bi = i;
+	cr_assert_geq(bi, 0);
+	cr_assert_eq(d.get(&d, bi, t1, 1, 1), -1);
+	cr_assert_not_null(strstr(util_last_error(), "zzz.jpg"), "%s", util_last_error());
+	dataset_release(&d);
+	free(bad);
+	free(root);
+}
+
+Test(data, loader_covers_epoch_deterministically)
+{
+	struct loader a, b;
+	cr_assert_eq(loader_init(&a, &fm, 64, 1, 3, 5, 0, 1), 0);
+	cr_assert_eq(loader_init(&b, &fm, 64, 1, 1, 5, 0, 1), 0);
+	loader_start_epoch(&a, 2);
+	loader_start_epoch(&b, 2);
+	const struct loader_batch *ba, *bb;
+	int batches = 0;
+	while ((ba = loader_next(&a))) {
+		bb = loader_next(&b);
+		cr_assert_not_null(bb);
+		cr_assert_eq(ba->n, 64);
+		cr_assert_eq(memcmp(ba->y, bb->y, 64 * sizeof(int)), 0);
+		cr_assert_eq(memcmp(ba->x, bb->x, 64 * 784 * sizeof(float)), 0);
+		batches++;
+	}
+	cr_assert_null(loader_next(&b));
+	cr_assert_eq(batches, 10000 / 64);
+	/* a different epoch is a different order; the evaluation loader reads
+	 * every sample once, in order, with a partial last batch */
+	loader_start_epoch(&a, 3);
+	ba = loader_next(&a);
+	loader_start_epoch(&b, 2);
+	bb = loader_next(&b);
+	cr_assert_neq(memcmp(ba->y, bb->y, 64 * sizeof(int)), 0);
+	loader_release(&a);
+	loader_release(&b);
+	struct loader e;
+	cr_assert_eq(loader_init(&e, &fm, 300, 0, 2, 5, 0, 1), 0);
+	loader_start_epoch(&e, 0);
+	int total = 0, last = 0;
+	while ((ba = loader_next(&e))) {
+		for (int i = 0; i < ba->n; i++) {
+			cr_assert_eq(ba->y[i], fm.labels[total + i]);
+		}
+		total += ba->n;
+		last = ba->n;
+	}
+	cr_assert_eq(total, 10000);
+	cr_assert_eq(last, 10000 % 300);
+	loader_release(&e);
+}
+
+Test(data, loader_shards_ranks_disjointly)
+{
+	struct loader r0, r1;
+	cr_assert_eq(loader_init(&r0, &fm, 100, 1, 2, 9, 0, 2), 0);
+	cr_assert_eq(loader_init(&r1, &fm, 100, 1, 2, 9, 1, 2), 0);
+	loader_start_epoch(&r0, 0);
+	loader_start_epoch(&r1, 0);
+	/* same labels multiset overall as one rank with batch 200 is hard to
+	 * check cheaply; check the shards differ and the counts add up */
+	int n0 = 0, n1 = 0, same = 0;
+	const struct loader_batch *a, *b;
+	while ((a = loader_next(&r0)) && (b = loader_next(&r1))) {
+		n0 += a->n, n1 += b->n;
+		same += !memcmp(a->x, b->x, 100 * 784 * sizeof(float));
+	}
+	cr_assert_eq(n0 + n1, 10000);
+	cr_assert_eq(same, 0);
+	loader_release(&r0);
+	loader_release(&r1);
+}

@@ -1,0 +1,347 @@
+/* args.c: the argument table, --help, parsing and resolution. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jsonfile.h" /* jsonfile_read */
+#include "fileio.h"   /* fileio_exists */
+#include "trialimg/args.h"
+#include "util.h"
+
+enum kind { K_INT, K_NUM, K_STR, K_BOOL };
+
+struct spec {
+	const char *name;   /* "--batch_size"; NULL for environment-only values */
+	const char *alias;  /* another accepted spelling */
+	const char *env;    /* comma-separated variables, first set wins */
+	enum kind kind;
+	size_t off;
+	const char *def;
+	const char *help;
+};
+
+#define F(field) offsetof(struct args, field)
+
+/* Precedence for every entry: argv > params.json (hyperparameters) > the
+ * environment variables in the order listed > the default. */
+static const struct spec table[] = {
+	{"--batch_size", NULL, NULL, K_NUM, F(batch_size), "128", "training batch size per rank (AIPerf; tuner hyperparameter)"},
+	{"--epochs", "--epoch", NULL, K_INT, F(epochs), "60", "epoch budget of trials after the three warm-up rounds (AIPerf)"},
+	{"--warmup_1", NULL, NULL, K_INT, F(warmup_1), "15", "epoch budget of round 0: trial_seq-1 < slave (AIPerf)"},
+	{"--warmup_2", NULL, NULL, K_INT, F(warmup_2), "30", "epoch budget of round 1 (AIPerf)"},
+	{"--warmup_3", NULL, NULL, K_INT, F(warmup_3), "45", "epoch budget of round 2 (AIPerf)"},
+	{"--initial_lr", NULL, NULL, K_NUM, F(initial_lr), "0.1", "learning rate at the first step (AIPerf)"},
+	{"--final_lr", NULL, NULL, K_NUM, F(final_lr), "0", "learning rate the cosine decay ends at (AIPerf)"},
+	{"--smooth_factor", NULL, NULL, K_NUM, F(smooth_factor), "0.1", "label smoothing (AIPerf)"},
+	{"--train_data_dir", NULL, "AAH_TRAIN_DATA_DIR", K_STR, F(train_data_dir), NULL, "training data (default: --dataset's directory)"},
+	{"--val_data_dir", NULL, "AAH_VAL_DATA_DIR", K_STR, F(val_data_dir), NULL, "validation data (default: --train_data_dir)"},
+	{"--slave", NULL, NULL, K_INT, F(slave), "2", "trial concurrency; a round of the epoch budget is `slave` trials (AIPerf)"},
+	{"--ip", NULL, NULL, K_STR, F(ip), "127.0.0.1", "AIPerf master address (accepted, unused)"},
+	{"--num_parallel_calls", NULL, NULL, K_INT, F(num_parallel_calls), "2", "data loader worker threads (AIPerf)"},
+	{"--arch", NULL, NULL, K_STR, F(arch), NULL, "aah-arch/1 file (default <trial_dir>/arch.json, else a built-in small CNN)"},
+	{"--params", NULL, NULL, K_STR, F(params), NULL, "aah-params/1 file (default <trial_dir>/params.json when present)"},
+	{"--dataset", NULL, "AAH_DATASET", K_STR, F(dataset), "/usr/share/datasets/fashion-mnist", "data directory used when --train_data_dir is not given"},
+	{"--trial_dir", NULL, "AAH_TRIAL_DIR", K_STR, F(trial_dir), NULL, "where metrics.jsonl, result.json, checkpoint/ go (default: cwd)"},
+	{"--threads", NULL, "AAH_THREADS,OMP_NUM_THREADS", K_INT, F(threads), "0", "compute threads (0: all cores)"},
+	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), "1", "seed of initialisation, shuffling, augmentation and dropout"},
+	{"--precision", NULL, NULL, K_STR, F(precision), "fp32", "fp32 (bf16 and fp16 are not available on this build)"},
+	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h"},
+	{"--patience", NULL, NULL, K_INT, F(patience), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
+	{"--resume", NULL, NULL, K_BOOL, F(resume), "0", "continue from <trial_dir>/checkpoint when one exists"},
+	{"--trial_seq", NULL, "AAH_TRIAL_SEQ", K_INT, F(trial_seq), "0", "1-based trial sequence number (default: params.json trial_seq, else AAH_TRIAL_ID, else 1)"},
+	{"--max_epochs", NULL, NULL, K_INT, F(max_epochs), "0", "stop after this many epochs in total; the LR schedule still spans the budget (0: none)"},
+	{"--train_samples", NULL, NULL, K_INT, F(train_samples), "0", "use only the first N training samples (0: all)"},
+	{"--val_samples", NULL, NULL, K_INT, F(val_samples), "0", "use only the first N validation samples (0: all)"},
+	{"--weight_decay", NULL, NULL, K_NUM, F(weight_decay), "0.0001", "L2 weight decay on conv/dense weights"},
+	{"--momentum", NULL, NULL, K_NUM, F(momentum), "0.9", "SGD momentum"},
+	{"--dropout_rate", NULL, NULL, K_NUM, F(dropout_rate), "-1", "tuner hyperparameter: rate of every dropout layer (-1: arch's own)"},
+	{"--kernel_size", NULL, NULL, K_INT, F(kernel_size), "0", "tuner hyperparameter: kernel of conv layers past the 175th layer, as AIPerf (0: arch's own)"},
+	{"--learning_rate", NULL, NULL, K_NUM, F(learning_rate), "-1", "tuner hyperparameter: replaces --initial_lr when set"},
+	{"--init_method", NULL, NULL, K_STR, F(init_method), NULL, "rendezvous tcp://host:port (rank 0 listens); else MASTER_ADDR:MASTER_PORT, NCCL_COMM_ID, first of VC_WORKER_HOSTS:MASTER_PORT"},
+	{"--rank", NULL, "RANK,VC_TASK_INDEX,VK_TASK_INDEX,RANK_ID,SLURM_PROCID", K_INT, F(rank), "0", "this process's rank"},
+	{"--world_size", NULL, "WORLD_SIZE,VC_WORKER_NUM,MA_NUM_HOSTS,RANK_SIZE,SLURM_NTASKS", K_INT, F(world_size), "1", "number of ranks"},
+	{"--data_url", NULL, NULL, K_STR, F(data_url), NULL, "ModelArts data location: used as --train_data_dir when that is not given"},
+	{"--train_url", NULL, NULL, K_STR, F(train_url), NULL, "ModelArts output location: used as --trial_dir when nothing else names one"},
+	{NULL, NULL, "MASTER_ADDR", K_STR, F(master_addr), NULL, "rendezvous host (PyTorch form)"},
+	{NULL, NULL, "MASTER_PORT", K_STR, F(master_port), NULL, "rendezvous port (PyTorch form)"},
+	{NULL, NULL, "NCCL_COMM_ID", K_STR, F(nccl_comm_id), NULL, "rendezvous host:port"},
+	{NULL, NULL, "VC_WORKER_HOSTS", K_STR, F(worker_hosts), NULL, "comma-joined hosts in rank order (Volcano)"},
+	{NULL, NULL, "AAH_EXPERIMENT_ID", K_STR, F(experiment_id), NULL, "experiment id (logged)"},
+	{NULL, NULL, "AAH_TRIAL_ID", K_STR, F(trial_id), NULL, "trial id; its number is the default trial_seq"},
+	{"--help", "-h", NULL, K_BOOL, F(help), "0", "print this table and exit"},
+};
+
+_Static_assert(ARRAY_SIZE(table) <= 64, "struct args.from is too small");
+
+void args_help(FILE *f)
+{
+	fprintf(f, "usage: aah-trial [--name=value | --name value]...\n"
+		   "Trains one aah-arch/1 network and writes metrics.jsonl, result.json and\n"
+		   "checkpoint/ into the trial directory. Precedence: command line, then\n"
+		   "params.json (hyperparameters), then the environment variables in the\n"
+		   "order listed, then the default. Unknown arguments are reported and ignored.\n\n");
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+		const struct spec *s = &table[i];
+		fprintf(f, "  %-22s %s\n", s->name ? s->name : "(environment)", s->help);
+		if (s->alias)
+			fprintf(f, "  %-22s also spelled %s\n", "", s->alias);
+		if (s->env)
+			fprintf(f, "  %-22s env: %s\n", "", s->env);
+		if (s->def)
+			fprintf(f, "  %-22s default: %s\n", "", s->def);
+	}
+}
+
+static int set_value(struct args *a, const struct spec *s, const char *v, const char *where)
+{
+	char *p = (char *)a + s->off;
+	long l;
+	double d;
+	switch (s->kind) {
+	case K_INT:
+		if (util_parse_long(v, -1000000000L, 1000000000L, &l)) {
+			/* tuners may send integers as floats ("5.0") */
+			if (util_parse_double(v, &d) || d != (double)(long)d)
+				return error("%s: '%s' is not an integer", where, v);
+			l = (long)d;
+		}
+		if (s->off == F(seed))
+			*(long *)p = l;
+		else
+			*(int *)p = (int)l;
+		return 0;
+	case K_NUM:
+		if (util_parse_double(v, &d))
+			return error("%s: '%s' is not a number", where, v);
+		*(double *)p = d;
+		return 0;
+	case K_STR:
+		free(*(char **)p);
+		*(char **)p = xstrdup(v);
+		return 0;
+	case K_BOOL:
+		if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "True"))
+			*(int *)p = 1;
+		else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "False"))
+			*(int *)p = 0;
+		else
+			return error("%s: '%s' is not a boolean", where, v);
+		return 0;
+	}
+	return 0;
+}
+
+static const struct spec *lookup(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+		const char *n[2] = {table[i].name, table[i].alias};
+		for (int k = 0; k < 2; k++)
+			if (n[k] && strlen(n[k]) == len && !strncmp(n[k], name, len))
+				return &table[i];
+	}
+	return NULL;
+}
+
+int args_source(const struct args *a, const char *name)
+{
+	const struct spec *s = lookup(name, strlen(name));
+	return s ? a->from[s - table] : -1;
+}
+
+/* Hyperparameters in params.json "parameters" that name a table entry. */
+static int read_params(struct args *a)
+{
+	cJSON *doc;
+	if (jsonfile_read(a->params, &doc))
+		return -1;
+	int rc = jsonfile_check_format(a->params, doc, "aah-params", 1);
+	long seq;
+	if (!rc && a->from[lookup("--trial_seq", 11) - table] < ARGS_FROM_ENV &&
+	    cJSON_GetObjectItemCaseSensitive(doc, "trial_seq")) {
+		rc = json_get_int(a->params, doc, "trial_seq", 0, 1, 1000000000L, &seq);
+		a->trial_seq = (int)seq;
+		a->from[lookup("--trial_seq", 11) - table] = ARGS_FROM_PARAMS;
+	}
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(doc, "parameters"), *e;
+	cJSON_ArrayForEach(e, p) {
+		if (rc)
+			break;
+		char *name = xstrfmt("--%s", e->string);
+		const struct spec *s = lookup(name, strlen(name));
+		free(name);
+		if (!s || a->from[s - table] == ARGS_FROM_ARGV)
+			continue;
+		char *v = cJSON_IsString(e) ? xstrdup(e->valuestring)
+					     : cJSON_IsNumber(e) ? xstrfmt("%.17g", e->valuedouble) : NULL;
+		if (v) {
+			rc = set_value(a, s, v, a->params);
+			a->from[s - table] = ARGS_FROM_PARAMS;
+		}
+		free(v);
+	}
+	cJSON_Delete(doc);
+	return rc;
+}
+
+static int split_hostport(const char *hp, char **host, int *port, const char *what)
+{
+	const char *colon = strrchr(hp, ':');
+	long p;
+	if (!colon || colon == hp || util_parse_long(colon + 1, 1, 65535, &p))
+		return error("%s: '%s' is not host:port", what, hp);
+	*host = xstrndup(hp, (size_t)(colon - hp));
+	*port = (int)p;
+	return 0;
+}
+
+/* Rendezvous: --init_method > MASTER_ADDR:MASTER_PORT > NCCL_COMM_ID >
+ * first host of VC_WORKER_HOSTS with MASTER_PORT. */
+static int resolve_rendezvous(struct args *a)
+{
+	if (a->init_method) {
+		if (strncmp(a->init_method, "tcp://", 6))
+			return error("--init_method '%s': only tcp://host:port is supported",
+				     a->init_method);
+		return split_hostport(a->init_method + 6, &a->rdv_host, &a->rdv_port, "--init_method");
+	}
+	if (a->master_addr && a->master_port) {
+		char *hp = xstrfmt("%s:%s", a->master_addr, a->master_port);
+		int rc = split_hostport(hp, &a->rdv_host, &a->rdv_port, "MASTER_ADDR:MASTER_PORT");
+		free(hp);
+		return rc;
+	}
+	if (a->nccl_comm_id)
+		return split_hostport(a->nccl_comm_id, &a->rdv_host, &a->rdv_port, "NCCL_COMM_ID");
+	if (a->worker_hosts && a->master_port) {
+		size_t n = strcspn(a->worker_hosts, ",");
+		char *hp = xstrfmt("%.*s:%s", (int)n, a->worker_hosts, a->master_port);
+		int rc = split_hostport(hp, &a->rdv_host, &a->rdv_port, "VC_WORKER_HOSTS");
+		free(hp);
+		return rc;
+	}
+	return a->world_size > 1 ? error("world size %d needs a rendezvous: pass --init_method "
+					 "tcp://host:port or set MASTER_ADDR and MASTER_PORT",
+					 a->world_size)
+				 : 0;
+}
+
+int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(const char *))
+{
+	memset(a, 0, sizeof(*a));
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++)
+		if (table[i].def && set_value(a, &table[i], table[i].def, "default"))
+			BUG("bad default for %s", table[i].name);
+	/* environment */
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+		const char *e = table[i].env;
+		while (e && *e) {
+			size_t n = strcspn(e, ",");
+			char *var = xstrndup(e, n);
+			const char *v = env_get(var);
+			int rc = 0, hit = v && *v;
+			if (hit)
+				rc = set_value(a, &table[i], v, var);
+			free(var);
+			if (rc)
+				return -1;
+			if (hit) {
+				a->from[i] = ARGS_FROM_ENV;
+				break;
+			}
+			e += n + (e[n] == ',');
+		}
+	}
+	/* command line */
+	char **unknown = xcalloc(argc + 1, sizeof(char *));
+	int n_unknown = 0, rc = 0;
+	for (int i = 1; i < argc && !rc; i++) {
+		const char *arg = argv[i];
+		if (arg[0] != '-') {
+			warning("ignoring stray argument '%s'", arg);
+			continue;
+		}
+		const char *eq = strchr(arg, '=');
+		size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+		const struct spec *s = lookup(arg, len);
+		const char *v = eq ? eq + 1 : NULL;
+		int takes_next = !eq && i + 1 < argc && strncmp(argv[i + 1], "--", 2);
+		if (!s) {
+			int seen = 0;
+			for (int k = 0; k < n_unknown; k++)
+				seen |= strlen(unknown[k]) == len && !strncmp(unknown[k], arg, len);
+			if (!seen) {
+				unknown[n_unknown++] = xstrndup(arg, len);
+				warning("ignoring unknown argument '%.*s'", (int)len, arg);
+			}
+			i += takes_next;
+			continue;
+		}
+		if (!v && s->kind == K_BOOL)
+			v = "1";
+		else if (!v && takes_next)
+			v = argv[++i];
+		else if (!v) {
+			rc = error("%s needs a value", s->name);
+			break;
+		}
+		rc = set_value(a, s, v, s->name);
+		a->from[s - table] = ARGS_FROM_ARGV;
+	}
+	for (int k = 0; k < n_unknown; k++)
+		free(unknown[k]);
+	free(unknown);
+	if (rc || a->help)
+		return rc;
+
+	/* derived defaults */
+	if (!a->trial_dir)
+		a->trial_dir = a->train_url ? xstrdup(a->train_url) : getcwd(NULL, 0);
+	if (!a->params) {
+		char *p = xstrfmt("%s/params.json", a->trial_dir);
+		if (fileio_exists(p))
+			a->params = p;
+		else
+			free(p);
+	}
+	if (a->params && read_params(a))
+		return -1;
+	if (!a->arch) {
+		char *p = xstrfmt("%s/arch.json", a->trial_dir);
+		if (fileio_exists(p))
+			a->arch = p;
+		else
+			free(p);
+	}
+	if (!a->train_data_dir)
+		a->train_data_dir = xstrdup(a->data_url ? a->data_url : a->dataset);
+	if (!a->val_data_dir)
+		a->val_data_dir = xstrdup(a->train_data_dir);
+	if (a->trial_seq <= 0) {
+		long seq;
+		a->trial_seq = a->trial_id && !util_parse_long(a->trial_id, 1, 1000000000L, &seq) ? (int)seq : 1;
+	}
+	if (a->learning_rate > 0)
+		a->initial_lr = a->learning_rate;
+	if ((int)a->batch_size < 1)
+		return error("--batch_size %g: must be at least 1", a->batch_size);
+	if (a->world_size < 1 || a->rank < 0 || a->rank >= a->world_size)
+		return error("rank %d is outside world size %d", a->rank, a->world_size);
+	if (a->slave < 1)
+		return error("--slave must be at least 1");
+	if (strcmp(a->precision, "fp32"))
+		return error("--precision %s is not supported by the CPU build (use fp32)", a->precision);
+	return resolve_rendezvous(a);
+}
+
+void args_release(struct args *a)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++)
+		if (table[i].kind == K_STR) {
+			char **p = (char **)((char *)a + table[i].off);
+			free(*p);
+			*p = NULL;
+		}
+	free(a->rdv_host);
+	a->rdv_host = NULL;
+}

@@ -1,0 +1,47 @@
+/* args.h: every argument and environment variable aah-trial accepts, in one
+ * table that also generates --help, and the resolution of rank, world size,
+ * rendezvous, trial directory, arch and params (docs/trainer.md). */
+#ifndef AAH_ARGS_H
+#define AAH_ARGS_H
+
+#include <stdio.h>
+
+struct args {
+	/* AIPerf trial arguments */
+	double batch_size;       /* tuner values may be fractional: truncated */
+	int epochs, warmup_1, warmup_2, warmup_3;
+	double initial_lr, final_lr, smooth_factor;
+	char *train_data_dir, *val_data_dir, *ip;
+	int slave, num_parallel_calls;
+	/* aah */
+	char *arch, *params, *dataset, *trial_dir, *precision, *backend;
+	int threads, patience, resume, trial_seq, max_epochs, train_samples, val_samples;
+	long seed;
+	double weight_decay, momentum;
+	/* hyperparameters from the tuner (--name=value and params.json) */
+	double dropout_rate, learning_rate;
+	int kernel_size;
+	/* launch contract */
+	char *init_method, *data_url, *train_url;
+	int rank, world_size;
+	char *master_addr, *master_port, *nccl_comm_id, *worker_hosts, *experiment_id, *trial_id;
+	int help;
+	/* which table entries were set, and from where (ARGS_FROM_*) */
+	unsigned char from[64];
+	/* resolved rendezvous (when world_size > 1) */
+	char *rdv_host;
+	int rdv_port;
+};
+
+enum { ARGS_FROM_DEFAULT, ARGS_FROM_ENV, ARGS_FROM_PARAMS, ARGS_FROM_ARGV };
+
+/* Parse argv and the environment (env_get: getenv or a test double), then
+ * params.json and the derived values. Unknown arguments are reported once
+ * on stderr and ignored. The caller releases with args_release. */
+int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(const char *));
+void args_release(struct args *a);
+void args_help(FILE *f);
+/* Was the named field (e.g. "--dropout_rate") set, and from where? */
+int args_source(const struct args *a, const char *name);
+
+#endif

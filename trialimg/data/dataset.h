@@ -1,0 +1,43 @@
+/* dataset.h: labelled image sets for training: Fashion-MNIST / MNIST IDX
+ * files (gzipped or raw), CIFAR-10 binary batches and ImageNet-style JPEG
+ * folders, each producing normalised NHWC float samples. */
+#ifndef AAH_DATASET_H
+#define AAH_DATASET_H
+
+#include <stdint.h>
+
+#include "kernels/ops.h" /* struct ops_shape */
+
+struct dataset {
+	char *dir;
+	const char *kind;          /* "idx", "cifar10", "imagefolder" */
+	int n;                     /* samples */
+	int classes;
+	struct ops_shape shape;    /* of one produced sample */
+	uint8_t *pixels;           /* in-memory sets: (n, h, w, c) */
+	int *labels;               /* (n) */
+	char **paths;              /* image folders: (n) file paths */
+	float mean[3], std[3];     /* per-channel normalisation of [0,1] pixels */
+	/* Writes sample i (normalised, shape) into out; train enables the
+	 * augmentation, whose randomness comes from rng alone. */
+	int (*get)(const struct dataset *ds, int i, float *out, int train, uint64_t rng);
+};
+
+/* Opens the train or test split in dir. kind: "auto" (detected from the
+ * files), "fashion-mnist", "mnist", "idx", "cifar10" or "imagefolder".
+ * `want` is the network input: image folders are cropped/resized to it;
+ * other sets must match it. Errors name the file. */
+int dataset_open(struct dataset *ds, const char *kind, const char *dir, int train,
+		 const struct ops_shape *want);
+void dataset_release(struct dataset *ds);
+
+/* Per-format openers behind dataset_open. */
+int dataset_open_idx(struct dataset *ds, const char *dir, int train);
+int dataset_open_cifar10(struct dataset *ds, const char *dir, int train);
+int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct ops_shape *want);
+
+/* Shared by the in-memory sets: pixels -> normalised floats, optional flip. */
+int dataset_get_memory(const struct dataset *ds, int i, float *out, int train, uint64_t rng);
+uint64_t dataset_rng(uint64_t *state);
+
+#endif

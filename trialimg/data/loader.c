@@ -1,0 +1,156 @@
+/* loader.c: worker threads fill a ring of LOADER_DEPTH batches; batch b
+ * goes to slot b % LOADER_DEPTH once the consumer has moved past b - DEPTH. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trialimg/data/loader.h"
+#include "util.h"
+
+static void fill(struct loader *l, int b, struct loader_batch *s)
+{
+	const struct dataset *ds = l->ds;
+	size_t per = ops_shape_size(&ds->shape);
+	size_t first = l->train ? ((size_t)b * l->world + l->rank) * l->batch : (size_t)b * l->batch;
+	int n = l->batch;
+	if (!l->train && first + n > (size_t)ds->n)
+		n = ds->n - (int)first;
+	s->n = n;
+	s->error = 0;
+	for (int i = 0; i < n; i++) {
+		int idx = l->order[first + i];
+		uint64_t rng = l->seed ^ ((uint64_t)l->epoch << 40) ^ ((uint64_t)idx * 0x9e3779b97f4a7c15ull);
+		s->y[i] = ds->labels[idx];
+		if (ds->get(ds, idx, s->x + per * i, l->train, rng))
+			s->error = 1;
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct loader *l = arg;
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		while (!l->quit &&
+		       !(l->next_fill < l->n_batches && l->next_fill < l->next_take + LOADER_DEPTH))
+			pthread_cond_wait(&l->work, &l->mu);
+		if (l->quit)
+			break;
+		int b = l->next_fill++, k = b % LOADER_DEPTH;
+		l->in_flight++;
+		pthread_mutex_unlock(&l->mu);
+		fill(l, b, &l->slot[k]);
+		pthread_mutex_lock(&l->mu);
+		l->slot_batch[k] = b;
+		l->in_flight--;
+		pthread_cond_broadcast(&l->ready);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+int loader_init(struct loader *l, const struct dataset *ds, int batch, int train, int workers,
+		uint64_t seed, int rank, int world)
+{
+	memset(l, 0, sizeof(*l));
+	if (batch < 1)
+		return error("batch size must be positive");
+	if (train && (size_t)batch * world > (size_t)ds->n)
+		return error("batch size %d x %d ranks exceeds the %d training samples in '%s'",
+			     batch, world, ds->n, ds->dir);
+	l->ds = ds;
+	l->batch = batch;
+	l->train = train;
+	l->seed = seed;
+	l->rank = rank;
+	l->world = world;
+	l->order = xmalloc(sizeof(int) * (size_t)ds->n);
+	size_t per = ops_shape_size(&ds->shape);
+	for (int k = 0; k < LOADER_DEPTH; k++) {
+		l->slot[k].x = xmalloc(sizeof(float) * per * (size_t)batch);
+		l->slot[k].y = xmalloc(sizeof(int) * (size_t)batch);
+		l->slot_batch[k] = -1;
+	}
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->work, NULL);
+	pthread_cond_init(&l->ready, NULL);
+	l->n_workers = workers < 1 ? 1 : workers;
+	l->workers = xcalloc(l->n_workers, sizeof(pthread_t));
+	for (int i = 0; i < l->n_workers; i++)
+		if (pthread_create(&l->workers[i], NULL, worker, l)) {
+			l->n_workers = i;
+			loader_release(l);
+			return error("cannot start data loader threads");
+		}
+	return 0;
+}
+
+void loader_start_epoch(struct loader *l, int epoch)
+{
+	pthread_mutex_lock(&l->mu);
+	l->n_batches = 0; /* stop claiming, then wait for fills in progress */
+	while (l->in_flight)
+		pthread_cond_wait(&l->ready, &l->mu);
+	int n = l->ds->n;
+	for (int i = 0; i < n; i++)
+		l->order[i] = i;
+	if (l->train) {
+		uint64_t rng = l->seed * 0x2545f4914f6cdd1dull + (uint64_t)epoch + 1;
+		for (int i = n - 1; i > 0; i--) {
+			int j = (int)(dataset_rng(&rng) % (uint64_t)(i + 1));
+			int t = l->order[i];
+			l->order[i] = l->order[j];
+			l->order[j] = t;
+		}
+	}
+	l->epoch = epoch;
+	l->next_fill = l->next_take = 0;
+	l->holding = 0;
+	for (int k = 0; k < LOADER_DEPTH; k++)
+		l->slot_batch[k] = -1;
+	l->n_batches = l->train ? n / (l->batch * l->world) : (n + l->batch - 1) / l->batch;
+	pthread_cond_broadcast(&l->work);
+	pthread_mutex_unlock(&l->mu);
+}
+
+const struct loader_batch *loader_next(struct loader *l)
+{
+	pthread_mutex_lock(&l->mu);
+	if (l->holding) {
+		l->slot_batch[l->next_take % LOADER_DEPTH] = -1;
+		l->next_take++;
+		l->holding = 0;
+		pthread_cond_broadcast(&l->work);
+	}
+	if (l->next_take >= l->n_batches) {
+		pthread_mutex_unlock(&l->mu);
+		return NULL;
+	}
+	int k = l->next_take % LOADER_DEPTH;
+	while (l->slot_batch[k] != l->next_take)
+		pthread_cond_wait(&l->ready, &l->mu);
+	l->holding = 1;
+	pthread_mutex_unlock(&l->mu);
+	return &l->slot[k];
+}
+
+void loader_release(struct loader *l)
+{
+	if (!l->workers)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->quit = 1;
+	pthread_cond_broadcast(&l->work);
+	pthread_mutex_unlock(&l->mu);
+	for (int i = 0; i < l->n_workers; i++)
+		pthread_join(l->workers[i], NULL);
+	for (int k = 0; k < LOADER_DEPTH; k++) {
+		free(l->slot[k].x);
+		free(l->slot[k].y);
+	}
+	free(l->workers);
+	free(l->order);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->work);
+	pthread_cond_destroy(&l->ready);
+	memset(l, 0, sizeof(*l));
+}

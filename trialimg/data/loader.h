@@ -1,0 +1,48 @@
+/* loader.h: batches from a dataset, assembled by worker threads ahead of
+ * the training loop (a ring of prefetched batches). Batch content depends
+ * only on (seed, epoch, batch index), never on thread timing. */
+#ifndef AAH_LOADER_H
+#define AAH_LOADER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "trialimg/data/dataset.h"
+
+enum { LOADER_DEPTH = 4 };
+
+struct loader_batch {
+	int n;          /* samples in this batch */
+	float *x;       /* (n, h, w, c) */
+	int *y;         /* (n) */
+	int error;      /* set when a sample could not be produced */
+};
+
+struct loader {
+	const struct dataset *ds;
+	int batch, train, rank, world;
+	uint64_t seed;
+	int *order;                     /* (ds->n) sample order of this epoch */
+	int epoch, n_batches;
+	struct loader_batch slot[LOADER_DEPTH];
+	int slot_batch[LOADER_DEPTH];   /* batch held by each slot, -1 = none */
+	int next_fill, next_take, in_flight, holding, quit;
+	pthread_mutex_t mu;
+	pthread_cond_t work, ready;
+	int n_workers;
+	pthread_t *workers;
+};
+
+/* Training loaders shuffle each epoch and drop the last partial batch; each
+ * of `world` ranks reads its own shard. Evaluation loaders read every sample
+ * in order, including a final partial batch. */
+int loader_init(struct loader *l, const struct dataset *ds, int batch, int train, int workers,
+		uint64_t seed, int rank, int world);
+/* Start epoch e (0-based); ends any epoch in progress. */
+void loader_start_epoch(struct loader *l, int epoch);
+/* The next batch of the epoch, or NULL at its end. The batch stays valid
+ * until the next call. */
+const struct loader_batch *loader_next(struct loader *l);
+void loader_release(struct loader *l);
+
+#endif

@@ -1,0 +1,20 @@
+/* dist.h: CPU data parallelism: ranks meet at a TCP rendezvous (rank 0
+ * listens on host:port), form a ring, and average gradients with a ring
+ * allreduce. Every wait is bounded: a peer that never arrives or dies is an
+ * error, not a hang. */
+#ifndef AAH_DIST_H
+#define AAH_DIST_H
+
+#include <stddef.h>
+
+struct dist;
+
+/* Join the group; waits at most timeout_s for every peer. */
+int dist_init(struct dist **d, const char *host, int port, int rank, int world, double timeout_s);
+/* buf <- mean of buf over all ranks. */
+int dist_allreduce_mean(struct dist *d, float *buf, size_t n);
+/* *v <- rank 0's value. */
+int dist_broadcast(struct dist *d, void *buf, size_t len);
+void dist_free(struct dist *d);
+
+#endif

@@ -1,0 +1,230 @@
+/* model_exec.c: the model's memory blocks, parameter initialisation and the
+ * forward / backward / update passes over the op table. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trialimg/model.h"
+#include "util.h"
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static float rng_uniform(uint64_t *s, float a)
+{
+	return a * (float)(2.0 * ((double)(rng_next(s) >> 11) / 9007199254740992.0) - 1.0);
+}
+
+cJSON *model_default_arch(int h, int w, int c, int classes)
+{
+	char *text = xstrfmt(
+		"{\"format\":\"aah-arch/1\",\"input\":{\"height\":%d,\"width\":%d,\"channels\":%d},"
+		"\"num_classes\":%d,\"output\":\"logits\",\"layers\":["
+		"{\"id\":\"conv1\",\"type\":\"conv2d\",\"inputs\":[\"input\"],\"filters\":32,\"kernel\":3},"
+		"{\"id\":\"bn1\",\"type\":\"batchnorm\",\"inputs\":[\"conv1\"]},"
+		"{\"id\":\"relu1\",\"type\":\"relu\",\"inputs\":[\"bn1\"]},"
+		"{\"id\":\"pool1\",\"type\":\"maxpool\",\"inputs\":[\"relu1\"],\"kernel\":2},"
+		"{\"id\":\"conv2\",\"type\":\"conv2d\",\"inputs\":[\"pool1\"],\"filters\":64,\"kernel\":3},"
+		"{\"id\":\"bn2\",\"type\":\"batchnorm\",\"inputs\":[\"conv2\"]},"
+		"{\"id\":\"relu2\",\"type\":\"relu\",\"inputs\":[\"bn2\"]},"
+		"{\"id\":\"pool2\",\"type\":\"maxpool\",\"inputs\":[\"relu2\"],\"kernel\":2},"
+		"{\"id\":\"flat\",\"type\":\"flatten\",\"inputs\":[\"pool2\"]},"
+		"{\"id\":\"logits\",\"type\":\"dense\",\"inputs\":[\"flat\"],\"units\":%d}]}",
+		h, w, c, classes, classes);
+	cJSON *doc = cJSON_Parse(text);
+	free(text);
+	return doc;
+}
+
+int model_alloc(struct model *m, int batch, uint64_t seed)
+{
+	size_t nw = 0, nb = 0, nstats = 0, nact = 0, nmask = 0, maxt = 0;
+	int max_in = 1;
+	for (int i = 0; i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		size_t t = (size_t)batch * ops_shape_size(&L->op.out);
+		nw += L->n_weights;
+		nb += L->n_biases;
+		nact += t;
+		if (t > maxt)
+			maxt = t;
+		if (L->op.cfg.type == OPS_BATCHNORM)
+			nstats += 4 * (size_t)L->op.out.c;
+		if (L->op.cfg.type == OPS_DROPOUT)
+			nmask += t;
+		if (L->op.n_in > max_in)
+			max_in = L->op.n_in;
+	}
+	m->batch = batch;
+	m->n_params = nw + nb;
+	m->n_decayed = nw;
+	m->params = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
+	m->grads = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
+	m->velocity = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
+	m->n_stats = nstats;
+	m->stats = xcalloc(nstats ? nstats : 1, sizeof(float));
+	m->acts = xmalloc(nact * sizeof(float));
+	m->dacts = xmalloc(nact * sizeof(float));
+	m->masks = xmalloc(nmask ? nmask : 1);
+	m->scratch_stride = maxt;
+	m->scratch = xmalloc((size_t)max_in * maxt * sizeof(float));
+	m->seen = xcalloc(m->n_layers + 1, 1);
+	m->max_in = max_in;
+	m->xs = xcalloc(max_in, sizeof(*m->xs));
+	m->dxs = xcalloc(max_in, sizeof(*m->dxs));
+
+	size_t pw = 0, pb = nw, ps = 0, pa = 0, pm = 0;
+	uint64_t rng = seed * 0x2545f4914f6cdd1dull + 1;
+	for (int i = 0; i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		struct ops_layer *op = &L->op;
+		size_t t = (size_t)batch * ops_shape_size(&op->out);
+		L->act = m->acts + pa;
+		L->dact = m->dacts + pa;
+		pa += t;
+		switch (op->cfg.type) {
+		case OPS_CONV2D:
+		case OPS_DENSE: {
+			op->w = m->params + pw;
+			op->dw = m->grads + pw;
+			pw += L->n_weights;
+			size_t fan_in = L->n_weights / (size_t)op->cfg.units;
+			float a = op->cfg.type == OPS_CONV2D
+					  ? sqrtf(6.0f / (float)fan_in)                 /* He */
+					  : sqrtf(6.0f / (float)(fan_in + op->cfg.units)); /* Glorot */
+			for (size_t k = 0; k < L->n_weights; k++)
+				op->w[k] = rng_uniform(&rng, a);
+			if (op->cfg.bias) {
+				op->b = m->params + pb;
+				op->db = m->grads + pb;
+				pb += L->n_biases;
+			}
+			break;
+		}
+		case OPS_BATCHNORM: {
+			int c = op->out.c;
+			op->gamma = m->params + pb;
+			op->dgamma = m->grads + pb;
+			op->beta = op->gamma + c;
+			op->dbeta = op->dgamma + c;
+			pb += 2 * (size_t)c;
+			for (int k = 0; k < c; k++)
+				op->gamma[k] = 1.0f;
+			op->run_mean = m->stats + ps;
+			op->run_var = op->run_mean + c;
+			op->save_mean = op->run_var + c;
+			op->save_var = op->save_mean + c;
+			ps += 4 * (size_t)c;
+			for (int k = 0; k < c; k++)
+				op->run_var[k] = 1.0f;
+			break;
+		}
+		case OPS_DROPOUT:
+			op->mask = m->masks + pm;
+			pm += t;
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+static const float *tensor(const struct model *m, const float *x, int t)
+{
+	return t ? m->layers[t - 1].act : x;
+}
+
+int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, int train)
+{
+	if (n > m->batch)
+		BUG("batch %d over capacity %d", n, m->batch);
+	for (int i = 0; i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		for (int k = 0; k < L->op.n_in; k++)
+			m->xs[k] = tensor(m, x, L->inputs[k]);
+		if (ctx->be->layer[L->op.cfg.type]->forward(ctx, &L->op, n, m->xs, L->act, train))
+			return error("layer '%s': forward failed", L->id);
+	}
+	return 0;
+}
+
+const float *model_logits(const struct model *m)
+{
+	return m->layers[m->output].act;
+}
+
+int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
+		   const float *dlogits)
+{
+	struct model_layer *O = &m->layers[m->output];
+	memset(m->seen, 0, m->n_layers + 1);
+	memcpy(O->dact, dlogits, (size_t)n * m->num_classes * sizeof(float));
+	m->seen[m->output + 1] = 1;
+	for (int i = m->n_layers - 1; i >= 0; i--) {
+		struct model_layer *L = &m->layers[i];
+		if (!m->seen[i + 1])
+			BUG("layer '%s' has no gradient", L->id);
+		for (int k = 0; k < L->op.n_in; k++) {
+			int t = L->inputs[k];
+			m->xs[k] = tensor(m, x, t);
+			if (!t) {
+				m->dxs[k] = NULL;
+			} else if (!m->seen[t]) {
+				m->dxs[k] = m->layers[t - 1].dact;  /* first writer overwrites */
+				m->seen[t] = 1;
+			} else {
+				m->dxs[k] = m->scratch + (size_t)k * m->scratch_stride;
+			}
+		}
+		if (ctx->be->layer[L->op.cfg.type]->backward(ctx, &L->op, n, m->xs, L->act, L->dact,
+							     m->dxs))
+			return error("layer '%s': backward failed", L->id);
+		for (int k = 0; k < L->op.n_in; k++) {
+			int t = L->inputs[k];
+			if (t && m->dxs[k] != m->layers[t - 1].dact)
+				ctx->be->accumulate(ctx, (size_t)n * ops_shape_size(&L->in_shapes[k]),
+						    m->layers[t - 1].dact, m->dxs[k]);
+		}
+	}
+	return 0;
+}
+
+int model_update(struct model *m, struct ops_ctx *ctx, float lr, float momentum, float wd)
+{
+	if (ctx->be->sgd(ctx, m->n_decayed, m->params, m->grads, m->velocity, lr, momentum, wd))
+		return -1;
+	size_t d = m->n_decayed;
+	return ctx->be->sgd(ctx, m->n_params - d, m->params + d, m->grads + d, m->velocity + d, lr,
+			    momentum, 0.0f);
+}
+
+void model_release(struct model *m, struct ops_ctx *ctx)
+{
+	for (int i = 0; m->layers && i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		if (ctx && ctx->be->layer[L->op.cfg.type]->release)
+			ctx->be->layer[L->op.cfg.type]->release(ctx, &L->op);
+		free(L->id);
+		free(L->inputs);
+		free(L->in_shapes);
+	}
+	free(m->layers);
+	free(m->params);
+	free(m->grads);
+	free(m->velocity);
+	free(m->stats);
+	free(m->acts);
+	free(m->dacts);
+	free(m->masks);
+	free(m->scratch);
+	free(m->seen);
+	free(m->xs);
+	free(m->dxs);
+	memset(m, 0, sizeof(*m));
+}

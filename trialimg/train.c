@@ -1,0 +1,416 @@
+/* train.c: the training loop of one trial. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"   /* fileio_write_atomic, fileio_read, fileio_mkdir_p */
+#include "jsonfile.h" /* jsonfile_append, jsonfile_write */
+#include "trialimg/data/loader.h"
+#include "trialimg/dist.h"
+#include "trialimg/model.h"
+#include "trialimg/train.h"
+#include "util.h"
+
+struct trial {
+	const struct args *a;
+	struct ops_ctx ops;
+	int ops_ok;
+	struct model m;
+	struct dataset tr, va;
+	struct loader tl, vl;
+	struct dist *dist;
+	int rank, world, batch, budget, patience;
+	long steps_per_epoch, total_steps, step;
+	int epoch;                    /* epochs completed */
+	double best_acc, final_acc;
+	int best_epoch, bad_epochs;
+	double train_flops, eval_flops, wall_before, t0;
+	float *dlogits;
+	char *metrics_path, *result_path, *ckpt_dir, *ckpt_path;
+};
+
+int train_epoch_budget(const struct args *a, int *patience)
+{
+	int round = (a->trial_seq - 1) / a->slave;
+	if (patience)
+		*patience = a->patience > 0 ? a->patience : (6 + 2 * round < 20 ? 6 + 2 * round : 20);
+	return round == 0 ? a->warmup_1 : round == 1 ? a->warmup_2 : round == 2 ? a->warmup_3 : a->epochs;
+}
+
+double train_lr(const struct args *a, long t, long total)
+{
+	if (total <= 1)
+		return a->initial_lr;
+	double p = (double)t / (double)(total - 1);
+	return a->final_lr + (a->initial_lr - a->final_lr) * 0.5 * (1.0 + cos(M_PI * p));
+}
+
+/* Tuner hyperparameters that change the network: every dropout's rate;
+ * the kernel of conv layers past the 175th layer (AIPerf's rule). */
+static void apply_hparams(const struct args *a, cJSON *doc)
+{
+	const cJSON *layers = cJSON_GetObjectItemCaseSensitive(doc, "layers"), *l;
+	int idx = 0;
+	cJSON_ArrayForEach(l, layers) {
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(l, "type");
+		const char *t = cJSON_IsString(type) ? type->valuestring : "";
+		if (a->dropout_rate >= 0 && a->dropout_rate < 1 && !strcmp(t, "dropout"))
+			cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)l, "rate",
+							       cJSON_CreateNumber(a->dropout_rate));
+		if (a->kernel_size > 0 && idx >= 175 && !strcmp(t, "conv2d"))
+			cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)l, "kernel",
+							       cJSON_CreateNumber(a->kernel_size));
+		idx++;
+	}
+}
+
+static int setup_model_and_data(struct trial *t)
+{
+	const struct args *a = t->a;
+	cJSON *doc = NULL;
+	int rc = -1;
+	if (a->arch) {
+		if (jsonfile_read(a->arch, &doc))
+			return -1;
+		apply_hparams(a, doc);
+		if (model_parse(&t->m, doc, a->arch))
+			goto out;
+		if (dataset_open(&t->tr, "auto", a->train_data_dir, 1, &t->m.input))
+			goto out;
+	} else {
+		if (dataset_open(&t->tr, "auto", a->train_data_dir, 1, NULL))
+			goto out;
+		doc = model_default_arch(t->tr.shape.h, t->tr.shape.w, t->tr.shape.c,
+					 t->tr.classes < 2 ? 2 : t->tr.classes);
+		apply_hparams(a, doc);
+		if (model_parse(&t->m, doc, "built-in default arch"))
+			goto out;
+		printf("aah-trial: no arch.json: training the built-in small CNN\n");
+	}
+	if (dataset_open(&t->va, "auto", a->val_data_dir, 0, &t->m.input))
+		goto out;
+	if (t->tr.classes > t->m.num_classes || t->va.classes > t->m.num_classes) {
+		error("the data has %d classes but the network has num_classes %d",
+		      t->tr.classes > t->va.classes ? t->tr.classes : t->va.classes, t->m.num_classes);
+		goto out;
+	}
+	if (a->train_samples > 0 && a->train_samples < t->tr.n)
+		t->tr.n = a->train_samples;
+	if (a->val_samples > 0 && a->val_samples < t->va.n)
+		t->va.n = a->val_samples;
+	rc = 0;
+out:
+	cJSON_Delete(doc);
+	return rc;
+}
+
+/* ---- checkpoint ------------------------------------------------------------ */
+
+struct ckpt_header {
+	char magic[8];
+	uint64_t n_params, n_stats;
+	int32_t epoch, best_epoch, bad_epochs, budget;
+	int64_t step;
+	double best_acc, final_acc, train_flops, eval_flops, wall;
+};
+
+static int save_checkpoint(struct trial *t)
+{
+	struct model *m = &t->m;
+	struct ckpt_header h = {
+		.magic = "AAHCKPT1", .n_params = m->n_params, .n_stats = m->n_stats,
+		.epoch = t->epoch, .best_epoch = t->best_epoch, .bad_epochs = t->bad_epochs,
+		.budget = t->budget, .step = t->step, .best_acc = t->best_acc,
+		.final_acc = t->final_acc, .train_flops = t->train_flops, .eval_flops = t->eval_flops,
+		.wall = t->wall_before + util_monotonic() - t->t0,
+	};
+	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
+	size_t len = sizeof(h) + 2 * np + ns;
+	char *buf = xmalloc(len);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), m->params, np);
+	memcpy(buf + sizeof(h) + np, m->velocity, np);
+	memcpy(buf + sizeof(h) + 2 * np, m->stats, ns);
+	int rc = fileio_mkdir_p(t->ckpt_dir, 0755) || fileio_write_atomic(t->ckpt_path, buf, len) ? -1 : 0;
+	free(buf);
+	return rc;
+}
+
+static int load_checkpoint(struct trial *t)
+{
+	struct model *m = &t->m;
+	struct ckpt_header h;
+	char *buf;
+	size_t len, np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
+	if (fileio_read(t->ckpt_path, sizeof(h) + 2 * np + ns + 1, &buf, &len))
+		return -1;
+	memcpy(&h, buf, len < sizeof(h) ? len : sizeof(h));
+	if (len != sizeof(h) + 2 * np + ns || memcmp(h.magic, "AAHCKPT1", 8) ||
+	    h.n_params != m->n_params || h.n_stats != m->n_stats) {
+		free(buf);
+		return error("checkpoint '%s' does not belong to this network (delete it or drop "
+			     "--resume)", t->ckpt_path);
+	}
+	memcpy(m->params, buf + sizeof(h), np);
+	memcpy(m->velocity, buf + sizeof(h) + np, np);
+	memcpy(m->stats, buf + sizeof(h) + 2 * np, ns);
+	free(buf);
+	t->epoch = h.epoch;
+	t->best_epoch = h.best_epoch;
+	t->bad_epochs = h.bad_epochs;
+	t->step = h.step;
+	t->best_acc = h.best_acc;
+	t->final_acc = h.final_acc;
+	t->train_flops = h.train_flops;
+	t->eval_flops = h.eval_flops;
+	t->wall_before = h.wall;
+	printf("aah-trial: resumed from '%s' after epoch %d\n", t->ckpt_path, t->epoch);
+	return 0;
+}
+
+/* ---- result and metrics ---------------------------------------------------- */
+
+static int write_result(struct trial *t, const char *status, const char *reason)
+{
+	if (t->rank != 0 || !t->result_path)
+		return 0;
+	cJSON *r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "format", "aah-result/1");
+	cJSON_AddStringToObject(r, "status", status);
+	cJSON_AddStringToObject(r, "stop_reason", reason);
+	cJSON_AddNumberToObject(r, "best_val_acc", t->best_acc);
+	cJSON_AddNumberToObject(r, "best_epoch", t->best_epoch);
+	cJSON_AddNumberToObject(r, "final_val_acc", t->final_acc);
+	cJSON_AddNumberToObject(r, "epochs_run", t->epoch);
+	cJSON_AddNumberToObject(r, "train_flops", t->train_flops);
+	cJSON_AddNumberToObject(r, "eval_flops", t->eval_flops);
+	cJSON_AddNumberToObject(r, "total_flops", t->train_flops + t->eval_flops);
+	cJSON_AddNumberToObject(r, "wall_seconds", t->wall_before + util_monotonic() - t->t0);
+	cJSON_AddStringToObject(r, "precision", t->a->precision ? t->a->precision : "fp32");
+	cJSON *dev = cJSON_AddArrayToObject(r, "devices");
+	char *d = xstrfmt("cpu:%d", t->a->threads);
+	cJSON_AddItemToArray(dev, cJSON_CreateString(d));
+	free(d);
+	cJSON_AddNumberToObject(r, "world_size", t->world);
+	int rc = jsonfile_write(t->result_path, r);
+	cJSON_Delete(r);
+	return rc;
+}
+
+struct epoch_stats {
+	double loss, seconds, train_seconds;
+	long correct, seen;
+	double val_loss;
+	long val_correct, val_seen;
+	float lr;
+};
+
+static int write_metrics(struct trial *t, const struct epoch_stats *s)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "format", "aah-metrics/1");
+	cJSON_AddNumberToObject(j, "epoch", t->epoch);
+	cJSON_AddNumberToObject(j, "train_loss", s->loss / (double)s->seen);
+	cJSON_AddNumberToObject(j, "train_acc", (double)s->correct / (double)s->seen);
+	cJSON_AddNumberToObject(j, "val_loss", s->val_loss / (double)s->val_seen);
+	cJSON_AddNumberToObject(j, "val_acc", (double)s->val_correct / (double)s->val_seen);
+	cJSON_AddNumberToObject(j, "lr", s->lr);
+	cJSON_AddNumberToObject(j, "images_per_sec", (double)s->seen / s->train_seconds);
+	cJSON_AddNumberToObject(j, "epoch_seconds", s->seconds);
+	cJSON_AddNumberToObject(j, "train_flops", t->train_flops);
+	cJSON_AddNumberToObject(j, "eval_flops", t->eval_flops);
+	cJSON_AddNumberToObject(j, "timestamp", util_now());
+	cJSON_AddNumberToObject(j, "rank", t->rank);
+	int rc = jsonfile_append(t->metrics_path, j);
+	cJSON_Delete(j);
+	return rc;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
+{
+	const struct args *a = t->a;
+	struct model *m = &t->m;
+	const struct loader_batch *b;
+	double t0 = util_monotonic();
+	loader_start_epoch(&t->tl, t->epoch);
+	while ((b = loader_next(&t->tl))) {
+		if (*stop)
+			return 1;
+		if (b->error)
+			return error("cannot read a training batch");
+		float lr = (float)train_lr(a, t->step, t->total_steps);
+		t->ops.step = (uint64_t)t->step;
+		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
+		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
+				    (float)a->smooth_factor, t->dlogits, &s->loss, &s->correct) ||
+		    model_backward(m, &t->ops, b->x, b->n, t->dlogits))
+			return -1;
+		if (t->dist && dist_allreduce_mean(t->dist, m->grads, m->n_params))
+			return -1;
+		if (model_update(m, &t->ops, lr, (float)a->momentum, (float)a->weight_decay))
+			return -1;
+		s->seen += b->n;
+		s->lr = lr;
+		t->step++;
+	}
+	if (t->dist) { /* global sums; running statistics averaged over ranks */
+		float sums[2] = {(float)s->loss, (float)s->correct};
+		if (dist_allreduce_mean(t->dist, sums, 2) ||
+		    (m->n_stats && dist_allreduce_mean(t->dist, m->stats, m->n_stats)))
+			return -1;
+		s->loss = (double)sums[0] * t->world;
+		s->correct = lround((double)sums[1] * t->world);
+		s->seen *= t->world;
+	}
+	s->train_seconds = util_monotonic() - t0;
+	t->train_flops += (m->flops_fwd + m->flops_bwd) * (double)s->seen;
+	return 0;
+}
+
+static int evaluate(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
+{
+	struct model *m = &t->m;
+	const struct loader_batch *b;
+	loader_start_epoch(&t->vl, 0);
+	while ((b = loader_next(&t->vl))) {
+		if (*stop)
+			return 1;
+		if (b->error)
+			return error("cannot read a validation batch");
+		if (model_forward(m, &t->ops, b->x, b->n, 0) ||
+		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
+				    (float)t->a->smooth_factor, NULL, &s->val_loss, &s->val_correct))
+			return -1;
+		s->val_seen += b->n;
+	}
+	t->eval_flops += m->flops_fwd * (double)s->val_seen;
+	return 0;
+}
+
+static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status,
+	       const char **reason)
+{
+	const struct args *a = t->a;
+	if (setup_model_and_data(t))
+		return -1;
+	t->batch = (int)a->batch_size;
+	if (model_alloc(&t->m, t->batch, (uint64_t)a->seed))
+		return -1;
+	if (ops_ctx_init(&t->ops, a->backend, a->threads, (uint64_t)a->seed * 7919 + t->rank))
+		return -1;
+	t->ops_ok = 1;
+	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
+	int workers = a->num_parallel_calls > 0 ? a->num_parallel_calls : 1;
+	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
+	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1))
+		return -1;
+	t->budget = train_epoch_budget(a, &t->patience);
+	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
+	t->total_steps = t->steps_per_epoch * t->budget;
+	if (a->resume && fileio_exists(t->ckpt_path) && load_checkpoint(t))
+		return -1;
+	if (t->world > 1 &&
+	    dist_init(&t->dist, a->rdv_host, a->rdv_port, t->rank, t->world, 60.0))
+		return -1;
+	printf("aah-trial: trial_seq %d, budget %d epochs, patience %d, %d layers, %zu parameters, "
+	       "%.3g train / %.3g eval FLOPs per image, %d train / %d val images, batch %d x %d "
+	       "rank(s)\n", a->trial_seq, t->budget, t->patience, t->m.n_layers, t->m.n_params,
+	       t->m.flops_fwd + t->m.flops_bwd, t->m.flops_fwd, t->tr.n, t->va.n, t->batch, t->world);
+	fflush(stdout);
+	*status = "succeeded";
+	*reason = "budget";
+	int last = a->max_epochs > 0 && a->max_epochs < t->budget ? a->max_epochs : t->budget;
+	while (t->epoch < last) {
+		struct epoch_stats s = {0};
+		double t0 = util_monotonic();
+		int rc = train_epoch(t, &s, stop);
+		if (!rc && t->rank == 0)
+			rc = evaluate(t, &s, stop);
+		if (rc)
+			return rc;
+		/* rank 0 decides; every rank follows */
+		t->epoch++;
+		double acc = (double)s.val_correct / (double)(s.val_seen ? s.val_seen : 1);
+		if (t->dist && dist_broadcast(t->dist, &acc, sizeof(acc)))
+			return -1;
+		t->final_acc = acc;
+		if (acc > t->best_acc) {
+			t->best_acc = acc;
+			t->best_epoch = t->epoch;
+			t->bad_epochs = 0;
+		} else {
+			t->bad_epochs++;
+		}
+		s.seconds = util_monotonic() - t0;
+		if (t->rank == 0) {
+			if (save_checkpoint(t) || write_metrics(t, &s))
+				return -1;
+			printf("epoch %d/%d: loss %.4f acc %.4f val_loss %.4f val_acc %.4f lr %.5f "
+			       "%.0f img/s %.1fs\n", t->epoch, t->budget, s.loss / s.seen,
+			       (double)s.correct / s.seen, s.val_loss / s.val_seen, acc, s.lr,
+			       s.seen / s.train_seconds, s.seconds);
+			fflush(stdout);
+		}
+		if (t->bad_epochs >= t->patience && t->epoch < t->budget) {
+			*status = "early_stopped";
+			*reason = "early_stop";
+			printf("aah-trial: early stop: no better val_acc for %d epochs\n", t->bad_epochs);
+			break;
+		}
+	}
+	return 0;
+}
+
+int train_run(const struct args *a, volatile sig_atomic_t *stop)
+{
+	struct trial t;
+	memset(&t, 0, sizeof(t));
+	t.a = a;
+	t.t0 = util_monotonic();
+	t.rank = a->rank;
+	t.world = a->world_size;
+	t.metrics_path = xstrfmt("%s/metrics.jsonl", a->trial_dir);
+	t.result_path = xstrfmt("%s/result.json", a->trial_dir);
+	t.ckpt_dir = xstrfmt("%s/checkpoint", a->trial_dir);
+	t.ckpt_path = xstrfmt("%s/checkpoint/state.bin", a->trial_dir);
+	const char *status = "failed", *reason = "error";
+	int rc = fileio_mkdir_p(a->trial_dir, 0755);
+	if (!rc && !a->resume && t.rank == 0 && fileio_exists(t.metrics_path) &&
+	    remove(t.metrics_path))
+		rc = error_errno("cannot remove the old '%s'", t.metrics_path);
+	if (!rc)
+		rc = run(&t, stop, &status, &reason);
+	if (rc > 0 || *stop) {
+		write_result(&t, "failed", "canceled");
+		fprintf(stderr, "aah-trial: canceled\n");
+		rc = 1;
+	} else if (rc < 0) {
+		char *why = xstrfmt("error: %s", util_last_error());
+		write_result(&t, "failed", why);
+		free(why);
+	} else if (write_result(&t, status, reason)) {
+		rc = -1;
+	}
+	loader_release(&t.tl);
+	loader_release(&t.vl);
+	if (t.ops_ok)
+		model_release(&t.m, &t.ops);
+	else
+		model_release(&t.m, NULL);
+	if (t.ops_ok)
+		ops_ctx_release(&t.ops);
+	dataset_release(&t.tr);
+	dataset_release(&t.va);
+	if (t.dist)
+		dist_free(t.dist);
+	free(t.dlogits);
+	free(t.metrics_path);
+	free(t.result_path);
+	free(t.ckpt_dir);
+	free(t.ckpt_path);
+	return rc ? (rc > 0 ? 1 : -1) : 0;
+}

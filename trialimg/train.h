@@ -1,0 +1,20 @@
+/* train.h: one trial: data, model, AIPerf's schedule (staged epoch budget,
+ * cosine LR decay, label smoothing, early stopping), metrics.jsonl,
+ * checkpoints, result.json. */
+#ifndef AAH_TRAIN_H
+#define AAH_TRAIN_H
+
+#include <signal.h>
+
+#include "trialimg/args.h"
+
+/* AIPerf's staged budget: round = (trial_seq - 1) / slave picks warmup_1,
+ * warmup_2, warmup_3 or epochs; patience min(6 + 2*round, 20). */
+int train_epoch_budget(const struct args *a, int *patience);
+/* Learning rate at step t of T: cosine from initial_lr to final_lr. */
+double train_lr(const struct args *a, long t, long total);
+/* Runs the trial; writes result.json whatever happens (when it can).
+ * Returns 0 when training finished (succeeded or early_stopped). */
+int train_run(const struct args *a, volatile sig_atomic_t *stop);
+
+#endif
