@@ -1,0 +1,574 @@
+/* archive.c: collect an experiment directory into one archive with a
+ * SHA-256 MANIFEST (and an Ed25519 signature over it), and verify one. */
+#include "runner/archive.h"
+#include "fileio.h"
+#include "util.h"
+
+#include <archive.h>        /* libarchive: archive_write_*, archive_read_* */
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>    /* EVP_Digest*, EVP_DigestSign*, Ed25519 */
+#include <openssl/pem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define IO_CHUNK (1u << 18)
+#define MANIFEST_MAX ((size_t)256 << 20)
+
+static void hex(const unsigned char *d, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[d[i] >> 4];
+		out[2 * i + 1] = digits[d[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* ---- collect ---- */
+
+struct collector {
+	struct archive *a;
+	const char *prefix;         /* member name prefix: the directory's base name */
+	dev_t skip_dev;             /* the output file, when inside the directory */
+	ino_t skip_ino;
+	struct strbuf manifest;
+	struct archive_collect_stats *st;
+	unsigned char *buf;         /* (IO_CHUNK) */
+	EVP_MD_CTX *md;
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int write_header(struct collector *c, const char *rel, const struct stat *st)
+{
+	struct archive_entry *e = archive_entry_new();
+	char *name = xstrfmt("%s/%s", c->prefix, rel);
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, S_ISDIR(st->st_mode) ? AE_IFDIR : AE_IFREG);
+	archive_entry_set_perm(e, st->st_mode & 07777);
+	archive_entry_set_size(e, S_ISDIR(st->st_mode) ? 0 : st->st_size);
+	archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	archive_entry_set_uid(e, 0);
+	archive_entry_set_gid(e, 0);
+	int r = archive_write_header(c->a, e);
+	archive_entry_free(e);
+	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+		error("cannot write '%s' into the archive: %s", name, archive_error_string(c->a));
+		free(name);
+		return -1;
+	}
+	free(name);
+	return 0;
+}
+
+static int add_file(struct collector *c, int dirfd, const char *name, const char *rel)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno("cannot open '%s'", rel);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return error("'%s' is no longer a regular file", rel);
+	}
+	if (write_header(c, rel, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	EVP_DigestInit_ex(c->md, EVP_sha256(), NULL);
+	off_t left = st.st_size;
+	while (left > 0) {
+		size_t want = left < (off_t)IO_CHUNK ? (size_t)left : IO_CHUNK;
+		ssize_t n = read(fd, c->buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return n < 0 ? error_errno("cannot read '%s'", rel)
+				     : error("'%s' shrank while it was archived; run collect again", rel);
+		}
+		EVP_DigestUpdate(c->md, c->buf, (size_t)n);
+		if (archive_write_data(c->a, c->buf, (size_t)n) != n) {
+			close(fd);
+			return error("cannot write '%s' into the archive: %s", rel,
+				     archive_error_string(c->a));
+		}
+		left -= n;
+	}
+	close(fd);
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned dl = 0;
+	char h[2 * EVP_MAX_MD_SIZE + 1];
+	EVP_DigestFinal_ex(c->md, d, &dl);
+	hex(d, dl, h);
+	strbuf_addf(&c->manifest, "%s  %s\n", h, rel);
+	c->st->files++;
+	c->st->bytes += (uint64_t)st.st_size;
+	return 0;
+}
+
+/* Archive the directory open at dirfd, whose path relative to the root is
+ * rel ("" for the root). Takes ownership of dirfd. */
+static int add_dir(struct collector *c, int dirfd, const char *rel)
+{
+	DIR *d = fdopendir(dirfd);
+	if (!d) {
+		close(dirfd);
+		return error_errno("cannot read directory '%s'", *rel ? rel : ".");
+	}
+	char **names = NULL;
+	size_t n = 0, alloc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == alloc) {
+			alloc = alloc ? 2 * alloc : 32;
+			names = xrealloc(names, alloc * sizeof(*names));
+		}
+		names[n++] = xstrdup(de->d_name);
+	}
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		char *child = *rel ? xstrfmt("%s/%s", rel, names[i]) : xstrdup(names[i]);
+		struct stat st;
+		if (strpbrk(names[i], "\n\\")) {
+			r = error("cannot archive '%s': its name has a newline or a backslash", child);
+		} else if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = error_errno("cannot stat '%s'", child);
+		} else if (st.st_dev == c->skip_dev && st.st_ino == c->skip_ino) {
+			/* the archive being written */
+		} else if (S_ISLNK(st.st_mode)) {
+			warning("left out '%s': symbolic links are not followed", child);
+			c->st->skipped++;
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0)
+				r = error_errno("cannot open directory '%s'", child);
+			else if ((r = write_header(c, child, &st)) == 0)
+				r = add_dir(c, sub, child);
+			else
+				close(sub);
+		} else if (S_ISREG(st.st_mode)) {
+			r = add_file(c, dirfd, names[i], child);
+		} else {
+			warning("left out '%s': not a regular file or directory", child);
+			c->st->skipped++;
+		}
+		free(child);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	return r;
+}
+
+static int add_blob(struct collector *c, const char *name, const void *data, size_t len)
+{
+	struct stat st;
+	memset(&st, 0, sizeof(st));
+	st.st_mode = S_IFREG | 0644;
+	st.st_size = (off_t)len;
+	st.st_mtim.tv_sec = (time_t)util_now();
+	if (write_header(c, name, &st) < 0)
+		return -1;
+	if (len && archive_write_data(c->a, data, len) != (la_ssize_t)len)
+		return error("cannot write '%s' into the archive: %s", name, archive_error_string(c->a));
+	return 0;
+}
+
+static EVP_PKEY *read_key(const char *path, int private)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		error_errno("cannot open key '%s'", path);
+		return NULL;
+	}
+	EVP_PKEY *k = private ? PEM_read_PrivateKey(f, NULL, NULL, NULL)
+			      : PEM_read_PUBKEY(f, NULL, NULL, NULL);
+	fclose(f);
+	if (!k) {
+		error("'%s' is not a PEM %s key", path, private ? "private" : "public");
+		return NULL;
+	}
+	if (EVP_PKEY_id(k) != EVP_PKEY_ED25519) {
+		EVP_PKEY_free(k);
+		error("'%s' is not an Ed25519 key (make one with: openssl genpkey -algorithm ed25519)",
+		      path);
+		return NULL;
+	}
+	return k;
+}
+
+static int sign_manifest(const char *key, const struct strbuf *m, unsigned char sig[64])
+{
+	EVP_PKEY *k = read_key(key, 1);
+	if (!k)
+		return -1;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	size_t len = 64;
+	int ok = ctx && EVP_DigestSignInit(ctx, NULL, NULL, NULL, k) == 1 &&
+		 EVP_DigestSign(ctx, sig, &len, (const unsigned char *)m->buf, m->len) == 1 &&
+		 len == 64;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(k);
+	return ok ? 0 : error("cannot sign the manifest with '%s'", key);
+}
+
+static int set_format(struct archive *a, const char *out)
+{
+	int r = archive_write_set_format_pax_restricted(a);
+	if (r == ARCHIVE_OK) {
+		if (has_suffix(out, ".tar.zst") || has_suffix(out, ".tzst")) {
+			r = archive_write_add_filter_zstd(a);
+			/* the level zstd(1) uses by default; threads when this libarchive knows them */
+			if (r == ARCHIVE_OK)
+				archive_write_set_filter_option(a, "zstd", "compression-level", "3");
+			if (r == ARCHIVE_OK)
+				archive_write_set_filter_option(a, "zstd", "threads", "2");
+		} else if (has_suffix(out, ".tar.gz") || has_suffix(out, ".tgz")) {
+			r = archive_write_add_filter_gzip(a);
+		} else if (!has_suffix(out, ".tar")) {
+			return error("'%s': the archive name must end in .tar.zst, .tzst, .tar.gz, .tgz "
+				     "or .tar", out);
+		}
+	}
+	if (r != ARCHIVE_OK)
+		return error("cannot set up the archive format: %s", archive_error_string(a));
+	return 0;
+}
+
+int archive_collect(const char *dir, const char *out, const char *sign_key,
+		    struct archive_collect_stats *stats)
+{
+	struct archive_collect_stats local;
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	char *root = realpath(dir, NULL);
+	if (!root)
+		return error_errno("cannot resolve '%s'", dir);
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		error_errno("cannot open directory '%s'", root);
+		free(root);
+		return -1;
+	}
+	struct collector c = { .prefix = base_name(root), .st = stats };
+	strbuf_init(&c.manifest, MANIFEST_MAX);
+	char *tmp = xstrfmt("%s.tmp.%ld", out, (long)getpid());
+	int r = -1, outfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	struct stat ost;
+	if (outfd < 0 || fstat(outfd, &ost) < 0) {
+		error_errno("cannot create '%s'", tmp);
+		goto out;
+	}
+	c.skip_dev = ost.st_dev;
+	c.skip_ino = ost.st_ino;
+	c.a = archive_write_new();
+	c.buf = xmalloc(IO_CHUNK);
+	c.md = EVP_MD_CTX_new();
+	if (set_format(c.a, out) < 0)
+		goto out;
+	archive_write_set_bytes_in_last_block(c.a, 1);
+	if (archive_write_open_fd(c.a, outfd) != ARCHIVE_OK) {
+		error("cannot open '%s' for writing: %s", tmp, archive_error_string(c.a));
+		goto out;
+	}
+	int dupfd = dup(rootfd);
+	if (dupfd < 0 || add_dir(&c, dupfd, "") < 0)
+		goto out;
+	if (c.manifest.overflow) {
+		error("the manifest is larger than %zu bytes", MANIFEST_MAX);
+		goto out;
+	}
+	if (add_blob(&c, ARCHIVE_MANIFEST, c.manifest.buf, c.manifest.len) < 0)
+		goto out;
+	if (sign_key) {
+		unsigned char sig[64];
+		if (sign_manifest(sign_key, &c.manifest, sig) < 0 ||
+		    add_blob(&c, ARCHIVE_SIGNATURE, sig, sizeof(sig)) < 0)
+			goto out;
+	}
+	if (archive_write_close(c.a) != ARCHIVE_OK) {
+		error("cannot finish '%s': %s", tmp, archive_error_string(c.a));
+		goto out;
+	}
+	if (fsync(outfd) < 0) {
+		error_errno("cannot sync '%s'", tmp);
+		goto out;
+	}
+	if (rename(tmp, out) < 0) {
+		error_errno("cannot rename '%s' to '%s'", tmp, out);
+		goto out;
+	}
+	r = 0;
+out:
+	if (c.a)
+		archive_write_free(c.a);
+	if (outfd >= 0)
+		close(outfd);
+	if (r < 0)
+		unlink(tmp);
+	EVP_MD_CTX_free(c.md);
+	free(c.buf);
+	strbuf_release(&c.manifest);
+	free(tmp);
+	close(rootfd);
+	free(root);
+	return r;
+}
+
+/* ---- verify ---- */
+
+struct member {
+	char *path;                  /* relative to the prefix */
+	char digest[65];
+};
+
+static int cmp_member(const void *a, const void *b)
+{
+	return strcmp(((const struct member *)a)->path, ((const struct member *)b)->path);
+}
+
+static void problem(struct archive_verify_result *res, size_t *count, const char *what,
+		    const char *path)
+{
+	(*count)++;
+	strbuf_addf(&res->problems, "%s: %s\n", what, path);
+}
+
+/* Read the current entry's data; hash it, or keep it when keep is non-NULL. */
+static int read_member(struct archive *a, EVP_MD_CTX *md, unsigned char *buf, char digest[65],
+		       struct strbuf *keep)
+{
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	for (;;) {
+		la_ssize_t n = archive_read_data(a, buf, IO_CHUNK);
+		if (n < 0)
+			return error("damaged archive: %s", archive_error_string(a));
+		if (n == 0)
+			break;
+		EVP_DigestUpdate(md, buf, (size_t)n);
+		if (keep)
+			strbuf_add(keep, buf, (size_t)n);
+	}
+	unsigned char d[EVP_MAX_MD_SIZE];
+	unsigned dl = 0;
+	EVP_DigestFinal_ex(md, d, &dl);
+	hex(d, dl, digest);
+	return 0;
+}
+
+static int parse_manifest(const struct strbuf *m, struct member **out, size_t *n,
+			  struct archive_verify_result *res)
+{
+	size_t alloc = 0;
+	*out = NULL;
+	*n = 0;
+	const char *p = m->buf, *end = m->buf + m->len;
+	size_t lineno = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		lineno++;
+		size_t len = (size_t)(le - p);
+		int ok = len > 66 && p[64] == ' ' && p[65] == ' ';
+		for (size_t i = 0; ok && i < 64; i++)
+			ok = (p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f');
+		if (!ok) {
+			char *where = xstrfmt("MANIFEST line %zu", lineno);
+			problem(res, &res->differ, "malformed", where);
+			free(where);
+		} else {
+			if (*n == alloc) {
+				alloc = alloc ? 2 * alloc : 64;
+				*out = xrealloc(*out, alloc * sizeof(**out));
+			}
+			struct member *mb = &(*out)[(*n)++];
+			memcpy(mb->digest, p, 64);
+			mb->digest[64] = '\0';
+			mb->path = xstrndup(p + 66, len - 66);
+		}
+		p = le + 1;
+	}
+	if (*n)
+		qsort(*out, *n, sizeof(**out), cmp_member);
+	return 0;
+}
+
+static int check_signature(const char *pubkey, const struct strbuf *m, const struct strbuf *sig)
+{
+	EVP_PKEY *k = read_key(pubkey, 0);
+	if (!k)
+		return -2;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, k) == 1 &&
+		 EVP_DigestVerify(ctx, (const unsigned char *)sig->buf, sig->len,
+				  (const unsigned char *)m->buf, m->len) == 1;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(k);
+	return ok ? 1 : -1;
+}
+
+static void compare(struct member *have, size_t nh, struct member *want, size_t nw,
+		    struct archive_verify_result *res)
+{
+	size_t i = 0, j = 0;
+	while (i < nh || j < nw) {
+		if (i > 0 && i < nh && !strcmp(have[i].path, have[i - 1].path)) {
+			problem(res, &res->added, "duplicate", have[i++].path);
+			continue;
+		}
+		int c = i == nh ? 1 : j == nw ? -1 : strcmp(have[i].path, want[j].path);
+		if (c < 0) {
+			problem(res, &res->added, "added", have[i++].path);
+		} else if (c > 0) {
+			problem(res, &res->missing, "missing", want[j++].path);
+		} else {
+			if (strcmp(have[i].digest, want[j].digest))
+				problem(res, &res->differ, "differs", have[i].path);
+			i++;
+			j++;
+		}
+	}
+}
+
+int archive_verify(const char *path, const char *pubkey, struct archive_verify_result *res)
+{
+	struct archive *a = archive_read_new();
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	if (archive_read_open_filename(a, path, IO_CHUNK) != ARCHIVE_OK) {
+		error("cannot open archive '%s': %s", path, archive_error_string(a));
+		archive_read_free(a);
+		return -1;
+	}
+	struct member *have = NULL, *want = NULL;
+	size_t nh = 0, nw = 0, alloc = 0;
+	struct strbuf manifest, sig;
+	strbuf_init(&manifest, MANIFEST_MAX);
+	strbuf_init(&sig, 4096);
+	int seen_manifest = 0, seen_sig = 0, r = -1;
+	char *prefix = NULL;
+	unsigned char *buf = xmalloc(IO_CHUNK);
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct archive_entry *e;
+	for (;;) {
+		int rc = archive_read_next_header(a, &e);
+		if (rc == ARCHIVE_EOF)
+			break;
+		if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
+			error("damaged archive '%s': %s", path, archive_error_string(a));
+			goto out;
+		}
+		const char *name = archive_entry_pathname(e);
+		if (!name)
+			name = "";
+		if (!prefix) {
+			const char *slash = strchr(name, '/');
+			prefix = slash ? xstrndup(name, (size_t)(slash - name)) : xstrdup(name);
+		}
+		size_t pl = strlen(prefix);
+		const char *rel = !strncmp(name, prefix, pl) && name[pl] == '/' ? name + pl + 1 : NULL;
+		mode_t type = archive_entry_filetype(e);
+		if (type == AE_IFDIR && (rel || !strcmp(name, prefix)))
+			continue;
+		if (!rel || !*rel || type != AE_IFREG) {
+			problem(res, &res->added, "added", name);
+			continue;
+		}
+		char digest[65];
+		int is_manifest = !strcmp(rel, ARCHIVE_MANIFEST), is_sig = !strcmp(rel, ARCHIVE_SIGNATURE);
+		if ((is_manifest && seen_manifest) || (is_sig && seen_sig)) {
+			problem(res, &res->added, "duplicate", rel);
+			is_manifest = is_sig = 0;
+		}
+		if (is_manifest || is_sig) {
+			struct strbuf *keep = is_manifest ? &manifest : &sig;
+			if (read_member(a, md, buf, digest, keep) < 0)
+				goto out;
+			if (keep->overflow) {
+				error("'%s' in '%s' is too large", rel, path);
+				goto out;
+			}
+			*(is_manifest ? &seen_manifest : &seen_sig) = 1;
+			continue;
+		}
+		if (read_member(a, md, buf, digest, NULL) < 0)
+			goto out;
+		if (nh == alloc) {
+			alloc = alloc ? 2 * alloc : 256;
+			have = xrealloc(have, alloc * sizeof(*have));
+		}
+		have[nh].path = xstrdup(rel);
+		memcpy(have[nh].digest, digest, sizeof(digest));
+		nh++;
+		res->members++;
+	}
+	if (!seen_manifest) {
+		error("'%s' has no %s member: it was not made by aah-runner collect, or it was cut",
+		      path, ARCHIVE_MANIFEST);
+		goto out;
+	}
+	parse_manifest(&manifest, &want, &nw, res);
+	if (nh)
+		qsort(have, nh, sizeof(*have), cmp_member);
+	compare(have, nh, want, nw, res);
+	res->signature = seen_sig ? 2 : 0;
+	if (pubkey) {
+		int s = seen_sig ? check_signature(pubkey, &manifest, &sig) : 0;
+		if (s == -2)
+			goto out;
+		res->signature = s;
+		if (s == 0)
+			strbuf_addstr(&res->problems, "unsigned: the archive has no MANIFEST.sig\n");
+		else if (s < 0)
+			strbuf_addstr(&res->problems, "signature: MANIFEST.sig does not match MANIFEST "
+				      "and the public key\n");
+	}
+	r = res->differ || res->missing || res->added || (pubkey && res->signature != 1) ? 1 : 0;
+out:
+	for (size_t i = 0; i < nh; i++)
+		free(have[i].path);
+	for (size_t i = 0; i < nw; i++)
+		free(want[i].path);
+	free(have);
+	free(want);
+	free(prefix);
+	free(buf);
+	EVP_MD_CTX_free(md);
+	strbuf_release(&manifest);
+	strbuf_release(&sig);
+	archive_read_free(a);
+	return r;
+}
+
+void archive_verify_result_release(struct archive_verify_result *res)
+{
+	strbuf_release(&res->problems);
+}
