@@ -53,6 +53,7 @@ struct collector {
 	struct archive_collect_stats *st;
 	unsigned char *buf;         /* (IO_CHUNK) */
 	EVP_MD_CTX *md;
+	struct timespec newest;     /* latest mtime archived: MANIFEST's, for repeatable archives */
 };
 
 static int cmp_str(const void *a, const void *b)
@@ -69,6 +70,9 @@ static int write_header(struct collector *c, const char *rel, const struct stat 
 	archive_entry_set_perm(e, st->st_mode & 07777);
 	archive_entry_set_size(e, S_ISDIR(st->st_mode) ? 0 : st->st_size);
 	archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	if (st->st_mtim.tv_sec > c->newest.tv_sec ||
+	    (st->st_mtim.tv_sec == c->newest.tv_sec && st->st_mtim.tv_nsec > c->newest.tv_nsec))
+		c->newest = st->st_mtim;
 	archive_entry_set_uid(e, 0);
 	archive_entry_set_gid(e, 0);
 	int r = archive_write_header(c->a, e);
@@ -193,7 +197,7 @@ static int add_blob(struct collector *c, const char *name, const void *data, siz
 	memset(&st, 0, sizeof(st));
 	st.st_mode = S_IFREG | 0644;
 	st.st_size = (off_t)len;
-	st.st_mtim.tv_sec = (time_t)util_now();
+	st.st_mtim = c->newest;
 	if (write_header(c, name, &st) < 0)
 		return -1;
 	if (len && archive_write_data(c->a, data, len) != (la_ssize_t)len)
