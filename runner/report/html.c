@@ -54,16 +54,26 @@ static struct axis axis_make(double lo, double hi, int zero, int logscale)
 	return a;
 }
 
+/* Short tick text: "%g" with an SI prefix when a unit is given. */
 static void tick_label(struct strbuf *sb, double v, const char *unit)
 {
-	if (unit)
-		report_si(sb, v, unit);
-	else
-		strbuf_addf(sb, "%g", fabs(v) < 1e-12 ? 0.0 : v);
+	static const char prefixes[] = " kMGTPEZY";
+	size_t i = 0;
+	if (fabs(v) < 1e-12)
+		v = 0;
+	while (unit && fabs(v) >= 1000.0 && i + 2 < sizeof(prefixes)) {
+		v /= 1000.0;
+		i++;
+	}
+	strbuf_addf(sb, "%.3g", v);
+	if (unit && i)
+		strbuf_addf(sb, " %c%s", prefixes[i], unit);
+	else if (unit)
+		strbuf_addf(sb, " %s", unit);
 }
 
 static void axes(struct strbuf *sb, const struct axis *x, const struct axis *y, const char *xlabel,
-		 const char *ylabel, const char *yunit)
+		 const char *ylabel, const char *xunit, const char *yunit)
 {
 	strbuf_addf(sb, "<line class=\"axis\" x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\"/>"
 		    "<line class=\"axis\" x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\"/>\n",
@@ -77,8 +87,9 @@ static void axes(struct strbuf *sb, const struct axis *x, const struct axis *y, 
 			step = 0;
 			first = a->lo;
 		} else {
-			double range = a->hi - a->lo, mag = pow(10, floor(log10(range / 5)));
-			step = mag * (range / mag > 25 ? 5 : range / mag > 10 ? 2 : 1);
+			double raw = (a->hi - a->lo) / 5, mag = pow(10, floor(log10(raw)));
+			double norm = raw / mag;
+			step = mag * (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10);
 			first = ceil(a->lo / step) * step;
 			if (!(step > 0))
 				continue;
@@ -86,7 +97,7 @@ static void axes(struct strbuf *sb, const struct axis *x, const struct axis *y, 
 		for (double v = first; v <= a->hi * (1 + 1e-9) + 1e-300;
 		     v = a->log ? v * 10 : v + step) {
 			struct strbuf lab = STRBUF_INIT;
-			tick_label(&lab, v, k ? yunit : NULL);
+			tick_label(&lab, v, k ? yunit : xunit);
 			if (k)
 				strbuf_addf(sb, "<line class=\"grid\" x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\"/>"
 					    "<text class=\"tick\" x=\"%g\" y=\"%.1f\" text-anchor=\"end\">",
@@ -147,7 +158,7 @@ static void chart_samples(struct strbuf *sb, const struct report_score *sc, cons
 	}
 	struct axis x = axis_make(0, xmax, 1, 0);
 	struct axis y = axis_make(ymin, f == F_ERROR ? fmax(ymax, 100) : ymax, 1, 0);
-	axes(sb, &x, &y, "hours since the start", ylabel, unit);
+	axes(sb, &x, &y, "hours since the start", ylabel, NULL, unit);
 	strbuf_addstr(sb, "<polyline class=\"series\" points=\"");
 	for (size_t i = 0; i < sc->nsamples; i++)
 		strbuf_addf(sb, "%.1f,%.1f ", x_of(&x, sc->samples[i].hours),
@@ -163,20 +174,36 @@ static void chart_samples(struct strbuf *sb, const struct report_score *sc, cons
 	svg_close(sb);
 }
 
-static double bar_end(const struct report_trial *tr, double now)
+/* Where a trial's bar ends: its finish, else (running) the latest data of
+ * the experiment, capped by the clock. */
+static double bar_end(const struct report_trial *tr, double horizon)
 {
 	if (tr->finished > 0)
 		return tr->finished;
 	if (tr->nepochs && tr->state != REPORT_RUNNING)
 		return tr->epochs[tr->nepochs - 1].ts;
-	return now;
+	return fmax(horizon, tr->submitted);
 }
 
-static void chart_timeline(struct strbuf *sb, const struct report_exp *exp, double now)
+static double latest_data(const struct report_exp *exp, double now)
+{
+	double t = exp->created;
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		t = fmax(t, fmax(tr->submitted, tr->finished));
+		if (tr->nepochs)
+			t = fmax(t, tr->epochs[tr->nepochs - 1].ts);
+	}
+	if (exp->nutil)
+		t = fmax(t, exp->util[exp->nutil - 1].ts);
+	return now > exp->created ? fmin(t, now) : t;
+}
+
+static void chart_timeline(struct strbuf *sb, const struct report_exp *exp, double clock)
 {
 	svg_open(sb, "chart-timeline", "Trials per slot over time (gaps are idle slots)");
 	int maxslot = -1;
-	double tmax = exp->created;
+	double tmax = exp->created, now = latest_data(exp, clock);
 	for (size_t i = 0; i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];
 		if (tr->submitted <= 0)
@@ -188,7 +215,7 @@ static void chart_timeline(struct strbuf *sb, const struct report_exp *exp, doub
 	struct axis x = axis_make(0, (tmax - exp->created) / 3600.0, 1, 0);
 	int rows = maxslot + 2;     /* row 0: trials without a slot */
 	struct axis y = { 0, rows, 0, 1 };
-	axes(sb, &x, &y, "hours since the start", "slot", NULL);
+	axes(sb, &x, &y, "hours since the start", "slot", NULL, NULL);
 	double rowh = (H - MB - MT) / rows;
 	int every = rows > 24 ? rows / 12 : 1;
 	for (int s = -1; s <= maxslot; s += every) {
@@ -236,7 +263,7 @@ static void chart_accuracy(struct strbuf *sb, const struct report_exp *exp)
 	struct axis x = axis_make(fmin_, fmax_, 1, 1);
 	struct axis y = { 0, 1, 0, 0 };
 	axes(sb, &x, &y, x.log ? "FLOPs of the trial (log scale)" : "FLOPs of the trial",
-	     "best validation accuracy", NULL);
+	     "best validation accuracy", "FLOPs", NULL);
 	for (size_t i = 0; i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];
 		if (!tr->nepochs || !(tr->flops > 0))
@@ -264,20 +291,38 @@ static void chart_util(struct strbuf *sb, const struct report_exp *exp)
 		tmax = fmax(tmax, (exp->util[i].ts - exp->created) / 3600.0);
 	struct axis x = axis_make(0, tmax, 1, 0);
 	struct axis y = { 0, 100, 0, 0 };
-	axes(sb, &x, &y, "hours since the start", "utilisation %", NULL);
+	axes(sb, &x, &y, "hours since the start", "utilisation %", NULL, NULL);
+	/* samples of every trial and host, averaged in time buckets */
+	enum { NB = 240 };
+	double sum[3][NB] = { { 0 } }, cnt[3][NB] = { { 0 } };
+	double span = fmax(tmax, 1e-9);
+	for (size_t i = 0; i < exp->nutil; i++) {
+		const struct report_util *u = &exp->util[i];
+		double h = (u->ts - exp->created) / 3600.0;
+		int b = (int)(h / span * (NB - 1) + 0.5);
+		if (b < 0)
+			b = 0;
+		if (b >= NB)
+			b = NB - 1;
+		double v[3] = { u->cpu, u->mem, u->gpu };
+		for (int k = 0; k < 3; k++) {
+			if (v[k] < 0)
+				continue;
+			sum[k][b] += v[k];
+			cnt[k][b]++;
+		}
+	}
 	static const char *const cls[] = { "cpu", "mem", "gpu" };
 	for (int k = 0; k < 3; k++) {
 		int any = 0;
-		for (size_t i = 0; i < exp->nutil; i++) {
-			const struct report_util *u = &exp->util[i];
-			double v = k == 0 ? u->cpu : k == 1 ? u->mem : u->gpu;
-			if (v < 0)
+		for (int b = 0; b < NB; b++) {
+			if (!cnt[k][b])
 				continue;
 			if (!any)
 				strbuf_addf(sb, "<polyline class=\"util %s\" points=\"", cls[k]);
 			any = 1;
-			strbuf_addf(sb, "%.1f,%.1f ", x_of(&x, (u->ts - exp->created) / 3600.0),
-				    y_of(&y, v));
+			strbuf_addf(sb, "%.1f,%.1f ", x_of(&x, span * b / (NB - 1)),
+				    y_of(&y, sum[k][b] / cnt[k][b]));
 		}
 		if (any)
 			strbuf_addstr(sb, "\"/>\n");
@@ -376,14 +421,14 @@ static const char css[] =
 	"svg .trial{fill:#9ecae1;stroke:#3182bd;stroke-width:.5}svg .trial.failed{fill:#f4a6a6}"
 	"svg .trial.running{fill:#fdd49e}svg .trial.canceled{fill:#ccc}"
 	"svg .trial-pt{fill:#3182bd;fill-opacity:.6}svg .trial-pt.best{fill:#d62728;fill-opacity:1}"
-	"svg .util{fill:none;stroke-width:1}svg .cpu{stroke:#1f77b4;fill:#1f77b4}"
-	"svg .mem{stroke:#2ca02c;fill:#2ca02c}svg .gpu{stroke:#d62728;fill:#d62728}"
+	"svg .cpu{stroke:#1f77b4;fill:#1f77b4}svg .mem{stroke:#2ca02c;fill:#2ca02c}"
+	"svg .gpu{stroke:#d62728;fill:#d62728}svg polyline.util{fill:none;stroke-width:1.5}"
 	"svg text.legend{stroke:none}";
 
 void report_html(struct strbuf *sb, const struct report_exp *exp,
 		 const struct report_options *opt, const struct report_score *sc)
 {
-	double now = opt->now > 0 ? opt->now : util_now();
+	double clock = opt->now > 0 ? opt->now : util_now();
 	const char *verdict = sc->valid ? "Succeed" : "Failed";
 	strbuf_addstr(sb, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
 		      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -428,7 +473,7 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 	chart_samples(sb, sc, "chart-score", "Score over time", F_SCORE, "Score", "FLOPS");
 	chart_samples(sb, sc, "chart-regulated", "Regulated Score over time", F_REGULATED,
 		      "Regulated Score", "FLOPS");
-	chart_timeline(sb, exp, now);
+	chart_timeline(sb, exp, clock);
 	chart_accuracy(sb, exp);
 	chart_util(sb, exp);
 	arch_table(sb, exp);
