@@ -241,7 +241,7 @@ static void *run(void *arg)
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	pthread_mutex_lock(&m->lock);
-	while (!m->stop) {
+	for (;;) {
 		double secs = m->interval;
 		next.tv_sec += (time_t)secs;
 		next.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
@@ -252,9 +252,12 @@ static void *run(void *arg)
 		int rc = 0;
 		while (!m->stop && rc != ETIMEDOUT)
 			rc = pthread_cond_timedwait(&m->cond, &m->lock, &next);
+		int last = m->stop;
 		pthread_mutex_unlock(&m->lock);
 		sample(m);          /* on stop too: the last, partial interval */
 		pthread_mutex_lock(&m->lock);
+		if (last)
+			break;
 	}
 	pthread_mutex_unlock(&m->lock);
 	return NULL;
@@ -319,7 +322,10 @@ int monitor_gpu_count(const struct monitor *m)
 	return (int)m->nvml.ngpus;
 }
 
-long monitor_samples(const struct monitor *m)
+long monitor_samples(struct monitor *m)
 {
-	return m->samples;
+	pthread_mutex_lock(&m->lock);
+	long n = m->samples;
+	pthread_mutex_unlock(&m->lock);
+	return n;
 }

@@ -19,6 +19,6 @@ void monitor_stop(struct monitor *m);
 /* Number of GPUs NVML reported (0 without NVML). */
 int monitor_gpu_count(const struct monitor *m);
 /* Lines written so far. */
-long monitor_samples(const struct monitor *m);
+long monitor_samples(struct monitor *m);
 
 #endif
