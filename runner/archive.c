@@ -56,11 +56,6 @@ struct collector {
 	struct timespec newest;     /* latest mtime archived: MANIFEST's, for repeatable archives */
 };
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int write_header(struct collector *c, const char *rel, const struct stat *st)
 {
 	struct archive_entry *e = archive_entry_new();
@@ -69,7 +64,7 @@ static int write_header(struct collector *c, const char *rel, const struct stat 
 	archive_entry_set_filetype(e, S_ISDIR(st->st_mode) ? AE_IFDIR : AE_IFREG);
 	archive_entry_set_perm(e, st->st_mode & 07777);
 	archive_entry_set_size(e, S_ISDIR(st->st_mode) ? 0 : st->st_size);
-	archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	archive_entry_set_mtime(e, st->st_mtim.tv_sec, 0);   /* whole seconds: no pax header per file */
 	if (st->st_mtim.tv_sec > c->newest.tv_sec ||
 	    (st->st_mtim.tv_sec == c->newest.tv_sec && st->st_mtim.tv_nsec > c->newest.tv_nsec))
 		c->newest = st->st_mtim;
@@ -86,22 +81,15 @@ static int write_header(struct collector *c, const char *rel, const struct stat 
 	return 0;
 }
 
-static int add_file(struct collector *c, int dirfd, const char *name, const char *rel)
+/* Archive the regular file open at fd (size and mode in st). Closes fd. */
+static int add_file(struct collector *c, int fd, const struct stat *st, const char *rel)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return error_errno("cannot open '%s'", rel);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return error("'%s' is no longer a regular file", rel);
-	}
-	if (write_header(c, rel, &st) < 0) {
+	if (write_header(c, rel, st) < 0) {
 		close(fd);
 		return -1;
 	}
 	EVP_DigestInit_ex(c->md, EVP_sha256(), NULL);
-	off_t left = st.st_size;
+	off_t left = st->st_size;
 	while (left > 0) {
 		size_t want = left < (off_t)IO_CHUNK ? (size_t)left : IO_CHUNK;
 		ssize_t n = read(fd, c->buf, want);
@@ -128,8 +116,72 @@ static int add_file(struct collector *c, int dirfd, const char *name, const char
 	hex(d, dl, h);
 	strbuf_addf(&c->manifest, "%s  %s\n", h, rel);
 	c->st->files++;
-	c->st->bytes += (uint64_t)st.st_size;
+	c->st->bytes += (uint64_t)st->st_size;
 	return 0;
+}
+
+struct dir_entry {
+	char *name;
+	unsigned char type;     /* readdir's d_type; DT_UNKNOWN when the fs does not say */
+};
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const struct dir_entry *)a)->name, ((const struct dir_entry *)b)->name);
+}
+
+static int add_dir(struct collector *c, int dirfd, const char *rel);
+
+/* One directory entry. Symbolic links are never opened: O_NOFOLLOW on every
+ * open, and what was opened is checked with fstat on the descriptor. */
+static int add_entry(struct collector *c, int dirfd, const struct dir_entry *de, const char *child)
+{
+	struct stat st;
+	unsigned char type = de->type;
+	if (type == DT_UNKNOWN) {
+		if (fstatat(dirfd, de->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return error_errno("cannot stat '%s'", child);
+		type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR
+			: S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
+	}
+	if (type == DT_LNK) {
+		warning("left out '%s': symbolic links are not followed", child);
+		c->st->skipped++;
+		return 0;
+	}
+	if (type != DT_REG && type != DT_DIR) {
+		warning("left out '%s': not a regular file or directory", child);
+		c->st->skipped++;
+		return 0;
+	}
+	int fd = openat(dirfd, de->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
+			(type == DT_DIR ? O_DIRECTORY : O_NONBLOCK));
+	if (fd < 0 && errno == ELOOP) {      /* became a link since readdir */
+		warning("left out '%s': symbolic links are not followed", child);
+		c->st->skipped++;
+		return 0;
+	}
+	if (fd < 0)
+		return error_errno("cannot open '%s'", child);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return error_errno("cannot stat '%s'", child);
+	}
+	if (st.st_dev == c->skip_dev && st.st_ino == c->skip_ino) {
+		close(fd);           /* the archive being written */
+		return 0;
+	}
+	if (type == DT_DIR && S_ISDIR(st.st_mode)) {
+		if (write_header(c, child, &st) < 0) {
+			close(fd);
+			return -1;
+		}
+		return add_dir(c, fd, child);
+	}
+	if (type == DT_REG && S_ISREG(st.st_mode))
+		return add_file(c, fd, &st, child);
+	close(fd);
+	return error("'%s' changed type while it was archived; run collect again", child);
 }
 
 /* Archive the directory open at dirfd, whose path relative to the root is
@@ -141,7 +193,7 @@ static int add_dir(struct collector *c, int dirfd, const char *rel)
 		close(dirfd);
 		return error_errno("cannot read directory '%s'", *rel ? rel : ".");
 	}
-	char **names = NULL;
+	struct dir_entry *ents = NULL;
 	size_t n = 0, alloc = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -149,44 +201,25 @@ static int add_dir(struct collector *c, int dirfd, const char *rel)
 			continue;
 		if (n == alloc) {
 			alloc = alloc ? 2 * alloc : 32;
-			names = xrealloc(names, alloc * sizeof(*names));
+			ents = xrealloc(ents, alloc * sizeof(*ents));
 		}
-		names[n++] = xstrdup(de->d_name);
+		ents[n].name = xstrdup(de->d_name);
+		ents[n++].type = de->d_type;
 	}
 	if (n)
-		qsort(names, n, sizeof(*names), cmp_str);
+		qsort(ents, n, sizeof(*ents), cmp_entry);
 	int r = 0;
 	for (size_t i = 0; i < n && r == 0; i++) {
-		char *child = *rel ? xstrfmt("%s/%s", rel, names[i]) : xstrdup(names[i]);
-		struct stat st;
-		if (strpbrk(names[i], "\n\\")) {
+		char *child = *rel ? xstrfmt("%s/%s", rel, ents[i].name) : xstrdup(ents[i].name);
+		if (strpbrk(ents[i].name, "\n\\"))
 			r = error("cannot archive '%s': its name has a newline or a backslash", child);
-		} else if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = error_errno("cannot stat '%s'", child);
-		} else if (st.st_dev == c->skip_dev && st.st_ino == c->skip_ino) {
-			/* the archive being written */
-		} else if (S_ISLNK(st.st_mode)) {
-			warning("left out '%s': symbolic links are not followed", child);
-			c->st->skipped++;
-		} else if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0)
-				r = error_errno("cannot open directory '%s'", child);
-			else if ((r = write_header(c, child, &st)) == 0)
-				r = add_dir(c, sub, child);
-			else
-				close(sub);
-		} else if (S_ISREG(st.st_mode)) {
-			r = add_file(c, dirfd, names[i], child);
-		} else {
-			warning("left out '%s': not a regular file or directory", child);
-			c->st->skipped++;
-		}
+		else
+			r = add_entry(c, dirfd, &ents[i], child);
 		free(child);
 	}
 	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+		free(ents[i].name);
+	free(ents);
 	closedir(d);
 	return r;
 }
@@ -245,15 +278,15 @@ static int sign_manifest(const char *key, const struct strbuf *m, unsigned char 
 
 static int set_format(struct archive *a, const char *out)
 {
-	int r = archive_write_set_format_pax_restricted(a);
+	/* GNU tar's format: long names when needed, and headers about twice
+	 * as cheap to write as pax for many small files */
+	int r = archive_write_set_format_gnutar(a);
 	if (r == ARCHIVE_OK) {
 		if (has_suffix(out, ".tar.zst") || has_suffix(out, ".tzst")) {
 			r = archive_write_add_filter_zstd(a);
-			/* the level zstd(1) uses by default; threads when this libarchive knows them */
+			/* the level zstd(1) uses by default */
 			if (r == ARCHIVE_OK)
 				archive_write_set_filter_option(a, "zstd", "compression-level", "3");
-			if (r == ARCHIVE_OK)
-				archive_write_set_filter_option(a, "zstd", "threads", "2");
 		} else if (has_suffix(out, ".tar.gz") || has_suffix(out, ".tgz")) {
 			r = archive_write_add_filter_gzip(a);
 		} else if (!has_suffix(out, ".tar")) {
@@ -298,6 +331,7 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 	c.md = EVP_MD_CTX_new();
 	if (set_format(c.a, out) < 0)
 		goto out;
+	archive_write_set_bytes_per_block(c.a, 64 * 1024);
 	archive_write_set_bytes_in_last_block(c.a, 1);
 	if (archive_write_open_fd(c.a, outfd) != ARCHIVE_OK) {
 		error("cannot open '%s' for writing: %s", tmp, archive_error_string(c.a));
