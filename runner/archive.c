@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>    /* EVP_Digest*, EVP_DigestSign*, Ed25519 */
 #include <openssl/pem.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,10 @@
 
 #define IO_CHUNK (1u << 18)
 #define MANIFEST_MAX ((size_t)256 << 20)
+/* Files at least this large are hashed by a second thread while the first
+ * one compresses: SHA-256 and zstd then overlap, as tar | zstd overlaps its
+ * two processes. Smaller files are hashed inline (a hand-off costs more). */
+#define HASH_THREAD_MIN ((off_t)4 << 20)
 
 static void hex(const unsigned char *d, size_t n, char *out)
 {
@@ -44,6 +49,88 @@ static int has_suffix(const char *s, const char *suf)
 
 /* ---- collect ---- */
 
+/* The hashing thread: one chunk at a time, handed over under the mutex. */
+struct hasher {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	EVP_MD_CTX *md;
+	const unsigned char *data;  /* chunk to hash; NULL when idle */
+	size_t len;
+	int quit;
+	int started;
+};
+
+static void *hasher_run(void *arg)
+{
+	struct hasher *h = arg;
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		while (!h->data && !h->quit)
+			pthread_cond_wait(&h->cond, &h->lock);
+		if (!h->data)
+			break;
+		const unsigned char *d = h->data;
+		size_t n = h->len;
+		pthread_mutex_unlock(&h->lock);
+		EVP_DigestUpdate(h->md, d, n);
+		pthread_mutex_lock(&h->lock);
+		h->data = NULL;
+		pthread_cond_broadcast(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+static void hasher_wait(struct hasher *h)
+{
+	pthread_mutex_lock(&h->lock);
+	while (h->data)
+		pthread_cond_wait(&h->cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void hasher_post(struct hasher *h, const unsigned char *d, size_t n)
+{
+	pthread_mutex_lock(&h->lock);
+	while (h->data)
+		pthread_cond_wait(&h->cond, &h->lock);
+	h->data = d;
+	h->len = n;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static int hasher_start(struct hasher *h, EVP_MD_CTX *md)
+{
+	if (h->started)
+		return 0;
+	h->md = md;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	if (pthread_create(&h->thread, NULL, hasher_run, h) != 0) {
+		pthread_mutex_destroy(&h->lock);
+		pthread_cond_destroy(&h->cond);
+		return -1;
+	}
+	h->started = 1;
+	return 0;
+}
+
+static void hasher_stop(struct hasher *h)
+{
+	if (!h->started)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->quit = 1;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	pthread_join(h->thread, NULL);
+	pthread_mutex_destroy(&h->lock);
+	pthread_cond_destroy(&h->cond);
+	h->started = 0;
+}
+
 struct collector {
 	struct archive *a;
 	const char *prefix;         /* member name prefix: the directory's base name */
@@ -51,7 +138,8 @@ struct collector {
 	ino_t skip_ino;
 	struct strbuf manifest;
 	struct archive_collect_stats *st;
-	unsigned char *buf;         /* (IO_CHUNK) */
+	unsigned char *buf;         /* (2, IO_CHUNK): one chunk compressed while the other is hashed */
+	struct hasher hasher;
 	EVP_MD_CTX *md;
 	struct timespec newest;     /* latest mtime archived: MANIFEST's, for repeatable archives */
 };
@@ -89,24 +177,34 @@ static int add_file(struct collector *c, int fd, const struct stat *st, const ch
 		return -1;
 	}
 	EVP_DigestInit_ex(c->md, EVP_sha256(), NULL);
+	int threaded = st->st_size >= HASH_THREAD_MIN && hasher_start(&c->hasher, c->md) == 0;
 	off_t left = st->st_size;
-	while (left > 0) {
+	int k = 0, r = 0;
+	while (left > 0 && r == 0) {
+		unsigned char *buf = c->buf + (size_t)k * IO_CHUNK;
 		size_t want = left < (off_t)IO_CHUNK ? (size_t)left : IO_CHUNK;
-		ssize_t n = read(fd, c->buf, want);
+		ssize_t n = read(fd, buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			close(fd);
-			return n < 0 ? error_errno("cannot read '%s'", rel)
-				     : error("'%s' shrank while it was archived; run collect again", rel);
+			r = n < 0 ? error_errno("cannot read '%s'", rel)
+				  : error("'%s' shrank while it was archived; run collect again", rel);
+			break;
 		}
-		EVP_DigestUpdate(c->md, c->buf, (size_t)n);
-		if (archive_write_data(c->a, c->buf, (size_t)n) != n) {
-			close(fd);
-			return error("cannot write '%s' into the archive: %s", rel,
-				     archive_error_string(c->a));
-		}
+		if (threaded)
+			hasher_post(&c->hasher, buf, (size_t)n);  /* waits for the other chunk */
+		else
+			EVP_DigestUpdate(c->md, buf, (size_t)n);
+		if (archive_write_data(c->a, buf, (size_t)n) != n)
+			r = error("cannot write '%s' into the archive: %s", rel, archive_error_string(c->a));
 		left -= n;
+		k ^= 1;
+	}
+	if (threaded)
+		hasher_wait(&c->hasher);
+	if (r < 0) {
+		close(fd);
+		return -1;
 	}
 	close(fd);
 	unsigned char d[EVP_MAX_MD_SIZE];
@@ -327,7 +425,7 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 	c.skip_dev = ost.st_dev;
 	c.skip_ino = ost.st_ino;
 	c.a = archive_write_new();
-	c.buf = xmalloc(IO_CHUNK);
+	c.buf = xmalloc(2 * (size_t)IO_CHUNK);
 	c.md = EVP_MD_CTX_new();
 	if (set_format(c.a, out) < 0)
 		goto out;
@@ -366,6 +464,7 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 	}
 	r = 0;
 out:
+	hasher_stop(&c.hasher);
 	if (c.a)
 		archive_write_free(c.a);
 	if (outfd >= 0)

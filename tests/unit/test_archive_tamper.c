@@ -381,3 +381,53 @@ Test(archive, damaged_compressed_stream_fails)
 	free(data);
 	free(out);
 }
+
+/* Large files are hashed by the second thread: their digests must be the
+ * same as a one-shot SHA-256, and a change in their middle must show. */
+Test(archive, large_files_hashed_in_a_thread_match_sha256)
+{
+	size_t len = ((size_t)9 << 20) + 12345;
+	unsigned char *big = xmalloc(len);
+	unsigned x = 12345;
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		big[i] = (unsigned char)(x >> 16);
+	}
+	write_file("trials/000001/checkpoint/big.bin", big, len);
+	write_file("trials/000001/checkpoint/big2.bin", big, len / 2);
+	unsigned char d[32];
+	char want[65];
+	cr_assert_eq(EVP_Digest(big, len, d, NULL, EVP_sha256(), NULL), 1);
+	for (int i = 0; i < 32; i++)
+		snprintf(want + 2 * i, 3, "%02x", d[i]);
+	char *src = path_in_tmp("big.tar"), *dst = path_in_tmp("big2.tar");
+	cr_assert_eq(archive_collect(dir, src, NULL, NULL), 0);
+	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	cr_assert_eq(verify(src, NULL, &res), 0, "%s", res.problems.buf);
+	/* the MANIFEST line of big.bin */
+	struct archive *a = archive_read_new();
+	archive_read_support_format_tar(a);
+	cr_assert_eq(archive_read_open_filename(a, src, 65536), ARCHIVE_OK);
+	struct archive_entry *e;
+	char manifest[4096] = "";
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK)
+		if (!strcmp(archive_entry_pathname(e), "exp00001/MANIFEST"))
+			archive_read_data(a, manifest, sizeof(manifest) - 1);
+	archive_read_free(a);
+	char *line = xstrfmt("%s  trials/000001/checkpoint/big.bin\n", want);
+	cr_assert(strstr(manifest, line), "%s", manifest);
+	free(line);
+	struct member m[64];
+	size_t n = list_members(src, m, 64);
+	for (size_t i = 0; i < n; i++) {
+		if (!strstr(m[i].name, "big.bin"))
+			continue;
+		rewrite(src, dst, FLIP, i, len / 2 + 7);
+		cr_assert_eq(verify(dst, NULL, &res), 1);
+		cr_assert(strstr(res.problems.buf, "differs: trials/000001/checkpoint/big.bin\n"));
+	}
+	archive_verify_result_release(&res);
+	free(big);
+	free(src);
+	free(dst);
+}
