@@ -151,3 +151,13 @@ PY
 	[ "$status" -eq 0 ]
 	grep -q '^aah_score_flops{experiment="exp00001"} ' "$W/aah.prom"
 }
+
+@test "metrics: every series the Grafana dashboard queries is exported" {
+	run aah-runner metrics exp00001
+	[ "$status" -eq 0 ]
+	names=$(grep -o 'aah_[a-z_]*' "$AAH_ROOT/docs/grafana-dashboard.json" | sort -u)
+	[ -n "$names" ]
+	for n in $names; do
+		grep -q "^$n{" <<<"$output" || { echo "dashboard uses $n, metrics does not export it"; false; }
+	done
+}

@@ -105,7 +105,7 @@ Test(chromium, report_loads_cleanly_and_has_its_charts)
 	cr_assert_not_null(dir);
 	/* 6 trials over 2 slots, 5 epochs each, one still running, one failed */
 	for (int t = 1; t <= 6; t++) {
-		char id[8];
+		char id[16];
 		snprintf(id, sizeof(id), "%06d", t);
 		double start = t0 + 600.0 * (t - 1) / 2 * 2 + 60;
 		int running = t == 6;
