@@ -20,10 +20,9 @@
 
 #define IO_CHUNK (1u << 18)
 #define MANIFEST_MAX ((size_t)256 << 20)
-/* Files at least this large are hashed by a second thread while the first
- * one compresses: SHA-256 and zstd then overlap, as tar | zstd overlaps its
- * two processes. Smaller files are hashed inline (a hand-off costs more). */
-#define HASH_THREAD_MIN ((off_t)4 << 20)
+/* The compressor thread's queue: tar blocks travel in buffers of this size. */
+#define PIPE_BUF_SIZE ((size_t)1 << 20)
+#define PIPE_NBUF 4
 
 static void hex(const unsigned char *d, size_t n, char *out)
 {
@@ -49,88 +48,6 @@ static int has_suffix(const char *s, const char *suf)
 
 /* ---- collect ---- */
 
-/* The hashing thread: one chunk at a time, handed over under the mutex. */
-struct hasher {
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	EVP_MD_CTX *md;
-	const unsigned char *data;  /* chunk to hash; NULL when idle */
-	size_t len;
-	int quit;
-	int started;
-};
-
-static void *hasher_run(void *arg)
-{
-	struct hasher *h = arg;
-	pthread_mutex_lock(&h->lock);
-	for (;;) {
-		while (!h->data && !h->quit)
-			pthread_cond_wait(&h->cond, &h->lock);
-		if (!h->data)
-			break;
-		const unsigned char *d = h->data;
-		size_t n = h->len;
-		pthread_mutex_unlock(&h->lock);
-		EVP_DigestUpdate(h->md, d, n);
-		pthread_mutex_lock(&h->lock);
-		h->data = NULL;
-		pthread_cond_broadcast(&h->cond);
-	}
-	pthread_mutex_unlock(&h->lock);
-	return NULL;
-}
-
-static void hasher_wait(struct hasher *h)
-{
-	pthread_mutex_lock(&h->lock);
-	while (h->data)
-		pthread_cond_wait(&h->cond, &h->lock);
-	pthread_mutex_unlock(&h->lock);
-}
-
-static void hasher_post(struct hasher *h, const unsigned char *d, size_t n)
-{
-	pthread_mutex_lock(&h->lock);
-	while (h->data)
-		pthread_cond_wait(&h->cond, &h->lock);
-	h->data = d;
-	h->len = n;
-	pthread_cond_broadcast(&h->cond);
-	pthread_mutex_unlock(&h->lock);
-}
-
-static int hasher_start(struct hasher *h, EVP_MD_CTX *md)
-{
-	if (h->started)
-		return 0;
-	h->md = md;
-	pthread_mutex_init(&h->lock, NULL);
-	pthread_cond_init(&h->cond, NULL);
-	if (pthread_create(&h->thread, NULL, hasher_run, h) != 0) {
-		pthread_mutex_destroy(&h->lock);
-		pthread_cond_destroy(&h->cond);
-		return -1;
-	}
-	h->started = 1;
-	return 0;
-}
-
-static void hasher_stop(struct hasher *h)
-{
-	if (!h->started)
-		return;
-	pthread_mutex_lock(&h->lock);
-	h->quit = 1;
-	pthread_cond_broadcast(&h->cond);
-	pthread_mutex_unlock(&h->lock);
-	pthread_join(h->thread, NULL);
-	pthread_mutex_destroy(&h->lock);
-	pthread_cond_destroy(&h->cond);
-	h->started = 0;
-}
-
 struct collector {
 	struct archive *a;
 	const char *prefix;         /* member name prefix: the directory's base name */
@@ -138,8 +55,7 @@ struct collector {
 	ino_t skip_ino;
 	struct strbuf manifest;
 	struct archive_collect_stats *st;
-	unsigned char *buf;         /* (2, IO_CHUNK): one chunk compressed while the other is hashed */
-	struct hasher hasher;
+	unsigned char *buf;         /* (IO_CHUNK) */
 	EVP_MD_CTX *md;
 	struct timespec newest;     /* latest mtime archived: MANIFEST's, for repeatable archives */
 };
@@ -177,13 +93,11 @@ static int add_file(struct collector *c, int fd, const struct stat *st, const ch
 		return -1;
 	}
 	EVP_DigestInit_ex(c->md, EVP_sha256(), NULL);
-	int threaded = st->st_size >= HASH_THREAD_MIN && hasher_start(&c->hasher, c->md) == 0;
 	off_t left = st->st_size;
-	int k = 0, r = 0;
+	int r = 0;
 	while (left > 0 && r == 0) {
-		unsigned char *buf = c->buf + (size_t)k * IO_CHUNK;
 		size_t want = left < (off_t)IO_CHUNK ? (size_t)left : IO_CHUNK;
-		ssize_t n = read(fd, buf, want);
+		ssize_t n = read(fd, c->buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -191,17 +105,11 @@ static int add_file(struct collector *c, int fd, const struct stat *st, const ch
 				  : error("'%s' shrank while it was archived; run collect again", rel);
 			break;
 		}
-		if (threaded)
-			hasher_post(&c->hasher, buf, (size_t)n);  /* waits for the other chunk */
-		else
-			EVP_DigestUpdate(c->md, buf, (size_t)n);
-		if (archive_write_data(c->a, buf, (size_t)n) != n)
+		EVP_DigestUpdate(c->md, c->buf, (size_t)n);
+		if (archive_write_data(c->a, c->buf, (size_t)n) != n)
 			r = error("cannot write '%s' into the archive: %s", rel, archive_error_string(c->a));
 		left -= n;
-		k ^= 1;
 	}
-	if (threaded)
-		hasher_wait(&c->hasher);
 	if (r < 0) {
 		close(fd);
 		return -1;
@@ -269,13 +177,8 @@ static int add_entry(struct collector *c, int dirfd, const struct dir_entry *de,
 		close(fd);           /* the archive being written */
 		return 0;
 	}
-	if (type == DT_DIR && S_ISDIR(st.st_mode)) {
-		if (write_header(c, child, &st) < 0) {
-			close(fd);
-			return -1;
-		}
-		return add_dir(c, fd, child);
-	}
+	if (type == DT_DIR && S_ISDIR(st.st_mode))
+		return add_dir(c, fd, child);   /* no member: names in a directory are not covered by MANIFEST */
 	if (type == DT_REG && S_ISREG(st.st_mode))
 		return add_file(c, fd, &st, child);
 	close(fd);
@@ -374,27 +277,192 @@ static int sign_manifest(const char *key, const struct strbuf *m, unsigned char 
 	return ok ? 0 : error("cannot sign the manifest with '%s'", key);
 }
 
-static int set_format(struct archive *a, const char *out)
+enum compression { COMP_NONE, COMP_ZSTD, COMP_GZIP };
+
+static int compression_of(const char *out, enum compression *comp)
 {
-	/* GNU tar's format: long names when needed, and headers about twice
-	 * as cheap to write as pax for many small files */
-	int r = archive_write_set_format_gnutar(a);
-	if (r == ARCHIVE_OK) {
-		if (has_suffix(out, ".tar.zst") || has_suffix(out, ".tzst")) {
-			r = archive_write_add_filter_zstd(a);
-			/* the level zstd(1) uses by default */
-			if (r == ARCHIVE_OK)
-				archive_write_set_filter_option(a, "zstd", "compression-level", "3");
-		} else if (has_suffix(out, ".tar.gz") || has_suffix(out, ".tgz")) {
-			r = archive_write_add_filter_gzip(a);
-		} else if (!has_suffix(out, ".tar")) {
-			return error("'%s': the archive name must end in .tar.zst, .tzst, .tar.gz, .tgz "
-				     "or .tar", out);
+	if (has_suffix(out, ".tar.zst") || has_suffix(out, ".tzst"))
+		*comp = COMP_ZSTD;
+	else if (has_suffix(out, ".tar.gz") || has_suffix(out, ".tgz"))
+		*comp = COMP_GZIP;
+	else if (has_suffix(out, ".tar"))
+		*comp = COMP_NONE;
+	else
+		return error("'%s': the archive name must end in .tar.zst, .tzst, .tar.gz, .tgz or .tar",
+			     out);
+	return 0;
+}
+
+/* ---- the compressor thread ----
+ * The tar stream (libarchive, GNU format) goes through a queue of buffers to
+ * a second thread that compresses it (libarchive's raw format with the zstd
+ * or gzip filter) and writes the file: reading, hashing and tar framing
+ * overlap with compression, as the two processes of `tar | zstd` do. */
+
+struct zpipe {
+	struct archive *z;           /* raw format + compression filter, on the output fd */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned char *buf[PIPE_NBUF];  /* each (PIPE_BUF_SIZE) */
+	size_t len[PIPE_NBUF];
+	unsigned head, count;        /* filled buffers waiting: head .. head+count-1 */
+	size_t fill;                 /* bytes in the buffer being filled, (head+count) % N */
+	int closing, failed, started;
+	char err[256];
+};
+
+static void *zpipe_run(void *arg)
+{
+	struct zpipe *p = arg;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->count && !p->closing)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (!p->count)
+			break;
+		unsigned slot = p->head;
+		pthread_mutex_unlock(&p->lock);
+		la_ssize_t w = archive_write_data(p->z, p->buf[slot], p->len[slot]);
+		pthread_mutex_lock(&p->lock);
+		if (w != (la_ssize_t)p->len[slot]) {
+			p->failed = 1;
+			snprintf(p->err, sizeof(p->err), "%s", archive_error_string(p->z));
+		}
+		p->head = (p->head + 1) % PIPE_NBUF;
+		p->count--;
+		pthread_cond_broadcast(&p->cond);
+		if (p->failed)
+			break;
+	}
+	int failed = p->failed;
+	pthread_mutex_unlock(&p->lock);
+	if (!failed && archive_write_close(p->z) != ARCHIVE_OK) {
+		pthread_mutex_lock(&p->lock);
+		p->failed = 1;
+		snprintf(p->err, sizeof(p->err), "%s", archive_error_string(p->z));
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+	}
+	return NULL;
+}
+
+/* libarchive's write callback of the tar side: queue the bytes. */
+static la_ssize_t zpipe_write(struct archive *a, void *client, const void *data, size_t len)
+{
+	struct zpipe *p = client;
+	const unsigned char *d = data;
+	size_t left = len;
+	while (left) {
+		pthread_mutex_lock(&p->lock);
+		while (p->count == PIPE_NBUF && !p->failed)
+			pthread_cond_wait(&p->cond, &p->lock);
+		if (p->failed) {
+			pthread_mutex_unlock(&p->lock);
+			archive_set_error(a, EIO, "compression failed: %s", p->err);
+			return -1;
+		}
+		unsigned slot = (p->head + p->count) % PIPE_NBUF;
+		pthread_mutex_unlock(&p->lock);
+		size_t n = PIPE_BUF_SIZE - p->fill < left ? PIPE_BUF_SIZE - p->fill : left;
+		memcpy(p->buf[slot] + p->fill, d, n);
+		p->fill += n;
+		d += n;
+		left -= n;
+		if (p->fill == PIPE_BUF_SIZE) {
+			pthread_mutex_lock(&p->lock);
+			p->len[slot] = p->fill;
+			p->count++;
+			p->fill = 0;
+			pthread_cond_broadcast(&p->cond);
+			pthread_mutex_unlock(&p->lock);
 		}
 	}
+	return (la_ssize_t)len;
+}
+
+/* Flush the partial buffer, let the thread finish, report its error. */
+static int zpipe_finish(struct zpipe *p)
+{
+	if (!p->started)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	while (p->count == PIPE_NBUF && !p->failed)
+		pthread_cond_wait(&p->cond, &p->lock);
+	if (p->fill && !p->failed) {
+		unsigned slot = (p->head + p->count) % PIPE_NBUF;
+		p->len[slot] = p->fill;
+		p->count++;
+		p->fill = 0;
+	}
+	p->closing = 1;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	p->started = 0;
+	return p->failed ? error("cannot compress the archive: %s", p->err) : 0;
+}
+
+static int zpipe_close_cb(struct archive *a, void *client)
+{
+	(void)a;
+	return zpipe_finish(client) < 0 ? ARCHIVE_FATAL : ARCHIVE_OK;
+}
+
+static int zpipe_start(struct zpipe *p, int fd, enum compression comp)
+{
+	memset(p, 0, sizeof(*p));
+	p->z = archive_write_new();
+	int r = archive_write_set_format_raw(p->z);
+	if (r == ARCHIVE_OK && comp == COMP_ZSTD) {
+		r = archive_write_add_filter_zstd(p->z);
+		if (r == ARCHIVE_OK)      /* the level zstd(1) uses by default */
+			r = archive_write_set_filter_option(p->z, "zstd", "compression-level", "3");
+	} else if (r == ARCHIVE_OK) {
+		r = archive_write_add_filter_gzip(p->z);
+	}
+	archive_write_set_bytes_per_block(p->z, 64 * 1024);
+	archive_write_set_bytes_in_last_block(p->z, 1);
+	if (r == ARCHIVE_OK)
+		r = archive_write_open_fd(p->z, fd);
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, "tar");
+	archive_entry_set_filetype(e, AE_IFREG);
+	if (r == ARCHIVE_OK)
+		r = archive_write_header(p->z, e);
+	archive_entry_free(e);
 	if (r != ARCHIVE_OK)
-		return error("cannot set up the archive format: %s", archive_error_string(a));
+		return error("cannot set up compression: %s", archive_error_string(p->z));
+	for (int i = 0; i < PIPE_NBUF; i++)
+		p->buf[i] = xmalloc(PIPE_BUF_SIZE);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	if (pthread_create(&p->thread, NULL, zpipe_run, p) != 0)
+		return error("cannot start the compressor thread");
+	p->started = 1;
 	return 0;
+}
+
+static void zpipe_release(struct zpipe *p)
+{
+	if (p->started) {        /* an error on the tar side: stop the thread */
+		pthread_mutex_lock(&p->lock);
+		p->failed = 1;
+		p->closing = 1;
+		snprintf(p->err, sizeof(p->err), "canceled");
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->thread, NULL);
+	}
+	if (p->buf[0]) {
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->cond);
+	}
+	for (int i = 0; i < PIPE_NBUF; i++)
+		free(p->buf[i]);
+	if (p->z)
+		archive_write_free(p->z);
+	memset(p, 0, sizeof(*p));
 }
 
 int archive_collect(const char *dir, const char *out, const char *sign_key,
@@ -414,6 +482,8 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		return -1;
 	}
 	struct collector c = { .prefix = base_name(root), .st = stats };
+	struct zpipe pipe;
+	memset(&pipe, 0, sizeof(pipe));
 	strbuf_init(&c.manifest, MANIFEST_MAX);
 	char *tmp = xstrfmt("%s.tmp.%ld", out, (long)getpid());
 	int r = -1, outfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -425,13 +495,24 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 	c.skip_dev = ost.st_dev;
 	c.skip_ino = ost.st_ino;
 	c.a = archive_write_new();
-	c.buf = xmalloc(2 * (size_t)IO_CHUNK);
+	c.buf = xmalloc(IO_CHUNK);
 	c.md = EVP_MD_CTX_new();
-	if (set_format(c.a, out) < 0)
+	enum compression comp;
+	if (compression_of(out, &comp) < 0)
 		goto out;
-	archive_write_set_bytes_per_block(c.a, 64 * 1024);
+	/* GNU tar's format: long names when needed, and headers about twice as
+	 * cheap to write as pax's for many small files */
+	if (archive_write_set_format_gnutar(c.a) != ARCHIVE_OK) {
+		error("cannot set up the tar format: %s", archive_error_string(c.a));
+		goto out;
+	}
+	archive_write_set_bytes_per_block(c.a, comp == COMP_NONE ? 64 * 1024 : (int)PIPE_BUF_SIZE);
 	archive_write_set_bytes_in_last_block(c.a, 1);
-	if (archive_write_open_fd(c.a, outfd) != ARCHIVE_OK) {
+	if (comp != COMP_NONE && zpipe_start(&pipe, outfd, comp) < 0)
+		goto out;
+	if ((comp == COMP_NONE ? archive_write_open_fd(c.a, outfd)
+			       : archive_write_open(c.a, &pipe, NULL, zpipe_write, zpipe_close_cb)) !=
+	    ARCHIVE_OK) {
 		error("cannot open '%s' for writing: %s", tmp, archive_error_string(c.a));
 		goto out;
 	}
@@ -464,9 +545,9 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 	}
 	r = 0;
 out:
-	hasher_stop(&c.hasher);
 	if (c.a)
 		archive_write_free(c.a);
+	zpipe_release(&pipe);
 	if (outfd >= 0)
 		close(outfd);
 	if (r < 0)
@@ -632,10 +713,8 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 		}
 		size_t pl = strlen(prefix);
 		const char *rel = !strncmp(name, prefix, pl) && name[pl] == '/' ? name + pl + 1 : NULL;
-		mode_t type = archive_entry_filetype(e);
-		if (type == AE_IFDIR && (rel || !strcmp(name, prefix)))
-			continue;
-		if (!rel || !*rel || type != AE_IFREG) {
+		/* collect writes regular files only: anything else was added */
+		if (!rel || !*rel || archive_entry_filetype(e) != AE_IFREG) {
 			problem(res, &res->added, "added", name);
 			continue;
 		}

@@ -25,8 +25,9 @@ struct archive_collect_stats {
 };
 
 /* Archive the experiment directory `dir` into `out` (.tar.zst, .tzst,
- * .tar.gz, .tgz or .tar, by its name). Regular files and directories only:
- * symbolic links are never followed (they are left out, with a warning),
+ * .tar.gz, .tgz or .tar, by its name). Regular files only (directories are
+ * implied by their files' names; an empty one is left out): symbolic links
+ * are never followed (they are left out, with a warning),
  * and `out` itself is left out when it lies inside `dir`. Order is the byte
  * order of the paths, depth first. `sign_key` (or NULL) is a PEM Ed25519
  * private key. The archive is written to a temporary name and renamed. */
