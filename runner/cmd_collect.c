@@ -1,0 +1,48 @@
+/* cmd_collect.c: `aah-runner collect <experiment>`: every log of an
+ * experiment in one archive with a SHA-256 manifest, optionally signed. */
+#include "runner/archive.h"
+#include "runner/report/cmdopt.h"
+#include "runner/report/report_cmds.h"
+#include "runner/workdir.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+	"aah-runner collect <experiment id or directory> [-o file.tar.zst] [--sign key.pem]";
+
+int cmd_collect(int argc, const char **argv)
+{
+	const char *workdir = NULL, *out = NULL, *key = NULL;
+	int quiet = 0;
+	const struct cmdopt opts[] = {
+		{ "workdir", 0, CMDOPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
+		{ "output", 'o', CMDOPT_STRING, &out, "FILE", "archive to write: .tar.zst, .tar.gz or .tar (default <experiment>/<id>-logs.tar.zst)" },
+		{ "sign", 0, CMDOPT_STRING, &key, "KEY.pem", "sign the manifest with this Ed25519 private key" },
+		{ "quiet", 'q', CMDOPT_FLAG, &quiet, NULL, "print nothing on success" },
+	};
+	const char *pos[1];
+	size_t npos;
+	int r = cmdopt_parse(usage, opts, sizeof(opts) / sizeof(opts[0]), argc, argv, pos, 1, &npos);
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (npos != 1) {
+		error("which experiment? (usage: %s)", usage);
+		return 2;
+	}
+	char *dir;
+	if (workdir_experiment_dir(workdir, pos[0], &dir) < 0)
+		return 1;
+	const char *base = strrchr(dir, '/');
+	char *path = out ? xstrdup(out) : xstrfmt("%s/%s-logs.tar.zst", dir, base ? base + 1 : dir);
+	struct archive_collect_stats st;
+	r = archive_collect(dir, path, key, &st) < 0 ? 1 : 0;
+	if (r == 0 && !quiet)
+		printf("%s: %zu files, %llu bytes%s%s\n", path, st.files, (unsigned long long)st.bytes,
+		       key ? ", signed" : "", st.skipped ? " (some entries left out, see warnings)" : "");
+	free(path);
+	free(dir);
+	return r;
+}

@@ -1,0 +1,57 @@
+/* cmd_metrics.c: `aah-runner metrics <experiment>`: the Prometheus text
+ * exposition of an experiment, for node_exporter's textfile collector. */
+#include "runner/report/cmdopt.h"
+#include "runner/report/report.h"
+#include "runner/report/report_cmds.h"
+#include "runner/workdir.h"
+#include "fileio.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char usage[] = "aah-runner metrics <experiment id or directory> [-o file.prom]";
+
+int cmd_metrics(int argc, const char **argv)
+{
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	const char *workdir = NULL, *out = NULL;
+	const struct cmdopt opts[] = {
+		{ "workdir", 0, CMDOPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
+		{ "output", 'o', CMDOPT_STRING, &out, "FILE", "write atomically to FILE (name it *.prom in the textfile collector's directory)" },
+		{ "sample-first", 0, CMDOPT_DOUBLE, &opt.sample_first_h, "HOURS", "first sample point (AIPerf: 0.2)" },
+		{ "sample-step", 0, CMDOPT_DOUBLE, &opt.sample_step_h, "HOURS", "distance between sample points (AIPerf: 0.1)" },
+	};
+	const char *pos[1];
+	size_t npos;
+	int r = cmdopt_parse(usage, opts, sizeof(opts) / sizeof(opts[0]), argc, argv, pos, 1, &npos);
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (npos != 1) {
+		error("which experiment? (usage: %s)", usage);
+		return 2;
+	}
+	char *dir;
+	if (workdir_experiment_dir(workdir, pos[0], &dir) < 0)
+		return 1;
+	struct report_exp exp;
+	struct report_score sc;
+	if (report_load(dir, &exp) < 0) {
+		free(dir);
+		return 1;
+	}
+	r = 1;
+	if (report_score(&exp, &opt, &sc) == 0) {
+		struct strbuf sb = STRBUF_INIT;
+		report_prometheus(&sb, &exp, &sc);
+		if (out)
+			r = fileio_write_atomic(out, sb.buf, sb.len) < 0 ? 1 : 0;
+		else
+			r = fwrite(sb.buf, 1, sb.len, stdout) == sb.len ? 0 : 1;
+		strbuf_release(&sb);
+		report_score_release(&sc);
+	}
+	report_exp_release(&exp);
+	free(dir);
+	return r;
+}

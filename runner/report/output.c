@@ -1,0 +1,220 @@
+/* output.c: the text outputs of a report: terminal summary, results.json
+ * (aah-results/1) and the Prometheus text exposition. */
+#include "runner/report/report.h"
+#include "util.h"
+
+#include <math.h>
+#include <string.h>
+
+void report_si(struct strbuf *sb, double v, const char *unit)
+{
+	static const char prefixes[] = " kMGTPEZY";
+	size_t i = 0;
+	double a = fabs(v);
+	while (a >= 1000.0 && i + 1 < sizeof(prefixes) - 1) {
+		a /= 1000.0;
+		v /= 1000.0;
+		i++;
+	}
+	if (i)
+		strbuf_addf(sb, "%.2f %c%s", v, prefixes[i], unit);
+	else
+		strbuf_addf(sb, "%.2f %s", v, unit);
+}
+
+static void count_states(const struct report_exp *exp, size_t counts[REPORT_NSTATES])
+{
+	memset(counts, 0, REPORT_NSTATES * sizeof(*counts));
+	for (size_t i = 0; i < exp->ntrials; i++)
+		counts[exp->trials[i].state]++;
+}
+
+static void layer_line(struct strbuf *sb, const cJSON *layer)
+{
+	const cJSON *f;
+	int first = 1;
+	cJSON_ArrayForEach(f, layer) {
+		if (!strcmp(f->string, "id") || !strcmp(f->string, "type") ||
+		    !strcmp(f->string, "inputs"))
+			continue;
+		char *v = cJSON_PrintUnformatted(f);
+		strbuf_addf(sb, "%s%s=%s", first ? "" : " ", f->string, v ? v : "?");
+		cJSON_free(v);
+		first = 0;
+	}
+}
+
+void report_summary(struct strbuf *sb, const struct report_exp *exp,
+		    const struct report_score *sc)
+{
+	size_t counts[REPORT_NSTATES];
+	count_states(exp, counts);
+	strbuf_addf(sb, "Experiment %s%s%s%s\n", exp->id, exp->name[0] ? " (" : "", exp->name,
+		    exp->name[0] ? ")" : "");
+	strbuf_addf(sb, "  Result:                %s\n", sc->valid ? "Succeed" : "Failed");
+	for (size_t i = 0; i < sc->nfailed; i++)
+		strbuf_addf(sb, "    failed rule:         %s\n", sc->failed[i]);
+	strbuf_addstr(sb, "  Final Score:           ");
+	report_si(sb, sc->final.score, "FLOPS");
+	strbuf_addstr(sb, "\n  Final Regulated Score: ");
+	report_si(sb, sc->final.regulated, "FLOPS");
+	strbuf_addf(sb, "\n  Error:                 %.2f%%\n", sc->final.error);
+	strbuf_addf(sb, "  Duration:              %.2f h (%zu epochs, %zu sample points%s)\n",
+		    sc->duration_s / 3600, sc->nepochs, sc->nsamples,
+		    sc->final_from_samples ? "" : "; values at the last epoch");
+	strbuf_addf(sb, "  Trials:                %zu", exp->ntrials);
+	for (int s = 0; s < REPORT_NSTATES; s++)
+		if (counts[s])
+			strbuf_addf(sb, ", %zu %s", counts[s], report_state_name((enum report_state)s));
+	strbuf_addch(sb, '\n');
+	if (exp->best >= 0) {
+		const struct report_trial *b = &exp->trials[exp->best];
+		strbuf_addf(sb, "  Best trial:            %s (accuracy %.2f%%)\n", b->id,
+			    100 * b->best_acc);
+		const cJSON *layers = cJSON_GetObjectItemCaseSensitive(exp->best_arch, "layers");
+		const cJSON *l;
+		cJSON_ArrayForEach(l, layers) {
+			const cJSON *id = cJSON_GetObjectItemCaseSensitive(l, "id");
+			const cJSON *type = cJSON_GetObjectItemCaseSensitive(l, "type");
+			strbuf_addf(sb, "    %-16s %-16s ", cJSON_IsString(id) ? id->valuestring : "?",
+				    cJSON_IsString(type) ? type->valuestring : "?");
+			layer_line(sb, l);
+			strbuf_addch(sb, '\n');
+		}
+	}
+}
+
+static cJSON *sample_json(const struct report_sample *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "hours", s->hours);
+	cJSON_AddNumberToObject(o, "elapsed_s", s->elapsed_s);
+	cJSON_AddNumberToObject(o, "flops", s->flops);
+	cJSON_AddNumberToObject(o, "score_flops", s->score);
+	cJSON_AddNumberToObject(o, "regulated_score_flops", s->regulated);
+	cJSON_AddNumberToObject(o, "best_acc", s->best_acc);
+	cJSON_AddNumberToObject(o, "error_pct", s->error);
+	return o;
+}
+
+cJSON *report_results_json(const struct report_exp *exp, const struct report_options *opt,
+			   const struct report_score *sc)
+{
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "format", "aah-results/1");
+	cJSON_AddStringToObject(doc, "experiment", exp->id);
+	cJSON_AddNumberToObject(doc, "created", exp->created);
+	cJSON_AddBoolToObject(doc, "experiment_done", exp->done);
+	cJSON_AddStringToObject(doc, "result", sc->valid ? "Succeed" : "Failed");
+	cJSON *rules = cJSON_AddArrayToObject(doc, "failed_rules");
+	for (size_t i = 0; i < sc->nfailed; i++)
+		cJSON_AddItemToArray(rules, cJSON_CreateString(sc->failed[i]));
+	cJSON *o = cJSON_AddObjectToObject(doc, "rules");
+	cJSON_AddNumberToObject(o, "min_duration_s", opt->min_duration_s);
+	cJSON_AddNumberToObject(o, "min_accuracy", opt->min_accuracy);
+	cJSON_AddStringToObject(o, "min_precision", opt->min_precision);
+	cJSON_AddNumberToObject(o, "sample_first_h", opt->sample_first_h);
+	cJSON_AddNumberToObject(o, "sample_step_h", opt->sample_step_h);
+	cJSON *fin = sample_json(&sc->final);
+	cJSON_AddStringToObject(fin, "from", sc->final_from_samples ? "samples" : "last_epoch");
+	cJSON_AddItemToObject(doc, "final", fin);
+	cJSON_AddNumberToObject(doc, "duration_s", sc->duration_s);
+	cJSON_AddNumberToObject(doc, "epochs", (double)sc->nepochs);
+	size_t counts[REPORT_NSTATES];
+	count_states(exp, counts);
+	o = cJSON_AddObjectToObject(doc, "trials_by_state");
+	for (int s = 0; s < REPORT_NSTATES; s++)
+		cJSON_AddNumberToObject(o, report_state_name((enum report_state)s), (double)counts[s]);
+	if (exp->best >= 0) {
+		cJSON_AddStringToObject(doc, "best_trial", exp->trials[exp->best].id);
+		if (exp->best_arch)
+			cJSON_AddItemToObject(doc, "best_arch", cJSON_Duplicate(exp->best_arch, 1));
+	}
+	cJSON *arr = cJSON_AddArrayToObject(doc, "samples");
+	for (size_t i = 0; i < sc->nsamples; i++)
+		cJSON_AddItemToArray(arr, sample_json(&sc->samples[i]));
+	arr = cJSON_AddArrayToObject(doc, "trials");
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		cJSON *t = cJSON_CreateObject();
+		cJSON_AddStringToObject(t, "id", tr->id);
+		cJSON_AddStringToObject(t, "state", report_state_name(tr->state));
+		cJSON_AddNumberToObject(t, "slot", tr->slot);
+		cJSON_AddNumberToObject(t, "epochs", (double)tr->nepochs);
+		cJSON_AddNumberToObject(t, "best_acc", tr->best_acc);
+		cJSON_AddNumberToObject(t, "flops", tr->flops);
+		if (tr->precision[0])
+			cJSON_AddStringToObject(t, "precision", tr->precision);
+		if (tr->reason[0])
+			cJSON_AddStringToObject(t, "reason", tr->reason);
+		cJSON_AddItemToArray(arr, t);
+	}
+	return doc;
+}
+
+/* Label values: backslash, double quote and newline are escaped. */
+static void prom_label(struct strbuf *sb, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			strbuf_addch(sb, '\\');
+		if (*s == '\n')
+			strbuf_addstr(sb, "\\n");
+		else
+			strbuf_addch(sb, *s);
+	}
+}
+
+static void prom_head(struct strbuf *sb, const char *name, const char *help)
+{
+	strbuf_addf(sb, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+static void prom_value(struct strbuf *sb, const struct report_exp *exp, const char *name,
+		       const char *extra_label, const char *extra_value, double v)
+{
+	strbuf_addf(sb, "%s{experiment=\"", name);
+	prom_label(sb, exp->id);
+	if (extra_label) {
+		strbuf_addf(sb, "\",%s=\"", extra_label);
+		prom_label(sb, extra_value);
+	}
+	strbuf_addf(sb, "\"} %.17g\n", v);
+}
+
+void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
+		       const struct report_score *sc)
+{
+	size_t counts[REPORT_NSTATES];
+	count_states(exp, counts);
+	prom_head(sb, "aah_trials", "Trials of the experiment by state.");
+	for (int s = 0; s < REPORT_NSTATES; s++)
+		prom_value(sb, exp, "aah_trials", "state", report_state_name((enum report_state)s),
+			   (double)counts[s]);
+	prom_head(sb, "aah_best_accuracy", "Best validation accuracy so far, in [0,1].");
+	prom_value(sb, exp, "aah_best_accuracy", NULL, NULL, sc->final.best_acc);
+	prom_head(sb, "aah_error_percent", "AIPerf Error: 100 - 100 x best accuracy.");
+	prom_value(sb, exp, "aah_error_percent", NULL, NULL, sc->final.error);
+	prom_head(sb, "aah_score_flops", "AIPerf Score: FLOPs of finished epochs per second.");
+	prom_value(sb, exp, "aah_score_flops", NULL, NULL, sc->final.score);
+	prom_head(sb, "aah_regulated_score_flops", "AIPerf Regulated Score: Score x |ln(error)|.");
+	prom_value(sb, exp, "aah_regulated_score_flops", NULL, NULL, sc->final.regulated);
+	prom_head(sb, "aah_elapsed_seconds", "Seconds from the experiment start to the last epoch.");
+	prom_value(sb, exp, "aah_elapsed_seconds", NULL, NULL, sc->duration_s);
+	prom_head(sb, "aah_valid", "1 when every validity rule holds, else 0.");
+	prom_value(sb, exp, "aah_valid", NULL, NULL, sc->valid);
+	prom_head(sb, "aah_trial_images_per_second",
+		  "Training images per second in the trial's last epoch.");
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		if (tr->nepochs)
+			prom_value(sb, exp, "aah_trial_images_per_second", "trial", tr->id,
+				   tr->epochs[tr->nepochs - 1].images_per_sec);
+	}
+	prom_head(sb, "aah_trial_best_accuracy", "Best validation accuracy of each trial.");
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		if (tr->nepochs)
+			prom_value(sb, exp, "aah_trial_best_accuracy", "trial", tr->id, tr->best_acc);
+	}
+}

@@ -1,0 +1,131 @@
+/* report.h: an experiment as the report sees it (loaded from the experiment
+ * directory), AIPerf's score over time, the validity rules, and the outputs
+ * built from them (terminal summary, results.json, report.html, Prometheus
+ * text). */
+#ifndef AAH_REPORT_H
+#define AAH_REPORT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "strbuf.h"
+
+enum report_state {
+	REPORT_QUEUED,        /* created, not submitted */
+	REPORT_RUNNING,       /* last event trial_submitted */
+	REPORT_SUCCEEDED,
+	REPORT_EARLY_STOPPED,
+	REPORT_FAILED,
+	REPORT_CANCELED,
+	REPORT_UNKNOWN,       /* a trial directory the journal does not name */
+	REPORT_NSTATES
+};
+
+/* The journal's / Prometheus' name of a state ("succeeded", ...). */
+const char *report_state_name(enum report_state s);
+
+struct report_epoch {
+	double ts;             /* Unix time the epoch ended */
+	double flops;          /* cumulative train_flops + eval_flops of the trial */
+	double val_acc;        /* in [0,1] */
+	double images_per_sec;
+	int epoch;             /* 1-based */
+};
+
+struct report_trial {
+	char id[32];
+	enum report_state state;
+	int slot;                       /* from trial_submitted; -1 unknown */
+	double submitted, finished;     /* journal timestamps; 0 unknown */
+	struct report_epoch *epochs;    /* (nepochs), file order */
+	size_t nepochs, epochs_alloc;
+	double best_acc;                /* max val_acc over epochs, or result.json's */
+	double flops;                   /* last cumulative FLOPs seen */
+	char precision[16];             /* result.json "precision"; "" unknown */
+	int on_gpu;                     /* result.json devices name a GPU */
+	char reason[160];               /* journal reason or result stop_reason */
+};
+
+/* One resource-monitor sample (device_info/<host>.jsonl lines, aah-monitor/1). */
+struct report_util {
+	double ts;
+	double cpu;     /* mean CPU busy percent over cores */
+	double mem;     /* memory used percent */
+	double gpu;     /* mean GPU utilisation percent; -1 when no GPU data */
+};
+
+struct report_exp {
+	char *dir;                      /* absolute experiment directory */
+	char id[32];
+	char name[128];
+	double created;                 /* experiment.json "created" */
+	struct report_trial *trials;    /* (ntrials), sorted by id */
+	size_t ntrials;
+	struct report_util *util;       /* (nutil), sorted by ts */
+	size_t nutil;
+	long best;                      /* index of the most accurate trial; -1 none */
+	cJSON *best_arch;               /* that trial's arch.json, or NULL; owned */
+	int done;                       /* journal has experiment_done */
+};
+
+struct report_options {
+	double sample_first_h;   /* first sample point, hours (AIPerf 0.2) */
+	double sample_step_h;    /* distance between sample points (AIPerf 0.1) */
+	double min_duration_s;   /* AIPerf: at least 1 hour */
+	double min_accuracy;     /* AIPerf: best accuracy above 70% */
+	const char *min_precision; /* AIPerf: not below fp16 */
+	double now;              /* 0: the clock; where running bars end */
+};
+#define REPORT_OPTIONS_INIT { 0.2, 0.1, 3600.0, 0.70, "fp16", 0.0 }
+
+struct report_sample {
+	double hours;       /* the sample point, hours after the start */
+	double elapsed_s;   /* last epoch before the point minus the start */
+	double flops;       /* FLOPs of every epoch finished before the point */
+	double score;       /* flops / elapsed_s, FLOPS */
+	double regulated;   /* score * |ln(1 - best_acc)| */
+	double best_acc;
+	double error;       /* 100 - 100 * best_acc */
+};
+
+#define REPORT_MAX_RULES 8
+
+struct report_score {
+	struct report_sample *samples;  /* (nsamples) */
+	size_t nsamples;
+	struct report_sample final;     /* last sample, or at the last epoch */
+	int final_from_samples;         /* 0: no sample point was reached */
+	double duration_s;              /* last epoch end minus the start */
+	size_t nepochs;
+	int valid;
+	char failed[REPORT_MAX_RULES][160];  /* each failed rule, in words */
+	size_t nfailed;
+};
+
+/* Load the experiment directory `dir`. Missing trial files are not errors (a
+ * running experiment has them later); unreadable or invalid ones are. */
+int report_load(const char *dir, struct report_exp *exp);
+void report_exp_release(struct report_exp *exp);
+
+/* Compute the samples, the final values and the validity. */
+int report_score(const struct report_exp *exp, const struct report_options *opt,
+		 struct report_score *out);
+void report_score_release(struct report_score *s);
+
+/* Rank of a precision name (higher is wider); -1 for an unknown name. */
+int report_precision_rank(const char *name);
+
+/* Outputs. Each appends to sb. */
+void report_summary(struct strbuf *sb, const struct report_exp *exp,
+		    const struct report_score *sc);
+cJSON *report_results_json(const struct report_exp *exp, const struct report_options *opt,
+			   const struct report_score *sc);
+void report_html(struct strbuf *sb, const struct report_exp *exp,
+		 const struct report_options *opt, const struct report_score *sc);
+void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
+		       const struct report_score *sc);
+
+/* "12.3 GFLOPS"-style value with an SI prefix. */
+void report_si(struct strbuf *sb, double v, const char *unit);
+
+#endif

@@ -1,0 +1,12 @@
+/* report_cmds.h: the subcommands of the report area, for runner/main.c's
+ * table. Each takes argv[0] = the subcommand name and returns the process
+ * exit code. */
+#ifndef AAH_REPORT_CMDS_H
+#define AAH_REPORT_CMDS_H
+
+int cmd_report(int argc, const char **argv);   /* score, results.json, report.html */
+int cmd_collect(int argc, const char **argv);  /* the verifiable log archive */
+int cmd_verify(int argc, const char **argv);   /* check an archive */
+int cmd_metrics(int argc, const char **argv);  /* Prometheus text exposition */
+
+#endif

@@ -1,0 +1,194 @@
+/* score.c: AIPerf's Score, Regulated Score and Error over time, and the
+ * benchmark's validity rules.
+ *
+ * Definitions (AIPerf scripts/reports/score.py):
+ *  - sample points at first, first+step, ... hours after the start, up to the
+ *    first point at or past the last epoch (numpy arange(first, dur+step, step));
+ *  - at a point P, only epochs that ended before P count: FLOPs = sum over
+ *    trials of the trial's FLOPs up to its last such epoch; best = the highest
+ *    val_acc among them; elapsed = the end of the latest such epoch minus the
+ *    start;
+ *  - Score = FLOPs / elapsed; Regulated = Score * |ln(1 - best)|;
+ *    Error = 100 - 100 * best. A point with elapsed <= 0 is skipped.
+ * Every trial counts, whatever its final state (stopped trials did the work).
+ * A trial whose epoch counter restarts (a retried attempt) adds its FLOPs
+ * again from zero. */
+#include "runner/report/report.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ev {
+	double ts;
+	double flops;
+	double acc;
+	size_t trial;
+	int epoch;
+};
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+	if (x->ts != y->ts)
+		return (x->ts > y->ts) - (x->ts < y->ts);
+	if (x->trial != y->trial)
+		return (x->trial > y->trial) - (x->trial < y->trial);
+	return (x->epoch > y->epoch) - (x->epoch < y->epoch);
+}
+
+/* The smallest error kept for |ln(error)|: a perfect accuracy would give an
+ * infinite Regulated Score. */
+#define MIN_ERROR 1e-9
+
+static void fill_values(struct report_sample *s)
+{
+	s->score = s->elapsed_s > 0 ? s->flops / s->elapsed_s : 0;
+	double err = 1.0 - s->best_acc;
+	if (err < MIN_ERROR)
+		err = MIN_ERROR;
+	s->regulated = s->score * fabs(log(err));
+	s->error = 100.0 - 100.0 * s->best_acc;
+}
+
+static const char *const precisions[] = { "int4", "int8", "fp8", "fp16", "bf16", "tf32",
+					  "fp32", "fp64" };
+
+int report_precision_rank(const char *name)
+{
+	/* bf16 and fp16 are the same width for the rule; tf32 counts with fp32 */
+	static const int rank[] = { 0, 1, 2, 3, 3, 4, 4, 5 };
+	for (size_t i = 0; i < ARRAY_SIZE(precisions); i++)
+		if (name && !strcmp(name, precisions[i]))
+			return rank[i];
+	return -1;
+}
+
+static void add_failed(struct report_score *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void add_failed(struct report_score *s, const char *fmt, ...)
+{
+	if (s->nfailed == REPORT_MAX_RULES)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->failed[s->nfailed++], sizeof(s->failed[0]), fmt, ap);
+	va_end(ap);
+}
+
+static void check_rules(const struct report_exp *exp, const struct report_options *opt,
+			struct report_score *s)
+{
+	if (!s->nepochs) {
+		add_failed(s, "no epoch has finished yet");
+	} else {
+		if (s->duration_s < opt->min_duration_s)
+			add_failed(s, "min-duration: ran %.2f h, the rules need at least %.2f h",
+				   s->duration_s / 3600, opt->min_duration_s / 3600);
+		if (!(s->final.best_acc > opt->min_accuracy))
+			add_failed(s, "min-accuracy: best accuracy %.2f%%, the rules need more than %.2f%%",
+				   100 * s->final.best_acc, 100 * opt->min_accuracy);
+	}
+	int min_rank = report_precision_rank(opt->min_precision);
+	if (min_rank < 0) {
+		add_failed(s, "min-precision: unknown precision '%s' in the options", opt->min_precision);
+	} else {
+		for (size_t i = 0; i < exp->ntrials; i++) {
+			const struct report_trial *tr = &exp->trials[i];
+			if (!tr->precision[0])
+				continue;
+			if (report_precision_rank(tr->precision) < min_rank) {
+				add_failed(s, "min-precision: trial %s trained in %s, below %s", tr->id,
+					   tr->precision, opt->min_precision);
+				break;
+			}
+		}
+	}
+	s->valid = s->nfailed == 0;
+}
+
+int report_score(const struct report_exp *exp, const struct report_options *opt,
+		 struct report_score *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!(opt->sample_step_h > 0) || !(opt->sample_first_h > 0))
+		return error("sample points need a positive first point and step (got %g h, %g h)",
+			     opt->sample_first_h, opt->sample_step_h);
+
+	size_t n = 0;
+	for (size_t i = 0; i < exp->ntrials; i++)
+		n += exp->trials[i].nepochs;
+	struct ev *ev = xmalloc((n ? n : 1) * sizeof(*ev));
+	size_t k = 0;
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		for (size_t j = 0; j < tr->nepochs; j++) {
+			const struct report_epoch *e = &tr->epochs[j];
+			ev[k++] = (struct ev){ e->ts, e->flops, e->val_acc, i, e->epoch };
+		}
+	}
+	qsort(ev, n, sizeof(*ev), cmp_ev);
+	out->nepochs = n;
+
+	double start = exp->created;
+	double last = n ? ev[n - 1].ts : start;
+	double dur_h = (last - start) / 3600.0;
+	out->duration_s = last - start;
+	double count = ceil((dur_h + opt->sample_step_h - opt->sample_first_h) / opt->sample_step_h - 1e-9);
+	size_t npoints = count > 0 ? (size_t)count : 0;
+	if (npoints > 1000000)
+		npoints = 1000000;
+	out->samples = xcalloc(npoints ? npoints : 1, sizeof(*out->samples));
+
+	/* per trial: last cumulative FLOPs counted and its epoch number */
+	double *seen = xcalloc(exp->ntrials ? exp->ntrials : 1, sizeof(*seen));
+	int *seen_epoch = xcalloc(exp->ntrials ? exp->ntrials : 1, sizeof(*seen_epoch));
+	double total = 0, best = 0, latest = start;
+	size_t p = 0;
+	for (size_t pt = 0; pt <= npoints; pt++) {
+		/* the extra round (pt == npoints) takes every epoch: the final state */
+		double hours = opt->sample_first_h + (double)pt * opt->sample_step_h;
+		double stop = pt < npoints ? start + hours * 3600.0 : INFINITY;
+		for (; p < n && ev[p].ts < stop; p++) {
+			const struct ev *e = &ev[p];
+			if (e->epoch > seen_epoch[e->trial] && e->flops >= seen[e->trial])
+				total += e->flops - seen[e->trial];
+			else
+				total += e->flops;     /* a new attempt started over */
+			seen[e->trial] = e->flops;
+			seen_epoch[e->trial] = e->epoch;
+			if (e->acc > best)
+				best = e->acc;
+			if (e->ts > latest)
+				latest = e->ts;
+		}
+		struct report_sample s = { hours, latest - start, total, 0, 0, best, 0 };
+		fill_values(&s);
+		if (pt == npoints) {
+			if (!out->nsamples) {
+				s.hours = s.elapsed_s / 3600.0;
+				out->final = s;
+			}
+		} else if (s.elapsed_s > 0) {
+			out->samples[out->nsamples++] = s;
+		}
+	}
+	if (out->nsamples) {
+		out->final = out->samples[out->nsamples - 1];
+		out->final_from_samples = 1;
+	}
+	free(seen);
+	free(seen_epoch);
+	free(ev);
+	check_rules(exp, opt, out);
+	return 0;
+}
+
+void report_score_release(struct report_score *s)
+{
+	free(s->samples);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,163 @@
+#!/usr/bin/env bats
+# Command-level tests of `aah-runner report|collect|verify|metrics`, driven
+# the way a user runs them, on synthetic experiments written by
+# tests/fixtures/report/make-experiment.sh. They skip until runner/main.c
+# registers the subcommands (cmd_report, cmd_collect, cmd_verify,
+# cmd_metrics from runner/report/report_cmds.h).
+
+setup() {
+	if ! aah-runner report --help 2>/dev/null | grep -q '^usage: aah-runner report'; then
+		skip "aah-runner report is not registered in runner/main.c yet"
+	fi
+	W=$(mktemp -d "${BATS_TMPDIR:-/tmp}/aah-report-cli.XXXXXX")
+	export AAH_WORKDIR=$W
+	mkdir -p "$W/experiments"
+	"$AAH_ROOT/tests/fixtures/report/make-experiment.sh" "$W/experiments" exp00001 12 5 3
+	E=$W/experiments/exp00001
+}
+
+teardown() {
+	if [ -n "${W:-}" ]; then rm -rf "$W"; fi
+}
+
+@test "report: summary, results.json and report.html" {
+	run aah-runner report exp00001
+	[ "$status" -eq 0 ]
+	[[ $output == *"Final Score:"*"FLOPS"* ]]
+	[[ $output == *"Final Regulated Score:"* ]]
+	[[ $output == *"Trials:                12, 1 running, 10 succeeded, 1 failed"* ]]
+	[[ $output == *"Best trial:"* ]]
+	[[ $output == *"conv1"*"conv2d"* ]]
+	[ -s "$E/report.html" ]
+	/usr/bin/python3 - "$E/results.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "aah-results/1", d["format"]
+assert d["trials_by_state"]["running"] == 1
+assert len(d["trials"]) == 12
+assert d["samples"], "no samples"
+s = d["samples"][-1]
+assert abs(s["score_flops"] - s["flops"] / s["elapsed_s"]) <= 1e-6 * s["score_flops"]
+PY
+}
+
+@test "report: the rules decide Succeed or Failed, and --strict sets the exit status" {
+	run aah-runner report exp00001 --strict
+	[ "$status" -eq 3 ]
+	[[ $output == *"Result:                Failed"* ]]
+	[[ $output == *"min-duration"* ]]
+	run aah-runner report "$E" --min-duration 600 --min-accuracy 0.5 --strict
+	[ "$status" -eq 0 ]
+	[[ $output == *"Result:                Succeed"* ]]
+	grep -q 'id="verdict">Succeed<' "$E/report.html"
+	run aah-runner report exp00001 --min-duration=600 --min-accuracy=0.5 --min-precision fp64 --strict
+	[ "$status" -eq 3 ]
+	[[ $output == *"min-precision: trial 000001 trained in fp32, below fp64"* ]]
+}
+
+@test "report: options and errors" {
+	run aah-runner report --help
+	[ "$status" -eq 0 ]
+	[[ $output == *"--sample-step"* ]]
+	run aah-runner report nosuchexp
+	[ "$status" -ne 0 ]
+	[[ $output == *"no experiment 'nosuchexp'"* ]]
+	run aah-runner report exp00001 --sample-step abc
+	[ "$status" -eq 2 ]
+	run aah-runner report exp00001 --bogus
+	[ "$status" -eq 2 ]
+	[[ $output == *"unknown option '--bogus'"* ]]
+	run aah-runner report exp00001 -o "$W/out" -q --sample-first 0.05 --sample-step 0.05
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	[ -s "$W/out/report.html" ] && [ -s "$W/out/results.json" ]
+}
+
+@test "collect + verify: an honest archive verifies, sha256sum and openssl agree" {
+	openssl genpkey -algorithm ed25519 -out "$W/key.pem"
+	openssl pkey -in "$W/key.pem" -pubout -out "$W/key.pub"
+	run aah-runner collect exp00001 --sign "$W/key.pem"
+	[ "$status" -eq 0 ]
+	[ -s "$E/exp00001-logs.tar.zst" ]
+	run aah-runner verify "$E/exp00001-logs.tar.zst" --pubkey "$W/key.pub"
+	[ "$status" -eq 0 ]
+	[[ $output == *"OK"*"signature valid"* ]]
+	mkdir "$W/x"
+	tar --zstd -xf "$E/exp00001-logs.tar.zst" -C "$W/x"
+	(cd "$W/x/exp00001" && sha256sum --quiet -c MANIFEST)
+	openssl pkeyutl -verify -pubin -inkey "$W/key.pub" -rawin -in "$W/x/exp00001/MANIFEST" \
+		-sigfile "$W/x/exp00001/MANIFEST.sig"
+	# the archive does not contain itself
+	! tar --zstd -tf "$E/exp00001-logs.tar.zst" | grep -q 'logs.tar'
+}
+
+@test "verify names a changed, an added and a removed member" {
+	aah-runner collect exp00001 -o "$W/a.tar.gz" -q
+	mkdir "$W/x"
+	tar -xzf "$W/a.tar.gz" -C "$W/x"
+	printf 'X' | dd of="$W/x/exp00001/trials/000002/metrics.jsonl" bs=1 seek=10 conv=notrunc status=none
+	rm "$W/x/exp00001/trials/000004/arch.json"
+	echo extra >"$W/x/exp00001/trials/000005/extra.txt"
+	tar -czf "$W/b.tar.gz" -C "$W/x" exp00001
+	run aah-runner verify "$W/b.tar.gz"
+	[ "$status" -eq 1 ]
+	[[ $output == *"differs: trials/000002/metrics.jsonl"* ]]
+	[[ $output == *"missing: trials/000004/arch.json"* ]]
+	[[ $output == *"added: trials/000005/extra.txt"* ]]
+	[[ $output == *"FAILED: 1 differ, 1 missing, 1 added"* ]]
+}
+
+@test "verify: a wrong key or a missing signature fails" {
+	openssl genpkey -algorithm ed25519 -out "$W/k1.pem"
+	openssl genpkey -algorithm ed25519 -out "$W/k2.pem"
+	openssl pkey -in "$W/k2.pem" -pubout -out "$W/k2.pub"
+	aah-runner collect exp00001 -o "$W/s.tar.zst" --sign "$W/k1.pem" -q
+	run aah-runner verify "$W/s.tar.zst" --pubkey "$W/k2.pub"
+	[ "$status" -eq 1 ]
+	[[ $output == *"signature"* ]]
+	aah-runner collect exp00001 -o "$W/u.tar.zst" -q
+	run aah-runner verify "$W/u.tar.zst" --pubkey "$W/k2.pub"
+	[ "$status" -eq 1 ]
+	[[ $output == *"unsigned"* ]]
+	run aah-runner verify "$W/nonexistent.tar.zst"
+	[ "$status" -eq 2 ]
+}
+
+@test "collect never follows a symbolic link out of the experiment" {
+	echo secret >"$W/secret.txt"
+	ln -s "$W/secret.txt" "$E/trials/000001/leak"
+	ln -s "$W" "$E/trials/up"
+	run aah-runner collect exp00001 -o "$W/a.tar"
+	[ "$status" -eq 0 ]
+	[[ $output == *"left out"* ]]
+	! tar -tf "$W/a.tar" | grep -q -e leak -e 'trials/up'
+	! tar -xOf "$W/a.tar" | grep -q secret
+}
+
+@test "metrics: Prometheus text exposition" {
+	run aah-runner metrics exp00001
+	[ "$status" -eq 0 ]
+	[[ $output == *'aah_trials{experiment="exp00001",state="running"} 1'* ]]
+	[[ $output == *'aah_trials{experiment="exp00001",state="succeeded"} 10'* ]]
+	[[ $output == *'aah_trial_images_per_second{experiment="exp00001",trial="000012"}'* ]]
+	# every sample line is name{labels} value; every metric has HELP and TYPE
+	while IFS= read -r line; do
+		[[ $line == "# HELP "* || $line == "# TYPE "* ]] && continue
+		[[ $line =~ ^aah_[a-z_]+\{[a-z_]+=\"[^\"]*\"(,[a-z_]+=\"[^\"]*\")*\}\ [-+0-9.eE]+$ ]] || {
+			echo "bad line: $line"; false; }
+	done <<<"$output"
+	[ "$(grep -c '^# TYPE' <<<"$output")" -eq "$(grep -c '^# HELP' <<<"$output")" ]
+	run aah-runner metrics exp00001 -o "$W/aah.prom"
+	[ "$status" -eq 0 ]
+	grep -q '^aah_score_flops{experiment="exp00001"} ' "$W/aah.prom"
+}
+
+@test "metrics: every series the Grafana dashboard queries is exported" {
+	run aah-runner metrics exp00001
+	[ "$status" -eq 0 ]
+	names=$(grep -o 'aah_[a-z_]*' "$AAH_ROOT/docs/grafana-dashboard.json" | sort -u)
+	[ -n "$names" ]
+	for n in $names; do
+		grep -q "^$n{" <<<"$output" || { echo "dashboard uses $n, metrics does not export it"; false; }
+	done
+}

@@ -1,0 +1,427 @@
+/* Unit tests for runner/archive: collect + verify round trips, and that a
+ * change of any single byte of any member, an added member or a removed
+ * member is detected and named. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <criterion/criterion.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runner/archive.h"
+#include "tests/fixtures/report/fixture.h"
+
+static char tmpdir[64];
+static char *dir;
+
+static void write_file(const char *rel, const void *data, size_t len)
+{
+	char *p = xstrfmt("%s/%s", dir, rel);
+	char *slash = strrchr(p, '/');
+	*slash = '\0';
+	cr_assert_eq(fileio_mkdir_p(p, 0755), 0);
+	*slash = '/';
+	cr_assert_eq(fileio_write_atomic(p, data, len), 0);
+	free(p);
+}
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/aah-archive-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	util_set_quiet(1);
+	dir = fx_exp_create(tmpdir, "exp00001", 1000);
+	cr_assert_not_null(dir);
+	cr_assert_eq(fx_trial_events(dir, "000001", 0, 1001, 1100, "succeeded"), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 1, 1050, 1e9, 1e8, 0.5, 10), 0);
+	cr_assert_eq(fx_arch(dir, "000001"), 0);
+	unsigned char bin[40];
+	for (size_t i = 0; i < sizeof(bin); i++)
+		bin[i] = (unsigned char)(i * 37);
+	write_file("trials/000001/checkpoint/weights.bin", bin, sizeof(bin));
+	write_file("trials/000001/trial.log", "", 0);
+	write_file("trials/000001/device_info/monitor-h.jsonl", "{}\n", 3);
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmpdir);
+	free(dir);
+}
+
+TestSuite(archive, .init = setup, .fini = teardown);
+
+static char *path_in_tmp(const char *name)
+{
+	return xstrfmt("%s/%s", tmpdir, name);
+}
+
+/* Ed25519 key pair written as PEM files. */
+static void make_keys(const char *priv, const char *pub)
+{
+	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	cr_assert_not_null(k);
+	FILE *f = fopen(priv, "w");
+	cr_assert(f && PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) == 1);
+	fclose(f);
+	f = fopen(pub, "w");
+	cr_assert(f && PEM_write_PUBKEY(f, k) == 1);
+	fclose(f);
+	EVP_PKEY_free(k);
+}
+
+struct member {
+	char name[256];
+	size_t size;
+};
+
+static size_t list_members(const char *path, struct member *m, size_t max)
+{
+	struct archive *a = archive_read_new();
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	cr_assert_eq(archive_read_open_filename(a, path, 65536), ARCHIVE_OK);
+	struct archive_entry *e;
+	size_t n = 0;
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+		cr_assert_lt(n, max);
+		snprintf(m[n].name, sizeof(m[n].name), "%s", archive_entry_pathname(e));
+		m[n].size = archive_entry_filetype(e) == AE_IFREG ? (size_t)archive_entry_size(e) : 0;
+		n++;
+	}
+	archive_read_free(a);
+	return n;
+}
+
+enum mutation { FLIP, DROP, ADD };
+
+/* Copy src to dst (both .tar) changing member `idx`: flip byte `off`, drop
+ * it, or add a new member "extra.txt" after it. */
+static void rewrite(const char *src, const char *dst, enum mutation what, size_t idx, size_t off)
+{
+	struct archive *in = archive_read_new(), *out = archive_write_new();
+	archive_read_support_filter_all(in);
+	archive_read_support_format_tar(in);
+	cr_assert_eq(archive_read_open_filename(in, src, 65536), ARCHIVE_OK);
+	archive_write_set_format_pax_restricted(out);
+	cr_assert_eq(archive_write_open_filename(out, dst), ARCHIVE_OK);
+	struct archive_entry *e;
+	for (size_t i = 0; archive_read_next_header(in, &e) == ARCHIVE_OK; i++) {
+		size_t size = (size_t)archive_entry_size(e);
+		unsigned char *buf = xmalloc(size + 1);
+		cr_assert_eq(archive_read_data(in, buf, size), (la_ssize_t)size);
+		if (i == idx && what == FLIP)
+			buf[off] ^= 0x01;
+		if (!(i == idx && what == DROP)) {
+			cr_assert_eq(archive_write_header(out, e), ARCHIVE_OK);
+			if (size)
+				cr_assert_eq(archive_write_data(out, buf, size), (la_ssize_t)size);
+		}
+		if (i == idx && what == ADD) {
+			struct archive_entry *x = archive_entry_new();
+			archive_entry_set_pathname(x, "exp00001/trials/000001/extra.txt");
+			archive_entry_set_filetype(x, AE_IFREG);
+			archive_entry_set_perm(x, 0644);
+			archive_entry_set_size(x, 2);
+			cr_assert_eq(archive_write_header(out, x), ARCHIVE_OK);
+			cr_assert_eq(archive_write_data(out, "x\n", 2), 2);
+			archive_entry_free(x);
+		}
+		free(buf);
+	}
+	archive_read_free(in);
+	cr_assert_eq(archive_write_close(out), ARCHIVE_OK);
+	archive_write_free(out);
+}
+
+static int verify(const char *path, const char *pub, struct archive_verify_result *res)
+{
+	archive_verify_result_release(res);
+	memset(res, 0, sizeof(*res));
+	return archive_verify(path, pub, res);
+}
+
+Test(archive, round_trip_in_every_compression)
+{
+	static const char *const names[] = { "a.tar.zst", "a.tar.gz", "a.tar", "a.tgz" };
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		char *out = path_in_tmp(names[i]);
+		struct archive_collect_stats st;
+		cr_assert_eq(archive_collect(dir, out, NULL, &st), 0, "%s: %s", names[i], util_last_error());
+		/* config.yml experiment.json journal.jsonl arch metrics weights monitor trial.log */
+		cr_assert_eq(st.files, 8, "%zu files", st.files);
+		struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+		cr_assert_eq(verify(out, NULL, &res), 0, "%s: %s", names[i], strbuf_str(&res.problems));
+		cr_assert_eq(res.members, 8);
+		cr_assert_eq(res.signature, 0);
+		archive_verify_result_release(&res);
+		free(out);
+	}
+	char *bad = path_in_tmp("a.zip");
+	cr_assert_eq(archive_collect(dir, bad, NULL, NULL), -1);
+	free(bad);
+}
+
+Test(archive, stable_order_and_manifest_format)
+{
+	char *a = path_in_tmp("a.tar"), *b = path_in_tmp("b.tar");
+	cr_assert_eq(archive_collect(dir, a, NULL, NULL), 0);
+	cr_assert_eq(archive_collect(dir, b, NULL, NULL), 0);
+	struct member ma[64], mb[64];
+	size_t na = list_members(a, ma, 64), nb = list_members(b, mb, 64);
+	cr_assert_eq(na, nb);
+	for (size_t i = 0; i < na; i++)
+		cr_assert_str_eq(ma[i].name, mb[i].name);
+	cr_assert_str_eq(ma[0].name, "exp00001/config.yml");
+	cr_assert_str_eq(ma[na - 1].name, "exp00001/MANIFEST");
+	/* sorted by path bytes, depth first */
+	for (size_t i = 1; i + 1 < na; i++)
+		cr_assert_lt(strcmp(ma[i - 1].name, ma[i].name), 0, "%s / %s", ma[i - 1].name, ma[i].name);
+	free(a);
+	free(b);
+}
+
+Test(archive, symlinks_are_not_followed_and_the_output_is_left_out)
+{
+	char *secret = path_in_tmp("secret.txt");
+	cr_assert_eq(fileio_write_atomic(secret, "secret\n", 7), 0);
+	char *link = xstrfmt("%s/trials/000001/leak", dir);
+	cr_assert_eq(symlink(secret, link), 0);
+	char *dlink = xstrfmt("%s/trials/dirlink", dir);
+	cr_assert_eq(symlink(tmpdir, dlink), 0);
+	char *out = xstrfmt("%s/exp00001-logs.tar", dir);     /* inside the directory */
+	struct archive_collect_stats st;
+	cr_assert_eq(archive_collect(dir, out, NULL, &st), 0);
+	cr_assert_eq(st.skipped, 2);
+	struct member m[64];
+	size_t n = list_members(out, m, 64);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_null(strstr(m[i].name, "leak"));
+		cr_assert_null(strstr(m[i].name, "dirlink"));
+		cr_assert_null(strstr(m[i].name, "logs.tar"));
+	}
+	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	cr_assert_eq(verify(out, NULL, &res), 0, "%s", strbuf_str(&res.problems));
+	archive_verify_result_release(&res);
+	free(secret);
+	free(link);
+	free(dlink);
+	free(out);
+}
+
+/* The core tamper test: flip every byte of every member in turn. */
+Test(archive, any_single_byte_change_of_any_member_is_detected, .timeout = 120)
+{
+	char *priv = path_in_tmp("key.pem"), *pub = path_in_tmp("key.pub.pem");
+	make_keys(priv, pub);
+	char *src = path_in_tmp("s.tar"), *dst = path_in_tmp("t.tar");
+	cr_assert_eq(archive_collect(dir, src, priv, NULL), 0, "%s", util_last_error());
+	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	cr_assert_eq(verify(src, pub, &res), 0, "%s", strbuf_str(&res.problems));
+	cr_assert_eq(res.signature, 1);
+	struct member m[64];
+	size_t n = list_members(src, m, 64), flips = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *rel = m[i].name + strlen("exp00001/");
+		for (size_t off = 0; off < m[i].size; off++) {
+			rewrite(src, dst, FLIP, i, off);
+			int r = verify(dst, pub, &res);
+			cr_assert_eq(r, 1, "flip %s[%zu] not detected", m[i].name, off);
+			if (!strcmp(rel, "MANIFEST.sig"))
+				cr_assert_eq(res.signature, -1);
+			else if (strcmp(rel, "MANIFEST"))
+				cr_assert(strstr(res.problems.buf, rel), "flip %s[%zu]: %s", rel, off,
+					  res.problems.buf);
+			flips++;
+		}
+	}
+	cr_assert_gt(flips, 500);
+	/* without the public key, a change in MANIFEST is still caught by the digests */
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(m[i].name, "exp00001/MANIFEST"))
+			continue;
+		for (size_t off = 0; off < m[i].size; off++) {
+			rewrite(src, dst, FLIP, i, off);
+			cr_assert_eq(verify(dst, NULL, &res), 1, "MANIFEST[%zu]", off);
+		}
+	}
+	archive_verify_result_release(&res);
+	free(priv);
+	free(pub);
+	free(src);
+	free(dst);
+}
+
+Test(archive, added_and_removed_members_are_named)
+{
+	char *src = path_in_tmp("s.tar"), *dst = path_in_tmp("t.tar");
+	cr_assert_eq(archive_collect(dir, src, NULL, NULL), 0);
+	struct member m[64];
+	size_t n = list_members(src, m, 64);
+	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	for (size_t i = 0; i + 1 < n; i++) {      /* every member but MANIFEST */
+		rewrite(src, dst, DROP, i, 0);
+		cr_assert_eq(verify(dst, NULL, &res), 1, "dropping %s", m[i].name);
+		char *want = xstrfmt("missing: %s\n", m[i].name + strlen("exp00001/"));
+		cr_assert(strstr(res.problems.buf, want), "%s", res.problems.buf);
+		cr_assert_eq(res.missing, 1);
+		free(want);
+	}
+	rewrite(src, dst, ADD, 3, 0);
+	cr_assert_eq(verify(dst, NULL, &res), 1);
+	cr_assert(strstr(res.problems.buf, "added: trials/000001/extra.txt\n"), "%s", res.problems.buf);
+	cr_assert_eq(res.added, 1);
+	/* dropping MANIFEST makes the archive unverifiable */
+	rewrite(src, dst, DROP, n - 1, 0);
+	cr_assert_eq(verify(dst, NULL, &res), -1);
+	archive_verify_result_release(&res);
+	free(src);
+	free(dst);
+}
+
+Test(archive, signature_needs_the_right_key)
+{
+	char *priv = path_in_tmp("k1.pem"), *pub = path_in_tmp("k1.pub"), *priv2 = path_in_tmp("k2.pem"),
+	     *pub2 = path_in_tmp("k2.pub");
+	make_keys(priv, pub);
+	make_keys(priv2, pub2);
+	char *signed_ = path_in_tmp("s.tar.zst"), *plain = path_in_tmp("p.tar.zst");
+	cr_assert_eq(archive_collect(dir, signed_, priv, NULL), 0);
+	cr_assert_eq(archive_collect(dir, plain, NULL, NULL), 0);
+	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	cr_assert_eq(verify(signed_, pub, &res), 0);
+	cr_assert_eq(res.signature, 1);
+	cr_assert_eq(verify(signed_, NULL, &res), 0);
+	cr_assert_eq(res.signature, 2);
+	cr_assert_eq(verify(signed_, pub2, &res), 1);
+	cr_assert_eq(res.signature, -1);
+	cr_assert_eq(verify(plain, pub, &res), 1);
+	cr_assert_eq(res.signature, 0);
+	/* a private key where a public one is expected, and a non-Ed25519 key */
+	cr_assert_eq(verify(signed_, priv, &res), -1);
+	EVP_PKEY *rsa = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	char *ec = path_in_tmp("ec.pem");
+	FILE *f = fopen(ec, "w");
+	PEM_write_PrivateKey(f, rsa, NULL, NULL, 0, NULL, NULL);
+	fclose(f);
+	EVP_PKEY_free(rsa);
+	char *o = path_in_tmp("x.tar");
+	cr_assert_eq(archive_collect(dir, o, ec, NULL), -1);
+	cr_assert(strstr(util_last_error(), "Ed25519"));
+	archive_verify_result_release(&res);
+	free(priv); free(pub); free(priv2); free(pub2); free(signed_); free(plain); free(ec); free(o);
+}
+
+/* Names and contents of every member, as one string: what the manifest
+ * protects (tar header fields such as mtime or mode are not covered). */
+static void contents(const char *path, struct strbuf *sb)
+{
+	strbuf_reset(sb);
+	struct archive *a = archive_read_new();
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	struct archive_entry *e;
+	char buf[4096];
+	la_ssize_t n;
+	if (archive_read_open_filename(a, path, 65536) == ARCHIVE_OK) {
+		while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+			strbuf_addf(sb, "%s\n", archive_entry_pathname(e));
+			while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
+				strbuf_add(sb, buf, (size_t)n);
+		}
+	}
+	archive_read_free(a);
+}
+
+/* A flipped bit in the compressed stream is caught, unless the member names
+ * and contents stayed the same (a larger zstd window size, a header mtime). */
+Test(archive, damaged_compressed_stream_fails)
+{
+	char *out = path_in_tmp("a.tar.zst");
+	cr_assert_eq(archive_collect(dir, out, NULL, NULL), 0);
+	char *data;
+	size_t len;
+	cr_assert_eq(fileio_read(out, 0, &data, &len), 0);
+	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	struct strbuf orig = STRBUF_INIT, now = STRBUF_INIT;
+	contents(out, &orig);
+	cr_assert_gt(orig.len, 500);
+	size_t detected = 0, tried = 0, harmless = 0;
+	for (size_t off = 0; off < len; off += 3) {
+		data[off] ^= 0x10;
+		cr_assert_eq(fileio_write_atomic(out, data, len), 0);
+		int r = verify(out, NULL, &res);
+		data[off] ^= 0x10;
+		tried++;
+		if (r != 0) {
+			detected++;
+			continue;
+		}
+		contents(out, &now);
+		cr_assert(now.len == orig.len && !memcmp(now.buf, orig.buf, orig.len),
+			  "flip at %zu changed the content and passed", off);
+		harmless++;
+	}
+	cr_assert_gt(detected, tried * 9 / 10, "%zu of %zu detected", detected, tried);
+	cr_log_info("%zu of %zu flips detected, %zu left the content unchanged", detected, tried,
+		    harmless);
+	strbuf_release(&orig);
+	strbuf_release(&now);
+	archive_verify_result_release(&res);
+	free(data);
+	free(out);
+}
+
+/* Large files are hashed by the second thread: their digests must be the
+ * same as a one-shot SHA-256, and a change in their middle must show. */
+Test(archive, large_files_hashed_in_a_thread_match_sha256)
+{
+	size_t len = ((size_t)9 << 20) + 12345;
+	unsigned char *big = xmalloc(len);
+	unsigned x = 12345;
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		big[i] = (unsigned char)(x >> 16);
+	}
+	write_file("trials/000001/checkpoint/big.bin", big, len);
+	write_file("trials/000001/checkpoint/big2.bin", big, len / 2);
+	unsigned char d[32];
+	char want[65];
+	cr_assert_eq(EVP_Digest(big, len, d, NULL, EVP_sha256(), NULL), 1);
+	for (int i = 0; i < 32; i++)
+		snprintf(want + 2 * i, 3, "%02x", d[i]);
+	char *src = path_in_tmp("big.tar"), *dst = path_in_tmp("big2.tar");
+	cr_assert_eq(archive_collect(dir, src, NULL, NULL), 0);
+	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	cr_assert_eq(verify(src, NULL, &res), 0, "%s", res.problems.buf);
+	/* the MANIFEST line of big.bin */
+	struct archive *a = archive_read_new();
+	archive_read_support_format_tar(a);
+	cr_assert_eq(archive_read_open_filename(a, src, 65536), ARCHIVE_OK);
+	struct archive_entry *e;
+	char manifest[4096] = "";
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK)
+		if (!strcmp(archive_entry_pathname(e), "exp00001/MANIFEST"))
+			archive_read_data(a, manifest, sizeof(manifest) - 1);
+	archive_read_free(a);
+	char *line = xstrfmt("%s  trials/000001/checkpoint/big.bin\n", want);
+	cr_assert(strstr(manifest, line), "%s", manifest);
+	free(line);
+	struct member m[64];
+	size_t n = list_members(src, m, 64);
+	for (size_t i = 0; i < n; i++) {
+		if (!strstr(m[i].name, "big.bin"))
+			continue;
+		rewrite(src, dst, FLIP, i, len / 2 + 7);
+		cr_assert_eq(verify(dst, NULL, &res), 1);
+		cr_assert(strstr(res.problems.buf, "differs: trials/000001/checkpoint/big.bin\n"));
+	}
+	archive_verify_result_release(&res);
+	free(big);
+	free(src);
+	free(dst);
+}

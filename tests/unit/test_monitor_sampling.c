@@ -1,0 +1,224 @@
+/* Unit tests for trialimg/monitor: the sampling thread writes aah-monitor/1
+ * lines that match /proc, stops promptly, works without NVML, and the
+ * report reads what it writes. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jsonfile.h"
+#include "runner/report/report.h"
+#include "tests/fixtures/report/fixture.h"
+#include "trialimg/monitor.h"
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/aah-monitor-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	util_set_quiet(1);
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmpdir);
+}
+
+TestSuite(monitor, .init = setup, .fini = teardown, .timeout = 60);
+
+struct lines {
+	cJSON *doc[4096];
+	size_t n;
+};
+
+static int keep(const cJSON *line, void *arg)
+{
+	struct lines *l = arg;
+	if (l->n < 4096)
+		l->doc[l->n++] = cJSON_Duplicate(line, 1);
+	return 0;
+}
+
+static char *monitor_file(const char *dir)
+{
+	char host[64] = "";
+	gethostname(host, sizeof(host) - 1);
+	return xstrfmt("%s/monitor-%s.jsonl", dir, host);
+}
+
+static void read_lines(const char *dir, struct lines *l)
+{
+	char *p = monitor_file(dir);
+	l->n = 0;
+	cr_assert_eq(jsonfile_read_lines(p, keep, l), 0, "%s", util_last_error());
+	free(p);
+}
+
+static void free_lines(struct lines *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		cJSON_Delete(l->doc[i]);
+	l->n = 0;
+}
+
+static int proc_cpus(void)
+{
+	FILE *f = fopen("/proc/stat", "r");
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "cpu", 3) && line[3] >= '0' && line[3] <= '9')
+			n++;
+	fclose(f);
+	return n;
+}
+
+static volatile int spin_stop;
+
+static void *spin(void *arg)
+{
+	(void)arg;
+	volatile unsigned long x = 0;
+	while (!spin_stop)
+		x++;
+	return NULL;
+}
+
+static double num(const cJSON *o, const char *a, const char *b)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, a);
+	if (b)
+		v = cJSON_GetObjectItem(v, b);
+	cr_assert(cJSON_IsNumber(v), "%s.%s missing", a, b ? b : "");
+	return v->valuedouble;
+}
+
+Test(monitor, samples_match_proc_and_see_a_busy_core)
+{
+	setenv("AAH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+	char *dir = xstrfmt("%s/trial/device_info", tmpdir);
+	double t0 = util_now();
+	struct monitor *m = monitor_start(dir, 0.05);
+	cr_assert_not_null(m);
+	cr_assert_eq(monitor_gpu_count(m), 0);
+	pthread_t th;
+	spin_stop = 0;
+	pthread_create(&th, NULL, spin, NULL);
+	struct timespec ts = { 0, 400 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	spin_stop = 1;
+	pthread_join(th, NULL);
+	monitor_stop(m);
+	double t1 = util_now();
+	unsetenv("AAH_NVML_LIB");
+
+	struct lines l;
+	read_lines(dir, &l);
+	cr_assert_geq(l.n, 4, "%zu samples in 0.4 s at 0.05 s", l.n);
+	int ncpu = proc_cpus();
+	double max_busy = 0, prev_ts = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		const cJSON *d = l.doc[i];
+		cr_assert_eq(jsonfile_check_format("monitor", d, "aah-monitor", 1), 0);
+		double ts_i = num(d, "ts", NULL);
+		cr_assert(ts_i >= t0 - 0.01 && ts_i <= t1 + 0.01);
+		cr_assert_geq(ts_i, prev_ts);
+		prev_ts = ts_i;
+		double busy = num(d, "cpu", "busy_pct");
+		cr_assert(busy >= 0 && busy <= 100, "busy %g", busy);
+		if (busy > max_busy)
+			max_busy = busy;
+		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cpu"), "cores")),
+			     ncpu);
+		cr_assert_gt(num(d, "mem", "total_bytes"), 0);
+		double used = num(d, "mem", "used_pct");
+		cr_assert(used > 0 && used < 100);
+		cr_assert_geq(num(d, "net", "rx_bytes"), 0);
+		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus")), 0);
+		cr_assert_geq(num(d, "monitor_cpu_s", NULL), 0);
+	}
+	/* one core spun for the whole time: at least half a core's share */
+	cr_assert_geq(max_busy, 50.0 / ncpu, "max busy %g%% on %d cpus", max_busy, ncpu);
+	/* MemTotal agrees with /proc/meminfo */
+	FILE *f = fopen("/proc/meminfo", "r");
+	unsigned long long kb = 0;
+	cr_assert_eq(fscanf(f, "MemTotal: %llu kB", &kb), 1);
+	fclose(f);
+	cr_assert_eq(num(l.doc[0], "mem", "total_bytes"), (double)kb * 1024);
+	free_lines(&l);
+	free(dir);
+}
+
+Test(monitor, stop_is_prompt_and_writes_the_last_interval)
+{
+	char *dir = xstrfmt("%s/d", tmpdir);
+	double t0 = util_monotonic();
+	struct monitor *m = monitor_start(dir, 30);
+	cr_assert_not_null(m);
+	monitor_stop(m);
+	double took = util_monotonic() - t0;
+	cr_assert_lt(took, 5.0, "stop took %.2f s with a 30 s interval", took);
+	struct lines l;
+	read_lines(dir, &l);
+	cr_assert_eq(l.n, 1);
+	cr_assert_eq(num(l.doc[0], "interval_s", NULL), 30);
+	free_lines(&l);
+	monitor_stop(NULL);
+	free(dir);
+}
+
+Test(monitor, nvml_on_this_machine)
+{
+	struct monitor *m = monitor_start(tmpdir, 10);
+	cr_assert_not_null(m);
+	int n = monitor_gpu_count(m);
+	monitor_stop(m);
+	struct lines l;
+	read_lines(tmpdir, &l);
+	cr_assert_eq(l.n, 1);
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(l.doc[0], "gpus")), n);
+	if (n == 0)
+		cr_log_info("NVML (libnvidia-ml.so.1) is not available here: GPU sampling not exercised");
+	else
+		cr_assert(cJSON_IsNumber(cJSON_GetObjectItem(
+			cJSON_GetArrayItem(cJSON_GetObjectItem(l.doc[0], "gpus"), 0), "util_pct")));
+	free_lines(&l);
+}
+
+Test(monitor, bad_arguments)
+{
+	cr_assert_null(monitor_start(tmpdir, 0));
+	cr_assert_null(monitor_start("/proc/cannot/create", 1));
+}
+
+Test(monitor, the_report_plots_what_the_monitor_writes)
+{
+	char *dir = fx_exp_create(tmpdir, "exp00001", util_now() - 10);
+	cr_assert_not_null(dir);
+	char *dev = xstrfmt("%s/trials/000001/device_info", dir);
+	struct monitor *m = monitor_start(dev, 0.02);
+	cr_assert_not_null(m);
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	monitor_stop(m);
+	struct report_exp exp;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_geq(exp.nutil, 2);
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	struct strbuf sb = STRBUF_INIT;
+	report_html(&sb, &exp, &opt, &sc);
+	cr_assert(strstr(sb.buf, "<polyline class=\"util cpu\""));
+	cr_assert(strstr(sb.buf, "<polyline class=\"util mem\""));
+	cr_assert_null(strstr(sb.buf, "<polyline class=\"util gpu\""));
+	strbuf_release(&sb);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+	free(dev);
+	free(dir);
+}

@@ -1,0 +1,310 @@
+/* Unit tests for runner/report: loading an experiment, AIPerf's score over
+ * time with hand-computed values, the validity rules, and the outputs. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runner/report/report.h"
+#include "tests/fixtures/report/fixture.h"
+
+static char tmpdir[64];
+static char *dir;
+#define T0 1000.0
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/aah-report-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	util_set_quiet(1);
+	dir = fx_exp_create(tmpdir, "exp00001", T0);
+	cr_assert_not_null(dir);
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmpdir);
+	free(dir);
+}
+
+TestSuite(report, .init = setup, .fini = teardown);
+
+#define close_to(a, b) cr_assert(fabs((double)(a) - (double)(b)) <= 1e-9 * fabs((double)(b)) + 1e-12, "%s = %.17g, expected %.17g", #a, (double)(a), (double)(b))
+
+/* Two trials (times in seconds after T0):
+ *   A: 600 s: 1e12 FLOPs cumulative, acc 0.5;  1000 s: 2e12, acc 0.6
+ *   B: 900 s: 3e12, acc 0.7;                   1500 s: 6e12, acc 0.65
+ * The last epoch ends at 1500 s = 0.41667 h, so the points are 0.2, 0.3,
+ * 0.4, 0.5 h (arange(0.2, 0.41667 + 0.1, 0.1)). */
+static void two_trials(void)
+{
+	cr_assert_eq(fx_trial_events(dir, "000001", 0, T0 + 1, T0 + 1001, "succeeded"), 0);
+	cr_assert_eq(fx_trial_events(dir, "000002", 1, T0 + 2, T0 + 1501, "early_stopped"), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 1, T0 + 600, 0.8e12, 0.2e12, 0.5, 100), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 2, T0 + 1000, 1.6e12, 0.4e12, 0.6, 110), 0);
+	cr_assert_eq(fx_epoch(dir, "000002", 1, T0 + 900, 2.5e12, 0.5e12, 0.7, 50), 0);
+	cr_assert_eq(fx_epoch(dir, "000002", 2, T0 + 1500, 5e12, 1e12, 0.65, 55), 0);
+	cr_assert_eq(fx_arch(dir, "000002"), 0);
+}
+
+Test(report, score_matches_hand_computed_samples)
+{
+	two_trials();
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(exp.ntrials, 2);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_eq(sc.nsamples, 4);
+	/* 0.2 h: only A's first epoch: 1e12 / 600 s */
+	close_to(sc.samples[0].hours, 0.2);
+	close_to(sc.samples[0].elapsed_s, 600);
+	close_to(sc.samples[0].flops, 1e12);
+	close_to(sc.samples[0].score, 1e12 / 600);
+	close_to(sc.samples[0].regulated, 1e12 / 600 * log(2));
+	close_to(sc.samples[0].error, 50);
+	/* 0.3 h and 0.4 h: A up to 1000 s (2e12) + B's first (3e12), over 1000 s */
+	for (int i = 1; i <= 2; i++) {
+		close_to(sc.samples[i].flops, 5e12);
+		close_to(sc.samples[i].elapsed_s, 1000);
+		close_to(sc.samples[i].score, 5e9);
+		close_to(sc.samples[i].regulated, 5e9 * fabs(log(0.3)));
+		close_to(sc.samples[i].error, 30);
+	}
+	/* 0.5 h: everything: 2e12 + 6e12 over 1500 s; best stays 0.7 */
+	close_to(sc.samples[3].hours, 0.5);
+	close_to(sc.samples[3].flops, 8e12);
+	close_to(sc.samples[3].score, 8e12 / 1500);
+	close_to(sc.final.regulated, 8e12 / 1500 * fabs(log(1 - 0.7)));
+	close_to(sc.final.error, 30);
+	cr_assert(sc.final_from_samples);
+	close_to(sc.duration_s, 1500);
+	/* AIPerf rules: 1500 s < 1 h, and 0.7 is not above 0.70 */
+	cr_assert_not(sc.valid);
+	cr_assert_eq(sc.nfailed, 2);
+	cr_assert(strstr(sc.failed[0], "min-duration"));
+	cr_assert(strstr(sc.failed[1], "min-accuracy"));
+	cr_assert_str_eq(exp.trials[exp.best].id, "000002");
+	cr_assert_not_null(exp.best_arch);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+Test(report, rules_pass_with_lower_thresholds_and_fail_on_precision)
+{
+	two_trials();
+	cr_assert_eq(fx_result(dir, "000001", "succeeded", 0.6, "fp32", "cuda:0"), 0);
+	cr_assert_eq(fx_result(dir, "000002", "early_stopped", 0.7, "bf16", "cuda:1"), 0);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	opt.min_duration_s = 1500;
+	opt.min_accuracy = 0.69;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert(sc.valid, "failed: %s", sc.nfailed ? sc.failed[0] : "");
+	report_score_release(&sc);
+	report_exp_release(&exp);
+
+	cr_assert_eq(fx_result(dir, "000001", "succeeded", 0.6, "fp8", "cuda:0"), 0);
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_not(sc.valid);
+	cr_assert_eq(sc.nfailed, 1);
+	cr_assert(strstr(sc.failed[0], "min-precision") && strstr(sc.failed[0], "000001"),
+		  "%s", sc.failed[0]);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+Test(report, precision_ranks)
+{
+	cr_assert_lt(report_precision_rank("fp8"), report_precision_rank("fp16"));
+	cr_assert_eq(report_precision_rank("bf16"), report_precision_rank("fp16"));
+	cr_assert_gt(report_precision_rank("fp32"), report_precision_rank("bf16"));
+	cr_assert_eq(report_precision_rank("fp12"), -1);
+}
+
+Test(report, configurable_sample_points_and_skipped_early_points)
+{
+	/* one trial, epochs at 0.25 h and 0.35 h: with points every 0.1 h from
+	 * 0.1 h, the 0.1 h and 0.2 h points see no epoch and are skipped */
+	cr_assert_eq(fx_epoch(dir, "000001", 1, T0 + 900, 1e12, 0, 0.9, 1), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 2, T0 + 1260, 2e12, 0, 0.95, 1), 0);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	opt.sample_first_h = 0.1;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	/* arange(0.1, 0.35 + 0.1, 0.1) = 0.1 .. 0.4: 4 points, 2 skipped */
+	cr_assert_eq(sc.nsamples, 2);
+	close_to(sc.samples[0].hours, 0.3);
+	close_to(sc.samples[0].score, 1e12 / 900);
+	close_to(sc.samples[1].hours, 0.4);
+	close_to(sc.samples[1].score, 2e12 / 1260);
+	close_to(sc.samples[1].regulated, 2e12 / 1260 * fabs(log(0.05)));
+	report_score_release(&sc);
+	report_exp_release(&exp);
+	/* the trial's state comes from nothing: no journal, no result */
+	cr_assert_eq(opt.sample_step_h, 0.1);
+}
+
+Test(report, short_run_has_final_values_at_the_last_epoch)
+{
+	cr_assert_eq(fx_epoch(dir, "000001", 1, T0 + 60, 6e11, 0, 0.3, 1), 0);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_eq(sc.nsamples, 0);
+	cr_assert_not(sc.final_from_samples);
+	close_to(sc.final.score, 1e10);
+	close_to(sc.final.error, 70);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+Test(report, retried_attempt_adds_its_flops_again)
+{
+	cr_assert_eq(fx_epoch(dir, "000001", 1, T0 + 100, 1e12, 0, 0.2, 1), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 2, T0 + 200, 2e12, 0, 0.3, 1), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 1, T0 + 300, 1e12, 0, 0.25, 1), 0);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	opt.sample_first_h = opt.sample_step_h = 0.5;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_eq(sc.nsamples, 1);
+	close_to(sc.samples[0].flops, 3e12);
+	close_to(sc.samples[0].best_acc, 0.3);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+Test(report, journal_states_and_a_running_experiment)
+{
+	two_trials();
+	cr_assert_eq(fx_trial_events(dir, "000003", 0, T0 + 1002, 0, NULL), 0);
+	cr_assert_eq(fx_trial_events(dir, "000004", 1, T0 + 1502, T0 + 1600, "failed"), 0);
+	cr_assert_eq(fx_journal(dir, T0 + 1700, "trial_created",
+				"\"trial\":\"000005\",\"trial_seq\":5,\"attempt\":1"), 0);
+	/* a torn last line, as a reader sees while the trainer writes */
+	char *torn = xstrfmt("%s/trials/000003/metrics.jsonl", dir);
+	char *tdir = xstrfmt("%s/trials/000003", dir);
+	cr_assert_eq(fileio_mkdir_p(tdir, 0755), 0);
+	free(tdir);
+	FILE *f = fopen(torn, "w");
+	cr_assert_not_null(f);
+	fputs("{\"format\":\"aah-metrics/1\",\"epo", f);   /* no newline: mid-write */
+	fclose(f);
+	free(torn);
+	struct report_exp exp;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(exp.ntrials, 5);
+	static const enum report_state want[] = { REPORT_SUCCEEDED, REPORT_EARLY_STOPPED,
+		REPORT_RUNNING, REPORT_FAILED, REPORT_QUEUED };
+	for (size_t i = 0; i < 5; i++)
+		cr_assert_eq(exp.trials[i].state, want[i], "trial %zu: %s", i,
+			     report_state_name(exp.trials[i].state));
+	cr_assert_eq(exp.trials[1].slot, 1);
+	cr_assert_eq(exp.trials[2].nepochs, 0);
+	cr_assert_not(exp.done);
+
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	opt.now = T0 + 1800;
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	struct strbuf sb = STRBUF_INIT;
+	report_prometheus(&sb, &exp, &sc);
+	cr_assert(strstr(sb.buf, "aah_trials{experiment=\"exp00001\",state=\"running\"} 1\n"), "%s", sb.buf);
+	cr_assert(strstr(sb.buf, "aah_trials{experiment=\"exp00001\",state=\"queued\"} 1\n"));
+	cr_assert(strstr(sb.buf, "aah_best_accuracy{experiment=\"exp00001\"} 0.69999999999999996\n"));
+	cr_assert(strstr(sb.buf, "aah_trial_images_per_second{experiment=\"exp00001\",trial=\"000002\"} 55\n"));
+	cr_assert_eq(fx_count(sb.buf, "# TYPE "), fx_count(sb.buf, "# HELP "));
+	strbuf_reset(&sb);
+	report_summary(&sb, &exp, &sc);
+	cr_assert(strstr(sb.buf, "Failed"));
+	cr_assert(strstr(sb.buf, "Final Score:           5.33 GFLOPS"), "%s", sb.buf);
+	cr_assert(strstr(sb.buf, "Best trial:            000002"));
+	cr_assert(strstr(sb.buf, "conv1"));
+	strbuf_release(&sb);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+Test(report, html_has_every_chart_and_its_points)
+{
+	two_trials();
+	cr_assert_eq(fx_trial_events(dir, "000003", 0, T0 + 1002, 0, NULL), 0);
+	cr_assert_eq(fx_append(dir, "trials/000001/device_info/monitor-h.jsonl",
+			       "{\"format\":\"aah-monitor/1\",\"ts\":1300,\"cpu\":{\"busy_pct\":50,\"cores\":[50]},"
+			       "\"mem\":{\"used_pct\":20},\"gpus\":[{\"index\":0,\"util_pct\":90}]}"), 0);
+	cr_assert_eq(fx_append(dir, "trials/000001/device_info/monitor-h.jsonl",
+			       "{\"format\":\"aah-monitor/1\",\"ts\":1600,\"cpu\":{\"busy_pct\":70,\"cores\":[70]},"
+			       "\"mem\":{\"used_pct\":25},\"gpus\":[]}"), 0);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	opt.now = T0 + 1800;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(exp.nutil, 2);
+	cr_assert_eq(exp.util[0].gpu, 90);
+	cr_assert_eq(exp.util[1].gpu, -1);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	struct strbuf sb = STRBUF_INIT;
+	report_html(&sb, &exp, &opt, &sc);
+	const char *h = sb.buf;
+	static const char *const charts[] = { "chart-error", "chart-score", "chart-regulated",
+		"chart-timeline", "chart-accuracy", "chart-util" };
+	for (size_t i = 0; i < 6; i++) {
+		char *id = xstrfmt("<svg id=\"%s\"", charts[i]);
+		cr_assert_eq(fx_count(h, id), 1, "%s", charts[i]);
+		free(id);
+	}
+	cr_assert_eq(fx_count(h, "<circle class=\"pt\""), 3 * sc.nsamples);
+	cr_assert_eq(fx_count(h, "<rect class=\"trial "), 3);
+	cr_assert_eq(fx_count(h, "<rect class=\"trial running\""), 1);
+	cr_assert_eq(fx_count(h, "<circle class=\"trial-pt"), 2);
+	cr_assert_eq(fx_count(h, "<circle class=\"trial-pt best\""), 1);
+	cr_assert_eq(fx_count(h, "<tr class=\"sample\">"), 4);
+	cr_assert_eq(fx_count(h, "<polyline class=\"util"), 3);
+	cr_assert(strstr(h, "id=\"verdict\">Failed<"));
+	cr_assert(strstr(h, "min-duration"));
+	cr_assert(strstr(h, "<td>global_avg_pool</td>"));
+	cr_assert_null(strstr(h, "<script"));
+	cr_assert_null(strstr(h, "http://") && !strstr(h, "http://www.w3.org/2000/svg") ? "x" : NULL);
+
+	cJSON *doc = report_results_json(&exp, &opt, &sc);
+	cr_assert_str_eq(cJSON_GetObjectItem(doc, "result")->valuestring, "Failed");
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "samples")), 4);
+	cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "trials_by_state"), "running")->valueint, 1);
+	cJSON_Delete(doc);
+	strbuf_release(&sb);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+Test(report, missing_experiment_json_is_an_error)
+{
+	char *p = xstrfmt("%s/experiment.json", dir);
+	cr_assert_eq(unlink(p), 0);
+	free(p);
+	struct report_exp exp;
+	cr_assert_eq(report_load(dir, &exp), -1);
+}
+
+Test(report, si_prefixes)
+{
+	struct strbuf sb = STRBUF_INIT;
+	report_si(&sb, 5333333333.3, "FLOPS");
+	cr_assert_str_eq(sb.buf, "5.33 GFLOPS");
+	strbuf_reset(&sb);
+	report_si(&sb, 12, "FLOPS");
+	cr_assert_str_eq(sb.buf, "12.00 FLOPS");
+	strbuf_release(&sb);
+}

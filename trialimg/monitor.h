@@ -1,0 +1,24 @@
+/* monitor.h: the trial's resource monitor: a thread that samples CPU per
+ * core, memory, network bytes and, when NVML can be loaded, every GPU's
+ * utilisation, memory and power, as aah-monitor/1 JSON lines. */
+#ifndef AAH_MONITOR_H
+#define AAH_MONITOR_H
+
+struct monitor;
+
+/* Start sampling into <dir>/monitor-<host>.jsonl (dir is created; the
+ * trainer passes <trial dir>/device_info). A sample covers the interval
+ * since the previous one; one is written every interval_s seconds and a
+ * last one at monitor_stop. NVML is loaded with dlopen("libnvidia-ml.so.1")
+ * ($AAH_NVML_LIB overrides the name); without it the lines have no GPUs.
+ * Returns NULL (after error()) when the file cannot be created. The caller
+ * owns the result and passes it to monitor_stop. */
+struct monitor *monitor_start(const char *dir, double interval_s);
+/* Write the last sample, join the thread, free m. NULL is allowed. */
+void monitor_stop(struct monitor *m);
+/* Number of GPUs NVML reported (0 without NVML). */
+int monitor_gpu_count(const struct monitor *m);
+/* Lines written so far. */
+long monitor_samples(struct monitor *m);
+
+#endif
