@@ -72,8 +72,11 @@ int cmd_propose(int argc, const char **argv)
 	struct tuner_config tc;
 	cJSON *ca, *space;
 	int r = scheduler_tuner_config(&cfg, e.dir, &tc, &ca, &space);
+	char *initial = scheduler_initial_arch(&cfg, e.dir);
+	tc.initial_arch = initial;
 	if (r == 0)
 		r = tuner_propose_experiment(e.dir, &tc, (unsigned)trial);
+	free(initial);
 	cJSON_Delete(ca);
 	cJSON_Delete(space);
 	int rc = r < 0 ? 1 : 0;

@@ -30,6 +30,8 @@ static const struct cfg_key tuner_keys[] = {
 	  "largest network the tuner may propose, in layers" },
 	{ "maxParams", CFG_NUM, TUNER(max_params), CFG_NONNEG, NULL, NULL, "0 (tuner default)",
 	  "largest network the tuner may propose, in parameters" },
+	{ "initialArch", CFG_STR, TUNER(initial_arch), 0, NULL, NULL, "(the tuner's own start)",
+	  "aah-arch/1 file the network morphism search starts from, relative to the config file" },
 	{ NULL },
 };
 

@@ -42,6 +42,7 @@ struct aah_config_tuner {
 	char *placement;          /* "master" | "trial" */
 	long max_layers;
 	double max_params;
+	char *initial_arch;       /* a user aah-arch/1 file to start the search from */
 };
 
 struct aah_config_assessor {

@@ -243,6 +243,14 @@ int experiment_create(struct experiment *e, const struct aah_config *cfg, const 
 	if (r == 0)
 		r = copy_file(cfg->path, p);
 	free(p);
+	const char *ia = cfg->tuner.initial_arch;
+	if (r == 0 && ia && *ia) {
+		char *from = ia[0] == '/' ? xstrdup(ia) : xstrfmt("%s/%s", cfg->base_dir, ia);
+		p = xstrfmt("%s/initial_arch.json", e->dir);
+		r = copy_file(from, p);
+		free(p);
+		free(from);
+	}
 	char *ss = config_search_space_file(cfg);
 	if (r == 0 && ss) {
 		p = xstrfmt("%s/search_space.json", e->dir);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "runner/cmd.h" /* cmd_create, cmd_resume, ... */
+#include "runner/report/report_cmds.h" /* cmd_report, cmd_collect, cmd_verify, cmd_metrics */
 #include "util.h"
 
 struct subcommand {
@@ -19,6 +20,10 @@ static const struct subcommand commands[] = {
 	{ "list", cmd_list, "list the experiments in the work directory" },
 	{ "propose", cmd_propose, "write the tuner's proposal for a trial (arch.json, params.json)" },
 	{ "check", cmd_check, "validate a config.yml without running it" },
+	{ "report", cmd_report, "score an experiment (Score, Regulated Score, Error) and write report.html" },
+	{ "collect", cmd_collect, "archive every log of an experiment with a signed SHA-256 manifest" },
+	{ "verify", cmd_verify, "check an archive made by collect" },
+	{ "metrics", cmd_metrics, "print an experiment's metrics in the Prometheus text format" },
 };
 
 static void usage(FILE *out)

@@ -65,6 +65,19 @@ int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
 	return 0;
 }
 
+char *scheduler_initial_arch(const struct aah_config *cfg, const char *expdir)
+{
+	/* The copy in the experiment wins: the user's file may have changed. */
+	char *copied = expdir ? xstrfmt("%s/initial_arch.json", expdir) : NULL;
+	if (copied && fileio_exists(copied))
+		return copied;
+	free(copied);
+	const char *p = cfg->tuner.initial_arch;
+	if (!p || !*p)
+		return NULL;
+	return p[0] == '/' ? xstrdup(p) : xstrfmt("%s/%s", cfg->base_dir, p);
+}
+
 static double elapsed(const struct sched *s)
 {
 	return s->e->run_seconds + (util_now() - s->e->session_start);
@@ -511,7 +524,10 @@ static int start_tuner(struct sched *s)
 	cJSON *ca, *space;
 	if (scheduler_tuner_config(s->cfg, s->e->dir, &tc, &ca, &space) < 0)
 		return -1;
+	char *initial = scheduler_initial_arch(s->cfg, s->e->dir);
+	tc.initial_arch = initial;
 	int r = tuner_create(&s->tuner, &tc);
+	free(initial);
 	if (r == 0)
 		r = tuner_load_history(s->tuner, s->e->dir);
 	cJSON_Delete(ca);

@@ -27,5 +27,8 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
  * preferred for the copied search_space.json. */
 int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
 			   struct tuner_config *tc, cJSON **class_args, cJSON **space);
+/* The initial arch file a tuner_config points to (NULL when none); the
+ * caller frees it after the tuner is done with tc. */
+char *scheduler_initial_arch(const struct aah_config *cfg, const char *expdir);
 
 #endif
