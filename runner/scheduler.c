@@ -124,6 +124,18 @@ static void progress(struct sched *s, const struct trial_rec *t)
 	fflush(stdout);
 }
 
+/* The fields every trial event starts with. */
+static cJSON *trial_fields(unsigned seq, unsigned attempt)
+{
+	char id[16];
+	cJSON *f = cJSON_CreateObject();
+	snprintf(id, sizeof(id), "%06u", seq);
+	cJSON_AddStringToObject(f, "trial", id);
+	cJSON_AddNumberToObject(f, "trial_seq", seq);
+	cJSON_AddNumberToObject(f, "attempt", attempt);
+	return f;
+}
+
 /* ---- settling a finished job --------------------------------------------- */
 
 struct outcome {
@@ -220,12 +232,7 @@ static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st
 	read_result(s, seq, st, &o);
 	if (s->stop && o.state == TRIAL_CANCELED)
 		snprintf(o.reason, sizeof(o.reason), "stopped");
-	char id[16];
-	snprintf(id, sizeof(id), "%06u", seq);
-	cJSON *f = cJSON_CreateObject();
-	cJSON_AddStringToObject(f, "trial", id);
-	cJSON_AddNumberToObject(f, "trial_seq", seq);
-	cJSON_AddNumberToObject(f, "attempt", t->attempt);
+	cJSON *f = trial_fields(seq, t->attempt);
 	cJSON_AddStringToObject(f, "state", trial_state_name(o.state));
 	cJSON_AddNumberToObject(f, "exit_code", st->exit_code);
 	cJSON_AddStringToObject(f, "reason", o.reason);
@@ -241,11 +248,7 @@ static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st
 	s->settled_this_session++;
 	progress(s, t);
 	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup) {
-		f = cJSON_CreateObject();
-		cJSON_AddStringToObject(f, "trial", id);
-		cJSON_AddNumberToObject(f, "trial_seq", seq);
-		cJSON_AddNumberToObject(f, "attempt", t->attempt + 1);
-		return experiment_record(s->e, "trial_retry", f);
+		return experiment_record(s->e, "trial_retry", trial_fields(seq, t->attempt + 1));
 	}
 	return observe(s, seq);
 }
@@ -263,12 +266,7 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 	(void)ctx;
 	struct submit_arg *a = arg;
 	struct trial_rec *t = experiment_trial(a->s->e, a->seq);
-	cJSON *f = cJSON_CreateObject();
-	char id[16];
-	snprintf(id, sizeof(id), "%06u", a->seq);
-	cJSON_AddStringToObject(f, "trial", id);
-	cJSON_AddNumberToObject(f, "trial_seq", a->seq);
-	cJSON_AddNumberToObject(f, "attempt", t->attempt ? t->attempt : 1);
+	cJSON *f = trial_fields(a->seq, t->attempt ? t->attempt : 1);
 	cJSON_AddStringToObject(f, "backend", a->s->bctx.backend->name);
 	cJSON_AddStringToObject(f, "job", job);
 	cJSON_AddNumberToObject(f, "slot", a->slot);
@@ -362,12 +360,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 
 static int create_trial(struct sched *s, unsigned seq)
 {
-	cJSON *f = cJSON_CreateObject();
-	char id[16];
-	snprintf(id, sizeof(id), "%06u", seq);
-	cJSON_AddStringToObject(f, "trial", id);
-	cJSON_AddNumberToObject(f, "trial_seq", seq);
-	cJSON_AddNumberToObject(f, "attempt", 1);
+	cJSON *f = trial_fields(seq, 1);
 	/* trial_submitted, synced, follows and makes this line durable too. */
 	return experiment_record_flags(s->e, "trial_created", f, FILEIO_NOSYNC);
 }
@@ -490,12 +483,7 @@ static int resume_state(struct sched *s)
 		int retry_due = t->state == TRIAL_FAILED &&
 				t->attempt <= (unsigned)s->cfg->trial.retries;
 		if (stopped || retry_due) {
-			cJSON *f = cJSON_CreateObject();
-			char id[16];
-			snprintf(id, sizeof(id), "%06u", t->seq);
-			cJSON_AddStringToObject(f, "trial", id);
-			cJSON_AddNumberToObject(f, "trial_seq", t->seq);
-			cJSON_AddNumberToObject(f, "attempt", t->attempt + (retry_due ? 1 : 0));
+			cJSON *f = trial_fields(t->seq, t->attempt + (retry_due ? 1 : 0));
 			unsigned seq = t->seq;
 			if (experiment_record(s->e, "trial_retry", f) < 0)
 				return -1;

@@ -1,0 +1,82 @@
+#!/usr/bin/env bats
+# The main job end to end, short: the shipped quickstart (network morphism +
+# TPE, tuner placed in the trial, real aah-trial training on Fashion-MNIST)
+# for 2 minutes on a subset of the data, then report, collect and verify.
+
+setup() {
+	AAH_ROOT=${AAH_ROOT:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
+	export PATH="$AAH_ROOT/${AAH_BUILD:-build}:$PATH"
+	WORK=$(mktemp -d "${BATS_TMPDIR:-/tmp}/aah-e2e.XXXXXX")
+	export AAH_WORKDIR=$WORK/aah-work
+}
+
+teardown() {
+	rm -rf "$WORK"
+}
+
+@test "a 2-minute quickstart: proposals differ, best error never rises, report and archive verify" {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	mkdir -p "$AAH_WORKDIR"
+	# The shipped config with a 2-minute budget and a smaller slice of the
+	# data per trial, so that several trials finish.
+	sed -e 's|^maxExecDuration: .*|maxExecDuration: 2m|' \
+	    -e "s|^searchSpacePath: |searchSpacePath: $AAH_ROOT/examples/|" \
+	    -e "s|^  initialArch: |  initialArch: $AAH_ROOT/examples/|" \
+	    -e 's|--threads 1$|--threads 1 --train_samples 6000 --val_samples 2000|' \
+	    -e 's|--warmup_1 3 --warmup_2 4 --warmup_3 5 --epochs 6|--warmup_1 2 --warmup_2 2 --warmup_3 3 --epochs 3|' \
+	    -e 's|^  minDuration: .*|  minDuration: 1m|' \
+	    "$AAH_ROOT/examples/quickstart.yml" > "$WORK/quickstart.yml"
+	grep -q -- '--train_samples 6000' "$WORK/quickstart.yml"
+	run aah-runner create -c "$WORK/quickstart.yml" --seed 11
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	exp=$AAH_WORKDIR/experiments/$id
+	grep -q '"event":"experiment_done"' "$exp/journal.jsonl"
+
+	# At least 3 trials completed, later proposals differ from earlier ones,
+	# and the best error never increased over the run.
+	/usr/bin/python3 - "$exp" <<'PY'
+import json, os, sys
+exp = sys.argv[1]
+events = [json.loads(l) for l in open(exp + "/journal.jsonl")]
+done = [e for e in events if e["event"] == "trial_finished" and e["state"] in ("succeeded", "early_stopped")]
+print("completed trials:", len(done))
+assert len(done) >= 3, done
+hashes = []
+for t in sorted(os.listdir(exp + "/trials")):
+    p = f"{exp}/trials/{t}/arch.json"
+    if os.path.exists(p):
+        arch = json.load(open(p))
+        hashes.append(json.dumps(arch["layers"], sort_keys=True))
+print("proposals:", len(hashes), "distinct:", len(set(hashes)))
+assert len(hashes) >= 3 and len(set(hashes)) == len(hashes), "a proposal repeated an earlier one"
+best, points = 0.0, []
+for e in events:
+    if e["event"] == "trial_finished" and "best_val_acc" in e:
+        best = max(best, e["best_val_acc"])
+        points.append(1 - best)
+assert all(b <= a for a, b in zip(points, points[1:])), points
+res = json.load(open(exp + "/results.json")) if os.path.exists(exp + "/results.json") else None
+PY
+
+	run aah-runner report "$id"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"Final Score:"* ]]
+	[ -s "$exp/report.html" ] && [ -s "$exp/results.json" ]
+	/usr/bin/python3 - "$exp/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+errs = [s["error_pct"] for s in r["samples"]]
+print("samples:", len(errs), "final:", r["final"])
+assert len(errs) >= 1
+assert all(b <= a + 1e-9 for a, b in zip(errs, errs[1:])), errs
+assert r["final"]["score_flops"] > 0
+PY
+	run aah-runner collect "$id" -o "$WORK/logs.tar.zst"
+	[ "$status" -eq 0 ]
+	run aah-runner verify "$WORK/logs.tar.zst"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
