@@ -19,6 +19,7 @@ static const struct subcommand commands[] = {
 	{ "list", cmd_list, "list the experiments in the work directory" },
 	{ "propose", cmd_propose, "write the tuner's proposal for a trial (arch.json, params.json)" },
 	{ "check", cmd_check, "validate a config.yml without running it" },
+	{ "render", cmd_render, "print a trial's Kubernetes Job (and Service) for kubectl apply" },
 };
 
 static void usage(FILE *out)
