@@ -12,6 +12,8 @@
 #include "strbuf.h"
 #include "util.h"
 
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,23 @@ static void first_line(char *dst, size_t n, const char *s)
 	snprintf(dst, n, "%.*s", (int)(len < n - 1 ? len : n - 1), s);
 }
 
+/* proc_run_capture with SIGPIPE held back: a kubectl that exits before
+ * reading its stdin must not kill the runner (the write fails instead). */
+static int run_capture(const char *const *argv, const char *input, double limit,
+		       struct strbuf *out, struct strbuf *err, int *code)
+{
+	sigset_t pipe_set, old;
+	struct timespec zero = { 0, 0 };
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_set, &old);
+	int r = proc_run_capture(argv, NULL, input, limit, out, err, code);
+	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+		;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
 /* One kubectl call with the global flags; stdout into *out (may be NULL).
  * Transient failures are tried again `retries` more times with a growing
  * pause. Errors say what failed and what to do. */
@@ -71,7 +90,9 @@ static int kubectl(struct k8s_priv *p, const char *const *args, const char *inpu
 	if (kc->context)
 		strvec_pushf(&argv, "--context=%s", kc->context);
 	strvec_pushf(&argv, "--namespace=%s", kc->namespace_);
-	strvec_pushf(&argv, "--request-timeout=%.0fs", kc->kubectl_timeout);
+	/* kubectl's own limit per request, and ours on the whole call */
+	strvec_pushf(&argv, "--request-timeout=%.0fs", ceil(kc->kubectl_timeout));
+	double hard_limit = 2 * kc->kubectl_timeout + 1;
 	strvec_pushv(&argv, args);
 	static const char *const forbidden[] = { "Forbidden", "forbidden", NULL };
 	static const char *const exists[] = { "AlreadyExists", "already exists", NULL };
@@ -84,30 +105,30 @@ static int kubectl(struct k8s_priv *p, const char *const *args, const char *inpu
 		int code = 0;
 		if (out)
 			strbuf_reset(out);
-		if (proc_run_capture(strvec_view(&argv), NULL, input, kc->kubectl_timeout + 10, out,
-				     &err, &code) < 0) {
+		if (run_capture(strvec_view(&argv), input, hard_limit, out, &err, &code) < 0) {
 			strbuf_release(&err);
 			error("cannot run '%s': install kubectl or set kubernetes.kubectl", kc->kubectl);
 			r = KUBECTL_PERMANENT;
 			break;
 		}
+		const char *etext = strbuf_str(&err);
 		char line[200];
-		first_line(line, sizeof(line), err.buf);
+		first_line(line, sizeof(line), etext);
 		if (code == 0) {
 			r = KUBECTL_OK;
 		} else if (code == 124) {
 			r = KUBECTL_TRANSIENT;
 			error("kubectl %s: no answer within %.0fs (API server unreachable or slow)",
 			      args[0], kc->kubectl_timeout);
-		} else if (contains(err.buf, forbidden)) {
+		} else if (contains(etext, forbidden)) {
 			r = KUBECTL_PERMANENT;
 			error("kubectl %s: forbidden in namespace '%s': %s (grant the runner's "
 			      "ServiceAccount the Role in k8s/rbac.yaml)",
 			      args[0], kc->namespace_, line);
-		} else if (contains(err.buf, exists)) {
+		} else if (contains(etext, exists)) {
 			r = KUBECTL_EXISTS;
 			error("kubectl %s: %s", args[0], line);
-		} else if (contains(err.buf, permanent)) {
+		} else if (contains(etext, permanent)) {
 			r = KUBECTL_PERMANENT;
 			error("kubectl %s: %s", args[0], line);
 		} else {
@@ -422,7 +443,7 @@ static int k8s_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 		j->canceled = 0; /* it failed; it was not canceled by request */
 		st->state = AAH_JOB_FAILED;
 		snprintf(st->reason, sizeof(st->reason),
-			 "pods not running after %.0fs (%ld of %ld ready)%s%s", p->kc.pending_timeout,
+			 "pods not running after %gs (%ld of %ld ready)%s%s", p->kc.pending_timeout,
 			 ready, want, *story ? ": " : "", story);
 		j->missing = 0;
 		j->first_seen = util_monotonic() + 1e9; /* settled: never again */
