@@ -275,7 +275,7 @@ static int refresh(struct k8s_priv *p)
 	struct strbuf out = STRBUF_INIT;
 	cJSON *doc = NULL;
 	int r = kubectl(p, args, NULL, &out, 0) == KUBECTL_OK &&
-			jsonfile_parse("kubectl get jobs", out.buf, &doc) == 0
+			jsonfile_parse("kubectl get jobs", strbuf_str(&out), &doc) == 0
 		? 0 : -1;
 	strbuf_release(&out);
 	if (r == 0 && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "items"))) {
@@ -326,7 +326,7 @@ static int get_pods(struct k8s_priv *p, const char *job, cJSON **doc)
 	struct strbuf out = STRBUF_INIT;
 	*doc = NULL;
 	int r = kubectl(p, args, NULL, &out, p->kc.kubectl_retries) == KUBECTL_OK
-			? jsonfile_parse("kubectl get pods", out.buf, doc) : -1;
+			? jsonfile_parse("kubectl get pods", strbuf_str(&out), doc) : -1;
 	strbuf_release(&out);
 	free(sel);
 	return r;
@@ -495,14 +495,14 @@ static int k8s_reap(struct aah_backend_ctx *ctx, const char *name, const char *t
 		struct strbuf out = STRBUF_INIT;
 		strbuf_addf(&log, "==> kubernetes pod %s (%s) <==\n", pod, phase ? phase : "?");
 		if (kubectl(p, args, NULL, &out, p->kc.kubectl_retries) == KUBECTL_OK)
-			strbuf_add(&log, out.buf, out.len);
+			strbuf_addstr(&log, strbuf_str(&out));
 		else
 			strbuf_addf(&log, "(no log: %s)\n", util_last_error());
 		if (log.len && log.buf[log.len - 1] != '\n')
 			strbuf_addch(&log, '\n');
 		strbuf_release(&out);
 	}
-	if (fileio_write_atomic(path, log.buf, log.len) < 0)
+	if (fileio_write_atomic(path, strbuf_str(&log), log.len) < 0)
 		warning("cannot write %s", path);
 	strbuf_release(&log);
 	free(old);

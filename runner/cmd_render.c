@@ -61,7 +61,7 @@ static int render(const struct aah_config *cfg, const char *exp_id, const char *
 	} else if (rc == 0) {
 		struct strbuf sb = STRBUF_INIT;
 		k8s_yaml_emit(&sb, docs);
-		fputs(sb.buf, stdout);
+		fputs(strbuf_str(&sb), stdout);
 		strbuf_release(&sb);
 	}
 	cJSON_Delete(docs);

@@ -59,6 +59,7 @@ char *k8s_job_name(const char *experiment_name, const char *experiment_id, unsig
 char *k8s_label_value(const char *s)
 {
 	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "");
 	for (; *s && sb.len < 63; s++) {
 		unsigned char c = (unsigned char)*s;
 		strbuf_addch(&sb, isalnum(c) || c == '-' || c == '_' || c == '.' ? (char)c : '_');

@@ -92,13 +92,14 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 }
 
 @test "a failed Job fails the trial with the Job's reason and the pod's exit status" {
-	for c in backoff:BackoffLimitExceeded:failed podfailurepolicy:PodFailurePolicy:failed \
-		deadline:DeadlineExceeded:timed; do
+	for c in jobs-failed-backoff:BackoffLimitExceeded:failed \
+		jobs-failed-podfailurepolicy:PodFailurePolicy:failed \
+		jobs-failed-deadline:DeadlineExceeded:timed; do
 		IFS=: read -r name reason word <<<"$c"
 		rm -rf "$WORK/aah-work" "$FAKE_KUBECTL_DIR"/calls.log
 		k8s_config c.yml
 		answers create create-ok
-		answers get-job jobs-running "jobs-failed-$name"
+		answers get-job jobs-running "$name"
 		answers get-pod pods-failed
 		FAKE_POD_RESULT= run aah-runner create -c c.yml
 		[ "$status" -eq 0 ]
