@@ -12,6 +12,7 @@
 #include "strbuf.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ struct k8s_job {
 	double first_seen;      /* monotonic: submitted, or first polled after a resume */
 	int all_ready_seen;     /* every pod was running (or done) at some poll */
 	int canceled;
+	double complete_at;     /* monotonic: first seen Complete without result.json; 0 = not */
 	unsigned missing;       /* refreshes since first_seen that did not list it */
 	struct k8s_job *next;
 };
@@ -388,6 +390,37 @@ done:
 	cJSON_Delete(doc);
 }
 
+/* A Job is Complete when its pods exited; the result.json rank 0 wrote on
+ * another node may take a while to show through the master's NFS client
+ * cache (attribute and lookup caching). Listing the directory revalidates
+ * it; give up after `wait` seconds and let the scheduler judge. The trial
+ * directory comes from our experiment and the Job's aah.io/trial label. */
+static int result_visible(const struct aah_backend_ctx *ctx, const cJSON *job, double wait,
+			  struct k8s_job *j)
+{
+	const cJSON *labels = field(job, "metadata", "labels");
+	const char *trial = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, "aah.io/trial"));
+	if (!trial || strspn(trial, "0123456789") != strlen(trial) || !*trial || wait <= 0)
+		return 1;
+	char *dir = xstrfmt("%s/trials/%s", ctx->expdir, trial);
+	DIR *d = opendir(dir);
+	if (d) {
+		while (readdir(d))
+			;
+		closedir(d);
+	}
+	char *path = xstrfmt("%s/result.json", dir);
+	int ok = fileio_exists(path);
+	free(path);
+	free(dir);
+	if (ok)
+		return 1;
+	double now = util_monotonic();
+	if (!j->complete_at)
+		j->complete_at = now;
+	return now - j->complete_at >= wait;
+}
+
 static int k8s_cancel(struct aah_backend_ctx *ctx, const char *name)
 {
 	struct k8s_priv *p = ctx->priv;
@@ -432,6 +465,8 @@ static int k8s_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 			snprintf(st->reason + len, sizeof(st->reason) - len, "; %s", story);
 		}
 	}
+	if (st->state == AAH_JOB_SUCCEEDED && !result_visible(ctx, item, p->kc.result_wait, j))
+		st->state = AAH_JOB_RUNNING;
 	if (st->state == AAH_JOB_RUNNING)
 		j->all_ready_seen = 1;
 	if (st->state == AAH_JOB_PENDING && !j->all_ready_seen && p->kc.pending_timeout > 0 &&

@@ -61,6 +61,8 @@ const struct cfg_key k8s_config_keys[] = {
 	  "limit of one kubectl call" },
 	{ "kubectlRetries", CFG_INT, K(kubectl_retries), CFG_NONNEG, NULL, NULL, "3",
 	  "extra tries of a kubectl call that failed for a transient reason" },
+	{ "resultWait", CFG_DURATION, K(result_wait), 0, NULL, NULL, "1m",
+	  "how long a completed trial waits for its result.json to appear over NFS" },
 	{ "submit", CFG_ENUM, K(submit), 0, submit_modes, NULL, "create",
 	  "kubectl create (fails on a name clash) or apply" },
 	{ NULL },
@@ -215,6 +217,7 @@ int k8s_config_load(const struct aah_config *cfg, struct k8s_config *kc)
 	kc->poll_interval = 5;
 	kc->kubectl_timeout = 30;
 	kc->kubectl_retries = 3;
+	kc->result_wait = 60;
 	kc->submit = xstrdup("create");
 	if (config_parse_section(cfg, "kubernetes", sec, k8s_config_keys, kc) < 0)
 		goto fail;

@@ -29,6 +29,7 @@ struct k8s_config {
 	double kubectl_timeout;    /* seconds per kubectl call */
 	long kubectl_retries;      /* extra tries of a transient kubectl failure */
 	char *submit;              /* create | apply */
+	double result_wait;        /* seconds a Complete Job may wait for result.json to show */
 };
 
 extern const struct cfg_key k8s_config_keys[];

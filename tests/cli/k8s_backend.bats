@@ -201,6 +201,24 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	[ $((SECONDS - start)) -lt 20 ]   # the hung kubectl was killed (2 x kubectlTimeout + 1)
 }
 
+@test "a Complete Job waits (resultWait) for result.json to show through NFS" {
+	k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-complete
+	answers get-pod pods-succeeded
+	FAKE_POD_RESULT_DELAY=0.8 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	finished "$id" | grep -q '"state":"succeeded"'
+
+	rm -rf "$WORK/aah-work"
+	KUBE_YAML="  resultWait: 0.3s" k8s_config c.yml
+	FAKE_POD_RESULT= run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	finished "$id" | grep -q '"state":"failed".*"reason":"no valid result.json in '
+}
+
 @test "a Job that disappears is lost; one deleted by someone else is canceled" {
 	k8s_config c.yml
 	answers create create-ok
