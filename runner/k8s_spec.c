@@ -673,7 +673,11 @@ void k8s_job_state(const cJSON *job, struct aah_job_status *st, long *ready, lon
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(job, "metadata");
 	const cJSON *c;
 	*want = num_at(spec, "completions");
-	*ready = num_at(status, "ready") + num_at(status, "succeeded");
+	/* status.ready is there from Kubernetes 1.24 (JobReadyPods); before, count
+	 * the active pods as running rather than fail them as pending. */
+	*ready = (cJSON_GetObjectItemCaseSensitive(status, "ready") ? num_at(status, "ready")
+								   : num_at(status, "active")) +
+		 num_at(status, "succeeded");
 	st->state = *ready >= *want && *want > 0 ? AAH_JOB_RUNNING : AAH_JOB_PENDING;
 	st->reason[0] = '\0';
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions")) {

@@ -138,6 +138,20 @@ Test(k8s, job_state_from_captured_kubectl_answers)
 	}
 }
 
+Test(k8s, job_state_without_ready_counts_active_pods)
+{
+	cJSON *doc;
+	cr_assert_eq(jsonfile_read("tests/fixtures/k8s/kubectl/jobs-running/stdout.json", &doc), 0);
+	cJSON *job = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "items"), 0);
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(job, "status"), "ready");
+	struct aah_job_status st;
+	long ready, want;
+	k8s_job_state(job, &st, &ready, &want);
+	cr_assert_eq(st.state, AAH_JOB_RUNNING);
+	cr_assert_eq(ready, 2);
+	cJSON_Delete(doc);
+}
+
 static void load(struct aah_config *cfg, const char *text)
 {
 	char *p = xstrfmt("%s/config.yml", tmpdir);
