@@ -12,6 +12,7 @@
 
 const struct aah_backend *const aah_backends[] = {
 	&backend_local,
+	&backend_kubernetes,
 	NULL,
 };
 

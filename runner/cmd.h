@@ -13,6 +13,7 @@ int cmd_status(int argc, const char **argv);
 int cmd_list(int argc, const char **argv);
 int cmd_propose(int argc, const char **argv);
 int cmd_check(int argc, const char **argv);
+int cmd_render(int argc, const char **argv);
 
 /* Shared by the commands: open an experiment (id or path) and load the
  * config copied into it, relative paths resolving where the user's config

@@ -1,4 +1,5 @@
 /* main.c: aah-runner entry point; a table of subcommands -> cmd_*.c */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ static const struct subcommand commands[] = {
 	{ "list", cmd_list, "list the experiments in the work directory" },
 	{ "propose", cmd_propose, "write the tuner's proposal for a trial (arch.json, params.json)" },
 	{ "check", cmd_check, "validate a config.yml without running it" },
+	{ "render", cmd_render, "print a trial's Kubernetes Job (and Service) for kubectl apply" },
 	{ "report", cmd_report, "score an experiment (Score, Regulated Score, Error) and write report.html" },
 	{ "collect", cmd_collect, "archive every log of an experiment with a signed SHA-256 manifest" },
 	{ "verify", cmd_verify, "check an archive made by collect" },
@@ -39,6 +41,8 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
 	util_set_progname("aah-runner");
+	/* A child that exits early must not kill us through a write to its pipe. */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -1,0 +1,578 @@
+/* backend_kubernetes.c: trials as Indexed Jobs through kubectl (argv
+ * vectors, never a shell). A job id is the Job's name; the Job's status
+ * comes from one `kubectl get jobs -l aah.io/experiment=<id> -o json` per
+ * poll interval for all trials (doubling while kubectl fails). Pod logs are
+ * copied into trial.log when a job settles, before the Job's TTL removes it.
+ * A resumed runner re-attaches to Jobs by name. */
+#include "runner/backend.h"
+#include "fileio.h"
+#include "jsonfile.h"
+#include "runner/k8s_spec.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_job_state */
+#include "runner/proc.h"
+#include "strbuf.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_BACKOFF 60.0
+
+struct k8s_job {
+	char *name;
+	double first_seen;      /* monotonic: submitted, or first polled after a resume */
+	int all_ready_seen;     /* every pod was running (or done) at some poll */
+	int canceled;
+	double complete_at;     /* monotonic: first seen Complete without result.json; 0 = not */
+	unsigned missing;       /* refreshes since first_seen that did not list it */
+	struct k8s_job *next;
+};
+
+struct k8s_priv {
+	struct k8s_config kc;
+	char *selector;         /* aah.io/experiment=<id> */
+	struct k8s_job *jobs;
+	cJSON *list;            /* the last `get jobs` answer */
+	double list_at;         /* monotonic time of that answer; 0 = none */
+	double interval;        /* poll interval now (grows while kubectl fails) */
+};
+
+enum kubectl_result { KUBECTL_OK = 0, KUBECTL_TRANSIENT = -1, KUBECTL_PERMANENT = -2,
+		      KUBECTL_EXISTS = -3 };
+
+static int contains(const char *hay, const char *const *needles)
+{
+	for (; *needles; needles++)
+		if (strstr(hay, *needles))
+			return 1;
+	return 0;
+}
+
+/* The first line of kubectl's complaint, for a message. */
+static void first_line(char *dst, size_t n, const char *s)
+{
+	while (*s == ' ' || *s == '\n')
+		s++;
+	size_t len = strcspn(s, "\n");
+	snprintf(dst, n, "%.*s", (int)(len < n - 1 ? len : n - 1), s);
+}
+
+/* proc_run_capture with SIGPIPE held back: a kubectl that exits before
+ * reading its stdin must not kill the runner (the write fails instead). */
+static int run_capture(const char *const *argv, const char *input, double limit,
+		       struct strbuf *out, struct strbuf *err, int *code)
+{
+	sigset_t pipe_set, old;
+	struct timespec zero = { 0, 0 };
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_set, &old);
+	int r = proc_run_capture(argv, NULL, input, limit, out, err, code);
+	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+		;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* One kubectl call with the global flags; stdout into *out (may be NULL).
+ * Transient failures are tried again `retries` more times with a growing
+ * pause. Errors say what failed and what to do. */
+static int kubectl(struct k8s_priv *p, const char *const *args, const char *input,
+		   struct strbuf *out, long retries)
+{
+	const struct k8s_config *kc = &p->kc;
+	struct strvec argv = STRVEC_INIT;
+	strvec_push(&argv, kc->kubectl);
+	if (kc->kubeconfig)
+		strvec_pushf(&argv, "--kubeconfig=%s", kc->kubeconfig);
+	if (kc->context)
+		strvec_pushf(&argv, "--context=%s", kc->context);
+	strvec_pushf(&argv, "--namespace=%s", kc->namespace_);
+	/* kubectl's own limit per request, and ours on the whole call */
+	strvec_pushf(&argv, "--request-timeout=%.0fs", ceil(kc->kubectl_timeout));
+	double hard_limit = 2 * kc->kubectl_timeout + 1;
+	strvec_pushv(&argv, args);
+	static const char *const forbidden[] = { "Forbidden", "forbidden", NULL };
+	static const char *const exists[] = { "AlreadyExists", "already exists", NULL };
+	static const char *const permanent[] = { "NotFound", "not found", "is invalid", "Invalid value",
+						 "error validating", "unknown flag", "Unauthorized",
+						 "must be logged in", NULL };
+	int r = KUBECTL_OK;
+	for (long attempt = 0;; attempt++) {
+		struct strbuf err = STRBUF_INIT;
+		int code = 0;
+		if (out)
+			strbuf_reset(out);
+		if (run_capture(strvec_view(&argv), input, hard_limit, out, &err, &code) < 0) {
+			strbuf_release(&err);
+			error("cannot run '%s': install kubectl or set kubernetes.kubectl", kc->kubectl);
+			r = KUBECTL_PERMANENT;
+			break;
+		}
+		const char *etext = strbuf_str(&err);
+		char line[200];
+		first_line(line, sizeof(line), etext);
+		if (code == 0) {
+			r = KUBECTL_OK;
+		} else if (code == 124) {
+			r = KUBECTL_TRANSIENT;
+			error("kubectl %s: no answer within %.0fs (API server unreachable or slow)",
+			      args[0], kc->kubectl_timeout);
+		} else if (contains(etext, forbidden)) {
+			r = KUBECTL_PERMANENT;
+			error("kubectl %s: forbidden in namespace '%s': %s (grant the runner's "
+			      "ServiceAccount the Role in k8s/rbac.yaml)",
+			      args[0], kc->namespace_, line);
+		} else if (contains(etext, exists)) {
+			r = KUBECTL_EXISTS;
+			error("kubectl %s: %s", args[0], line);
+		} else if (contains(etext, permanent)) {
+			r = KUBECTL_PERMANENT;
+			error("kubectl %s: %s", args[0], line);
+		} else {
+			r = KUBECTL_TRANSIENT;
+			error("kubectl %s failed (exit %d): %s", args[0], code,
+			      *line ? line : "no message");
+		}
+		strbuf_release(&err);
+		if (r != KUBECTL_TRANSIENT || attempt >= retries)
+			break;
+		double pause = 0.2 * (double)(1L << (attempt < 4 ? attempt : 4));
+		struct timespec ts = { (time_t)pause, (long)((pause - (time_t)pause) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
+	strvec_clear(&argv);
+	return r;
+}
+
+static int k8s_init(struct aah_backend_ctx *ctx)
+{
+	struct k8s_priv *p = xcalloc(1, sizeof(*p));
+	if (k8s_config_load(ctx->cfg, &p->kc) < 0) {
+		free(p);
+		return -1;
+	}
+	size_t n = strlen(p->kc.mount_path);
+	while (n > 1 && p->kc.mount_path[n - 1] == '/')
+		n--;
+	if (strncmp(ctx->expdir, p->kc.mount_path, n) || (ctx->expdir[n] && ctx->expdir[n] != '/')) {
+		error("the experiment directory '%s' is not under kubernetes.mountPath '%s', so the "
+		      "trial pods could not see it; set workdir under %s (the master image uses "
+		      "/userhome/aah-work)",
+		      ctx->expdir, p->kc.mount_path, p->kc.mount_path);
+		k8s_config_release(&p->kc);
+		free(p);
+		return -1;
+	}
+	char *label = k8s_label_value(ctx->experiment_id);
+	p->selector = xstrfmt("aah.io/experiment=%s", label);
+	free(label);
+	p->interval = p->kc.poll_interval;
+	ctx->priv = p;
+	return 0;
+}
+
+static struct k8s_job *job_get(struct k8s_priv *p, const char *name)
+{
+	for (struct k8s_job *j = p->jobs; j; j = j->next)
+		if (!strcmp(j->name, name))
+			return j;
+	struct k8s_job *j = xcalloc(1, sizeof(*j));
+	j->name = xstrdup(name);
+	j->first_seen = util_monotonic();
+	j->next = p->jobs;
+	p->jobs = j;
+	return j;
+}
+
+static void job_forget(struct k8s_priv *p, const char *name)
+{
+	for (struct k8s_job **pp = &p->jobs; *pp; pp = &(*pp)->next) {
+		if (!strcmp((*pp)->name, name)) {
+			struct k8s_job *j = *pp;
+			*pp = j->next;
+			free(j->name);
+			free(j);
+			return;
+		}
+	}
+}
+
+static int k8s_place(struct aah_backend_ctx *ctx, unsigned trial_seq, unsigned attempt,
+		     char **hosts, unsigned nodes, unsigned *port)
+{
+	char *job = k8s_job_name(ctx->cfg->experiment_name, ctx->experiment_id, trial_seq, attempt);
+	k8s_trial_hosts(job, nodes, hosts);
+	free(job);
+	*port = ctx->cfg->trial.master_port ? (unsigned)ctx->cfg->trial.master_port : 29500;
+	return 0;
+}
+
+static void delete_service(struct k8s_priv *p, const char *job, long retries)
+{
+	const char *const svc[] = { "delete", "service", job, "--ignore-not-found", "--wait=false",
+				    NULL };
+	util_set_quiet(1);
+	kubectl(p, svc, NULL, NULL, retries);
+	util_set_quiet(0);
+}
+
+static int k8s_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
+{
+	struct k8s_priv *p = ctx->priv;
+	char *name = k8s_job_name(ctx->cfg->experiment_name, ctx->experiment_id, l->trial_seq,
+				  l->attempt);
+	cJSON *docs = NULL;
+	if (k8s_spec_trial(ctx->cfg, &p->kc, l, name, &docs) < 0) {
+		free(name);
+		return -1;
+	}
+	char *text = k8s_json_emit(docs);
+	cJSON_Delete(docs);
+	/* Journal the name first: a runner that dies during the create finds
+	 * the Job (or its absence) on resume. */
+	int r = backend_notify_submitted(ctx, name);
+	if (r == 0) {
+		const char *const args[] = { p->kc.submit, "-f", "-", "-o", "name", NULL };
+		int k = kubectl(p, args, text, NULL, p->kc.kubectl_retries);
+		if (k == KUBECTL_EXISTS)
+			error("a Job or Service '%s' already exists in namespace '%s' (left from an "
+			      "earlier run?): delete it with 'kubectl -n %s delete job,service %s'",
+			      name, p->kc.namespace_, p->kc.namespace_, name);
+		if (k != KUBECTL_OK) {
+			const char *const del[] = { "delete", "job", name, "--ignore-not-found",
+						    "--wait=false", NULL };
+			if (k != KUBECTL_EXISTS) {
+				util_set_quiet(1);
+				kubectl(p, del, NULL, NULL, 0);
+				util_set_quiet(0);
+				delete_service(p, name, 0);
+			}
+			r = -1;
+		}
+	}
+	free(text);
+	if (r < 0) {
+		free(name);
+		return -1;
+	}
+	struct k8s_job *j = job_get(p, name);
+	j->first_seen = util_monotonic();
+	*job = name;
+	return 0;
+}
+
+/* Refresh the Job list when the interval has passed. 0 = fresh or still
+ * valid, -1 = kubectl failed (the interval doubles). */
+static int refresh(struct k8s_priv *p)
+{
+	double now = util_monotonic();
+	if (p->list_at > 0 && now - p->list_at < p->interval)
+		return 0;
+	const char *const args[] = { "get", "jobs", "-l", p->selector, "-o", "json", NULL };
+	struct strbuf out = STRBUF_INIT;
+	cJSON *doc = NULL;
+	int r = kubectl(p, args, NULL, &out, 0) == KUBECTL_OK &&
+			jsonfile_parse("kubectl get jobs", strbuf_str(&out), &doc) == 0
+		? 0 : -1;
+	strbuf_release(&out);
+	if (r == 0 && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "items"))) {
+		r = error("kubectl get jobs: the answer has no items list");
+	}
+	if (r < 0) {
+		cJSON_Delete(doc);
+		p->list_at = now;
+		p->interval = p->interval * 2 < MAX_BACKOFF ? p->interval * 2 : MAX_BACKOFF;
+		return -1;
+	}
+	cJSON_Delete(p->list);
+	p->list = doc;
+	p->list_at = now;
+	p->interval = p->kc.poll_interval;
+	for (struct k8s_job *j = p->jobs; j; j = j->next) {
+		const cJSON *it;
+		int found = 0;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
+			const cJSON *m = cJSON_GetObjectItemCaseSensitive(it, "metadata");
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "name");
+			found |= cJSON_IsString(n) && !strcmp(n->valuestring, j->name);
+		}
+		if (found)
+			j->missing = 0;
+		else if (now > j->first_seen)
+			j->missing++;
+	}
+	return 0;
+}
+
+static const cJSON *listed(const struct k8s_priv *p, const char *name)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(p->list, "items")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name");
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+			return it;
+	}
+	return NULL;
+}
+
+static int get_pods(struct k8s_priv *p, const char *job, cJSON **doc)
+{
+	char *sel = xstrfmt("batch.kubernetes.io/job-name=%s", job);
+	const char *const args[] = { "get", "pods", "-l", sel, "-o", "json", NULL };
+	struct strbuf out = STRBUF_INIT;
+	*doc = NULL;
+	int r = kubectl(p, args, NULL, &out, p->kc.kubectl_retries) == KUBECTL_OK
+			? jsonfile_parse("kubectl get pods", strbuf_str(&out), doc) : -1;
+	strbuf_release(&out);
+	free(sel);
+	return r;
+}
+
+static const cJSON *field(const cJSON *o, const char *a, const char *b)
+{
+	o = cJSON_GetObjectItemCaseSensitive(o, a);
+	return b ? cJSON_GetObjectItemCaseSensitive(o, b) : o;
+}
+
+/* Why pods are not running, or how one failed, in the kubelet's words. */
+static void pod_story(struct k8s_priv *p, const char *job, char *buf, size_t n, int *exit_code)
+{
+	cJSON *doc;
+	buf[0] = '\0';
+	util_set_quiet(1);
+	int r = get_pods(p, job, &doc);
+	util_set_quiet(0);
+	if (r < 0)
+		return;
+	const cJSON *pod;
+	cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
+		const char *pname = cJSON_GetStringValue(field(pod, "metadata", "name"));
+		const cJSON *cs, *c;
+		cJSON_ArrayForEach(cs, field(pod, "status", "containerStatuses")) {
+			const cJSON *t = field(cs, "state", "terminated");
+			const cJSON *w = field(cs, "state", "waiting");
+			if (t && cJSON_IsNumber(cJSON_GetObjectItem(t, "exitCode")) &&
+			    cJSON_GetObjectItem(t, "exitCode")->valueint != 0) {
+				int code = cJSON_GetObjectItem(t, "exitCode")->valueint;
+				if (exit_code)
+					*exit_code = code;
+				snprintf(buf, n, "pod %s: container exited with status %d (%s)", pname, code,
+					 cJSON_GetStringValue(cJSON_GetObjectItem(t, "reason"))
+						 ? cJSON_GetStringValue(cJSON_GetObjectItem(t, "reason"))
+						 : "no reason");
+				goto done;
+			}
+			if (w && cJSON_GetStringValue(cJSON_GetObjectItem(w, "reason")) && !exit_code) {
+				const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(w, "message"));
+				snprintf(buf, n, "pod %s: %s%s%s", pname,
+					 cJSON_GetStringValue(cJSON_GetObjectItem(w, "reason")),
+					 msg ? ": " : "", msg ? msg : "");
+				goto done;
+			}
+		}
+		cJSON_ArrayForEach(c, field(pod, "status", "conditions")) {
+			const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(c, "type"));
+			const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+			if (!exit_code && type && st && !strcmp(type, "PodScheduled") && !strcmp(st, "False")) {
+				const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(c, "message"));
+				snprintf(buf, n, "pod %s: not scheduled: %s", pname, msg ? msg : "no message");
+				goto done;
+			}
+		}
+	}
+done:
+	cJSON_Delete(doc);
+}
+
+/* A Job is Complete when its pods exited; the result.json rank 0 wrote on
+ * another node may take a while to show through the master's NFS client
+ * cache (attribute and lookup caching). Listing the directory revalidates
+ * it; give up after `wait` seconds and let the scheduler judge. The trial
+ * directory comes from our experiment and the Job's aah.io/trial label. */
+static int result_visible(const struct aah_backend_ctx *ctx, const cJSON *job, double wait,
+			  struct k8s_job *j)
+{
+	const cJSON *labels = field(job, "metadata", "labels");
+	const char *trial = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, "aah.io/trial"));
+	if (!trial || strspn(trial, "0123456789") != strlen(trial) || !*trial || wait <= 0)
+		return 1;
+	char *dir = xstrfmt("%s/trials/%s", ctx->expdir, trial);
+	DIR *d = opendir(dir);
+	if (d) {
+		while (readdir(d))
+			;
+		closedir(d);
+	}
+	char *path = xstrfmt("%s/result.json", dir);
+	int ok = fileio_exists(path);
+	free(path);
+	free(dir);
+	if (ok)
+		return 1;
+	double now = util_monotonic();
+	if (!j->complete_at)
+		j->complete_at = now;
+	return now - j->complete_at >= wait;
+}
+
+static int k8s_cancel(struct aah_backend_ctx *ctx, const char *name)
+{
+	struct k8s_priv *p = ctx->priv;
+	const char *const args[] = { "delete", "job", name, "--cascade=foreground",
+				     "--ignore-not-found", "--wait=false", NULL };
+	if (kubectl(p, args, NULL, NULL, 0) != KUBECTL_OK)
+		return -1;
+	delete_service(p, name, 0);
+	job_get(p, name)->canceled = 1;
+	return 0;
+}
+
+static int k8s_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
+{
+	struct k8s_priv *p = ctx->priv;
+	struct k8s_job *j = job_get(p, st->job);
+	if (j->canceled) {
+		st->state = AAH_JOB_CANCELED;
+		snprintf(st->reason, sizeof(st->reason), "Job %s deleted", j->name);
+		return 0;
+	}
+	if (refresh(p) < 0)
+		return -1;
+	const cJSON *item = listed(p, j->name);
+	if (!item) {
+		st->state = AAH_JOB_PENDING;
+		if (j->missing >= 2) {
+			st->state = AAH_JOB_LOST;
+			snprintf(st->reason, sizeof(st->reason),
+				 "Job %s is gone from namespace %s (deleted, or removed after "
+				 "ttlSecondsAfterFinished)", j->name, p->kc.namespace_);
+		}
+		return 0;
+	}
+	long ready, want;
+	k8s_job_state(item, st, &ready, &want);
+	if (st->state == AAH_JOB_FAILED || st->state == AAH_JOB_TIMEOUT) {
+		char story[160];
+		pod_story(p, j->name, story, sizeof(story), &st->exit_code);
+		if (*story) {
+			size_t len = strlen(st->reason);
+			snprintf(st->reason + len, sizeof(st->reason) - len, "; %s", story);
+		}
+	}
+	if (st->state == AAH_JOB_SUCCEEDED && !result_visible(ctx, item, p->kc.result_wait, j))
+		st->state = AAH_JOB_RUNNING;
+	if (st->state == AAH_JOB_RUNNING)
+		j->all_ready_seen = 1;
+	if (st->state == AAH_JOB_PENDING && !j->all_ready_seen && p->kc.pending_timeout > 0 &&
+	    util_monotonic() - j->first_seen > p->kc.pending_timeout) {
+		char story[160];
+		pod_story(p, j->name, story, sizeof(story), NULL);
+		if (k8s_cancel(ctx, j->name) < 0)
+			return -1;
+		j->canceled = 0; /* it failed; it was not canceled by request */
+		st->state = AAH_JOB_FAILED;
+		snprintf(st->reason, sizeof(st->reason),
+			 "pods not running after %gs (%ld of %ld ready)%s%s", p->kc.pending_timeout,
+			 ready, want, *story ? ": " : "", story);
+		j->missing = 0;
+		j->first_seen = util_monotonic() + 1e9; /* settled: never again */
+	}
+	return 0;
+}
+
+static int compare_index(const void *a, const void *b)
+{
+	const cJSON *const *x = a, *const *y = b;
+	const char *k = "batch.kubernetes.io/job-completion-index";
+	const char *ix = cJSON_GetStringValue(field(field(*x, "metadata", "annotations"), k, NULL));
+	const char *iy = cJSON_GetStringValue(field(field(*y, "metadata", "annotations"), k, NULL));
+	return (ix ? atoi(ix) : 0) - (iy ? atoi(iy) : 0);
+}
+
+/* Append every pod's log to trial.log, in completion-index order. */
+static int k8s_reap(struct aah_backend_ctx *ctx, const char *name, const char *trial_dir)
+{
+	struct k8s_priv *p = ctx->priv;
+	if (!name || !*name)
+		return 0;
+	cJSON *doc;
+	if (get_pods(p, name, &doc) < 0) {
+		warning("cannot copy the logs of Job %s into %s/trial.log", name, trial_dir);
+		delete_service(p, name, 0);
+		job_forget(p, name);
+		return 0;
+	}
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(doc, "items"), *it;
+	size_t n = 0, k = 0;
+	cJSON_ArrayForEach(it, items)
+		n++;
+	const cJSON **pods = xcalloc(n ? n : 1, sizeof(*pods));
+	cJSON_ArrayForEach(it, items)
+		pods[k++] = it;
+	qsort(pods, n, sizeof(*pods), compare_index);
+	char *path = xstrfmt("%s/trial.log", trial_dir), *old = NULL;
+	size_t oldlen = 0;
+	struct strbuf log = STRBUF_INIT;
+	if (fileio_exists(path) && fileio_read(path, 0, &old, &oldlen) == 0)
+		strbuf_add(&log, old, oldlen);
+	for (size_t i = 0; i < n; i++) {
+		const char *pod = cJSON_GetStringValue(field(pods[i], "metadata", "name"));
+		const char *phase = cJSON_GetStringValue(field(pods[i], "status", "phase"));
+		if (!pod)
+			continue;
+		const char *const args[] = { "logs", pod, "-c", "trial", NULL };
+		struct strbuf out = STRBUF_INIT;
+		strbuf_addf(&log, "==> kubernetes pod %s (%s) <==\n", pod, phase ? phase : "?");
+		if (kubectl(p, args, NULL, &out, p->kc.kubectl_retries) == KUBECTL_OK)
+			strbuf_addstr(&log, strbuf_str(&out));
+		else
+			strbuf_addf(&log, "(no log: %s)\n", util_last_error());
+		if (log.len && log.buf[log.len - 1] != '\n')
+			strbuf_addch(&log, '\n');
+		strbuf_release(&out);
+	}
+	if (fileio_write_atomic(path, strbuf_str(&log), log.len) < 0)
+		warning("cannot write %s", path);
+	strbuf_release(&log);
+	free(old);
+	free(path);
+	free(pods);
+	cJSON_Delete(doc);
+	delete_service(p, name, 0);
+	job_forget(p, name);
+	return 0;
+}
+
+static void k8s_fini(struct aah_backend_ctx *ctx)
+{
+	struct k8s_priv *p = ctx->priv;
+	if (!p)
+		return;
+	while (p->jobs)
+		job_forget(p, p->jobs->name);
+	cJSON_Delete(p->list);
+	free(p->selector);
+	k8s_config_release(&p->kc);
+	free(p);
+	ctx->priv = NULL;
+}
+
+const struct aah_backend backend_kubernetes = {
+	.name = "kubernetes",
+	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER,
+	.config_keys = k8s_config_keys,
+	.config_size = sizeof(struct k8s_config),
+	.init = k8s_init,
+	.place = k8s_place,
+	.submit = k8s_submit,
+	.poll = k8s_poll,
+	.cancel = k8s_cancel,
+	.reap = k8s_reap,
+	.fini = k8s_fini,
+};

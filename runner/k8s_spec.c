@@ -1,0 +1,710 @@
+/* k8s_spec.c: Job and Service documents of a trial, DNS-safe names, YAML
+ * output and Job status interpretation. */
+#include "runner/k8s_spec.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_alnum_lower(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* ---- names ----------------------------------------------------------------- */
+
+/* [a-z0-9] runs joined by single '-', at most max chars, no '-' at the ends. */
+static void dns_part(struct strbuf *sb, const char *s, size_t max)
+{
+	size_t start = sb->len;
+	for (; *s && sb->len - start < max; s++) {
+		int c = tolower((unsigned char)*s);
+		if (is_alnum_lower(c))
+			strbuf_addch(sb, (char)c);
+		else if (sb->len > start && sb->buf[sb->len - 1] != '-')
+			strbuf_addch(sb, '-');
+	}
+	while (sb->len > start && sb->buf[sb->len - 1] == '-')
+		sb->buf[--sb->len] = '\0';
+}
+
+char *k8s_job_name(const char *experiment_name, const char *experiment_id, unsigned trial_seq,
+		   unsigned attempt)
+{
+	struct strbuf sb = STRBUF_INIT;
+	dns_part(&sb, experiment_name ? experiment_name : "", 16);
+	if (!sb.len || !(sb.buf[0] >= 'a' && sb.buf[0] <= 'z')) {
+		struct strbuf named = STRBUF_INIT;
+		strbuf_addstr(&named, "aah");
+		if (sb.len)
+			strbuf_addf(&named, "-%.12s", sb.buf);
+		while (named.buf[named.len - 1] == '-')
+			named.buf[--named.len] = '\0';
+		strbuf_release(&sb);
+		sb = named;
+	}
+	strbuf_addch(&sb, '-');
+	size_t before = sb.len;
+	dns_part(&sb, experiment_id, 16);
+	if (sb.len == before)
+		strbuf_addstr(&sb, "x");
+	strbuf_addf(&sb, "-%06u-%u", trial_seq % 1000000u, attempt % 1000u);
+	return strbuf_detach(&sb, NULL);
+}
+
+char *k8s_label_value(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "");
+	for (; *s && sb.len < 63; s++) {
+		unsigned char c = (unsigned char)*s;
+		strbuf_addch(&sb, isalnum(c) || c == '-' || c == '_' || c == '.' ? (char)c : '_');
+	}
+	while (sb.len && !isalnum((unsigned char)sb.buf[sb.len - 1]))
+		sb.buf[--sb.len] = '\0';
+	size_t skip = 0;
+	while (skip < sb.len && !isalnum((unsigned char)sb.buf[skip]))
+		skip++;
+	char *out = xstrdup(sb.buf + skip);
+	strbuf_release(&sb);
+	return out;
+}
+
+void k8s_trial_hosts(const char *job, unsigned nodes, char **hosts)
+{
+	for (unsigned i = 0; i < nodes; i++)
+		hosts[i] = nodes > 1 ? xstrfmt("%s-%u.%s", job, i, job) : xstrfmt("%s-0", job);
+}
+
+/* ---- $(VAR) forms ---------------------------------------------------------- */
+
+/* A literal for the kubelet: "$(" and "$$" would be expanded, so double
+ * the '$' before '(' and '$'. */
+static char *escape_expansion(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "");
+	for (; *s; s++) {
+		if (*s == '$' && (s[1] == '(' || s[1] == '$'))
+			strbuf_addch(&sb, '$');
+		strbuf_addch(&sb, *s);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+/* The kubelet's expansion (third_party/forked/golang/expansion): "$$" -> "$",
+ * "$(NAME)" -> its value when defined, anything else verbatim. */
+static char *expand(const char *s, const struct strvec *env)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "");
+	while (*s) {
+		if (s[0] == '$' && s[1] == '$') {
+			strbuf_addch(&sb, '$');
+			s += 2;
+		} else if (s[0] == '$' && s[1] == '(' && strchr(s + 2, ')')) {
+			const char *end = strchr(s + 2, ')');
+			char *name = xstrndup(s + 2, (size_t)(end - s - 2));
+			const char *v = strvec_getenv(env, name);
+			if (v)
+				strbuf_addstr(&sb, v);
+			else
+				strbuf_add(&sb, s, (size_t)(end + 1 - s));
+			free(name);
+			s = end + 1;
+		} else {
+			strbuf_addch(&sb, *s++);
+		}
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+#define COMPLETION_INDEX "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+
+static int env_is(const char *entry, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(entry, name, n) && entry[n] == '=';
+}
+
+/* Names the trial entrypoint sets per process in device mode. */
+static int per_process_name(const char *entry)
+{
+	return env_is(entry, "RANK_ID") || env_is(entry, "DEVICE_ID") ||
+	       env_is(entry, "CUDA_VISIBLE_DEVICES");
+}
+
+static void add_env_value(cJSON *env, const char *name, const char *value)
+{
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "name", name);
+	cJSON_AddStringToObject(e, "value", value);
+	cJSON_AddItemToArray(env, e);
+}
+
+static void add_env_index(cJSON *env, const char *name)
+{
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "name", name);
+	cJSON *fr = cJSON_AddObjectToObject(cJSON_AddObjectToObject(e, "valueFrom"), "fieldRef");
+	cJSON_AddStringToObject(fr, "apiVersion", "v1");
+	cJSON_AddStringToObject(fr, "fieldPath", COMPLETION_INDEX);
+	cJSON_AddItemToArray(env, e);
+}
+
+/* The env list of the pod template, from rank 0's contract. */
+static cJSON *pod_env(const struct aah_launch *l)
+{
+	const struct launch_rank *r0 = &l->ranks[0];
+	cJSON *env = cJSON_CreateArray();
+	for (size_t i = 0; i < r0->env.n; i++) {
+		const char *entry = r0->env.v[i], *eq = strchr(entry, '=');
+		char *name = xstrndup(entry, (size_t)(eq - entry));
+		if (env_is(entry, "CUDA_VISIBLE_DEVICES") || (l->per_device && per_process_name(entry))) {
+			/* the device plugin (and, per device, the entrypoint) sets these */
+		} else if (env_is(entry, "VC_TASK_INDEX") || env_is(entry, "VK_TASK_INDEX") ||
+			   env_is(entry, "RANK_ID")) {
+			add_env_index(env, name);
+		} else if (env_is(entry, "MA_CURRENT_INSTANCE_NAME")) {
+			char *job = escape_expansion(l->job_name);
+			char *v = xstrfmt("%s-worker-$(VC_TASK_INDEX)", job);
+			add_env_value(env, name, v);
+			free(v);
+			free(job);
+		} else if (env_is(entry, "TF_CONFIG")) {
+			char *v = escape_expansion(eq + 1);
+			char *at = strstr(v, "\"index\":0}");
+			struct strbuf sb = STRBUF_INIT;
+			if (at) {
+				strbuf_add(&sb, v, (size_t)(at - v));
+				strbuf_addf(&sb, "\"index\":$(VC_TASK_INDEX)%s", at + 9);
+			} else {
+				strbuf_addstr(&sb, v);
+			}
+			add_env_value(env, name, sb.buf);
+			strbuf_release(&sb);
+			free(v);
+		} else {
+			char *v = escape_expansion(eq + 1);
+			add_env_value(env, name, v);
+			free(v);
+		}
+		free(name);
+	}
+	if (l->per_device) {
+		char *n = xstrfmt("%u", l->gpus_per_node);
+		add_env_value(env, "AAH_PROCS_PER_POD", n);
+		free(n);
+	}
+	return env;
+}
+
+static cJSON *pod_args(const struct aah_launch *l)
+{
+	const struct launch_rank *r0 = &l->ranks[0];
+	cJSON *args = cJSON_CreateArray();
+	for (size_t i = 0; i < r0->argv.n; i++) {
+		const char *prev = i ? r0->argv.v[i - 1] : "";
+		char *v;
+		if (!strcmp(prev, "--rank"))
+			v = xstrdup("$(RANK_ID)");
+		else if (!strcmp(prev, "--task_index"))
+			v = xstrdup("$(VC_TASK_INDEX)");
+		else
+			v = escape_expansion(r0->argv.v[i]);
+		cJSON_AddItemToArray(args, cJSON_CreateString(v));
+		free(v);
+	}
+	return args;
+}
+
+/* What one process of node `node` (device `dev`) gets: the pod's env and
+ * args as the kubelet expands them, plus what the entrypoint sets in
+ * device mode. */
+static void simulate(const struct aah_launch *l, const cJSON *env, const cJSON *args,
+		     unsigned node, unsigned dev, struct strvec *out_env, struct strvec *out_argv)
+{
+	const cJSON *e;
+	char idx[16];
+	snprintf(idx, sizeof(idx), "%u", node);
+	cJSON_ArrayForEach(e, env) {
+		const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+		const cJSON *v = cJSON_GetObjectItem(e, "value");
+		if (!v) {
+			strvec_setenv(out_env, name, idx);
+			continue;
+		}
+		char *x = expand(v->valuestring, out_env);
+		strvec_setenv(out_env, name, x);
+		free(x);
+	}
+	const cJSON *a;
+	int after_rank = 0;
+	cJSON_ArrayForEach(a, args) {
+		char *x = expand(a->valuestring, out_env);
+		strvec_push(out_argv, x);
+		free(x);
+		/* device mode: the entrypoint replaces the value after --rank */
+		if (after_rank && l->per_device) {
+			free(out_argv->v[out_argv->n - 1]);
+			out_argv->v[out_argv->n - 1] = xstrfmt("%u", node * l->gpus_per_node + dev);
+		}
+		after_rank = !strcmp(a->valuestring, "--rank");
+	}
+	if (l->per_device) {
+		char buf[16];
+		snprintf(buf, sizeof(buf), "%u", node * l->gpus_per_node + dev);
+		strvec_setenv(out_env, "RANK_ID", buf);
+		snprintf(buf, sizeof(buf), "%u", dev);
+		strvec_setenv(out_env, "DEVICE_ID", buf);
+		strvec_setenv(out_env, "CUDA_VISIBLE_DEVICES", buf);
+	}
+}
+
+/* Every rank must get exactly its contract from the one pod template. */
+static int check_template(const struct aah_launch *l, const cJSON *env, const cJSON *args)
+{
+	unsigned per_node = l->per_device ? l->gpus_per_node : 1;
+	for (unsigned r = 0; r < l->nranks; r++) {
+		const struct launch_rank *want = &l->ranks[r];
+		struct strvec ge = STRVEC_INIT, ga = STRVEC_INIT;
+		int bad = 0;
+		simulate(l, env, args, r / per_node, r % per_node, &ge, &ga);
+		for (size_t i = 0; i < want->env.n && !bad; i++) {
+			const char *eq = strchr(want->env.v[i], '=');
+			char *name = xstrndup(want->env.v[i], (size_t)(eq - want->env.v[i]));
+			const char *got = strvec_getenv(&ge, name);
+			if (strcmp(name, "CUDA_VISIBLE_DEVICES") && (!got || strcmp(got, eq + 1)))
+				bad = error("kubernetes: rank %u would get %s=%s instead of '%s'", r, name,
+					    got ? got : "(unset)", eq + 1);
+			free(name);
+		}
+		if (!bad && ga.n != want->argv.n)
+			bad = error("kubernetes: rank %u would get %zu arguments instead of %zu", r, ga.n,
+				    want->argv.n);
+		for (size_t i = 0; i < ga.n && !bad; i++)
+			if (strcmp(ga.v[i], want->argv.v[i]))
+				bad = error("kubernetes: rank %u would get argument '%s' instead of '%s'", r,
+					    ga.v[i], want->argv.v[i]);
+		strvec_clear(&ge);
+		strvec_clear(&ga);
+		if (bad)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- documents ------------------------------------------------------------ */
+
+static cJSON *labels(const struct aah_config *cfg, const struct aah_launch *l, const char *job,
+		     const char *component)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *exp = k8s_label_value(l->experiment_id);
+	struct strbuf name = STRBUF_INIT;
+	dns_part(&name, cfg->experiment_name, 63);
+	if (!name.len)
+		strbuf_addstr(&name, "aah");
+	char attempt[16];
+	snprintf(attempt, sizeof(attempt), "%u", l->attempt);
+	cJSON_AddStringToObject(o, "app.kubernetes.io/name", "aah");
+	cJSON_AddStringToObject(o, "app.kubernetes.io/instance", job);
+	cJSON_AddStringToObject(o, "app.kubernetes.io/component", component);
+	cJSON_AddStringToObject(o, "app.kubernetes.io/part-of", name.buf);
+	cJSON_AddStringToObject(o, "app.kubernetes.io/managed-by", "aah-runner");
+	cJSON_AddStringToObject(o, "aah.io/experiment", exp);
+	cJSON_AddStringToObject(o, "aah.io/trial", l->trial_id);
+	cJSON_AddStringToObject(o, "aah.io/attempt", attempt);
+	free(exp);
+	strbuf_release(&name);
+	return o;
+}
+
+/* Annotations carry what labels cannot: the name as written (made valid
+ * UTF-8) and the trial directory. */
+static cJSON *annotations(const struct aah_config *cfg, const struct aah_launch *l)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *name = xstrdup(cfg->experiment_name);
+	for (unsigned char *p = (unsigned char *)name; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			*p = '?';
+	cJSON_AddStringToObject(o, "aah.io/experiment-name", name);
+	cJSON_AddStringToObject(o, "aah.io/trial-dir", l->trial_dir);
+	free(name);
+	return o;
+}
+
+static cJSON *metadata(const struct aah_config *cfg, const struct k8s_config *kc,
+		       const struct aah_launch *l, const char *job, const char *component)
+{
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "name", job);
+	cJSON_AddStringToObject(m, "namespace", kc->namespace_);
+	cJSON_AddItemToObject(m, "labels", labels(cfg, l, job, component));
+	cJSON_AddItemToObject(m, "annotations", annotations(cfg, l));
+	return m;
+}
+
+static cJSON *service(const struct aah_config *cfg, const struct k8s_config *kc,
+		      const struct aah_launch *l, const char *job)
+{
+	cJSON *s = cJSON_CreateObject();
+	cJSON_AddStringToObject(s, "apiVersion", "v1");
+	cJSON_AddStringToObject(s, "kind", "Service");
+	cJSON_AddItemToObject(s, "metadata", metadata(cfg, kc, l, job, "trial-hosts"));
+	cJSON *spec = cJSON_AddObjectToObject(s, "spec");
+	cJSON_AddStringToObject(spec, "clusterIP", "None");
+	cJSON_AddBoolToObject(spec, "publishNotReadyAddresses", 1);
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "selector"),
+				"batch.kubernetes.io/job-name", job);
+	cJSON *port = cJSON_CreateObject();
+	cJSON_AddStringToObject(port, "name", "rendezvous");
+	cJSON_AddNumberToObject(port, "port", l->port);
+	cJSON_AddNumberToObject(port, "targetPort", l->port);
+	cJSON_AddStringToObject(port, "protocol", "TCP");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, "ports"), port);
+	return s;
+}
+
+static cJSON *container(const struct k8s_config *kc, const struct aah_launch *l, cJSON *env,
+			cJSON *args)
+{
+	cJSON *c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "name", "trial");
+	cJSON_AddStringToObject(c, "image", kc->image);
+	cJSON_AddStringToObject(c, "imagePullPolicy", kc->image_pull_policy);
+	cJSON_AddItemToObject(c, "args", args);
+	cJSON_AddItemToObject(c, "env", env);
+	cJSON *limits = cJSON_AddObjectToObject(cJSON_AddObjectToObject(c, "resources"), "limits");
+	if (l->gpus_per_node)
+		cJSON_AddNumberToObject(limits, "nvidia.com/gpu", l->gpus_per_node);
+	if (kc->cpu)
+		cJSON_AddStringToObject(limits, "cpu", kc->cpu);
+	if (kc->memory)
+		cJSON_AddStringToObject(limits, "memory", kc->memory);
+	cJSON *vm = cJSON_CreateObject();
+	cJSON_AddStringToObject(vm, "name", "userhome");
+	cJSON_AddStringToObject(vm, "mountPath", kc->mount_path);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "volumeMounts"), vm);
+	cJSON *sc = cJSON_AddObjectToObject(c, "securityContext");
+	cJSON_AddBoolToObject(sc, "allowPrivilegeEscalation", 0);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(sc, "capabilities"),
+						    "drop"),
+			     cJSON_CreateString("ALL"));
+	return c;
+}
+
+static cJSON *pod_spec(const struct aah_config *cfg, const struct k8s_config *kc,
+		       const struct aah_launch *l, const char *job, cJSON *env, cJSON *args)
+{
+	(void)cfg;
+	cJSON *ps = cJSON_CreateObject();
+	cJSON_AddStringToObject(ps, "restartPolicy", "Never");
+	if (l->nodes > 1)
+		cJSON_AddStringToObject(ps, "subdomain", job);
+	cJSON_AddBoolToObject(ps, "automountServiceAccountToken", 0);
+	if (kc->service_account_name)
+		cJSON_AddStringToObject(ps, "serviceAccountName", kc->service_account_name);
+	if (kc->priority_class_name)
+		cJSON_AddStringToObject(ps, "priorityClassName", kc->priority_class_name);
+	if (kc->node_selector)
+		cJSON_AddItemToObject(ps, "nodeSelector", ynode_to_json(kc->node_selector));
+	if (kc->tolerations) {
+		/* values are strings in the API even when YAML reads a number */
+		cJSON *t = ynode_to_json(kc->tolerations), *it;
+		cJSON_ArrayForEach(it, t) {
+			cJSON *v = cJSON_GetObjectItem(it, "value");
+			if (v && !cJSON_IsString(v)) {
+				char *s = cJSON_PrintUnformatted(v);
+				cJSON_ReplaceItemInObject(it, "value", cJSON_CreateString(s));
+				cJSON_free(s);
+			}
+		}
+		cJSON_AddItemToObject(ps, "tolerations", t);
+	}
+	if (kc->image_pull_secrets && kc->image_pull_secrets->n) {
+		cJSON *a = cJSON_AddArrayToObject(ps, "imagePullSecrets");
+		for (size_t i = 0; i < kc->image_pull_secrets->n; i++) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", kc->image_pull_secrets->children[i]->value);
+			cJSON_AddItemToArray(a, o);
+		}
+	}
+	cJSON *sc = cJSON_AddObjectToObject(ps, "securityContext");
+	cJSON_AddBoolToObject(sc, "runAsNonRoot", 1);
+	cJSON_AddNumberToObject(sc, "runAsUser", kc->run_as_user);
+	cJSON_AddNumberToObject(sc, "runAsGroup", kc->run_as_group);
+	cJSON_AddNumberToObject(sc, "fsGroup", kc->fs_group);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "containers"), container(kc, l, env, args));
+	cJSON *vol = cJSON_CreateObject();
+	cJSON_AddStringToObject(vol, "name", "userhome");
+	if (kc->nfs_server) {
+		cJSON *nfs = cJSON_AddObjectToObject(vol, "nfs");
+		cJSON_AddStringToObject(nfs, "server", kc->nfs_server);
+		cJSON_AddStringToObject(nfs, "path", kc->nfs_path);
+	} else {
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(vol, "persistentVolumeClaim"),
+					"claimName", kc->claim_name);
+	}
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "volumes"), vol);
+	return ps;
+}
+
+static cJSON *job_doc(const struct aah_config *cfg, const struct k8s_config *kc,
+		      const struct aah_launch *l, const char *job, cJSON *env, cJSON *args)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "apiVersion", "batch/v1");
+	cJSON_AddStringToObject(j, "kind", "Job");
+	cJSON_AddItemToObject(j, "metadata", metadata(cfg, kc, l, job, "trial"));
+	cJSON *spec = cJSON_AddObjectToObject(j, "spec");
+	cJSON_AddStringToObject(spec, "completionMode", "Indexed");
+	cJSON_AddNumberToObject(spec, "completions", l->nodes);
+	cJSON_AddNumberToObject(spec, "parallelism", l->nodes);
+	cJSON_AddNumberToObject(spec, "backoffLimit", 0);
+	if (cfg->trial.timeout > 0)
+		cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", ceil(cfg->trial.timeout));
+	cJSON_AddNumberToObject(spec, "ttlSecondsAfterFinished", ceil(kc->ttl_after_finished));
+	cJSON_AddStringToObject(spec, "podReplacementPolicy", "Failed");
+	cJSON *rule = cJSON_CreateObject();
+	cJSON_AddStringToObject(rule, "action", "Ignore");
+	cJSON *cond = cJSON_CreateObject();
+	cJSON_AddStringToObject(cond, "type", "DisruptionTarget");
+	cJSON_AddStringToObject(cond, "status", "True");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(rule, "onPodConditions"), cond);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(spec, "podFailurePolicy"),
+						    "rules"),
+			     rule);
+	cJSON *tmpl = cJSON_AddObjectToObject(spec, "template");
+	cJSON *tm = cJSON_AddObjectToObject(tmpl, "metadata");
+	cJSON_AddItemToObject(tm, "labels", labels(cfg, l, job, "trial"));
+	cJSON_AddItemToObject(tmpl, "spec", pod_spec(cfg, kc, l, job, env, args));
+	return j;
+}
+
+int k8s_spec_trial(const struct aah_config *cfg, const struct k8s_config *kc,
+		   const struct aah_launch *l, const char *job, cJSON **docs)
+{
+	*docs = NULL;
+	cJSON *env = pod_env(l), *args = pod_args(l);
+	if (check_template(l, env, args) < 0) {
+		cJSON_Delete(env);
+		cJSON_Delete(args);
+		return -1;
+	}
+	*docs = cJSON_CreateArray();
+	if (l->nodes > 1)
+		cJSON_AddItemToArray(*docs, service(cfg, kc, l, job));
+	cJSON_AddItemToArray(*docs, job_doc(cfg, kc, l, job, env, args));
+	return 0;
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+/* Plain YAML only for strings no YAML 1.1 or 1.2 reader takes as anything
+ * but that string; everything else double-quoted. */
+static int yaml_plain_ok(const char *s)
+{
+	static const char *const words[] = { "y", "yes", "n", "no", "true", "false", "on",
+					     "off", "null", NULL };
+	if (!isalpha((unsigned char)s[0]) && s[0] != '/')
+		return 0;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._/-", *p))
+			return 0;
+	for (const char *const *w = words; *w; w++)
+		if (!strcasecmp(s, *w))
+			return 0;
+	return 1;
+}
+
+static void yaml_string(struct strbuf *sb, const char *s)
+{
+	if (yaml_plain_ok(s)) {
+		strbuf_addstr(sb, s);
+		return;
+	}
+	strbuf_addch(sb, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			strbuf_addf(sb, "\\%c", *p);
+		else if (*p == '\n')
+			strbuf_addstr(sb, "\\n");
+		else if (*p == '\t')
+			strbuf_addstr(sb, "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			strbuf_addf(sb, "\\x%02x", *p);
+		else
+			strbuf_addch(sb, (char)*p);
+	}
+	strbuf_addch(sb, '"');
+}
+
+static void yaml_scalar(struct strbuf *sb, const cJSON *v)
+{
+	if (cJSON_IsString(v))
+		yaml_string(sb, v->valuestring);
+	else if (cJSON_IsBool(v))
+		strbuf_addstr(sb, cJSON_IsTrue(v) ? "true" : "false");
+	else if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+		 fabs(v->valuedouble) < 1e15)
+		strbuf_addf(sb, "%.0f", v->valuedouble);
+	else if (cJSON_IsNumber(v))
+		strbuf_addf(sb, "%.17g", v->valuedouble);
+	else if (cJSON_IsObject(v))
+		strbuf_addstr(sb, "{}");
+	else if (cJSON_IsArray(v))
+		strbuf_addstr(sb, "[]");
+	else
+		strbuf_addstr(sb, "null");
+}
+
+static int yaml_nested(const cJSON *v)
+{
+	return (cJSON_IsObject(v) || cJSON_IsArray(v)) && v->child;
+}
+
+static void yaml_node(struct strbuf *sb, const cJSON *v, int indent, int inline_first);
+
+static void pad(struct strbuf *sb, int n)
+{
+	for (int i = 0; i < n; i++)
+		strbuf_addch(sb, ' ');
+}
+
+/* An object's members at `indent`; the first one continues the current
+ * line when inline_first (after "- "). Lists hang at their key's indent. */
+static void yaml_object(struct strbuf *sb, const cJSON *o, int indent, int inline_first)
+{
+	const cJSON *m;
+	int first = 1;
+	cJSON_ArrayForEach(m, o) {
+		if (!(first && inline_first))
+			pad(sb, indent);
+		first = 0;
+		yaml_string(sb, m->string);
+		strbuf_addch(sb, ':');
+		if (yaml_nested(m)) {
+			strbuf_addch(sb, '\n');
+			yaml_node(sb, m, cJSON_IsArray(m) ? indent : indent + 2, 0);
+		} else {
+			strbuf_addch(sb, ' ');
+			yaml_scalar(sb, m);
+			strbuf_addch(sb, '\n');
+		}
+	}
+}
+
+static void yaml_node(struct strbuf *sb, const cJSON *v, int indent, int inline_first)
+{
+	if (cJSON_IsObject(v)) {
+		yaml_object(sb, v, indent, inline_first);
+		return;
+	}
+	const cJSON *it;
+	cJSON_ArrayForEach(it, v) {
+		pad(sb, indent);
+		strbuf_addstr(sb, "- ");
+		if (cJSON_IsObject(it) && it->child) {
+			yaml_object(sb, it, indent + 2, 1);
+		} else if (cJSON_IsArray(it) && it->child) {
+			strbuf_addch(sb, '\n');
+			yaml_node(sb, it, indent + 2, 0);
+		} else {
+			yaml_scalar(sb, it);
+			strbuf_addch(sb, '\n');
+		}
+	}
+}
+
+void k8s_yaml_emit(struct strbuf *out, const cJSON *docs)
+{
+	const cJSON *d;
+	int first = 1;
+	cJSON_ArrayForEach(d, docs) {
+		if (!first)
+			strbuf_addstr(out, "---\n");
+		first = 0;
+		yaml_node(out, d, 0, 0);
+	}
+}
+
+char *k8s_json_emit(const cJSON *docs)
+{
+	cJSON *copy;
+	if (cJSON_GetArraySize(docs) == 1) {
+		copy = cJSON_Duplicate(cJSON_GetArrayItem(docs, 0), 1);
+	} else {
+		copy = cJSON_CreateObject();
+		cJSON_AddStringToObject(copy, "apiVersion", "v1");
+		cJSON_AddStringToObject(copy, "kind", "List");
+		cJSON_AddItemToObject(copy, "items", cJSON_Duplicate(docs, 1));
+	}
+	char *s = cJSON_Print(copy);
+	cJSON_Delete(copy);
+	char *out = xstrfmt("%s\n", s);
+	cJSON_free(s);
+	return out;
+}
+
+/* ---- reading a Job back ------------------------------------------------------ */
+
+static const char *str_at(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static long num_at(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsNumber(v) ? (long)v->valuedouble : 0;
+}
+
+void k8s_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want)
+{
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(job, "status");
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(job, "metadata");
+	const cJSON *c;
+	*want = num_at(spec, "completions");
+	/* status.ready is there from Kubernetes 1.24 (JobReadyPods); before, count
+	 * the active pods as running rather than fail them as pending. */
+	*ready = (cJSON_GetObjectItemCaseSensitive(status, "ready") ? num_at(status, "ready")
+								   : num_at(status, "active")) +
+		 num_at(status, "succeeded");
+	st->state = *ready >= *want && *want > 0 ? AAH_JOB_RUNNING : AAH_JOB_PENDING;
+	st->reason[0] = '\0';
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions")) {
+		const char *type = str_at(c, "type"), *cs = str_at(c, "status");
+		const char *why = str_at(c, "reason"), *msg = str_at(c, "message");
+		if (!type || !cs || strcmp(cs, "True"))
+			continue;
+		if (!strcmp(type, "Complete")) {
+			st->state = AAH_JOB_SUCCEEDED;
+			return;
+		}
+		if (!strcmp(type, "Failed")) {
+			st->state = why && !strcmp(why, "DeadlineExceeded") ? AAH_JOB_TIMEOUT
+									    : AAH_JOB_FAILED;
+			snprintf(st->reason, sizeof(st->reason), "Job %s (%s)%s%s",
+				 why && !strcmp(why, "DeadlineExceeded") ? "passed its activeDeadlineSeconds"
+				 : why && !strcmp(why, "BackoffLimitExceeded") ? "failed: a pod failed"
+				 : why && !strcmp(why, "PodFailurePolicy") ? "failed by its podFailurePolicy"
+									  : "failed",
+				 why ? why : "no reason", msg ? ": " : "", msg ? msg : "");
+			return;
+		}
+		if (!strcmp(type, "Suspended"))
+			st->state = AAH_JOB_PENDING;
+	}
+	if (str_at(meta, "deletionTimestamp")) {
+		st->state = AAH_JOB_CANCELED;
+		snprintf(st->reason, sizeof(st->reason), "the Job is being deleted");
+	}
+}

@@ -1,0 +1,282 @@
+#!/usr/bin/env bats
+# The kubernetes backend end to end through `aah-runner create`/`resume`,
+# with a fake kubectl on PATH (tests/fixtures/k8s/bin/kubectl) that records
+# every call and replays captured kubectl answers (tests/fixtures/k8s/kubectl/,
+# each JSON answer valid against the strict schemas, see k8s_captures.bats).
+# NO Kubernetes API server runs here: the pods are stood in for by
+# tests/fixtures/k8s/pod_sim.sh, which checks the submitted documents and
+# the contract each rank would get, and writes result.json like rank 0.
+
+load helpers
+
+K8S=$AAH_ROOT/tests/fixtures/k8s
+
+setup() {
+	setup_workdir
+	export FAKE_KUBECTL_DIR=$WORK/fake
+	mkdir -p "$FAKE_KUBECTL_DIR/script"
+	ln -s "$K8S/pod_sim.sh" "$FAKE_KUBECTL_DIR/on-create"
+	export PATH="$K8S/bin:$PATH"
+	export FAKE_POD_RESULT=succeeded
+}
+teardown() { teardown_workdir; }
+
+# answers KEY CASE... : what the fake kubectl answers to KEY, in order.
+answers() {
+	local key=$1; shift
+	printf '%s\n' "$@" > "$FAKE_KUBECTL_DIR/script/$key"
+}
+
+# k8s_config FILE [top-level lines...]; KUBE_YAML adds kubernetes lines.
+k8s_config() {
+	local f=$1; shift
+	{
+		echo "experimentName: k8s-test"
+		echo "trainingServicePlatform: kubernetes"
+		echo "workdir: $WORK/aah-work"
+		echo "maxTrialNum: 1"
+		for line in "$@"; do echo "$line"; done
+		echo "trial:"
+		echo "  command: contract_trial.sh"
+		echo "  nodes: 2"
+		echo "  gpuNum: 1"
+		if [ -n "${TRIAL_YAML:-}" ]; then printf "%s\n" "$TRIAL_YAML"; fi
+		echo "kubernetes:"
+		echo "  mountPath: $WORK"
+		echo "  claimName: aah-userhome"
+		echo "  pollInterval: 0.05s"
+		echo "  kubectlTimeout: 1s"
+		echo "  kubectlRetries: 1"
+		if [ -n "${KUBE_YAML:-}" ]; then printf "%s\n" "$KUBE_YAML"; fi
+	} > "$f"
+}
+
+calls() { cat "$FAKE_KUBECTL_DIR/calls.log"; }
+ncalls() { grep -c -- "$1" "$FAKE_KUBECTL_DIR/calls.log" || true; }
+finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experiments/$1/journal.jsonl"; }
+
+@test "no API server: kubectl is a fake that replays captured answers" {
+	echo "# NO Kubernetes API server ran: kubectl is tests/fixtures/k8s/bin/kubectl replaying captured answers" >&3
+	[ "$(command -v kubectl)" = "$K8S/bin/kubectl" ]
+}
+
+@test "submit, run, succeed: create, poll with the label selector, copy pod logs, delete the Service" {
+	k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-pending jobs-running jobs-running jobs-complete
+	answers get-pod pods-succeeded
+	answers logs logs-ok
+	answers delete-service delete-ok
+	run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	job=k8s-test-$id-000001-1
+	finished "$id" | grep -q '"state":"succeeded"'
+	grep -q "\"event\":\"trial_submitted\".*\"backend\":\"kubernetes\",\"job\":\"$job\"" "$WORK/aah-work/experiments/$id/journal.jsonl"
+	calls
+	[ "$(ncalls "create -f - -o name")" -eq 1 ]
+	grep -q -- "--namespace=aah --request-timeout=1s create -f - -o name" "$FAKE_KUBECTL_DIR/calls.log"
+	[ "$(ncalls "get jobs -l aah.io/experiment=$id -o json")" -ge 4 ]
+	grep -q "get pods -l batch.kubernetes.io/job-name=$job -o json" "$FAKE_KUBECTL_DIR/calls.log"
+	# Logs in completion-index order although the pod list is not.
+	[ "$(grep -o "logs $job-[01]-[a-z0-9]* -c trial" "$FAKE_KUBECTL_DIR/calls.log" | sed 's/.*-000001-1-\([01]\)-.*/\1/' | tr '\n' ' ')" = "0 1 " ]
+	grep -q "delete service $job --ignore-not-found --wait=false" "$FAKE_KUBECTL_DIR/calls.log"
+	! grep -q "delete job" "$FAKE_KUBECTL_DIR/calls.log"
+	log=$WORK/aah-work/experiments/$id/trials/000001/trial.log
+	grep -q "==> kubernetes pod $job-0-x7k2p (Succeeded) <==" "$log"
+	[ "$(grep -c 'aah-trial: epoch 1/1 val_acc 0.8000' "$log")" -eq 2 ]
+	# The pod stand-in checked the submitted documents and both ranks' contract.
+	grep -q "$job: 2 ranks match the launch contract and launch.json" "$FAKE_KUBECTL_DIR/sim.log"
+	/usr/bin/python3 "$K8S/k8s_check.py" "$FAKE_KUBECTL_DIR"/stdin.*
+}
+
+@test "a failed Job fails the trial with the Job's reason and the pod's exit status" {
+	for c in jobs-failed-backoff:BackoffLimitExceeded:failed \
+		jobs-failed-podfailurepolicy:PodFailurePolicy:failed \
+		jobs-failed-deadline:DeadlineExceeded:timed; do
+		IFS=: read -r name reason word <<<"$c"
+		rm -rf "$WORK/aah-work" "$FAKE_KUBECTL_DIR"/calls.log
+		k8s_config c.yml
+		answers create create-ok
+		answers get-job jobs-running "$name"
+		answers get-pod pods-failed
+		FAKE_POD_RESULT= run aah-runner create -c c.yml
+		[ "$status" -eq 0 ]
+		id=${lines[0]}
+		f=$(finished "$id")
+		echo "$f"
+		[[ $f == *'"state":"failed"'* ]]
+		[[ $f == *"$reason"* ]]
+		[[ $f == *'"exit_code":7'* ]]
+		[[ $f == *"pod k8s-test-$id-000001-1-0-x7k2p: container exited with status 7 (Error)"* ]]
+		if [ "$word" = timed ]; then [[ $f == *'"reason":"timed out: Job passed its activeDeadlineSeconds'* ]]; fi
+	done
+}
+
+@test "pods pending too long: the Job is deleted and the trial fails with the scheduler's words" {
+	for c in pods-pending:"not scheduled: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu." \
+		pods-imagepull:"ImagePullBackOff: Back-off pulling image"; do
+		pods=${c%%:*} why=${c#*:}
+		rm -rf "$WORK/aah-work" "$FAKE_KUBECTL_DIR"/calls.log
+		KUBE_YAML="  pendingTimeout: 0.3s" k8s_config c.yml
+		answers create create-ok
+		answers get-job jobs-pending
+		answers get-pod "$pods"
+		run aah-runner create -c c.yml
+		[ "$status" -eq 0 ]
+		id=${lines[0]}
+		f=$(finished "$id")
+		echo "$f"
+		[[ $f == *'"state":"failed"'*"pods not running after 0.3s (0 of 2 ready): pod k8s-test-$id-000001-1-0-x7k2p: $why"* ]]
+		grep -q "delete job k8s-test-$id-000001-1 --cascade=foreground --ignore-not-found --wait=false" "$FAKE_KUBECTL_DIR/calls.log"
+	done
+}
+
+@test "cancel (budget spent, trial timeout): foreground delete of the Job and its Service" {
+	k8s_config c.yml "maxExecDuration: 1s"
+	answers create create-ok
+	answers get-job jobs-running
+	answers delete-job delete-ok
+	run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	job=k8s-test-$id-000001-1
+	finished "$id" | grep -q '"state":"canceled".*"reason":"experiment budget (maxExecDuration) reached"'
+	grep -q "delete job $job --cascade=foreground --ignore-not-found --wait=false" "$FAKE_KUBECTL_DIR/calls.log"
+	grep -q "delete service $job --ignore-not-found --wait=false" "$FAKE_KUBECTL_DIR/calls.log"
+
+	rm -rf "$WORK/aah-work" "$FAKE_KUBECTL_DIR/calls.log"
+	TRIAL_YAML="  timeout: 1s" k8s_config c.yml
+	run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	finished "$id" | grep -q '"state":"failed".*"reason":"timed out: over the trial timeout of 1s"'
+	grep -q "delete job k8s-test-$id-000001-1 --cascade=foreground" "$FAKE_KUBECTL_DIR/calls.log"
+	# The Job carries the same deadline for the cluster to enforce.
+	grep -q '"activeDeadlineSeconds":[[:space:]]*1' "$FAKE_KUBECTL_DIR"/stdin.*
+}
+
+@test "kubectl errors at submit: clear messages, transient ones retried, the journal stays whole" {
+	for c in err-forbidden:1:"forbidden in namespace 'aah'"*"k8s/rbac.yaml" \
+		err-notfound:1:'namespaces "aah" not found' \
+		err-exists:1:"already exists in namespace 'aah'"*"delete it with 'kubectl -n aah delete job,service" \
+		err-unreachable:2:"was refused - did you specify the right host or port?"; do
+		IFS=: read -r errcase tries msg <<<"$c"
+		rm -rf "$WORK/aah-work" "$FAKE_KUBECTL_DIR"/calls.log
+		k8s_config c.yml
+		answers create "$errcase"
+		run aah-runner create -c c.yml
+		echo "$output"
+		[ "$status" -eq 0 ]
+		id=${lines[0]}
+		[ "$(ncalls "create -f -")" -eq "$tries" ]    # kubectlRetries: 1 for transient only
+		# shellcheck disable=SC2053
+		[[ $output == *$msg* ]]
+		j=$WORK/aah-work/experiments/$id/journal.jsonl
+		/usr/bin/python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$j"
+		[ "$(grep -c '"event":"trial_submitted"' "$j")" -eq 1 ]
+		finished "$id" | grep -q '"state":"failed".*"reason":"could not be started: '
+		grep -q '"event":"experiment_done"' "$j"
+	done
+}
+
+@test "kubectl errors while polling: unreachable, timeout, forbidden are retried with backoff" {
+	k8s_config c.yml
+	answers create create-ok
+	answers get-job err-unreachable err-timeout err-forbidden-list jobs-complete
+	answers get-pod pods-succeeded
+	answers logs logs-ok
+	start=$SECONDS
+	run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	[[ $output == *"was refused"* ]]
+	[[ $output == *"kubectl get: no answer within 1s (API server unreachable or slow)"* ]]
+	[[ $output == *"kubectl get: forbidden in namespace 'aah'"* ]]
+	[[ $output == *"cannot query job 'k8s-test-$id-000001-1'; will try again"* ]]
+	finished "$id" | grep -q '"state":"succeeded"'
+	[ "$(finished "$id" | wc -l)" -eq 1 ]
+	[ $((SECONDS - start)) -lt 20 ]   # the hung kubectl was killed (2 x kubectlTimeout + 1)
+}
+
+@test "a Complete Job waits (resultWait) for result.json to show through NFS" {
+	k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-complete
+	answers get-pod pods-succeeded
+	FAKE_POD_RESULT_DELAY=0.8 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	finished "$id" | grep -q '"state":"succeeded"'
+
+	rm -rf "$WORK/aah-work"
+	KUBE_YAML="  resultWait: 0.3s" k8s_config c.yml
+	FAKE_POD_RESULT= run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	finished "$id" | grep -q '"state":"failed".*"reason":"no valid result.json in '
+}
+
+@test "a Job that disappears is lost; one deleted by someone else is canceled" {
+	k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-running jobs-empty
+	FAKE_POD_RESULT= run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	finished "$id" | grep -q "\"state\":\"failed\".*Job k8s-test-$id-000001-1 is gone from namespace aah"
+
+	# Deleted by someone else (kubectl delete --cascade=foreground): canceled.
+	rm -rf "$WORK/aah-work"
+	answers get-job jobs-running jobs-deleting
+	FAKE_POD_RESULT= run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	finished "$id" | grep -q '"state":"canceled".*"reason":"the Job is being deleted"'
+}
+
+@test "namespace, context and kubeconfig reach every kubectl call; KUBECONFIG is inherited" {
+	KUBE_YAML=$'  namespace: team-x\n  context: lab-a\n  kubeconfig: /etc/aah/kubeconfig' k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-complete
+	KUBECONFIG=/home/u/.kube/other run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	n=$(wc -l < "$FAKE_KUBECTL_DIR/calls.log")
+	[ "$n" -ge 3 ]
+	[ "$(grep -c -- '^--kubeconfig=/etc/aah/kubeconfig --context=lab-a --namespace=team-x --request-timeout=1s ' "$FAKE_KUBECTL_DIR/calls.log")" -eq "$n" ]
+	[ "$(grep -c '^/home/u/.kube/other$' "$FAKE_KUBECTL_DIR/kubeconfig.log")" -eq "$n" ]
+	grep -q '"namespace":[[:space:]]*"team-x"' "$FAKE_KUBECTL_DIR"/stdin.*
+}
+
+@test "resume re-attaches to a Job that is still running (no second create)" {
+	k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-running
+	aah-runner create -c c.yml > out.txt 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do
+		grep -qs '"event":"trial_submitted"' "$WORK"/aah-work/experiments/*/journal.jsonl &&
+			[ "$(ncalls 'get jobs')" -ge 2 ] && break
+		sleep 0.1
+	done
+	kill -9 "$pid"
+	wait "$pid" || true
+	id=$(head -1 out.txt)
+	[ "$(ncalls "create -f -")" -eq 1 ]
+	# The Job goes on on the cluster, then completes.
+	answers get-job jobs-running jobs-complete
+	answers get-pod pods-succeeded
+	answers logs logs-ok
+	run aah-runner resume "$id"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(ncalls "create -f -")" -eq 1 ]
+	finished "$id" | grep -q '"state":"succeeded"'
+	j=$WORK/aah-work/experiments/$id/journal.jsonl
+	[ "$(grep -c '"event":"runner_started"' "$j")" -eq 2 ]
+	[ "$(grep -c '"event":"trial_submitted"' "$j")" -eq 1 ]
+	grep -q "==> kubernetes pod k8s-test-$id-000001-1-1-m4q9z (Succeeded) <==" \
+		"$WORK/aah-work/experiments/$id/trials/000001/trial.log"
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/env bats
+# `aah-runner render`: golden renders, and every rendered and shipped
+# Kubernetes document checked offline against the strict JSON Schemas of
+# tests/k8s-schema/ (Draft7Validator, unknown fields rejected) plus the
+# semantic rules of tests/k8s-schema/VALIDATION.md. No API server runs here.
+# Regenerate the goldens with AAH_UPDATE_GOLDEN=1 after a deliberate change.
+
+load helpers
+
+K8S=$AAH_ROOT/tests/fixtures/k8s
+CHECK=$K8S/k8s_check.py
+
+setup() { setup_workdir; }
+teardown() { teardown_workdir; }
+
+# k8s_config FILE [trial lines...] -- [kubernetes lines...]
+k8s_config() {
+	local f=$1; shift
+	{
+		echo "experimentName: ${EXP_NAME:-k8s-test}"
+		echo "trainingServicePlatform: kubernetes"
+		echo "workdir: /userhome/aah-work"
+		echo "trial:"
+		echo "  command: aah-trial --dataset fashion"
+		while [ $# -gt 0 ] && [ "$1" != -- ]; do echo "  $1"; shift; done
+		[ $# -gt 0 ] && shift
+		echo "kubernetes:"
+		if [ $# -eq 0 ]; then echo "  claimName: aah-userhome"; fi
+		for line in "$@"; do echo "  $line"; done
+	} > "$f"
+}
+
+@test "no API server: every check here is offline (schemas + semantic rules)" {
+	echo "# no Kubernetes API server ran: documents are checked against the strict schemas and VALIDATION.md rules only" >&3
+	[ -x "$CHECK" ]
+}
+
+@test "golden renders: 1x1 NFS, 2x8 NFS, 2x8 PVC, per-device" {
+	for c in "$K8S"/configs/*.yml; do
+		n=$(basename "$c" .yml)
+		run aah-runner render -c "$c"
+		[ "$status" -eq 0 ]
+		if [ -n "${AAH_UPDATE_GOLDEN:-}" ]; then printf '%s\n' "$output" > "$K8S/golden/$n.yaml"; fi
+		diff -u "$K8S/golden/$n.yaml" <(printf '%s\n' "$output")
+	done
+	[ "$(ls "$K8S"/golden/*.yaml | wc -l)" -eq 4 ]
+	grep -q 'nvidia.com/gpu: 1$' "$K8S/golden/1node-1gpu.yaml"
+	grep -q 'nvidia.com/gpu: 8$' "$K8S/golden/2nodes-8gpus.yaml"
+	grep -q 'server: "10.20.0.5"' "$K8S/golden/2nodes-8gpus.yaml"
+	grep -q 'claimName: aah-userhome' "$K8S/golden/pvc.yaml"
+	! grep -q 'nfs:' "$K8S/golden/pvc.yaml"
+	grep -q 'name: AAH_PROCS_PER_POD' "$K8S/golden/per-device.yaml"
+	# A one-node trial needs no Service; multi-node ones get one.
+	[ "$(grep -c '^kind: Service' "$K8S/golden/1node-1gpu.yaml")" -eq 0 ]
+	[ "$(grep -c '^kind: Service' "$K8S/golden/2nodes-8gpus.yaml")" -eq 1 ]
+}
+
+@test "goldens and fresh renders (YAML and JSON) pass the strict schemas and semantic rules" {
+	run "$CHECK" "$K8S"/golden/*.yaml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'valid (strict schema' <<<"$output")" -eq 4 ]
+	for c in "$K8S"/configs/*.yml; do
+		aah-runner render -c "$c" -o yaml > r.yaml
+		aah-runner render -c "$c" -o json > r.json
+		"$CHECK" --quiet r.yaml r.json
+		# The YAML and the JSON are the same documents.
+		/usr/bin/python3 - r.yaml r.json <<-'EOF'
+		import json, sys, yaml
+		y = list(yaml.safe_load_all(open(sys.argv[1])))
+		j = json.load(open(sys.argv[2]))
+		j = j["items"] if j.get("kind") == "List" else [j]
+		sys.exit(0 if y == j else 1)
+		EOF
+	done
+}
+
+@test "the Job has the Indexed trial shape the issue asks for" {
+	aah-runner render -c "$K8S/configs/2nodes-8gpus.yml" -o json > r.json
+	/usr/bin/python3 - r.json <<-'EOF'
+	import json, sys
+	items = json.load(open(sys.argv[1]))["items"]
+	svc, job = items
+	assert svc["kind"] == "Service" and svc["spec"]["clusterIP"] == "None"
+	name = job["metadata"]["name"]
+	assert svc["metadata"]["name"] == name
+	s = job["spec"]
+	assert s["completionMode"] == "Indexed" and s["completions"] == s["parallelism"] == 2
+	assert s["backoffLimit"] == 0 and s["activeDeadlineSeconds"] == 4 * 3600
+	assert s["ttlSecondsAfterFinished"] == 7200
+	assert s["podFailurePolicy"]["rules"] == [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+	p = s["template"]["spec"]
+	assert p["restartPolicy"] == "Never" and p["subdomain"] == name
+	assert p["securityContext"] == {"runAsNonRoot": True, "runAsUser": 2001, "runAsGroup": 2001, "fsGroup": 2001}
+	assert p["priorityClassName"] == "aah-trials" and p["imagePullSecrets"] == [{"name": "regcred"}]
+	assert p["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+	c = p["containers"][0]
+	assert c["resources"]["limits"] == {"nvidia.com/gpu": 8, "cpu": "64", "memory": "512Gi"}
+	assert c["imagePullPolicy"] == "Always"
+	env = {e["name"]: e for e in c["env"]}
+	idx = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+	for v in ("VC_TASK_INDEX", "VK_TASK_INDEX", "RANK_ID"):
+	    assert env[v]["valueFrom"]["fieldRef"]["fieldPath"] == idx, v
+	assert env["MASTER_ADDR"]["value"] == f"{name}-0.{name}"
+	assert env["VC_WORKER_HOSTS"]["value"] == f"{name}-0.{name},{name}-1.{name}"
+	assert env["NCCL_COMM_ID"]["value"] == f"{name}-0.{name}:29500"
+	a = c["args"]
+	assert a[a.index("--rank") + 1] == "$(RANK_ID)"
+	for l in (job["metadata"]["labels"], p and s["template"]["metadata"]["labels"]):
+	    assert l["aah.io/experiment"] == "rendered" and l["aah.io/trial"] == "000001"
+	    assert l["app.kubernetes.io/name"] == "aah" and l["app.kubernetes.io/managed-by"] == "aah-runner"
+	EOF
+}
+
+@test "the pod template gives every rank exactly its launch contract (kubelet expansion simulated)" {
+	# Create a real experiment (no run), render for it, and compare what the
+	# kubelet (and, per device, the entrypoint) would hand each rank with the
+	# launch.json that launch_build writes for the same trial.
+	for cfg in 2nodes-8gpus per-device; do
+		sed 's#^workdir: .*#workdir: '"$WORK"'/aah-work#' "$K8S/configs/$cfg.yml" > c.yml
+		echo "  mountPath: $WORK" >> c.yml   # the volume the pods would mount
+		id=$(aah-runner create -c c.yml --no-run)
+		aah-runner render --experiment "$id" --trial 3 -o json > r.json
+		grep -q "\"aah.io/experiment\":[[:space:]]*\"$id\"" r.json
+		run /usr/bin/python3 "$K8S/kubelet_sim.py" r.json
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ $output == *"ranks match"* ]]
+	done
+}
+
+@test "names stay valid DNS labels for any experimentName" {
+	names=('AIPerf ImageNet #1' '123 starts with digits' '---' 'ÄÖÜ ünïcödé 名前' '$(rm -rf /)'
+		"$(printf 'x%.0s' {1..300})" 'UPPER.case_with.dots' '"quoted" name' '-' '9')
+	for n in "${names[@]}"; do
+		EXP_NAME="'${n//\'/\'\'}'" k8s_config c.yml "nodes: 100" "gpuNum: 1"
+		aah-runner render -c c.yml > r.yaml
+		"$CHECK" --quiet r.yaml || { echo "failed for name '$n'"; cat r.yaml | head -30; false; }
+		job=$(awk '/^  name:/ {print $2; exit}' r.yaml)
+		[[ $job =~ ^[a-z]([-a-z0-9]*[a-z0-9])?$ ]]
+		[ "${#job}" -le 59 ]   # N3: <job>-99 must stay a DNS-1123 label
+	done
+}
+
+@test "the checker rejects what the API server would (so the checks above can fail)" {
+	aah-runner render -c "$K8S/configs/2nodes-8gpus.yml" -o json > good.json
+	"$CHECK" --quiet good.json
+	mutate() {  # python expression on d (the Job) -> bad.json; expect a rule id in the output
+		/usr/bin/python3 - "$1" <<-'EOF'
+		import json, sys
+		doc = json.load(open("good.json")); d = doc["items"][1]; s = doc["items"][0]
+		exec(sys.argv[1])
+		json.dump(doc, open("bad.json", "w"))
+		EOF
+		run "$CHECK" bad.json
+		echo "$output"
+		[ "$status" -eq 1 ]
+		[[ $output == *"$2"* ]]
+	}
+	mutate 'd["spec"]["template"]["spec"]["containers"][0]["imagee"] = "x"' "schema"
+	mutate 'd["spec"]["backoffLimit"] = "zero"' "schema"
+	mutate 'del d["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"]' "schema"
+	mutate 'd["spec"]["template"]["spec"]["restartPolicy"] = "Always"' "J10"
+	mutate 'd["metadata"]["name"] = "a" * 62' "N3"
+	mutate 'd["metadata"]["labels"]["aah.io/experiment"] = "a/b"' "N8"
+	mutate 's["metadata"]["name"] = "1" + s["metadata"]["name"][1:]' "N4"
+	mutate 'd["spec"]["template"]["spec"]["subdomain"] = "other"' "F1"
+	mutate 'd["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "500m"' "R3"
+	mutate 'd["spec"]["template"]["spec"]["containers"][0]["env"][0]["name"] = "1BAD"' "E1"
+	mutate 'd["spec"]["template"]["spec"]["volumes"][0]["nfs"]["path"] = "export"' "V3"
+	mutate 'd["spec"]["completionMode"] = "indexed"' "J1"
+}
+
+@test "the schema copies are byte-identical to the sums in their README" {
+	cd "$AAH_ROOT/tests/k8s-schema"
+	n=0
+	while read -r file sum; do
+		echo "$sum  $file" | sha256sum -c --quiet -
+		n=$((n + 1))
+	done < <(awk -F'|' '/\.json \|/ {gsub(/ /, "", $2); gsub(/ /, "", $6); print $2, $6}' README.md)
+	[ "$n" -eq 10 ]
+}
+
+@test "kubernetes section errors name the file, line and key" {
+	k8s_config c.yml -- "namespace: Bad_NS"
+	run aah-runner render -c c.yml
+	[ "$status" -eq 1 ]
+	[[ $output == *"c.yml:"*"'kubernetes.namespace' must be a DNS-1123 label"* ]]
+
+	k8s_config c.yml -- "image: x"
+	run aah-runner render -c c.yml
+	[ "$status" -eq 1 ]
+	[[ $output == *"needs exactly one /userhome source"* ]]
+
+	k8s_config c.yml -- "nfsServer: n" "nfsPath: /x" "claimName: c"
+	run aah-runner render -c c.yml
+	[ "$status" -eq 1 ]
+	[[ $output == *"exactly one /userhome source"* ]]
+
+	k8s_config c.yml -- "claimName: c" "tolerations:" "- key: a" "  operator: Exists" "  value: b"
+	run aah-runner render -c c.yml
+	[ "$status" -eq 1 ]
+	[[ $output == *"'kubernetes.tolerations' with operator Exists takes no value"* ]]
+
+	k8s_config c.yml -- "claimName: c" "imagePullPolicy: Sometimes"
+	run aah-runner render -c c.yml
+	[ "$status" -eq 2 ]
+	[[ $output == *"'kubernetes.imagePullPolicy' has an unknown value 'Sometimes'"* ]]
+
+	k8s_config c.yml -- "claimName: c" "nodeSelektor: {}"
+	run aah-runner check c.yml
+	[ "$status" -eq 1 ]
+	[[ $output == *"did you mean 'nodeSelector'"* ]]
+
+	run aah-runner render -c "$K8S/configs/pvc.yml" -o xml
+	[ "$status" -eq 2 ]
+}

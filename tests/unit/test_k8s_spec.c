@@ -1,0 +1,287 @@
+/* Unit tests for runner/k8s_spec.c and runner/k8s_config.c: names valid for
+ * any input, Job status read from the captured kubectl answers
+ * (tests/fixtures/k8s/kubectl/, no API server), the template self-check
+ * refusing a contract it cannot express, YAML quoting, and the config
+ * section's defaults and errors. */
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "jsonfile.h"
+#include "runner/k8s_spec.h"
+#include "util.h"
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/aah-k8s-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	util_set_quiet(1);
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmpdir);
+}
+
+TestSuite(k8s, .init = setup, .fini = teardown);
+
+static int dns1035(const char *s)
+{
+	size_t n = strlen(s);
+	if (!n || n > 63 || !islower((unsigned char)s[0]) || s[n - 1] == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
+			return 0;
+	return 1;
+}
+
+Test(k8s, job_names_are_dns_labels_for_any_input)
+{
+	const char *names[] = { "", "AIPerf #1", "123", "---", "\xc3\xa4\xc3\xb6 x", "a.b_c",
+				"$(x)", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" };
+	const char *ids[] = { "k3x9q2ab", "", "UPPER", "0123456789abcdefghijklmnop", "-" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		for (size_t k = 0; k < sizeof(ids) / sizeof(*ids); k++) {
+			char *j = k8s_job_name(names[i], ids[k], 999999, 999);
+			cr_assert(dns1035(j), "'%s' from ('%s', '%s')", j, names[i], ids[k]);
+			/* N3: "<job>-<index>" stays a DNS-1123 label up to 1000 nodes */
+			cr_assert_leq(strlen(j) + 4, 63, "'%s' too long", j);
+			free(j);
+		}
+	}
+	char *j = k8s_job_name("AIPerf ImageNet", "k3x9q2ab", 12, 2);
+	cr_assert_str_eq(j, "aiperf-imagenet-k3x9q2ab-000012-2");
+	free(j);
+	j = k8s_job_name("42", "k3x9q2ab", 1, 1);
+	cr_assert_str_eq(j, "aah-42-k3x9q2ab-000001-1");
+	free(j);
+}
+
+Test(k8s, label_values_are_valid)
+{
+	const char *in[] = { "ok", "_lead", "trail.", "a/b:c", "", "\xff\xfe", "x" };
+	const char *want[] = { "ok", "lead", "trail", "a_b_c", "", "", "x" };
+	for (size_t i = 0; i < sizeof(in) / sizeof(*in); i++) {
+		char *v = k8s_label_value(in[i]);
+		cr_assert_str_eq(v, want[i], "'%s' -> '%s'", in[i], v);
+		free(v);
+	}
+	char long_in[200];
+	memset(long_in, 'a', sizeof(long_in) - 1);
+	long_in[sizeof(long_in) - 1] = '\0';
+	char *v = k8s_label_value(long_in);
+	cr_assert_eq(strlen(v), 63);
+	free(v);
+}
+
+Test(k8s, hosts_follow_the_pod_hostname_and_subdomain)
+{
+	char *h[3];
+	k8s_trial_hosts("j", 3, h);
+	cr_assert_str_eq(h[0], "j-0.j");
+	cr_assert_str_eq(h[2], "j-2.j");
+	for (int i = 0; i < 3; i++)
+		free(h[i]);
+	k8s_trial_hosts("j", 1, h);
+	cr_assert_str_eq(h[0], "j-0");
+	free(h[0]);
+}
+
+static void state_of(const char *capture, struct aah_job_status *st, long *ready, long *want)
+{
+	char *path = xstrfmt("tests/fixtures/k8s/kubectl/%s/stdout.json", capture);
+	cJSON *doc;
+	cr_assert_eq(jsonfile_read(path, &doc), 0, "%s", path);
+	memset(st, 0, sizeof(*st));
+	k8s_job_state(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "items"), 0), st, ready, want);
+	cJSON_Delete(doc);
+	free(path);
+}
+
+Test(k8s, job_state_from_captured_kubectl_answers)
+{
+	static const struct {
+		const char *capture;
+		enum aah_job_state state;
+		const char *reason;
+		long ready;
+	} cases[] = {
+		{ "jobs-pending", AAH_JOB_PENDING, "", 0 },
+		{ "jobs-running", AAH_JOB_RUNNING, "", 2 },
+		{ "jobs-complete", AAH_JOB_SUCCEEDED, "", 2 },
+		{ "jobs-failed-deadline", AAH_JOB_TIMEOUT,
+		  "Job passed its activeDeadlineSeconds (DeadlineExceeded): Job was active longer than "
+		  "specified deadline", 0 },
+		{ "jobs-failed-backoff", AAH_JOB_FAILED,
+		  "Job failed: a pod failed (BackoffLimitExceeded): Job has reached the specified "
+		  "backoff limit", 0 },
+		{ "jobs-failed-podfailurepolicy", AAH_JOB_FAILED,
+		  "Job failed by its podFailurePolicy (PodFailurePolicy): Container trial", 0 },
+		{ "jobs-deleting", AAH_JOB_CANCELED, "the Job is being deleted", 2 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct aah_job_status st;
+		long ready, want;
+		state_of(cases[i].capture, &st, &ready, &want);
+		cr_assert_eq(st.state, cases[i].state, "%s: %s", cases[i].capture,
+			     aah_job_state_name(st.state));
+		cr_assert(!strncmp(st.reason, cases[i].reason, strlen(cases[i].reason)), "%s: '%s'",
+			  cases[i].capture, st.reason);
+		cr_assert_eq(ready, cases[i].ready, "%s", cases[i].capture);
+		cr_assert_eq(want, 2);
+	}
+}
+
+Test(k8s, job_state_without_ready_counts_active_pods)
+{
+	cJSON *doc;
+	cr_assert_eq(jsonfile_read("tests/fixtures/k8s/kubectl/jobs-running/stdout.json", &doc), 0);
+	cJSON *job = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "items"), 0);
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(job, "status"), "ready");
+	struct aah_job_status st;
+	long ready, want;
+	k8s_job_state(job, &st, &ready, &want);
+	cr_assert_eq(st.state, AAH_JOB_RUNNING);
+	cr_assert_eq(ready, 2);
+	cJSON_Delete(doc);
+}
+
+static void load(struct aah_config *cfg, const char *text)
+{
+	char *p = xstrfmt("%s/config.yml", tmpdir);
+	cr_assert_eq(fileio_write_atomic(p, text, strlen(text)), 0);
+	cr_assert_eq(config_load(p, cfg), 0, "%s", util_last_error());
+	free(p);
+}
+
+#define BASE "experimentName: t\ntrainingServicePlatform: kubernetes\n" \
+	     "trial:\n  command: aah-trial\n  nodes: 2\n  gpuNum: 2\n"
+
+Test(k8s, config_defaults_and_errors)
+{
+	struct aah_config cfg;
+	struct k8s_config kc;
+	load(&cfg, BASE "kubernetes:\n  claimName: home\n");
+	cr_assert_eq(k8s_config_load(&cfg, &kc), 0, "%s", util_last_error());
+	cr_assert_str_eq(kc.namespace_, "aah");
+	cr_assert_str_eq(kc.mount_path, "/userhome");
+	cr_assert_str_eq(kc.submit, "create");
+	cr_assert_eq(kc.run_as_user, 1000);
+	cr_assert_float_eq(kc.ttl_after_finished, 3600, 1e-9);
+	k8s_config_release(&kc);
+	config_release(&cfg);
+
+	static const struct {
+		const char *section, *msg;
+	} bad[] = {
+		{ "  claimName: home\n  namespace: Team\n", "'kubernetes.namespace' must be a DNS-1123" },
+		{ "  nfsServer: n\n", "exactly one /userhome source" },
+		{ "  nfsServer: n\n  nfsPath: rel\n", "'kubernetes.nfsPath' must be an absolute path" },
+		{ "  claimName: Home_1\n", "'kubernetes.claimName' must be a DNS-1123 subdomain" },
+		{ "  claimName: h\n  mountPath: home\n", "'kubernetes.mountPath' must be an absolute" },
+		{ "  claimName: h\n  runAsUser: 3000000000\n", "ids must be at most 2147483647" },
+		{ "  claimName: h\n  nodeSelector:\n    a/b/c: x\n", "not a valid label name" },
+		{ "  claimName: h\n  nodeSelector:\n    zone: a b\n", "not a valid label value" },
+		{ "  claimName: h\n  imagePullSecrets: cred\n", "must be a list of names" },
+		{ "  claimName: h\n  tolerations:\n  - operator: Equal\n", "without a key needs operator Exists" },
+		{ "  claimName: h\n  tolerations:\n  - key: a\n    effect: Never\n", "effect must be" },
+		{ "  claimName: h\n  tolerations:\n  - key: a\n    tolerationSeconds: 5\n",
+		  "needs effect NoExecute" },
+		{ "  claimName: h\n  image: \" x\"\n", "must be an image reference without blanks" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		char *text = xstrfmt(BASE "kubernetes:\n%s", bad[i].section);
+		load(&cfg, text);
+		cr_assert_eq(k8s_config_load(&cfg, &kc), -1, "accepted: %s", bad[i].section);
+		cr_assert(strstr(util_last_error(), bad[i].msg), "'%s' lacks '%s'", util_last_error(),
+			  bad[i].msg);
+		cr_assert(strstr(util_last_error(), "config.yml:"), "no file:line in '%s'",
+			  util_last_error());
+		config_release(&cfg);
+		free(text);
+	}
+}
+
+static void build(struct aah_config *cfg, struct aah_launch *l, const char *job)
+{
+	char *hosts[2];
+	k8s_trial_hosts(job, 2, hosts);
+	struct launch_params lp = {
+		.cfg = cfg, .expdir = "/userhome/w/experiments/abcdefgh", .workdir = "/userhome/w",
+		.experiment_id = "abcdefgh", .trial_seq = 4, .attempt = 1,
+		.hosts = (const char *const *)hosts, .port = 29500,
+	};
+	launch_build(l, &lp);
+	free(hosts[0]);
+	free(hosts[1]);
+}
+
+Test(k8s, template_self_check_refuses_what_it_cannot_express)
+{
+	struct aah_config cfg;
+	struct k8s_config kc;
+	struct aah_launch l;
+	cJSON *docs;
+	load(&cfg, BASE "kubernetes:\n  claimName: home\n");
+	cr_assert_eq(k8s_config_load(&cfg, &kc), 0);
+	build(&cfg, &l, "t-abcdefgh-000004-1");
+	cr_assert_eq(k8s_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), 0, "%s",
+		     util_last_error());
+	cr_assert_eq(cJSON_GetArraySize(docs), 2);
+	cJSON_Delete(docs);
+	/* A rank-dependent value the template has no fieldRef form for. */
+	strvec_setenv(&l.ranks[1].env, "AAH_TRIAL_SEQ", "5");
+	cr_assert_eq(k8s_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), -1);
+	cr_assert_null(docs);
+	cr_assert(strstr(util_last_error(), "rank 1 would get AAH_TRIAL_SEQ=4 instead of '5'"), "%s",
+		  util_last_error());
+	launch_release(&l);
+	/* An argument that differs per rank in a way the template cannot say. */
+	build(&cfg, &l, "t-abcdefgh-000004-1");
+	free(l.ranks[1].argv.v[1]);
+	l.ranks[1].argv.v[1] = xstrdup("--other");
+	cr_assert_eq(k8s_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), -1);
+	cr_assert(strstr(util_last_error(), "rank 1 would get argument"), "%s", util_last_error());
+	launch_release(&l);
+	k8s_config_release(&kc);
+	config_release(&cfg);
+}
+
+Test(k8s, yaml_quotes_what_a_yaml_reader_would_misread)
+{
+	cJSON *docs = cJSON_CreateArray(), *d = cJSON_CreateObject();
+	const char *const quoted[] = { "true", "No", "on", "null", "000001", "1e3", "-x", ".5",
+				       "a: b", "#c", "", "x\ny", "10.0.0.5", "$(X)" };
+	const char *const plain[] = { "abc", "/userhome/x", "nvidia.com/gpu", "Never" };
+	char key[16];
+	for (size_t i = 0; i < sizeof(quoted) / sizeof(*quoted); i++) {
+		snprintf(key, sizeof(key), "q%zu", i);
+		cJSON_AddStringToObject(d, key, quoted[i]);
+	}
+	for (size_t i = 0; i < sizeof(plain) / sizeof(*plain); i++) {
+		snprintf(key, sizeof(key), "p%zu", i);
+		cJSON_AddStringToObject(d, key, plain[i]);
+	}
+	cJSON_AddItemToArray(docs, d);
+	struct strbuf sb = STRBUF_INIT;
+	k8s_yaml_emit(&sb, docs);
+	for (size_t i = 0; i < sizeof(quoted) / sizeof(*quoted); i++) {
+		char *line = xstrfmt("q%zu: \"", i);
+		cr_assert(strstr(sb.buf, line), "'%s' not quoted in:\n%s", quoted[i], sb.buf);
+		free(line);
+	}
+	for (size_t i = 0; i < sizeof(plain) / sizeof(*plain); i++) {
+		char *line = xstrfmt("p%zu: %s\n", i, plain[i]);
+		cr_assert(strstr(sb.buf, line), "'%s' quoted in:\n%s", plain[i], sb.buf);
+		free(line);
+	}
+	cr_assert(strstr(sb.buf, "q11: \"x\\ny\"\n"));
+	strbuf_release(&sb);
+	cJSON_Delete(docs);
+}
