@@ -59,3 +59,11 @@ head -c $((96 << 20)) /dev/urandom >"$W/ckpt/trials/000001/checkpoint/weights.bi
 awk 'BEGIN { for (i = 0; i < 1600000; i++) printf "epoch %d loss 0.%06d acc 0.9876 lr 0.1 images/s 12345.6\n", i % 60, i }' \
 	>"$W/ckpt/trials/000001/trial.log"
 collect_vs_tar "a 96 MiB random file and an 88 MiB log" "$W/ckpt"
+
+# 3. the resource monitor's own cost, sampling fast to measure it
+read -r n cpu < <("$bin" monitor 3 0.01)
+per=$(echo "$cpu / $n" | bc -l)
+echo "resource monitor cost ($n samples at 0.01 s):"
+printf '  %-34s %8.1f us CPU per sample\n' "monitor thread" "$(echo "$per * 1000000" | bc -l)"
+printf '  %-34s %8.5f%% of one core (reference: the core)\n' "at the default 30 s interval" \
+	"$(echo "$per / 30 * 100" | bc -l)"
