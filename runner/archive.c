@@ -160,9 +160,9 @@ static int add_filter(struct archive *a, enum compression comp)
 }
 
 /* Write every chunk the reader thread hands over. */
-static int add_tree(struct collector *c, int rootfd, dev_t skip_dev, ino_t skip_ino)
+static int add_tree(struct collector *c, int rootfd, const struct stat *skip, size_t nskip)
 {
-	struct archive_walk *w = archive_walk_start(rootfd, skip_dev, skip_ino, &c->manifest, c->st);
+	struct archive_walk *w = archive_walk_start(rootfd, skip, nskip, &c->manifest, c->st);
 	if (!w)
 		return -1;
 	struct archive_walk_item *it;
@@ -220,7 +220,11 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		error("cannot open '%s' for writing: %s", tmp, archive_error_string(c.a));
 		goto out;
 	}
-	if (add_tree(&c, rootfd, ost.st_dev, ost.st_ino) < 0)
+	struct stat skip[2] = { ost };
+	size_t nskip = 1;
+	if (stat(out, &skip[1]) == 0)     /* an earlier archive of the same name */
+		nskip++;
+	if (add_tree(&c, rootfd, skip, nskip) < 0)
 		goto out;
 	if (c.manifest.overflow) {
 		error("the manifest is larger than %zu bytes", MANIFEST_MAX);

@@ -31,8 +31,8 @@ struct archive_walk {
 	size_t ccost;
 	int done, failed, stop;
 	int rootfd;
-	dev_t skip_dev;
-	ino_t skip_ino;
+	struct stat skip[2];
+	size_t nskip;
 	struct strbuf *manifest;
 	struct archive_collect_stats *stats;
 	EVP_MD_CTX *md;
@@ -188,9 +188,11 @@ static int walk_entry(struct archive_walk *w, int dirfd, const struct dir_entry 
 		close(fd);
 		return error_errno("cannot stat '%s'", child);
 	}
-	if (st.st_dev == w->skip_dev && st.st_ino == w->skip_ino) {
-		close(fd);           /* the archive being written */
-		return 0;
+	for (size_t i = 0; i < w->nskip; i++) {
+		if (st.st_dev == w->skip[i].st_dev && st.st_ino == w->skip[i].st_ino) {
+			close(fd);   /* the archive being written, or the one it replaces */
+			return 0;
+		}
 	}
 	if (type == DT_DIR && S_ISDIR(st.st_mode))
 		return walk_dir(w, fd, child);  /* no member: directories are implied by names */
@@ -255,14 +257,14 @@ static void *walk_run(void *arg)
 	return NULL;
 }
 
-struct archive_walk *archive_walk_start(int rootfd, dev_t skip_dev, ino_t skip_ino,
+struct archive_walk *archive_walk_start(int rootfd, const struct stat *skip, size_t nskip,
 					struct strbuf *manifest,
 					struct archive_collect_stats *stats)
 {
 	struct archive_walk *w = xcalloc(1, sizeof(*w));
 	w->rootfd = rootfd;
-	w->skip_dev = skip_dev;
-	w->skip_ino = skip_ino;
+	for (size_t i = 0; i < nskip && i < 2; i++)
+		w->skip[w->nskip++] = skip[i];
 	w->manifest = manifest;
 	w->stats = stats;
 	w->md = EVP_MD_CTX_new();

@@ -21,12 +21,13 @@ struct archive_walk_item {
 
 struct archive_walk;
 
-/* Start walking the directory open at rootfd (not closed). The file
- * (skip_dev, skip_ino) is left out (the archive being written). Symbolic
+/* Start walking the directory open at rootfd (not closed). The files
+ * skip[0..nskip) (device and inode: the archive being written, and the one
+ * it will replace) are left out. Symbolic
  * links are never followed. Each regular file adds "<sha256>  <rel>\n" to
  * manifest and counts in stats; both belong to the walker until
  * archive_walk_finish. */
-struct archive_walk *archive_walk_start(int rootfd, dev_t skip_dev, ino_t skip_ino,
+struct archive_walk *archive_walk_start(int rootfd, const struct stat *skip, size_t nskip,
 					struct strbuf *manifest,
 					struct archive_collect_stats *stats);
 /* The next chunk, waiting for it; NULL at the end or after an error. The

@@ -206,6 +206,12 @@ Test(archive, symlinks_are_not_followed_and_the_output_is_left_out)
 	}
 	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
 	cr_assert_eq(verify(out, NULL, &res), 0, "%s", strbuf_str(&res.problems));
+	/* again, over the first one: the old archive is not archived either */
+	cr_assert_eq(archive_collect(dir, out, NULL, &st), 0);
+	n = list_members(out, m, 64);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_null(strstr(m[i].name, "logs.tar"), "%s", m[i].name);
+	cr_assert_eq(verify(out, NULL, &res), 0, "%s", strbuf_str(&res.problems));
 	archive_verify_result_release(&res);
 	free(secret);
 	free(link);
