@@ -380,6 +380,23 @@ static void compare(struct member *have, size_t nh, struct member *want, size_t 
 	}
 }
 
+/* Whether some path of the sorted manifest lies below directory dir. */
+static int is_parent(const char *dir, const struct member *want, size_t nw)
+{
+	size_t l = strlen(dir), lo = 0, hi = nw;
+	while (lo < hi) {                  /* first path >= dir */
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(want[mid].path, dir) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < nw && !strncmp(want[i].path, dir, l); i++)
+		if (want[i].path[l] == '/')
+			return 1;
+	return 0;
+}
+
 int archive_verify(const char *path, const char *pubkey, struct archive_verify_result *res)
 {
 	struct archive *a = archive_read_new();
@@ -392,6 +409,8 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 	}
 	struct member *have = NULL, *want = NULL;
 	size_t nh = 0, nw = 0, alloc = 0;
+	char **dirs = NULL;            /* directory members, relative, no trailing '/' */
+	size_t ndirs = 0, dirs_alloc = 0;
 	struct strbuf manifest, sig;
 	strbuf_init(&manifest, MANIFEST_MAX);
 	strbuf_init(&sig, 4096);
@@ -417,8 +436,22 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 		}
 		size_t pl = strlen(prefix);
 		const char *rel = !strncmp(name, prefix, pl) && name[pl] == '/' ? name + pl + 1 : NULL;
-		/* collect writes regular files only: anything else was added */
-		if (!rel || !*rel || archive_entry_filetype(e) != AE_IFREG) {
+		mode_t type = archive_entry_filetype(e);
+		if (type == AE_IFDIR && (!strcmp(name, prefix) || (rel && (!*rel || !strcmp(rel, "/")))))
+			continue;           /* the top directory itself */
+		if (type == AE_IFDIR && rel) {
+			/* collect writes none, tar writes one per directory: kept for a
+			 * check that each is the parent of a file in MANIFEST */
+			if (ndirs == dirs_alloc) {
+				dirs_alloc = dirs_alloc ? 2 * dirs_alloc : 64;
+				dirs = xrealloc(dirs, dirs_alloc * sizeof(*dirs));
+			}
+			size_t l = strlen(rel);
+			dirs[ndirs++] = xstrndup(rel, l && rel[l - 1] == '/' ? l - 1 : l);
+			continue;
+		}
+		/* anything else that is not a regular file was added */
+		if (!rel || !*rel || type != AE_IFREG) {
 			problem(res, &res->added, "added", name);
 			continue;
 		}
@@ -459,6 +492,9 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 	if (nh)
 		qsort(have, nh, sizeof(*have), cmp_member);
 	compare(have, nh, want, nw, res);
+	for (size_t i = 0; i < ndirs; i++)
+		if (!is_parent(dirs[i], want, nw))
+			problem(res, &res->added, "added", dirs[i]);
 	res->signature = seen_sig ? 2 : 0;
 	if (pubkey) {
 		int s = seen_sig ? check_signature(pubkey, &manifest, &sig) : 0;
@@ -473,6 +509,9 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 	}
 	r = res->differ || res->missing || res->added || (pubkey && res->signature != 1) ? 1 : 0;
 out:
+	for (size_t i = 0; i < ndirs; i++)
+		free(dirs[i]);
+	free(dirs);
 	for (size_t i = 0; i < nh; i++)
 		free(have[i].path);
 	for (size_t i = 0; i < nw; i++)
