@@ -172,7 +172,7 @@ static int add_tree(struct collector *c, int rootfd, const struct stat *skip, si
 			r = write_header(c, it->rel, &it->st);
 		if (r == 0 && it->len && archive_write_data(c->a, it->data, it->len) != (la_ssize_t)it->len)
 			r = error("cannot write into the archive: %s", archive_error_string(c->a));
-		archive_walk_item_free(it);
+		archive_walk_item_free(w, it);
 	}
 	return archive_walk_finish(w) < 0 ? -1 : r;
 }

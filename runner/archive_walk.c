@@ -16,6 +16,7 @@
 #define QUEUE_BYTES ((size_t)16 << 20)     /* bytes in flight at most */
 #define BATCH_ITEMS 256                     /* items handed over at once ... */
 #define BATCH_BYTES ((size_t)1 << 20)       /* ... or this many bytes */
+#define POOL_MAX 80                         /* > QUEUE_BYTES / CHUNK + batches in hand */
 
 struct archive_walk {
 	pthread_t thread;
@@ -29,6 +30,11 @@ struct archive_walk {
 	/* the batch being consumed (consumer only) */
 	struct archive_walk_item *chead;
 	size_t ccost;
+	/* full-size chunk buffers for reuse, under lock: allocating and
+	 * unmapping one per 256 KiB made the kernel zero pages and shoot down
+	 * TLBs across the two threads */
+	unsigned char *pool[POOL_MAX];
+	size_t npool;
 	int done, failed, stop;
 	int rootfd;
 	struct stat skip[2];
@@ -62,7 +68,7 @@ static int flush(struct archive_walk *w)
 		while (w->bhead) {
 			struct archive_walk_item *it = w->bhead;
 			w->bhead = it->next;
-			archive_walk_item_free(it);
+			archive_walk_item_free(w, it);
 		}
 	}
 	w->bhead = w->btail = NULL;
@@ -103,7 +109,16 @@ static int walk_file(struct archive_walk *w, int fd, const struct stat *st, cons
 	while (r == 0 && (first || left > 0)) {
 		size_t want = left < (off_t)CHUNK ? (size_t)left : CHUNK;
 		struct archive_walk_item *it = xcalloc(1, sizeof(*it));
-		it->data = xmalloc(want ? want : 1);
+		if (want == CHUNK) {
+			pthread_mutex_lock(&w->lock);
+			it->data = w->npool ? w->pool[--w->npool] : NULL;
+			pthread_mutex_unlock(&w->lock);
+			if (!it->data)
+				it->data = xmalloc(CHUNK);
+			it->pooled = 1;
+		} else {
+			it->data = xmalloc(want ? want : 1);
+		}
 		size_t got = 0;
 		while (got < want) {
 			ssize_t n = read(fd, it->data + got, want - got);
@@ -117,7 +132,7 @@ static int walk_file(struct archive_walk *w, int fd, const struct stat *st, cons
 			got += (size_t)n;
 		}
 		if (r < 0) {
-			archive_walk_item_free(it);
+			archive_walk_item_free(w, it);
 			break;
 		}
 		EVP_DigestUpdate(w->md, it->data, got);
@@ -317,10 +332,18 @@ struct archive_walk_item *archive_walk_next(struct archive_walk *w)
 	return it;
 }
 
-void archive_walk_item_free(struct archive_walk_item *it)
+void archive_walk_item_free(struct archive_walk *w, struct archive_walk_item *it)
 {
 	if (!it)
 		return;
+	if (it->pooled) {
+		pthread_mutex_lock(&w->lock);
+		if (w->npool < POOL_MAX) {
+			w->pool[w->npool++] = it->data;
+			it->data = NULL;
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
 	free(it->rel);
 	free(it->data);
 	free(it);
@@ -339,9 +362,11 @@ int archive_walk_finish(struct archive_walk *w)
 		while (lists[i]) {
 			struct archive_walk_item *it = lists[i];
 			lists[i] = it->next;
-			archive_walk_item_free(it);
+			archive_walk_item_free(w, it);
 		}
 	}
+	for (size_t i = 0; i < w->npool; i++)
+		free(w->pool[i]);
 	EVP_MD_CTX_free(w->md);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);

@@ -16,6 +16,7 @@ struct archive_walk_item {
 	struct stat st;            /* the file's, on its first chunk */
 	unsigned char *data;       /* (len) bytes of the file, in order */
 	size_t len;
+	int pooled;                /* data is a reusable full-size chunk */
 	struct archive_walk_item *next;
 };
 
@@ -31,9 +32,9 @@ struct archive_walk *archive_walk_start(int rootfd, const struct stat *skip, siz
 					struct strbuf *manifest,
 					struct archive_collect_stats *stats);
 /* The next chunk, waiting for it; NULL at the end or after an error. The
- * caller frees it with archive_walk_item_free. */
+ * caller frees it with archive_walk_item_free (which may keep its buffer). */
 struct archive_walk_item *archive_walk_next(struct archive_walk *w);
-void archive_walk_item_free(struct archive_walk_item *it);
+void archive_walk_item_free(struct archive_walk *w, struct archive_walk_item *it);
 /* Stop (early or at the end), join the thread, free w. Returns 0, or -1
  * when the walk failed (the error was reported). */
 int archive_walk_finish(struct archive_walk *w);
