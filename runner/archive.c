@@ -1,6 +1,7 @@
 /* archive.c: collect an experiment directory into one archive with a
  * SHA-256 MANIFEST (and an Ed25519 signature over it), and verify one. */
 #include "runner/archive.h"
+#include "runner/archive_walk.h" /* archive_walk_start, _next, _finish */
 #include "fileio.h"
 #include "util.h"
 
@@ -11,7 +12,6 @@
 #include <fcntl.h>
 #include <openssl/evp.h>    /* EVP_Digest*, EVP_DigestSign*, Ed25519 */
 #include <openssl/pem.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +20,6 @@
 
 #define IO_CHUNK (1u << 18)
 #define MANIFEST_MAX ((size_t)256 << 20)
-/* The compressor thread's queue: tar blocks travel in buffers of this size. */
-#define PIPE_BUF_SIZE ((size_t)1 << 20)
-#define PIPE_NBUF 4
 
 static void hex(const unsigned char *d, size_t n, char *out)
 {
@@ -51,12 +48,8 @@ static int has_suffix(const char *s, const char *suf)
 struct collector {
 	struct archive *a;
 	const char *prefix;         /* member name prefix: the directory's base name */
-	dev_t skip_dev;             /* the output file, when inside the directory */
-	ino_t skip_ino;
 	struct strbuf manifest;
 	struct archive_collect_stats *st;
-	unsigned char *buf;         /* (IO_CHUNK) */
-	EVP_MD_CTX *md;
 	struct timespec newest;     /* latest mtime archived: MANIFEST's, for repeatable archives */
 };
 
@@ -83,146 +76,6 @@ static int write_header(struct collector *c, const char *rel, const struct stat 
 	}
 	free(name);
 	return 0;
-}
-
-/* Archive the regular file open at fd (size and mode in st). Closes fd. */
-static int add_file(struct collector *c, int fd, const struct stat *st, const char *rel)
-{
-	if (write_header(c, rel, st) < 0) {
-		close(fd);
-		return -1;
-	}
-	EVP_DigestInit_ex(c->md, EVP_sha256(), NULL);
-	off_t left = st->st_size;
-	int r = 0;
-	while (left > 0 && r == 0) {
-		size_t want = left < (off_t)IO_CHUNK ? (size_t)left : IO_CHUNK;
-		ssize_t n = read(fd, c->buf, want);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? error_errno("cannot read '%s'", rel)
-				  : error("'%s' shrank while it was archived; run collect again", rel);
-			break;
-		}
-		EVP_DigestUpdate(c->md, c->buf, (size_t)n);
-		if (archive_write_data(c->a, c->buf, (size_t)n) != n)
-			r = error("cannot write '%s' into the archive: %s", rel, archive_error_string(c->a));
-		left -= n;
-	}
-	if (r < 0) {
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	unsigned char d[EVP_MAX_MD_SIZE];
-	unsigned dl = 0;
-	char h[2 * EVP_MAX_MD_SIZE + 1];
-	EVP_DigestFinal_ex(c->md, d, &dl);
-	hex(d, dl, h);
-	strbuf_addf(&c->manifest, "%s  %s\n", h, rel);
-	c->st->files++;
-	c->st->bytes += (uint64_t)st->st_size;
-	return 0;
-}
-
-struct dir_entry {
-	char *name;
-	unsigned char type;     /* readdir's d_type; DT_UNKNOWN when the fs does not say */
-};
-
-static int cmp_entry(const void *a, const void *b)
-{
-	return strcmp(((const struct dir_entry *)a)->name, ((const struct dir_entry *)b)->name);
-}
-
-static int add_dir(struct collector *c, int dirfd, const char *rel);
-
-/* One directory entry. Symbolic links are never opened: O_NOFOLLOW on every
- * open, and what was opened is checked with fstat on the descriptor. */
-static int add_entry(struct collector *c, int dirfd, const struct dir_entry *de, const char *child)
-{
-	struct stat st;
-	unsigned char type = de->type;
-	if (type == DT_UNKNOWN) {
-		if (fstatat(dirfd, de->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			return error_errno("cannot stat '%s'", child);
-		type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR
-			: S_ISLNK(st.st_mode) ? DT_LNK : DT_FIFO;
-	}
-	if (type == DT_LNK) {
-		warning("left out '%s': symbolic links are not followed", child);
-		c->st->skipped++;
-		return 0;
-	}
-	if (type != DT_REG && type != DT_DIR) {
-		warning("left out '%s': not a regular file or directory", child);
-		c->st->skipped++;
-		return 0;
-	}
-	int fd = openat(dirfd, de->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-			(type == DT_DIR ? O_DIRECTORY : O_NONBLOCK));
-	if (fd < 0 && errno == ELOOP) {      /* became a link since readdir */
-		warning("left out '%s': symbolic links are not followed", child);
-		c->st->skipped++;
-		return 0;
-	}
-	if (fd < 0)
-		return error_errno("cannot open '%s'", child);
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return error_errno("cannot stat '%s'", child);
-	}
-	if (st.st_dev == c->skip_dev && st.st_ino == c->skip_ino) {
-		close(fd);           /* the archive being written */
-		return 0;
-	}
-	if (type == DT_DIR && S_ISDIR(st.st_mode))
-		return add_dir(c, fd, child);   /* no member: names in a directory are not covered by MANIFEST */
-	if (type == DT_REG && S_ISREG(st.st_mode))
-		return add_file(c, fd, &st, child);
-	close(fd);
-	return error("'%s' changed type while it was archived; run collect again", child);
-}
-
-/* Archive the directory open at dirfd, whose path relative to the root is
- * rel ("" for the root). Takes ownership of dirfd. */
-static int add_dir(struct collector *c, int dirfd, const char *rel)
-{
-	DIR *d = fdopendir(dirfd);
-	if (!d) {
-		close(dirfd);
-		return error_errno("cannot read directory '%s'", *rel ? rel : ".");
-	}
-	struct dir_entry *ents = NULL;
-	size_t n = 0, alloc = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 32;
-			ents = xrealloc(ents, alloc * sizeof(*ents));
-		}
-		ents[n].name = xstrdup(de->d_name);
-		ents[n++].type = de->d_type;
-	}
-	if (n)
-		qsort(ents, n, sizeof(*ents), cmp_entry);
-	int r = 0;
-	for (size_t i = 0; i < n && r == 0; i++) {
-		char *child = *rel ? xstrfmt("%s/%s", rel, ents[i].name) : xstrdup(ents[i].name);
-		if (strpbrk(ents[i].name, "\n\\"))
-			r = error("cannot archive '%s': its name has a newline or a backslash", child);
-		else
-			r = add_entry(c, dirfd, &ents[i], child);
-		free(child);
-	}
-	for (size_t i = 0; i < n; i++)
-		free(ents[i].name);
-	free(ents);
-	closedir(d);
-	return r;
 }
 
 static int add_blob(struct collector *c, const char *name, const void *data, size_t len)
@@ -293,176 +146,35 @@ static int compression_of(const char *out, enum compression *comp)
 	return 0;
 }
 
-/* ---- the compressor thread ----
- * The tar stream (libarchive, GNU format) goes through a queue of buffers to
- * a second thread that compresses it (libarchive's raw format with the zstd
- * or gzip filter) and writes the file: reading, hashing and tar framing
- * overlap with compression, as the two processes of `tar | zstd` do. */
-
-struct zpipe {
-	struct archive *z;           /* raw format + compression filter, on the output fd */
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned char *buf[PIPE_NBUF];  /* each (PIPE_BUF_SIZE) */
-	size_t len[PIPE_NBUF];
-	unsigned head, count;        /* filled buffers waiting: head .. head+count-1 */
-	size_t fill;                 /* bytes in the buffer being filled, (head+count) % N */
-	int closing, failed, started;
-	char err[256];
-};
-
-static void *zpipe_run(void *arg)
+static int add_filter(struct archive *a, enum compression comp)
 {
-	struct zpipe *p = arg;
-	pthread_mutex_lock(&p->lock);
-	for (;;) {
-		while (!p->count && !p->closing)
-			pthread_cond_wait(&p->cond, &p->lock);
-		if (!p->count)
-			break;
-		unsigned slot = p->head;
-		pthread_mutex_unlock(&p->lock);
-		la_ssize_t w = archive_write_data(p->z, p->buf[slot], p->len[slot]);
-		pthread_mutex_lock(&p->lock);
-		if (w != (la_ssize_t)p->len[slot]) {
-			p->failed = 1;
-			snprintf(p->err, sizeof(p->err), "%s", archive_error_string(p->z));
-		}
-		p->head = (p->head + 1) % PIPE_NBUF;
-		p->count--;
-		pthread_cond_broadcast(&p->cond);
-		if (p->failed)
-			break;
-	}
-	int failed = p->failed;
-	pthread_mutex_unlock(&p->lock);
-	if (!failed && archive_write_close(p->z) != ARCHIVE_OK) {
-		pthread_mutex_lock(&p->lock);
-		p->failed = 1;
-		snprintf(p->err, sizeof(p->err), "%s", archive_error_string(p->z));
-		pthread_cond_broadcast(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-	}
-	return NULL;
-}
-
-/* libarchive's write callback of the tar side: queue the bytes. */
-static la_ssize_t zpipe_write(struct archive *a, void *client, const void *data, size_t len)
-{
-	struct zpipe *p = client;
-	const unsigned char *d = data;
-	size_t left = len;
-	while (left) {
-		pthread_mutex_lock(&p->lock);
-		while (p->count == PIPE_NBUF && !p->failed)
-			pthread_cond_wait(&p->cond, &p->lock);
-		if (p->failed) {
-			pthread_mutex_unlock(&p->lock);
-			archive_set_error(a, EIO, "compression failed: %s", p->err);
-			return -1;
-		}
-		unsigned slot = (p->head + p->count) % PIPE_NBUF;
-		pthread_mutex_unlock(&p->lock);
-		size_t n = PIPE_BUF_SIZE - p->fill < left ? PIPE_BUF_SIZE - p->fill : left;
-		memcpy(p->buf[slot] + p->fill, d, n);
-		p->fill += n;
-		d += n;
-		left -= n;
-		if (p->fill == PIPE_BUF_SIZE) {
-			pthread_mutex_lock(&p->lock);
-			p->len[slot] = p->fill;
-			p->count++;
-			p->fill = 0;
-			pthread_cond_broadcast(&p->cond);
-			pthread_mutex_unlock(&p->lock);
-		}
-	}
-	return (la_ssize_t)len;
-}
-
-/* Flush the partial buffer, let the thread finish, report its error. */
-static int zpipe_finish(struct zpipe *p)
-{
-	if (!p->started)
-		return 0;
-	pthread_mutex_lock(&p->lock);
-	while (p->count == PIPE_NBUF && !p->failed)
-		pthread_cond_wait(&p->cond, &p->lock);
-	if (p->fill && !p->failed) {
-		unsigned slot = (p->head + p->count) % PIPE_NBUF;
-		p->len[slot] = p->fill;
-		p->count++;
-		p->fill = 0;
-	}
-	p->closing = 1;
-	pthread_cond_broadcast(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->thread, NULL);
-	p->started = 0;
-	return p->failed ? error("cannot compress the archive: %s", p->err) : 0;
-}
-
-static int zpipe_close_cb(struct archive *a, void *client)
-{
-	(void)a;
-	return zpipe_finish(client) < 0 ? ARCHIVE_FATAL : ARCHIVE_OK;
-}
-
-static int zpipe_start(struct zpipe *p, int fd, enum compression comp)
-{
-	memset(p, 0, sizeof(*p));
-	p->z = archive_write_new();
-	int r = archive_write_set_format_raw(p->z);
-	if (r == ARCHIVE_OK && comp == COMP_ZSTD) {
-		r = archive_write_add_filter_zstd(p->z);
+	int r = ARCHIVE_OK;
+	if (comp == COMP_ZSTD) {
+		r = archive_write_add_filter_zstd(a);
 		if (r == ARCHIVE_OK)      /* the level zstd(1) uses by default */
-			r = archive_write_set_filter_option(p->z, "zstd", "compression-level", "3");
-	} else if (r == ARCHIVE_OK) {
-		r = archive_write_add_filter_gzip(p->z);
+			r = archive_write_set_filter_option(a, "zstd", "compression-level", "3");
+	} else if (comp == COMP_GZIP) {
+		r = archive_write_add_filter_gzip(a);
 	}
-	archive_write_set_bytes_per_block(p->z, 64 * 1024);
-	archive_write_set_bytes_in_last_block(p->z, 1);
-	if (r == ARCHIVE_OK)
-		r = archive_write_open_fd(p->z, fd);
-	struct archive_entry *e = archive_entry_new();
-	archive_entry_set_pathname(e, "tar");
-	archive_entry_set_filetype(e, AE_IFREG);
-	if (r == ARCHIVE_OK)
-		r = archive_write_header(p->z, e);
-	archive_entry_free(e);
-	if (r != ARCHIVE_OK)
-		return error("cannot set up compression: %s", archive_error_string(p->z));
-	for (int i = 0; i < PIPE_NBUF; i++)
-		p->buf[i] = xmalloc(PIPE_BUF_SIZE);
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
-	if (pthread_create(&p->thread, NULL, zpipe_run, p) != 0)
-		return error("cannot start the compressor thread");
-	p->started = 1;
-	return 0;
+	return r == ARCHIVE_OK ? 0 : error("cannot set up compression: %s", archive_error_string(a));
 }
 
-static void zpipe_release(struct zpipe *p)
+/* Write every chunk the reader thread hands over. */
+static int add_tree(struct collector *c, int rootfd, const struct stat *skip, size_t nskip)
 {
-	if (p->started) {        /* an error on the tar side: stop the thread */
-		pthread_mutex_lock(&p->lock);
-		p->failed = 1;
-		p->closing = 1;
-		snprintf(p->err, sizeof(p->err), "canceled");
-		pthread_cond_broadcast(&p->cond);
-		pthread_mutex_unlock(&p->lock);
-		pthread_join(p->thread, NULL);
+	struct archive_walk *w = archive_walk_start(rootfd, skip, nskip, &c->manifest, c->st);
+	if (!w)
+		return -1;
+	struct archive_walk_item *it;
+	int r = 0;
+	while (r == 0 && (it = archive_walk_next(w))) {
+		if (it->rel)
+			r = write_header(c, it->rel, &it->st);
+		if (r == 0 && it->len && archive_write_data(c->a, it->data, it->len) != (la_ssize_t)it->len)
+			r = error("cannot write into the archive: %s", archive_error_string(c->a));
+		archive_walk_item_free(w, it);
 	}
-	if (p->buf[0]) {
-		pthread_mutex_destroy(&p->lock);
-		pthread_cond_destroy(&p->cond);
-	}
-	for (int i = 0; i < PIPE_NBUF; i++)
-		free(p->buf[i]);
-	if (p->z)
-		archive_write_free(p->z);
-	memset(p, 0, sizeof(*p));
+	return archive_walk_finish(w) < 0 ? -1 : r;
 }
 
 int archive_collect(const char *dir, const char *out, const char *sign_key,
@@ -482,8 +194,6 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		return -1;
 	}
 	struct collector c = { .prefix = base_name(root), .st = stats };
-	struct zpipe pipe;
-	memset(&pipe, 0, sizeof(pipe));
 	strbuf_init(&c.manifest, MANIFEST_MAX);
 	char *tmp = xstrfmt("%s.tmp.%ld", out, (long)getpid());
 	int r = -1, outfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -492,11 +202,7 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		error_errno("cannot create '%s'", tmp);
 		goto out;
 	}
-	c.skip_dev = ost.st_dev;
-	c.skip_ino = ost.st_ino;
 	c.a = archive_write_new();
-	c.buf = xmalloc(IO_CHUNK);
-	c.md = EVP_MD_CTX_new();
 	enum compression comp;
 	if (compression_of(out, &comp) < 0)
 		goto out;
@@ -506,18 +212,19 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		error("cannot set up the tar format: %s", archive_error_string(c.a));
 		goto out;
 	}
-	archive_write_set_bytes_per_block(c.a, comp == COMP_NONE ? 64 * 1024 : (int)PIPE_BUF_SIZE);
-	archive_write_set_bytes_in_last_block(c.a, 1);
-	if (comp != COMP_NONE && zpipe_start(&pipe, outfd, comp) < 0)
+	if (add_filter(c.a, comp) < 0)
 		goto out;
-	if ((comp == COMP_NONE ? archive_write_open_fd(c.a, outfd)
-			       : archive_write_open(c.a, &pipe, NULL, zpipe_write, zpipe_close_cb)) !=
-	    ARCHIVE_OK) {
+	archive_write_set_bytes_per_block(c.a, 64 * 1024);
+	archive_write_set_bytes_in_last_block(c.a, 1);
+	if (archive_write_open_fd(c.a, outfd) != ARCHIVE_OK) {
 		error("cannot open '%s' for writing: %s", tmp, archive_error_string(c.a));
 		goto out;
 	}
-	int dupfd = dup(rootfd);
-	if (dupfd < 0 || add_dir(&c, dupfd, "") < 0)
+	struct stat skip[2] = { ost };
+	size_t nskip = 1;
+	if (stat(out, &skip[1]) == 0)     /* an earlier archive of the same name */
+		nskip++;
+	if (add_tree(&c, rootfd, skip, nskip) < 0)
 		goto out;
 	if (c.manifest.overflow) {
 		error("the manifest is larger than %zu bytes", MANIFEST_MAX);
@@ -547,13 +254,10 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 out:
 	if (c.a)
 		archive_write_free(c.a);
-	zpipe_release(&pipe);
 	if (outfd >= 0)
 		close(outfd);
 	if (r < 0)
 		unlink(tmp);
-	EVP_MD_CTX_free(c.md);
-	free(c.buf);
 	strbuf_release(&c.manifest);
 	free(tmp);
 	close(rootfd);
@@ -676,6 +380,23 @@ static void compare(struct member *have, size_t nh, struct member *want, size_t 
 	}
 }
 
+/* Whether some path of the sorted manifest lies below directory dir. */
+static int is_parent(const char *dir, const struct member *want, size_t nw)
+{
+	size_t l = strlen(dir), lo = 0, hi = nw;
+	while (lo < hi) {                  /* first path >= dir */
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(want[mid].path, dir) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < nw && !strncmp(want[i].path, dir, l); i++)
+		if (want[i].path[l] == '/')
+			return 1;
+	return 0;
+}
+
 int archive_verify(const char *path, const char *pubkey, struct archive_verify_result *res)
 {
 	struct archive *a = archive_read_new();
@@ -688,6 +409,8 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 	}
 	struct member *have = NULL, *want = NULL;
 	size_t nh = 0, nw = 0, alloc = 0;
+	char **dirs = NULL;            /* directory members, relative, no trailing '/' */
+	size_t ndirs = 0, dirs_alloc = 0;
 	struct strbuf manifest, sig;
 	strbuf_init(&manifest, MANIFEST_MAX);
 	strbuf_init(&sig, 4096);
@@ -713,8 +436,22 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 		}
 		size_t pl = strlen(prefix);
 		const char *rel = !strncmp(name, prefix, pl) && name[pl] == '/' ? name + pl + 1 : NULL;
-		/* collect writes regular files only: anything else was added */
-		if (!rel || !*rel || archive_entry_filetype(e) != AE_IFREG) {
+		mode_t type = archive_entry_filetype(e);
+		if (type == AE_IFDIR && (!strcmp(name, prefix) || (rel && (!*rel || !strcmp(rel, "/")))))
+			continue;           /* the top directory itself */
+		if (type == AE_IFDIR && rel) {
+			/* collect writes none, tar writes one per directory: kept for a
+			 * check that each is the parent of a file in MANIFEST */
+			if (ndirs == dirs_alloc) {
+				dirs_alloc = dirs_alloc ? 2 * dirs_alloc : 64;
+				dirs = xrealloc(dirs, dirs_alloc * sizeof(*dirs));
+			}
+			size_t l = strlen(rel);
+			dirs[ndirs++] = xstrndup(rel, l && rel[l - 1] == '/' ? l - 1 : l);
+			continue;
+		}
+		/* anything else that is not a regular file was added */
+		if (!rel || !*rel || type != AE_IFREG) {
 			problem(res, &res->added, "added", name);
 			continue;
 		}
@@ -755,6 +492,9 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 	if (nh)
 		qsort(have, nh, sizeof(*have), cmp_member);
 	compare(have, nh, want, nw, res);
+	for (size_t i = 0; i < ndirs; i++)
+		if (!is_parent(dirs[i], want, nw))
+			problem(res, &res->added, "added", dirs[i]);
 	res->signature = seen_sig ? 2 : 0;
 	if (pubkey) {
 		int s = seen_sig ? check_signature(pubkey, &manifest, &sig) : 0;
@@ -769,6 +509,9 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 	}
 	r = res->differ || res->missing || res->added || (pubkey && res->signature != 1) ? 1 : 0;
 out:
+	for (size_t i = 0; i < ndirs; i++)
+		free(dirs[i]);
+	free(dirs);
 	for (size_t i = 0; i < nh; i++)
 		free(have[i].path);
 	for (size_t i = 0; i < nw; i++)

@@ -3,7 +3,9 @@
  *   bench_report report <experiment dir> <reps>   best wall time of load +
  *       score + results.json + report.html (written to a temp dir)
  *   bench_report collect <experiment dir> <out> <reps>  best wall time of
- *       archive_collect; prints seconds and bytes archived */
+ *       archive_collect; prints seconds and bytes archived
+ *   bench_report monitor <seconds> <interval>  run the resource monitor;
+ *       prints samples and the monitor thread's CPU seconds */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,10 @@
 #include "jsonfile.h"
 #include "runner/archive.h"
 #include "runner/report/report.h"
+#include "trialimg/monitor.h"
 #include "util.h"
+
+#include <time.h>
 
 static int one_report(const char *dir, const char *outdir, size_t *html_bytes)
 {
@@ -76,6 +81,38 @@ int main(int argc, char **argv)
 		printf("%.4f %llu\n", best, (unsigned long long)st.bytes);
 		return 0;
 	}
-	fprintf(stderr, "usage: bench_report report <dir> <reps> | collect <dir> <out> <reps>\n");
+	if (argc >= 4 && !strcmp(argv[1], "monitor")) {
+		char tmp[] = "/tmp/aah-bench-monitor-XXXXXX";
+		if (!mkdtemp(tmp))
+			die_errno("mkdtemp");
+		double secs = atof(argv[2]);
+		struct monitor *m = monitor_start(tmp, atof(argv[3]));
+		if (!m)
+			die("monitor failed");
+		struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
+		nanosleep(&ts, NULL);
+		long n = monitor_samples(m);
+		monitor_stop(m);
+		/* the last line carries the thread's CPU time */
+		char host[64] = "";
+		gethostname(host, sizeof(host) - 1);
+		char *p = xstrfmt("%s/monitor-%s.jsonl", tmp, host);
+		char *text;
+		double cpu = -1;
+		if (fileio_read(p, 0, &text, NULL) == 0) {
+			char *last = strstr(text, "\"monitor_cpu_s\":");
+			for (char *q = last; q; q = strstr(q + 1, "\"monitor_cpu_s\":"))
+				last = q;
+			if (last)
+				cpu = atof(last + strlen("\"monitor_cpu_s\":"));
+			free(text);
+		}
+		free(p);
+		fileio_remove_tree(tmp);
+		printf("%ld %.6f\n", n + 1, cpu);
+		return 0;
+	}
+	fprintf(stderr, "usage: bench_report report <dir> <reps> | collect <dir> <out> <reps> | "
+		"monitor <seconds> <interval>\n");
 	return 2;
 }

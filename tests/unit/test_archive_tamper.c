@@ -97,7 +97,8 @@ static size_t list_members(const char *path, struct member *m, size_t max)
 	return n;
 }
 
-enum mutation { FLIP, DROP, ADD };
+enum mutation { FLIP, DROP, ADD, ADD_DIRS };
+static const char *extra_dirs[2];
 
 /* Copy src to dst (both .tar) changing member `idx`: flip byte `off`, drop
  * it, or add a new member "extra.txt" after it. */
@@ -120,6 +121,14 @@ static void rewrite(const char *src, const char *dst, enum mutation what, size_t
 			cr_assert_eq(archive_write_header(out, e), ARCHIVE_OK);
 			if (size)
 				cr_assert_eq(archive_write_data(out, buf, size), (la_ssize_t)size);
+		}
+		for (int k = 0; i == idx && what == ADD_DIRS && k < 2 && extra_dirs[k]; k++) {
+			struct archive_entry *x = archive_entry_new();
+			archive_entry_set_pathname(x, extra_dirs[k]);
+			archive_entry_set_filetype(x, AE_IFDIR);
+			archive_entry_set_perm(x, 0755);
+			cr_assert_eq(archive_write_header(out, x), ARCHIVE_OK);
+			archive_entry_free(x);
 		}
 		if (i == idx && what == ADD) {
 			struct archive_entry *x = archive_entry_new();
@@ -205,6 +214,12 @@ Test(archive, symlinks_are_not_followed_and_the_output_is_left_out)
 		cr_assert_null(strstr(m[i].name, "logs.tar"));
 	}
 	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	cr_assert_eq(verify(out, NULL, &res), 0, "%s", strbuf_str(&res.problems));
+	/* again, over the first one: the old archive is not archived either */
+	cr_assert_eq(archive_collect(dir, out, NULL, &st), 0);
+	n = list_members(out, m, 64);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_null(strstr(m[i].name, "logs.tar"), "%s", m[i].name);
 	cr_assert_eq(verify(out, NULL, &res), 0, "%s", strbuf_str(&res.problems));
 	archive_verify_result_release(&res);
 	free(secret);
@@ -422,6 +437,29 @@ Test(archive, large_files_hashed_in_a_thread_match_sha256)
 	}
 	archive_verify_result_release(&res);
 	free(big);
+	free(src);
+	free(dst);
+}
+
+/* tar repacks carry directory entries: the parents of files pass, any other
+ * directory (a renamed or invented one) is added */
+Test(archive, directory_members_must_be_parents_of_files)
+{
+	char *src = path_in_tmp("s.tar"), *dst = path_in_tmp("t.tar");
+	cr_assert_eq(archive_collect(dir, src, NULL, NULL), 0);
+	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	extra_dirs[0] = "exp00001/";
+	extra_dirs[1] = "exp00001/trials/000001/checkpoint/";
+	rewrite(src, dst, ADD_DIRS, 0, 0);
+	cr_assert_eq(verify(dst, NULL, &res), 0, "%s", res.problems.buf);
+	extra_dirs[0] = "exp00001/trials/000001/checkpoinT/";
+	extra_dirs[1] = "exp00001/trials/00000";
+	rewrite(src, dst, ADD_DIRS, 2, 0);
+	cr_assert_eq(verify(dst, NULL, &res), 1);
+	cr_assert(strstr(res.problems.buf, "added: trials/000001/checkpoinT\n"), "%s", res.problems.buf);
+	cr_assert(strstr(res.problems.buf, "added: trials/00000\n"), "%s", res.problems.buf);
+	cr_assert_eq(res.added, 2);
+	archive_verify_result_release(&res);
 	free(src);
 	free(dst);
 }

@@ -3,6 +3,8 @@
  * report reads what it writes. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "trialimg/monitor.h"
 
 static char tmpdir[64];
+extern char **environ;
 
 static void setup(void)
 {
@@ -221,4 +224,58 @@ Test(monitor, the_report_plots_what_the_monitor_writes)
 	report_exp_release(&exp);
 	free(dev);
 	free(dir);
+}
+
+/* The NVML path, against a stand-in library with two GPUs (this machine has
+ * no NVIDIA driver): dlopen, the symbols, the readings in the lines, and the
+ * GPU line in the report. */
+Test(monitor, gpu_readings_through_a_stand_in_nvml)
+{
+	char *so = xstrfmt("%s/libfake-nvml.so", tmpdir);
+	const char *argv[] = { "cc", "-shared", "-fPIC", "-o", so,
+			       "tests/fixtures/report/fake_nvml.c", NULL };
+	pid_t pid;
+	int status = -1;
+	if (posix_spawnp(&pid, "cc", NULL, NULL, (char *const *)argv, environ) == 0)
+		waitpid(pid, &status, 0);
+	if (status != 0)
+		cr_skip_test("skipped: cannot build the stand-in NVML (cc, run from the repository root)");
+	setenv("AAH_NVML_LIB", so, 1);
+	char *dir = fx_exp_create(tmpdir, "exp00001", util_now() - 5);
+	char *dev = xstrfmt("%s/trials/000001/device_info", dir);
+	struct monitor *m = monitor_start(dev, 0.02);
+	unsetenv("AAH_NVML_LIB");
+	cr_assert_not_null(m);
+	cr_assert_eq(monitor_gpu_count(m), 2);
+	struct timespec ts = { 0, 60 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	monitor_stop(m);
+	struct lines l;
+	read_lines(dev, &l);
+	cr_assert_geq(l.n, 2);
+	const cJSON *gpus = cJSON_GetObjectItem(l.doc[0], "gpus");
+	cr_assert_eq(cJSON_GetArraySize(gpus), 2);
+	const cJSON *g1 = cJSON_GetArrayItem(gpus, 1);
+	cr_assert_eq(num(g1, "index", NULL), 1);
+	cr_assert_eq(num(g1, "util_pct", NULL), 80);
+	cr_assert_eq(num(g1, "mem_util_pct", NULL), 7);
+	cr_assert_eq(num(g1, "mem_used_bytes", NULL), (double)(3ull << 30));
+	cr_assert_eq(num(g1, "mem_total_bytes", NULL), (double)(80ull << 30));
+	cr_assert_eq(num(g1, "power_w", NULL), 123.456);
+	free_lines(&l);
+	struct report_exp exp;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(exp.util[0].gpu, 60);     /* the mean of 40 and 80 */
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	struct strbuf sb = STRBUF_INIT;
+	report_html(&sb, &exp, &opt, &sc);
+	cr_assert(strstr(sb.buf, "<polyline class=\"util gpu\""));
+	strbuf_release(&sb);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+	free(dev);
+	free(dir);
+	free(so);
 }

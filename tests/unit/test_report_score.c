@@ -308,3 +308,31 @@ Test(report, si_prefixes)
 	cr_assert_str_eq(sb.buf, "12.00 FLOPS");
 	strbuf_release(&sb);
 }
+
+Test(report, an_empty_experiment_still_reports)
+{
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(exp.ntrials, 0);
+	cr_assert_eq(exp.best, -1);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_eq(sc.nsamples, 0);
+	cr_assert_not(sc.valid);
+	cr_assert(strstr(sc.failed[0], "no epoch"));
+	struct strbuf sb = STRBUF_INIT;
+	report_html(&sb, &exp, &opt, &sc);
+	cr_assert_eq(fx_count(sb.buf, "no sample point yet"), 3);
+	cr_assert(strstr(sb.buf, "No trial has reported an accuracy yet"));
+	strbuf_reset(&sb);
+	report_summary(&sb, &exp, &sc);
+	cr_assert(strstr(sb.buf, "Trials:                0\n"), "%s", sb.buf);
+	strbuf_release(&sb);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+	opt.sample_step_h = 0;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), -1);
+	report_exp_release(&exp);
+}
