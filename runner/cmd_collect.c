@@ -1,7 +1,7 @@
 /* cmd_collect.c: `aah-runner collect <experiment>`: every log of an
  * experiment in one archive with a SHA-256 manifest, optionally signed. */
 #include "runner/archive.h"
-#include "runner/report/cmdopt.h"
+#include "runner/options.h"
 #include "runner/report/report_cmds.h"
 #include "runner/workdir.h"
 #include "util.h"
@@ -17,23 +17,19 @@ int cmd_collect(int argc, const char **argv)
 {
 	const char *workdir = NULL, *out = NULL, *key = NULL;
 	int quiet = 0;
-	const struct cmdopt opts[] = {
-		{ "workdir", 0, CMDOPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
-		{ "output", 'o', CMDOPT_STRING, &out, "FILE", "archive to write: .tar.zst, .tar.gz or .tar (default <experiment>/<id>-logs.tar.zst)" },
-		{ "sign", 0, CMDOPT_STRING, &key, "KEY.pem", "sign the manifest with this Ed25519 private key" },
-		{ "quiet", 'q', CMDOPT_FLAG, &quiet, NULL, "print nothing on success" },
+	const struct option_spec opts[] = {
+		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
+		{ "output", 'o', OPT_STRING, &out, "FILE", "archive to write: .tar.zst, .tar.gz or .tar (default <experiment>/<id>-logs.tar.zst)" },
+		{ "sign", 0, OPT_STRING, &key, "KEY.pem", "sign the manifest with this Ed25519 private key" },
+		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "print nothing on success" },
+		{ NULL },
 	};
-	const char *pos[1];
-	size_t npos;
-	int r = cmdopt_parse(usage, opts, sizeof(opts) / sizeof(opts[0]), argc, argv, pos, 1, &npos);
+	const char *arg;
+	int r = options_parse_one(argc, argv, opts, usage, "experiment", &arg);
 	if (r)
 		return r > 0 ? 0 : 2;
-	if (npos != 1) {
-		error("which experiment? (usage: %s)", usage);
-		return 2;
-	}
 	char *dir;
-	if (workdir_experiment_dir(workdir, pos[0], &dir) < 0)
+	if (workdir_experiment_dir(workdir, arg, &dir) < 0)
 		return 1;
 	const char *base = strrchr(dir, '/');
 	char *path = out ? xstrdup(out) : xstrfmt("%s/%s-logs.tar.zst", dir, base ? base + 1 : dir);

@@ -1,12 +1,13 @@
 /* cmd_metrics.c: `aah-runner metrics <experiment>`: the Prometheus text
  * exposition of an experiment, for node_exporter's textfile collector. */
-#include "runner/report/cmdopt.h"
+#include "runner/options.h"
 #include "runner/report/report.h"
 #include "runner/report/report_cmds.h"
 #include "runner/workdir.h"
 #include "fileio.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,26 +15,26 @@ static const char usage[] = "aah-runner metrics <experiment id or directory> [-o
 
 int cmd_metrics(int argc, const char **argv)
 {
-	struct report_options opt = REPORT_OPTIONS_INIT;
+	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0 };
 	const char *workdir = NULL, *out = NULL;
-	const struct cmdopt opts[] = {
-		{ "workdir", 0, CMDOPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
-		{ "output", 'o', CMDOPT_STRING, &out, "FILE", "write atomically to FILE (name it *.prom in the textfile collector's directory)" },
-		{ "sample-first", 0, CMDOPT_DOUBLE, &opt.sample_first_h, "HOURS", "first sample point (AIPerf: 0.2)" },
-		{ "sample-step", 0, CMDOPT_DOUBLE, &opt.sample_step_h, "HOURS", "distance between sample points (AIPerf: 0.1)" },
+	const struct option_spec opts[] = {
+		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
+		{ "output", 'o', OPT_STRING, &out, "FILE", "write atomically to FILE (name it *.prom in the textfile collector's directory)" },
+		{ "sample-first", 0, OPT_DOUBLE, &opt.sample_first_h, "HOURS", "first sample point (AIPerf: 0.2)" },
+		{ "sample-step", 0, OPT_DOUBLE, &opt.sample_step_h, "HOURS", "distance between sample points (AIPerf: 0.1)" },
+		{ NULL },
 	};
-	const char *pos[1];
-	size_t npos;
-	int r = cmdopt_parse(usage, opts, sizeof(opts) / sizeof(opts[0]), argc, argv, pos, 1, &npos);
+	const char *arg;
+	int r = options_parse_one(argc, argv, opts, usage, "experiment", &arg);
 	if (r)
 		return r > 0 ? 0 : 2;
-	if (npos != 1) {
-		error("which experiment? (usage: %s)", usage);
-		return 2;
-	}
 	char *dir;
-	if (workdir_experiment_dir(workdir, pos[0], &dir) < 0)
+	if (workdir_experiment_dir(workdir, arg, &dir) < 0)
 		return 1;
+	if (report_options_from_config(dir, &opt) < 0) {
+		free(dir);
+		return 1;
+	}
 	struct report_exp exp;
 	struct report_score sc;
 	if (report_load(dir, &exp) < 0) {

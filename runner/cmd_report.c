@@ -1,6 +1,6 @@
 /* cmd_report.c: `aah-runner report <experiment>`: the terminal summary,
  * results.json and report.html of an experiment, finished or running. */
-#include "runner/report/cmdopt.h"
+#include "runner/options.h"
 #include "runner/report/report.h"
 #include "runner/report/report_cmds.h"
 #include "runner/workdir.h"
@@ -8,39 +8,81 @@
 #include "jsonfile.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "runner/config.h"
+
+int report_options_from_config(const char *expdir, struct report_options *opt)
+{
+	struct aah_config cfg;
+	char *path = xstrfmt("%s/config.yml", expdir);
+	int r = config_load(path, &cfg);
+	if (r < 0) {
+		/* The score can still be computed: use AIPerf's rules, and say so. */
+		const struct report_options aiperf = REPORT_OPTIONS_INIT;
+		warning("'%s' unreadable: using AIPerf's report rules", path);
+		free(path);
+		if (isnan(opt->sample_first_h))
+			opt->sample_first_h = aiperf.sample_first_h;
+		if (isnan(opt->sample_step_h))
+			opt->sample_step_h = aiperf.sample_step_h;
+		if (isnan(opt->min_duration_s))
+			opt->min_duration_s = aiperf.min_duration_s;
+		if (isnan(opt->min_accuracy))
+			opt->min_accuracy = aiperf.min_accuracy;
+		if (!opt->min_precision)
+			opt->min_precision = aiperf.min_precision;
+		return 0;
+	}
+	free(path);
+	if (isnan(opt->sample_first_h))
+		opt->sample_first_h = cfg.report.first_sample / 3600;
+	if (isnan(opt->sample_step_h))
+		opt->sample_step_h = cfg.report.sample_interval / 3600;
+	if (isnan(opt->min_duration_s))
+		opt->min_duration_s = cfg.report.min_duration;
+	if (isnan(opt->min_accuracy))
+		opt->min_accuracy = cfg.report.min_accuracy;
+	for (const char *const *p = config_precisions; !opt->min_precision && *p; p++)
+		if (!strcmp(*p, cfg.report.min_precision))
+			opt->min_precision = *p;
+	config_release(&cfg);
+	return 0;
+}
 
 static const char usage[] = "aah-runner report <experiment id or directory> [options]";
 
 int cmd_report(int argc, const char **argv)
 {
-	struct report_options opt = REPORT_OPTIONS_INIT;
+	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0 };
 	const char *workdir = NULL, *outdir = NULL;
 	int quiet = 0, strict = 0;
-	const struct cmdopt opts[] = {
-		{ "workdir", 0, CMDOPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
-		{ "output-dir", 'o', CMDOPT_STRING, &outdir, "DIR", "where results.json and report.html go (default: the experiment directory)" },
-		{ "sample-first", 0, CMDOPT_DOUBLE, &opt.sample_first_h, "HOURS", "first sample point (AIPerf: 0.2)" },
-		{ "sample-step", 0, CMDOPT_DOUBLE, &opt.sample_step_h, "HOURS", "distance between sample points (AIPerf: 0.1)" },
-		{ "min-duration", 0, CMDOPT_DOUBLE, &opt.min_duration_s, "SECONDS", "validity: shortest run (AIPerf: 3600)" },
-		{ "min-accuracy", 0, CMDOPT_DOUBLE, &opt.min_accuracy, "FRACTION", "validity: best accuracy must exceed it (AIPerf: 0.70)" },
-		{ "min-precision", 0, CMDOPT_STRING, &opt.min_precision, "NAME", "validity: lowest precision (AIPerf: fp16)" },
-		{ "quiet", 'q', CMDOPT_FLAG, &quiet, NULL, "write the files, print nothing" },
-		{ "strict", 0, CMDOPT_FLAG, &strict, NULL, "exit with status 3 when a validity rule fails" },
+	const struct option_spec opts[] = {
+		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
+		{ "output-dir", 'o', OPT_STRING, &outdir, "DIR", "where results.json and report.html go (default: the experiment directory)" },
+		{ "sample-first", 0, OPT_DOUBLE, &opt.sample_first_h, "HOURS", "first sample point (default: the config's report.firstSample)" },
+		{ "sample-step", 0, OPT_DOUBLE, &opt.sample_step_h, "HOURS", "distance between sample points (default: report.sampleInterval)" },
+		{ "min-duration", 0, OPT_DOUBLE, &opt.min_duration_s, "SECONDS", "validity: shortest run (default: report.minDuration)" },
+		{ "min-accuracy", 0, OPT_DOUBLE, &opt.min_accuracy, "FRACTION", "validity: best accuracy must exceed it (default: report.minAccuracy)" },
+		{ "min-precision", 0, OPT_STRING, &opt.min_precision, "NAME", "validity: lowest precision (default: report.minPrecision)" },
+		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "write the files, print nothing" },
+		{ "strict", 0, OPT_FLAG, &strict, NULL, "exit with status 3 when a validity rule fails" },
+		{ NULL },
 	};
-	const char *pos[1];
-	size_t npos;
-	int r = cmdopt_parse(usage, opts, sizeof(opts) / sizeof(opts[0]), argc, argv, pos, 1, &npos);
+	const char *arg;
+	int r = options_parse_one(argc, argv, opts, usage, "experiment", &arg);
 	if (r)
 		return r > 0 ? 0 : 2;
-	if (npos != 1) {
-		error("which experiment? (usage: %s)", usage);
-		return 2;
-	}
 	char *dir;
-	if (workdir_experiment_dir(workdir, pos[0], &dir) < 0)
+	if (workdir_experiment_dir(workdir, arg, &dir) < 0)
 		return 1;
+	if (report_options_from_config(dir, &opt) < 0) {
+		free(dir);
+		return 1;
+	}
 	struct report_exp exp;
 	struct report_score sc;
 	if (report_load(dir, &exp) < 0) {

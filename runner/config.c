@@ -15,6 +15,7 @@ static const char *const platforms[] = { "local", "docker", "kubernetes", "slurm
 static const char *const placements[] = { "master", "trial", NULL };
 static const char *const process_modes[] = { "node", "device", NULL };
 static const char *const launch_styles[] = { "pytorch", "tensorflow", NULL };
+const char *const config_precisions[] = { "fp16", "bf16", "fp32", NULL };
 static const char *const log_levels[] = { "trace", "debug", "info", "warning", "error",
 					  "fatal", NULL };
 
@@ -76,10 +77,12 @@ static const struct cfg_key trial_keys[] = {
 
 #define REPORT(f) offsetof(struct aah_config_report, f)
 static const struct cfg_key report_keys[] = {
-	{ "minDuration", CFG_DURATION, REPORT(min_duration), CFG_NONNEG, NULL, NULL, "0",
+	{ "minDuration", CFG_DURATION, REPORT(min_duration), CFG_NONNEG, NULL, NULL, "1h (AIPerf)",
 	  "shortest run that counts as a valid benchmark result" },
-	{ "minAccuracy", CFG_NUM, REPORT(min_accuracy), CFG_FRACTION, NULL, NULL, "0",
-	  "lowest best accuracy that counts as a valid benchmark result" },
+	{ "minAccuracy", CFG_NUM, REPORT(min_accuracy), CFG_FRACTION, NULL, NULL, "0.70 (AIPerf)",
+	  "best accuracy a valid benchmark result must exceed" },
+	{ "minPrecision", CFG_ENUM, REPORT(min_precision), 0, config_precisions, NULL, "fp16 (AIPerf)",
+	  "lowest training precision a valid result may use" },
 	{ "sampleInterval", CFG_DURATION, REPORT(sample_interval), CFG_POSITIVE, NULL, NULL,
 	  "6m (0.1 h, AIPerf)", "time between score samples" },
 	{ "firstSample", CFG_DURATION, REPORT(first_sample), CFG_NONNEG, NULL, NULL,
@@ -351,6 +354,9 @@ static void set_defaults(struct aah_config *cfg)
 	cfg->trial.code_dir = xstrdup(".");
 	cfg->report.sample_interval = 360;
 	cfg->report.first_sample = 720;
+	cfg->report.min_duration = 3600;
+	cfg->report.min_accuracy = 0.70;
+	cfg->report.min_precision = xstrdup("fp16");
 	cfg->experiment_name = xstrdup("aah");
 	cfg->author_name = xstrdup("default");
 }

@@ -71,6 +71,7 @@ struct aah_config_report {
 	double min_accuracy;      /* [0,1] */
 	double sample_interval;   /* seconds */
 	double first_sample;      /* seconds */
+	char *min_precision;      /* "fp16", "bf16", "fp32" */
 };
 
 struct aah_config {
@@ -99,6 +100,9 @@ struct aah_config {
 	/* Backend sections, validated by each backend's own key table. */
 	const struct ynode *local, *docker, *kubernetes, *slurm;
 };
+
+/* Precision names, lowest first (report.minPrecision), NULL-terminated. */
+extern const char *const config_precisions[];
 
 /* The top-level key table (ended by { NULL }). */
 extern const struct cfg_key config_keys[];

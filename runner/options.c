@@ -22,6 +22,20 @@ void options_usage(const struct option_spec *opts, const char *usage)
 	printf("  %-28s %s\n", "-h, --help", "show this help");
 }
 
+int options_parse_one(int argc, const char **argv, const struct option_spec *opts,
+		      const char *usage, const char *what, const char **arg)
+{
+	const char **rest;
+	int n = options_parse(argc, argv, opts, usage, &rest);
+	if (n < 0)
+		return n == -2 ? 1 : -1;
+	*arg = n == 1 ? rest[0] : NULL;
+	free(rest);
+	if (n != 1)
+		return error("which %s? (usage: %s)", what, usage);
+	return 0;
+}
+
 static int set(const char *cmd, const struct option_spec *o, const char *v)
 {
 	switch (o->type) {
@@ -82,6 +96,11 @@ int options_parse(int argc, const char **argv, const struct option_spec *opts,
 		}
 		if (!o || !o->name) {
 			error("%s: unknown option '%s' (see '%s --help')", argv[0], a, argv[0]);
+			free(pos);
+			return -1;
+		}
+		if (o->type == OPT_FLAG && val) {
+			error("%s: option --%s takes no value", argv[0], o->name);
 			free(pos);
 			return -1;
 		}

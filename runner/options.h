@@ -22,5 +22,10 @@ struct option_spec {
 int options_parse(int argc, const char **argv, const struct option_spec *opts,
 		  const char *usage, const char ***rest);
 void options_usage(const struct option_spec *opts, const char *usage);
+/* For commands that take exactly one argument: *arg points into argv.
+ * Returns 0, 1 when --help was printed, or -1 after reporting a usage
+ * error ("which <what>? ..."). */
+int options_parse_one(int argc, const char **argv, const struct option_spec *opts,
+		      const char *usage, const char *what, const char **arg);
 
 #endif
