@@ -87,5 +87,6 @@ int backend_notify_submitted(struct aah_backend_ctx *ctx, const char *job);
 unsigned backend_free_port(void);
 
 extern const struct aah_backend backend_local;
+extern const struct aah_backend backend_slurm;
 
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "runner/cmd.h" /* cmd_create, cmd_resume, ... */
+#include "runner/slurm.h" /* cmd_slurm_launch */
 #include "util.h"
 
 struct subcommand {
@@ -19,6 +20,7 @@ static const struct subcommand commands[] = {
 	{ "list", cmd_list, "list the experiments in the work directory" },
 	{ "propose", cmd_propose, "write the tuner's proposal for a trial (arch.json, params.json)" },
 	{ "check", cmd_check, "validate a config.yml without running it" },
+	{ "slurm-launch", cmd_slurm_launch, "(inside a Slurm job) start one rank of a trial" },
 };
 
 static void usage(FILE *out)
