@@ -13,6 +13,7 @@
 const struct aah_backend *const aah_backends[] = {
 	&backend_local,
 	&backend_slurm,
+	&backend_docker,
 	NULL,
 };
 

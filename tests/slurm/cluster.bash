@@ -38,14 +38,18 @@ slurm_cluster_logs() {
 slurm_cluster_up() {
 	local dir=$1 cpus=${SLURM_TEST_CPUS:-$(nproc)} prog
 	[ "$cpus" -ge 2 ] || cpus=2
-	for prog in munged slurmctld slurmd sbatch squeue scontrol; do
+	for prog in munged mungekey runuser slurmctld slurmd sbatch squeue scontrol; do
 		if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$prog" >/dev/null; then
 			echo "slurm test cluster: $prog is not installed (run 'make deps')" >&2
 			return 1
 		fi
 	done
-	if [ ! -r /etc/munge/munge.key ]; then
-		echo "slurm test cluster: /etc/munge/munge.key is missing (run 'make deps')" >&2
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "slurm test cluster: needs root (munged runs as the munge user, slurmd as root)" >&2
+		return 1
+	fi
+	if ! id munge >/dev/null 2>&1; then
+		echo "slurm test cluster: no munge user (run 'make deps')" >&2
 		return 1
 	fi
 	mkdir -p "$dir"/munge "$dir"/state "$dir"/spool "$dir"/log "$dir"/run
@@ -56,10 +60,15 @@ slurm_cluster_up() {
 	ctld_port=$(slurm__free_port) && slurmd_port=$(slurm__free_port) || return 1
 	while [ "$slurmd_port" = "$ctld_port" ]; do slurmd_port=$(slurm__free_port); done
 
-	# munged as the munge user, its socket in a dir it owns.
+	# A key of our own (the system's is left alone), then munged as the
+	# munge user, its socket in a dir it owns.
+	if ! runuser -u munge -- /usr/sbin/mungekey --create --keyfile="$dir/munge/munge.key"; then
+		echo "slurm test cluster: mungekey could not create a key" >&2
+		return 1
+	fi
 	runuser -u munge -- /usr/sbin/munged --socket="$dir/munge/munge.socket" \
 		--pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" \
-		--seed-file="$dir/munge/munged.seed" --key-file=/etc/munge/munge.key --force
+		--seed-file="$dir/munge/munged.seed" --key-file="$dir/munge/munge.key" --force
 	if ! slurm__wait 10 test -S "$dir/munge/munge.socket"; then
 		echo "slurm test cluster: munged did not start" >&2
 		cat "$dir/munge/munged.log" >&2 2>/dev/null
@@ -120,6 +129,14 @@ CONF
 
 slurm_cluster_down() {
 	local dir=$1 name pidf pid i
+	# Jobs first (the cluster is ours alone), so no job step outlives slurmd.
+	if slurm__pid_alive "$dir/run/slurmctld.pid"; then
+		SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null | while read -r i; do
+			SLURM_CONF=$dir/slurm.conf scancel "$i" 2>/dev/null
+		done
+		SLURM_CONF=$dir/slurm.conf slurm__wait 20 sh -c '[ -z "$(squeue -h -o %i)" ]' ||
+			echo "slurm test cluster: jobs still ending at teardown" >&2
+	fi
 	for name in slurmd slurmctld munged; do
 		pidf=$dir/run/$name.pid
 		[ -f "$pidf" ] || continue
