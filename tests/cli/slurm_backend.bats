@@ -194,6 +194,28 @@ PY
 	journal "$id" | grep -q '"event":"trial_finished".*"attempt":2,"state":"succeeded"'
 }
 
+@test "slurm: slurmctld down for a while (about 10 s): the runner waits it out, the journal stays whole" {
+	slurm_config c.yml "maxTrialNum: 1"
+	FIRST_ATTEMPT_SLEEP=15 aah-runner create -c c.yml > runner.log 2>&1 &
+	RUNNER_PID=$!
+	wait_until 30 jobs_in_state RUNNING 1
+	slurm_ctld_stop "$SLURM_TEST_DIR"
+	# squeue gives up after about 10 s of retries; the runner says why it
+	# cannot see the job, and keeps going.
+	wait_until 30 grep -q "squeue failed: .*Unable to contact slurm controller" runner.log
+	kill -0 "$RUNNER_PID"
+	slurm_ctld_start "$SLURM_TEST_DIR"
+	wait_until 60 eval '! kill -0 "$RUNNER_PID" 2>/dev/null'
+	wait "$RUNNER_PID"
+	RUNNER_PID=
+	cat runner.log
+	id=$(only_experiment)
+	[ "$(count_events "$id" trial_submitted)" -eq 1 ]
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
+	/usr/bin/python3 -c 'import json,sys; ev=[json.loads(l) for l in open(sys.argv[1])]; assert [e["seq"] for e in ev] == list(range(len(ev)))' \
+		"$(exp_dir "$id")/journal.jsonl"
+}
+
 @test "slurm: an sbatch refusal (invalid partition) fails the trial clearly, journal intact" {
 	SLURM_YAML="  partition: no-such-partition" slurm_config c.yml "maxTrialNum: 1"
 	run aah-runner create -c c.yml

@@ -7,6 +7,8 @@
 #   slurm_cluster_up DIR      # starts the daemons, exports SLURM_CONF; 0 or 1
 #   slurm_cluster_down DIR    # stops them (by PID) and keeps DIR
 #   slurm_cluster_logs DIR    # prints the daemons' logs (for failure output)
+#   slurm_ctld_stop DIR / slurm_ctld_start DIR   # the controller alone (jobs
+#                             # survive through its state save location)
 #
 # Knobs: SLURM_TEST_CPUS (default: nproc, at least 2).
 
@@ -128,7 +130,7 @@ CONF
 }
 
 slurm_cluster_down() {
-	local dir=$1 name pidf pid i
+	local dir=$1 name i
 	# Jobs first (the cluster is ours alone), so no job step outlives slurmd.
 	if slurm__pid_alive "$dir/run/slurmctld.pid"; then
 		SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null | while read -r i; do
@@ -138,15 +140,32 @@ slurm_cluster_down() {
 			echo "slurm test cluster: jobs still ending at teardown" >&2
 	fi
 	for name in slurmd slurmctld munged; do
-		pidf=$dir/run/$name.pid
-		[ -f "$pidf" ] || continue
-		pid=$(cat "$pidf")
-		kill -TERM "$pid" 2>/dev/null || continue
-		for ((i = 0; i < 100; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
+		slurm__stop_pid "$dir/run/$name.pid"
 	done
 	return 0
+}
+
+slurm__stop_pid() {    # pid file: TERM, up to 10 s, then KILL
+	local pidf=$1 pid i
+	[ -f "$pidf" ] || return 0
+	pid=$(cat "$pidf")
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+slurm_ctld_stop() {
+	slurm__stop_pid "$1/run/slurmctld.pid"
+}
+
+slurm_ctld_start() {
+	local dir=$1
+	/usr/sbin/slurmctld -f "$dir/slurm.conf" || return 1
+	if ! SLURM_CONF=$dir/slurm.conf slurm__wait 30 squeue -h -o %i; then
+		echo "slurm test cluster: slurmctld did not come back" >&2
+		return 1
+	fi
 }
