@@ -269,6 +269,7 @@ static int collect(struct docker_priv *p, struct djob *j, const char *trial_dir)
 		}
 		strvec_clear(&argv);
 	}
+	strbuf_trim_trailing(&text);
 	int r = fileio_append_line(log, text.buf);
 	remove_all(p, &j->ctrs);
 	j->collected = 1;
