@@ -10,7 +10,8 @@
 #   slurm_ctld_stop DIR / slurm_ctld_start DIR   # the controller alone (jobs
 #                             # survive through its state save location)
 #
-# Knobs: SLURM_TEST_CPUS (default: nproc, at least 2).
+# Knobs: SLURM_TEST_CPUS (default: nproc, at least 2); SLURM_TEST_SCHED
+# (a SchedulerParameters value, e.g. batch_sched_delay=0; default: Slurm's).
 
 slurm__free_port() {
 	/usr/bin/python3 -c 'import socket
@@ -117,6 +118,9 @@ MessageTimeout=10
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
+	if [ -n "${SLURM_TEST_SCHED:-}" ]; then
+		echo "SchedulerParameters=$SLURM_TEST_SCHED" >> "$dir/slurm.conf"
+	fi
 	export SLURM_CONF=$dir/slurm.conf
 	/usr/sbin/slurmctld -f "$SLURM_CONF" -i
 	/usr/sbin/slurmd -f "$SLURM_CONF" -N localhost
