@@ -20,6 +20,8 @@ struct sjob {
 	int known;                /* row is valid */
 	int queried;              /* part of the last squeue query */
 	int canceled;             /* aah canceled it */
+	int released_ok;          /* this runner released it (a later hold is the user's) */
+	int release_tries;
 	double released;          /* last time a release was tried */
 	struct sjob *next;
 };
@@ -168,6 +170,8 @@ static int release(struct slurm_priv *p, struct sjob *j)
 		if (code < 0 || (code > 0 && !slurm_error_transient(err.buf, code)))
 			break;
 	}
+	j->release_tries++;
+	j->released_ok = code == 0;
 	if (code != 0)
 		warning("slurm: cannot release job %s (%s); will try again while polling", j->id,
 			code < 0 ? "scontrol missing" : err_text(&err, code));
@@ -349,9 +353,11 @@ static int slurm_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 	int final;
 	st->state = slurm_map_state(j->row.state, j->canceled, &final);
 	if (!final) {
-		/* Held by our own sbatch --hold: a runner died before releasing it. */
+		/* Held by our own sbatch --hold and never released: a runner died
+		 * between the journal and the release, or the release failed. Once
+		 * this runner released a job, a later hold is someone's choice. */
 		if (st->state == AAH_JOB_PENDING && strstr(j->row.reason, "JobHeldUser") &&
-		    now - j->released > 10)
+		    !j->released_ok && j->release_tries < 5 && now - j->released > 10)
 			release(p, j);
 		return 0;
 	}

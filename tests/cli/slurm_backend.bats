@@ -172,6 +172,37 @@ PY
 	[ "$(count_events "$id" runner_started)" -eq 2 ]
 }
 
+@test "slurm: a job left held by a dead runner is released by resume, once" {
+	slurm_config c.yml "maxTrialNum: 1"
+	# Keep the node busy so the trial's job stays pending.
+	cpus=$(sinfo -h -N -o %c | head -1)
+	blocker=$(sbatch --parsable --ntasks="$cpus" --output=/dev/null --wrap "sleep 120")
+	wait_until 30 jobs_in_state RUNNING 1
+	aah-runner create -c c.yml -q > runner1.log 2>&1 &
+	RUNNER_PID=$!
+	wait_until 30 jobs_in_state PENDING 1
+	job=$(squeue -h -t PENDING -o %i)
+	# As if the runner died after journaling, before its scontrol release.
+	scontrol uhold "$job"
+	[ "$(squeue -h -j "$job" -o %r)" = JobHeldUser ]
+	sleep 1
+	# The runner that released it once leaves a later hold alone.
+	[ "$(squeue -h -j "$job" -o %r)" = JobHeldUser ]
+	kill -9 "$RUNNER_PID"
+	wait "$RUNNER_PID" 2>/dev/null || true
+	aah-runner resume "$(only_experiment)" -q > runner2.log 2>&1 &
+	RUNNER_PID=$!
+	wait_until 30 eval '[ "$(squeue -h -j "$job" -o %r)" != JobHeldUser ]'
+	scancel "$blocker"
+	wait_until 60 eval '! kill -0 "$RUNNER_PID" 2>/dev/null'
+	wait "$RUNNER_PID"
+	RUNNER_PID=
+	id=$(only_experiment)
+	[ "$(count_events "$id" trial_submitted)" -eq 1 ]
+	[ "$(job_ids "$id")" = "$job" ]
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
+}
+
 @test "slurm: scancel of a running trial fails the attempt and the retry runs" {
 	TRIAL_YAML="  retries: 1" slurm_config c.yml "maxTrialNum: 1"
 	FIRST_ATTEMPT_SLEEP=60 aah-runner create -c c.yml -q > runner.log 2>&1 &
