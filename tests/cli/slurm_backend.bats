@@ -145,6 +145,36 @@ PY
 	! grep -q '@aah-host-' "$d/rank_table.json"
 }
 
+@test "slurm: GPUs come from Slurm's GRES (--gres=gpu:G), and win over the runner's slot numbers" {
+	[ "${SLURM_TEST_GPUS_UP:-0}" -ge 2 ] || skip "no fake GPUs in this cluster (mknod refused)"
+	# Another job holds gpu 0, so Slurm hands the trial gpu 1, while the
+	# runner's only slot would say 0.
+	blocker=$(sbatch --parsable --gres=gpu:1 --output=/dev/null --wrap "sleep 60")
+	wait_until 30 jobs_in_state RUNNING 1
+	TRIAL_YAML="  gpuNum: 1" slurm_config c.yml "maxTrialNum: 1"
+	EXPECT_GPUS=1 run aah-runner create -c c.yml
+	echo "$output"
+	scancel "$blocker"
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	grep -q '^#SBATCH --gres=gpu:1$' "$(exp_dir "$id")/trials/000001/slurm.sh"
+	[ "$(cat "$(exp_dir "$id")/gpus.log")" = "000001 1" ]
+}
+
+@test "slurm: processMode device: one task per GPU, each rank its own device" {
+	[ "${SLURM_TEST_GPUS_UP:-0}" -ge 2 ] || skip "no fake GPUs in this cluster (mknod refused)"
+	TRIAL_YAML=$'  gpuNum: 2\n  processMode: device' slurm_config c.yml "maxTrialNum: 1"
+	EXPECT_GPUS=1 run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	d=$(exp_dir "$id")/trials/000001
+	grep -q '^#SBATCH --ntasks-per-node=2$' "$d/slurm.sh"
+	grep -q '^#SBATCH --gres=gpu:2$' "$d/slurm.sh"
+	[ "$(sort "$(exp_dir "$id")/gpus.log" | tr '\n' ' ')" = "000001 0 000001 1 " ]
+	[ -f "$d/started.0" ] && [ -f "$d/started.1" ]
+}
+
 @test "slurm: SIGKILL of the runner, then resume re-attaches to the live jobs" {
 	TRIAL_YAML="  retries: 0" slurm_config c.yml "trialConcurrency: 2" "maxTrialNum: 2"
 	export TRIAL_RUN_LOG=$WORK/runs.log

@@ -10,7 +10,9 @@
 #   slurm_ctld_stop DIR / slurm_ctld_start DIR   # the controller alone (jobs
 #                             # survive through its state save location)
 #
-# Knobs: SLURM_TEST_CPUS (default: nproc, at least 2); SLURM_TEST_SCHED
+# Knobs: SLURM_TEST_CPUS (default: nproc, at least 2); SLURM_TEST_GPUS
+# (default 2: fake GPUs as GRES, character devices $DIR/dev/gpu<i>, so --gres and
+# CUDA_VISIBLE_DEVICES go through Slurm's real GRES code); SLURM_TEST_SCHED
 # (a SchedulerParameters value, e.g. batch_sched_delay=0; default: Slurm's).
 
 slurm__free_port() {
@@ -39,7 +41,7 @@ slurm_cluster_logs() {
 }
 
 slurm_cluster_up() {
-	local dir=$1 cpus=${SLURM_TEST_CPUS:-$(nproc)} prog
+	local dir=$1 cpus=${SLURM_TEST_CPUS:-$(nproc)} gpus=${SLURM_TEST_GPUS:-2} prog i
 	[ "$cpus" -ge 2 ] || cpus=2
 	for prog in munged mungekey runuser slurmctld slurmd sbatch squeue scontrol; do
 		if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$prog" >/dev/null; then
@@ -115,12 +117,28 @@ InactiveLimit=0
 SlurmctldTimeout=30
 SlurmdTimeout=30
 MessageTimeout=10
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+GresTypes=gpu
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus Gres=gpu:$gpus State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
 	if [ -n "${SLURM_TEST_SCHED:-}" ]; then
 		echo "SchedulerParameters=$SLURM_TEST_SCHED" >> "$dir/slurm.conf"
 	fi
+	# Fake GPUs: character devices (slurmd insists) with /dev/null's numbers.
+	mkdir -p "$dir/dev"
+	: > "$dir/gres.conf"
+	for ((i = 0; i < gpus; i++)); do
+		if ! mknod "$dir/dev/gpu$i" c 1 3 2>/dev/null; then
+			echo "slurm test cluster: cannot mknod fake GPUs here; no GRES" >&2
+			gpus=0
+			break
+		fi
+		echo "NodeName=localhost Name=gpu File=$dir/dev/gpu$i" >> "$dir/gres.conf"
+	done
+	if [ "$gpus" -eq 0 ]; then
+		sed -i -e '/^GresTypes=/d' -e 's/ Gres=gpu:[0-9]*//' "$dir/slurm.conf"
+	fi
+	export SLURM_TEST_GPUS_UP=$gpus
 	export SLURM_CONF=$dir/slurm.conf
 	/usr/sbin/slurmctld -f "$SLURM_CONF" -i
 	/usr/sbin/slurmd -f "$SLURM_CONF" -N localhost
