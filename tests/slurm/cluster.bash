@@ -158,6 +158,7 @@ slurm_cluster_down() {
 		SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null | while read -r i; do
 			SLURM_CONF=$dir/slurm.conf scancel "$i" 2>/dev/null
 		done
+		# shellcheck disable=SC2016 # expanded by sh -c, each time
 		SLURM_CONF=$dir/slurm.conf slurm__wait 20 sh -c '[ -z "$(squeue -h -o %i)" ]' ||
 			echo "slurm test cluster: jobs still ending at teardown" >&2
 	fi
