@@ -153,71 +153,69 @@ struct state_map {
 	const char *name;
 	enum aah_job_state state;
 	int final;
+	const char *what;         /* said after the state, or NULL */
 };
 
 /* Slurm's job states (squeue %T long names; sacct may add " by <uid>"). */
 static const struct state_map state_table[] = {
-	{ "PENDING", AAH_JOB_PENDING, 0 },
-	{ "CONFIGURING", AAH_JOB_PENDING, 0 },
-	{ "REQUEUED", AAH_JOB_PENDING, 0 },
-	{ "REQUEUE_HOLD", AAH_JOB_PENDING, 0 },
-	{ "REQUEUE_FED", AAH_JOB_PENDING, 0 },
-	{ "RESV_DEL_HOLD", AAH_JOB_PENDING, 0 },
-	{ "RUNNING", AAH_JOB_RUNNING, 0 },
-	{ "COMPLETING", AAH_JOB_RUNNING, 0 },
-	{ "SUSPENDED", AAH_JOB_RUNNING, 0 },
-	{ "STOPPED", AAH_JOB_RUNNING, 0 },
-	{ "SIGNALING", AAH_JOB_RUNNING, 0 },
-	{ "STAGE_OUT", AAH_JOB_RUNNING, 0 },
-	{ "RESIZING", AAH_JOB_RUNNING, 0 },
-	{ "COMPLETED", AAH_JOB_SUCCEEDED, 1 },
-	{ "FAILED", AAH_JOB_FAILED, 1 },
-	{ "NODE_FAIL", AAH_JOB_FAILED, 1 },
-	{ "BOOT_FAIL", AAH_JOB_FAILED, 1 },
-	{ "OUT_OF_MEMORY", AAH_JOB_FAILED, 1 },
-	{ "PREEMPTED", AAH_JOB_FAILED, 1 },
-	{ "REVOKED", AAH_JOB_FAILED, 1 },
-	{ "SPECIAL_EXIT", AAH_JOB_FAILED, 1 },
-	{ "CANCELLED", AAH_JOB_FAILED, 1 },  /* by someone else: a failed attempt */
-	{ "TIMEOUT", AAH_JOB_TIMEOUT, 1 },
-	{ "DEADLINE", AAH_JOB_TIMEOUT, 1 },
+	{ "PENDING", AAH_JOB_PENDING, 0, NULL },
+	{ "CONFIGURING", AAH_JOB_PENDING, 0, NULL },
+	{ "REQUEUED", AAH_JOB_PENDING, 0, NULL },
+	{ "REQUEUE_HOLD", AAH_JOB_PENDING, 0, NULL },
+	{ "REQUEUE_FED", AAH_JOB_PENDING, 0, NULL },
+	{ "RESV_DEL_HOLD", AAH_JOB_PENDING, 0, NULL },
+	{ "RUNNING", AAH_JOB_RUNNING, 0, NULL },
+	{ "COMPLETING", AAH_JOB_RUNNING, 0, NULL },
+	{ "SUSPENDED", AAH_JOB_RUNNING, 0, NULL },
+	{ "STOPPED", AAH_JOB_RUNNING, 0, NULL },
+	{ "SIGNALING", AAH_JOB_RUNNING, 0, NULL },
+	{ "STAGE_OUT", AAH_JOB_RUNNING, 0, NULL },
+	{ "RESIZING", AAH_JOB_RUNNING, 0, NULL },
+	{ "COMPLETED", AAH_JOB_SUCCEEDED, 1, NULL },
+	{ "FAILED", AAH_JOB_FAILED, 1, NULL },
+	{ "NODE_FAIL", AAH_JOB_FAILED, 1, "a node of the job failed" },
+	{ "BOOT_FAIL", AAH_JOB_FAILED, 1, "a node failed to boot" },
+	{ "OUT_OF_MEMORY", AAH_JOB_FAILED, 1, "out of memory" },
+	{ "PREEMPTED", AAH_JOB_FAILED, 1, "preempted" },
+	{ "REVOKED", AAH_JOB_FAILED, 1, NULL },
+	{ "SPECIAL_EXIT", AAH_JOB_FAILED, 1, NULL },
+	{ "CANCELLED", AAH_JOB_FAILED, 1, "canceled outside aah (scancel)" }, /* a failed attempt */
+	{ "TIMEOUT", AAH_JOB_TIMEOUT, 1, "over its Slurm time limit" },
+	{ "DEADLINE", AAH_JOB_TIMEOUT, 1, "over its Slurm time limit" },
 };
+
+static const struct state_map *state_find(const char *state)
+{
+	size_t len = strcspn(state, " +");
+	for (size_t i = 0; i < ARRAY_SIZE(state_table); i++)
+		if (strlen(state_table[i].name) == len && !strncmp(state_table[i].name, state, len))
+			return &state_table[i];
+	return NULL;
+}
 
 enum aah_job_state slurm_map_state(const char *state, int canceled_by_us, int *final)
 {
-	size_t len = strcspn(state, " +");
-	for (size_t i = 0; i < ARRAY_SIZE(state_table); i++) {
-		const struct state_map *m = &state_table[i];
-		if (strlen(m->name) != len || strncmp(m->name, state, len))
-			continue;
-		*final = m->final;
-		if (canceled_by_us && (m->final || !strcmp(m->name, "COMPLETING"))) {
-			*final = 1;
-			return AAH_JOB_CANCELED;
-		}
-		return m->state;
+	const struct state_map *m = state_find(state);
+	if (!m) {
+		/* A state this table does not know: keep following the job. */
+		*final = 0;
+		return AAH_JOB_RUNNING;
 	}
-	/* A state this table does not know: keep following the job. */
-	*final = 0;
-	return AAH_JOB_RUNNING;
+	*final = m->final;
+	if (canceled_by_us && (m->final || !strcmp(m->name, "COMPLETING"))) {
+		*final = 1;
+		return AAH_JOB_CANCELED;
+	}
+	return m->state;
 }
 
 void slurm_describe(const char *job, const char *state, const char *reason, int exit_code,
 		    char *buf, size_t n)
 {
+	const struct state_map *m = state_find(state);
 	size_t len = strcspn(state, " ");
-	char what[64] = "";
-	if (!strncmp(state, "NODE_FAIL", len))
-		snprintf(what, sizeof(what), ": a node of the job failed");
-	else if (!strncmp(state, "OUT_OF_MEMORY", len))
-		snprintf(what, sizeof(what), ": out of memory");
-	else if (!strncmp(state, "CANCELLED", len))
-		snprintf(what, sizeof(what), ": canceled outside aah (scancel)");
-	else if (!strncmp(state, "TIMEOUT", len) || !strncmp(state, "DEADLINE", len))
-		snprintf(what, sizeof(what), ": over its Slurm time limit");
-	else if (!strncmp(state, "PREEMPTED", len))
-		snprintf(what, sizeof(what), ": preempted");
-	int off = snprintf(buf, n, "slurm job %s %.*s%s", job, (int)len, state, what);
+	int off = snprintf(buf, n, "slurm job %s %.*s%s%s", job, (int)len, state,
+			   m && m->what ? ": " : "", m && m->what ? m->what : "");
 	if (off < 0 || (size_t)off >= n)
 		return;
 	if (reason && *reason && strcmp(reason, "None"))
