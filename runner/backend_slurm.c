@@ -338,7 +338,7 @@ static int slurm_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 			return -1;
 	}
 	if (!j->known) {
-		char why[200] = "";
+		char why[160] = "";
 		int found = query_sacct(p, j, why, sizeof(why));
 		if (found < 0)
 			return error("slurm: cannot query job %s: %s", j->id, why);
