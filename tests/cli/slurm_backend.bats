@@ -255,6 +255,29 @@ PY
 	journal "$id" | grep -q '"event":"trial_finished".*"attempt":2,"state":"succeeded"'
 }
 
+@test "slurm: stop cancels the running job; resume runs the trial again as a new job" {
+	slurm_config c.yml "maxTrialNum: 1"
+	FIRST_ATTEMPT_SLEEP=60 aah-runner create -c c.yml -q > runner.log 2>&1 &
+	RUNNER_PID=$!
+	wait_until 30 jobs_in_state RUNNING 1
+	id=$(only_experiment)
+	first=$(job_ids "$id")
+	run aah-runner stop "$id"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	wait "$RUNNER_PID" || true
+	RUNNER_PID=
+	journal "$id" | grep '"event":"trial_finished"' | grep -q '"state":"canceled".*"reason":"stopped"'
+	wait_until 30 eval '[ "$(squeue -h -t all -j "$first" -o %T)" = CANCELLED ]'
+	run aah-runner resume "$id" -q
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(count_events "$id" trial_submitted)" -eq 2 ]
+	second=$(job_ids "$id" | sed -n 2p)
+	[ "$second" != "$first" ]
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
+}
+
 @test "slurm: slurmctld down for a while (about 10 s): the runner waits it out, the journal stays whole" {
 	slurm_config c.yml "maxTrialNum: 1"
 	FIRST_ATTEMPT_SLEEP=15 aah-runner create -c c.yml > runner.log 2>&1 &
