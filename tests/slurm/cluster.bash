@@ -153,7 +153,12 @@ CONF
 
 slurm_cluster_down() {
 	local dir=$1 name i
-	# Jobs first (the cluster is ours alone), so no job step outlives slurmd.
+	# Jobs first (the cluster is ours alone), so no job step outlives slurmd;
+	# a test may have stopped the controller: bring it back for that.
+	if [ -f "$dir/slurm.conf" ] && ! slurm__pid_alive "$dir/run/slurmctld.pid" &&
+		slurm__pid_alive "$dir/run/slurmd.pid"; then
+		slurm_ctld_start "$dir" || true
+	fi
 	if slurm__pid_alive "$dir/run/slurmctld.pid"; then
 		SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null | while read -r i; do
 			SLURM_CONF=$dir/slurm.conf scancel "$i" 2>/dev/null
