@@ -13,6 +13,8 @@
 const struct aah_backend *const aah_backends[] = {
 	&backend_local,
 	&backend_kubernetes,
+	&backend_slurm,
+	&backend_docker,
 	NULL,
 };
 
@@ -92,7 +94,12 @@ int backend_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char
 	if (ctx->backend->submit(ctx, l, job) < 0) {
 		free(*job);
 		*job = NULL;
-		return error("%s backend: cannot submit trial %s", ctx->backend->name, l->trial_id);
+		/* Keep the backend's own words: they end up in the journal. */
+		char *why = xstrdup(util_last_error());
+		int r = error("%s backend: cannot submit trial %s: %s", ctx->backend->name,
+			      l->trial_id, why);
+		free(why);
+		return r;
 	}
 	if (!*job)
 		BUG("backend %s returned no job id", ctx->backend->name);

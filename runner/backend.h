@@ -88,5 +88,7 @@ unsigned backend_free_port(void);
 
 extern const struct aah_backend backend_local;
 extern const struct aah_backend backend_kubernetes;
+extern const struct aah_backend backend_slurm;
+extern const struct aah_backend backend_docker;
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "runner/cmd.h" /* cmd_create, cmd_resume, ... */
 #include "runner/report/report_cmds.h" /* cmd_report, cmd_collect, cmd_verify, cmd_metrics */
+#include "runner/slurm.h" /* cmd_slurm_launch */
 #include "util.h"
 
 struct subcommand {
@@ -26,6 +27,7 @@ static const struct subcommand commands[] = {
 	{ "collect", cmd_collect, "archive every log of an experiment with a signed SHA-256 manifest" },
 	{ "verify", cmd_verify, "check an archive made by collect" },
 	{ "metrics", cmd_metrics, "print an experiment's metrics in the Prometheus text format" },
+	{ "slurm-launch", cmd_slurm_launch, "(inside a Slurm job) start one rank of a trial" },
 };
 
 static void usage(FILE *out)

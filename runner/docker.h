@@ -1,0 +1,59 @@
+/* docker.h: the Docker backend's pure parts: its config, the argv of
+ * `docker create` for one rank, and the reading of `docker inspect`. */
+#ifndef AAH_DOCKER_H
+#define AAH_DOCKER_H
+
+#include "runner/backend.h"
+#include "runner/config.h"
+#include "runner/launch.h"
+#include "strvec.h"
+
+struct docker_config {
+	char *binary;             /* "docker" (or a compatible CLI) */
+	char *image;              /* the trial image */
+	const struct ynode *mounts; /* list of "src:dst[:opts]"; NULL = /userhome */
+	char *user;               /* --user, or NULL */
+	char *network;            /* --network */
+	char *shm_size;           /* --shm-size, or NULL */
+	char *workdir;            /* -w inside the container, or NULL = trial.codeDir */
+	const struct ynode *run_args; /* extra arguments of docker create (a list) */
+	double poll_interval;     /* seconds between docker inspect queries */
+	double command_timeout;   /* seconds a docker command may take */
+};
+
+extern const struct cfg_key docker_config_keys[];
+
+/* Defaults for a config before config_parse_section. */
+void docker_config_defaults(struct docker_config *dc);
+
+/* Container name of a rank: aah-<exp>-<trial>-<rank>. The caller frees it. */
+char *docker_container_name(const struct aah_launch *l, unsigned rank);
+
+/* The argv of `docker create` for one rank of a trial (the rank is started
+ * with `docker start` once the job is journaled: together they are
+ * `docker run -d`). code_dir: the working directory inside. */
+int docker_create_argv(const struct docker_config *dc, const struct aah_launch *l, unsigned rank,
+		       const char *code_dir, struct strvec *argv);
+
+/* One container's state out of `docker inspect`. */
+struct docker_state {
+	char id[80];
+	char name[128];
+	char status[16];          /* created, running, paused, restarting, removing, exited, dead */
+	int exit_code;
+	int oom_killed;
+	char error[128];
+};
+
+/* Parse the JSON array `docker inspect` prints; returns the number of
+ * containers read (at most max), or -1 when it is not such an array. */
+int docker_parse_inspect(const char *json, struct docker_state *out, int max);
+
+/* The job's state from its ranks' containers (n may be below nranks when
+ * some are gone). canceled: aah canceled it. reason gets the words. */
+enum aah_job_state docker_job_state(const struct docker_state *c, int n, int nranks,
+				    int canceled, int *exit_code, char *reason, size_t rn);
+
+extern const struct aah_backend backend_docker;
+
+#endif

@@ -1,0 +1,221 @@
+/* docker_spec.c: the Docker backend's pure parts: config keys, the argv of
+ * one rank's container and the reading of `docker inspect` (unit-tested
+ * against golden argv and captured inspect output). */
+#include "runner/docker.h"
+#include "strbuf.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DC(f) offsetof(struct docker_config, f)
+const struct cfg_key docker_config_keys[] = {
+	{ "image", CFG_STR, DC(image), 0, NULL, NULL, "aah-trial:latest",
+	  "image every rank runs (the trial command runs inside it)" },
+	{ "mounts", CFG_ANY, DC(mounts), 0, NULL, NULL, "[/userhome:/userhome]",
+	  "bind mounts, a list of src:dst[:opts] (-v); the experiment directory must be inside one" },
+	{ "user", CFG_STR, DC(user), 0, NULL, NULL, "(the image's)", "--user, e.g. 1000:1000" },
+	{ "network", CFG_STR, DC(network), 0, NULL, NULL, "host",
+	  "--network; host lets the ranks meet on MASTER_ADDR:MASTER_PORT" },
+	{ "shmSize", CFG_STR, DC(shm_size), 0, NULL, NULL, "(docker's 64m)",
+	  "--shm-size, e.g. 16g for data loader workers" },
+	{ "workdir", CFG_STR, DC(workdir), 0, NULL, NULL, "trial.codeDir",
+	  "working directory inside the container (-w)" },
+	{ "runArgs", CFG_ANY, DC(run_args), 0, NULL, NULL, "[]",
+	  "extra docker create arguments, a list of strings (e.g. [--ipc=host])" },
+	{ "binary", CFG_STR, DC(binary), 0, NULL, NULL, "docker",
+	  "the docker command (or a compatible one)" },
+	{ "pollInterval", CFG_DURATION, DC(poll_interval), CFG_POSITIVE, NULL, NULL, "1s",
+	  "time between two docker inspect queries of a job" },
+	{ "commandTimeout", CFG_DURATION, DC(command_timeout), CFG_POSITIVE, NULL, NULL, "60s",
+	  "how long one docker command may take before it counts as failed" },
+	{ NULL },
+};
+
+void docker_config_defaults(struct docker_config *dc)
+{
+	memset(dc, 0, sizeof(*dc));
+	dc->poll_interval = 1;
+	dc->command_timeout = 60;
+}
+
+char *docker_container_name(const struct aah_launch *l, unsigned rank)
+{
+	return xstrfmt("%s-%u", l->job_name, rank);
+}
+
+static int push_list(struct strvec *argv, const struct ynode *list, const char *key,
+		     const char *flag)
+{
+	if (list->kind != YNODE_SEQ)
+		return error("%s must be a list of strings", key);
+	for (size_t i = 0; i < list->n; i++) {
+		if (list->children[i]->kind != YNODE_SCALAR)
+			return error("%s: item %zu is not a string", key, i + 1);
+		if (flag)
+			strvec_push(argv, flag);
+		strvec_push(argv, list->children[i]->value);
+	}
+	return 0;
+}
+
+/* "0,1,2" -> "0,1,2" renumbered from 0 (the devices inside the container). */
+static char *inside_devices(const char *gpus)
+{
+	struct strbuf sb = STRBUF_INIT;
+	unsigned n = 1;
+	for (const char *p = gpus; *p; p++)
+		n += *p == ',';
+	for (unsigned i = 0; i < n; i++)
+		strbuf_addf(&sb, "%s%u", i ? "," : "", i);
+	return strbuf_detach(&sb, NULL);
+}
+
+int docker_create_argv(const struct docker_config *dc, const struct aah_launch *l, unsigned rank,
+		       const char *code_dir, struct strvec *argv)
+{
+	const struct launch_rank *r = &l->ranks[rank];
+	const char *gpus = strvec_getenv(&r->env, "CUDA_VISIBLE_DEVICES");
+	char *name = docker_container_name(l, rank);
+
+	strvec_push(argv, dc->binary ? dc->binary : "docker");
+	strvec_push(argv, "create");
+	strvec_pushf(argv, "--name=%s", name);
+	strvec_pushf(argv, "--label=aah.io/experiment=%s", l->experiment_id);
+	strvec_pushf(argv, "--label=aah.io/trial=%s", l->trial_id);
+	strvec_pushf(argv, "--label=aah.io/attempt=%u", l->attempt);
+	strvec_pushf(argv, "--label=aah.io/rank=%u", r->rank);
+	strvec_pushf(argv, "--network=%s", dc->network ? dc->network : "host");
+	if (dc->mounts) {
+		if (push_list(argv, dc->mounts, "docker.mounts", "-v") < 0)
+			goto fail;
+	} else {
+		strvec_push(argv, "-v");
+		strvec_push(argv, "/userhome:/userhome");
+	}
+	if (dc->user)
+		strvec_pushf(argv, "--user=%s", dc->user);
+	if (dc->shm_size)
+		strvec_pushf(argv, "--shm-size=%s", dc->shm_size);
+	strvec_pushf(argv, "--workdir=%s", dc->workdir ? dc->workdir : code_dir);
+	if (gpus && *gpus) {
+		/* docker reads --gpus as CSV: a list of devices must be quoted. */
+		if (strchr(gpus, ','))
+			strvec_pushf(argv, "--gpus=\"device=%s\"", gpus);
+		else
+			strvec_pushf(argv, "--gpus=device=%s", gpus);
+	}
+	if (dc->run_args && push_list(argv, dc->run_args, "docker.runArgs", NULL) < 0)
+		goto fail;
+	for (size_t i = 0; i < r->env.n; i++) {
+		const char *e = r->env.v[i];
+		if (gpus && !strncmp(e, "CUDA_VISIBLE_DEVICES=", 21)) {
+			/* Inside, the container's devices count from 0. */
+			char *inside = inside_devices(gpus);
+			strvec_push(argv, "-e");
+			strvec_pushf(argv, "CUDA_VISIBLE_DEVICES=%s", inside);
+			free(inside);
+			continue;
+		}
+		strvec_push(argv, "-e");
+		strvec_push(argv, e);
+	}
+	strvec_push(argv, dc->image ? dc->image : "aah-trial:latest");
+	for (size_t i = 0; i < r->argv.n; i++)
+		strvec_push(argv, r->argv.v[i]);
+	free(name);
+	return 0;
+fail:
+	free(name);
+	return -1;
+}
+
+static void copy_str(char *dst, size_t n, const cJSON *item)
+{
+	dst[0] = '\0';
+	if (cJSON_IsString(item) && item->valuestring)
+		xstrlcpy(dst, item->valuestring, n);
+}
+
+int docker_parse_inspect(const char *json, struct docker_state *out, int max)
+{
+	cJSON *doc = cJSON_Parse(json);
+	if (!cJSON_IsArray(doc)) {
+		cJSON_Delete(doc);
+		return error("docker inspect printed no JSON array");
+	}
+	int n = 0;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, doc) {
+		if (n >= max)
+			break;
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(c, "State");
+		if (!cJSON_IsObject(st))
+			continue;
+		struct docker_state *d = &out[n++];
+		memset(d, 0, sizeof(*d));
+		copy_str(d->id, sizeof(d->id), cJSON_GetObjectItemCaseSensitive(c, "Id"));
+		copy_str(d->name, sizeof(d->name), cJSON_GetObjectItemCaseSensitive(c, "Name"));
+		copy_str(d->status, sizeof(d->status), cJSON_GetObjectItemCaseSensitive(st, "Status"));
+		copy_str(d->error, sizeof(d->error), cJSON_GetObjectItemCaseSensitive(st, "Error"));
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(st, "ExitCode");
+		d->exit_code = cJSON_IsNumber(code) ? code->valueint : -1;
+		d->oom_killed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "OOMKilled"));
+	}
+	cJSON_Delete(doc);
+	return n;
+}
+
+enum aah_job_state docker_job_state(const struct docker_state *c, int n, int nranks,
+				    int canceled, int *exit_code, char *reason, size_t rn)
+{
+	int running = 0, created = 0, done_ok = 0;
+	const struct docker_state *failed = NULL;
+	*exit_code = -1;
+	reason[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		const char *s = c[i].status;
+		if (!strcmp(s, "exited") && c[i].exit_code == 0 && !c[i].oom_killed)
+			done_ok++;
+		else if (!strcmp(s, "exited") || !strcmp(s, "dead"))
+			failed = failed ? failed : &c[i];
+		else if (!strcmp(s, "created"))
+			created++;
+		else
+			running++; /* running, paused, restarting, removing */
+	}
+	if (canceled && !running) {
+		snprintf(reason, rn, "canceled");
+		return AAH_JOB_CANCELED;
+	}
+	if (failed) {
+		const char *name = failed->name[0] == '/' ? failed->name + 1 : failed->name;
+		*exit_code = failed->exit_code;
+		if (failed->oom_killed)
+			snprintf(reason, rn, "container %s: out of memory (OOMKilled), exit code %d",
+				 name, failed->exit_code);
+		else if (!strcmp(failed->status, "dead"))
+			snprintf(reason, rn, "container %s is dead%s%s", name,
+				 failed->error[0] ? ": " : "", failed->error);
+		else if (failed->exit_code > 128)
+			snprintf(reason, rn, "container %s was killed by signal %d", name,
+				 failed->exit_code - 128);
+		else
+			snprintf(reason, rn, "container %s exited with status %d%s%s", name,
+				 failed->exit_code, failed->error[0] ? ": " : "", failed->error);
+		return AAH_JOB_FAILED;
+	}
+	if (n < nranks) {
+		snprintf(reason, rn, "%d of %d containers are gone (removed outside aah?)", nranks - n,
+			 nranks);
+		return running || created ? AAH_JOB_FAILED : AAH_JOB_LOST;
+	}
+	if (done_ok == nranks) {
+		*exit_code = 0;
+		return AAH_JOB_SUCCEEDED;
+	}
+	if (created && !running && !done_ok)
+		return AAH_JOB_PENDING;
+	return AAH_JOB_RUNNING;
+}

@@ -1,0 +1,205 @@
+/* Unit tests for the Docker backend's pure parts (runner/docker_spec.c):
+ * golden `docker create` argv per rank (1 rank with 1 GPU, 2 ranks with
+ * 8 GPUs, one container per device) and the job state read from captured
+ * `docker inspect` output (tests/fixtures/docker/inspect-*.json, in the
+ * format Docker documents for `docker inspect` of containers). No Docker
+ * engine runs here. Regenerate golden files with AAH_UPDATE_GOLDEN=1. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "runner/config.h"
+#include "runner/docker.h"
+#include "runner/launch.h"
+#include "strbuf.h"
+#include "util.h"
+
+#define FIX "tests/fixtures/docker/"
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/aah-docker-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	util_set_quiet(1);
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmpdir);
+}
+
+TestSuite(docker, .init = setup, .fini = teardown);
+
+static void load(struct aah_config *cfg, const char *text)
+{
+	char *p = xstrfmt("%s/config.yml", tmpdir);
+	cr_assert_eq(fileio_write_atomic(p, text, strlen(text)), 0);
+	cr_assert_eq(config_load(p, cfg), 0, "%s", util_last_error());
+	free(p);
+}
+
+static void check_golden(const char *name, const char *config, const char *gpus)
+{
+	struct aah_config cfg;
+	struct docker_config dc;
+	struct aah_launch l;
+	struct strbuf got = STRBUF_INIT;
+	static const char *const hosts[] = { "127.0.0.1", "127.0.0.1" };
+	load(&cfg, config);
+	docker_config_defaults(&dc);
+	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0,
+		     "%s", util_last_error());
+	struct launch_params lp = {
+		.cfg = &cfg,
+		.expdir = "/userhome/aah-work/experiments/k3x9q2ab",
+		.workdir = "/userhome/aah-work",
+		.experiment_id = "k3x9q2ab",
+		.trial_seq = 12,
+		.attempt = 1,
+		.hosts = hosts,
+		.port = 29500,
+		.gpus = gpus,
+		.params = NULL,
+	};
+	cr_assert_eq(launch_build(&l, &lp), 0);
+	for (unsigned r = 0; r < l.nranks; r++) {
+		struct strvec argv = STRVEC_INIT;
+		cr_assert_eq(docker_create_argv(&dc, &l, r, "/userhome/AIPerf", &argv), 0, "%s",
+			     util_last_error());
+		strbuf_addf(&got, "# rank %u\n", r);
+		for (size_t i = 0; i < argv.n; i++)
+			strbuf_addf(&got, "%s\n", argv.v[i]);
+		strvec_clear(&argv);
+	}
+	char *path = xstrfmt(FIX "%s.argv", name), *want = NULL;
+	if (getenv("AAH_UPDATE_GOLDEN"))
+		cr_assert_eq(fileio_write_atomic(path, got.buf, got.len), 0);
+	cr_assert_eq(fileio_read(path, 0, &want, NULL), 0, "missing golden file %s", path);
+	cr_assert_str_eq(got.buf, want, "%s differs:\n%s", path, got.buf);
+	free(want);
+	free(path);
+	strbuf_release(&got);
+	launch_release(&l);
+	config_release_section(docker_config_keys, &dc);
+	config_release(&cfg);
+}
+
+Test(docker, golden_1rank_1gpu)
+{
+	check_golden("1node-1gpu",
+		     "experimentName: golden\ntrainingServicePlatform: docker\n"
+		     "trial:\n  command: aah-trial --dataset fashion\n  gpuNum: 1\n"
+		     "docker:\n  image: registry.example/aah-trial:1.0\n  user: \"1000:1000\"\n",
+		     "3");
+}
+
+Test(docker, golden_2ranks_8gpus)
+{
+	check_golden("2nodes-8gpus",
+		     "experimentName: golden\ntrainingServicePlatform: docker\n"
+		     "trial:\n  command: aah-trial --dataset imagenet\n  gpuNum: 8\n  nodes: 2\n"
+		     "docker:\n  mounts: [/userhome:/userhome, /data/imagenet:/data:ro]\n"
+		     "  shmSize: 16g\n  runArgs: [--ipc=host]\n",
+		     "0,1,2,3,4,5,6,7");
+}
+
+Test(docker, golden_per_device)
+{
+	check_golden("per-device-1x2",
+		     "experimentName: golden\ntrainingServicePlatform: docker\n"
+		     "trial:\n  command: aah-trial\n  gpuNum: 2\n  processMode: device\n",
+		     "4,5");
+}
+
+Test(docker, mounts_must_be_a_list)
+{
+	struct aah_config cfg;
+	struct docker_config dc;
+	struct aah_launch l;
+	static const char *const hosts[] = { "127.0.0.1" };
+	load(&cfg, "trial:\n  command: t\ndocker:\n  mounts: /a:/a\n");
+	docker_config_defaults(&dc);
+	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0);
+	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/w",
+				    .experiment_id = "x", .trial_seq = 1, .attempt = 1,
+				    .hosts = hosts, .port = 1 };
+	cr_assert_eq(launch_build(&l, &lp), 0);
+	struct strvec argv = STRVEC_INIT;
+	cr_assert_eq(docker_create_argv(&dc, &l, 0, "/c", &argv), -1);
+	cr_assert(strstr(util_last_error(), "docker.mounts"), "%s", util_last_error());
+	strvec_clear(&argv);
+	launch_release(&l);
+	config_release_section(docker_config_keys, &dc);
+	config_release(&cfg);
+}
+
+static enum aah_job_state state_of(const char *file, int nranks, int canceled, int *code,
+				   char *reason, int *parsed)
+{
+	char *path = xstrfmt(FIX "%s", file), *text = NULL;
+	struct docker_state st[4];
+	cr_assert_eq(fileio_read(path, 0, &text, NULL), 0, "missing %s", path);
+	*parsed = docker_parse_inspect(text, st, 4);
+	cr_assert_geq(*parsed, 0, "%s: %s", path, util_last_error());
+	enum aah_job_state s = docker_job_state(st, *parsed, nranks, canceled, code, reason, 256);
+	free(text);
+	free(path);
+	return s;
+}
+
+Test(docker, inspect_parse_fields)
+{
+	char *text = NULL;
+	struct docker_state st[4];
+	cr_assert_eq(fileio_read(FIX "inspect-oom.json", 0, &text, NULL), 0);
+	cr_assert_eq(docker_parse_inspect(text, st, 4), 2);
+	cr_assert_str_eq(st[0].name, "/aah-k3x9q2ab-000012-0");
+	cr_assert_str_eq(st[0].status, "exited");
+	cr_assert_eq(st[0].exit_code, 137);
+	cr_assert(st[0].oom_killed);
+	cr_assert_str_eq(st[1].status, "running");
+	cr_assert(!st[1].oom_killed);
+	cr_assert_eq(strlen(st[1].id), 64);
+	free(text);
+	cr_assert_eq(docker_parse_inspect("Error: No such object: x", st, 4), -1);
+	cr_assert_eq(docker_parse_inspect("[]", st, 4), 0);
+}
+
+Test(docker, job_states_from_captures)
+{
+	static const struct {
+		const char *file;
+		int canceled;
+		enum aah_job_state want;
+		int code;
+		const char *reason;
+	} cases[] = {
+		{ "inspect-created.json", 0, AAH_JOB_PENDING, -1, "" },
+		{ "inspect-running.json", 0, AAH_JOB_RUNNING, -1, "" },
+		{ "inspect-running.json", 1, AAH_JOB_RUNNING, -1, "" },
+		{ "inspect-succeeded.json", 0, AAH_JOB_SUCCEEDED, 0, "" },
+		{ "inspect-succeeded.json", 1, AAH_JOB_CANCELED, -1, "canceled" },
+		{ "inspect-rank1-failed.json", 0, AAH_JOB_FAILED, 3,
+		  "container aah-k3x9q2ab-000012-1 exited with status 3" },
+		{ "inspect-oom.json", 0, AAH_JOB_FAILED, 137,
+		  "container aah-k3x9q2ab-000012-0: out of memory (OOMKilled), exit code 137" },
+		{ "inspect-one-gone.json", 0, AAH_JOB_LOST, -1,
+		  "1 of 2 containers are gone (removed outside aah?)" },
+		{ "inspect-dead.json", 0, AAH_JOB_FAILED, 0,
+		  "container aah-k3x9q2ab-000012-0 is dead: driver failed programming external connectivity" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char reason[256];
+		int code, parsed;
+		enum aah_job_state s = state_of(cases[i].file, 2, cases[i].canceled, &code, reason,
+						&parsed);
+		cr_assert_eq(s, cases[i].want, "%s (canceled %d): got %s", cases[i].file,
+			     cases[i].canceled, aah_job_state_name(s));
+		cr_assert_eq(code, cases[i].code, "%s: exit code %d", cases[i].file, code);
+		cr_assert_str_eq(reason, cases[i].reason, "%s", cases[i].file);
+	}
+}
