@@ -61,6 +61,7 @@ static const struct spec table[] = {
 	{"--init_method", NULL, NULL, K_STR, F(init_method), NULL, "rendezvous tcp://host:port (rank 0 listens); else MASTER_ADDR:MASTER_PORT, NCCL_COMM_ID, first of VC_WORKER_HOSTS:MASTER_PORT"},
 	{"--rank", NULL, "RANK,VC_TASK_INDEX,VK_TASK_INDEX,RANK_ID,SLURM_PROCID", K_INT, F(rank), "0", "this process's rank"},
 	{"--world_size", NULL, "WORLD_SIZE,VC_WORKER_NUM,MA_NUM_HOSTS,RANK_SIZE,SLURM_NTASKS", K_INT, F(world_size), "1", "number of ranks"},
+	{"--dist_timeout", NULL, "AAH_DIST_TIMEOUT", K_NUM, F(dist_timeout), "120", "seconds to wait for every rank at the rendezvous"},
 	{"--data_url", NULL, NULL, K_STR, F(data_url), NULL, "ModelArts data location: used as --train_data_dir when that is not given"},
 	{"--train_url", NULL, NULL, K_STR, F(train_url), NULL, "ModelArts output location: used as --trial_dir when nothing else names one"},
 	{NULL, NULL, "MASTER_ADDR", K_STR, F(master_addr), NULL, "rendezvous host (PyTorch form)"},

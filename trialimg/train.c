@@ -295,6 +295,9 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	       const char **reason)
 {
 	const struct args *a = t->a;
+	if (t->world > 1 &&
+	    dist_init(&t->dist, a->rdv_host, a->rdv_port, t->rank, t->world, a->dist_timeout))
+		return -1;
 	if (setup_model_and_data(t))
 		return -1;
 	t->batch = (int)a->batch_size;
@@ -312,9 +315,6 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
 	t->total_steps = t->steps_per_epoch * t->budget;
 	if (a->resume && fileio_exists(t->ckpt_path) && load_checkpoint(t))
-		return -1;
-	if (t->world > 1 &&
-	    dist_init(&t->dist, a->rdv_host, a->rdv_port, t->rank, t->world, 60.0))
 		return -1;
 	printf("aah-trial: trial_seq %d, budget %d epochs, patience %d, %d layers, %zu parameters, "
 	       "%.3g train / %.3g eval FLOPs per image, %d train / %d val images, batch %d x %d "
