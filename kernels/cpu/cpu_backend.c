@@ -1,6 +1,7 @@
 /* cpu_backend.c: the CPU op table (oneDNN + plain C) and its engine. */
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <xmmintrin.h> /* _mm_getcsr, _mm_setcsr */
 
 #include "kernels/cpu/cpu.h"
 
@@ -16,6 +17,9 @@ static void cpu_set_threads(int threads)
 static int cpu_init(struct ops_ctx *ctx)
 {
 	struct cpu_ctx *c = xcalloc(1, sizeof(*c));
+	/* flush denormals to zero (FTZ | DAZ): decaying weights and momenta
+	 * would otherwise hit the slow path; threads started later inherit it */
+	_mm_setcsr(_mm_getcsr() | 0x8040);
 	cpu_set_threads(ctx->threads);
 	if (dnnl_engine_create(&c->eng, dnnl_cpu, 0) != dnnl_success) {
 		free(c);
