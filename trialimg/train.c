@@ -365,6 +365,22 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	return 0;
 }
 
+int train_write_failure(const char *trial_dir, const char *reason)
+{
+	struct args a;
+	struct trial t;
+	memset(&a, 0, sizeof(a));
+	memset(&t, 0, sizeof(t));
+	a.precision = "fp32";
+	t.a = &a;
+	t.t0 = util_monotonic();
+	t.world = 1;
+	t.result_path = xstrfmt("%s/result.json", trial_dir);
+	int rc = fileio_exists(trial_dir) ? write_result(&t, "failed", reason) : -1;
+	free(t.result_path);
+	return rc;
+}
+
 int train_run(const struct args *a, volatile sig_atomic_t *stop)
 {
 	struct trial t;

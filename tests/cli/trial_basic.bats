@@ -110,3 +110,10 @@ r = json.load(open(t + "/cut/result.json"))
 assert r["epochs_run"] == 3 and r["status"] == "succeeded", r
 PY
 }
+
+@test "a bad argument value exits non-zero with a failed result.json" {
+	run aah-trial --trial_dir "$T" --epochs=many
+	[ "$status" -ne 0 ]
+	[ "$(json "$T/result.json" 'd["status"]')" = failed ]
+	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == *"--epochs"* ]]
+}
