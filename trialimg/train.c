@@ -241,7 +241,7 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		if (*stop)
 			return 1;
 		if (b->error)
-			return error("cannot read a training batch");
+			return error("cannot read a training batch: %s", b->why);
 		float lr = (float)train_lr(a, t->step, t->total_steps);
 		t->ops.step = (uint64_t)t->step;
 		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
@@ -280,7 +280,7 @@ static int evaluate(struct trial *t, struct epoch_stats *s, volatile sig_atomic_
 		if (*stop)
 			return 1;
 		if (b->error)
-			return error("cannot read a validation batch");
+			return error("cannot read a validation batch: %s", b->why);
 		if (model_forward(m, &t->ops, b->x, b->n, 0) ||
 		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
 				    (float)t->a->smooth_factor, NULL, &s->val_loss, &s->val_correct))
