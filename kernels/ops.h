@@ -44,6 +44,7 @@ struct ops_layer_cfg {
 	int bias;                           /* conv2d, dense */
 	float eps, momentum;                /* batchnorm */
 	float rate;                         /* dropout */
+	int fuse_relu;                      /* batchnorm: output is relu(bn(x)) */
 };
 
 /* One layer instance. The model owns every pointer below (carved from its

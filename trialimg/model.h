@@ -22,6 +22,8 @@ struct model_layer {
 	double flops_fwd, flops_bwd; /* per image, AIPerf rules */
 	size_t n_weights, n_biases;  /* parameters (decayed, not decayed) */
 	int n_users;             /* layers reading this output */
+	int fused;               /* relu folded into the batchnorm before it:
+				  * act/dact alias that layer's, no op runs */
 	float *act, *dact;       /* (batch, out) */
 };
 

@@ -87,6 +87,10 @@ int model_alloc(struct model *m, int batch, uint64_t seed)
 		L->act = m->acts + pa;
 		L->dact = m->dacts + pa;
 		pa += t;
+		if (L->fused) {
+			L->act = m->layers[L->inputs[0] - 1].act;
+			L->dact = m->layers[L->inputs[0] - 1].dact;
+		}
 		switch (op->cfg.type) {
 		case OPS_CONV2D:
 		case OPS_DENSE: {
@@ -146,6 +150,8 @@ int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, i
 		BUG("batch %d over capacity %d", n, m->batch);
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
+		if (L->fused)
+			continue;
 		for (int k = 0; k < L->op.n_in; k++)
 			m->xs[k] = tensor(m, x, L->inputs[k]);
 		if (ctx->be->layer[L->op.cfg.type]->forward(ctx, &L->op, n, m->xs, L->act, train))
@@ -170,6 +176,10 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 		struct model_layer *L = &m->layers[i];
 		if (!m->seen[i + 1])
 			BUG("layer '%s' has no gradient", L->id);
+		if (L->fused) { /* its gradient already sits in the batchnorm's buffer */
+			m->seen[L->inputs[0]] = 1;
+			continue;
+		}
 		for (int k = 0; k < L->op.n_in; k++) {
 			int t = L->inputs[k];
 			m->xs[k] = tensor(m, x, t);
