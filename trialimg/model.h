@@ -48,6 +48,8 @@ struct model {
 	int max_in;
 	const float **xs;            /* (max_in) input pointers of one op call */
 	float **dxs;                 /* (max_in) input-gradient pointers */
+	double *prof;                /* optional (n_layers, 2): seconds in forward,
+				      * backward; set by the caller, who frees it */
 };
 
 /* Parse and check an aah-arch/1 document (`what` names it in errors). Every

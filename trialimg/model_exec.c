@@ -154,8 +154,11 @@ int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, i
 			continue;
 		for (int k = 0; k < L->op.n_in; k++)
 			m->xs[k] = tensor(m, x, L->inputs[k]);
+		double t0 = m->prof ? util_monotonic() : 0;
 		if (ctx->be->layer[L->op.cfg.type]->forward(ctx, &L->op, n, m->xs, L->act, train))
 			return error("layer '%s': forward failed", L->id);
+		if (m->prof)
+			m->prof[2 * i] += util_monotonic() - t0;
 	}
 	return 0;
 }
@@ -192,6 +195,7 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 				m->dxs[k] = m->scratch + (size_t)k * m->scratch_stride;
 			}
 		}
+		double t0 = m->prof ? util_monotonic() : 0;
 		if (ctx->be->layer[L->op.cfg.type]->backward(ctx, &L->op, n, m->xs, L->act, L->dact,
 							     m->dxs))
 			return error("layer '%s': backward failed", L->id);
@@ -201,6 +205,8 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 				ctx->be->accumulate(ctx, (size_t)n * ops_shape_size(&L->in_shapes[k]),
 						    m->layers[t - 1].dact, m->dxs[k]);
 		}
+		if (m->prof)
+			m->prof[2 * i + 1] += util_monotonic() - t0;
 	}
 	return 0;
 }

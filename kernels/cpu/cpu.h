@@ -70,5 +70,9 @@ int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const
 int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	    float mu, float wd);
 int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+/* dst = a + b and dst = src over count floats, on oneDNN's threads (the
+ * primitives come from oneDNN's primitive cache after the first call). */
+int cpu_binary_add(struct ops_ctx *ctx, size_t count, float *dst, const float *a, const float *b);
+int cpu_copy(struct ops_ctx *ctx, size_t count, float *dst, const float *src);
 
 #endif

@@ -61,25 +61,22 @@ static int dropout_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 static int add_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 		       float *y, int train)
 {
-	(void)ctx, (void)train;
+	(void)train;
 	size_t count = (size_t)n * ops_shape_size(&l->out);
-	memcpy(y, x[0], count * sizeof(float));
-	for (int k = 1; k < l->n_in; k++) {
-		const float *xk = x[k];
-		for (size_t i = 0; i < count; i++)
-			y[i] += xk[i];
-	}
+	for (int k = 1; k < l->n_in; k++)
+		if (cpu_binary_add(ctx, count, y, k == 1 ? x[0] : y, x[k]))
+			return -1;
 	return 0;
 }
 
 static int add_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 			const float *y, const float *dy, float *const *dx)
 {
-	(void)ctx, (void)x, (void)y;
+	(void)x, (void)y;
 	size_t count = (size_t)n * ops_shape_size(&l->out);
 	for (int k = 0; k < l->n_in; k++)
-		if (dx[k])
-			memcpy(dx[k], dy, count * sizeof(float));
+		if (dx[k] && cpu_copy(ctx, count, dx[k], dy))
+			return -1;
 	return 0;
 }
 
@@ -216,10 +213,7 @@ int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *
 
 int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 {
-	(void)ctx;
-	for (size_t i = 0; i < count; i++)
-		y[i] += x[i];
-	return 0;
+	return cpu_binary_add(ctx, count, y, y, x);
 }
 
 const struct ops_layer_ops cpu_dropout_ops = {

@@ -29,20 +29,40 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < batch; i++)
 		y[i] = i % m.num_classes;
-	double t0 = 0;
+	double t0 = 0, t_update = 0;
+	if (getenv("AAH_PROFILE"))
+		m.prof = xcalloc(2 * (size_t)m.n_layers, sizeof(double));
 	for (int i = 0; i < warmup + steps; i++) {
-		if (i == warmup)
+		if (i == warmup) {
 			t0 = util_monotonic();
+			if (m.prof)
+				for (int k = 0; k < 2 * m.n_layers; k++)
+					m.prof[k] = 0;
+		}
 		double loss = 0;
 		long correct = 0;
 		ctx.step = (uint64_t)i;
 		if (model_forward(&m, &ctx, x, batch, 1) ||
 		    ctx.be->loss(&ctx, batch, m.num_classes, model_logits(&m), y, 0.1f, dz, &loss, &correct) ||
-		    model_backward(&m, &ctx, x, batch, dz) || model_update(&m, &ctx, 0.01f, 0.9f, 1e-4f))
+		    model_backward(&m, &ctx, x, batch, dz))
 			die("training step failed");
+		double tu = util_monotonic();
+		if (model_update(&m, &ctx, 0.01f, 0.9f, 1e-4f))
+			die("training step failed");
+		if (i >= warmup)
+			t_update += util_monotonic() - tu;
 	}
 	double dt = util_monotonic() - t0;
 	printf("%.1f\n", (double)batch * steps / dt);
+	if (m.prof) {  /* per-layer milliseconds per step, to stderr */
+		for (int k = 0; k < m.n_layers; k++)
+			fprintf(stderr, "%-12s %-16s fwd %7.2f ms  bwd %7.2f ms\n", m.layers[k].id,
+				ops_type_name(m.layers[k].op.cfg.type), 1e3 * m.prof[2 * k] / steps,
+				1e3 * m.prof[2 * k + 1] / steps);
+		fprintf(stderr, "%-29s %7.2f ms\n", "sgd update", 1e3 * t_update / steps);
+		free(m.prof);
+		m.prof = NULL;
+	}
 	model_release(&m, &ctx);
 	ops_ctx_release(&ctx);
 	free(x);
