@@ -26,16 +26,15 @@ static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	}
 	float scale = 1.0f / (1.0f - rate);
 	uint64_t base = mix64(ctx->seed ^ mix64(ctx->step * 1000003u + (uint64_t)l->index));
-	uint32_t threshold = (uint32_t)((double)rate * 4294967296.0);
-	for (size_t i = 0; i < count; i += 2) {
+	/* four 16-bit uniforms per hash: the rate is honoured to 1/65536 */
+	uint32_t threshold = (uint32_t)((double)rate * 65536.0);
+	for (size_t i = 0; i < count; i += 4) {
 		uint64_t r = mix64(base + i);
-		for (size_t k = 0; k < 2 && i + k < count; k++) {
-			uint32_t u = (uint32_t)(r >> (32 * k));
-			uint8_t keep = u >= threshold;
-			l->mask[i + k] = keep;
-			y[i + k] = keep ? x[0][i + k] * scale : 0.0f;
-		}
+		for (size_t k = 0; k < 4 && i + k < count; k++)
+			l->mask[i + k] = ((r >> (16 * k)) & 0xffff) >= threshold;
 	}
+	for (size_t i = 0; i < count; i++)
+		y[i] = x[0][i] * ((float)l->mask[i] * scale);
 	return 0;
 }
 
@@ -54,7 +53,7 @@ static int dropout_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	}
 	float scale = 1.0f / (1.0f - rate);
 	for (size_t i = 0; i < count; i++)
-		dx[0][i] = l->mask[i] ? dy[i] * scale : 0.0f;
+		dx[0][i] = dy[i] * ((float)l->mask[i] * scale);
 	return 0;
 }
 

@@ -4,7 +4,8 @@
 # accuracy within 3 epochs (batch 32, SGD momentum 0.9 with a cosine from
 # 0.005, 2 threads; under a minute on an idle 2-core machine). The network
 # ends in a dense layer with 3136 inputs, which needs a small learning rate
-# with SGD; small batches make up for it with more steps.
+# with SGD; small batches make up for it with more steps. Seeds 1, 2, 3 give
+# 90.62%, 90.54%, 90.47% on an AVX-512 machine.
 
 setup() {
 	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-trial-acc.XXXXXX")
