@@ -44,7 +44,8 @@ struct ops_layer_cfg {
 	int bias;                           /* conv2d, dense */
 	float eps, momentum;                /* batchnorm */
 	float rate;                         /* dropout */
-	int fuse_relu;                      /* batchnorm: output is relu(bn(x)) */
+	int fuse_relu;                      /* batchnorm, add: the output goes
+					     * through a relu (fused by the model) */
 };
 
 /* One layer instance. The model owns every pointer below (carved from its
