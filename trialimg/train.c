@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fileio.h"   /* fileio_write_atomic, fileio_read, fileio_mkdir_p */
 #include "jsonfile.h" /* jsonfile_append, jsonfile_write */
@@ -190,7 +191,8 @@ static int write_result(struct trial *t, const char *status, const char *reason)
 	cJSON_AddNumberToObject(r, "wall_seconds", t->wall_before + util_monotonic() - t->t0);
 	cJSON_AddStringToObject(r, "precision", t->a->precision ? t->a->precision : "fp32");
 	cJSON *dev = cJSON_AddArrayToObject(r, "devices");
-	char *d = xstrfmt("cpu:%d", t->a->threads);
+	long cores = t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN);
+	char *d = xstrfmt("cpu:%ld", cores);
 	cJSON_AddItemToArray(dev, cJSON_CreateString(d));
 	free(d);
 	cJSON_AddNumberToObject(r, "world_size", t->world);
