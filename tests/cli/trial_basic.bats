@@ -117,3 +117,15 @@ PY
 	[ "$(json "$T/result.json" 'd["status"]')" = failed ]
 	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == *"--epochs"* ]]
 }
+
+@test "no better validation accuracy for --patience epochs stops early" {
+	# a learning rate of 0 never improves on epoch 1
+	run aah-trial --trial_dir "$T" --arch "$ARCH/cnn_nobn.json" --warmup_1 6 --patience 2 \
+		--initial_lr 0 --final_lr 0 --threads 2 --train_samples 640 --val_samples 300
+	[ "$status" -eq 0 ]
+	[[ $output == *"early stop"* ]]
+	[ "$(json "$T/result.json" 'd["status"]')" = early_stopped ]
+	[ "$(json "$T/result.json" 'd["stop_reason"]')" = early_stop ]
+	[ "$(json "$T/result.json" 'd["epochs_run"]')" = 3 ]
+	[ "$(json "$T/result.json" 'd["best_epoch"]')" = 1 ]
+}
