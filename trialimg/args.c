@@ -45,7 +45,7 @@ static const struct spec table[] = {
 	{"--trial_dir", NULL, "AAH_TRIAL_DIR", K_STR, F(trial_dir), NULL, "where metrics.jsonl, result.json, checkpoint/ go (default: cwd)"},
 	{"--threads", NULL, "AAH_THREADS,OMP_NUM_THREADS", K_INT, F(threads), "0", "compute threads (0: all cores)"},
 	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), "1", "seed of initialisation, shuffling, augmentation and dropout"},
-	{"--precision", NULL, NULL, K_STR, F(precision), "fp32", "fp32 (bf16 and fp16 are not available on this build)"},
+	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), "fp32", "compute precision; the CPU backend has fp32 only"},
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h"},
 	{"--patience", NULL, NULL, K_INT, F(patience), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
 	{"--resume", NULL, NULL, K_BOOL, F(resume), "0", "continue from <trial_dir>/checkpoint when one exists"},
@@ -330,8 +330,8 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 		return error("rank %d is outside world size %d", a->rank, a->world_size);
 	if (a->slave < 1)
 		return error("--slave must be at least 1");
-	if (strcmp(a->precision, "fp32"))
-		return error("--precision %s is not supported by the CPU build (use fp32)", a->precision);
+	if (strcmp(a->precision, "fp32") && strcmp(a->precision, "bf16") && strcmp(a->precision, "fp16"))
+		return error("--precision %s: must be fp32, bf16 or fp16", a->precision);
 	return resolve_rendezvous(a);
 }
 

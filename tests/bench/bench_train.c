@@ -19,6 +19,8 @@ int main(int argc, char **argv)
 	if (model_load(&m, argv[1]) || model_alloc(&m, batch, 1) ||
 	    ops_ctx_init(&ctx, "cpu", threads, 1))
 		die("cannot set up '%s'", argv[1]);
+	if (getenv("AAH_PRECISION") && ctx.be->set_precision(&ctx, getenv("AAH_PRECISION")))
+		die("precision %s is not available here", getenv("AAH_PRECISION"));
 	size_t per = ops_shape_size(&m.input);
 	float *x = xmalloc(sizeof(float) * per * batch), *dz = xmalloc(sizeof(float) * batch * m.num_classes);
 	int *y = xmalloc(sizeof(int) * batch);

@@ -129,3 +129,9 @@ PY
 	[ "$(json "$T/result.json" 'd["epochs_run"]')" = 3 ]
 	[ "$(json "$T/result.json" 'd["best_epoch"]')" = 1 ]
 }
+
+@test "a precision the backend lacks fails the trial with a clear reason" {
+	run aah-trial --trial_dir "$T" --precision bf16 --train_samples 256 --val_samples 100
+	[ "$status" -ne 0 ]
+	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == *"precision 'bf16' is not available"* ]]
+}
