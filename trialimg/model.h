@@ -57,7 +57,9 @@ struct model {
 int model_parse(struct model *m, const cJSON *doc, const char *what);
 int model_load(struct model *m, const char *path);
 /* A small default CNN for (h, w, c) inputs and `classes` outputs, used when
- * a trial has no arch.json; the caller frees the document. */
+ * a trial has no arch.json: conv32-bn-relu-maxpool, conv64-bn-relu, global
+ * average pool, dense (stable at AIPerf's default learning rate 0.1). The
+ * caller frees the document. */
 cJSON *model_default_arch(int h, int w, int c, int classes);
 /* Allocate the blocks for batches of up to `batch` samples and initialise
  * the parameters from seed (He / Glorot uniform, zero biases, BN 1/0). */

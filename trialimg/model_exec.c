@@ -32,9 +32,8 @@ cJSON *model_default_arch(int h, int w, int c, int classes)
 		"{\"id\":\"conv2\",\"type\":\"conv2d\",\"inputs\":[\"pool1\"],\"filters\":64,\"kernel\":3},"
 		"{\"id\":\"bn2\",\"type\":\"batchnorm\",\"inputs\":[\"conv2\"]},"
 		"{\"id\":\"relu2\",\"type\":\"relu\",\"inputs\":[\"bn2\"]},"
-		"{\"id\":\"pool2\",\"type\":\"maxpool\",\"inputs\":[\"relu2\"],\"kernel\":2},"
-		"{\"id\":\"flat\",\"type\":\"flatten\",\"inputs\":[\"pool2\"]},"
-		"{\"id\":\"logits\",\"type\":\"dense\",\"inputs\":[\"flat\"],\"units\":%d}]}",
+		"{\"id\":\"gap\",\"type\":\"global_avg_pool\",\"inputs\":[\"relu2\"]},"
+		"{\"id\":\"logits\",\"type\":\"dense\",\"inputs\":[\"gap\"],\"units\":%d}]}",
 		h, w, c, classes, classes);
 	cJSON *doc = cJSON_Parse(text);
 	free(text);
