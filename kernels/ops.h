@@ -44,6 +44,8 @@ struct ops_layer_cfg {
 	int bias;                           /* conv2d, dense */
 	float eps, momentum;                /* batchnorm */
 	float rate;                         /* dropout */
+	int fuse_relu;                      /* batchnorm, add: the output goes
+					     * through a relu (fused by the model) */
 };
 
 /* One layer instance. The model owns every pointer below (carved from its
@@ -70,6 +72,7 @@ struct ops_ctx {
 	int threads;
 	uint64_t seed;      /* dropout masks derive from (seed, step, layer) */
 	uint64_t step;      /* the trainer's global step */
+	int bf16;           /* convolutions compute in bf16 (fp32 master weights) */
 	void *priv;
 };
 
@@ -97,6 +100,8 @@ struct ops_backend {
 	unsigned caps;
 	int (*init)(struct ops_ctx *ctx);
 	void (*fini)(struct ops_ctx *ctx);
+	/* "fp32" or "bf16": -1 when this machine cannot run it natively. */
+	int (*set_precision)(struct ops_ctx *ctx, const char *precision);
 	const struct ops_layer_ops *layer[OPS_NTYPES];  /* NULL: unsupported */
 	/* Softmax cross-entropy with label smoothing over (n, classes) logits:
 	 * dlogits = d(mean loss)/d(logits); adds the summed loss and the number

@@ -45,7 +45,7 @@ static const struct spec table[] = {
 	{"--trial_dir", NULL, "AAH_TRIAL_DIR", K_STR, F(trial_dir), NULL, "where metrics.jsonl, result.json, checkpoint/ go (default: cwd)"},
 	{"--threads", NULL, "AAH_THREADS,OMP_NUM_THREADS", K_INT, F(threads), "0", "compute threads (0: all cores)"},
 	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), "1", "seed of initialisation, shuffling, augmentation and dropout"},
-	{"--precision", NULL, NULL, K_STR, F(precision), "fp32", "fp32 (bf16 and fp16 are not available on this build)"},
+	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), "fp32", "compute precision; the CPU backend has fp32 only"},
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h"},
 	{"--patience", NULL, NULL, K_INT, F(patience), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
 	{"--resume", NULL, NULL, K_BOOL, F(resume), "0", "continue from <trial_dir>/checkpoint when one exists"},
@@ -61,6 +61,7 @@ static const struct spec table[] = {
 	{"--init_method", NULL, NULL, K_STR, F(init_method), NULL, "rendezvous tcp://host:port (rank 0 listens); else MASTER_ADDR:MASTER_PORT, NCCL_COMM_ID, first of VC_WORKER_HOSTS:MASTER_PORT"},
 	{"--rank", NULL, "RANK,VC_TASK_INDEX,VK_TASK_INDEX,RANK_ID,SLURM_PROCID", K_INT, F(rank), "0", "this process's rank"},
 	{"--world_size", NULL, "WORLD_SIZE,VC_WORKER_NUM,MA_NUM_HOSTS,RANK_SIZE,SLURM_NTASKS", K_INT, F(world_size), "1", "number of ranks"},
+	{"--dist_timeout", NULL, "AAH_DIST_TIMEOUT", K_NUM, F(dist_timeout), "120", "seconds to wait for every rank at the rendezvous"},
 	{"--data_url", NULL, NULL, K_STR, F(data_url), NULL, "ModelArts data location: used as --train_data_dir when that is not given"},
 	{"--train_url", NULL, NULL, K_STR, F(train_url), NULL, "ModelArts output location: used as --trial_dir when nothing else names one"},
 	{NULL, NULL, "MASTER_ADDR", K_STR, F(master_addr), NULL, "rendezvous host (PyTorch form)"},
@@ -329,8 +330,8 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 		return error("rank %d is outside world size %d", a->rank, a->world_size);
 	if (a->slave < 1)
 		return error("--slave must be at least 1");
-	if (strcmp(a->precision, "fp32"))
-		return error("--precision %s is not supported by the CPU build (use fp32)", a->precision);
+	if (strcmp(a->precision, "fp32") && strcmp(a->precision, "bf16") && strcmp(a->precision, "fp16"))
+		return error("--precision %s: must be fp32, bf16 or fp16", a->precision);
 	return resolve_rendezvous(a);
 }
 

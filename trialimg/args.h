@@ -24,6 +24,7 @@ struct args {
 	/* launch contract */
 	char *init_method, *data_url, *train_url;
 	int rank, world_size;
+	double dist_timeout;
 	char *master_addr, *master_port, *nccl_comm_id, *worker_hosts, *experiment_id, *trial_id;
 	int help;
 	/* which table entries were set, and from where (ARGS_FROM_*) */

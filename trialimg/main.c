@@ -31,6 +31,11 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	if (args_parse(&a, argc, argv, env_get)) {
+		const char *dir = a.trial_dir ? a.trial_dir : getenv("AAH_TRIAL_DIR");
+		char *why = xstrfmt("error: %s", util_last_error());
+		if (dir)
+			train_write_failure(dir, why);
+		free(why);
 		args_release(&a);
 		fprintf(stderr, "aah-trial: see --help\n");
 		return 2;

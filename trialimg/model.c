@@ -413,6 +413,19 @@ int model_parse(struct model *m, const cJSON *doc, const char *what)
 		goto out;
 	}
 	rc = check_live(m);
+	/* batchnorm -> relu and add -> relu with no other reader: one fused op */
+	for (int i = 0; !rc && i < n; i++) {
+		struct model_layer *R = &m->layers[i];
+		int b = R->inputs[0] - 1;
+		if (R->op.cfg.type != OPS_RELU || b < 0 || i == m->output)
+			continue;
+		struct model_layer *B = &m->layers[b];
+		if ((B->op.cfg.type == OPS_BATCHNORM || B->op.cfg.type == OPS_ADD) && B->n_users == 1 &&
+		    b != m->output) {
+			B->op.cfg.fuse_relu = 1;
+			R->fused = 1;
+		}
+	}
 out:
 	for (int i = 0; i < n; i++)
 		free(raw[i].src);

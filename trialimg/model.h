@@ -22,6 +22,8 @@ struct model_layer {
 	double flops_fwd, flops_bwd; /* per image, AIPerf rules */
 	size_t n_weights, n_biases;  /* parameters (decayed, not decayed) */
 	int n_users;             /* layers reading this output */
+	int fused;               /* relu folded into the batchnorm before it:
+				  * act/dact alias that layer's, no op runs */
 	float *act, *dact;       /* (batch, out) */
 };
 
@@ -46,6 +48,8 @@ struct model {
 	int max_in;
 	const float **xs;            /* (max_in) input pointers of one op call */
 	float **dxs;                 /* (max_in) input-gradient pointers */
+	double *prof;                /* optional (n_layers, 2): seconds in forward,
+				      * backward; set by the caller, who frees it */
 };
 
 /* Parse and check an aah-arch/1 document (`what` names it in errors). Every
@@ -53,7 +57,9 @@ struct model {
 int model_parse(struct model *m, const cJSON *doc, const char *what);
 int model_load(struct model *m, const char *path);
 /* A small default CNN for (h, w, c) inputs and `classes` outputs, used when
- * a trial has no arch.json; the caller frees the document. */
+ * a trial has no arch.json: conv32-bn-relu-maxpool, conv64-bn-relu, global
+ * average pool, dense (stable at AIPerf's default learning rate 0.1). The
+ * caller frees the document. */
 cJSON *model_default_arch(int h, int w, int c, int classes);
 /* Allocate the blocks for batches of up to `batch` samples and initialise
  * the parameters from seed (He / Glorot uniform, zero biases, BN 1/0). */

@@ -32,9 +32,8 @@ cJSON *model_default_arch(int h, int w, int c, int classes)
 		"{\"id\":\"conv2\",\"type\":\"conv2d\",\"inputs\":[\"pool1\"],\"filters\":64,\"kernel\":3},"
 		"{\"id\":\"bn2\",\"type\":\"batchnorm\",\"inputs\":[\"conv2\"]},"
 		"{\"id\":\"relu2\",\"type\":\"relu\",\"inputs\":[\"bn2\"]},"
-		"{\"id\":\"pool2\",\"type\":\"maxpool\",\"inputs\":[\"relu2\"],\"kernel\":2},"
-		"{\"id\":\"flat\",\"type\":\"flatten\",\"inputs\":[\"pool2\"]},"
-		"{\"id\":\"logits\",\"type\":\"dense\",\"inputs\":[\"flat\"],\"units\":%d}]}",
+		"{\"id\":\"gap\",\"type\":\"global_avg_pool\",\"inputs\":[\"relu2\"]},"
+		"{\"id\":\"logits\",\"type\":\"dense\",\"inputs\":[\"gap\"],\"units\":%d}]}",
 		h, w, c, classes, classes);
 	cJSON *doc = cJSON_Parse(text);
 	free(text);
@@ -87,6 +86,10 @@ int model_alloc(struct model *m, int batch, uint64_t seed)
 		L->act = m->acts + pa;
 		L->dact = m->dacts + pa;
 		pa += t;
+		if (L->fused) {
+			L->act = m->layers[L->inputs[0] - 1].act;
+			L->dact = m->layers[L->inputs[0] - 1].dact;
+		}
 		switch (op->cfg.type) {
 		case OPS_CONV2D:
 		case OPS_DENSE: {
@@ -146,10 +149,15 @@ int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, i
 		BUG("batch %d over capacity %d", n, m->batch);
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
+		if (L->fused)
+			continue;
 		for (int k = 0; k < L->op.n_in; k++)
 			m->xs[k] = tensor(m, x, L->inputs[k]);
+		double t0 = m->prof ? util_monotonic() : 0;
 		if (ctx->be->layer[L->op.cfg.type]->forward(ctx, &L->op, n, m->xs, L->act, train))
 			return error("layer '%s': forward failed", L->id);
+		if (m->prof)
+			m->prof[2 * i] += util_monotonic() - t0;
 	}
 	return 0;
 }
@@ -170,6 +178,10 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 		struct model_layer *L = &m->layers[i];
 		if (!m->seen[i + 1])
 			BUG("layer '%s' has no gradient", L->id);
+		if (L->fused) { /* its gradient already sits in the batchnorm's buffer */
+			m->seen[L->inputs[0]] = 1;
+			continue;
+		}
 		for (int k = 0; k < L->op.n_in; k++) {
 			int t = L->inputs[k];
 			m->xs[k] = tensor(m, x, t);
@@ -182,6 +194,7 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 				m->dxs[k] = m->scratch + (size_t)k * m->scratch_stride;
 			}
 		}
+		double t0 = m->prof ? util_monotonic() : 0;
 		if (ctx->be->layer[L->op.cfg.type]->backward(ctx, &L->op, n, m->xs, L->act, L->dact,
 							     m->dxs))
 			return error("layer '%s': backward failed", L->id);
@@ -191,6 +204,8 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 				ctx->be->accumulate(ctx, (size_t)n * ops_shape_size(&L->in_shapes[k]),
 						    m->layers[t - 1].dact, m->dxs[k]);
 		}
+		if (m->prof)
+			m->prof[2 * i + 1] += util_monotonic() - t0;
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fileio.h"   /* fileio_write_atomic, fileio_read, fileio_mkdir_p */
 #include "jsonfile.h" /* jsonfile_append, jsonfile_write */
@@ -190,7 +191,8 @@ static int write_result(struct trial *t, const char *status, const char *reason)
 	cJSON_AddNumberToObject(r, "wall_seconds", t->wall_before + util_monotonic() - t->t0);
 	cJSON_AddStringToObject(r, "precision", t->a->precision ? t->a->precision : "fp32");
 	cJSON *dev = cJSON_AddArrayToObject(r, "devices");
-	char *d = xstrfmt("cpu:%d", t->a->threads);
+	long cores = t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN);
+	char *d = xstrfmt("cpu:%ld", cores);
 	cJSON_AddItemToArray(dev, cJSON_CreateString(d));
 	free(d);
 	cJSON_AddNumberToObject(r, "world_size", t->world);
@@ -241,7 +243,7 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		if (*stop)
 			return 1;
 		if (b->error)
-			return error("cannot read a training batch");
+			return error("cannot read a training batch: %s", b->why);
 		float lr = (float)train_lr(a, t->step, t->total_steps);
 		t->ops.step = (uint64_t)t->step;
 		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
@@ -280,7 +282,7 @@ static int evaluate(struct trial *t, struct epoch_stats *s, volatile sig_atomic_
 		if (*stop)
 			return 1;
 		if (b->error)
-			return error("cannot read a validation batch");
+			return error("cannot read a validation batch: %s", b->why);
 		if (model_forward(m, &t->ops, b->x, b->n, 0) ||
 		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
 				    (float)t->a->smooth_factor, NULL, &s->val_loss, &s->val_correct))
@@ -295,6 +297,9 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	       const char **reason)
 {
 	const struct args *a = t->a;
+	if (t->world > 1 &&
+	    dist_init(&t->dist, a->rdv_host, a->rdv_port, t->rank, t->world, a->dist_timeout))
+		return -1;
 	if (setup_model_and_data(t))
 		return -1;
 	t->batch = (int)a->batch_size;
@@ -303,6 +308,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (ops_ctx_init(&t->ops, a->backend, a->threads, (uint64_t)a->seed * 7919 + t->rank))
 		return -1;
 	t->ops_ok = 1;
+	if (t->ops.be->set_precision(&t->ops, a->precision))
+		return -1;
 	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
 	int workers = a->num_parallel_calls > 0 ? a->num_parallel_calls : 1;
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
@@ -312,9 +319,6 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
 	t->total_steps = t->steps_per_epoch * t->budget;
 	if (a->resume && fileio_exists(t->ckpt_path) && load_checkpoint(t))
-		return -1;
-	if (t->world > 1 &&
-	    dist_init(&t->dist, a->rdv_host, a->rdv_port, t->rank, t->world, 60.0))
 		return -1;
 	printf("aah-trial: trial_seq %d, budget %d epochs, patience %d, %d layers, %zu parameters, "
 	       "%.3g train / %.3g eval FLOPs per image, %d train / %d val images, batch %d x %d "
@@ -363,6 +367,22 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		}
 	}
 	return 0;
+}
+
+int train_write_failure(const char *trial_dir, const char *reason)
+{
+	struct args a;
+	struct trial t;
+	memset(&a, 0, sizeof(a));
+	memset(&t, 0, sizeof(t));
+	a.precision = "fp32";
+	t.a = &a;
+	t.t0 = util_monotonic();
+	t.world = 1;
+	t.result_path = xstrfmt("%s/result.json", trial_dir);
+	int rc = fileio_exists(trial_dir) ? write_result(&t, "failed", reason) : -1;
+	free(t.result_path);
+	return rc;
 }
 
 int train_run(const struct args *a, volatile sig_atomic_t *stop)

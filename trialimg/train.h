@@ -13,6 +13,9 @@
 int train_epoch_budget(const struct args *a, int *patience);
 /* Learning rate at step t of T: cosine from initial_lr to final_lr. */
 double train_lr(const struct args *a, long t, long total);
+/* Writes a failed result.json into trial_dir (for errors before training
+ * starts, such as bad arguments). */
+int train_write_failure(const char *trial_dir, const char *reason);
 /* Runs the trial; writes result.json whatever happens (when it can).
  * Returns 0 when training finished (succeeded or early_stopped). */
 int train_run(const struct args *a, volatile sig_atomic_t *stop);

@@ -62,13 +62,21 @@ void cpu_prim_free(dnnl_primitive_t *p);
 
 /* Ops defined in the per-type files. */
 extern const struct ops_layer_ops cpu_conv_ops, cpu_bn_ops, cpu_relu_ops, cpu_maxpool_ops,
-	cpu_avgpool_ops, cpu_dense_ops;                 /* oneDNN */
-extern const struct ops_layer_ops cpu_dropout_ops, cpu_add_ops, cpu_concat_ops, cpu_flatten_ops,
-	cpu_gap_ops;                                    /* cpu_plain.c */
+	cpu_avgpool_ops, cpu_gap_ops, cpu_dense_ops;    /* oneDNN */
+extern const struct ops_layer_ops cpu_dropout_ops, cpu_add_ops, cpu_concat_ops,
+	cpu_flatten_ops;                                /* cpu_plain.c */
 int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
 	     float smoothing, float *dlogits, double *loss_sum, long *correct);
 int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	    float mu, float wd);
 int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+/* Over count floats, on oneDNN's threads (the primitives come from oneDNN's
+ * primitive cache after the first call): dst = a + b, or relu(a + b);
+ * dst = src; dx = dy where y > 0 (y a relu output). */
+int cpu_flat_add(struct ops_ctx *ctx, size_t count, float *dst, const float *a, const float *b,
+		 int relu);
+int cpu_flat_copy(struct ops_ctx *ctx, size_t count, float *dst, const float *src);
+int cpu_relu_backward_dst(struct ops_ctx *ctx, size_t count, float *dx, const float *dy,
+			  const float *y);
 
 #endif

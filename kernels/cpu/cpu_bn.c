@@ -11,6 +11,7 @@ struct bn_plan {
 	dnnl_primitive_t fwd, inf, bwd;
 	dnnl_memory_t src, dst, scale, shift, mean, var, diff_src, diff_dst, diff_scale,
 		diff_shift;
+	dnnl_memory_t ws;   /* fused relu mask, owned */
 	float *scratch; /* diff_src when the caller needs none: (n, H, W, C) */
 };
 
@@ -20,7 +21,7 @@ static void bn_free_plan(struct bn_plan *p)
 	cpu_prim_free(&p->inf);
 	cpu_prim_free(&p->bwd);
 	dnnl_memory_t *m[] = {&p->src, &p->dst, &p->scale, &p->shift, &p->mean, &p->var,
-			      &p->diff_src, &p->diff_dst, &p->diff_scale, &p->diff_shift};
+			      &p->diff_src, &p->diff_dst, &p->diff_scale, &p->diff_shift, &p->ws};
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
 		cpu_mem_free(m[i]);
 	free(p->scratch);
@@ -32,7 +33,7 @@ static int bn_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct bn_p
 {
 	dnnl_memory_desc_t data, ch;
 	dnnl_primitive_desc_t fpd = NULL, ipd = NULL, bpd = NULL;
-	unsigned flags = dnnl_use_scale | dnnl_use_shift;
+	unsigned flags = dnnl_use_scale | dnnl_use_shift | (l->cfg.fuse_relu ? dnnl_fuse_norm_relu : 0);
 	float eps = l->cfg.eps;
 	int rc = -1;
 
@@ -51,6 +52,12 @@ static int bn_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct bn_p
 	if (cpu_prim_create(&p->fwd, fpd) || cpu_prim_create(&p->inf, ipd) ||
 	    cpu_prim_create(&p->bwd, bpd))
 		goto out;
+	const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
+	if (ws && ws->ndims > 0 &&
+	    dnnl_memory_create(&p->ws, ws, cpu_ctx(ctx)->eng, DNNL_MEMORY_ALLOCATE) != dnnl_success) {
+		error("batchnorm: cannot allocate the fused relu workspace");
+		goto out;
+	}
 	if (cpu_mem(ctx, &p->src, &data) || cpu_mem(ctx, &p->dst, &data) ||
 	    cpu_mem(ctx, &p->diff_src, &data) || cpu_mem(ctx, &p->diff_dst, &data) ||
 	    cpu_mem(ctx, &p->scale, &ch) || cpu_mem(ctx, &p->shift, &ch) ||
@@ -96,8 +103,9 @@ static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const flo
 	dnnl_exec_arg_t args[] = {
 		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DST, p->dst}, {DNNL_ARG_SCALE, p->scale},
 		{DNNL_ARG_SHIFT, p->shift}, {DNNL_ARG_MEAN, p->mean}, {DNNL_ARG_VARIANCE, p->var},
+		{DNNL_ARG_WORKSPACE, p->ws},
 	};
-	if (cpu_exec(ctx, train ? p->fwd : p->inf, 6, args))
+	if (cpu_exec(ctx, train ? p->fwd : p->inf, train && p->ws ? 7 : 6, args))
 		return -1;
 	if (train) {
 		int c = l->in[0].c;
@@ -136,8 +144,9 @@ static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const fl
 		{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_SCALE, p->scale},
 		{DNNL_ARG_DIFF_SRC, p->diff_src}, {DNNL_ARG_DIFF_SCALE, p->diff_scale},
 		{DNNL_ARG_DIFF_SHIFT, p->diff_shift}, {DNNL_ARG_SHIFT, p->shift},
+		{DNNL_ARG_WORKSPACE, p->ws},
 	};
-	return cpu_exec(ctx, p->bwd, 9, args);
+	return cpu_exec(ctx, p->bwd, p->ws ? 10 : 9, args);
 }
 
 static void bn_release(struct ops_ctx *ctx, struct ops_layer *l)

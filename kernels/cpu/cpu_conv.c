@@ -1,6 +1,8 @@
 /* cpu_conv.c: conv2d forward and backward on oneDNN (NHWC activations,
  * weights kept as (Cout, K, K, Cin) and converted to oneDNN's preferred
- * layout around each primitive). */
+ * layout around each primitive). With ctx->bf16 the convolution reads bf16
+ * copies of its input, weights and output gradient (oneDNN's layout of
+ * choice) and writes fp32 outputs and fp32 weight gradients. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,8 +11,12 @@
 struct conv_plan {
 	int n;
 	dnnl_primitive_t fwd, bwd_d, bwd_w;
-	dnnl_memory_t src, dst, bias, diff_src, diff_dst, diff_bias;
+	dnnl_memory_t dst, bias, diff_src, diff_bias;
 	struct cpu_xfer w_fwd, w_bwd, dw;
+	/* inputs as the primitives read them (identity in fp32): the forward's
+	 * copy of src is kept for the weight gradient of the same step */
+	struct cpu_xfer src_f, src_w, ddst_d, ddst_w;
+	int src_w_own, ddst_w_own;  /* src_w / ddst_w differ from src_f / ddst_d */
 };
 
 static void conv_free_plan(struct conv_plan *p)
@@ -18,22 +24,26 @@ static void conv_free_plan(struct conv_plan *p)
 	cpu_prim_free(&p->fwd);
 	cpu_prim_free(&p->bwd_d);
 	cpu_prim_free(&p->bwd_w);
-	cpu_mem_free(&p->src);
 	cpu_mem_free(&p->dst);
 	cpu_mem_free(&p->bias);
 	cpu_mem_free(&p->diff_src);
-	cpu_mem_free(&p->diff_dst);
 	cpu_mem_free(&p->diff_bias);
 	cpu_xfer_release(&p->w_fwd);
 	cpu_xfer_release(&p->w_bwd);
 	cpu_xfer_release(&p->dw);
-	p->n = 0;
+	cpu_xfer_release(&p->src_f);
+	cpu_xfer_release(&p->ddst_d);
+	if (p->src_w_own)
+		cpu_xfer_release(&p->src_w);
+	if (p->ddst_w_own)
+		cpu_xfer_release(&p->ddst_w);
+	memset(p, 0, sizeof(*p));
 }
 
 static int conv_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan *p)
 {
 	const struct ops_layer_cfg *c = &l->cfg;
-	dnnl_memory_desc_t src, dst, w_any, w_user, b;
+	dnnl_memory_desc_t src, dst, w_any, w_user, b, src_c, ddst_c, dw_any;
 	dnnl_dims_t wd = {c->units, l->in[0].c, c->kernel, c->kernel};
 	dnnl_dims_t strides = {c->stride, c->stride};
 	dnnl_dims_t pl = {c->pad_t, c->pad_l}, pr = {c->pad_b, c->pad_r};
@@ -43,16 +53,26 @@ static int conv_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct co
 	if (cpu_md_nhwc(&src, n, &l->in[0]) || cpu_md_nhwc(&dst, n, &l->out) ||
 	    cpu_md_1d(&b, c->units))
 		return -1;
-	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wd, dnnl_f32, dnnl_format_tag_any));
+	dnnl_data_type_t lp = ctx->bf16 ? dnnl_bf16 : dnnl_f32;
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wd, lp, dnnl_format_tag_any));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dw_any, 4, wd, dnnl_f32, dnnl_format_tag_any));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_user, 4, wd, dnnl_f32, dnnl_ohwi));
+	src_c = src;
+	ddst_c = dst;
+	if (ctx->bf16) {
+		dnnl_dims_t sd = {n, l->in[0].c, l->in[0].h, l->in[0].w};
+		dnnl_dims_t dd_ = {n, l->out.c, l->out.h, l->out.w};
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&src_c, 4, sd, dnnl_bf16, dnnl_format_tag_any));
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&ddst_c, 4, dd_, dnnl_bf16, dnnl_format_tag_any));
+	}
 
 	dnnl_convolution_desc_t fd, dd, bd;
 	DNNL_CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training,
-		dnnl_convolution_direct, &src, &w_any, c->bias ? &b : NULL, &dst, strides, pl, pr));
+		dnnl_convolution_direct, &src_c, &w_any, c->bias ? &b : NULL, &dst, strides, pl, pr));
 	DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&dd, dnnl_convolution_direct,
-		&src, &w_any, &dst, strides, pl, pr));
+		&src, &w_any, &ddst_c, strides, pl, pr));
 	DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct,
-		&src, &w_any, c->bias ? &b : NULL, &dst, strides, pl, pr));
+		&src_c, &dw_any, c->bias ? &b : NULL, &ddst_c, strides, pl, pr));
 	if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &dpd, &dd, fpd) ||
 	    cpu_pd_create(ctx, &wpd, &bd, fpd))
 		goto out;
@@ -66,9 +86,22 @@ static int conv_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct co
 	    cpu_xfer_init(ctx, &p->dw, &w_user,
 			  dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0), 0))
 		goto out;
-	if (cpu_mem(ctx, &p->src, &src) || cpu_mem(ctx, &p->dst, &dst) ||
-	    cpu_mem(ctx, &p->bias, &b) || cpu_mem(ctx, &p->diff_src, &src) ||
-	    cpu_mem(ctx, &p->diff_dst, &dst) || cpu_mem(ctx, &p->diff_bias, &b))
+	const dnnl_memory_desc_t *sf = dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
+	const dnnl_memory_desc_t *sw = dnnl_primitive_desc_query_md(wpd, dnnl_query_src_md, 0);
+	const dnnl_memory_desc_t *gd = dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_dst_md, 0);
+	const dnnl_memory_desc_t *gw = dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_dst_md, 0);
+	p->src_w_own = !dnnl_memory_desc_equal(sf, sw);
+	p->ddst_w_own = !dnnl_memory_desc_equal(gd, gw);
+	if (cpu_xfer_init(ctx, &p->src_f, &src, sf, 1) || cpu_xfer_init(ctx, &p->ddst_d, &dst, gd, 1) ||
+	    (p->src_w_own && cpu_xfer_init(ctx, &p->src_w, &src, sw, 1)) ||
+	    (p->ddst_w_own && cpu_xfer_init(ctx, &p->ddst_w, &dst, gw, 1)))
+		goto out;
+	if (!p->src_w_own)
+		p->src_w = p->src_f;
+	if (!p->ddst_w_own)
+		p->ddst_w = p->ddst_d;
+	if (cpu_mem(ctx, &p->dst, &dst) || cpu_mem(ctx, &p->bias, &b) ||
+	    cpu_mem(ctx, &p->diff_src, &src) || cpu_mem(ctx, &p->diff_bias, &b))
 		goto out;
 	p->n = n;
 	rc = 0;
@@ -102,11 +135,11 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	struct conv_plan *p = conv_plan(ctx, l, n);
 	if (!p)
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
-	if (cpu_xfer_run(ctx, &p->w_fwd, l->w) || cpu_set(p->src, x[0]) || cpu_set(p->dst, y) ||
-	    (l->cfg.bias && cpu_set(p->bias, l->b)))
+	if (cpu_xfer_run(ctx, &p->w_fwd, l->w) || cpu_xfer_run(ctx, &p->src_f, x[0]) ||
+	    cpu_set(p->dst, y) || (l->cfg.bias && cpu_set(p->bias, l->b)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
-		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->w_fwd.inner},
+		{DNNL_ARG_SRC, p->src_f.inner}, {DNNL_ARG_WEIGHTS, p->w_fwd.inner},
 		{DNNL_ARG_DST, p->dst}, {DNNL_ARG_BIAS, p->bias},
 	};
 	return cpu_exec(ctx, p->fwd, l->cfg.bias ? 4 : 3, args);
@@ -119,22 +152,27 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	struct conv_plan *p = conv_plan(ctx, l, n);
 	if (!p)
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
-	if (cpu_set(p->diff_dst, dy) || cpu_set(p->src, x[0]))
+	/* the forward converted x[0] for this step already (bf16); fp32 reads it */
+	if ((!ctx->bf16 && cpu_xfer_run(ctx, &p->src_f, x[0])) ||
+	    (p->src_w_own && cpu_xfer_run(ctx, &p->src_w, x[0])))
 		return -1;
 	if (dx[0]) {
-		if (cpu_xfer_run(ctx, &p->w_bwd, l->w) || cpu_set(p->diff_src, dx[0]))
+		if (cpu_xfer_run(ctx, &p->ddst_d, dy) || cpu_xfer_run(ctx, &p->w_bwd, l->w) ||
+		    cpu_set(p->diff_src, dx[0]))
 			return -1;
 		dnnl_exec_arg_t args[] = {
-			{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_WEIGHTS, p->w_bwd.inner},
+			{DNNL_ARG_DIFF_DST, p->ddst_d.inner}, {DNNL_ARG_WEIGHTS, p->w_bwd.inner},
 			{DNNL_ARG_DIFF_SRC, p->diff_src},
 		};
 		if (cpu_exec(ctx, p->bwd_d, 3, args))
 			return -1;
 	}
+	if ((!dx[0] || p->ddst_w_own) && cpu_xfer_run(ctx, &p->ddst_w, dy))
+		return -1;
 	if (cpu_xfer_run(ctx, &p->dw, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
-		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DIFF_DST, p->diff_dst},
+		{DNNL_ARG_SRC, p->src_w.inner}, {DNNL_ARG_DIFF_DST, p->ddst_w.inner},
 		{DNNL_ARG_DIFF_WEIGHTS, p->dw.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
 	};
 	if (cpu_exec(ctx, p->bwd_w, l->cfg.bias ? 4 : 3, args))

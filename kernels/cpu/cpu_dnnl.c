@@ -122,3 +122,106 @@ void cpu_xfer_release(struct cpu_xfer *x)
 	x->inner = NULL;
 	cpu_prim_free(&x->prim);
 }
+
+enum flat_kind { FLAT_ADD, FLAT_ADD_RELU, FLAT_COPY, FLAT_RELU_BWD };
+
+/* One elementwise primitive over 1-D views of count floats:
+ * ADD dst = a + b; ADD_RELU dst = relu(a + b); COPY dst = a;
+ * RELU_BWD dst = a (dy) where b (the relu output) > 0. */
+static int flat_op(struct ops_ctx *ctx, enum flat_kind kind, size_t count, float *dst,
+		   const float *a, const float *b)
+{
+	dnnl_memory_desc_t md;
+	dnnl_primitive_desc_t pd = NULL, hint = NULL;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t po = NULL;
+	dnnl_primitive_t prim = NULL;
+	dnnl_memory_t ma = NULL, mb = NULL, mdst = NULL;
+	dnnl_engine_t eng = cpu_ctx(ctx)->eng;
+	int rc = -1;
+	if (count == 0)
+		return 0;
+	if (count > (size_t)1 << 30) { /* beyond a 1-D int descriptor: plain loops */
+		for (size_t i = 0; i < count; i++) {
+			float v = kind == FLAT_COPY ? a[i] : kind == FLAT_RELU_BWD ? (b[i] > 0 ? a[i] : 0)
+											: a[i] + b[i];
+			dst[i] = kind == FLAT_ADD_RELU && v < 0 ? 0 : v;
+		}
+		return 0;
+	}
+	if (cpu_md_1d(&md, (int)count))
+		return -1;
+	dnnl_status_t st;
+	if (kind == FLAT_ADD || kind == FLAT_ADD_RELU) {
+		dnnl_binary_desc_t bd;
+		DNNL_CHECK(dnnl_binary_desc_init(&bd, dnnl_binary_add, &md, &md, &md));
+		if (kind == FLAT_ADD_RELU) {
+			DNNL_CHECK(dnnl_post_ops_create(&po));
+			DNNL_CHECK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0));
+			DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+			DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, po));
+		}
+		st = dnnl_primitive_desc_create(&pd, &bd, attr, eng, NULL);
+	} else if (kind == FLAT_COPY) {
+		st = dnnl_reorder_primitive_desc_create(&pd, &md, eng, &md, eng, NULL);
+	} else {
+		dnnl_eltwise_desc_t fd, bd;
+		DNNL_CHECK(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training,
+			dnnl_eltwise_relu_use_dst_for_bwd, &md, 0, 0));
+		DNNL_CHECK(dnnl_eltwise_backward_desc_init(&bd, dnnl_eltwise_relu_use_dst_for_bwd,
+							   &md, &md, 0, 0));
+		st = dnnl_primitive_desc_create(&hint, &fd, NULL, eng, NULL);
+		if (st == dnnl_success)
+			st = dnnl_primitive_desc_create(&pd, &bd, NULL, eng, hint);
+	}
+	if (po)
+		dnnl_post_ops_destroy(po);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	if (hint)
+		dnnl_primitive_desc_destroy(hint);
+	if (st != dnnl_success)
+		return error("cannot build an elementwise oneDNN primitive: %s", dnnl_status2str(st));
+	rc = cpu_prim_create(&prim, pd);
+	dnnl_primitive_desc_destroy(pd);
+	if (rc || cpu_mem(ctx, &ma, &md) || cpu_mem(ctx, &mdst, &md) ||
+	    (b && cpu_mem(ctx, &mb, &md)) || cpu_set(ma, a) || cpu_set(mdst, dst) ||
+	    (b && cpu_set(mb, b))) {
+		rc = -1;
+		goto out;
+	}
+	if (kind == FLAT_COPY) {
+		dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, ma}, {DNNL_ARG_TO, mdst}};
+		rc = cpu_exec(ctx, prim, 2, args);
+	} else if (kind == FLAT_RELU_BWD) {
+		dnnl_exec_arg_t args[] = {{DNNL_ARG_DIFF_DST, ma}, {DNNL_ARG_DST, mb},
+					  {DNNL_ARG_DIFF_SRC, mdst}};
+		rc = cpu_exec(ctx, prim, 3, args);
+	} else {
+		dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC_0, ma}, {DNNL_ARG_SRC_1, mb}, {DNNL_ARG_DST, mdst}};
+		rc = cpu_exec(ctx, prim, 3, args);
+	}
+out:
+	cpu_mem_free(&ma);
+	cpu_mem_free(&mb);
+	cpu_mem_free(&mdst);
+	cpu_prim_free(&prim);
+	return rc;
+}
+
+int cpu_flat_add(struct ops_ctx *ctx, size_t count, float *dst, const float *a, const float *b,
+		 int relu)
+{
+	return flat_op(ctx, relu ? FLAT_ADD_RELU : FLAT_ADD, count, dst, a, b);
+}
+
+int cpu_flat_copy(struct ops_ctx *ctx, size_t count, float *dst, const float *src)
+{
+	return flat_op(ctx, FLAT_COPY, count, dst, src, NULL);
+}
+
+int cpu_relu_backward_dst(struct ops_ctx *ctx, size_t count, float *dx, const float *dy,
+			  const float *y)
+{
+	return flat_op(ctx, FLAT_RELU_BWD, count, dx, dy, y);
+}

@@ -1,7 +1,9 @@
-/* cpu_plain.c: the ops written in plain C: dropout, add, concat, flatten,
- * global average pooling, the loss (softmax cross-entropy with label
- * smoothing), SGD with momentum, gradient accumulation. */
+/* cpu_plain.c: the ops without a oneDNN layer primitive (add and gradient
+ * accumulation still run their loops on oneDNN): dropout, add, concat,
+ * flatten, the loss (softmax cross-entropy with label smoothing), SGD with
+ * momentum. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu.h"
@@ -26,16 +28,15 @@ static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	}
 	float scale = 1.0f / (1.0f - rate);
 	uint64_t base = mix64(ctx->seed ^ mix64(ctx->step * 1000003u + (uint64_t)l->index));
-	uint32_t threshold = (uint32_t)((double)rate * 4294967296.0);
-	for (size_t i = 0; i < count; i += 2) {
+	/* four 16-bit uniforms per hash: the rate is honoured to 1/65536 */
+	uint32_t threshold = (uint32_t)((double)rate * 65536.0);
+	for (size_t i = 0; i < count; i += 4) {
 		uint64_t r = mix64(base + i);
-		for (size_t k = 0; k < 2 && i + k < count; k++) {
-			uint32_t u = (uint32_t)(r >> (32 * k));
-			uint8_t keep = u >= threshold;
-			l->mask[i + k] = keep;
-			y[i + k] = keep ? x[0][i + k] * scale : 0.0f;
-		}
+		for (size_t k = 0; k < 4 && i + k < count; k++)
+			l->mask[i + k] = ((r >> (16 * k)) & 0xffff) >= threshold;
 	}
+	for (size_t i = 0; i < count; i++)
+		y[i] = x[0][i] * ((float)l->mask[i] * scale);
 	return 0;
 }
 
@@ -54,33 +55,43 @@ static int dropout_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	}
 	float scale = 1.0f / (1.0f - rate);
 	for (size_t i = 0; i < count; i++)
-		dx[0][i] = l->mask[i] ? dy[i] * scale : 0.0f;
+		dx[0][i] = dy[i] * ((float)l->mask[i] * scale);
 	return 0;
 }
 
 static int add_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 		       float *y, int train)
 {
-	(void)ctx, (void)train;
+	(void)train;
 	size_t count = (size_t)n * ops_shape_size(&l->out);
-	memcpy(y, x[0], count * sizeof(float));
-	for (int k = 1; k < l->n_in; k++) {
-		const float *xk = x[k];
-		for (size_t i = 0; i < count; i++)
-			y[i] += xk[i];
-	}
+	for (int k = 1; k < l->n_in; k++)
+		if (cpu_flat_add(ctx, count, y, k == 1 ? x[0] : y, x[k],
+				 l->cfg.fuse_relu && k == l->n_in - 1))
+			return -1;
 	return 0;
 }
 
 static int add_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 			const float *y, const float *dy, float *const *dx)
 {
-	(void)ctx, (void)x, (void)y;
+	(void)x;
 	size_t count = (size_t)n * ops_shape_size(&l->out);
-	for (int k = 0; k < l->n_in; k++)
-		if (dx[k])
-			memcpy(dx[k], dy, count * sizeof(float));
-	return 0;
+	const float *g = dy;
+	float *tmp = NULL;
+	if (l->cfg.fuse_relu) { /* y = relu(sum): d(sum) = dy where y > 0 */
+		float *d = dx[0] ? dx[0] : (tmp = xmalloc(count * sizeof(float)));
+		if (cpu_relu_backward_dst(ctx, count, d, dy, y)) {
+			free(tmp);
+			return -1;
+		}
+		g = d;
+	}
+	int rc = 0;
+	for (int k = 0; k < l->n_in && !rc; k++)
+		if (dx[k] && dx[k] != g)
+			rc = cpu_flat_copy(ctx, count, dx[k], g);
+	free(tmp);
+	return rc;
 }
 
 /* Concat along channels: each pixel's output row is the inputs' rows in turn. */
@@ -136,42 +147,6 @@ static int flatten_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	return 0;
 }
 
-static int gap_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
-		       float *y, int train)
-{
-	(void)ctx, (void)train;
-	int c = l->in[0].c;
-	size_t hw = (size_t)l->in[0].h * l->in[0].w;
-	float inv = 1.0f / (float)hw;
-	for (int i = 0; i < n; i++) {
-		const float *xi = x[0] + (size_t)i * hw * c;
-		float *yi = y + (size_t)i * c;
-		memset(yi, 0, c * sizeof(float));
-		for (size_t p = 0; p < hw; p++)
-			for (int ch = 0; ch < c; ch++)
-				yi[ch] += xi[p * c + ch];
-		for (int ch = 0; ch < c; ch++)
-			yi[ch] *= inv;
-	}
-	return 0;
-}
-
-static int gap_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
-			const float *y, const float *dy, float *const *dx)
-{
-	(void)ctx, (void)x, (void)y;
-	if (!dx[0])
-		return 0;
-	int c = l->in[0].c;
-	size_t hw = (size_t)l->in[0].h * l->in[0].w;
-	float inv = 1.0f / (float)hw;
-	for (int i = 0; i < n; i++)
-		for (size_t p = 0; p < hw; p++)
-			for (int ch = 0; ch < c; ch++)
-				dx[0][((size_t)i * hw + p) * c + ch] = dy[(size_t)i * c + ch] * inv;
-	return 0;
-}
-
 int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
 	     float smoothing, float *dlogits, double *loss_sum, long *correct)
 {
@@ -216,10 +191,7 @@ int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *
 
 int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 {
-	(void)ctx;
-	for (size_t i = 0; i < count; i++)
-		y[i] += x[i];
-	return 0;
+	return cpu_flat_add(ctx, count, y, y, x, 0);
 }
 
 const struct ops_layer_ops cpu_dropout_ops = {
@@ -233,7 +205,4 @@ const struct ops_layer_ops cpu_concat_ops = {
 };
 const struct ops_layer_ops cpu_flatten_ops = {
 	.name = "flatten", .forward = flatten_forward, .backward = flatten_backward,
-};
-const struct ops_layer_ops cpu_gap_ops = {
-	.name = "global_avg_pool", .forward = gap_forward, .backward = gap_backward,
 };

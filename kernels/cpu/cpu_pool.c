@@ -1,5 +1,5 @@
-/* cpu_pool.c: max and average pooling (average excludes padding) and ReLU
- * on oneDNN. */
+/* cpu_pool.c: max, average (excluding padding) and global average pooling
+ * and ReLU on oneDNN. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +44,10 @@ static int pool_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct po
 		dnnl_alg_kind_t alg = c->type == OPS_MAXPOOL ? dnnl_pooling_max
 							     : dnnl_pooling_avg_exclude_padding;
 		dnnl_dims_t strides = {c->stride, c->stride}, kernel = {c->kernel, c->kernel};
+		if (c->type == OPS_GLOBAL_AVG_POOL) { /* one window over the whole image */
+			kernel[0] = l->in[0].h, kernel[1] = l->in[0].w;
+			strides[0] = strides[1] = 1;
+		}
 		dnnl_dims_t pl = {c->pad_t, c->pad_l}, pr = {c->pad_b, c->pad_r};
 		dnnl_pooling_desc_t fd, bd;
 		DNNL_CHECK(dnnl_pooling_forward_desc_init(&fd, dnnl_forward_training, alg, &src, &dst,
@@ -142,6 +146,13 @@ const struct ops_layer_ops cpu_maxpool_ops = {
 
 const struct ops_layer_ops cpu_avgpool_ops = {
 	.name = "avgpool",
+	.forward = pool_forward,
+	.backward = pool_backward,
+	.release = pool_release,
+};
+
+const struct ops_layer_ops cpu_gap_ops = {
+	.name = "global_avg_pool",
 	.forward = pool_forward,
 	.backward = pool_backward,
 	.release = pool_release,

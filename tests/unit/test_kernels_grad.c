@@ -287,6 +287,24 @@ Test(kernels, add_backward)
 	run_case(&c, 1e-2f);
 }
 
+Test(kernels, add_fused_relu_backward)
+{
+	struct fd_case c = {
+		.cfg = {.type = OPS_ADD, .fuse_relu = 1}, .n = 2, .n_in = 2,
+		.in = {{2, 2, 3}, {2, 2, 3}}, .out = {2, 2, 3},
+	};
+	run_case(&c, 1e-3f);
+}
+
+Test(kernels, batchnorm_fused_relu_backward)
+{
+	struct fd_case c = {
+		.cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f, .fuse_relu = 1},
+		.n = 3, .n_in = 1, .in = {{3, 3, 4}}, .out = {3, 3, 4},
+	};
+	run_case(&c, 1e-3f);
+}
+
 Test(kernels, concat_backward)
 {
 	struct fd_case c = {

@@ -20,7 +20,8 @@ static const char *net =
 	"{\"id\":\"mp\",\"type\":\"maxpool\",\"inputs\":[\"r1\"],\"kernel\":2},"
 	"{\"id\":\"c2\",\"type\":\"conv2d\",\"inputs\":[\"mp\"],\"filters\":4,\"kernel\":1,\"bias\":false},"
 	"{\"id\":\"ad\",\"type\":\"add\",\"inputs\":[\"c2\",\"mp\"]},"
-	"{\"id\":\"cc\",\"type\":\"concat\",\"inputs\":[\"ad\",\"mp\"]},"
+	"{\"id\":\"ar\",\"type\":\"relu\",\"inputs\":[\"ad\"]},"
+	"{\"id\":\"cc\",\"type\":\"concat\",\"inputs\":[\"ar\",\"mp\"]},"
 	"{\"id\":\"ap\",\"type\":\"avgpool\",\"inputs\":[\"cc\"],\"kernel\":2,\"stride\":1,\"padding\":\"same\"},"
 	"{\"id\":\"dr\",\"type\":\"dropout\",\"inputs\":[\"ap\"],\"rate\":0.3},"
 	"{\"id\":\"fl\",\"type\":\"flatten\",\"inputs\":[\"dr\"]},"
@@ -236,8 +237,10 @@ Test(kernels, every_layer_type_net_matches_reference)
 	pool(1, r1, 6, 6, 4, 2, 2, 0, 0, 3, 3, mp, NULL, NULL);
 	o = &L("c2")->op;
 	conv_f(mp, 3, 3, 4, o->w, NULL, 4, 1, 0, 0, 3, 3, c2);
-	for (int i = 0; i < N * 9 * 4; i++)
+	for (int i = 0; i < N * 9 * 4; i++) {
 		ad[i] = c2[i] + mp[i];
+		ad[i] = ad[i] > 0 ? ad[i] : 0;   /* ar = relu(ad), fused into the add */
+	}
 	cat_f(ad, 4, mp, 4, N * 9, cc);
 	pool(0, cc, 3, 3, 8, 2, 1, 0, 0, 3, 3, ap, NULL, NULL);
 	const uint8_t *mask = L("dr")->op.mask;
@@ -260,7 +263,10 @@ Test(kernels, every_layer_type_net_matches_reference)
 				s += (double)c3[n * 80 + i] * o->w[u * 80 + i];
 			out[n * K + u] = (float)s;
 		}
-	close_enough("bn1", L("bn1")->act, bn1, N * 36 * 4);
+	/* bn1 -> r1 runs as one fused batchnorm+relu op */
+	cr_assert(L("bn1")->op.cfg.fuse_relu && L("r1")->fused);
+	cr_assert(L("ad")->op.cfg.fuse_relu && L("ar")->fused);
+	close_enough("r1", L("r1")->act, r1, N * 36 * 4);
 	close_enough("cc", L("cc")->act, cc, N * 72);
 	close_enough("logits", model_logits(&m), out, N * K);
 
@@ -296,6 +302,8 @@ Test(kernels, every_layer_type_net_matches_reference)
 			for (int ch = 0; ch < 8; ch++)
 				dcc[(n * 9 + p) * 8 + ch] += dgp[n * 8 + ch] / 9;
 	cat_b(dcc, 4, 4, N * 9, dad, dtmp);  /* dtmp: mp's share through cc */
+	for (int i = 0; i < N * 36; i++)     /* through ar = relu(ad): ad holds ar */
+		dad[i] = ad[i] > 0 ? dad[i] : 0;
 	for (int i = 0; i < N * 36; i++)
 		dmp[i] = dtmp[i] + dad[i];        /* through cc and through add */
 	o = &L("c2")->op;

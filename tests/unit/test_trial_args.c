@@ -68,7 +68,7 @@ Test(args, both_value_forms_aliases_and_unknowns)
 	cr_assert_eq(PARSE(&a, "--epochs=many"), -1);
 	cr_assert_not_null(strstr(util_last_error(), "--epochs"));
 	args_release(&a);
-	cr_assert_eq(PARSE(&a, "--precision=bf16"), -1);
+	cr_assert_eq(PARSE(&a, "--precision=fp8"), -1);
 	args_release(&a);
 }
 

@@ -16,6 +16,7 @@ struct loader_batch {
 	float *x;       /* (n, h, w, c) */
 	int *y;         /* (n) */
 	int error;      /* set when a sample could not be produced */
+	char why[256];  /* its message (it names the file) */
 };
 
 struct loader {

@@ -1,0 +1,74 @@
+/* bench_train: training images/s of an aah-arch/1 network on the CPU op
+ * table: forward, loss, backward and SGD update on a fixed random batch
+ * (the same measurement bench_train_torch.py makes for PyTorch).
+ * usage: bench_train ARCH [batch] [threads] [steps] [warmup] */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "trialimg/model.h"
+#include "util.h"
+
+int main(int argc, char **argv)
+{
+	struct model m;
+	struct ops_ctx ctx;
+	if (argc < 2)
+		die("usage: bench_train ARCH [batch] [threads] [steps] [warmup]");
+	int batch = argc > 2 ? atoi(argv[2]) : 128, threads = argc > 3 ? atoi(argv[3]) : 2;
+	int steps = argc > 4 ? atoi(argv[4]) : 30, warmup = argc > 5 ? atoi(argv[5]) : 5;
+	if (model_load(&m, argv[1]) || model_alloc(&m, batch, 1) ||
+	    ops_ctx_init(&ctx, "cpu", threads, 1))
+		die("cannot set up '%s'", argv[1]);
+	if (getenv("AAH_PRECISION") && ctx.be->set_precision(&ctx, getenv("AAH_PRECISION")))
+		die("precision %s is not available here", getenv("AAH_PRECISION"));
+	size_t per = ops_shape_size(&m.input);
+	float *x = xmalloc(sizeof(float) * per * batch), *dz = xmalloc(sizeof(float) * batch * m.num_classes);
+	int *y = xmalloc(sizeof(int) * batch);
+	uint64_t s = 7;
+	for (size_t i = 0; i < per * batch; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+	}
+	for (int i = 0; i < batch; i++)
+		y[i] = i % m.num_classes;
+	double t0 = 0, t_update = 0;
+	if (getenv("AAH_PROFILE"))
+		m.prof = xcalloc(2 * (size_t)m.n_layers, sizeof(double));
+	for (int i = 0; i < warmup + steps; i++) {
+		if (i == warmup) {
+			t0 = util_monotonic();
+			if (m.prof)
+				for (int k = 0; k < 2 * m.n_layers; k++)
+					m.prof[k] = 0;
+		}
+		double loss = 0;
+		long correct = 0;
+		ctx.step = (uint64_t)i;
+		if (model_forward(&m, &ctx, x, batch, 1) ||
+		    ctx.be->loss(&ctx, batch, m.num_classes, model_logits(&m), y, 0.1f, dz, &loss, &correct) ||
+		    model_backward(&m, &ctx, x, batch, dz))
+			die("training step failed");
+		double tu = util_monotonic();
+		if (model_update(&m, &ctx, 0.01f, 0.9f, 1e-4f))
+			die("training step failed");
+		if (i >= warmup)
+			t_update += util_monotonic() - tu;
+	}
+	double dt = util_monotonic() - t0;
+	printf("%.1f\n", (double)batch * steps / dt);
+	if (m.prof) {  /* per-layer milliseconds per step, to stderr */
+		for (int k = 0; k < m.n_layers; k++)
+			fprintf(stderr, "%-12s %-16s fwd %7.2f ms  bwd %7.2f ms\n", m.layers[k].id,
+				ops_type_name(m.layers[k].op.cfg.type), 1e3 * m.prof[2 * k] / steps,
+				1e3 * m.prof[2 * k + 1] / steps);
+		fprintf(stderr, "%-29s %7.2f ms\n", "sgd update", 1e3 * t_update / steps);
+		free(m.prof);
+		m.prof = NULL;
+	}
+	model_release(&m, &ctx);
+	ops_ctx_release(&ctx);
+	free(x);
+	free(dz);
+	free(y);
+	return 0;
+}

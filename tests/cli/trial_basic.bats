@@ -1,0 +1,137 @@
+#!/usr/bin/env bats
+# aah-trial as the launcher runs it: arguments, files, errors, signals, resume.
+
+setup() {
+	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-trial-bats.XXXXXX")
+	ARCH=$AAH_ROOT/tests/fixtures/arch
+	PY=/usr/bin/python3
+}
+
+teardown() {
+	rm -rf "$T"
+}
+
+# json FILE EXPR: print a Python expression over the parsed document `d`
+json() {
+	$PY -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
+}
+
+@test "--help prints the argument table" {
+	run aah-trial --help
+	[ "$status" -eq 0 ]
+	[[ $output == *"--batch_size"* ]]
+	[[ $output == *"VC_TASK_INDEX"* ]]
+	[[ $output == *"SLURM_PROCID"* ]]
+}
+
+@test "a short run writes metrics.jsonl and result.json in the documented formats" {
+	run aah-trial --trial_dir "$T" --arch "$ARCH/cnn2.json" --warmup_1 2 --threads 2 \
+		--train_samples 2560 --val_samples 1000 --launcher_extra=1 --other x
+	[ "$status" -eq 0 ]
+	[ "$(grep -c "ignoring unknown argument '--launcher_extra'" <<<"$output")" -eq 1 ]
+	[[ $output == *"epoch 2/2"* ]]
+	[ "$(wc -l <"$T/metrics.jsonl")" -eq 2 ]
+	$PY - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+lines = [json.loads(l) for l in open(t + "/metrics.jsonl")]
+need = ["format", "epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr",
+        "images_per_sec", "epoch_seconds", "train_flops", "eval_flops", "timestamp", "rank"]
+for i, l in enumerate(lines):
+    assert l["format"] == "aah-metrics/1" and l["epoch"] == i + 1, l
+    assert all(k in l for k in need), l
+assert lines[1]["train_flops"] > lines[0]["train_flops"] > 0
+r = json.load(open(t + "/result.json"))
+assert r["format"] == "aah-result/1" and r["status"] == "succeeded", r
+assert r["stop_reason"] == "budget" and r["epochs_run"] == 2, r
+assert r["best_val_acc"] == max(l["val_acc"] for l in lines), r
+assert abs(r["total_flops"] - r["train_flops"] - r["eval_flops"]) < 1, r
+assert r["devices"] == ["cpu:2"] and r["world_size"] == 1 and r["precision"] == "fp32", r
+# cnn2 by hand (AIPerf rules): fwd 8078465 + bwd 15127964 per image, 2560 images
+assert abs(lines[0]["train_flops"] / 2560 - 23206429) < 1, lines[0]["train_flops"] / 2560
+PY
+}
+
+@test "a malformed arch fails with the layer named in result.json" {
+	cat >"$T/arch.json" <<'J'
+{"format":"aah-arch/1","input":{"height":28,"width":28,"channels":1},"num_classes":10,
+ "output":"d","layers":[{"id":"f","type":"flatten","inputs":["input"]},
+ {"id":"d","type":"dense","inputs":["nowhere"],"units":10}]}
+J
+	run aah-trial --trial_dir "$T"
+	[ "$status" -ne 0 ]
+	[[ $output == *"layer 'd'"* ]]
+	[ "$(json "$T/result.json" 'd["status"]')" = failed ]
+	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == "error: "*"layer 'd'"* ]]
+}
+
+@test "missing data names the directory" {
+	run aah-trial --trial_dir "$T" --train_data_dir /nonexistent/fmnist
+	[ "$status" -ne 0 ]
+	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == *"/nonexistent/fmnist"* ]]
+}
+
+@test "SIGTERM writes a canceled result and exits non-zero promptly" {
+	aah-trial --trial_dir "$T" --arch "$ARCH/cnn2.json" --warmup_1 50 --threads 1 >"$T/log" 2>&1 &
+	pid=$!
+	sleep 2
+	kill -TERM $pid
+	start=$SECONDS
+	rc=0
+	wait $pid || rc=$?
+	[ "$rc" -ne 0 ]
+	[ $((SECONDS - start)) -le 5 ]
+	[ "$(json "$T/result.json" 'd["stop_reason"]')" = canceled ]
+	[ "$(json "$T/result.json" 'd["status"]')" = failed ]
+}
+
+@test "--resume continues from the checkpoint and reproduces the loss curve" {
+	common=(--arch "$ARCH/cnn2.json" --warmup_1 3 --threads 2 --train_samples 1536
+		--val_samples 500 --seed 5)
+	run aah-trial --trial_dir "$T/full" "${common[@]}"
+	[ "$status" -eq 0 ]
+	run aah-trial --trial_dir "$T/cut" "${common[@]}" --max_epochs 1
+	[ "$status" -eq 0 ]
+	[ "$(wc -l <"$T/cut/metrics.jsonl")" -eq 1 ]
+	[ -f "$T/cut/checkpoint/state.bin" ]
+	run aah-trial --trial_dir "$T/cut" "${common[@]}" --resume
+	[ "$status" -eq 0 ]
+	[[ $output == *"resumed"* ]]
+	$PY - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+full = [json.loads(l) for l in open(t + "/full/metrics.jsonl")]
+cut = [json.loads(l) for l in open(t + "/cut/metrics.jsonl")]
+assert [l["epoch"] for l in cut] == [1, 2, 3], cut
+for a, b in zip(full, cut):
+    for k in ("train_loss", "val_loss", "val_acc", "lr", "train_flops"):
+        assert abs(a[k] - b[k]) <= 1e-4 * max(1, abs(a[k])), (k, a[k], b[k])
+r = json.load(open(t + "/cut/result.json"))
+assert r["epochs_run"] == 3 and r["status"] == "succeeded", r
+PY
+}
+
+@test "a bad argument value exits non-zero with a failed result.json" {
+	run aah-trial --trial_dir "$T" --epochs=many
+	[ "$status" -ne 0 ]
+	[ "$(json "$T/result.json" 'd["status"]')" = failed ]
+	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == *"--epochs"* ]]
+}
+
+@test "no better validation accuracy for --patience epochs stops early" {
+	# a learning rate of 0 never improves on epoch 1
+	run aah-trial --trial_dir "$T" --arch "$ARCH/cnn_nobn.json" --warmup_1 6 --patience 2 \
+		--initial_lr 0 --final_lr 0 --threads 2 --train_samples 640 --val_samples 300
+	[ "$status" -eq 0 ]
+	[[ $output == *"early stop"* ]]
+	[ "$(json "$T/result.json" 'd["status"]')" = early_stopped ]
+	[ "$(json "$T/result.json" 'd["stop_reason"]')" = early_stop ]
+	[ "$(json "$T/result.json" 'd["epochs_run"]')" = 3 ]
+	[ "$(json "$T/result.json" 'd["best_epoch"]')" = 1 ]
+}
+
+@test "a precision the backend lacks fails the trial with a clear reason" {
+	run aah-trial --trial_dir "$T" --precision bf16 --train_samples 256 --val_samples 100
+	[ "$status" -ne 0 ]
+	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == *"precision 'bf16' is not available"* ]]
+}

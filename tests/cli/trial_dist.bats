@@ -1,0 +1,67 @@
+#!/usr/bin/env bats
+# aah-trial data parallel on CPU: ranks meet through --init_method and
+# average gradients over a TCP ring.
+
+setup() {
+	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-trial-dist.XXXXXX")
+	ARCH=$AAH_ROOT/tests/fixtures/arch/cnn_nobn.json
+	PY=/usr/bin/python3
+	PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+}
+
+teardown() {
+	rm -rf "$T"
+}
+
+@test "2 local ranks match 1 rank with the doubled batch" {
+	common=(--arch "$ARCH" --warmup_1 2 --threads 1 --train_samples 3200 --val_samples 1000
+		--seed 3 --initial_lr 0.05)
+	aah-trial --trial_dir "$T/one" "${common[@]}" --batch_size 64 >"$T/one.log" 2>&1
+	aah-trial --trial_dir "$T/two" "${common[@]}" --batch_size 32 --rank 1 --world_size 2 \
+		--init_method "tcp://127.0.0.1:$PORT" >"$T/r1.log" 2>&1 &
+	r1=$!
+	RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
+		aah-trial --trial_dir "$T/two" "${common[@]}" --batch_size 32 >"$T/r0.log" 2>&1
+	wait $r1
+	$PY - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+one = [json.loads(l) for l in open(t + "/one/metrics.jsonl")]
+two = [json.loads(l) for l in open(t + "/two/metrics.jsonl")]
+assert len(one) == len(two) == 2, (one, two)
+for a, b in zip(one, two):
+    assert abs(a["train_loss"] - b["train_loss"]) < 2e-3, (a["train_loss"], b["train_loss"])
+    assert abs(a["val_loss"] - b["val_loss"]) < 2e-3, (a["val_loss"], b["val_loss"])
+    assert abs(a["val_acc"] - b["val_acc"]) <= 0.005, (a["val_acc"], b["val_acc"])
+    assert abs(a["train_flops"] - b["train_flops"]) < 1, (a["train_flops"], b["train_flops"])
+r = json.load(open(t + "/two/result.json"))
+assert r["world_size"] == 2 and r["status"] == "succeeded", r
+PY
+}
+
+@test "a rank whose peers never arrive fails within the timeout" {
+	start=$SECONDS
+	run aah-trial --trial_dir "$T" --arch "$ARCH" --rank 0 --world_size 2 \
+		--init_method "tcp://127.0.0.1:$PORT" --dist_timeout 2 --train_samples 640
+	[ "$status" -ne 0 ]
+	[ $((SECONDS - start)) -lt 30 ]
+	[[ $output == *"1 of 2 ranks"* ]]
+	grep -q '"stop_reason".*rendezvous' "$T/result.json"
+}
+
+@test "a rank that dies mid-run makes the other exit non-zero" {
+	common=(--arch "$ARCH" --warmup_1 30 --threads 1 --batch_size 32 --world_size 2
+		--init_method "tcp://127.0.0.1:$PORT" --dist_timeout 20)
+	aah-trial --trial_dir "$T" "${common[@]}" --rank 1 >"$T/r1.log" 2>&1 &
+	r1=$!
+	aah-trial --trial_dir "$T" "${common[@]}" --rank 0 >"$T/r0.log" 2>&1 &
+	r0=$!
+	sleep 4
+	kill -KILL $r1
+	start=$SECONDS
+	rc=0
+	wait $r0 || rc=$?
+	[ "$rc" -ne 0 ]
+	[ $((SECONDS - start)) -lt 30 ]
+	grep -q "closed the connection\|failed" "$T/r0.log"
+}

@@ -1,0 +1,127 @@
+/* Unit tests for trialimg/dist: ring allreduce among local ranks (threads),
+ * and bounded errors for a peer that never comes or leaves mid-run. */
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "trialimg/dist.h"
+#include "util.h"
+
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+struct rank_job {
+	int rank, world, port, n, rc, leave_early;
+	float *buf;
+	double seconds;
+};
+
+static void *rank_main(void *arg)
+{
+	struct rank_job *j = arg;
+	struct dist *d;
+	double t0 = util_monotonic();
+	j->rc = dist_init(&d, "127.0.0.1", j->port, j->rank, j->world, 5.0);
+	if (!j->rc && j->leave_early) {
+		dist_free(d); /* gone before the collective */
+		return NULL;
+	}
+	if (!j->rc) {
+		j->rc = dist_allreduce_mean(d, j->buf, (size_t)j->n);
+		double v = j->rank == 0 ? 42.5 : 0;
+		if (!j->rc)
+			j->rc = dist_broadcast(d, &v, sizeof(v));
+		if (!j->rc && v != 42.5)
+			j->rc = -2;
+		dist_free(d);
+	}
+	j->seconds = util_monotonic() - t0;
+	return NULL;
+}
+
+static void run_ranks(int world, int n)
+{
+	pthread_t th[4];
+	struct rank_job job[4];
+	int port = free_port();
+	for (int r = 0; r < world; r++) {
+		job[r] = (struct rank_job){.rank = r, .world = world, .port = port, .n = n};
+		job[r].buf = xmalloc(sizeof(float) * (n ? n : 1));
+		for (int i = 0; i < n; i++)
+			job[r].buf[i] = (float)(r + 1) * (float)(i % 7) + (float)r;
+		pthread_create(&th[r], NULL, rank_main, &job[r]);
+	}
+	for (int r = 0; r < world; r++)
+		pthread_join(th[r], NULL);
+	for (int r = 0; r < world; r++) {
+		cr_assert_eq(job[r].rc, 0, "rank %d failed: %s", r, util_last_error());
+		for (int i = 0; i < n; i++) {
+			double want = 0;
+			for (int q = 0; q < world; q++)
+				want += (double)(q + 1) * (i % 7) + q;
+			want /= world;
+			cr_assert_float_eq(job[r].buf[i], want, 1e-4, "rank %d [%d]: %g vs %g", r, i,
+					   (double)job[r].buf[i], want);
+		}
+		free(job[r].buf);
+	}
+}
+
+Test(dist, ring_allreduce_three_ranks)
+{
+	util_set_quiet(1);
+	run_ranks(3, 1000);
+	run_ranks(3, 2);   /* fewer values than ranks: empty chunks */
+	run_ranks(2, 100001);
+	run_ranks(4, 37);
+}
+
+Test(dist, peer_that_never_arrives_is_an_error_in_bounded_time)
+{
+	util_set_quiet(1);
+	struct dist *d;
+	double t0 = util_monotonic();
+	cr_assert_eq(dist_init(&d, "127.0.0.1", free_port(), 0, 2, 1.0), -1);
+	cr_assert_lt(util_monotonic() - t0, 5.0);
+	cr_assert_not_null(strstr(util_last_error(), "1 of 2 ranks"), "%s", util_last_error());
+	/* a rank whose rank 0 never listens */
+	t0 = util_monotonic();
+	cr_assert_eq(dist_init(&d, "127.0.0.1", free_port(), 1, 2, 1.0), -1);
+	cr_assert_lt(util_monotonic() - t0, 5.0);
+	cr_assert_not_null(strstr(util_last_error(), "rank 0"), "%s", util_last_error());
+}
+
+Test(dist, peer_that_leaves_is_an_error_at_once)
+{
+	util_set_quiet(1);
+	pthread_t th[2];
+	struct rank_job job[2];
+	int port = free_port();
+	for (int r = 0; r < 2; r++) {
+		job[r] = (struct rank_job){.rank = r, .world = 2, .port = port, .n = 1 << 20,
+					   .leave_early = r == 1};
+		job[r].buf = xcalloc(1 << 20, sizeof(float));
+		pthread_create(&th[r], NULL, rank_main, &job[r]);
+	}
+	for (int r = 0; r < 2; r++)
+		pthread_join(th[r], NULL);
+	cr_assert_eq(job[1].rc, 0);
+	cr_assert_neq(job[0].rc, 0, "rank 0 must notice that rank 1 left");
+	cr_assert_lt(job[0].seconds, 10.0);
+	cr_assert(strstr(util_last_error(), "closed") || strstr(util_last_error(), "failed"), "%s",
+		  util_last_error());
+	free(job[0].buf);
+	free(job[1].buf);
+}
