@@ -49,6 +49,7 @@ static const struct spec table[] = {
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h"},
 	{"--patience", NULL, NULL, K_INT, F(patience), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
 	{"--resume", NULL, NULL, K_BOOL, F(resume), "0", "continue from <trial_dir>/checkpoint when one exists"},
+	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},
 	{"--trial_seq", NULL, "AAH_TRIAL_SEQ", K_INT, F(trial_seq), "0", "1-based trial sequence number (default: params.json trial_seq, else AAH_TRIAL_ID, else 1)"},
 	{"--max_epochs", NULL, NULL, K_INT, F(max_epochs), "0", "stop after this many epochs in total; the LR schedule still spans the budget (0: none)"},
 	{"--train_samples", NULL, NULL, K_INT, F(train_samples), "0", "use only the first N training samples (0: all)"},

@@ -18,6 +18,7 @@ struct args {
 	int threads, patience, resume, trial_seq, max_epochs, train_samples, val_samples;
 	long seed;
 	double weight_decay, momentum;
+	double monitor_interval; /* seconds between resource samples (0: off) */
 	/* hyperparameters from the tuner (--name=value and params.json) */
 	double dropout_rate, learning_rate;
 	int kernel_size;

@@ -12,6 +12,7 @@
 #include "trialimg/dist.h"
 #include "trialimg/model.h"
 #include "trialimg/train.h"
+#include "trialimg/monitor.h" /* monitor_start, monitor_stop */
 #include "util.h"
 
 struct trial {
@@ -402,8 +403,17 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 	if (!rc && !a->resume && t.rank == 0 && fileio_exists(t.metrics_path) &&
 	    remove(t.metrics_path))
 		rc = error_errno("cannot remove the old '%s'", t.metrics_path);
+	struct monitor *mon = NULL;
+	if (!rc && t.rank == 0 && a->monitor_interval > 0) {
+		char *dev = xstrfmt("%s/device_info", a->trial_dir);
+		mon = monitor_start(dev, a->monitor_interval);
+		if (!mon)
+			warning("no resource samples for this trial");
+		free(dev);
+	}
 	if (!rc)
 		rc = run(&t, stop, &status, &reason);
+	monitor_stop(mon);
 	if (rc > 0 || *stop) {
 		write_result(&t, "failed", "canceled");
 		fprintf(stderr, "aah-trial: canceled\n");
