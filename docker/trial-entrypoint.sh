@@ -14,9 +14,11 @@ set -eu
 contract() {
 	env | grep -E '^(AAH_|MA_|VC_|VK_|MASTER_|RANK_|DEVICE_ID=|CUDA_VISIBLE_DEVICES=|NCCL_COMM_ID=|TF_CONFIG=|JOB_COMPLETION_INDEX=)' |
 		sort | sed 's/^/aah-entrypoint: /' || true
-	printf 'aah-entrypoint: argv:'
-	printf ' %s' "$@"
-	printf '\n'
+	# One printf for the whole line: device-mode processes share stdout and
+	# must not interleave inside a line.
+	line='aah-entrypoint: argv:'
+	for a do line="$line $a"; done
+	printf '%s\n' "$line"
 }
 
 if [ $# -eq 0 ]; then

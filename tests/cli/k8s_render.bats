@@ -215,3 +215,13 @@ k8s_config() {
 	run aah-runner render -c "$K8S/configs/pvc.yml" -o xml
 	[ "$status" -eq 2 ]
 }
+
+@test "the shipped ImageNet Kubernetes config renders documents that pass every check" {
+	run aah-runner render -c "$AAH_ROOT/examples/imagenet-kubernetes.yml" --trial 3 -o yaml
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" > rendered.yaml
+	grep -q 'nvidia.com/gpu' rendered.yaml
+	run /usr/bin/python3 "$CHECK" rendered.yaml
+	echo "$output"
+	[ "$status" -eq 0 ]
+}

@@ -60,3 +60,10 @@ teardown() { teardown_workdir; }
 	[[ $output == *"remaining budget:"* ]]
 	aah-runner stop "$id"
 }
+
+@test "every shipped config passes check" {
+	run aah-runner check "$AAH_ROOT"/examples/*.yml "$AAH_ROOT"/k8s/config.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c ': ok (' <<< "$output")" -eq 4 ]
+}

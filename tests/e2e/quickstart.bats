@@ -23,10 +23,11 @@ teardown() {
 	    -e "s|^searchSpacePath: |searchSpacePath: $AAH_ROOT/examples/|" \
 	    -e "s|^  initialArch: |  initialArch: $AAH_ROOT/examples/|" \
 	    -e 's|--threads 1$|--threads 1 --train_samples 6000 --val_samples 2000|' \
-	    -e 's|--warmup_1 3 --warmup_2 4 --warmup_3 5 --epochs 6|--warmup_1 2 --warmup_2 2 --warmup_3 3 --epochs 3|' \
+	    -e 's|--warmup_1 [0-9]* --warmup_2 [0-9]* --warmup_3 [0-9]* --epochs [0-9]*|--warmup_1 2 --warmup_2 2 --warmup_3 3 --epochs 3|' \
 	    -e 's|^  minDuration: .*|  minDuration: 1m|' \
 	    "$AAH_ROOT/examples/quickstart.yml" > "$WORK/quickstart.yml"
 	grep -q -- '--train_samples 6000' "$WORK/quickstart.yml"
+	grep -q -- '--warmup_1 2 --warmup_2 2 --warmup_3 3 --epochs 3' "$WORK/quickstart.yml"
 	run aah-runner create -c "$WORK/quickstart.yml" --seed 11
 	echo "$output"
 	[ "$status" -eq 0 ]
