@@ -194,7 +194,8 @@ int cmd_list(int argc, const char **argv)
 	}
 	if (d)
 		closedir(d);
-	qsort(names, count, sizeof(*names), cmp_str);
+	if (count)
+		qsort(names, count, sizeof(*names), cmp_str);
 	printf("%-9s %-8s %-8s %-6s %-9s %-20s %s\n", "ID", "STATE", "TRIALS", "FAILED", "BEST_ACC",
 	       "CREATED", "NAME");
 	for (size_t i = 0; i < count; i++) {
