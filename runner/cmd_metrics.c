@@ -20,8 +20,8 @@ int cmd_metrics(int argc, const char **argv)
 	const struct option_spec opts[] = {
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
 		{ "output", 'o', OPT_STRING, &out, "FILE", "write atomically to FILE (name it *.prom in the textfile collector's directory)" },
-		{ "sample-first", 0, OPT_DOUBLE, &opt.sample_first_h, "HOURS", "first sample point (AIPerf: 0.2)" },
-		{ "sample-step", 0, OPT_DOUBLE, &opt.sample_step_h, "HOURS", "distance between sample points (AIPerf: 0.1)" },
+		{ "sample-first", 0, OPT_DOUBLE, &opt.sample_first_h, "HOURS", "first sample point (default: the config's report.firstSample)" },
+		{ "sample-step", 0, OPT_DOUBLE, &opt.sample_step_h, "HOURS", "distance between sample points (default: report.sampleInterval)" },
 		{ NULL },
 	};
 	const char *arg;
@@ -29,29 +29,19 @@ int cmd_metrics(int argc, const char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	char *dir;
-	if (workdir_experiment_dir(workdir, arg, &dir) < 0)
-		return 1;
-	if (report_options_from_config(dir, &opt) < 0) {
-		free(dir);
-		return 1;
-	}
 	struct report_exp exp;
 	struct report_score sc;
-	if (report_load(dir, &exp) < 0) {
-		free(dir);
-		return 1;
-	}
-	r = 1;
-	if (report_score(&exp, &opt, &sc) == 0) {
-		struct strbuf sb = STRBUF_INIT;
-		report_prometheus(&sb, &exp, &sc);
-		if (out)
-			r = fileio_write_atomic(out, sb.buf, sb.len) < 0 ? 1 : 0;
-		else
-			r = fwrite(sb.buf, 1, sb.len, stdout) == sb.len ? 0 : 1;
-		strbuf_release(&sb);
-		report_score_release(&sc);
-	}
+	r = report_prepare(workdir, arg, &opt, &dir, &exp, &sc);
+	if (r)
+		return r;
+	struct strbuf sb = STRBUF_INIT;
+	report_prometheus(&sb, &exp, &sc);
+	if (out)
+		r = fileio_write_atomic(out, sb.buf, sb.len) < 0 ? 1 : 0;
+	else
+		r = fwrite(sb.buf, 1, sb.len, stdout) == sb.len ? 0 : 1;
+	strbuf_release(&sb);
+	report_score_release(&sc);
 	report_exp_release(&exp);
 	free(dir);
 	return r;

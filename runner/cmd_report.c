@@ -53,6 +53,23 @@ int report_options_from_config(const char *expdir, struct report_options *opt)
 	return 0;
 }
 
+int report_prepare(const char *workdir, const char *arg, struct report_options *opt, char **dir,
+		   struct report_exp *exp, struct report_score *sc)
+{
+	if (workdir_experiment_dir(workdir, arg, dir) < 0)
+		return 1;
+	if (report_options_from_config(*dir, opt) < 0 || report_load(*dir, exp) < 0) {
+		free(*dir);
+		return 1;
+	}
+	if (report_score(exp, opt, sc) < 0) {
+		report_exp_release(exp);
+		free(*dir);
+		return 2;
+	}
+	return 0;
+}
+
 static const char usage[] = "aah-runner report <experiment id or directory> [options]";
 
 int cmd_report(int argc, const char **argv)
@@ -77,23 +94,11 @@ int cmd_report(int argc, const char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	char *dir;
-	if (workdir_experiment_dir(workdir, arg, &dir) < 0)
-		return 1;
-	if (report_options_from_config(dir, &opt) < 0) {
-		free(dir);
-		return 1;
-	}
 	struct report_exp exp;
 	struct report_score sc;
-	if (report_load(dir, &exp) < 0) {
-		free(dir);
-		return 1;
-	}
-	if (report_score(&exp, &opt, &sc) < 0) {
-		report_exp_release(&exp);
-		free(dir);
-		return 2;
-	}
+	r = report_prepare(workdir, arg, &opt, &dir, &exp, &sc);
+	if (r)
+		return r;
 	const char *od = outdir ? outdir : dir;
 	char *json_path = xstrfmt("%s/results.json", od);
 	char *html_path = xstrfmt("%s/report.html", od);

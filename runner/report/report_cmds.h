@@ -14,4 +14,13 @@ struct report_options;
  * the experiment's config.yml report section, whose defaults are AIPerf's. */
 int report_options_from_config(const char *expdir, struct report_options *opt);
 
+struct report_exp;
+struct report_score;
+/* What report and metrics share: resolve the experiment argument, fill opt
+ * from its config, load and score it. Returns 0 (the caller frees *dir and
+ * releases exp and sc), or the exit code to return (1 not found or
+ * unreadable, 2 scoring failed) after reporting the error. */
+int report_prepare(const char *workdir, const char *arg, struct report_options *opt, char **dir,
+		   struct report_exp *exp, struct report_score *sc);
+
 #endif
