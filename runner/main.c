@@ -34,7 +34,7 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: aah-runner <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "\n'aah-runner <command> --help' describes a command.\n"
 		     "Experiments live in $AAH_WORKDIR (default ./aah-work) unless the config "
 		     "sets workdir.\n");
