@@ -175,7 +175,7 @@ int cmd_create(int argc, const char **argv)
 
 int cmd_resume(int argc, const char **argv)
 {
-	const char *workdir = NULL, **rest;
+	const char *workdir = NULL, *arg;
 	int detached = 0, quiet = 0;
 	const struct option_spec opts[] = {
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
@@ -183,19 +183,13 @@ int cmd_resume(int argc, const char **argv)
 		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "no progress output" },
 		{ NULL },
 	};
-	int n = options_parse(argc, argv, opts, "aah-runner resume <experiment> [options]", &rest);
-	if (n < 0)
-		return n == -2 ? 0 : 2;
-	if (n != 1) {
-		free(rest);
-		error("resume: give one experiment id or directory");
-		return 2;
-	}
+	int r = options_parse_one(argc, argv, opts, "aah-runner resume <experiment> [options]",
+				  "experiment", &arg);
+	if (r)
+		return r > 0 ? 0 : 2;
 	struct experiment e;
 	struct aah_config cfg;
-	int r = cmd_open_experiment(workdir, rest[0], &e, &cfg);
-	free(rest);
-	if (r < 0)
+	if (cmd_open_experiment(workdir, arg, &e, &cfg) < 0)
 		return 1;
 	int rc = 0;
 	if (e.done)

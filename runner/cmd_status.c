@@ -116,7 +116,7 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 
 int cmd_status(int argc, const char **argv)
 {
-	const char *workdir = NULL, **rest;
+	const char *workdir = NULL, *arg;
 	int watch = 0;
 	double interval = 2;
 	long count = 0;
@@ -127,19 +127,15 @@ int cmd_status(int argc, const char **argv)
 		{ "count", 0, OPT_LONG, &count, "N", "with --watch: stop after N redraws" },
 		{ NULL },
 	};
-	int n = options_parse(argc, argv, opts, "aah-runner status <experiment> [--watch]", &rest);
-	if (n < 0)
-		return n == -2 ? 0 : 2;
-	if (n != 1) {
-		free(rest);
-		error("status: give one experiment id or directory");
-		return 2;
-	}
+	int r = options_parse_one(argc, argv, opts, "aah-runner status <experiment> [--watch]",
+				  "experiment", &arg);
+	if (r)
+		return r > 0 ? 0 : 2;
 	int rc = 0;
 	for (long i = 0;; i++) {
 		struct experiment e;
 		struct aah_config cfg;
-		if (cmd_open_experiment(workdir, rest[0], &e, &cfg) < 0) {
+		if (cmd_open_experiment(workdir, arg, &e, &cfg) < 0) {
 			rc = 1;
 			break;
 		}
@@ -160,7 +156,6 @@ int cmd_status(int argc, const char **argv)
 		if (!isatty(1))
 			fputs("\n", stdout);
 	}
-	free(rest);
 	return rc;
 }
 
@@ -231,25 +226,19 @@ int cmd_list(int argc, const char **argv)
 
 int cmd_stop(int argc, const char **argv)
 {
-	const char *workdir = NULL, **rest;
+	const char *workdir = NULL, *arg;
 	double timeout = 60;
 	const struct option_spec opts[] = {
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
 		{ "timeout", 0, OPT_DOUBLE, &timeout, "SEC", "how long to wait for the runner (60)" },
 		{ NULL },
 	};
-	int n = options_parse(argc, argv, opts, "aah-runner stop <experiment>", &rest);
-	if (n < 0)
-		return n == -2 ? 0 : 2;
-	if (n != 1) {
-		free(rest);
-		error("stop: give one experiment id or directory");
-		return 2;
-	}
+	int r = options_parse_one(argc, argv, opts, "aah-runner stop <experiment>", "experiment",
+				  &arg);
+	if (r)
+		return r > 0 ? 0 : 2;
 	struct experiment e;
-	int r = cmd_open_experiment(workdir, rest[0], &e, NULL);
-	free(rest);
-	if (r < 0)
+	if (cmd_open_experiment(workdir, arg, &e, NULL) < 0)
 		return 1;
 	long pid = experiment_runner_pid(&e);
 	int rc = 0;
