@@ -59,6 +59,7 @@ int cpu_prim_create(dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd);
 int cpu_exec(struct ops_ctx *ctx, dnnl_primitive_t p, int nargs, const dnnl_exec_arg_t *args);
 void cpu_mem_free(dnnl_memory_t *m);
 void cpu_prim_free(dnnl_primitive_t *p);
+void cpu_pd_free(dnnl_primitive_desc_t *pd);
 
 /* Ops defined in the per-type files. */
 extern const struct ops_layer_ops cpu_conv_ops, cpu_bn_ops, cpu_relu_ops, cpu_maxpool_ops,

@@ -67,12 +67,9 @@ static int bn_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct bn_p
 	p->n = n;
 	rc = 0;
 out:
-	if (fpd)
-		dnnl_primitive_desc_destroy(fpd);
-	if (ipd)
-		dnnl_primitive_desc_destroy(ipd);
-	if (bpd)
-		dnnl_primitive_desc_destroy(bpd);
+	cpu_pd_free(&fpd);
+	cpu_pd_free(&ipd);
+	cpu_pd_free(&bpd);
 	if (rc)
 		bn_free_plan(p);
 	return rc;

@@ -106,12 +106,9 @@ static int conv_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct co
 	p->n = n;
 	rc = 0;
 out:
-	if (fpd)
-		dnnl_primitive_desc_destroy(fpd);
-	if (dpd)
-		dnnl_primitive_desc_destroy(dpd);
-	if (wpd)
-		dnnl_primitive_desc_destroy(wpd);
+	cpu_pd_free(&fpd);
+	cpu_pd_free(&dpd);
+	cpu_pd_free(&wpd);
 	if (rc)
 		conv_free_plan(p);
 	return rc;

@@ -50,6 +50,13 @@ void cpu_prim_free(dnnl_primitive_t *p)
 	*p = NULL;
 }
 
+void cpu_pd_free(dnnl_primitive_desc_t *pd)
+{
+	if (*pd)
+		dnnl_primitive_desc_destroy(*pd);
+	*pd = NULL;
+}
+
 int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
 		  const_dnnl_primitive_desc_t hint)
 {

@@ -71,10 +71,8 @@ static int pool_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct po
 	p->n = n;
 	rc = 0;
 out:
-	if (fpd)
-		dnnl_primitive_desc_destroy(fpd);
-	if (bpd)
-		dnnl_primitive_desc_destroy(bpd);
+	cpu_pd_free(&fpd);
+	cpu_pd_free(&bpd);
 	if (rc)
 		pool_free_plan(p);
 	return rc;
