@@ -31,6 +31,8 @@ static const struct cfg_key tuner_keys[] = {
 	  "largest network the tuner may propose, in layers" },
 	{ "maxParams", CFG_NUM, TUNER(max_params), CFG_NONNEG, NULL, NULL, "0 (tuner default)",
 	  "largest network the tuner may propose, in parameters" },
+	{ "maxFlops", CFG_NUM, TUNER(max_flops), CFG_NONNEG, NULL, NULL, "0 (no limit)",
+	  "costliest network the tuner may propose, in forward FLOPs per image of its conv and dense layers" },
 	{ "initialArch", CFG_STR, TUNER(initial_arch), 0, NULL, NULL, "(the tuner's own start)",
 	  "aah-arch/1 file the network morphism search starts from, relative to the config file" },
 	{ NULL },

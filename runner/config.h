@@ -42,6 +42,7 @@ struct aah_config_tuner {
 	char *placement;          /* "master" | "trial" */
 	long max_layers;
 	double max_params;
+	double max_flops;         /* forward conv + dense FLOPs per image; 0 = no limit */
 	char *initial_arch;       /* a user aah-arch/1 file to start the search from */
 };
 

@@ -62,6 +62,7 @@ int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
 	tc->seed = (uint64_t)cfg->seed;
 	tc->max_layers = (unsigned)cfg->tuner.max_layers;
 	tc->max_params = (uint64_t)cfg->tuner.max_params;
+	tc->max_flops = cfg->tuner.max_flops;
 	return 0;
 }
 

@@ -252,6 +252,24 @@ uint64_t tgraph_params(const struct tgraph *g)
 	return p;
 }
 
+double tgraph_flops(const struct tgraph *g)
+{
+	double f = 0;
+	int *order = xmalloc((size_t)g->nlayers * sizeof(int));
+	int n = tgraph_topo(g, order);
+	for (int k = 0; k < n; k++) {
+		int i = order[k];
+		const struct tlayer *l = &g->layers[i];
+		const struct tshape *s = &g->shapes[l->in[0]], *o = &g->shapes[i + 1];
+		if (l->type == TL_CONV)
+			f += 2.0 * l->kernel * l->kernel * s->c * l->filters * o->h * o->w;
+		else if (l->type == TL_DENSE)
+			f += 2.0 * s->c * l->filters;
+	}
+	free(order);
+	return f;
+}
+
 int tgraph_size(const struct tgraph *g)
 {
 	int *order = xmalloc((size_t)g->nlayers * sizeof(int));

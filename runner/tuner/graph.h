@@ -76,6 +76,9 @@ int tgraph_valid(struct tgraph *g);
 int tgraph_topo(const struct tgraph *g, int *order);
 /* Trainable parameters (after tgraph_infer). */
 uint64_t tgraph_params(const struct tgraph *g);
+/* Forward FLOPs per image of the conv and dense layers (2 per multiply-add,
+ * as AIPerf counts them); the cost a FLOP limit on proposals compares. */
+double tgraph_flops(const struct tgraph *g);
 /* Layers reachable from the output. */
 int tgraph_size(const struct tgraph *g);
 /* Structural hash: equal for graphs that differ only in layer ids/order. */

@@ -38,6 +38,8 @@ static int within(const struct tgraph *g, const struct morph_limits *lim)
 		return 0;
 	if (lim && lim->max_params > 0 && tgraph_params(g) > lim->max_params)
 		return 0;
+	if (lim && lim->max_flops > 0 && tgraph_flops(g) > lim->max_flops)
+		return 0;
 	return 1;
 }
 

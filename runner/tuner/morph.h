@@ -19,6 +19,7 @@ enum morph_kind { MORPH_DEEPER, MORPH_WIDER, MORPH_ADD_SKIP, MORPH_CONCAT_SKIP, 
 struct morph_limits {
 	int max_layers;        /* layers reachable from the output */
 	uint64_t max_params;
+	double max_flops;      /* tgraph_flops; 0 = no limit */
 };
 
 const char *morph_name(int kind);

@@ -100,6 +100,7 @@ int tuner_create(struct tuner **out, const struct tuner_config *cfg)
 	t->initial_arch = cfg->initial_arch ? xstrdup(cfg->initial_arch) : NULL;
 	t->max_layers = cfg->max_layers;
 	t->max_params = cfg->max_params;
+	t->max_flops = cfg->max_flops;
 	t->threads = cfg->threads;
 	if (space_parse(&t->space, cfg->search_space) < 0 || (ops->init && ops->init(t) < 0)) {
 		tuner_free(t);

@@ -16,6 +16,7 @@ struct tuner_config {
 	const char *initial_arch;   /* optional path to a user arch.json to start from */
 	unsigned max_layers;        /* 0 = tuner default */
 	uint64_t max_params;        /* 0 = tuner default */
+	double max_flops;           /* forward FLOPs per image (tgraph_flops); 0 = no limit */
 	unsigned threads;           /* distance thread pool size; 0 = online CPUs */
 };
 

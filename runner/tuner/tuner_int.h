@@ -48,6 +48,7 @@ struct tuner {
 	char *initial_arch;        /* owned copy or NULL */
 	unsigned max_layers;
 	uint64_t max_params;
+	double max_flops;
 	unsigned threads;
 	struct tuner_hist *hist;   /* (nhist) in order of first observation */
 	size_t nhist, ahist;

@@ -588,8 +588,9 @@ static int nm_propose(struct tuner *t, unsigned seq, struct trng *rng, cJSON **a
 		*arch = search_arch(t, rng);
 		if (!*arch)
 			return error("network morphism: no new architecture within the limits "
-				     "(max_layers %d, max_params %llu); raise them", nm->lim.max_layers,
-				     (unsigned long long)nm->lim.max_params);
+				     "(max_layers %d, max_params %llu, max_flops %.4g); raise them",
+				     nm->lim.max_layers, (unsigned long long)nm->lim.max_params,
+				     nm->lim.max_flops);
 	}
 	*params = tuner_params_doc(t, seq, tuner_tpe_parameters(t, &nm->tpe, rng));
 	nm->stats.proposals++;
@@ -681,6 +682,10 @@ static int nm_init(struct tuner *t)
 	nm->lim.max_layers = t->max_layers ? (int)t->max_layers : size + 100;
 	nm->lim.max_params = t->max_params ? t->max_params
 					   : (params * 2 > (1u << 24) ? params * 2 : (1u << 24));
+	nm->lim.max_flops = t->max_flops;
+	if (t->max_flops > 0 && tgraph_flops(&nm->start) > t->max_flops)
+		return error("network morphism: the initial model costs %.4g forward FLOPs per "
+			     "image, over tuner.maxFlops %.4g", tgraph_flops(&nm->start), t->max_flops);
 	if (size > nm->lim.max_layers || params > nm->lim.max_params)
 		return error("network morphism: the initial model (%d layers, %llu parameters) is "
 			     "already over the limits", size, (unsigned long long)params);

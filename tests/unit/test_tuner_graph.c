@@ -96,6 +96,8 @@ Test(tuner_graph, cnn_generator_shape_and_params)
 	cr_assert_eq(tgraph_size(&g), 17);
 	/* convs 640 + 36928 + 36928, bns 2 + 128 + 128, dense 4160 + 650 */
 	cr_assert_eq(tgraph_params(&g), 79564);
+	/* 2 x (9*1*64*28*28 + 9*64*64*14*14 + 9*64*64*7*7 + 64*64 + 64*10) */
+	cr_assert_float_eq(tgraph_flops(&g), 18976000.0, 0.5);
 	cr_assert_eq(g.shapes[g.output + 1].rank, 2);
 	cr_assert_eq(g.shapes[g.output + 1].c, 10);
 	int chain[64];
@@ -114,6 +116,8 @@ Test(tuner_graph, resnet50_matches_reference_params)
 	cr_assert_eq(tmodel_resnet50(&g, 224, 3, 1000), 0, "%s", util_last_error());
 	/* torchvision resnet50: 25,557,032 parameters (no conv bias) */
 	cr_assert_eq(tgraph_params(&g), 25557032ULL);
+	/* about 4.1 G multiply-adds, the figure published for ResNet-50 */
+	cr_assert(tgraph_flops(&g) > 8.0e9 && tgraph_flops(&g) < 8.4e9, "%g", tgraph_flops(&g));
 	struct tdesc d;
 	tdesc_from_graph(&d, &g);
 	cr_assert_eq(d.nskips, 16);
@@ -200,6 +204,7 @@ static void check_chain_result(struct tgraph *g, const struct morph_limits *lim,
 	cr_assert_eq(tgraph_infer(g), 0, "%s", util_last_error());
 	cr_assert(tgraph_size(g) <= lim->max_layers);
 	cr_assert(tgraph_params(g) <= lim->max_params);
+	cr_assert(lim->max_flops <= 0 || tgraph_flops(g) <= lim->max_flops);
 	cr_assert_neq(tgraph_hash(g), parent_hash, "a morphism left the graph unchanged");
 	struct tdesc d;
 	tdesc_from_graph(&d, g);
@@ -242,6 +247,36 @@ Test(tuner_graph, random_morphism_chains_stay_valid, .timeout = 120)
 	cr_assert(total > 3000, "only %d morphisms applied (%d refused)", total, limited);
 	cr_assert(limited > 0, "the limits never bit");
 	validate_saved();
+}
+
+/* A FLOP limit refuses exactly the morphisms that would cross it. */
+Test(tuner_graph, flop_limit_bounds_every_morphism, .timeout = 60)
+{
+	struct morph_limits lim = { .max_layers = 120, .max_params = 1u << 24 };
+	struct trng r;
+	trng_seed(&r, 7, 1);
+	int applied = 0, refused = 0;
+	for (int chain = 0; chain < 60; chain++) {
+		struct tgraph g;
+		cr_assert_eq(tmodel_cnn(&g, 28, 1, 10), 0);
+		lim.max_flops = 2.0 * tgraph_flops(&g);
+		for (int step = 0; step < 10; step++) {
+			uint64_t before = tgraph_hash(&g);
+			double cost = tgraph_flops(&g);
+			int rc = morph_apply(&g, (int)trng_below(&r, MORPH_NKINDS), &r, &lim);
+			cr_assert_geq(rc, 0);
+			if (rc == 1) {
+				refused++;
+				cr_assert_eq(tgraph_hash(&g), before);
+				cr_assert_float_eq(tgraph_flops(&g), cost, 0.5);
+				continue;
+			}
+			applied++;
+			check_chain_result(&g, &lim, before);
+		}
+		tgraph_release(&g);
+	}
+	cr_assert(applied > 50 && refused > 50, "applied %d, refused %d", applied, refused);
 }
 
 Test(tuner_graph, resnet_morphisms_stay_valid, .timeout = 120)
