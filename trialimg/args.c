@@ -47,6 +47,7 @@ static const struct spec table[] = {
 	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), "1", "seed of initialisation, shuffling, augmentation and dropout"},
 	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), "fp32", "compute precision; the CPU backend has fp32 only"},
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h"},
+	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
 	{"--patience", NULL, NULL, K_INT, F(patience), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
 	{"--resume", NULL, NULL, K_BOOL, F(resume), "0", "continue from <trial_dir>/checkpoint when one exists"},
 	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},

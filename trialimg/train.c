@@ -91,6 +91,8 @@ static int setup_model_and_data(struct trial *t)
 			goto out;
 		printf("aah-trial: no arch.json: training the built-in small CNN\n");
 	}
+	if (dataset_set_augment(&t->tr, a->augment))
+		goto out;
 	if (dataset_open(&t->va, "auto", a->val_data_dir, 0, &t->m.input))
 		goto out;
 	if (t->tr.classes > t->m.num_classes || t->va.classes > t->m.num_classes) {

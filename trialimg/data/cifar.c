@@ -51,6 +51,7 @@ int dataset_open_cifar10(struct dataset *ds, const char *dir, int train)
 	memcpy(ds->mean, mean, sizeof(mean));
 	memcpy(ds->std, std, sizeof(std));
 	ds->get = dataset_get_memory;
+	ds->flip = 1;
 	for (int b = 1; b <= (train ? 5 : 1); b++) {
 		char *p = train ? xstrfmt("%s/data_batch_%d.bin", dir, b) : xstrfmt("%s/test_batch.bin", dir);
 		int rc = load_batch(ds, p);

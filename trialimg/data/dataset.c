@@ -18,17 +18,58 @@ int dataset_get_memory(const struct dataset *ds, int i, float *out, int train, u
 {
 	const struct ops_shape *s = &ds->shape;
 	const uint8_t *p = ds->pixels + (size_t)i * ops_shape_size(s);
-	/* CIFAR-10 training flips half the images horizontally */
-	int flip = train && !strcmp(ds->kind, "cifar10") && (dataset_rng(&rng) & 1);
-	for (int y = 0; y < s->h; y++)
+	int flip = train && ds->flip && (dataset_rng(&rng) & 1);
+	int dx = 0, dy = 0;
+	if (train && ds->shift > 0) {
+		uint64_t r = dataset_rng(&rng);
+		int span = 2 * ds->shift + 1;
+		dx = (int)(r % (uint64_t)span) - ds->shift;
+		dy = (int)((r >> 32) % (uint64_t)span) - ds->shift;
+	}
+	for (int y = 0; y < s->h; y++) {
+		int sy = y + dy;
 		for (int x = 0; x < s->w; x++) {
-			int sx = flip ? s->w - 1 - x : x;
-			for (int c = 0; c < s->c; c++)
-				out[((size_t)y * s->w + x) * s->c + c] =
-					(p[((size_t)y * s->w + sx) * s->c + c] / 255.0f - ds->mean[c]) /
-					ds->std[c];
+			int sx = (flip ? s->w - 1 - x : x) + dx;
+			float *o = out + ((size_t)y * s->w + x) * s->c;
+			int inside = sy >= 0 && sy < s->h && sx >= 0 && sx < s->w;
+			for (int c = 0; c < s->c; c++) {
+				float v = inside ? p[((size_t)sy * s->w + sx) * s->c + c] / 255.0f : 0.0f;
+				o[c] = (v - ds->mean[c]) / ds->std[c];
+			}
 		}
+	}
 	return 0;
+}
+
+int dataset_set_augment(struct dataset *ds, const char *spec)
+{
+	if (!spec || !strcmp(spec, "auto"))
+		return 0;
+	ds->flip = ds->shift = 0;
+	if (!strcmp(spec, "none"))
+		return 0;
+	char *copy = xstrdup(spec), *save = NULL;
+	int rc = 0;
+	for (char *item = strtok_r(copy, ",", &save); item && !rc;
+	     item = strtok_r(NULL, ",", &save)) {
+		char *end;
+		if (!strcmp(item, "flip"))
+			ds->flip = 1;
+		else if (ds->get != dataset_get_memory && !strncmp(item, "shift", 5))
+			rc = error("--augment: shift applies to IDX and CIFAR-10 sets; '%s' "
+				   "already crops at random", ds->dir);
+		else if (!strcmp(item, "shift"))
+			ds->shift = 2;
+		else if (!strncmp(item, "shift=", 6) &&
+			 (ds->shift = (int)strtol(item + 6, &end, 10), end != item + 6 && !*end) &&
+			 ds->shift >= 0 && ds->shift < ds->shape.h && ds->shift < ds->shape.w)
+			;
+		else
+			rc = error("--augment: '%s' is not one of none, flip, shift, shift=N "
+				   "(N below the image size)", item);
+	}
+	free(copy);
+	return rc;
 }
 
 static int has(const char *dir, const char *name)

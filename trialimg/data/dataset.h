@@ -18,6 +18,10 @@ struct dataset {
 	int *labels;               /* (n) */
 	char **paths;              /* image folders: (n) file paths */
 	float mean[3], std[3];     /* per-channel normalisation of [0,1] pixels */
+	/* Training augmentation: flip half the images horizontally; shift each
+	 * image by up to `shift` pixels in x and y, filling with black. The
+	 * openers set each set's default (CIFAR-10 and JPEG folders flip). */
+	int flip, shift;
 	/* Writes sample i (normalised, shape) into out; train enables the
 	 * augmentation, whose randomness comes from rng alone. */
 	int (*get)(const struct dataset *ds, int i, float *out, int train, uint64_t rng);
@@ -36,7 +40,12 @@ int dataset_open_idx(struct dataset *ds, const char *dir, int train);
 int dataset_open_cifar10(struct dataset *ds, const char *dir, int train);
 int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct ops_shape *want);
 
-/* Shared by the in-memory sets: pixels -> normalised floats, optional flip. */
+/* Sets flip and shift from a --augment value: "auto" (the set's default),
+ * "none", or a comma list of "flip" and "shift[=N]" (N pixels, default 2).
+ * Errors name the offending item. */
+int dataset_set_augment(struct dataset *ds, const char *spec);
+
+/* Shared by the in-memory sets: pixels -> normalised floats, flip and shift. */
 int dataset_get_memory(const struct dataset *ds, int i, float *out, int train, uint64_t rng);
 uint64_t dataset_rng(uint64_t *state);
 

@@ -101,7 +101,7 @@ static int jpeg_get(const struct dataset *ds, int i, float *out, int train, uint
 				break;
 			}
 		}
-		flip = unit(&rng) < 0.5;
+		flip = unit(&rng) < 0.5 && ds->flip;
 	} else {
 		double side = (h < w ? h : w) * 0.875;
 		ch = cw = side;
@@ -223,5 +223,6 @@ int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct o
 		ds->std[c] = want->c == 1 ? 0.226f : std[c];
 	}
 	ds->get = jpeg_get;
+	ds->flip = 1;
 	return 0;
 }
