@@ -307,3 +307,59 @@ Test(data, loader_shards_ranks_disjointly)
 	loader_release(&r0);
 	loader_release(&r1);
 }
+
+/* The training view of image 0 under --augment: each output pixel is the
+ * normalised source pixel at the flipped and shifted position, or black. */
+Test(data, augment_flip_and_shift_move_pixels)
+{
+	const int h = 28, w = 28;
+	float *out = xmalloc(sizeof(float) * h * w);
+	float black = (0.0f - fm.mean[0]) / fm.std[0];
+	cr_assert_eq(dataset_set_augment(&fm, "none"), 0);
+	cr_assert(!fm.flip && !fm.shift);
+	cr_assert_eq(dataset_set_augment(&fm, "flip,shift=3"), 0, "%s", util_last_error());
+	cr_assert(fm.flip && fm.shift == 3);
+	int flipped = 0, moved = 0;
+	for (uint64_t seed = 1; seed <= 64; seed++) {
+		cr_assert_eq(fm.get(&fm, 0, out, 1, seed), 0);
+		/* find the flip and shift that explain the output */
+		int found = 0;
+		for (int f = 0; f < 2 && !found; f++)
+			for (int dy = -3; dy <= 3 && !found; dy++)
+				for (int dx = -3; dx <= 3 && !found; dx++) {
+					int ok = 1;
+					for (int y = 0; y < h && ok; y++)
+						for (int x = 0; x < w && ok; x++) {
+							int sy = y + dy, sx = (f ? w - 1 - x : x) + dx;
+							float want = sy < 0 || sy >= h || sx < 0 || sx >= w
+								? black
+								: (fm.pixels[sy * w + sx] / 255.0f - fm.mean[0]) / fm.std[0];
+							ok = fabsf(out[y * w + x] - want) < 1e-6f;
+						}
+					if (ok) {
+						found = 1;
+						flipped += f;
+						moved += dx || dy;
+					}
+				}
+		cr_assert(found, "seed %llu: the output is no flip/shift of the image",
+			  (unsigned long long)seed);
+	}
+	cr_assert(flipped > 10 && flipped < 54, "flipped %d of 64", flipped);
+	cr_assert(moved > 40, "shifted %d of 64", moved);
+	/* evaluation never augments */
+	cr_assert_eq(fm.get(&fm, 0, out, 0, 5), 0);
+	for (int i = 0; i < h * w; i++)
+		cr_assert_float_eq(out[i], (fm.pixels[i] / 255.0f - fm.mean[0]) / fm.std[0], 1e-6f);
+	free(out);
+}
+
+Test(data, augment_rejects_unknown_items_by_name)
+{
+	cr_assert_eq(dataset_set_augment(&fm, "auto"), 0);
+	cr_assert_neq(dataset_set_augment(&fm, "flip,rotate"), 0);
+	cr_assert(strstr(util_last_error(), "'rotate'"), "%s", util_last_error());
+	cr_assert_neq(dataset_set_augment(&fm, "shift=28"), 0);
+	cr_assert_neq(dataset_set_augment(&fm, "shift=x"), 0);
+	cr_assert_neq(dataset_set_augment(&fm, "shift=-1"), 0);
+}
