@@ -116,11 +116,7 @@ static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, in
 	struct hist_model *h = xcalloc((size_t)nmax + 1, sizeof(*h));
 	struct trng r;
 	trng_seed(&r, 42, 0);
-	struct morph_limits lim = { 0, 0 };
-	{
-		struct tuner_nm_stats st;
-		(void)st;
-	}
+	struct morph_limits lim = { .max_layers = 0 };
 	if (k->width >= 128)
 		tmodel_resnet50(&h[0].g, k->width, 3, 1000);
 	else

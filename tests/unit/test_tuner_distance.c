@@ -160,7 +160,7 @@ Test(tuner_distance, morphisms_have_their_expected_distance)
 	tdesc_from_graph(&d0, &g);
 	struct trng r;
 	trng_seed(&r, 1, 1);
-	struct morph_limits lim = { 500, 1u << 26 };
+	struct morph_limits lim = { .max_layers = 500, .max_params = 1u << 26 };
 	struct tgraph h;
 	tgraph_copy(&h, &g);
 	cr_assert_eq(morph_apply(&h, MORPH_DEEPER, &r, &lim), 0);
@@ -196,7 +196,7 @@ Test(tuner_distance, type_count_bound_is_safe)
 {
 	struct trng r;
 	trng_seed(&r, 9, 9);
-	struct morph_limits lim = { 300, 1u << 26 };
+	struct morph_limits lim = { .max_layers = 300, .max_params = 1u << 26 };
 	struct tgraph g[40];
 	struct tdesc d[40];
 	cr_assert_eq(tmodel_cnn(&g[0], 32, 3, 10), 0);
