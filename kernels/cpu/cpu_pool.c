@@ -1,5 +1,6 @@
-/* cpu_pool.c: max, average (excluding padding) and global average pooling
- * and ReLU on oneDNN. */
+/* cpu_pool.c: average (excluding padding) and global average pooling and
+ * ReLU on oneDNN; the primitives can also run max pooling, whose op is
+ * plain C (cpu_maxpool.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,13 +135,6 @@ static void pool_release(struct ops_ctx *ctx, struct ops_layer *l)
 	free(l->priv);
 	l->priv = NULL;
 }
-
-const struct ops_layer_ops cpu_maxpool_ops = {
-	.name = "maxpool",
-	.forward = pool_forward,
-	.backward = pool_backward,
-	.release = pool_release,
-};
 
 const struct ops_layer_ops cpu_avgpool_ops = {
 	.name = "avgpool",

@@ -241,6 +241,27 @@ Test(kernels, maxpool_same_backward)
 	run_case(&c, 1e-3f);
 }
 
+/* the tiled fast path: 2x2 windows at stride 2 cover the image exactly */
+Test(kernels, maxpool_tiled_backward)
+{
+	struct fd_case c = {
+		.cfg = {.type = OPS_MAXPOOL, .kernel = 2, .stride = 2},
+		.n = 2, .n_in = 1, .in = {{4, 6, 5}}, .out = {2, 3, 5},
+	};
+	run_case(&c, 1e-3f);
+}
+
+/* overlapping windows (ResNet's stem pool): one input feeds several outputs */
+Test(kernels, maxpool_overlapping_backward)
+{
+	struct fd_case c = {
+		.cfg = {.type = OPS_MAXPOOL, .kernel = 3, .stride = 2, .pad_t = 1, .pad_l = 1,
+			.pad_b = 1, .pad_r = 1},
+		.n = 2, .n_in = 1, .in = {{7, 7, 3}}, .out = {4, 4, 3},
+	};
+	run_case(&c, 1e-3f);
+}
+
 Test(kernels, avgpool_same_backward)
 {
 	struct fd_case c = {
