@@ -51,6 +51,15 @@ int ops_type_parse(const char *name)
 	return -1;
 }
 
+int ops_conv_algo_parse(const char *name)
+{
+	if (!strcmp(name, "auto"))
+		return OPS_CONV_AUTO;
+	if (!strcmp(name, "direct"))
+		return OPS_CONV_DIRECT;
+	return error("unknown convolution algorithm '%s' (auto, direct)", name);
+}
+
 int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed)
 {
 	memset(ctx, 0, sizeof(*ctx));

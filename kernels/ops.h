@@ -73,6 +73,7 @@ struct ops_ctx {
 	uint64_t seed;      /* dropout masks derive from (seed, step, layer) */
 	uint64_t step;      /* the trainer's global step */
 	int bf16;           /* convolutions compute in bf16 (fp32 master weights) */
+	int conv_algo;      /* OPS_CONV_* */
 	void *priv;
 };
 
@@ -88,6 +89,12 @@ struct ops_layer_ops {
 			float *const *dx);
 	void (*release)(struct ops_ctx *ctx, struct ops_layer *l);
 };
+
+/* How convolutions compute: AUTO lets the backend use a faster algorithm
+ * (Winograd on the CPU) where it has one for the layer; DIRECT never. */
+enum { OPS_CONV_AUTO, OPS_CONV_DIRECT };
+/* "auto" or "direct" -> OPS_CONV_*; -1 (with an error) otherwise. */
+int ops_conv_algo_parse(const char *name);
 
 enum {
 	OPS_CAP_FP32 = 1u << 0,

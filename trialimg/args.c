@@ -48,6 +48,7 @@ static const struct spec table[] = {
 	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), "fp32", "compute precision; the CPU backend has fp32 only"},
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h"},
 	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
+	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
 	{"--patience", NULL, NULL, K_INT, F(patience), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
 	{"--resume", NULL, NULL, K_BOOL, F(resume), "0", "continue from <trial_dir>/checkpoint when one exists"},
 	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},
@@ -334,6 +335,8 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 		return error("--slave must be at least 1");
 	if (strcmp(a->precision, "fp32") && strcmp(a->precision, "bf16") && strcmp(a->precision, "fp16"))
 		return error("--precision %s: must be fp32, bf16 or fp16", a->precision);
+	if (strcmp(a->conv_algo, "auto") && strcmp(a->conv_algo, "direct"))
+		return error("--conv_algo %s: must be auto or direct", a->conv_algo);
 	return resolve_rendezvous(a);
 }
 

@@ -14,7 +14,7 @@ struct args {
 	char *train_data_dir, *val_data_dir, *ip;
 	int slave, num_parallel_calls;
 	/* aah */
-	char *arch, *params, *dataset, *trial_dir, *precision, *backend, *augment;
+	char *arch, *params, *dataset, *trial_dir, *precision, *backend, *augment, *conv_algo;
 	int threads, patience, resume, trial_seq, max_epochs, train_samples, val_samples;
 	long seed;
 	double weight_decay, momentum;

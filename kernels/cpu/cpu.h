@@ -61,6 +61,10 @@ void cpu_mem_free(dnnl_memory_t *m);
 void cpu_prim_free(dnnl_primitive_t *p);
 void cpu_pd_free(dnnl_primitive_desc_t *pd);
 
+/* The algorithm a conv2d layer's current plan uses ("winograd", "direct"),
+ * NULL before its first call. */
+const char *cpu_conv_algo(const struct ops_layer *l);
+
 /* Ops defined in the per-type files. */
 extern const struct ops_layer_ops cpu_conv_ops, cpu_bn_ops, cpu_relu_ops, cpu_maxpool_ops,
 	cpu_avgpool_ops, cpu_gap_ops, cpu_dense_ops;    /* oneDNN */

@@ -21,6 +21,8 @@ int main(int argc, char **argv)
 		die("cannot set up '%s'", argv[1]);
 	if (getenv("AAH_PRECISION") && ctx.be->set_precision(&ctx, getenv("AAH_PRECISION")))
 		die("precision %s is not available here", getenv("AAH_PRECISION"));
+	if (getenv("AAH_CONV_ALGO") && (ctx.conv_algo = ops_conv_algo_parse(getenv("AAH_CONV_ALGO"))) < 0)
+		die("AAH_CONV_ALGO: %s", util_last_error());
 	size_t per = ops_shape_size(&m.input);
 	float *x = xmalloc(sizeof(float) * per * batch), *dz = xmalloc(sizeof(float) * batch * m.num_classes);
 	int *y = xmalloc(sizeof(int) * batch);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/cpu.h" /* cpu_conv_algo */
 #include "kernels/ops.h"
 #include "util.h"
 
@@ -204,6 +205,67 @@ Test(kernels, conv2d_same_stride2_backward)
 		.n = 2, .n_in = 1, .in = {{6, 6, 3}}, .out = {3, 3, 4},
 	};
 	run_case(&c, 1e-2f);
+}
+
+/* The same layer computed both ways: Winograd (auto) must agree with the
+ * direct kernels, which the finite-difference tests check, on the output and
+ * every gradient. (Finite differences of a Winograd forward itself are too
+ * noisy at these inputs: its transforms round at the scale of the tile.) */
+Test(kernels, conv2d_winograd_matches_direct)
+{
+	const int n = 4, hw = 10, cin = 16, cout = 32;
+	struct ops_shape in = {hw, hw, cin}, out = {hw, hw, cout};
+	size_t nx = (size_t)n * hw * hw * cin, ny = (size_t)n * hw * hw * cout;
+	size_t nw = (size_t)cout * 9 * cin;
+	float *x = xmalloc(nx * sizeof(float)), *dy = xmalloc(ny * sizeof(float));
+	float *w = xmalloc(nw * sizeof(float)), *b = xmalloc(cout * sizeof(float));
+	fill_uniform(x, nx, -1, 1);
+	fill_uniform(dy, ny, -1, 1);
+	fill_uniform(w, nw, -0.2, 0.2);
+	fill_uniform(b, cout, -0.5, 0.5);
+	float *y[2], *dx[2], *dw[2], *db[2];
+	const char *algo[2];
+	for (int k = 0; k < 2; k++) {
+		struct ops_ctx ctx;
+		cr_assert_eq(ops_ctx_init(&ctx, "cpu", 2, 1), 0);
+		ctx.conv_algo = k ? OPS_CONV_DIRECT : OPS_CONV_AUTO;
+		struct ops_layer l = {
+			.cfg = {.type = OPS_CONV2D, .kernel = 3, .stride = 1, .pad_t = 1,
+				.pad_l = 1, .pad_b = 1, .pad_r = 1, .units = cout, .bias = 1},
+			.n_in = 1, .in = &in, .out = out, .w = w, .b = b,
+		};
+		y[k] = xmalloc(ny * sizeof(float));
+		dx[k] = xmalloc(nx * sizeof(float));
+		l.dw = dw[k] = xmalloc(nw * sizeof(float));
+		l.db = db[k] = xmalloc(cout * sizeof(float));
+		const float *xs[1] = {x};
+		float *dxs[1] = {dx[k]};
+		const struct ops_layer_ops *op = ctx.be->layer[OPS_CONV2D];
+		cr_assert_eq(op->forward(&ctx, &l, n, xs, y[k], 1), 0, "%s", util_last_error());
+		cr_assert_eq(op->backward(&ctx, &l, n, xs, y[k], dy, dxs), 0, "%s", util_last_error());
+		algo[k] = cpu_conv_algo(&l);
+		op->release(&ctx, &l);
+		ops_ctx_release(&ctx);
+	}
+	cr_assert_str_eq(algo[1], "direct");
+	if (__builtin_cpu_supports("avx512f"))
+		cr_assert_str_eq(algo[0], "winograd", "oneDNN offered no Winograd kernel on AVX-512");
+	struct { const char *name; float *a, *b; size_t n; } cmp[] = {
+		{"y", y[0], y[1], ny}, {"dx", dx[0], dx[1], nx},
+		{"dw", dw[0], dw[1], nw}, {"db", db[0], db[1], (size_t)cout},
+	};
+	for (size_t t = 0; t < ARRAY_SIZE(cmp); t++) {
+		double scale = 0;
+		for (size_t i = 0; i < cmp[t].n; i++)
+			scale = fmax(scale, fabs(cmp[t].b[i]));
+		for (size_t i = 0; i < cmp[t].n; i++)
+			cr_assert(fabs(cmp[t].a[i] - cmp[t].b[i]) <= 1e-4 * scale + 1e-6,
+				  "%s[%zu]: %s %g, direct %g", cmp[t].name, i, algo[0],
+				  (double)cmp[t].a[i], (double)cmp[t].b[i]);
+	}
+	for (int k = 0; k < 2; k++)
+		free(y[k]), free(dx[k]), free(dw[k]), free(db[k]);
+	free(x), free(dy), free(w), free(b);
 }
 
 Test(kernels, conv2d_valid_nobias_backward)
