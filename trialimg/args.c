@@ -45,7 +45,7 @@ static const struct spec table[] = {
 	{"--trial_dir", NULL, "AAH_TRIAL_DIR", K_STR, F(trial_dir), NULL, "where metrics.jsonl, result.json, checkpoint/ go (default: cwd)"},
 	{"--threads", NULL, "AAH_THREADS,OMP_NUM_THREADS", K_INT, F(threads), "0", "compute threads (0: all cores)"},
 	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), "1", "seed of initialisation, shuffling, augmentation and dropout"},
-	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), "fp32", "compute precision; the CPU backend has fp32 only"},
+	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), "fp32", "compute precision: fp32, or bf16 convolutions where a quick trial run of oneDNN's bf16 kernel works on this machine"},
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h"},
 	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
 	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
