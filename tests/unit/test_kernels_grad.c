@@ -268,6 +268,70 @@ Test(kernels, conv2d_winograd_matches_direct)
 	free(x), free(dy), free(w), free(b);
 }
 
+/* The bf16 convolution path (bf16 copies of x, w and dy; fp32 y, dx, dw)
+ * against fp32, on kernels any x86-64 runs: oneDNN capped at AVX-512 without
+ * its BF16 instructions uses its reference or emulated bf16 code. The trainer
+ * turns bf16 on only after a probe; this test turns it on directly, so that
+ * the conversions around the primitives are checked on every machine. */
+Test(kernels, conv2d_bf16_matches_fp32)
+{
+	cr_assert_eq(dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core), dnnl_success);
+	const int n = 2, hw = 6, cin = 8, cout = 8;
+	struct ops_shape in = {hw, hw, cin}, out = {hw, hw, cout};
+	size_t nx = (size_t)n * hw * hw * cin, ny = (size_t)n * hw * hw * cout;
+	size_t nw = (size_t)cout * 9 * cin;
+	float *x = xmalloc(nx * sizeof(float)), *dy = xmalloc(ny * sizeof(float));
+	float *w = xmalloc(nw * sizeof(float)), *b = xmalloc(cout * sizeof(float));
+	fill_uniform(x, nx, -1, 1);
+	fill_uniform(dy, ny, -1, 1);
+	fill_uniform(w, nw, -0.3, 0.3);
+	fill_uniform(b, cout, -0.5, 0.5);
+	float *y[2], *dx[2], *dw[2], *db[2];
+	for (int k = 0; k < 2; k++) {
+		struct ops_ctx ctx;
+		cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 1), 0);
+		ctx.bf16 = k == 0;
+		ctx.conv_algo = OPS_CONV_DIRECT;
+		struct ops_layer l = {
+			.cfg = {.type = OPS_CONV2D, .kernel = 3, .stride = 1, .pad_t = 1,
+				.pad_l = 1, .pad_b = 1, .pad_r = 1, .units = cout, .bias = 1},
+			.n_in = 1, .in = &in, .out = out, .w = w, .b = b,
+		};
+		y[k] = xmalloc(ny * sizeof(float));
+		dx[k] = xmalloc(nx * sizeof(float));
+		l.dw = dw[k] = xmalloc(nw * sizeof(float));
+		l.db = db[k] = xmalloc(cout * sizeof(float));
+		const float *xs[1] = {x};
+		float *dxs[1] = {dx[k]};
+		const struct ops_layer_ops *op = ctx.be->layer[OPS_CONV2D];
+		cr_assert_eq(op->forward(&ctx, &l, n, xs, y[k], 1), 0, "%s", util_last_error());
+		cr_assert_eq(op->backward(&ctx, &l, n, xs, y[k], dy, dxs), 0, "%s", util_last_error());
+		op->release(&ctx, &l);
+		ops_ctx_release(&ctx);
+	}
+	struct { const char *name; float *a, *b; size_t n; } cmp[] = {
+		{"y", y[0], y[1], ny}, {"dx", dx[0], dx[1], nx},
+		{"dw", dw[0], dw[1], nw}, {"db", db[0], db[1], (size_t)cout},
+	};
+	int inexact = 0;
+	for (size_t t = 0; t < ARRAY_SIZE(cmp); t++) {
+		double scale = 0;
+		for (size_t i = 0; i < cmp[t].n; i++)
+			scale = fmax(scale, fabs(cmp[t].b[i]));
+		for (size_t i = 0; i < cmp[t].n; i++) {
+			/* bf16 keeps 8 significant bits: ~0.4% per operand */
+			cr_assert(fabs(cmp[t].a[i] - cmp[t].b[i]) <= 2e-2 * scale,
+				  "%s[%zu]: bf16 %g, fp32 %g", cmp[t].name, i, (double)cmp[t].a[i],
+				  (double)cmp[t].b[i]);
+			inexact += cmp[t].a[i] != cmp[t].b[i];
+		}
+	}
+	cr_assert_gt(inexact, 0, "bf16 gave bit-identical results: it did not compute in bf16");
+	for (int k = 0; k < 2; k++)
+		free(y[k]), free(dx[k]), free(dw[k]), free(db[k]);
+	free(x), free(dy), free(w), free(b);
+}
+
 Test(kernels, conv2d_valid_nobias_backward)
 {
 	struct fd_case c = {
