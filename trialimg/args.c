@@ -49,6 +49,7 @@ static const struct spec table[] = {
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h"},
 	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
 	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
+	{"--stop_diverged", NULL, NULL, K_BOOL, F(stop_diverged), "0", "stop after an epoch whose training loss is not finite, or above ln(classes) + 0.05 while val_acc is at chance (<= 1.5/classes)"},
 	{"--patience", NULL, NULL, K_INT, F(patience), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
 	{"--resume", NULL, NULL, K_BOOL, F(resume), "0", "continue from <trial_dir>/checkpoint when one exists"},
 	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},

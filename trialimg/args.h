@@ -15,7 +15,7 @@ struct args {
 	int slave, num_parallel_calls;
 	/* aah */
 	char *arch, *params, *dataset, *trial_dir, *precision, *backend, *augment, *conv_algo;
-	int threads, patience, resume, trial_seq, max_epochs, train_samples, val_samples;
+	int threads, patience, stop_diverged, resume, trial_seq, max_epochs, train_samples, val_samples;
 	long seed;
 	double weight_decay, momentum;
 	double monitor_interval; /* seconds between resource samples (0: off) */

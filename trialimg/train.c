@@ -343,9 +343,12 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 			return rc;
 		/* rank 0 decides; every rank follows */
 		t->epoch++;
-		double acc = (double)s.val_correct / (double)(s.val_seen ? s.val_seen : 1);
-		if (t->dist && dist_broadcast(t->dist, &acc, sizeof(acc)))
+		/* rank 0's validation accuracy and training loss */
+		double seen[2] = {(double)s.val_correct / (double)(s.val_seen ? s.val_seen : 1),
+				  s.loss / (double)(s.seen ? s.seen : 1)};
+		if (t->dist && dist_broadcast(t->dist, seen, sizeof(seen)))
 			return -1;
+		double acc = seen[0];
 		t->final_acc = acc;
 		if (acc > t->best_acc) {
 			t->best_acc = acc;
@@ -363,6 +366,20 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 			       (double)s.correct / s.seen, s.val_loss / s.val_seen, acc, s.lr,
 			       s.seen / s.train_seconds, s.seconds);
 			fflush(stdout);
+		}
+		/* Diverged: a loss that is not a number, or a whole epoch that ends
+		 * worse than the uniform guess the network starts near (ln K, label
+		 * smoothing included) while validation sits at chance. Patience
+		 * would spend several more epochs on it. Opt-in (--stop_diverged):
+		 * AIPerf stops trials on patience alone. */
+		int K = t->m.num_classes;
+		if (t->a->stop_diverged &&
+		    (!isfinite(seen[1]) || (seen[1] > log((double)K) + 0.05 && acc <= 1.5 / K))) {
+			*status = "early_stopped";
+			*reason = "diverged";
+			printf("aah-trial: stopped: training diverged (loss %.4f, val_acc %.4f at "
+			       "chance 1/%d)\n", seen[1], acc, K);
+			break;
 		}
 		if (t->bad_epochs >= t->patience && t->epoch < t->budget) {
 			*status = "early_stopped";

@@ -111,6 +111,26 @@ assert r["epochs_run"] == 3 and r["status"] == "succeeded", r
 PY
 }
 
+@test "--stop_diverged ends a trial that collapsed to chance after one epoch" {
+	# lr 0.1 on 2,560 images blows cnn2 up (train loss ~13, val_acc below 10%)
+	common=(--arch "$ARCH/cnn2.json" --warmup_1 3 --threads 2 --train_samples 2560
+		--val_samples 1000 --initial_lr 0.1 --monitor_interval 0)
+	run aah-trial --trial_dir "$T/on" "${common[@]}" --stop_diverged
+	[ "$status" -eq 0 ]
+	[[ $output == *"training diverged"* ]]
+	[ "$(json "$T/on/result.json" 'd["status"]')" = early_stopped ]
+	[ "$(json "$T/on/result.json" 'd["stop_reason"]')" = diverged ]
+	[ "$(json "$T/on/result.json" 'd["epochs_run"]')" = 1 ]
+	# off by default: the same trial runs its budget
+	run aah-trial --trial_dir "$T/off" "${common[@]}"
+	[ "$status" -eq 0 ]
+	[ "$(json "$T/off/result.json" 'd["epochs_run"]')" = 3 ]
+	# and a healthy trial is not stopped by it
+	run aah-trial --trial_dir "$T/ok" "${common[@]}" --initial_lr 0.005 --batch_size 32 --stop_diverged
+	[ "$status" -eq 0 ]
+	[ "$(json "$T/ok/result.json" 'd["stop_reason"]')" = budget ]
+}
+
 @test "a bad argument value exits non-zero with a failed result.json" {
 	run aah-trial --trial_dir "$T" --epochs=many
 	[ "$status" -ne 0 ]
