@@ -207,65 +207,91 @@ Test(kernels, conv2d_same_stride2_backward)
 	run_case(&c, 1e-2f);
 }
 
-/* The same layer computed both ways: Winograd (auto) must agree with the
- * direct kernels, which the finite-difference tests check, on the output and
- * every gradient. (Finite differences of a Winograd forward itself are too
- * noisy at these inputs: its transforms round at the scale of the tile.) */
-Test(kernels, conv2d_winograd_matches_direct)
-{
-	const int n = 4, hw = 10, cin = 16, cout = 32;
-	struct ops_shape in = {hw, hw, cin}, out = {hw, hw, cout};
-	size_t nx = (size_t)n * hw * hw * cin, ny = (size_t)n * hw * hw * cout;
-	size_t nw = (size_t)cout * 9 * cin;
-	float *x = xmalloc(nx * sizeof(float)), *dy = xmalloc(ny * sizeof(float));
-	float *w = xmalloc(nw * sizeof(float)), *b = xmalloc(cout * sizeof(float));
-	fill_uniform(x, nx, -1, 1);
-	fill_uniform(dy, ny, -1, 1);
-	fill_uniform(w, nw, -0.2, 0.2);
-	fill_uniform(b, cout, -0.5, 0.5);
+/* One 3x3 stride-1 "same" conv layer (with bias), run forward and backward
+ * under two settings of the context, on the same random data. */
+struct conv_pair {
+	int n, hw, cin, cout, threads;
+	float wscale;
 	float *y[2], *dx[2], *dw[2], *db[2];
 	const char *algo[2];
+};
+
+static void conv_pair_run(struct conv_pair *c, const int bf16[2], const int conv_algo[2])
+{
+	struct ops_shape in = {c->hw, c->hw, c->cin}, out = {c->hw, c->hw, c->cout};
+	size_t nx = (size_t)c->n * c->hw * c->hw * c->cin, ny = (size_t)c->n * c->hw * c->hw * c->cout;
+	size_t nw = (size_t)c->cout * 9 * c->cin;
+	float *x = xmalloc(nx * sizeof(float)), *dy = xmalloc(ny * sizeof(float));
+	float *w = xmalloc(nw * sizeof(float)), *b = xmalloc(c->cout * sizeof(float));
+	fill_uniform(x, nx, -1, 1);
+	fill_uniform(dy, ny, -1, 1);
+	fill_uniform(w, nw, -c->wscale, c->wscale);
+	fill_uniform(b, c->cout, -0.5, 0.5);
 	for (int k = 0; k < 2; k++) {
 		struct ops_ctx ctx;
-		cr_assert_eq(ops_ctx_init(&ctx, "cpu", 2, 1), 0);
-		ctx.conv_algo = k ? OPS_CONV_DIRECT : OPS_CONV_AUTO;
+		cr_assert_eq(ops_ctx_init(&ctx, "cpu", c->threads, 1), 0);
+		ctx.bf16 = bf16[k];
+		ctx.conv_algo = conv_algo[k];
 		struct ops_layer l = {
 			.cfg = {.type = OPS_CONV2D, .kernel = 3, .stride = 1, .pad_t = 1,
-				.pad_l = 1, .pad_b = 1, .pad_r = 1, .units = cout, .bias = 1},
+				.pad_l = 1, .pad_b = 1, .pad_r = 1, .units = c->cout, .bias = 1},
 			.n_in = 1, .in = &in, .out = out, .w = w, .b = b,
 		};
-		y[k] = xmalloc(ny * sizeof(float));
-		dx[k] = xmalloc(nx * sizeof(float));
-		l.dw = dw[k] = xmalloc(nw * sizeof(float));
-		l.db = db[k] = xmalloc(cout * sizeof(float));
+		c->y[k] = xmalloc(ny * sizeof(float));
+		c->dx[k] = xmalloc(nx * sizeof(float));
+		l.dw = c->dw[k] = xmalloc(nw * sizeof(float));
+		l.db = c->db[k] = xmalloc(c->cout * sizeof(float));
 		const float *xs[1] = {x};
-		float *dxs[1] = {dx[k]};
+		float *dxs[1] = {c->dx[k]};
 		const struct ops_layer_ops *op = ctx.be->layer[OPS_CONV2D];
-		cr_assert_eq(op->forward(&ctx, &l, n, xs, y[k], 1), 0, "%s", util_last_error());
-		cr_assert_eq(op->backward(&ctx, &l, n, xs, y[k], dy, dxs), 0, "%s", util_last_error());
-		algo[k] = cpu_conv_algo(&l);
+		cr_assert_eq(op->forward(&ctx, &l, c->n, xs, c->y[k], 1), 0, "%s", util_last_error());
+		cr_assert_eq(op->backward(&ctx, &l, c->n, xs, c->y[k], dy, dxs), 0, "%s",
+			     util_last_error());
+		c->algo[k] = cpu_conv_algo(&l);
 		op->release(&ctx, &l);
 		ops_ctx_release(&ctx);
 	}
-	cr_assert_str_eq(algo[1], "direct");
-	if (__builtin_cpu_supports("avx512f"))
-		cr_assert_str_eq(algo[0], "winograd", "oneDNN offered no Winograd kernel on AVX-512");
-	struct { const char *name; float *a, *b; size_t n; } cmp[] = {
-		{"y", y[0], y[1], ny}, {"dx", dx[0], dx[1], nx},
-		{"dw", dw[0], dw[1], nw}, {"db", db[0], db[1], (size_t)cout},
+	free(x), free(dy), free(w), free(b);
+}
+
+/* Every value of y, dx, dw and db within tol * (largest of its tensor) of the
+ * second run's; returns how many differ at all. */
+static int conv_pair_compare(struct conv_pair *c, double tol)
+{
+	size_t nx = (size_t)c->n * c->hw * c->hw * c->cin, ny = (size_t)c->n * c->hw * c->hw * c->cout;
+	struct { const char *name; float **v; size_t n; } t[] = {
+		{"y", c->y, ny}, {"dx", c->dx, nx},
+		{"dw", c->dw, (size_t)c->cout * 9 * c->cin}, {"db", c->db, (size_t)c->cout},
 	};
-	for (size_t t = 0; t < ARRAY_SIZE(cmp); t++) {
+	int differ = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+		const float *a = t[k].v[0], *b = t[k].v[1];
 		double scale = 0;
-		for (size_t i = 0; i < cmp[t].n; i++)
-			scale = fmax(scale, fabs(cmp[t].b[i]));
-		for (size_t i = 0; i < cmp[t].n; i++)
-			cr_assert(fabs(cmp[t].a[i] - cmp[t].b[i]) <= 1e-4 * scale + 1e-6,
-				  "%s[%zu]: %s %g, direct %g", cmp[t].name, i, algo[0],
-				  (double)cmp[t].a[i], (double)cmp[t].b[i]);
+		for (size_t i = 0; i < t[k].n; i++)
+			scale = fmax(scale, fabs(b[i]));
+		for (size_t i = 0; i < t[k].n; i++) {
+			cr_assert(fabs(a[i] - b[i]) <= tol * scale + 1e-6, "%s[%zu]: %g against %g",
+				  t[k].name, i, (double)a[i], (double)b[i]);
+			differ += a[i] != b[i];
+		}
 	}
 	for (int k = 0; k < 2; k++)
-		free(y[k]), free(dx[k]), free(dw[k]), free(db[k]);
-	free(x), free(dy), free(w), free(b);
+		free(c->y[k]), free(c->dx[k]), free(c->dw[k]), free(c->db[k]);
+	return differ;
+}
+
+/* Winograd (auto) must agree with the direct kernels, which the
+ * finite-difference tests check, on the output and every gradient. (Finite
+ * differences of a Winograd forward itself are too noisy at these inputs: its
+ * transforms round at the scale of the tile.) */
+Test(kernels, conv2d_winograd_matches_direct)
+{
+	struct conv_pair c = {.n = 4, .hw = 10, .cin = 16, .cout = 32, .threads = 2, .wscale = 0.2f};
+	conv_pair_run(&c, (const int[2]){0, 0}, (const int[2]){OPS_CONV_AUTO, OPS_CONV_DIRECT});
+	cr_assert_str_eq(c.algo[1], "direct");
+	if (__builtin_cpu_supports("avx512f"))
+		cr_assert_str_eq(c.algo[0], "winograd", "oneDNN offered no Winograd kernel on AVX-512");
+	conv_pair_compare(&c, 1e-4);
 }
 
 /* The bf16 convolution path (bf16 copies of x, w and dy; fp32 y, dx, dw)
@@ -276,60 +302,11 @@ Test(kernels, conv2d_winograd_matches_direct)
 Test(kernels, conv2d_bf16_matches_fp32)
 {
 	cr_assert_eq(dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core), dnnl_success);
-	const int n = 2, hw = 6, cin = 8, cout = 8;
-	struct ops_shape in = {hw, hw, cin}, out = {hw, hw, cout};
-	size_t nx = (size_t)n * hw * hw * cin, ny = (size_t)n * hw * hw * cout;
-	size_t nw = (size_t)cout * 9 * cin;
-	float *x = xmalloc(nx * sizeof(float)), *dy = xmalloc(ny * sizeof(float));
-	float *w = xmalloc(nw * sizeof(float)), *b = xmalloc(cout * sizeof(float));
-	fill_uniform(x, nx, -1, 1);
-	fill_uniform(dy, ny, -1, 1);
-	fill_uniform(w, nw, -0.3, 0.3);
-	fill_uniform(b, cout, -0.5, 0.5);
-	float *y[2], *dx[2], *dw[2], *db[2];
-	for (int k = 0; k < 2; k++) {
-		struct ops_ctx ctx;
-		cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 1), 0);
-		ctx.bf16 = k == 0;
-		ctx.conv_algo = OPS_CONV_DIRECT;
-		struct ops_layer l = {
-			.cfg = {.type = OPS_CONV2D, .kernel = 3, .stride = 1, .pad_t = 1,
-				.pad_l = 1, .pad_b = 1, .pad_r = 1, .units = cout, .bias = 1},
-			.n_in = 1, .in = &in, .out = out, .w = w, .b = b,
-		};
-		y[k] = xmalloc(ny * sizeof(float));
-		dx[k] = xmalloc(nx * sizeof(float));
-		l.dw = dw[k] = xmalloc(nw * sizeof(float));
-		l.db = db[k] = xmalloc(cout * sizeof(float));
-		const float *xs[1] = {x};
-		float *dxs[1] = {dx[k]};
-		const struct ops_layer_ops *op = ctx.be->layer[OPS_CONV2D];
-		cr_assert_eq(op->forward(&ctx, &l, n, xs, y[k], 1), 0, "%s", util_last_error());
-		cr_assert_eq(op->backward(&ctx, &l, n, xs, y[k], dy, dxs), 0, "%s", util_last_error());
-		op->release(&ctx, &l);
-		ops_ctx_release(&ctx);
-	}
-	struct { const char *name; float *a, *b; size_t n; } cmp[] = {
-		{"y", y[0], y[1], ny}, {"dx", dx[0], dx[1], nx},
-		{"dw", dw[0], dw[1], nw}, {"db", db[0], db[1], (size_t)cout},
-	};
-	int inexact = 0;
-	for (size_t t = 0; t < ARRAY_SIZE(cmp); t++) {
-		double scale = 0;
-		for (size_t i = 0; i < cmp[t].n; i++)
-			scale = fmax(scale, fabs(cmp[t].b[i]));
-		for (size_t i = 0; i < cmp[t].n; i++) {
-			/* bf16 keeps 8 significant bits: ~0.4% per operand */
-			cr_assert(fabs(cmp[t].a[i] - cmp[t].b[i]) <= 2e-2 * scale,
-				  "%s[%zu]: bf16 %g, fp32 %g", cmp[t].name, i, (double)cmp[t].a[i],
-				  (double)cmp[t].b[i]);
-			inexact += cmp[t].a[i] != cmp[t].b[i];
-		}
-	}
-	cr_assert_gt(inexact, 0, "bf16 gave bit-identical results: it did not compute in bf16");
-	for (int k = 0; k < 2; k++)
-		free(y[k]), free(dx[k]), free(dw[k]), free(db[k]);
-	free(x), free(dy), free(w), free(b);
+	struct conv_pair c = {.n = 2, .hw = 6, .cin = 8, .cout = 8, .threads = 1, .wscale = 0.3f};
+	conv_pair_run(&c, (const int[2]){1, 0}, (const int[2]){OPS_CONV_DIRECT, OPS_CONV_DIRECT});
+	/* bf16 keeps 8 significant bits: ~0.4% per operand */
+	cr_assert_gt(conv_pair_compare(&c, 2e-2), 0,
+		     "bf16 gave bit-identical results: it did not compute in bf16");
 }
 
 Test(kernels, conv2d_valid_nobias_backward)
