@@ -5,10 +5,11 @@
  * choice) and writes fp32 outputs and fp32 weight gradients.
  *
  * 3x3 stride-1 layers use oneDNN's Winograd F(4x4, 3x3) kernels where it
- * has them (ctx->conv_algo AUTO or WINOGRAD; at least 16 channels in and
- * out): they do 1.5x fewer operations per pass than the direct kernels,
- * which already run near the cores' peak, and pay for converting the NHWC
- * activations and gradients to and from the blocked layout they need. */
+ * has them (ctx->conv_algo OPS_CONV_AUTO, fp32, channel counts in and out
+ * that are multiples of 16): they do 1.5x fewer operations per pass than
+ * the direct kernels, which already run near the cores' peak, and pay for
+ * converting the NHWC activations and gradients to and from the blocked
+ * layout they need. */
 #include <stdlib.h>
 #include <string.h>
 
