@@ -15,16 +15,22 @@ struct maxpool_state {
 	uint8_t *arg;     /* (n, oh, ow, c): window position k*kh + kw of the max */
 };
 
-/* Output (oy, ox)'s window, clipped to the image: rows y0..y1, cols x0..x1. */
-static void window(const struct ops_layer *l, int oy, int ox, int *y0, int *y1, int *x0,
-		   int *x1)
+/* Output (oy, ox)'s window: its top-left corner (ty, tx), which padding may
+ * put outside the image, and the part inside it, rows y0..y1, cols x0..x1.
+ * Input pixel (iy, ix) is window position (iy - ty) * kernel + ix - tx. */
+struct window {
+	int ty, tx, y0, y1, x0, x1;
+};
+
+static struct window window(const struct ops_layer *l, int oy, int ox)
 {
 	const struct ops_layer_cfg *c = &l->cfg;
-	int ty = oy * c->stride - c->pad_t, tx = ox * c->stride - c->pad_l;
-	*y0 = ty < 0 ? 0 : ty;
-	*x0 = tx < 0 ? 0 : tx;
-	*y1 = ty + c->kernel < l->in[0].h ? ty + c->kernel : l->in[0].h;
-	*x1 = tx + c->kernel < l->in[0].w ? tx + c->kernel : l->in[0].w;
+	struct window w = {.ty = oy * c->stride - c->pad_t, .tx = ox * c->stride - c->pad_l};
+	w.y0 = w.ty < 0 ? 0 : w.ty;
+	w.x0 = w.tx < 0 ? 0 : w.tx;
+	w.y1 = w.ty + c->kernel < l->in[0].h ? w.ty + c->kernel : l->in[0].h;
+	w.x1 = w.tx + c->kernel < l->in[0].w ? w.tx + c->kernel : l->in[0].w;
+	return w;
 }
 
 static void row_max(float *restrict o, const float *restrict p, int C)
@@ -121,10 +127,9 @@ static int maxpool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 				size_t at = (((size_t)b * o->h + oy) * o->w + ox) * C;
 				float *out = y + at;
 				uint8_t *arg = train ? st->arg + at : NULL;
-				int y0, y1, x0, x1;
-				window(l, oy, ox, &y0, &y1, &x0, &x1);
-				const float *p = x[0] + (((size_t)b * s->h + y0) * s->w + x0) * C;
-				if (arg && k == 2 && y1 - y0 == 2 && x1 - x0 == 2) {
+				struct window w = window(l, oy, ox);
+				const float *p = x[0] + (((size_t)b * s->h + w.y0) * s->w + w.x0) * C;
+				if (arg && k == 2 && w.y1 - w.y0 == 2 && w.x1 - w.x0 == 2) {
 					quad_argmax(out, arg, p, p + C, p + (size_t)s->w * C,
 						    p + (size_t)(s->w + 1) * C, C);
 					continue;
@@ -133,11 +138,10 @@ static int maxpool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 					out[c] = -FLT_MAX;
 				if (arg)
 					memset(arg, 0, (size_t)C);
-				for (int iy = y0; iy < y1; iy++)
-					for (int ix = x0; ix < x1; ix++) {
+				for (int iy = w.y0; iy < w.y1; iy++)
+					for (int ix = w.x0; ix < w.x1; ix++) {
 						const float *q = x[0] + (((size_t)b * s->h + iy) * s->w + ix) * C;
-						uint8_t t = (uint8_t)((iy - (oy * l->cfg.stride - l->cfg.pad_t)) * k +
-								      ix - (ox * l->cfg.stride - l->cfg.pad_l));
+						uint8_t t = (uint8_t)((iy - w.ty) * k + ix - w.tx);
 						if (arg)
 							row_argmax(out, arg, q, C, t);
 						else
@@ -170,19 +174,17 @@ static int maxpool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 		for (int oy = 0; oy < o->h; oy++)
 			for (int ox = 0; ox < o->w; ox++) {
 				size_t at = (((size_t)b * o->h + oy) * o->w + ox) * C;
-				int y0, y1, x0, x1;
-				window(l, oy, ox, &y0, &y1, &x0, &x1);
-				float *d = dx[0] + (((size_t)b * s->h + y0) * s->w + x0) * C;
+				struct window w = window(l, oy, ox);
+				float *d = dx[0] + (((size_t)b * s->h + w.y0) * s->w + w.x0) * C;
 				if (tiled) {
 					quad_route(d, d + C, d + (size_t)s->w * C, d + (size_t)(s->w + 1) * C,
 						   dy + at, st->arg + at, C);
 					continue;
 				}
-				for (int iy = y0; iy < y1; iy++)
-					for (int ix = x0; ix < x1; ix++) {
+				for (int iy = w.y0; iy < w.y1; iy++)
+					for (int ix = w.x0; ix < w.x1; ix++) {
 						float *e = dx[0] + (((size_t)b * s->h + iy) * s->w + ix) * C;
-						uint8_t t = (uint8_t)((iy - (oy * l->cfg.stride - l->cfg.pad_t)) * k +
-								      ix - (ox * l->cfg.stride - l->cfg.pad_l));
+						uint8_t t = (uint8_t)((iy - w.ty) * k + ix - w.tx);
 						row_route(e, dy + at, st->arg + at, C, t);
 					}
 			}
