@@ -57,7 +57,7 @@ int ops_conv_algo_parse(const char *name)
 		return OPS_CONV_AUTO;
 	if (!strcmp(name, "direct"))
 		return OPS_CONV_DIRECT;
-	return error("unknown convolution algorithm '%s' (auto, direct)", name);
+	return -1;
 }
 
 int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed)

@@ -93,7 +93,9 @@ struct ops_layer_ops {
 /* How convolutions compute: AUTO lets the backend use a faster algorithm
  * (Winograd on the CPU) where it has one for the layer; DIRECT never. */
 enum { OPS_CONV_AUTO, OPS_CONV_DIRECT };
-/* "auto" or "direct" -> OPS_CONV_*; -1 (with an error) otherwise. */
+/* "auto" or "direct" -> OPS_CONV_*; -1 otherwise (the caller names the
+ * setting in its error, with OPS_CONV_ALGO_NAMES). */
+#define OPS_CONV_ALGO_NAMES "auto, direct"
 int ops_conv_algo_parse(const char *name);
 
 enum {

@@ -6,6 +6,7 @@
 
 #include "jsonfile.h" /* jsonfile_read */
 #include "fileio.h"   /* fileio_exists */
+#include "kernels/ops.h" /* ops_conv_algo_parse */
 #include "trialimg/args.h"
 #include "util.h"
 
@@ -336,8 +337,8 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 		return error("--slave must be at least 1");
 	if (strcmp(a->precision, "fp32") && strcmp(a->precision, "bf16") && strcmp(a->precision, "fp16"))
 		return error("--precision %s: must be fp32, bf16 or fp16", a->precision);
-	if (strcmp(a->conv_algo, "auto") && strcmp(a->conv_algo, "direct"))
-		return error("--conv_algo %s: must be auto or direct", a->conv_algo);
+	if (ops_conv_algo_parse(a->conv_algo) < 0)
+		return error("--conv_algo %s: must be one of %s", a->conv_algo, OPS_CONV_ALGO_NAMES);
 	return resolve_rendezvous(a);
 }
 

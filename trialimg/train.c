@@ -313,8 +313,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->ops_ok = 1;
 	if (t->ops.be->set_precision(&t->ops, a->precision))
 		return -1;
-	if ((t->ops.conv_algo = ops_conv_algo_parse(a->conv_algo)) < 0)
-		return -1;
+	t->ops.conv_algo = ops_conv_algo_parse(a->conv_algo); /* args_parse checked it */
 	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
 	int workers = a->num_parallel_calls > 0 ? a->num_parallel_calls : 1;
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||

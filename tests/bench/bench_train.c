@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 	if (getenv("AAH_PRECISION") && ctx.be->set_precision(&ctx, getenv("AAH_PRECISION")))
 		die("precision %s is not available here", getenv("AAH_PRECISION"));
 	if (getenv("AAH_CONV_ALGO") && (ctx.conv_algo = ops_conv_algo_parse(getenv("AAH_CONV_ALGO"))) < 0)
-		die("AAH_CONV_ALGO: %s", util_last_error());
+		die("AAH_CONV_ALGO %s: must be one of %s", getenv("AAH_CONV_ALGO"), OPS_CONV_ALGO_NAMES);
 	size_t per = ops_shape_size(&m.input);
 	float *x = xmalloc(sizeof(float) * per * batch), *dz = xmalloc(sizeof(float) * batch * m.num_classes);
 	int *y = xmalloc(sizeof(int) * batch);

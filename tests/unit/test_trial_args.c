@@ -70,6 +70,11 @@ Test(args, both_value_forms_aliases_and_unknowns)
 	args_release(&a);
 	cr_assert_eq(PARSE(&a, "--precision=fp8"), -1);
 	args_release(&a);
+	cr_assert_eq(PARSE(&a, "--conv_algo=fast"), -1);
+	cr_assert_not_null(strstr(util_last_error(), "--conv_algo fast: must be one of auto, direct"));
+	args_release(&a);
+	cr_assert_eq(PARSE(&a, "--conv_algo=direct"), 0, "%s", util_last_error());
+	args_release(&a);
 }
 
 Test(args, rank_world_and_rendezvous_precedence)
