@@ -64,6 +64,7 @@ static int bf16_probe(struct ops_ctx *ctx, char *why, size_t len)
 	dnnl_convolution_desc_t cd;
 	dnnl_primitive_desc_t pd = NULL;
 	const char *impl = "?";
+	char name[64];
 	if (dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_bf16, dnnl_format_tag_any) ||
 	    dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_bf16, dnnl_format_tag_any) ||
 	    dnnl_memory_desc_init_by_tag(&dst, 4, sd, dnnl_f32, dnnl_nhwc) ||
@@ -74,14 +75,12 @@ static int bf16_probe(struct ops_ctx *ctx, char *why, size_t len)
 		return -1;
 	}
 	dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-	snprintf(why, len, "%s", impl); /* impl points into pd */
-	if (strstr(why, "ref")) {
+	snprintf(name, sizeof(name), "%s", impl); /* impl points into pd */
+	if (strstr(name, "ref")) {
 		dnnl_primitive_desc_destroy(pd);
 		snprintf(why, len, "oneDNN has only its reference bf16 convolution on this CPU");
 		return -1;
 	}
-	char name[64];
-	snprintf(name, sizeof(name), "%s", why);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) { /* one thread, no pool: run the kernel once and report */
