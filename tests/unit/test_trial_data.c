@@ -357,6 +357,10 @@ Test(data, augment_flip_and_shift_move_pixels)
 Test(data, augment_rejects_unknown_items_by_name)
 {
 	cr_assert_eq(dataset_set_augment(&fm, "auto"), 0);
+	cr_assert_eq(dataset_set_augment(&fm, "shift"), 0, "%s", util_last_error());
+	cr_assert(fm.shift == 2 && !fm.flip);
+	cr_assert_eq(dataset_set_augment(&fm, "shift=0,flip"), 0, "%s", util_last_error());
+	cr_assert(fm.shift == 0 && fm.flip);
 	cr_assert_neq(dataset_set_augment(&fm, "flip,rotate"), 0);
 	cr_assert(strstr(util_last_error(), "'rotate'"), "%s", util_last_error());
 	cr_assert_neq(dataset_set_augment(&fm, "shift=28"), 0);

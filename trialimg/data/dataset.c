@@ -52,18 +52,22 @@ int dataset_set_augment(struct dataset *ds, const char *spec)
 	int rc = 0;
 	for (char *item = strtok_r(copy, ",", &save); item && !rc;
 	     item = strtok_r(NULL, ",", &save)) {
-		char *end;
+		long n = -1; /* the shift asked for, -1 when not a well-formed one */
+		if (!strcmp(item, "shift")) {
+			n = 2;
+		} else if (!strncmp(item, "shift=", 6)) {
+			char *end;
+			n = strtol(item + 6, &end, 10);
+			if (end == item + 6 || *end)
+				n = -1;
+		}
 		if (!strcmp(item, "flip"))
 			ds->flip = 1;
 		else if (ds->get != dataset_get_memory && !strncmp(item, "shift", 5))
 			rc = error("--augment: shift applies to IDX and CIFAR-10 sets; '%s' "
 				   "already crops at random", ds->dir);
-		else if (!strcmp(item, "shift"))
-			ds->shift = 2;
-		else if (!strncmp(item, "shift=", 6) &&
-			 (ds->shift = (int)strtol(item + 6, &end, 10), end != item + 6 && !*end) &&
-			 ds->shift >= 0 && ds->shift < ds->shape.h && ds->shift < ds->shape.w)
-			;
+		else if (n >= 0 && n < ds->shape.h && n < ds->shape.w)
+			ds->shift = (int)n;
 		else
 			rc = error("--augment: '%s' is not one of none, flip, shift, shift=N "
 				   "(N below the image size)", item);
