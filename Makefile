@@ -3,9 +3,10 @@
 # Sources are found by wildcard, so a new .c file in a module folder needs no
 # edit here. Each folder becomes one static library:
 #   common/        -> build/libaahcommon.a   (shared by both binaries)
-#   runner/ + runner/report/ -> build/libaahrunner.a (minus runner/main.c)
+#   runner/ and its rooms (cmd/ config/ backend/ report/) -> build/libaahrunner.a
+#                     (minus runner/cmd/main.c)
 #   runner/tuner/  -> build/libaahtuner.a
-#   kernels/ + kernels/cpu/ -> build/libaahkernels.a
+#   kernels/ + kernels/ref/ + kernels/cpu/ -> build/libaahkernels.a
 #   kernels/cuda/  -> build/libaahcuda.a      (only when nvcc + cuDNN are found)
 #   trialimg/ + trialimg/data/ -> build/libaahtrial.a (minus trialimg/main.c)
 # Unit tests: tests/unit/test_<name>.c -> build/tests/unit/test_<name> (Criterion).
@@ -35,9 +36,9 @@ AAH_CUDA ?= $(if $(and $(NVCC),$(HAVE_CUDNN)),1,0)
 
 # ---- sources ----------------------------------------------------------------
 COMMON_SRCS  := $(wildcard common/*.c)
-RUNNER_SRCS  := $(filter-out runner/main.c,$(wildcard runner/*.c runner/report/*.c))
 TUNER_SRCS   := $(wildcard runner/tuner/*.c)
-KERNEL_SRCS  := $(wildcard kernels/*.c kernels/cpu/*.c)
+RUNNER_SRCS  := $(filter-out runner/cmd/main.c $(TUNER_SRCS),$(wildcard runner/*.c runner/*/*.c))
+KERNEL_SRCS  := $(wildcard kernels/*.c kernels/ref/*.c kernels/cpu/*.c)
 TRIAL_SRCS   := $(filter-out trialimg/main.c,$(wildcard trialimg/*.c trialimg/data/*.c))
 CUDA_CSRCS   := $(wildcard kernels/cuda/*.c)
 CUDA_CUSRCS  := $(wildcard kernels/cuda/*.cu)
@@ -110,7 +111,7 @@ $(eval $(call mklib,$(LIB_CUDA),$(call obj,$(CUDA_CSRCS)) $(patsubst %.cu,$(BUIL
 RUNNER_ARCHIVES := $(LIB_RUNNER) $(LIB_TUNER) $(LIB_COMMON)
 TRIAL_ARCHIVES  := $(LIB_TRIAL) $(LIB_KERNELS) $(if $(filter 1,$(AAH_CUDA)),$(LIB_CUDA)) $(LIB_COMMON)
 
-$(RUNNER_BIN): $(call obj,runner/main.c) $(RUNNER_ARCHIVES)
+$(RUNNER_BIN): $(call obj,runner/cmd/main.c) $(RUNNER_ARCHIVES)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(RUNNER_ARCHIVES) -Wl,--end-group $(RUNNER_LIBS)
 

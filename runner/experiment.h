@@ -6,7 +6,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#include "runner/config.h"
+#include "runner/config/config.h"
 
 enum trial_state {
 	TRIAL_WAITING,

@@ -6,7 +6,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/config.h"
+#include "runner/config/config.h"
 #include "strvec.h"
 
 struct launch_rank {

@@ -3,7 +3,7 @@
 #include "runner/scheduler.h"
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/backend.h"
+#include "runner/backend/backend.h"
 #include "runner/launch.h"
 #include "strbuf.h"
 #include "util.h"

@@ -5,7 +5,7 @@
 
 #include <signal.h>
 
-#include "runner/config.h"
+#include "runner/config/config.h"
 #include "runner/experiment.h"
 #include "runner/tuner/tuner.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for runner/config.c: upstream AIPerf/AAH configs load
+/* Unit tests for runner/config/config.c: upstream AIPerf/AAH configs load
  * unchanged; every class of bad input is refused with file:line:col and
  * the key; docs/config.md documents every key of every table. */
 #include <criterion/criterion.h>
@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "runner/backend.h"
-#include "runner/cmd.h"
-#include "runner/config.h"
+#include "runner/backend/backend.h"
+#include "runner/cmd/cmd.h"
+#include "runner/config/config.h"
 #include "util.h"
 
 #define UPSTREAM "tests/fixtures/upstream-configs/"

@@ -1,4 +1,4 @@
-/* Unit tests for the Docker backend's pure parts (runner/docker_spec.c):
+/* Unit tests for the Docker backend's pure parts (runner/backend/docker_spec.c):
  * golden `docker create` argv per rank (1 rank with 1 GPU, 2 ranks with
  * 8 GPUs, one container per device) and the job state read from captured
  * `docker inspect` output (tests/fixtures/docker/inspect-*.json, in the
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "fileio.h"
-#include "runner/config.h"
-#include "runner/docker.h"
+#include "runner/config/config.h"
+#include "runner/backend/docker.h"
 #include "runner/launch.h"
 #include "strbuf.h"
 #include "util.h"

@@ -10,8 +10,8 @@
 
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/backend.h"
-#include "runner/config.h"
+#include "runner/backend/backend.h"
+#include "runner/config/config.h"
 #include "runner/launch.h"
 #include "util.h"
 

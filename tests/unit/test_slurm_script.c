@@ -1,4 +1,4 @@
-/* Unit tests for the Slurm backend's pure parts (runner/slurm_script.c):
+/* Unit tests for the Slurm backend's pure parts (runner/backend/slurm_spec.c):
  * golden sbatch scripts and argv (1 node x 1 GPU, 2 nodes x 8 GPUs), value
  * checks, the job-state mapping and the parsers of squeue, sacct, scontrol
  * and sbatch output, and the host substitution of the in-job launcher.
@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "fileio.h"
-#include "runner/config.h"
+#include "runner/config/config.h"
 #include "runner/launch.h"
-#include "runner/slurm.h"
+#include "runner/backend/slurm.h"
 #include "util.h"
 
 #define GOLDEN "tests/fixtures/slurm/"

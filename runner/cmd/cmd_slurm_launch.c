@@ -1,4 +1,4 @@
-/* slurm_launch.c: `aah-runner slurm-launch <trial-dir>`, the in-job launcher.
+/* cmd_slurm_launch.c: `aah-runner slurm-launch <trial-dir>`, the in-job launcher.
  * srun runs it once per rank. Its only inputs are the trial's launch.json
  * (written by the runner) and Slurm's own variables: it picks the rank
  * SLURM_PROCID, puts the job's real host names (scontrol show hostnames
@@ -6,8 +6,9 @@
  * with the contract's environment and argv. No shell parses any value. */
 #include "fileio.h"
 #include "jsonfile.h"
+#include "runner/cmd/cmd.h" /* cmd_slurm_launch */
 #include "runner/proc.h"
-#include "runner/slurm.h"
+#include "runner/backend/slurm.h"
 #include "util.h"
 
 #include <stdio.h>

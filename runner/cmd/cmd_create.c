@@ -1,13 +1,13 @@
 /* cmd_create.c: `create`, `resume` and `check`: load a config, make or
  * open the experiment, and run the scheduler in the foreground or detached. */
-#include "runner/cmd.h"
+#include "runner/cmd/cmd.h"
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/backend.h"
-#include "runner/options.h"
+#include "runner/backend/backend.h"
+#include "runner/cmd/options.h"
 #include "runner/scheduler.h"
 #include "runner/tuner/tuner.h"
-#include "runner/workdir.h"
+#include "runner/config/workdir.h"
 #include "util.h"
 
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* workdir.c: locating the work directory and experiment directories. */
-#include "runner/workdir.h"
+#include "runner/config/workdir.h"
 #include "fileio.h"
 #include "util.h"
 

@@ -1,5 +1,5 @@
 /* backend.c: the backend registry and the generic wrappers (policy). */
-#include "runner/backend.h"
+#include "runner/backend/backend.h"
 #include "util.h"
 
 #include <arpa/inet.h>

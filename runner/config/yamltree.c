@@ -1,5 +1,5 @@
 /* yamltree.c: libyaml events -> a tree with positions, within limits. */
-#include "runner/yamltree.h"
+#include "runner/config/yamltree.h"
 #include "fileio.h"
 #include "util.h"
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runner/yamltree.h" /* struct ynode: kept for free-form sections */
+#include "runner/config/yamltree.h" /* struct ynode: kept for free-form sections */
 
 enum cfg_type {
 	CFG_STR,      /* char * */

@@ -1,11 +1,11 @@
 /* cmd_propose.c: `propose`: the tuner's proposal for one trial, written
  * into its directory; with --exec, then run the trial command with the
  * hyperparameters appended (the tuner placed inside the trial, as AAH). */
-#include "runner/cmd.h"
+#include "runner/cmd/cmd.h"
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/launch.h"
-#include "runner/options.h"
+#include "runner/cmd/options.h"
 #include "runner/scheduler.h"
 #include "runner/tuner/tuner.h"
 #include "util.h"

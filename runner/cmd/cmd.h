@@ -3,7 +3,7 @@
 #ifndef AAH_CMD_H
 #define AAH_CMD_H
 
-#include "runner/config.h"
+#include "runner/config/config.h"
 #include "runner/experiment.h"
 
 int cmd_create(int argc, const char **argv);
@@ -14,6 +14,8 @@ int cmd_list(int argc, const char **argv);
 int cmd_propose(int argc, const char **argv);
 int cmd_check(int argc, const char **argv);
 int cmd_render(int argc, const char **argv);
+/* `aah-runner slurm-launch <trial-dir>`: run by srun once per rank. */
+int cmd_slurm_launch(int argc, const char **argv);
 
 /* Shared by the commands: open an experiment (id or path) and load the
  * config copied into it, relative paths resolving where the user's config

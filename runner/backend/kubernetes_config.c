@@ -1,6 +1,6 @@
-/* k8s_config.c: the `kubernetes:` section of config.yml: key table,
+/* kubernetes_config.c: the `kubernetes:` section of config.yml: key table,
  * defaults, and the checks the API server would otherwise make later. */
-#include "runner/k8s_config.h"
+#include "runner/backend/kubernetes_config.h"
 #include "util.h"
 
 #include <ctype.h>

@@ -1,7 +1,7 @@
-/* slurm_script.c: the Slurm backend's pure parts: config keys, the sbatch
+/* slurm_spec.c: the Slurm backend's pure parts: config keys, the sbatch
  * script and argv, the state mapping and the parsers of Slurm's output.
  * Nothing here runs a program, so all of it is unit-tested. */
-#include "runner/slurm.h"
+#include "runner/backend/slurm.h"
 #include "util.h"
 
 #include <ctype.h>

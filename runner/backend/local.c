@@ -1,8 +1,8 @@
-/* backend_local.c: trials as local processes (the embedded default). Each
+/* local.c: trials as local processes (the embedded default). Each
  * rank is its own session/process group; stdout+stderr go to trial.log.
  * A job id is "<pid>.<starttime>[,<pid>.<starttime>...]": a resumed runner
  * follows processes it did not start by pid and kernel start time. */
-#include "runner/backend.h"
+#include "runner/backend/backend.h"
 #include "fileio.h"
 #include "runner/proc.h"
 #include "strbuf.h"

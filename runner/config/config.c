@@ -1,5 +1,5 @@
 /* config.c: config.yml -> struct aah_config through key tables. */
-#include "runner/config.h"
+#include "runner/config/config.h"
 #include "fileio.h"
 #include "jsonfile.h"
 #include "strbuf.h"

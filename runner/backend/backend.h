@@ -4,7 +4,7 @@
 #ifndef AAH_BACKEND_H
 #define AAH_BACKEND_H
 
-#include "runner/config.h"
+#include "runner/config/config.h"
 #include "runner/launch.h"
 
 #define AAH_CAP_MULTINODE 1u  /* ranks of a trial may run on several hosts */

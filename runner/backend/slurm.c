@@ -1,9 +1,9 @@
-/* backend_slurm.c: trials as Slurm batch jobs. One sbatch script per
+/* slurm.c: trials as Slurm batch jobs. One sbatch script per
  * trial; the Slurm job id is the job id in the journal. One squeue query per
  * poll interval covers every job this runner follows; sacct answers for
  * jobs squeue no longer knows. Every Slurm command runs from an argv vector
  * with a timeout (proc_run_capture). */
-#include "runner/slurm.h"
+#include "runner/backend/slurm.h"
 #include "fileio.h"
 #include "runner/proc.h"
 #include "util.h"

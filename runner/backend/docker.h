@@ -3,8 +3,8 @@
 #ifndef AAH_DOCKER_H
 #define AAH_DOCKER_H
 
-#include "runner/backend.h"
-#include "runner/config.h"
+#include "runner/backend/backend.h"
+#include "runner/config/config.h"
 #include "runner/launch.h"
 #include "strvec.h"
 

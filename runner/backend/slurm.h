@@ -1,11 +1,11 @@
 /* slurm.h: the Slurm backend's pure parts (its config, the sbatch script and
  * argv, the mapping of Slurm job states, parsers of squeue/scontrol/sacct
- * output) and the in-job launcher `aah-runner slurm-launch`. */
+ * output). */
 #ifndef AAH_SLURM_H
 #define AAH_SLURM_H
 
-#include "runner/backend.h"
-#include "runner/config.h"
+#include "runner/backend/backend.h"
+#include "runner/config/config.h"
 #include "runner/launch.h"
 #include "strbuf.h"
 #include "strvec.h"
@@ -71,8 +71,6 @@ int slurm_parse_job_id(const char *out, char *id, size_t n);
 /* Replace every SLURM_HOST_PLACEHOLDER in s by hosts[i / per]. */
 char *slurm_subst_hosts(const char *s, char *const *hosts, unsigned nhosts, unsigned per);
 
-/* `aah-runner slurm-launch <trial-dir>`: run by srun once per rank. */
-int cmd_slurm_launch(int argc, const char **argv);
 
 extern const struct aah_backend backend_slurm;
 

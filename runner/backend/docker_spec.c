@@ -1,7 +1,7 @@
 /* docker_spec.c: the Docker backend's pure parts: config keys, the argv of
  * one rank's container and the reading of `docker inspect` (unit-tested
  * against golden argv and captured inspect output). */
-#include "runner/docker.h"
+#include "runner/backend/docker.h"
 #include "strbuf.h"
 #include "util.h"
 

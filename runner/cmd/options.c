@@ -1,5 +1,5 @@
 /* options.c: table-driven command-line options. */
-#include "runner/options.h"
+#include "runner/cmd/options.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* k8s_spec.h: the Kubernetes documents of a trial (an Indexed Job and, for
+/* kubernetes.h: the Kubernetes documents of a trial (an Indexed Job and, for
  * multi-node trials, its headless Service) built as cJSON from the launch
  * contract and the `kubernetes:` config section, names that are always valid
  * DNS labels, YAML output, and reading a Job's status back. */
@@ -7,9 +7,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "runner/backend.h" /* struct aah_job_status */
-#include "runner/config.h"
-#include "runner/k8s_config.h" /* struct k8s_config */
+#include "runner/backend/backend.h" /* struct aah_job_status */
+#include "runner/config/config.h"
+#include "runner/backend/kubernetes_config.h" /* struct k8s_config */
 #include "runner/launch.h"
 #include "strbuf.h"
 

@@ -1,9 +1,9 @@
-/* k8s_config.h: the `kubernetes:` section of config.yml (docs/config.md,
+/* kubernetes_config.h: the `kubernetes:` section of config.yml (docs/config.md,
  * kubernetes.*), parsed with its own key table. */
 #ifndef AAH_K8S_CONFIG_H
 #define AAH_K8S_CONFIG_H
 
-#include "runner/config.h"
+#include "runner/config/config.h"
 
 /* The `kubernetes:` section of config.yml (docs/config.md, kubernetes.*). */
 struct k8s_config {

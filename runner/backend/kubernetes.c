@@ -1,13 +1,13 @@
-/* backend_kubernetes.c: trials as Indexed Jobs through kubectl (argv
+/* kubernetes.c: trials as Indexed Jobs through kubectl (argv
  * vectors, never a shell). A job id is the Job's name; the Job's status
  * comes from one `kubectl get jobs -l aah.io/experiment=<id> -o json` per
  * poll interval for all trials (doubling while kubectl fails). Pod logs are
  * copied into trial.log when a job settles, before the Job's TTL removes it.
  * A resumed runner re-attaches to Jobs by name. */
-#include "runner/backend.h"
+#include "runner/backend/backend.h"
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/k8s_spec.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_job_state */
+#include "runner/backend/kubernetes.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_job_state */
 #include "runner/proc.h"
 #include "strbuf.h"
 #include "util.h"

@@ -1,13 +1,13 @@
 /* cmd_render.c: `render`: print the Kubernetes documents of one trial
  * (headless Service + Indexed Job) for `kubectl apply -f -`, exactly as the
  * kubernetes backend would submit them. */
-#include "runner/cmd.h"
+#include "runner/cmd/cmd.h"
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/k8s_spec.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_yaml_emit */
+#include "runner/backend/kubernetes.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_yaml_emit */
 #include "runner/launch.h"
-#include "runner/options.h"
-#include "runner/workdir.h"
+#include "runner/cmd/options.h"
+#include "runner/config/workdir.h"
 #include "util.h"
 
 #include <stdio.h>

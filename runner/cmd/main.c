@@ -3,9 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runner/cmd.h" /* cmd_create, cmd_resume, ... */
+#include "runner/cmd/cmd.h" /* cmd_create, cmd_resume, ... */
 #include "runner/report/report_cmds.h" /* cmd_report, cmd_collect, cmd_verify, cmd_metrics */
-#include "runner/slurm.h" /* cmd_slurm_launch */
 #include "util.h"
 
 struct subcommand {

@@ -1,6 +1,6 @@
-/* k8s_spec.c: Job and Service documents of a trial, DNS-safe names, YAML
+/* kubernetes_spec.c: Job and Service documents of a trial, DNS-safe names, YAML
  * output and Job status interpretation. */
-#include "runner/k8s_spec.h"
+#include "runner/backend/kubernetes.h"
 #include "util.h"
 
 #include <ctype.h>

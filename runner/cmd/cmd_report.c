@@ -1,9 +1,9 @@
 /* cmd_report.c: `aah-runner report <experiment>`: the terminal summary,
  * results.json and report.html of an experiment, finished or running. */
-#include "runner/options.h"
+#include "runner/cmd/options.h"
 #include "runner/report/report.h"
 #include "runner/report/report_cmds.h"
-#include "runner/workdir.h"
+#include "runner/config/workdir.h"
 #include "fileio.h"
 #include "jsonfile.h"
 #include "util.h"
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/config.h"
+#include "runner/config/config.h"
 
 int report_options_from_config(const char *expdir, struct report_options *opt)
 {

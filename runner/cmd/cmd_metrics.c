@@ -1,9 +1,9 @@
 /* cmd_metrics.c: `aah-runner metrics <experiment>`: the Prometheus text
  * exposition of an experiment, for node_exporter's textfile collector. */
-#include "runner/options.h"
+#include "runner/cmd/options.h"
 #include "runner/report/report.h"
 #include "runner/report/report_cmds.h"
-#include "runner/workdir.h"
+#include "runner/config/workdir.h"
 #include "fileio.h"
 #include "util.h"
 

@@ -1,11 +1,11 @@
-/* backend_docker.c: trials as Docker containers on this host, one per rank.
+/* docker.c: trials as Docker containers on this host, one per rank.
  * A job id is the ranks' container ids joined by ','. Containers are
  * created, the job is journaled, then they are started (create + start is
  * `docker run -d` split in two, so a crash never leaves an unrecorded
  * running container). State from `docker inspect`; logs from `docker logs`
  * into trial.log; `docker kill` on cancel, `docker rm -f` after collection.
  * No Docker engine runs where aah is tested: this path is untested there. */
-#include "runner/docker.h"
+#include "runner/backend/docker.h"
 #include "fileio.h"
 #include "runner/proc.h"
 #include "strbuf.h"

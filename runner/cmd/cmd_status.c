@@ -1,9 +1,9 @@
 /* cmd_status.c: `status` (one experiment's trials, --watch to follow),
  * `list` (every experiment) and `stop`. */
-#include "runner/cmd.h"
+#include "runner/cmd/cmd.h"
 #include "fileio.h"
-#include "runner/options.h"
-#include "runner/workdir.h"
+#include "runner/cmd/options.h"
+#include "runner/config/workdir.h"
 #include "strbuf.h"
 #include "util.h"
 
