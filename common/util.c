@@ -12,7 +12,7 @@
 
 static const char *progname = "aah";
 static int quiet;
-static char last_error[1024];
+static _Thread_local char last_error[UTIL_ERROR_MAX]; /* per thread: see util.h */
 
 void util_set_progname(const char *name)
 {

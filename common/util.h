@@ -9,7 +9,18 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Library code reports and returns -1: `return error("cannot open '%s'", p);` */
+/* Library code reports and returns -1: `return error("cannot open '%s'", p);`
+ *
+ * error(), error_errno() and warning() print the message on stderr and keep
+ * it as the calling thread's last error (a _Thread_local buffer):
+ * util_last_error() never returns another thread's message. So a caller
+ * passes a callee's words on (`error("cannot submit: %s", util_last_error())`)
+ * only when the callee failed on the same thread. Work done on another
+ * thread hands its message over in its own result: the worker copies
+ * util_last_error() into the shared object (as the data loader's
+ * loader_batch.why) and the consumer reads it after the lock or the join
+ * that hands the result over. */
+enum { UTIL_ERROR_MAX = 1024 }; /* longest kept message, with its NUL */
 int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Like error() with ": strerror(errno)" appended. */
 int error_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -25,7 +36,8 @@ noreturn void bug_at(const char *file, int line, const char *fmt, ...)
 void util_set_progname(const char *name);
 /* Tests silence library errors while they provoke them on purpose. */
 void util_set_quiet(int quiet);
-/* The last message passed to error(), for tests to assert on. */
+/* This thread's last message from error(), error_errno() or warning() (""
+ * before the first); valid until this thread's next one. */
 const char *util_last_error(void);
 
 /* Allocation that never returns NULL (dies on out-of-memory). */

@@ -1,5 +1,7 @@
 /* Unit tests for common/: strbuf, fileio, jsonfile, util. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,4 +109,53 @@ Test(common, edit_distance)
 	cr_assert_eq(util_edit_distance("maxTrialNum", "maxTrailNum"), 2);
 	cr_assert_eq(util_edit_distance("", "abc"), 3);
 	cr_assert_eq(util_edit_distance("gpuNum", "gpuNum"), 0);
+}
+
+/* One thread's share of last_error_is_per_thread. */
+struct error_job {
+	int id, n;
+	int wrong;        /* times util_last_error() was not this thread's message */
+	char seen[128];   /* the first wrong one */
+	pthread_barrier_t *start;
+};
+
+static void *report_own_errors(void *arg)
+{
+	struct error_job *j = arg;
+	char want[128];
+	pthread_barrier_wait(j->start); /* both threads write at once */
+	for (int i = 0; i < j->n; i++) {
+		if (i % 2) {
+			errno = ENOENT;
+			error_errno("thread %d, error %d", j->id, i);
+			snprintf(want, sizeof(want), "thread %d, error %d: %s", j->id, i,
+				 strerror(ENOENT));
+		} else {
+			error("thread %d, error %d", j->id, i);
+			snprintf(want, sizeof(want), "thread %d, error %d", j->id, i);
+		}
+		if (strcmp(util_last_error(), want) && !j->wrong++)
+			xstrlcpy(j->seen, util_last_error(), sizeof(j->seen));
+	}
+	return NULL;
+}
+
+Test(common, last_error_is_per_thread)
+{
+	error("the main thread's own error");
+	pthread_barrier_t start;
+	pthread_barrier_init(&start, NULL, 2);
+	struct error_job job[2] = {{.id = 1, .n = 20000, .start = &start},
+				   {.id = 2, .n = 20000, .start = &start}};
+	pthread_t th[2];
+	for (int k = 0; k < 2; k++)
+		cr_assert_eq(pthread_create(&th[k], NULL, report_own_errors, &job[k]), 0);
+	for (int k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+	pthread_barrier_destroy(&start);
+	for (int k = 0; k < 2; k++)
+		cr_assert_eq(job[k].wrong, 0,
+			     "thread %d read another message %d of %d times, first '%s'", job[k].id,
+			     job[k].wrong, job[k].n, job[k].seen);
+	cr_assert_str_eq(util_last_error(), "the main thread's own error");
 }
