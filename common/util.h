@@ -18,8 +18,8 @@
  * only when the callee failed on the same thread. Work done on another
  * thread hands its message over in its own result: the worker copies
  * util_last_error() into the shared object (as the data loader's
- * loader_batch.why) and the consumer reads it after the lock or the join
- * that hands the result over. */
+ * loader_batch.why, UTIL_ERROR_MAX bytes so it arrives whole) and the
+ * consumer reads it after the lock or the join that hands the result over. */
 enum { UTIL_ERROR_MAX = 1024 }; /* longest kept message, with its NUL */
 int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Like error() with ": strerror(errno)" appended. */

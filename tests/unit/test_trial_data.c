@@ -1,12 +1,16 @@
 /* Unit tests for trialimg/data: IDX (gz and raw), CIFAR-10 binary, JPEG
  * folders written here from Fashion-MNIST images, errors naming the file,
- * and the prefetching loader. */
+ * and the prefetching loader, whose worker threads' errors reach the
+ * consumer whole. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jpeglib.h>
 
@@ -165,10 +169,9 @@ static void write_jpeg(const char *path, const uint8_t *px, int h, int w)
 	fclose(f);
 }
 
-/* tmp/jpg/<label>/<i>.jpg from the first n test images. */
-static char *write_jpeg_folder(int n)
+/* root/class<label>/<i>.jpg from the first n test images. */
+static void write_jpeg_folder(const char *root, int n)
 {
-	char *root = xstrfmt("%s/jpg", tmp);
 	for (int i = 0; i < n; i++) {
 		char *d = xstrfmt("%s/class%d", root, fm.labels[i]);
 		cr_assert_eq(fileio_mkdir_p(d, 0755), 0);
@@ -177,7 +180,6 @@ static char *write_jpeg_folder(int n)
 		free(p);
 		free(d);
 	}
-	return root;
 }
 
 static double corr(const float *a, const float *b, int n)
@@ -196,7 +198,8 @@ static double corr(const float *a, const float *b, int n)
 
 Test(data, jpeg_folder_from_fashion_mnist)
 {
-	char *root = write_jpeg_folder(40);
+	char *root = xstrfmt("%s/jpg", tmp);
+	write_jpeg_folder(root, 40);
 	struct ops_shape want = {28, 28, 1};
 	struct dataset d;
 	cr_assert_eq(dataset_open(&d, "auto", root, 0, &want), 0, "%s", util_last_error());
@@ -240,6 +243,70 @@ Test(data, jpeg_folder_from_fashion_mnist)
 	cr_assert_not_null(strstr(util_last_error(), "zzz.jpg"), "%s", util_last_error());
 	dataset_release(&d);
 	free(bad);
+	free(root);
+}
+
+/* Another thread failing all the time, as the monitor or another rank may. */
+static void *report_noise(void *arg)
+{
+	atomic_int *stop = arg;
+	for (int i = 0; !atomic_load(stop); i++)
+		error("noise %d from another thread", i);
+	return NULL;
+}
+
+Test(data, loader_worker_error_reaches_the_consumer_intact)
+{
+	/* a folder with a long name, so the message is longer than 256 bytes */
+	char name[241];
+	memset(name, 'd', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	char *root = xstrfmt("%s/%s", tmp, name);
+	write_jpeg_folder(root, 40);
+	struct ops_shape want = {28, 28, 1};
+	struct dataset d;
+	cr_assert_eq(dataset_open(&d, "imagefolder", root, 0, &want), 0, "%s", util_last_error());
+	cr_assert_eq(d.n, 40);
+	/* truncate samples 5, 13, 21, ...: odd batches of 4 fail, even ones do
+	 * not; each failure's message, as this thread gets it, is the reference */
+	char *msg[40] = {0};
+	float px[784];
+	for (int i = 5; i < d.n; i += 8) {
+		cr_assert_eq(truncate(d.paths[i], 20), 0);
+		cr_assert_eq(d.get(&d, i, px, 0, 0), -1, "'%s' still decodes", d.paths[i]);
+		msg[i] = xstrdup(util_last_error());
+		cr_assert_gt(strlen(msg[i]), 256, "%s", msg[i]);
+		cr_assert_not_null(strstr(msg[i], d.paths[i]), "%s", msg[i]);
+	}
+	atomic_int stop = 0;
+	pthread_t noise;
+	cr_assert_eq(pthread_create(&noise, NULL, report_noise, &stop), 0);
+	struct loader l;
+	cr_assert_eq(loader_init(&l, &d, 4, 0, 3, 1, 0, 1), 0);
+	int failed = 0;
+	for (int epoch = 0; epoch < 500; epoch++) {
+		loader_start_epoch(&l, 0);
+		const struct loader_batch *b;
+		for (int k = 0; (b = loader_next(&l)); k++) {
+			const char *first = NULL;
+			for (int i = 4 * k; i < 4 * k + b->n && !first; i++)
+				first = msg[i];
+			if (!first) {
+				cr_assert_eq(b->error, 0, "batch %d: %s", k, b->why);
+				continue;
+			}
+			cr_assert(b->error, "batch %d has a truncated file but no error", k);
+			cr_assert_str_eq(b->why, first, "batch %d", k);
+			failed++;
+		}
+	}
+	atomic_store(&stop, 1);
+	pthread_join(noise, NULL);
+	cr_assert_eq(failed, 500 * 5);
+	loader_release(&l);
+	dataset_release(&d);
+	for (int i = 0; i < 40; i++)
+		free(msg[i]);
 	free(root);
 }
 

@@ -1,10 +1,12 @@
 /* Unit tests for trialimg/train through train_run: a whole trial on a JPEG
  * folder written here from Fashion-MNIST images, and a corrupt image that
- * fails the trial with the file named in result.json. */
+ * fails the trial with the file named in result.json, the loader thread's
+ * message whole. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jpeglib.h>
 
@@ -133,6 +135,39 @@ Test(train, trial_on_jpeg_folders)
 	cr_assert_str_eq(status, "failed");
 	cJSON_Delete(r);
 	free(bad);
+	free(train);
+	free(val);
+	dataset_release(&fm);
+}
+
+Test(train, truncated_training_image_fails_with_the_whole_message)
+{
+	struct dataset fm;
+	cr_assert_eq(dataset_open(&fm, "auto", "/usr/share/datasets/fashion-mnist", 0, NULL), 0);
+	char split[241]; /* a long folder name: the message is longer than 256 bytes */
+	memset(split, 't', sizeof(split) - 1);
+	split[sizeof(split) - 1] = '\0';
+	char *train = write_split(&fm, split, 0, 64), *val = write_split(&fm, "val", 500, 32);
+	struct ops_shape want = {28, 28, 1};
+	struct dataset d;
+	cr_assert_eq(dataset_open(&d, "imagefolder", train, 1, &want), 0, "%s", util_last_error());
+	float px[784];
+	cr_assert_eq(truncate(d.paths[7], 20), 0);
+	cr_assert_eq(d.get(&d, 7, px, 1, 1), -1, "'%s' still decodes", d.paths[7]);
+	char *msg = xstrdup(util_last_error()); /* what the loader's worker thread meets */
+	cr_assert_gt(strlen(msg), 256, "%s", msg);
+	dataset_release(&d);
+	int rc;
+	cJSON *r = run_trial(train, val, &rc);
+	cr_assert_neq(rc, 0);
+	const char *why, *status;
+	cr_assert_eq(json_get_string("result", r, "stop_reason", 0, &why), 0);
+	cr_assert_not_null(strstr(why, "cannot read a training batch: "), "%s", why);
+	cr_assert_not_null(strstr(why, msg), "'%s' lacks '%s'", why, msg);
+	cr_assert_eq(json_get_string("result", r, "status", 0, &status), 0);
+	cr_assert_str_eq(status, "failed");
+	cJSON_Delete(r);
+	free(msg);
 	free(train);
 	free(val);
 	dataset_release(&fm);

@@ -21,7 +21,7 @@ static void fill(struct loader *l, int b, struct loader_batch *s)
 		uint64_t rng = l->seed ^ ((uint64_t)l->epoch << 40) ^ ((uint64_t)idx * 0x9e3779b97f4a7c15ull);
 		s->y[i] = ds->labels[idx];
 		if (ds->get(ds, idx, s->x + per * i, l->train, rng) && !s->error) {
-			s->error = 1;
+			s->error = 1; /* this worker's own message, handed over under l->mu */
 			xstrlcpy(s->why, util_last_error(), sizeof(s->why));
 		}
 	}

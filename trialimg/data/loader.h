@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "trialimg/data/dataset.h"
+#include "util.h" /* UTIL_ERROR_MAX */
 
 enum { LOADER_DEPTH = 4 };
 
@@ -16,7 +17,8 @@ struct loader_batch {
 	float *x;       /* (n, h, w, c) */
 	int *y;         /* (n) */
 	int error;      /* set when a sample could not be produced */
-	char why[256];  /* its message (it names the file) */
+	char why[UTIL_ERROR_MAX]; /* the first such sample's message (it names the
+				   * file), the worker thread's own last error */
 };
 
 struct loader {
@@ -42,7 +44,9 @@ int loader_init(struct loader *l, const struct dataset *ds, int batch, int train
 /* Start epoch e (0-based); ends any epoch in progress. */
 void loader_start_epoch(struct loader *l, int epoch);
 /* The next batch of the epoch, or NULL at its end. The batch stays valid
- * until the next call. */
+ * until the next call. A batch with `error` set failed in a worker thread:
+ * its `why` carries that thread's message, which the consumer passes on
+ * (util_last_error() on the consumer's thread knows nothing of it). */
 const struct loader_batch *loader_next(struct loader *l);
 void loader_release(struct loader *l);
 
