@@ -29,12 +29,14 @@ const char *util_last_error(void)
 	return last_error;
 }
 
-static void report(const char *prefix, const char *fmt, va_list ap, const char *suffix)
+/* Keeps the message as this thread's last error and prints it unless quiet
+ * (a fatal one always: `loud`). */
+static void report(const char *prefix, int loud, const char *fmt, va_list ap, const char *suffix)
 {
 	int n = vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	if (suffix && n >= 0 && (size_t)n < sizeof(last_error))
 		snprintf(last_error + n, sizeof(last_error) - (size_t)n, ": %s", suffix);
-	if (!quiet)
+	if (loud || !quiet)
 		fprintf(stderr, "%s: %s%s\n", progname, prefix, last_error);
 }
 
@@ -42,7 +44,7 @@ int error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	report("error: ", fmt, ap, NULL);
+	report("error: ", 0, fmt, ap, NULL);
 	va_end(ap);
 	return -1;
 }
@@ -52,7 +54,7 @@ int error_errno(const char *fmt, ...)
 	int e = errno;
 	va_list ap;
 	va_start(ap, fmt);
-	report("error: ", fmt, ap, strerror(e));
+	report("error: ", 0, fmt, ap, strerror(e));
 	va_end(ap);
 	errno = e;
 	return -1;
@@ -62,16 +64,15 @@ void warning(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	report("warning: ", fmt, ap, NULL);
+	report("warning: ", 0, fmt, ap, NULL);
 	va_end(ap);
 }
 
 void die(const char *fmt, ...)
 {
 	va_list ap;
-	quiet = 0;
 	va_start(ap, fmt);
-	report("fatal: ", fmt, ap, NULL);
+	report("fatal: ", 1, fmt, ap, NULL);
 	va_end(ap);
 	exit(2);
 }
@@ -80,9 +81,8 @@ void die_errno(const char *fmt, ...)
 {
 	int e = errno;
 	va_list ap;
-	quiet = 0;
 	va_start(ap, fmt);
-	report("fatal: ", fmt, ap, strerror(e));
+	report("fatal: ", 1, fmt, ap, strerror(e));
 	va_end(ap);
 	exit(2);
 }

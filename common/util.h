@@ -34,7 +34,8 @@ noreturn void bug_at(const char *file, int line, const char *fmt, ...)
 
 /* Program name used as the message prefix ("aah-runner", "aah-trial"). */
 void util_set_progname(const char *name);
-/* Tests silence library errors while they provoke them on purpose. */
+/* Tests silence library errors while they provoke them on purpose. It holds
+ * for every thread (set it before starting any); die() prints anyway. */
 void util_set_quiet(int quiet);
 /* This thread's last message from error(), error_errno() or warning() (""
  * before the first); valid until this thread's next one. */
