@@ -1,7 +1,6 @@
 /* experiment.c: experiment directories and their append-only journal. */
 #include "runner/experiment.h"
 #include "fileio.h"
-#include "jsonfile.h"
 #include "util.h"
 
 #include <errno.h>
