@@ -1,7 +1,6 @@
 /* experiment.c: experiment directories and their append-only journal. */
 #include "runner/experiment.h"
 #include "fileio.h"
-#include "jsonfile.h"
 #include "util.h"
 
 #include <errno.h>
@@ -14,37 +13,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static const char *const state_names[] = {
-	[TRIAL_WAITING] = "waiting",
-	[TRIAL_RUNNING] = "running",
-	[TRIAL_SUCCEEDED] = "succeeded",
-	[TRIAL_FAILED] = "failed",
-	[TRIAL_EARLY_STOPPED] = "early_stopped",
-	[TRIAL_CANCELED] = "canceled",
-};
-
-const char *trial_state_name(enum trial_state s)
-{
-	return (unsigned)s < ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
-}
-
-int trial_state_parse(const char *name, enum trial_state *out)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(state_names); i++) {
-		if (!strcmp(state_names[i], name)) {
-			*out = (enum trial_state)i;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-int trial_state_final(enum trial_state s)
-{
-	return s == TRIAL_SUCCEEDED || s == TRIAL_FAILED || s == TRIAL_EARLY_STOPPED ||
-	       s == TRIAL_CANCELED;
-}
 
 struct trial_rec *experiment_trial(struct experiment *e, unsigned seq)
 {
@@ -64,11 +32,6 @@ struct trial_rec *experiment_trial(struct experiment *e, unsigned seq)
 	return &e->trials[seq - 1];
 }
 
-char *experiment_trial_dir(const struct experiment *e, unsigned seq)
-{
-	return xstrfmt("%s/trials/%06u", e->dir, seq);
-}
-
 double experiment_best_accuracy(const struct experiment *e)
 {
 	double best = NAN;
@@ -80,105 +43,77 @@ double experiment_best_accuracy(const struct experiment *e)
 	return best;
 }
 
-static void replace_str(char **dst, const cJSON *doc, const char *key)
+static void replace_str(char **dst, const char *value)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
 	free(*dst);
-	*dst = cJSON_IsString(v) ? xstrdup(v->valuestring) : NULL;
+	*dst = value ? xstrdup(value) : NULL;
 }
 
-static double num_or(const cJSON *doc, const char *key, double def)
+/* Apply one journal event to the in-memory state (an expdir_visit_fn). */
+static int apply(const struct expdir_event *ev, void *arg)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
-	return cJSON_IsNumber(v) ? v->valuedouble : def;
-}
-
-/* Apply one journal event to the in-memory state. */
-static int apply(struct experiment *e, const cJSON *ev)
-{
-	const char *what = "journal.jsonl";
-	const char *event;
-	double ts = num_or(ev, "ts", 0);
-	if (json_get_string(what, ev, "event", 0, &event) < 0)
-		return -1;
-	e->next_event = (unsigned long)num_or(ev, "seq", (double)e->next_event) + 1;
-
-	if (!strcmp(event, "experiment_created")) {
-		replace_str(&e->name, ev, "name");
-		e->created = ts;
-	} else if (!strcmp(event, "runner_started")) {
+	struct experiment *e = arg;
+	e->next_event = (ev->seq >= 0 ? (unsigned long)ev->seq : e->next_event) + 1;
+	struct trial_rec *t = NULL;
+	if (ev->trial_seq) {      /* the trial_* events */
+		t = experiment_trial(e, ev->trial_seq);
+		t->attempt = ev->attempt ? ev->attempt : t->attempt ? t->attempt : 1;
+	}
+	switch (ev->kind) {
+	case EXPDIR_EV_EXPERIMENT_CREATED:
+		replace_str(&e->name, ev->exp_name);
+		e->created = ev->ts;
+		break;
+	case EXPDIR_EV_RUNNER_STARTED:
 		if (e->session_start > 0 && e->last_event_ts > e->session_start)
 			e->run_seconds += e->last_event_ts - e->session_start;
-		e->session_start = ts;
-	} else if (!strcmp(event, "experiment_done")) {
+		e->session_start = ev->ts;
+		break;
+	case EXPDIR_EV_EXPERIMENT_DONE:
 		e->done = 1;
-		replace_str(&e->done_reason, ev, "reason");
-	} else if (!strncmp(event, "trial_", 6)) {
-		long seq;
-		if (json_get_int(what, ev, "trial_seq", 0, 1, 1 << 30, &seq) < 0)
-			return -1;
-		struct trial_rec *t = experiment_trial(e, (unsigned)seq);
-		t->attempt = (unsigned)num_or(ev, "attempt", t->attempt ? t->attempt : 1);
-		if (!strcmp(event, "trial_created")) {
-			t->state = TRIAL_WAITING;
-		} else if (!strcmp(event, "trial_submitted")) {
-			t->state = TRIAL_RUNNING;
-			replace_str(&t->job, ev, "job");
-			replace_str(&t->gpus, ev, "gpus");
-			t->slot = (int)num_or(ev, "slot", -1);
-			t->submitted = ts;
-		} else if (!strcmp(event, "trial_finished")) {
-			const char *st;
-			if (json_get_string(what, ev, "state", 0, &st) < 0 ||
-			    trial_state_parse(st, &t->state) < 0 || !trial_state_final(t->state))
-				return error("%s: trial_finished with a bad state", what);
-			t->exit_code = (int)num_or(ev, "exit_code", -1);
-			t->best_acc = num_or(ev, "best_val_acc", NAN);
-			t->flops = num_or(ev, "flops", 0);
-			replace_str(&t->reason, ev, "reason");
-			t->finished = ts;
-		} else if (!strcmp(event, "trial_retry")) {
-			t->state = TRIAL_WAITING;
-			free(t->job);
-			t->job = NULL;
-			t->slot = -1;
-		}
+		replace_str(&e->done_reason, ev->reason);
+		break;
+	case EXPDIR_EV_TRIAL_CREATED:
+		t->state = TRIAL_QUEUED;
+		break;
+	case EXPDIR_EV_TRIAL_SUBMITTED:
+		t->state = TRIAL_RUNNING;
+		replace_str(&t->job, ev->job);
+		replace_str(&t->gpus, ev->gpus);
+		t->slot = ev->slot;
+		t->submitted = ev->ts;
+		break;
+	case EXPDIR_EV_TRIAL_FINISHED:
+		t->state = ev->state;
+		t->exit_code = ev->exit_code;
+		t->best_acc = ev->best_val_acc;
+		t->flops = ev->flops;
+		replace_str(&t->reason, ev->reason);
+		t->finished = ev->ts;
+		break;
+	case EXPDIR_EV_TRIAL_RETRY:
+		t->state = TRIAL_QUEUED;
+		replace_str(&t->job, NULL);
+		t->slot = -1;
+		break;
+	case EXPDIR_EV_RUNNER_STOPPED:
+	case EXPDIR_EV_UNKNOWN:
+		break;
 	}
-	if (ts > e->last_event_ts)
-		e->last_event_ts = ts;
+	if (ev->ts > e->last_event_ts)
+		e->last_event_ts = ev->ts;
 	return 0;
 }
 
-int experiment_record(struct experiment *e, const char *event, cJSON *fields)
+int experiment_record(struct experiment *e, enum expdir_event_kind event, cJSON *fields)
 {
 	return experiment_record_flags(e, event, fields, 0);
 }
 
-int experiment_record_flags(struct experiment *e, const char *event, cJSON *fields,
+int experiment_record_flags(struct experiment *e, enum expdir_event_kind event, cJSON *fields,
 			    unsigned flags)
 {
-	cJSON *doc = cJSON_CreateObject();
-	cJSON_AddStringToObject(doc, "format", "aah-journal/1");
-	cJSON_AddNumberToObject(doc, "seq", (double)e->next_event);
-	cJSON_AddNumberToObject(doc, "ts", util_now());
-	cJSON_AddStringToObject(doc, "event", event);
-	if (fields) {
-		cJSON *it = fields->child;
-		while (it) {
-			cJSON *next = it->next;
-			cJSON_DetachItemViaPointer(fields, it);
-			cJSON_AddItemToObject(doc, it->string, it);
-			it = next;
-		}
-		cJSON_Delete(fields);
-	}
-	char *path = xstrfmt("%s/journal.jsonl", e->dir);
-	int r = jsonfile_append_flags(path, doc, flags);
-	free(path);
-	if (r == 0)
-		r = apply(e, doc);
-	cJSON_Delete(doc);
-	return r;
+	return expdir_journal_append(e->dir, e->next_event, event, fields, flags, apply, e);
 }
 
 static void new_id(char out[EXPERIMENT_ID_LEN + 1])
@@ -261,60 +196,38 @@ int experiment_create(struct experiment *e, const struct aah_config *cfg, const 
 	if (r < 0)
 		return -1;
 
-	cJSON *doc = cJSON_CreateObject();
-	cJSON_AddStringToObject(doc, "format", "aah-experiment/1");
-	cJSON_AddStringToObject(doc, "id", e->id);
-	cJSON_AddStringToObject(doc, "name", cfg->experiment_name);
-	cJSON_AddNumberToObject(doc, "created", util_now());
-	cJSON_AddStringToObject(doc, "config", "config.yml");
-	cJSON_AddStringToObject(doc, "config_source", cfg->path);
-	cJSON_AddStringToObject(doc, "workdir", workdir);
-	cJSON_AddNumberToObject(doc, "seed", (double)cfg->seed);
-	p = xstrfmt("%s/experiment.json", e->dir);
-	r = jsonfile_write(p, doc);
-	free(p);
-	cJSON_Delete(doc);
-	if (r < 0)
+	struct expdir_info info = {
+		.id = e->id,
+		.name = cfg->experiment_name,
+		.config_source = cfg->path,
+		.workdir = (char *)workdir,   /* only read */
+		.created = util_now(),
+		.seed = cfg->seed,
+	};
+	if (expdir_info_write(e->dir, &info) < 0)
 		return -1;
 
 	cJSON *f = cJSON_CreateObject();
 	cJSON_AddStringToObject(f, "id", e->id);
 	cJSON_AddStringToObject(f, "name", cfg->experiment_name);
 	cJSON_AddStringToObject(f, "config", "config.yml");
-	return experiment_record(e, "experiment_created", f);
-}
-
-static int replay_line(const cJSON *line, void *arg)
-{
-	return apply(arg, line);
+	return experiment_record(e, EXPDIR_EV_EXPERIMENT_CREATED, f);
 }
 
 int experiment_open(struct experiment *e, const char *dir)
 {
-	cJSON *doc;
-	const char *id;
+	struct expdir_info info;
 	memset(e, 0, sizeof(*e));
 	e->lock_fd = -1;
 	e->dir = fileio_absolute(dir);
-	char *p = xstrfmt("%s/experiment.json", e->dir);
-	int r = jsonfile_read(p, &doc);
-	if (r == 0) {
-		r = jsonfile_check_format(p, doc, "aah-experiment", 1);
-		if (r == 0 && json_get_string(p, doc, "id", 0, &id) == 0)
-			e->id = xstrdup(id);
-		else
-			r = -1;
-		cJSON_Delete(doc);
-	}
-	free(p);
-	if (r < 0) {
+	if (expdir_info_read(e->dir, &info) < 0) {
 		experiment_release(e);
 		return -1;
 	}
-	p = xstrfmt("%s/journal.jsonl", e->dir);
-	r = jsonfile_read_lines(p, replay_line, e);
-	free(p);
-	if (r < 0) {
+	e->id = info.id;
+	info.id = NULL;
+	expdir_info_release(&info);
+	if (expdir_replay(e->dir, apply, e) < 0) {
 		experiment_release(e);
 		return -1;
 	}

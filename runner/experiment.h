@@ -1,5 +1,6 @@
-/* experiment.h: the experiment directory and its journal (append-only,
- * fsync'd JSON lines): create, open by replaying, record events. */
+/* experiment.h: an experiment in memory, as its runner and `status` see it:
+ * create the directory, open it by replaying the journal, record events.
+ * The files and their formats are expdir's (runner/expdir.h). */
 #ifndef AAH_EXPERIMENT_H
 #define AAH_EXPERIMENT_H
 
@@ -7,22 +8,10 @@
 #include <stddef.h>
 
 #include "runner/config/config.h"
-
-enum trial_state {
-	TRIAL_WAITING,
-	TRIAL_RUNNING,
-	TRIAL_SUCCEEDED,
-	TRIAL_FAILED,
-	TRIAL_EARLY_STOPPED,
-	TRIAL_CANCELED,
-};
-
-const char *trial_state_name(enum trial_state s);
-int trial_state_parse(const char *name, enum trial_state *out);
-int trial_state_final(enum trial_state s);
+#include "runner/expdir.h" /* enum trial_state, enum expdir_event_kind, expdir_trial_dir */
 
 struct trial_rec {
-	unsigned seq;             /* 1-based; trial id is "%06u" */
+	unsigned seq;             /* 1-based; the trial id is expdir_trial_id(seq) */
 	enum trial_state state;
 	unsigned attempt;         /* 1-based attempt now running or last run */
 	char *job;                /* backend job id of the last submission, or NULL */
@@ -63,9 +52,9 @@ void experiment_release(struct experiment *e);
 
 /* Append one event (fields is consumed; may be NULL) and apply it to the
  * in-memory state exactly as replay would. */
-int experiment_record(struct experiment *e, const char *event, cJSON *fields);
+int experiment_record(struct experiment *e, enum expdir_event_kind event, cJSON *fields);
 /* With FILEIO_NOSYNC: for an event the next synced event makes durable. */
-int experiment_record_flags(struct experiment *e, const char *event, cJSON *fields,
+int experiment_record_flags(struct experiment *e, enum expdir_event_kind event, cJSON *fields,
 			    unsigned flags);
 
 /* Become the experiment's one runner: lock runner.lock (non-blocking) and
@@ -76,8 +65,6 @@ long experiment_runner_pid(const struct experiment *e);
 
 /* The record of trial seq, growing the table as needed. */
 struct trial_rec *experiment_trial(struct experiment *e, unsigned seq);
-/* Directory of a trial; the caller frees it. */
-char *experiment_trial_dir(const struct experiment *e, unsigned seq);
 /* Best accuracy over finished trials (NaN when none). */
 double experiment_best_accuracy(const struct experiment *e);
 

@@ -1,5 +1,6 @@
 /* launch.c: the launch contract for every rank of a trial. */
 #include "runner/launch.h"
+#include "runner/expdir.h" /* expdir_trial_id, expdir_trial_dir */
 #include "fileio.h"
 #include "jsonfile.h"
 #include "strbuf.h"
@@ -10,11 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-char *launch_trial_id(unsigned trial_seq)
-{
-	return xstrfmt("%06u", trial_seq);
-}
 
 void launch_command_argv(struct strvec *argv, const char *command)
 {
@@ -210,12 +206,13 @@ int launch_build(struct aah_launch *l, const struct launch_params *p)
 	if (cfg->trial.nodes < 1 || cfg->trial.gpu_num < 0)
 		BUG("launch: config not validated");
 	l->experiment_id = xstrdup(p->experiment_id);
-	l->trial_id = launch_trial_id(p->trial_seq);
+	char id[EXPDIR_TRIAL_ID_SIZE];
+	l->trial_id = xstrdup(expdir_trial_id(p->trial_seq, id));
 	l->trial_seq = p->trial_seq;
 	l->attempt = p->attempt;
 	l->expdir = xstrdup(p->expdir);
 	l->workdir = xstrdup(p->workdir);
-	l->trial_dir = xstrfmt("%s/trials/%s", p->expdir, l->trial_id);
+	l->trial_dir = expdir_trial_dir(p->expdir, p->trial_seq);
 	l->job_name = xstrfmt("aah-%s-%s", p->experiment_id, l->trial_id);
 	l->nodes = (unsigned)cfg->trial.nodes;
 	l->gpus_per_node = (unsigned)cfg->trial.gpu_num;

@@ -51,8 +51,6 @@ struct launch_params {
 	const char *propose_runner; /* path of aah-runner, or NULL for none */
 };
 
-/* Trial id of a sequence number: "%06u". The caller frees it. */
-char *launch_trial_id(unsigned trial_seq);
 /* Build the contract. The caller releases l with launch_release. */
 int launch_build(struct aah_launch *l, const struct launch_params *p);
 /* Write launch.json and rank_table.json into the trial directory. */

@@ -101,7 +101,7 @@ static void progress(struct sched *s, const struct trial_rec *t)
 	s->last_progress = util_monotonic();
 	unsigned done = 0, running = 0;
 	for (size_t i = 0; i < s->e->ntrials; i++) {
-		if (trial_state_final(s->e->trials[i].state))
+		if (expdir_state_final(s->e->trials[i].state))
 			done++;
 		else if (s->e->trials[i].state == TRIAL_RUNNING)
 			running++;
@@ -116,8 +116,10 @@ static void progress(struct sched *s, const struct trial_rec *t)
 		snprintf(acc, sizeof(acc), "%.4f", t->best_acc);
 	if (!isnan(best))
 		snprintf(bestacc, sizeof(bestacc), "%.4f", best);
+	char id[EXPDIR_TRIAL_ID_SIZE];
 	if (t)
-		printf("trial %06u %-13s acc %s", t->seq, trial_state_name(t->state), acc);
+		printf("trial %s %-13s acc %s", expdir_trial_id(t->seq, id),
+		       expdir_state_name(t->state), acc);
 	else
 		printf("%-31s", "progress");
 	printf(" | done %u/%ld, running %u | best %s | %s of %s\n", done, s->cfg->max_trial_num,
@@ -128,10 +130,9 @@ static void progress(struct sched *s, const struct trial_rec *t)
 /* The fields every trial event starts with. */
 static cJSON *trial_fields(unsigned seq, unsigned attempt)
 {
-	char id[16];
+	char id[EXPDIR_TRIAL_ID_SIZE];
 	cJSON *f = cJSON_CreateObject();
-	snprintf(id, sizeof(id), "%06u", seq);
-	cJSON_AddStringToObject(f, "trial", id);
+	cJSON_AddStringToObject(f, "trial", expdir_trial_id(seq, id));
 	cJSON_AddNumberToObject(f, "trial_seq", seq);
 	cJSON_AddNumberToObject(f, "attempt", attempt);
 	return f;
@@ -149,27 +150,19 @@ struct outcome {
 static void read_result(const struct sched *s, unsigned seq, const struct aah_job_status *st,
 			struct outcome *o)
 {
-	char *dir = experiment_trial_dir(s->e, seq);
-	char *path = xstrfmt("%s/result.json", dir);
-	cJSON *doc = NULL;
-	const char *status = NULL;
-	o->best_acc = NAN;
-	o->flops = 0;
-	if (fileio_exists(path)) {
-		if (jsonfile_read(path, &doc) == 0 &&
-		    jsonfile_check_format(path, doc, "aah-result", 1) == 0) {
-			json_get_string(path, doc, "status", 1, &status);
-			json_get_number(path, doc, "best_val_acc", 1, &o->best_acc);
-			json_get_number(path, doc, "total_flops", 1, &o->flops);
-		}
-	}
-	int ok_result = status && (!strcmp(status, "succeeded") || !strcmp(status, "early_stopped"));
+	char *dir = expdir_trial_dir(s->e->dir, seq);
+	struct expdir_result res;
+	int have = expdir_result_read(dir, &res);
+	int ok_result = have > 0 &&
+			(res.status == TRIAL_SUCCEEDED || res.status == TRIAL_EARLY_STOPPED);
 	int ok_exit = st->state == AAH_JOB_SUCCEEDED || (st->state == AAH_JOB_LOST && ok_result);
+	o->best_acc = have > 0 ? res.best_val_acc : NAN;
+	o->flops = have > 0 ? res.total_flops : 0;
 	if (st->state == AAH_JOB_CANCELED) {
 		o->state = TRIAL_CANCELED;
 		snprintf(o->reason, sizeof(o->reason), "%s", st->reason[0] ? st->reason : "canceled");
 	} else if (ok_exit && ok_result) {
-		o->state = !strcmp(status, "early_stopped") ? TRIAL_EARLY_STOPPED : TRIAL_SUCCEEDED;
+		o->state = res.status;
 		o->reason[0] = '\0';
 	} else {
 		o->state = TRIAL_FAILED;
@@ -178,14 +171,14 @@ static void read_result(const struct sched *s, unsigned seq, const struct aah_jo
 		else if (st->state == AAH_JOB_FAILED || st->state == AAH_JOB_LOST)
 			snprintf(o->reason, sizeof(o->reason), "%s",
 				 st->reason[0] ? st->reason : "the job failed");
-		else if (!doc)
+		else if (have <= 0)
 			snprintf(o->reason, sizeof(o->reason), "no valid result.json in %s", dir);
+		else if (res.status == TRIAL_UNKNOWN)
+			snprintf(o->reason, sizeof(o->reason), "result.json has no known status");
 		else
 			snprintf(o->reason, sizeof(o->reason), "result.json says status '%s'",
-				 status ? status : "(none)");
+				 expdir_state_name(res.status));
 	}
-	cJSON_Delete(doc);
-	free(path);
 	free(dir);
 }
 
@@ -201,7 +194,7 @@ static int observe(struct sched *s, unsigned seq)
 	if (!s->tuner)
 		return 0;
 	struct trial_rec *t = experiment_trial(s->e, seq);
-	char *dir = experiment_trial_dir(s->e, seq);
+	char *dir = expdir_trial_dir(s->e->dir, seq);
 	char *pa = xstrfmt("%s/arch.json", dir), *pp = xstrfmt("%s/params.json", dir);
 	cJSON *arch = NULL, *params = NULL;
 	util_set_quiet(1);
@@ -234,22 +227,22 @@ static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st
 	if (s->stop && o.state == TRIAL_CANCELED)
 		snprintf(o.reason, sizeof(o.reason), "stopped");
 	cJSON *f = trial_fields(seq, t->attempt);
-	cJSON_AddStringToObject(f, "state", trial_state_name(o.state));
+	cJSON_AddStringToObject(f, "state", expdir_state_name(o.state));
 	cJSON_AddNumberToObject(f, "exit_code", st->exit_code);
 	cJSON_AddStringToObject(f, "reason", o.reason);
 	if (!isnan(o.best_acc))
 		cJSON_AddNumberToObject(f, "best_val_acc", o.best_acc);
 	cJSON_AddNumberToObject(f, "flops", o.flops);
-	if (experiment_record(s->e, "trial_finished", f) < 0)
+	if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
 		return -1;
-	char *dir = experiment_trial_dir(s->e, seq);
+	char *dir = expdir_trial_dir(s->e->dir, seq);
 	backend_reap(&s->bctx, st->job, dir);
 	free(dir);
 	free_slot(s, seq);
 	s->settled_this_session++;
 	progress(s, t);
 	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup) {
-		return experiment_record(s->e, "trial_retry", trial_fields(seq, t->attempt + 1));
+		return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, trial_fields(seq, t->attempt + 1));
 	}
 	return observe(s, seq);
 }
@@ -273,12 +266,12 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 	cJSON_AddNumberToObject(f, "slot", a->slot);
 	if (a->s->slots[a->slot].gpus)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
-	return experiment_record(a->s->e, "trial_submitted", f);
+	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
 }
 
 static int propose(struct sched *s, unsigned seq, cJSON **params_out)
 {
-	char *dir = experiment_trial_dir(s->e, seq);
+	char *dir = expdir_trial_dir(s->e->dir, seq);
 	char *pa = xstrfmt("%s/arch.json", dir), *pp = xstrfmt("%s/params.json", dir);
 	cJSON *arch = NULL, *params = NULL;
 	int r = 0;
@@ -312,7 +305,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	const struct aah_config *cfg = s->cfg;
 	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
 	char **hosts = xcalloc(nodes, sizeof(*hosts));
-	char *dir = experiment_trial_dir(s->e, seq);
+	char *dir = expdir_trial_dir(s->e->dir, seq);
 	cJSON *params = NULL;
 	struct aah_launch l;
 	int r = fileio_mkdir_p(dir, 0755);
@@ -363,7 +356,7 @@ static int create_trial(struct sched *s, unsigned seq)
 {
 	cJSON *f = trial_fields(seq, 1);
 	/* trial_submitted, synced, follows and makes this line durable too. */
-	return experiment_record_flags(s->e, "trial_created", f, FILEIO_NOSYNC);
+	return experiment_record_flags(s->e, EXPDIR_EV_TRIAL_CREATED, f, FILEIO_NOSYNC);
 }
 
 /* A trial that failed to even start counts as a failed attempt. */
@@ -381,7 +374,7 @@ static int fill_slots(struct sched *s)
 			continue;
 		unsigned seq = 0;
 		for (size_t i = 0; i < s->e->ntrials && !seq; i++)
-			if (s->e->trials[i].state == TRIAL_WAITING)
+			if (s->e->trials[i].state == TRIAL_QUEUED)
 				seq = s->e->trials[i].seq;
 		if (!seq) {
 			if (s->created >= (unsigned)s->cfg->max_trial_num)
@@ -453,7 +446,7 @@ static int poll_running(struct sched *s)
 static int all_settled(const struct sched *s)
 {
 	for (size_t i = 0; i < s->e->ntrials; i++)
-		if (!trial_state_final(s->e->trials[i].state))
+		if (!expdir_state_final(s->e->trials[i].state))
 			return 0;
 	return 1;
 }
@@ -486,7 +479,7 @@ static int resume_state(struct sched *s)
 		if (stopped || retry_due) {
 			cJSON *f = trial_fields(t->seq, t->attempt + (retry_due ? 1 : 0));
 			unsigned seq = t->seq;
-			if (experiment_record(s->e, "trial_retry", f) < 0)
+			if (experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f) < 0)
 				return -1;
 			t = experiment_trial(s->e, seq);
 		}
@@ -560,7 +553,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	cJSON *f = cJSON_CreateObject();
 	cJSON_AddNumberToObject(f, "pid", getpid());
 	cJSON_AddBoolToObject(f, "resume", e->ntrials > 0);
-	if (experiment_record(e, "runner_started", f) < 0 || resume_state(&s) < 0 ||
+	if (experiment_record(e, EXPDIR_EV_RUNNER_STARTED, f) < 0 || resume_state(&s) < 0 ||
 	    start_tuner(&s) < 0)
 		goto out_backend;
 
@@ -576,7 +569,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 			cancel_running(&s, "stopped");
 			cJSON *g = cJSON_CreateObject();
 			cJSON_AddStringToObject(g, "reason", "stop requested");
-			r = experiment_record(e, "runner_stopped", g);
+			r = experiment_record(e, EXPDIR_EV_RUNNER_STOPPED, g);
 			goto out_backend;
 		}
 		if (fill_slots(&s) < 0)
@@ -588,7 +581,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		    (s.timeup || s.created >= (unsigned)cfg->max_trial_num)) {
 			cJSON *g = cJSON_CreateObject();
 			cJSON_AddStringToObject(g, "reason", s.timeup ? "max_duration" : "max_trials");
-			if (experiment_record(e, "experiment_done", g) < 0)
+			if (experiment_record(e, EXPDIR_EV_EXPERIMENT_DONE, g) < 0)
 				goto out_backend;
 			break;
 		}

@@ -8,11 +8,11 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/backend/kubernetes.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_job_state */
+#include "runner/expdir.h" /* expdir_trial_seq, expdir_result_visible */
 #include "runner/proc.h"
 #include "strbuf.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -400,20 +400,10 @@ static int result_visible(const struct aah_backend_ctx *ctx, const cJSON *job, d
 {
 	const cJSON *labels = field(job, "metadata", "labels");
 	const char *trial = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, "aah.io/trial"));
-	if (!trial || strspn(trial, "0123456789") != strlen(trial) || !*trial || wait <= 0)
+	unsigned seq;
+	if (!trial || expdir_trial_seq(trial, &seq) < 0 || wait <= 0)
 		return 1;
-	char *dir = xstrfmt("%s/trials/%s", ctx->expdir, trial);
-	DIR *d = opendir(dir);
-	if (d) {
-		while (readdir(d))
-			;
-		closedir(d);
-	}
-	char *path = xstrfmt("%s/result.json", dir);
-	int ok = fileio_exists(path);
-	free(path);
-	free(dir);
-	if (ok)
+	if (expdir_result_visible(ctx->expdir, seq))
 		return 1;
 	double now = util_monotonic();
 	if (!j->complete_at)

@@ -4,6 +4,7 @@
  * follows processes it did not start by pid and kernel start time. */
 #include "runner/backend/backend.h"
 #include "fileio.h"
+#include "runner/expdir.h" /* expdir_journal_has_job */
 #include "runner/proc.h"
 #include "strbuf.h"
 #include "util.h"
@@ -126,27 +127,14 @@ static void job_forget(struct aah_backend_ctx *ctx, struct local_job *j)
  * resumed runner follows it (else it never ran, and will be submitted again). */
 static int journaled_orphan(void *arg)
 {
-	const char *journal = arg;
+	const char *expdir = arg;
 	unsigned long long start;
-	char needle[64], *text;
+	char self[64];
 	if (proc_start_time(getpid(), &start) < 0)
 		return 0;
-	snprintf(needle, sizeof(needle), "%ld.%llu", (long)getpid(), start);
+	snprintf(self, sizeof(self), "%ld.%llu", (long)getpid(), start);
 	util_set_quiet(1);
-	if (fileio_read(journal, (size_t)1 << 30, &text, NULL) < 0)
-		return 0;
-	int found = 0;
-	for (char *p = strstr(text, needle); p && !found; p = strstr(p + 1, needle)) {
-		char *line = p;
-		while (line > text && line[-1] != '\n')
-			line--;
-		char after = p[strlen(needle)];
-		char *ev = strstr(line, "\"event\":\"trial_submitted\"");
-		found = (p[-1] == '"' || p[-1] == ',') && (after == '"' || after == ',') && ev &&
-			ev < p;
-	}
-	free(text);
-	return found;
+	return expdir_journal_has_job(expdir, self);
 }
 
 /* The environment of a rank: ours, plus the contract's names on top. */
@@ -168,7 +156,6 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	struct local_job *j = xcalloc(1, sizeof(*j));
 	struct strbuf id = STRBUF_INIT;
 	char *log = xstrfmt("%s/trial.log", l->trial_dir);
-	char *journal = xstrfmt("%s/journal.jsonl", l->expdir);
 	const struct aah_config *cfg = ctx->cfg;
 	char *cwd = cfg->trial.code_dir[0] == '/' ? xstrdup(cfg->trial.code_dir)
 						 : xstrfmt("%s/%s", cfg->base_dir, cfg->trial.code_dir);
@@ -187,7 +174,7 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 			.new_session = 1,
 			.hold = 1,
 			.hold_orphaned = journaled_orphan,
-			.hold_arg = journal,
+			.hold_arg = l->expdir,
 		};
 		r = proc_start(&j->procs[i], &spec);
 		strvec_clear(&env);
@@ -209,7 +196,6 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 			proc_terminate(&j->procs[i], 0);
 	}
 	free(log);
-	free(journal);
 	free(cwd);
 	if (r < 0) {
 		strbuf_release(&id);

@@ -2,7 +2,6 @@
  * open the experiment, and run the scheduler in the foreground or detached. */
 #include "runner/cmd/cmd.h"
 #include "fileio.h"
-#include "jsonfile.h"
 #include "runner/backend/backend.h"
 #include "runner/cmd/options.h"
 #include "runner/scheduler.h"
@@ -47,22 +46,17 @@ int cmd_open_experiment(const char *workdir, const char *arg, struct experiment 
 		char *path = xstrfmt("%s/config.yml", dir);
 		r = cmd_load_config(path, cfg);
 		free(path);
-		cJSON *doc = NULL;
-		char *ej = xstrfmt("%s/experiment.json", dir);
-		const char *src = NULL;
-		double seed = 0;
-		if (r == 0 && jsonfile_read(ej, &doc) == 0 &&
-		    json_get_number(ej, doc, "seed", 1, &seed) == 0 && seed > 0)
-			cfg->seed = (long)seed;
-		if (r == 0 && doc && json_get_string(ej, doc, "config_source", 1, &src) == 0 && src) {
-			/* Relative paths in the config mean what they meant at create. */
-			char *copy = xstrdup(src);
-			free(cfg->base_dir);
-			cfg->base_dir = xstrdup(dirname(copy));
-			free(copy);
+		struct expdir_info info;
+		if (r == 0 && expdir_info_read(e->dir, &info) == 0) {
+			if (info.seed > 0)
+				cfg->seed = info.seed;
+			if (info.config_source) {
+				/* Relative paths in the config mean what they meant at create. */
+				free(cfg->base_dir);
+				cfg->base_dir = xstrdup(dirname(info.config_source));
+			}
+			expdir_info_release(&info);
 		}
-		cJSON_Delete(doc);
-		free(ej);
 		if (r < 0)
 			experiment_release(e);
 	}

@@ -19,7 +19,7 @@
 static int exec_trial(const char *expdir, unsigned seq, const char **cmd)
 {
 	struct strvec argv = STRVEC_INIT;
-	char *pp = xstrfmt("%s/trials/%06u/params.json", expdir, seq);
+	char *pp = expdir_trial_file(expdir, seq, "params.json");
 	strvec_pushv(&argv, cmd);
 	if (fileio_exists(pp)) {
 		cJSON *doc;

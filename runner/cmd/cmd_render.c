@@ -17,7 +17,7 @@
 /* Hyperparameters already proposed for the trial, if any. */
 static cJSON *trial_params(const char *expdir, unsigned seq)
 {
-	char *p = xstrfmt("%s/trials/%06u/params.json", expdir, seq);
+	char *p = expdir_trial_file(expdir, seq, "params.json");
 	cJSON *doc = NULL, *params = NULL;
 	if (fileio_exists(p) && jsonfile_read(p, &doc) == 0)
 		params = cJSON_DetachItemFromObjectCaseSensitive(doc, "parameters");

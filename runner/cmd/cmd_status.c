@@ -60,11 +60,11 @@ static struct counts count_trials(const struct experiment *e)
 	struct counts c = { 0 };
 	for (size_t i = 0; i < e->ntrials; i++) {
 		enum trial_state s = e->trials[i].state;
-		if (trial_state_final(s))
+		if (expdir_state_final(s))
 			c.done++;
 		if (s == TRIAL_RUNNING)
 			c.running++;
-		if (s == TRIAL_WAITING)
+		if (s == TRIAL_QUEUED)
 			c.waiting++;
 		if (s == TRIAL_SUCCEEDED || s == TRIAL_EARLY_STOPPED)
 			c.succeeded++;
@@ -99,7 +99,8 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 		    "SLOT", "NODES", "STARTED", "DURATION", "BEST_ACC", "REASON");
 	for (size_t i = 0; i < e->ntrials; i++) {
 		const struct trial_rec *t = &e->trials[i];
-		char started[16], dur[16], a[16] = "-", slot[16] = "-", nodes[48];
+		char id[EXPDIR_TRIAL_ID_SIZE], started[16], dur[16], a[16] = "-", slot[16] = "-",
+		     nodes[48];
 		fmt_clock(started, sizeof(started), t->submitted);
 		double end = t->finished > 0 ? t->finished : (t->state == TRIAL_RUNNING ? now : -1);
 		fmt_span(dur, sizeof(dur), t->submitted > 0 && end > 0 ? end - t->submitted : -1);
@@ -108,8 +109,9 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 		if (t->slot >= 0)
 			snprintf(slot, sizeof(slot), "%d", t->slot);
 		snprintf(nodes, sizeof(nodes), "%ldx%ld", cfg->trial.nodes, cfg->trial.gpu_num);
-		strbuf_addf(sb, "%06u  %-13s %-7u %-5s %-10s %-8s %-9s %-9s %s\n", t->seq,
-			    trial_state_name(t->state), t->attempt ? t->attempt : 1, slot, nodes,
+		strbuf_addf(sb, "%-6s  %-13s %-7u %-5s %-10s %-8s %-9s %-9s %s\n",
+			    expdir_trial_id(t->seq, id),
+			    expdir_state_name(t->state), t->attempt ? t->attempt : 1, slot, nodes,
 			    started, dur, a, t->reason ? t->reason : "");
 	}
 }

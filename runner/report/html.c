@@ -180,7 +180,7 @@ static double bar_end(const struct report_trial *tr, double horizon)
 {
 	if (tr->finished > 0)
 		return tr->finished;
-	if (tr->nepochs && tr->state != REPORT_RUNNING)
+	if (tr->nepochs && tr->state != TRIAL_RUNNING)
 		return tr->epochs[tr->nepochs - 1].ts;
 	return fmax(horizon, tr->submitted);
 }
@@ -235,8 +235,8 @@ static void chart_timeline(struct strbuf *sb, const struct report_exp *exp, doub
 		double y0 = y_of(&y, tr->slot + 2) + 1;
 		strbuf_addf(sb, "<rect class=\"trial %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
 			    "height=\"%.1f\"><title>trial %s, slot %d, %s</title></rect>\n",
-			    report_state_name(tr->state), x0, y0, fmax(x1 - x0, 0.5),
-			    fmax(rowh - 2, 0.5), tr->id, tr->slot, report_state_name(tr->state));
+			    expdir_state_name(tr->state), x0, y0, fmax(x1 - x0, 0.5),
+			    fmax(rowh - 2, 0.5), tr->id, tr->slot, expdir_state_name(tr->state));
 	}
 	svg_close(sb);
 }
@@ -461,13 +461,13 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 	strbuf_addf(sb, "</td></tr><tr><th>Error</th><td>%.2f%%</td></tr>"
 		    "<tr><th>Duration</th><td>%.2f h</td></tr><tr><th>Trials</th><td>%zu</td></tr>",
 		    sc->final.error, sc->duration_s / 3600, exp->ntrials);
-	size_t counts[REPORT_NSTATES] = { 0 };
+	size_t counts[TRIAL_NSTATES] = { 0 };
 	for (size_t i = 0; i < exp->ntrials; i++)
 		counts[exp->trials[i].state]++;
-	for (int s = 0; s < REPORT_NSTATES; s++)
+	for (int s = 0; s < TRIAL_NSTATES; s++)
 		if (counts[s])
 			strbuf_addf(sb, "<tr><th>%s</th><td>%zu</td></tr>",
-				    report_state_name((enum report_state)s), counts[s]);
+				    expdir_state_name((enum trial_state)s), counts[s]);
 	strbuf_addstr(sb, "</table>\n");
 	chart_samples(sb, sc, "chart-error", "Error (%) over time", F_ERROR, "Error (%)", NULL);
 	chart_samples(sb, sc, "chart-score", "Score over time", F_SCORE, "Score", "FLOPS");

@@ -1,10 +1,12 @@
-/* load.c: read an experiment directory (experiment.json, journal.jsonl,
- * trials/<id>/{metrics.jsonl,result.json,arch.json,device_info/}) into a
- * struct report_exp. Works on a running experiment: files that do not exist
- * yet are skipped, torn last lines are skipped by jsonfile_read_lines. */
+/* load.c: read an experiment directory into a struct report_exp: the
+ * journal replayed, and every trial's metrics, result, arch and monitor
+ * samples. Works on a running experiment: files that do not exist yet are
+ * skipped, torn last lines too. The formats are read through runner/expdir.h;
+ * only the monitor samples (aah-monitor/1, device_info/) are the report's. */
 #include "runner/report/report.h"
 #include "fileio.h"
 #include "jsonfile.h"
+#include "runner/expdir.h" /* expdir_replay, expdir_result_read, expdir_metrics_read */
 #include "util.h"
 
 #include <dirent.h>
@@ -12,29 +14,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const state_names[REPORT_NSTATES] = {
-	[REPORT_QUEUED] = "queued",
-	[REPORT_RUNNING] = "running",
-	[REPORT_SUCCEEDED] = "succeeded",
-	[REPORT_EARLY_STOPPED] = "early_stopped",
-	[REPORT_FAILED] = "failed",
-	[REPORT_CANCELED] = "canceled",
-	[REPORT_UNKNOWN] = "unknown",
-};
-
-const char *report_state_name(enum report_state s)
-{
-	return (unsigned)s < REPORT_NSTATES ? state_names[s] : "unknown";
-}
-
-static enum report_state state_from_name(const char *s)
-{
-	for (int i = 0; i < REPORT_NSTATES; i++)
-		if (!strcmp(s, state_names[i]))
-			return (enum report_state)i;
-	return REPORT_UNKNOWN;
-}
 
 /* ---- trial table: a growable array with an open-addressing index by id ---- */
 
@@ -68,9 +47,11 @@ static void table_rehash(struct trial_table *t, size_t nslots)
 	}
 }
 
-/* The trial with this id, added (state unknown) when absent. */
-static struct report_trial *table_get(struct trial_table *t, const char *id)
+/* Trial seq, added (state unknown) when absent. */
+static struct report_trial *table_get(struct trial_table *t, unsigned seq)
 {
+	char id[EXPDIR_TRIAL_ID_SIZE];
+	expdir_trial_id(seq, id);
 	if (!t->slots)
 		table_rehash(t, 1024);
 	size_t h = hash_id(id) & (t->nslots - 1);
@@ -88,7 +69,8 @@ static struct report_trial *table_get(struct trial_table *t, const char *id)
 	struct report_trial *tr = &exp->trials[exp->ntrials];
 	memset(tr, 0, sizeof(*tr));
 	xstrlcpy(tr->id, id, sizeof(tr->id));
-	tr->state = REPORT_UNKNOWN;
+	tr->seq = seq;
+	tr->state = TRIAL_UNKNOWN;
 	tr->slot = -1;
 	t->slots[h] = (long)exp->ntrials++;
 	if (2 * exp->ntrials > t->nslots)
@@ -98,98 +80,53 @@ static struct report_trial *table_get(struct trial_table *t, const char *id)
 
 /* ---- journal ---- */
 
-static int journal_line(const cJSON *ev, void *arg)
+static int journal_event(const struct expdir_event *ev, void *arg)
 {
 	struct trial_table *t = arg;
-	const cJSON *e = cJSON_GetObjectItemCaseSensitive(ev, "event");
-	const cJSON *trial = cJSON_GetObjectItemCaseSensitive(ev, "trial");
-	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(ev, "ts");
-	if (!cJSON_IsString(e))
-		return 0;
-	if (!strcmp(e->valuestring, "experiment_done")) {
+	struct report_trial *tr = ev->trial_seq ? table_get(t, ev->trial_seq) : NULL;
+	switch (ev->kind) {
+	case EXPDIR_EV_EXPERIMENT_DONE:
 		t->exp->done = 1;
-		return 0;
-	}
-	if (!cJSON_IsString(trial) || !*trial->valuestring)
-		return 0;
-	double when = cJSON_IsNumber(ts) ? ts->valuedouble : 0;
-	struct report_trial *tr = table_get(t, trial->valuestring);
-	if (!strcmp(e->valuestring, "trial_created")) {
-		tr->state = REPORT_QUEUED;
-	} else if (!strcmp(e->valuestring, "trial_retry")) {
-		tr->state = REPORT_QUEUED;
-	} else if (!strcmp(e->valuestring, "trial_submitted")) {
-		const cJSON *slot = cJSON_GetObjectItemCaseSensitive(ev, "slot");
-		tr->state = REPORT_RUNNING;
-		tr->slot = cJSON_IsNumber(slot) ? slot->valueint : -1;
-		tr->submitted = when;
+		break;
+	case EXPDIR_EV_TRIAL_CREATED:
+	case EXPDIR_EV_TRIAL_RETRY:
+		tr->state = TRIAL_QUEUED;
+		break;
+	case EXPDIR_EV_TRIAL_SUBMITTED:
+		tr->state = TRIAL_RUNNING;
+		tr->slot = ev->slot;
+		tr->submitted = ev->ts;
 		tr->finished = 0;
-	} else if (!strcmp(e->valuestring, "trial_finished")) {
-		const cJSON *st = cJSON_GetObjectItemCaseSensitive(ev, "state");
-		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(ev, "reason");
-		tr->state = cJSON_IsString(st) ? state_from_name(st->valuestring) : REPORT_UNKNOWN;
-		if (tr->state == REPORT_QUEUED || tr->state == REPORT_RUNNING)
-			tr->state = REPORT_UNKNOWN;
-		tr->finished = when;
-		if (cJSON_IsString(reason))
-			xstrlcpy(tr->reason, reason->valuestring, sizeof(tr->reason));
+		break;
+	case EXPDIR_EV_TRIAL_FINISHED:
+		tr->state = ev->state;
+		tr->finished = ev->ts;
+		if (ev->reason)
+			xstrlcpy(tr->reason, ev->reason, sizeof(tr->reason));
+		break;
+	default:
+		break;
 	}
 	return 0;
 }
 
 /* ---- per-trial files ---- */
 
-static int metrics_line(const cJSON *line, void *arg)
+static int load_result(const char *trialdir, struct report_trial *tr)
 {
-	struct report_trial *tr = arg;
-	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(line, "timestamp");
-	const cJSON *acc = cJSON_GetObjectItemCaseSensitive(line, "val_acc");
-	if (!cJSON_IsNumber(ts) || !cJSON_IsNumber(acc))
-		return 0;      /* not an epoch line; readers ignore what they do not know */
-	const cJSON *tf = cJSON_GetObjectItemCaseSensitive(line, "train_flops");
-	const cJSON *ef = cJSON_GetObjectItemCaseSensitive(line, "eval_flops");
-	const cJSON *ips = cJSON_GetObjectItemCaseSensitive(line, "images_per_sec");
-	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(line, "epoch");
-	if (tr->nepochs == tr->epochs_alloc) {
-		tr->epochs_alloc = tr->epochs_alloc ? 2 * tr->epochs_alloc : 16;
-		tr->epochs = xrealloc(tr->epochs, tr->epochs_alloc * sizeof(*tr->epochs));
-	}
-	struct report_epoch *e = &tr->epochs[tr->nepochs++];
-	e->ts = ts->valuedouble;
-	e->val_acc = acc->valuedouble;
-	e->flops = (cJSON_IsNumber(tf) ? tf->valuedouble : 0) +
-		   (cJSON_IsNumber(ef) ? ef->valuedouble : 0);
-	e->images_per_sec = cJSON_IsNumber(ips) ? ips->valuedouble : 0;
-	e->epoch = cJSON_IsNumber(ep) ? ep->valueint : (int)tr->nepochs;
-	if (e->val_acc > tr->best_acc)
-		tr->best_acc = e->val_acc;
-	tr->flops = e->flops;
-	return 0;
-}
-
-static int load_result(const char *path, struct report_trial *tr)
-{
-	cJSON *doc;
-	if (jsonfile_read(path, &doc) < 0)
-		return -1;
-	const char *s;
-	double v;
-	if (json_get_string(path, doc, "precision", 1, &s) == 0 && s)
-		xstrlcpy(tr->precision, s, sizeof(tr->precision));
-	if (json_get_number(path, doc, "best_val_acc", 1, &v) == 0 && v > tr->best_acc &&
-	    !tr->nepochs)
-		tr->best_acc = v;
-	if (!tr->reason[0] && json_get_string(path, doc, "stop_reason", 1, &s) == 0 && s)
-		xstrlcpy(tr->reason, s, sizeof(tr->reason));
-	const cJSON *dev = cJSON_GetObjectItemCaseSensitive(doc, "devices");
-	const cJSON *d;
-	cJSON_ArrayForEach(d, dev)
-		if (cJSON_IsString(d) && (!strncmp(d->valuestring, "cuda", 4) ||
-					  !strncmp(d->valuestring, "gpu", 3)))
-			tr->on_gpu = 1;
-	if (tr->state == REPORT_UNKNOWN && json_get_string(path, doc, "status", 1, &s) == 0 && s)
-		tr->state = state_from_name(s);
-	cJSON_Delete(doc);
+	struct expdir_result res;
+	int r = expdir_result_read(trialdir, &res);
+	if (r <= 0)
+		return r;
+	if (res.precision[0])
+		xstrlcpy(tr->precision, res.precision, sizeof(tr->precision));
+	if (res.best_val_acc > tr->best_acc && !tr->nepochs)
+		tr->best_acc = res.best_val_acc;
+	if (!tr->reason[0] && res.stop_reason[0])
+		xstrlcpy(tr->reason, res.stop_reason, sizeof(tr->reason));
+	tr->on_gpu = res.on_gpu;
+	if (tr->state == TRIAL_UNKNOWN)
+		tr->state = res.status;
 	return 0;
 }
 
@@ -291,18 +228,17 @@ static int load_monitor(const char *trialdir, struct util_acc *u)
 	return r;
 }
 
-static int load_trial(const char *trialsdir, struct report_trial *tr, struct util_acc *u)
+static int load_trial(const char *expdir, struct report_trial *tr, struct util_acc *u)
 {
-	char *dir = xstrfmt("%s/%s", trialsdir, tr->id);
-	char *p = xstrfmt("%s/metrics.jsonl", dir);
-	int r = 0;
-	if (fileio_exists(p))
-		r = jsonfile_read_lines(p, metrics_line, tr);
-	free(p);
-	p = xstrfmt("%s/result.json", dir);
-	if (r == 0 && fileio_exists(p))
-		r = load_result(p, tr);
-	free(p);
+	char *dir = expdir_trial_dir(expdir, tr->seq);
+	int r = expdir_metrics_read(dir, &tr->epochs, &tr->nepochs);
+	for (size_t i = 0; r == 0 && i < tr->nepochs; i++) {
+		if (tr->epochs[i].val_acc > tr->best_acc)
+			tr->best_acc = tr->epochs[i].val_acc;
+		tr->flops = tr->epochs[i].flops;
+	}
+	if (r == 0)
+		r = load_result(dir, tr);
 	if (r == 0)
 		r = load_monitor(dir, u);
 	free(dir);
@@ -322,22 +258,15 @@ static int cmp_util(const void *a, const void *b)
 
 static int load_experiment_json(const char *dir, struct report_exp *exp)
 {
-	char *p = xstrfmt("%s/experiment.json", dir);
-	cJSON *doc;
-	int r = jsonfile_read(p, &doc);
-	if (r == 0) {
-		const char *s;
-		r = jsonfile_check_format(p, doc, "aah-experiment", 1);
-		if (r == 0)
-			r = json_get_number(p, doc, "created", 0, &exp->created);
-		if (r == 0 && json_get_string(p, doc, "id", 1, &s) == 0 && s)
-			xstrlcpy(exp->id, s, sizeof(exp->id));
-		if (r == 0 && json_get_string(p, doc, "name", 1, &s) == 0 && s)
-			xstrlcpy(exp->name, s, sizeof(exp->name));
-		cJSON_Delete(doc);
-	}
-	free(p);
-	return r;
+	struct expdir_info info;
+	if (expdir_info_read(dir, &info) < 0)
+		return -1;
+	xstrlcpy(exp->id, info.id, sizeof(exp->id));
+	if (info.name)
+		xstrlcpy(exp->name, info.name, sizeof(exp->name));
+	exp->created = info.created;
+	expdir_info_release(&info);
+	return 0;
 }
 
 int report_load(const char *dir, struct report_exp *exp)
@@ -347,29 +276,23 @@ int report_load(const char *dir, struct report_exp *exp)
 	exp->dir = fileio_absolute(dir);
 	if (load_experiment_json(exp->dir, exp) < 0)
 		goto fail;
-	if (!exp->id[0]) {
-		const char *slash = strrchr(exp->dir, '/');
-		xstrlcpy(exp->id, slash ? slash + 1 : exp->dir, sizeof(exp->id));
-	}
 
 	struct trial_table t = { exp, 0, NULL, 0 };
-	char *trialsdir = xstrfmt("%s/trials", exp->dir);
+	unsigned *seqs;
 	size_t n;
-	char **names = list_dir(trialsdir, &n);
-	for (size_t i = 0; i < n; i++)
-		table_get(&t, names[i]);
-	free_names(names, n);
-
-	char *journal = xstrfmt("%s/journal.jsonl", exp->dir);
-	int r = fileio_exists(journal) ? jsonfile_read_lines(journal, journal_line, &t) : 0;
-	free(journal);
+	int r = expdir_trial_list(exp->dir, &seqs, &n);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		table_get(&t, seqs[i]);
+	free(seqs);
+	if (r == 0 && expdir_journal_exists(exp->dir))
+		r = expdir_replay(exp->dir, journal_event, &t);
 	free(t.slots);
 	if (r == 0 && exp->ntrials)
 		qsort(exp->trials, exp->ntrials, sizeof(*exp->trials), cmp_trial);
 
 	struct util_acc u = { exp, 0 };
 	for (size_t i = 0; r == 0 && i < exp->ntrials; i++)
-		r = load_trial(trialsdir, &exp->trials[i], &u);
+		r = load_trial(exp->dir, &exp->trials[i], &u);
 	if (r == 0 && exp->nutil)
 		qsort(exp->util, exp->nutil, sizeof(*exp->util), cmp_util);
 
@@ -379,12 +302,11 @@ int report_load(const char *dir, struct report_exp *exp)
 			exp->best = (long)i;
 	}
 	if (r == 0 && exp->best >= 0) {
-		char *p = xstrfmt("%s/%s/arch.json", trialsdir, exp->trials[exp->best].id);
+		char *p = expdir_trial_file(exp->dir, exp->trials[exp->best].seq, "arch.json");
 		if (fileio_exists(p) && jsonfile_read(p, &exp->best_arch) < 0)
 			r = -1;
 		free(p);
 	}
-	free(trialsdir);
 	if (r == 0)
 		return 0;
 fail:

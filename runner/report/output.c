@@ -22,9 +22,9 @@ void report_si(struct strbuf *sb, double v, const char *unit)
 		strbuf_addf(sb, "%.2f %s", v, unit);
 }
 
-static void count_states(const struct report_exp *exp, size_t counts[REPORT_NSTATES])
+static void count_states(const struct report_exp *exp, size_t counts[TRIAL_NSTATES])
 {
-	memset(counts, 0, REPORT_NSTATES * sizeof(*counts));
+	memset(counts, 0, TRIAL_NSTATES * sizeof(*counts));
 	for (size_t i = 0; i < exp->ntrials; i++)
 		counts[exp->trials[i].state]++;
 }
@@ -47,7 +47,7 @@ static void layer_line(struct strbuf *sb, const cJSON *layer)
 void report_summary(struct strbuf *sb, const struct report_exp *exp,
 		    const struct report_score *sc)
 {
-	size_t counts[REPORT_NSTATES];
+	size_t counts[TRIAL_NSTATES];
 	count_states(exp, counts);
 	strbuf_addf(sb, "Experiment %s%s%s%s\n", exp->id, exp->name[0] ? " (" : "", exp->name,
 		    exp->name[0] ? ")" : "");
@@ -63,9 +63,9 @@ void report_summary(struct strbuf *sb, const struct report_exp *exp,
 		    sc->duration_s / 3600, sc->nepochs, sc->nsamples,
 		    sc->final_from_samples ? "" : "; values at the last epoch");
 	strbuf_addf(sb, "  Trials:                %zu", exp->ntrials);
-	for (int s = 0; s < REPORT_NSTATES; s++)
+	for (int s = 0; s < TRIAL_NSTATES; s++)
 		if (counts[s])
-			strbuf_addf(sb, ", %zu %s", counts[s], report_state_name((enum report_state)s));
+			strbuf_addf(sb, ", %zu %s", counts[s], expdir_state_name((enum trial_state)s));
 	strbuf_addch(sb, '\n');
 	if (exp->best >= 0) {
 		const struct report_trial *b = &exp->trials[exp->best];
@@ -120,11 +120,11 @@ cJSON *report_results_json(const struct report_exp *exp, const struct report_opt
 	cJSON_AddItemToObject(doc, "final", fin);
 	cJSON_AddNumberToObject(doc, "duration_s", sc->duration_s);
 	cJSON_AddNumberToObject(doc, "epochs", (double)sc->nepochs);
-	size_t counts[REPORT_NSTATES];
+	size_t counts[TRIAL_NSTATES];
 	count_states(exp, counts);
 	o = cJSON_AddObjectToObject(doc, "trials_by_state");
-	for (int s = 0; s < REPORT_NSTATES; s++)
-		cJSON_AddNumberToObject(o, report_state_name((enum report_state)s), (double)counts[s]);
+	for (int s = 0; s < TRIAL_NSTATES; s++)
+		cJSON_AddNumberToObject(o, expdir_state_name((enum trial_state)s), (double)counts[s]);
 	if (exp->best >= 0) {
 		cJSON_AddStringToObject(doc, "best_trial", exp->trials[exp->best].id);
 		if (exp->best_arch)
@@ -138,7 +138,7 @@ cJSON *report_results_json(const struct report_exp *exp, const struct report_opt
 		const struct report_trial *tr = &exp->trials[i];
 		cJSON *t = cJSON_CreateObject();
 		cJSON_AddStringToObject(t, "id", tr->id);
-		cJSON_AddStringToObject(t, "state", report_state_name(tr->state));
+		cJSON_AddStringToObject(t, "state", expdir_state_name(tr->state));
 		cJSON_AddNumberToObject(t, "slot", tr->slot);
 		cJSON_AddNumberToObject(t, "epochs", (double)tr->nepochs);
 		cJSON_AddNumberToObject(t, "best_acc", tr->best_acc);
@@ -185,11 +185,11 @@ static void prom_value(struct strbuf *sb, const struct report_exp *exp, const ch
 void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 		       const struct report_score *sc)
 {
-	size_t counts[REPORT_NSTATES];
+	size_t counts[TRIAL_NSTATES];
 	count_states(exp, counts);
 	prom_head(sb, "aah_trials", "Trials of the experiment by state.");
-	for (int s = 0; s < REPORT_NSTATES; s++)
-		prom_value(sb, exp, "aah_trials", "state", report_state_name((enum report_state)s),
+	for (int s = 0; s < TRIAL_NSTATES; s++)
+		prom_value(sb, exp, "aah_trials", "state", expdir_state_name((enum trial_state)s),
 			   (double)counts[s]);
 	prom_head(sb, "aah_best_accuracy", "Best validation accuracy so far, in [0,1].");
 	prom_value(sb, exp, "aah_best_accuracy", NULL, NULL, sc->final.best_acc);

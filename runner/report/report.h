@@ -8,37 +8,17 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "runner/expdir.h" /* enum trial_state, struct expdir_epoch */
 #include "strbuf.h"
 
-enum report_state {
-	REPORT_QUEUED,        /* created, not submitted */
-	REPORT_RUNNING,       /* last event trial_submitted */
-	REPORT_SUCCEEDED,
-	REPORT_EARLY_STOPPED,
-	REPORT_FAILED,
-	REPORT_CANCELED,
-	REPORT_UNKNOWN,       /* a trial directory the journal does not name */
-	REPORT_NSTATES
-};
-
-/* The journal's / Prometheus' name of a state ("succeeded", ...). */
-const char *report_state_name(enum report_state s);
-
-struct report_epoch {
-	double ts;             /* Unix time the epoch ended */
-	double flops;          /* cumulative train_flops + eval_flops of the trial */
-	double val_acc;        /* in [0,1] */
-	double images_per_sec;
-	int epoch;             /* 1-based */
-};
-
 struct report_trial {
-	char id[32];
-	enum report_state state;
+	char id[32];                    /* expdir_trial_id(seq) */
+	unsigned seq;
+	enum trial_state state;         /* TRIAL_UNKNOWN: a directory the journal does not name */
 	int slot;                       /* from trial_submitted; -1 unknown */
 	double submitted, finished;     /* journal timestamps; 0 unknown */
-	struct report_epoch *epochs;    /* (nepochs), file order */
-	size_t nepochs, epochs_alloc;
+	struct expdir_epoch *epochs;    /* (nepochs), metrics.jsonl order */
+	size_t nepochs;
 	double best_acc;                /* max val_acc over epochs, or result.json's */
 	double flops;                   /* last cumulative FLOPs seen */
 	char precision[16];             /* result.json "precision"; "" unknown */

@@ -126,7 +126,7 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 	for (size_t i = 0; i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];
 		for (size_t j = 0; j < tr->nepochs; j++) {
-			const struct report_epoch *e = &tr->epochs[j];
+			const struct expdir_epoch *e = &tr->epochs[j];
 			ev[k++] = (struct ev){ e->ts, e->flops, e->val_acc, i, e->epoch };
 		}
 	}

@@ -2,14 +2,14 @@
  * experiment-level proposal (`aah-runner propose`). */
 #include "tuner.h"
 
-#include <dirent.h>
-#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fileio.h"    /* fileio_lock, fileio_mkdir_p, fileio_exists */
 #include "jsonfile.h"  /* jsonfile_read, jsonfile_write */
+#include "runner/expdir.h" /* expdir_trial_dir, expdir_trial_list, expdir_result_read */
 #include "tuner_int.h"
 #include "util.h"
 
@@ -192,21 +192,6 @@ int tuner_propose(struct tuner *t, unsigned trial_seq, cJSON **arch, cJSON **par
 
 /* ---- experiment directories ------------------------------------------- */
 
-static int parse_trial_id(const char *name, unsigned *seq)
-{
-	long v;
-	if (strlen(name) != 6 || util_parse_long(name, 1, 999999, &v) < 0)
-		return -1;
-	*seq = (unsigned)v;
-	return 0;
-}
-
-static int cmp_uint(const void *a, const void *b)
-{
-	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-	return (x > y) - (x < y);
-}
-
 /* Read trials/<id>/<file> if it exists: 0 with *out NULL when absent. */
 static int read_optional(const char *dir, const char *file, cJSON **out)
 {
@@ -232,8 +217,9 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq)
 	const struct tuner_hist *known = find_hist(t, seq);
 	if (known && known->state != TUNER_OBS_PENDING)
 		return 0;   /* finished trials do not change */
-	char *dir = xstrfmt("%s/trials/%06u", expdir, seq);
-	cJSON *arch = NULL, *params = NULL, *result = NULL;
+	char *dir = expdir_trial_dir(expdir, seq);
+	cJSON *arch = NULL, *params = NULL;
+	struct expdir_result res;
 	int rc = -1;
 	if (read_optional(dir, "arch.json", &arch) < 0 || read_optional(dir, "params.json", &params) < 0)
 		goto out;
@@ -241,61 +227,34 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq)
 		rc = 0;
 		goto out;
 	}
-	if (read_optional(dir, "result.json", &result) < 0) {
-		/* a torn or foreign result: the trial failed as far as we know */
-		warning("tuner: trial %06u: unreadable result.json counts as failed", seq);
-		result = NULL;
-		rc = record(t, seq, arch, params, TUNER_OBS_FAILED, 0.0);
-		arch = params = NULL;
-		goto out;
-	}
 	enum tuner_obs_state state = TUNER_OBS_PENDING;
 	double metric = 0.0;
-	if (result) {
-		const char *status = NULL;
+	int have = expdir_result_read(dir, &res);
+	if (have < 0) {
+		/* a torn or foreign result: the trial failed as far as we know */
+		char id[EXPDIR_TRIAL_ID_SIZE];
+		warning("tuner: trial %s: unreadable result.json counts as failed",
+			expdir_trial_id(seq, id));
 		state = TUNER_OBS_FAILED;
-		if (json_get_string("result.json", result, "status", 1, &status) == 0 && status &&
-		    (!strcmp(status, "succeeded") || !strcmp(status, "early_stopped")) &&
-		    json_get_number("result.json", result, "best_val_acc", 0, &metric) == 0)
-			state = TUNER_OBS_DONE;
+	} else if (have > 0) {
+		int ok = res.status == TRIAL_SUCCEEDED || res.status == TRIAL_EARLY_STOPPED;
+		state = ok && !isnan(res.best_val_acc) ? TUNER_OBS_DONE : TUNER_OBS_FAILED;
+		metric = state == TUNER_OBS_DONE ? res.best_val_acc : 0.0;
 	}
 	rc = record(t, seq, arch, params, state, metric);
 	arch = params = NULL;
 out:
 	cJSON_Delete(arch);
 	cJSON_Delete(params);
-	cJSON_Delete(result);
 	free(dir);
 	return rc;
 }
 
 int tuner_load_history(struct tuner *t, const char *expdir)
 {
-	char *tdir = xstrfmt("%s/trials", expdir);
-	DIR *d = opendir(tdir);
-	if (!d) {
-		int rc = errno == ENOENT ? 0 : error_errno("cannot read '%s'", tdir);
-		free(tdir);
-		return rc;
-	}
-	unsigned *seqs = NULL;
-	size_t n = 0, alloc = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		unsigned seq;
-		if (parse_trial_id(de->d_name, &seq) < 0)
-			continue;
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			seqs = xrealloc(seqs, alloc * sizeof(*seqs));
-		}
-		seqs[n++] = seq;
-	}
-	closedir(d);
-	free(tdir);
-	if (n)
-		qsort(seqs, n, sizeof(*seqs), cmp_uint);
-	int rc = 0;
+	unsigned *seqs;
+	size_t n;
+	int rc = expdir_trial_list(expdir, &seqs, &n);
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = load_trial(t, expdir, seqs[i]);
 	free(seqs);
@@ -304,10 +263,11 @@ int tuner_load_history(struct tuner *t, const char *expdir)
 
 int tuner_propose_into(struct tuner *t, const char *expdir, unsigned trial_seq)
 {
-	if (trial_seq == 0 || trial_seq > 999999)
-		return error("tuner: trial sequence number %u is out of range (1..999999)", trial_seq);
+	if (trial_seq == 0 || trial_seq > EXPDIR_TRIAL_MAX)
+		return error("tuner: trial sequence number %u is out of range (1..%u)", trial_seq,
+			     EXPDIR_TRIAL_MAX);
 	char *lockpath = xstrfmt("%s/tuner.lock", expdir);
-	char *dir = xstrfmt("%s/trials/%06u", expdir, trial_seq);
+	char *dir = expdir_trial_dir(expdir, trial_seq);
 	char *arch_path = xstrfmt("%s/arch.json", dir);
 	char *params_path = xstrfmt("%s/params.json", dir);
 	cJSON *arch = NULL, *params = NULL;

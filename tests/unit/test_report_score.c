@@ -206,11 +206,11 @@ Test(report, journal_states_and_a_running_experiment)
 	struct report_exp exp;
 	cr_assert_eq(report_load(dir, &exp), 0);
 	cr_assert_eq(exp.ntrials, 5);
-	static const enum report_state want[] = { REPORT_SUCCEEDED, REPORT_EARLY_STOPPED,
-		REPORT_RUNNING, REPORT_FAILED, REPORT_QUEUED };
+	static const enum trial_state want[] = { TRIAL_SUCCEEDED, TRIAL_EARLY_STOPPED,
+		TRIAL_RUNNING, TRIAL_FAILED, TRIAL_QUEUED };
 	for (size_t i = 0; i < 5; i++)
 		cr_assert_eq(exp.trials[i].state, want[i], "trial %zu: %s", i,
-			     report_state_name(exp.trials[i].state));
+			     expdir_state_name(exp.trials[i].state));
 	cr_assert_eq(exp.trials[1].slot, 1);
 	cr_assert_eq(exp.trials[2].nepochs, 0);
 	cr_assert_not(exp.done);

@@ -1,0 +1,491 @@
+/* expdir.c: the experiment directory's formats: state and event names,
+ * trial paths, the journal, experiment.json, result.json, metrics.jsonl. */
+#include "runner/expdir.h"
+#include "fileio.h"   /* fileio_exists, FILEIO_* */
+#include "jsonfile.h" /* jsonfile_read_lines, json_get_* */
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- trial states ------------------------------------------------------ */
+
+static const char *const state_names[TRIAL_NSTATES] = {
+	[TRIAL_QUEUED] = "queued",
+	[TRIAL_RUNNING] = "running",
+	[TRIAL_SUCCEEDED] = "succeeded",
+	[TRIAL_EARLY_STOPPED] = "early_stopped",
+	[TRIAL_FAILED] = "failed",
+	[TRIAL_CANCELED] = "canceled",
+	[TRIAL_UNKNOWN] = "unknown",
+};
+
+const char *expdir_state_name(enum trial_state s)
+{
+	return (unsigned)s < TRIAL_NSTATES ? state_names[s] : state_names[TRIAL_UNKNOWN];
+}
+
+int expdir_state_parse(const char *name, enum trial_state *out)
+{
+	for (int i = 0; i < TRIAL_NSTATES; i++) {
+		if (!strcmp(state_names[i], name)) {
+			*out = (enum trial_state)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int expdir_state_final(enum trial_state s)
+{
+	return s == TRIAL_SUCCEEDED || s == TRIAL_EARLY_STOPPED || s == TRIAL_FAILED ||
+	       s == TRIAL_CANCELED;
+}
+
+/* ---- trial ids and paths ------------------------------------------------ */
+
+const char *expdir_trial_id(unsigned seq, char buf[EXPDIR_TRIAL_ID_SIZE])
+{
+	snprintf(buf, EXPDIR_TRIAL_ID_SIZE, "%06u", seq);
+	return buf;
+}
+
+int expdir_trial_seq(const char *id, unsigned *seq)
+{
+	long v;
+	if (strlen(id) != 6 || strspn(id, "0123456789") != 6 ||
+	    util_parse_long(id, 1, EXPDIR_TRIAL_MAX, &v) < 0)
+		return -1;
+	*seq = (unsigned)v;
+	return 0;
+}
+
+char *expdir_trial_dir(const char *expdir, unsigned seq)
+{
+	char id[EXPDIR_TRIAL_ID_SIZE];
+	return xstrfmt("%s/trials/%s", expdir, expdir_trial_id(seq, id));
+}
+
+char *expdir_trial_file(const char *expdir, unsigned seq, const char *file)
+{
+	char id[EXPDIR_TRIAL_ID_SIZE];
+	return xstrfmt("%s/trials/%s/%s", expdir, expdir_trial_id(seq, id), file);
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return (x > y) - (x < y);
+}
+
+int expdir_trial_list(const char *expdir, unsigned **seqs, size_t *n)
+{
+	char *tdir = xstrfmt("%s/trials", expdir);
+	DIR *d = opendir(tdir);
+	*seqs = NULL;
+	*n = 0;
+	if (!d) {
+		int r = errno == ENOENT ? 0 : error_errno("cannot read '%s'", tdir);
+		free(tdir);
+		return r;
+	}
+	size_t alloc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		unsigned seq;
+		if (expdir_trial_seq(de->d_name, &seq) < 0)
+			continue;
+		if (*n == alloc) {
+			alloc = alloc ? 2 * alloc : 64;
+			*seqs = xrealloc(*seqs, alloc * sizeof(**seqs));
+		}
+		(*seqs)[(*n)++] = seq;
+	}
+	closedir(d);
+	free(tdir);
+	if (*n)
+		qsort(*seqs, *n, sizeof(**seqs), cmp_uint);
+	return 0;
+}
+
+/* ---- experiment.json ---------------------------------------------------- */
+
+static char *info_path(const char *expdir)
+{
+	return xstrfmt("%s/experiment.json", expdir);
+}
+
+int expdir_info_write(const char *expdir, const struct expdir_info *info)
+{
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "format", "aah-experiment/1");
+	cJSON_AddStringToObject(doc, "id", info->id);
+	if (info->name)
+		cJSON_AddStringToObject(doc, "name", info->name);
+	cJSON_AddNumberToObject(doc, "created", info->created);
+	cJSON_AddStringToObject(doc, "config", "config.yml");
+	if (info->config_source)
+		cJSON_AddStringToObject(doc, "config_source", info->config_source);
+	if (info->workdir)
+		cJSON_AddStringToObject(doc, "workdir", info->workdir);
+	cJSON_AddNumberToObject(doc, "seed", (double)info->seed);
+	char *p = info_path(expdir);
+	int r = jsonfile_write(p, doc);
+	free(p);
+	cJSON_Delete(doc);
+	return r;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+int expdir_info_read(const char *expdir, struct expdir_info *info)
+{
+	char *p = info_path(expdir);
+	const char *id = NULL, *name = NULL, *src = NULL, *wd = NULL;
+	double seed = 0;
+	cJSON *doc;
+	memset(info, 0, sizeof(*info));
+	int r = jsonfile_read(p, &doc);
+	if (r == 0) {
+		if (jsonfile_check_format(p, doc, "aah-experiment", 1) < 0 ||
+		    json_get_string(p, doc, "id", 0, &id) < 0 ||
+		    json_get_number(p, doc, "created", 0, &info->created) < 0 ||
+		    json_get_string(p, doc, "name", 1, &name) < 0 ||
+		    json_get_string(p, doc, "config_source", 1, &src) < 0 ||
+		    json_get_string(p, doc, "workdir", 1, &wd) < 0 ||
+		    json_get_number(p, doc, "seed", 1, &seed) < 0) {
+			r = -1;
+		} else {
+			info->id = xstrdup(id);
+			info->name = dup_or_null(name);
+			info->config_source = dup_or_null(src);
+			info->workdir = dup_or_null(wd);
+			info->seed = (long)seed;
+		}
+		cJSON_Delete(doc);
+	}
+	free(p);
+	return r;
+}
+
+void expdir_info_release(struct expdir_info *info)
+{
+	free(info->id);
+	free(info->name);
+	free(info->config_source);
+	free(info->workdir);
+	memset(info, 0, sizeof(*info));
+}
+
+/* ---- the journal --------------------------------------------------------- */
+
+#define EV_TRIAL 1u     /* the event names a trial */
+
+static const struct {
+	const char *name;
+	unsigned flags;
+} events[] = {
+	[EXPDIR_EV_EXPERIMENT_CREATED] = { "experiment_created", 0 },
+	[EXPDIR_EV_RUNNER_STARTED] = { "runner_started", 0 },
+	[EXPDIR_EV_RUNNER_STOPPED] = { "runner_stopped", 0 },
+	[EXPDIR_EV_EXPERIMENT_DONE] = { "experiment_done", 0 },
+	[EXPDIR_EV_TRIAL_CREATED] = { "trial_created", EV_TRIAL },
+	[EXPDIR_EV_TRIAL_SUBMITTED] = { "trial_submitted", EV_TRIAL },
+	[EXPDIR_EV_TRIAL_FINISHED] = { "trial_finished", EV_TRIAL },
+	[EXPDIR_EV_TRIAL_RETRY] = { "trial_retry", EV_TRIAL },
+	[EXPDIR_EV_UNKNOWN] = { "unknown", 0 },
+};
+
+const char *expdir_event_name(enum expdir_event_kind kind)
+{
+	return (unsigned)kind < ARRAY_SIZE(events) ? events[kind].name : events[EXPDIR_EV_UNKNOWN].name;
+}
+
+static enum expdir_event_kind event_kind(const char *name)
+{
+	for (size_t i = 0; i < EXPDIR_EV_UNKNOWN; i++)
+		if (!strcmp(events[i].name, name))
+			return (enum expdir_event_kind)i;
+	return EXPDIR_EV_UNKNOWN;
+}
+
+static const char *str_or_null(const cJSON *doc, const char *key)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, key));
+}
+
+static double num_or(const cJSON *doc, const char *key, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+/* The trial an event names: "trial_seq", else the id in "trial". */
+static int event_trial(const char *what, const cJSON *doc, unsigned *seq)
+{
+	long v;
+	const char *id = str_or_null(doc, "trial");
+	if (cJSON_GetObjectItemCaseSensitive(doc, "trial_seq")) {
+		if (json_get_int(what, doc, "trial_seq", 0, 1, 1l << 30, &v) < 0)
+			return -1;
+		*seq = (unsigned)v;
+		return 0;
+	}
+	if (id && expdir_trial_seq(id, seq) == 0)
+		return 0;
+	return error("%s: event %s names no trial (\"trial_seq\" or a \"trial\" id)", what,
+		     str_or_null(doc, "event"));
+}
+
+/* Decode one journal line; what names the journal in errors. */
+static int decode(const char *what, const cJSON *doc, struct expdir_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->doc = doc;
+	if (json_get_string(what, doc, "event", 0, &ev->name) < 0)
+		return -1;
+	ev->kind = event_kind(ev->name);
+	ev->seq = (long)num_or(doc, "seq", -1);
+	ev->ts = num_or(doc, "ts", 0);
+	ev->slot = -1;
+	ev->exit_code = -1;
+	ev->best_val_acc = NAN;
+	ev->state = TRIAL_UNKNOWN;
+	if (ev->kind == EXPDIR_EV_UNKNOWN)
+		return 0;    /* a newer writer's event: only its seq and ts count */
+	if (events[ev->kind].flags & EV_TRIAL) {
+		if (event_trial(what, doc, &ev->trial_seq) < 0)
+			return -1;
+		ev->attempt = (unsigned)num_or(doc, "attempt", 0);
+	}
+	ev->reason = str_or_null(doc, "reason");
+	switch (ev->kind) {
+	case EXPDIR_EV_EXPERIMENT_CREATED:
+		ev->exp_name = str_or_null(doc, "name");
+		break;
+	case EXPDIR_EV_TRIAL_SUBMITTED:
+		ev->job = str_or_null(doc, "job");
+		ev->gpus = str_or_null(doc, "gpus");
+		ev->slot = (int)num_or(doc, "slot", -1);
+		break;
+	case EXPDIR_EV_TRIAL_FINISHED: {
+		const char *st = str_or_null(doc, "state");
+		if (!st || expdir_state_parse(st, &ev->state) < 0 || !expdir_state_final(ev->state))
+			return error("%s: trial_finished with a bad state", what);
+		ev->exit_code = (int)num_or(doc, "exit_code", -1);
+		ev->best_val_acc = num_or(doc, "best_val_acc", NAN);
+		ev->flops = num_or(doc, "flops", 0);
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
+struct replay {
+	const char *path;
+	expdir_visit_fn visit;
+	void *arg;
+};
+
+static int replay_line(const cJSON *line, void *arg)
+{
+	struct replay *rp = arg;
+	struct expdir_event ev;
+	if (decode(rp->path, line, &ev) < 0)
+		return -1;
+	return rp->visit(&ev, rp->arg);
+}
+
+static char *journal_path(const char *expdir)
+{
+	return xstrfmt("%s/journal.jsonl", expdir);
+}
+
+int expdir_journal_exists(const char *expdir)
+{
+	char *p = journal_path(expdir);
+	int r = fileio_exists(p);
+	free(p);
+	return r;
+}
+
+int expdir_replay(const char *expdir, expdir_visit_fn visit, void *arg)
+{
+	char *p = journal_path(expdir);
+	struct replay rp = { p, visit, arg };
+	int r = jsonfile_read_lines(p, replay_line, &rp);
+	free(p);
+	return r;
+}
+
+int expdir_journal_append(const char *expdir, unsigned long seq, enum expdir_event_kind kind,
+			  cJSON *fields, unsigned flags, expdir_visit_fn visit, void *arg)
+{
+	if ((unsigned)kind >= EXPDIR_EV_UNKNOWN)
+		BUG("journal event %d has no name", (int)kind);
+	cJSON *doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "format", "aah-journal/1");
+	cJSON_AddNumberToObject(doc, "seq", (double)seq);
+	cJSON_AddNumberToObject(doc, "ts", util_now());
+	cJSON_AddStringToObject(doc, "event", events[kind].name);
+	if (fields) {
+		cJSON *it = fields->child;
+		while (it) {
+			cJSON *next = it->next;
+			cJSON_DetachItemViaPointer(fields, it);
+			cJSON_AddItemToObject(doc, it->string, it);
+			it = next;
+		}
+		cJSON_Delete(fields);
+	}
+	char *path = journal_path(expdir);
+	int r = jsonfile_append_flags(path, doc, flags);
+	if (r == 0 && visit) {
+		struct replay rp = { path, visit, arg };
+		r = replay_line(doc, &rp);
+	}
+	free(path);
+	cJSON_Delete(doc);
+	return r;
+}
+
+struct job_search {
+	const char *part;
+	int found;
+};
+
+static int job_line(const struct expdir_event *ev, void *arg)
+{
+	struct job_search *js = arg;
+	size_t n = strlen(js->part);
+	if (ev->kind != EXPDIR_EV_TRIAL_SUBMITTED || !ev->job || !n)
+		return 0;
+	for (const char *p = ev->job; *p;) {
+		size_t len = strcspn(p, ",");
+		if (len == n && !strncmp(p, js->part, n))
+			js->found = 1;
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
+int expdir_journal_has_job(const char *expdir, const char *part)
+{
+	struct job_search js = { part, 0 };
+	expdir_replay(expdir, job_line, &js);
+	return js.found;
+}
+
+/* ---- result.json ----------------------------------------------------------- */
+
+static char *result_path(const char *trial_dir)
+{
+	return xstrfmt("%s/result.json", trial_dir);
+}
+
+int expdir_result_read(const char *trial_dir, struct expdir_result *res)
+{
+	char *p = result_path(trial_dir);
+	const char *status = NULL, *precision = NULL, *reason = NULL;
+	cJSON *doc = NULL;
+	int r;
+	memset(res, 0, sizeof(*res));
+	res->status = TRIAL_UNKNOWN;
+	res->best_val_acc = NAN;
+	if (!fileio_exists(p)) {
+		free(p);
+		return 0;
+	}
+	if (jsonfile_read(p, &doc) < 0 || jsonfile_check_format(p, doc, "aah-result", 1) < 0 ||
+	    json_get_string(p, doc, "status", 1, &status) < 0 ||
+	    json_get_number(p, doc, "best_val_acc", 1, &res->best_val_acc) < 0 ||
+	    json_get_number(p, doc, "total_flops", 1, &res->total_flops) < 0 ||
+	    json_get_string(p, doc, "precision", 1, &precision) < 0 ||
+	    json_get_string(p, doc, "stop_reason", 1, &reason) < 0) {
+		r = -1;
+	} else {
+		if (status && expdir_state_parse(status, &res->status) < 0)
+			res->status = TRIAL_UNKNOWN;
+		if (precision)
+			xstrlcpy(res->precision, precision, sizeof(res->precision));
+		if (reason)
+			xstrlcpy(res->stop_reason, reason, sizeof(res->stop_reason));
+		const cJSON *d;
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(doc, "devices"))
+			if (cJSON_IsString(d) && (!strncmp(d->valuestring, "cuda", 4) ||
+						  !strncmp(d->valuestring, "gpu", 3)))
+				res->on_gpu = 1;
+		r = 1;
+	}
+	cJSON_Delete(doc);
+	free(p);
+	return r;
+}
+
+int expdir_result_visible(const char *expdir, unsigned seq)
+{
+	char *dir = expdir_trial_dir(expdir, seq);
+	DIR *d = opendir(dir);
+	if (d) {
+		while (readdir(d))
+			;
+		closedir(d);
+	}
+	char *p = result_path(dir);
+	int ok = fileio_exists(p);
+	free(p);
+	free(dir);
+	return ok;
+}
+
+/* ---- metrics.jsonl ----------------------------------------------------------- */
+
+struct epochs {
+	struct expdir_epoch *v;
+	size_t n, alloc;
+};
+
+static int metrics_line(const cJSON *line, void *arg)
+{
+	struct epochs *es = arg;
+	double ts = num_or(line, "timestamp", NAN), acc = num_or(line, "val_acc", NAN);
+	if (isnan(ts) || isnan(acc))
+		return 0;      /* not an epoch line; readers ignore what they do not know */
+	if (es->n == es->alloc) {
+		es->alloc = es->alloc ? 2 * es->alloc : 16;
+		es->v = xrealloc(es->v, es->alloc * sizeof(*es->v));
+	}
+	struct expdir_epoch *e = &es->v[es->n++];
+	e->ts = ts;
+	e->val_acc = acc;
+	e->flops = num_or(line, "train_flops", 0) + num_or(line, "eval_flops", 0);
+	e->images_per_sec = num_or(line, "images_per_sec", 0);
+	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(line, "epoch");
+	e->epoch = cJSON_IsNumber(ep) ? ep->valueint : (int)es->n;
+	return 0;
+}
+
+int expdir_metrics_read(const char *trial_dir, struct expdir_epoch **epochs, size_t *n)
+{
+	char *p = xstrfmt("%s/metrics.jsonl", trial_dir);
+	struct epochs es = { NULL, 0, 0 };
+	int r = fileio_exists(p) ? jsonfile_read_lines(p, metrics_line, &es) : 0;
+	free(p);
+	if (r < 0) {
+		free(es.v);
+		es.v = NULL;
+		es.n = 0;
+	}
+	*epochs = es.v;
+	*n = es.n;
+	return r;
+}

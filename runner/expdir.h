@@ -1,0 +1,169 @@
+/* expdir.h: the experiment directory on disk, its one reader and writer of
+ * the formats in docs/formats.md: trial states and their names, trial ids
+ * and paths, journal events (append, decode, replay), experiment.json,
+ * result.json and metrics.jsonl.
+ *
+ * The split with experiment.h: expdir knows files and formats and keeps no
+ * state between calls; struct experiment (experiment.c) is the in-memory
+ * experiment a runner or `status` builds by replaying the journal through
+ * expdir, and the report builds its own view (report/load.c) the same way. */
+#ifndef AAH_EXPDIR_H
+#define AAH_EXPDIR_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+/* ---- trial states ------------------------------------------------------ */
+
+/* The order is the order the report lists states in. */
+enum trial_state {
+	TRIAL_QUEUED,         /* created or retried, not submitted */
+	TRIAL_RUNNING,        /* last event trial_submitted */
+	TRIAL_SUCCEEDED,
+	TRIAL_EARLY_STOPPED,
+	TRIAL_FAILED,
+	TRIAL_CANCELED,
+	TRIAL_UNKNOWN,        /* a trial directory the journal does not name */
+	TRIAL_NSTATES
+};
+
+/* The one name of a state ("queued", "succeeded", ...), as the journal,
+ * `status`, results.json and the Prometheus text write it. */
+const char *expdir_state_name(enum trial_state s);
+/* 0 with *out set, or -1 for a name that is not a state. */
+int expdir_state_parse(const char *name, enum trial_state *out);
+/* A trial in this state has settled: it will not run again by itself. */
+int expdir_state_final(enum trial_state s);
+
+/* ---- trial ids and paths ------------------------------------------------ */
+
+#define EXPDIR_TRIAL_MAX 999999u    /* ids have six digits */
+#define EXPDIR_TRIAL_ID_SIZE 16     /* holds the id of any unsigned */
+
+/* The id of trial seq ("000001"), written into buf and returned. */
+const char *expdir_trial_id(unsigned seq, char buf[EXPDIR_TRIAL_ID_SIZE]);
+/* The sequence number of a trial id: six digits, 1..EXPDIR_TRIAL_MAX.
+ * 0, or -1 when id is not a trial id. */
+int expdir_trial_seq(const char *id, unsigned *seq);
+/* <expdir>/trials/<id>. The caller frees it. */
+char *expdir_trial_dir(const char *expdir, unsigned seq);
+/* <expdir>/trials/<id>/<file>. The caller frees it. */
+char *expdir_trial_file(const char *expdir, unsigned seq, const char *file);
+/* The sequence numbers of the trial directories under <expdir>/trials, in
+ * increasing order, into *seqs (the caller frees it); other names are
+ * skipped. 0 (nothing when there is no trials/ yet), or -1. */
+int expdir_trial_list(const char *expdir, unsigned **seqs, size_t *n);
+
+/* ---- experiment.json ---------------------------------------------------- */
+
+struct expdir_info {
+	char *id;                 /* owned; required */
+	char *name;               /* owned; NULL when absent */
+	char *config_source;      /* owned; the user's config.yml at create, or NULL */
+	char *workdir;            /* owned; the work directory at create, or NULL */
+	double created;           /* Unix time; required */
+	long seed;                /* 0 when absent */
+};
+
+/* Write <expdir>/experiment.json (aah-experiment/1). */
+int expdir_info_write(const char *expdir, const struct expdir_info *info);
+/* Read <expdir>/experiment.json. Errors name the file and the field. */
+int expdir_info_read(const char *expdir, struct expdir_info *info);
+void expdir_info_release(struct expdir_info *info);
+
+/* ---- the journal (journal.jsonl, aah-journal/1) ------------------------ */
+
+enum expdir_event_kind {
+	EXPDIR_EV_EXPERIMENT_CREATED,
+	EXPDIR_EV_RUNNER_STARTED,
+	EXPDIR_EV_RUNNER_STOPPED,
+	EXPDIR_EV_EXPERIMENT_DONE,
+	EXPDIR_EV_TRIAL_CREATED,
+	EXPDIR_EV_TRIAL_SUBMITTED,
+	EXPDIR_EV_TRIAL_FINISHED,
+	EXPDIR_EV_TRIAL_RETRY,
+	EXPDIR_EV_UNKNOWN,        /* a name this version does not know */
+};
+
+/* The journal's name of an event kind ("trial_submitted", ...). */
+const char *expdir_event_name(enum expdir_event_kind kind);
+
+/* One decoded journal line. Strings point into doc and live only as long
+ * as the visit. Fields an event does not carry keep their "absent" value. */
+struct expdir_event {
+	enum expdir_event_kind kind;
+	const char *name;         /* the "event" string as written */
+	long seq;                 /* the line's "seq"; -1 when absent */
+	double ts;                /* "ts", Unix time; 0 when absent */
+	unsigned trial_seq;       /* trial_* events: the trial ("trial_seq" or "trial") */
+	unsigned attempt;         /* trial_* events: "attempt"; 0 when absent */
+	const char *job;          /* trial_submitted: backend job id; NULL when absent */
+	const char *gpus;         /* trial_submitted: devices of the slot; NULL when absent */
+	int slot;                 /* trial_submitted: -1 when absent */
+	enum trial_state state;   /* trial_finished: a final state */
+	int exit_code;            /* trial_finished: -1 when absent */
+	double best_val_acc;      /* trial_finished: NaN when absent */
+	double flops;             /* trial_finished: 0 when absent */
+	const char *reason;       /* trial_finished, experiment_done, runner_stopped; or NULL */
+	const char *exp_name;     /* experiment_created: "name"; or NULL */
+	const cJSON *doc;         /* the whole line */
+};
+
+/* Called for every line in order; a negative return stops the replay and
+ * is returned. An unknown event reaches the visitor as EXPDIR_EV_UNKNOWN
+ * with only name, seq, ts and doc set, so that its seq still counts. */
+typedef int (*expdir_visit_fn)(const struct expdir_event *ev, void *arg);
+
+/* 1 when <expdir>/journal.jsonl exists. */
+int expdir_journal_exists(const char *expdir);
+/* Replay <expdir>/journal.jsonl through visit. A torn last line (a writer
+ * killed mid-line) is skipped with a warning; a line that is not JSON, has
+ * no "event" string, a trial event that names no trial or a trial_finished
+ * without a final state are errors. A missing journal is an error. */
+int expdir_replay(const char *expdir, expdir_visit_fn visit, void *arg);
+/* Append event kind as line seq (fields is consumed; may be NULL), with
+ * FILEIO_* flags, then hand the line to visit (may be NULL) exactly as
+ * expdir_replay would. */
+int expdir_journal_append(const char *expdir, unsigned long seq, enum expdir_event_kind kind,
+			  cJSON *fields, unsigned flags, expdir_visit_fn visit, void *arg);
+/* 1 when the journal has a trial_submitted whose job (comma-joined rank
+ * ids) has part as one of its elements; 0 otherwise, also when the
+ * journal cannot be read. */
+int expdir_journal_has_job(const char *expdir, const char *part);
+
+/* ---- result.json (aah-result/1) ------------------------------------------ */
+
+struct expdir_result {
+	enum trial_state status;  /* "status"; TRIAL_UNKNOWN when absent or not a state */
+	double best_val_acc;      /* NaN when absent */
+	double total_flops;       /* 0 when absent */
+	char precision[16];       /* "" when absent */
+	char stop_reason[160];    /* "" when absent */
+	int on_gpu;               /* "devices" names a GPU (cuda:N, gpu...) */
+};
+
+/* Read <trial_dir>/result.json: 1 when read, 0 when the trial has none
+ * (yet), -1 (error reported) when it is not valid JSON, not aah-result/1,
+ * or a field has the wrong type. */
+int expdir_result_read(const char *trial_dir, struct expdir_result *res);
+/* 1 when trial seq's result.json can be seen. The trial directory is
+ * listed first: that revalidates an NFS client's cached view of it. */
+int expdir_result_visible(const char *expdir, unsigned seq);
+
+/* ---- metrics.jsonl (aah-metrics/1) --------------------------------------- */
+
+struct expdir_epoch {
+	double ts;                /* "timestamp": Unix time the epoch ended */
+	double val_acc;           /* in [0,1] */
+	double flops;             /* cumulative train_flops + eval_flops of the trial */
+	double images_per_sec;    /* 0 when absent */
+	int epoch;                /* 1-based; the line's position when absent */
+};
+
+/* Read <trial_dir>/metrics.jsonl into *epochs (n of them, file order; the
+ * caller frees *epochs). Lines without a numeric timestamp and val_acc are
+ * not epochs and are skipped, as is a torn last line. 0 with *n = 0 when
+ * there is no file yet; -1 when a line is not JSON. */
+int expdir_metrics_read(const char *trial_dir, struct expdir_epoch **epochs, size_t *n);
+
+#endif

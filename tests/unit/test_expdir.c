@@ -1,0 +1,531 @@
+/* Unit tests for runner/expdir: trial state names, trial ids and paths,
+ * journal append and replay (torn last line, unknown events, bad lines),
+ * experiment.json, result.json and metrics.jsonl, and the in-memory
+ * experiment (runner/experiment.c) built on the replay. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "runner/expdir.h"
+#include "runner/experiment.h"
+#include "util.h"
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/aah-expdir-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	util_set_quiet(1);
+}
+
+static void teardown(void)
+{
+	fileio_remove_tree(tmpdir);
+}
+
+TestSuite(expdir, .init = setup, .fini = teardown);
+
+/* Write <tmpdir>/<name> with exactly text (no newline added). */
+static void put(const char *name, const char *text)
+{
+	char *p = xstrfmt("%s/%s", tmpdir, name);
+	char *slash = strrchr(p, '/');
+	*slash = '\0';
+	cr_assert_eq(fileio_mkdir_p(p, 0755), 0);
+	*slash = '/';
+	cr_assert_eq(fileio_write_atomic(p, text, strlen(text)), 0);
+	free(p);
+}
+
+/* stderr of a stretch of code, into a file; end returns what was written. */
+static int saved_fd = -1;
+static char errpath[96];
+
+static void stderr_begin(void)
+{
+	snprintf(errpath, sizeof(errpath), "%s/stderr.txt", tmpdir);
+	fflush(stderr);
+	saved_fd = dup(2);
+	int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert(fd >= 0 && saved_fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+	util_set_quiet(0);
+}
+
+static char *stderr_end(void)
+{
+	util_set_quiet(1);
+	fflush(stderr);
+	dup2(saved_fd, 2);
+	close(saved_fd);
+	char *text;
+	cr_assert_eq(fileio_read(errpath, 0, &text, NULL), 0);
+	unlink(errpath);
+	return text;
+}
+
+#define EXP_JSON "{\"format\":\"aah-experiment/1\",\"id\":\"abcd1234\",\"name\":\"t\",\"created\":5}\n"
+
+/* ---- trial states ---- */
+
+Test(expdir, every_state_name_round_trips)
+{
+	static const char *const want[TRIAL_NSTATES] = {
+		"queued", "running", "succeeded", "early_stopped", "failed", "canceled", "unknown",
+	};
+	for (int s = 0; s < TRIAL_NSTATES; s++) {
+		enum trial_state back = TRIAL_NSTATES;
+		cr_assert_str_eq(expdir_state_name((enum trial_state)s), want[s]);
+		cr_assert_eq(expdir_state_parse(want[s], &back), 0, "%s", want[s]);
+		cr_assert_eq(back, (enum trial_state)s, "%s", want[s]);
+	}
+	enum trial_state out = TRIAL_RUNNING;
+	cr_assert_eq(expdir_state_parse("waiting", &out), -1);
+	cr_assert_eq(expdir_state_parse("", &out), -1);
+	cr_assert_eq(out, TRIAL_RUNNING);
+	cr_assert_str_eq(expdir_state_name(TRIAL_NSTATES), "unknown");
+}
+
+Test(expdir, final_states_are_the_settled_ones)
+{
+	cr_assert_not(expdir_state_final(TRIAL_QUEUED));
+	cr_assert_not(expdir_state_final(TRIAL_RUNNING));
+	cr_assert_not(expdir_state_final(TRIAL_UNKNOWN));
+	cr_assert(expdir_state_final(TRIAL_SUCCEEDED));
+	cr_assert(expdir_state_final(TRIAL_EARLY_STOPPED));
+	cr_assert(expdir_state_final(TRIAL_FAILED));
+	cr_assert(expdir_state_final(TRIAL_CANCELED));
+}
+
+/* ---- ids and paths ---- */
+
+Test(expdir, trial_ids_and_paths)
+{
+	char id[EXPDIR_TRIAL_ID_SIZE];
+	unsigned seq = 0;
+	cr_assert_str_eq(expdir_trial_id(1, id), "000001");
+	cr_assert_str_eq(expdir_trial_id(999999, id), "999999");
+	cr_assert_eq(expdir_trial_seq("000042", &seq), 0);
+	cr_assert_eq(seq, 42);
+	static const char *const bad[] = { "42", "0000042", "000000", "+00001", " 00001", "00004a", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		cr_assert_eq(expdir_trial_seq(bad[i], &seq), -1, "'%s'", bad[i]);
+	cr_assert_eq(seq, 42);
+	char *d = expdir_trial_dir("/x/exp", 7);
+	cr_assert_str_eq(d, "/x/exp/trials/000007");
+	free(d);
+	d = expdir_trial_file("/x/exp", 12, "params.json");
+	cr_assert_str_eq(d, "/x/exp/trials/000012/params.json");
+	free(d);
+}
+
+Test(expdir, trial_list_is_sorted_and_skips_other_names)
+{
+	unsigned *seqs;
+	size_t n = 99;
+	cr_assert_eq(expdir_trial_list(tmpdir, &seqs, &n), 0);   /* no trials/ yet */
+	cr_assert_eq(n, 0);
+	cr_assert_null(seqs);
+	put("trials/000010/x", "");
+	put("trials/000002/x", "");
+	put("trials/000001/x", "");
+	put("trials/junk/x", "");
+	put("trials/0000003/x", "");
+	cr_assert_eq(expdir_trial_list(tmpdir, &seqs, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(seqs[0], 1);
+	cr_assert_eq(seqs[1], 2);
+	cr_assert_eq(seqs[2], 10);
+	free(seqs);
+}
+
+/* ---- the journal ---- */
+
+struct seen {
+	size_t n;
+	enum expdir_event_kind kind[16];
+	long seq[16];
+	unsigned trial[16];
+	char name[16][32];
+	struct expdir_event last_finished;
+	char reason[64];
+};
+
+static int collect(const struct expdir_event *ev, void *arg)
+{
+	struct seen *s = arg;
+	cr_assert_lt(s->n, 16);
+	s->kind[s->n] = ev->kind;
+	s->seq[s->n] = ev->seq;
+	s->trial[s->n] = ev->trial_seq;
+	xstrlcpy(s->name[s->n], ev->name, sizeof(s->name[0]));
+	s->n++;
+	if (ev->kind == EXPDIR_EV_TRIAL_FINISHED) {
+		s->last_finished = *ev;
+		xstrlcpy(s->reason, ev->reason ? ev->reason : "(null)", sizeof(s->reason));
+	}
+	return 0;
+}
+
+#define J(seq, rest) "{\"format\":\"aah-journal/1\",\"seq\":" #seq ",\"ts\":" #seq "00," rest "}\n"
+
+static const char journal[] =
+	J(0, "\"event\":\"experiment_created\",\"id\":\"abcd1234\",\"name\":\"t\"")
+	J(1, "\"event\":\"runner_started\",\"pid\":1,\"resume\":false")
+	J(2, "\"event\":\"trial_created\",\"trial\":\"000001\",\"trial_seq\":1,\"attempt\":1")
+	J(3, "\"event\":\"trial_submitted\",\"trial\":\"000001\",\"trial_seq\":1,\"attempt\":1,"
+	     "\"backend\":\"local\",\"job\":\"11.5,12.6\",\"slot\":1,\"gpus\":\"2,3\"")
+	J(4, "\"event\":\"trial_finished\",\"trial\":\"000001\",\"trial_seq\":1,\"attempt\":1,"
+	     "\"state\":\"early_stopped\",\"exit_code\":0,\"reason\":\"\",\"best_val_acc\":0.75,\"flops\":9")
+	/* the report's fixtures name the trial by "trial" alone */
+	J(5, "\"event\":\"trial_created\",\"trial\":\"000002\",\"attempt\":1");
+
+Test(expdir, replay_decodes_every_field)
+{
+	put("journal.jsonl", journal);
+	struct seen s = { 0 };
+	cr_assert_eq(expdir_replay(tmpdir, collect, &s), 0);
+	cr_assert_eq(s.n, 6);
+	static const enum expdir_event_kind want[] = {
+		EXPDIR_EV_EXPERIMENT_CREATED, EXPDIR_EV_RUNNER_STARTED, EXPDIR_EV_TRIAL_CREATED,
+		EXPDIR_EV_TRIAL_SUBMITTED, EXPDIR_EV_TRIAL_FINISHED, EXPDIR_EV_TRIAL_CREATED,
+	};
+	for (size_t i = 0; i < 6; i++) {
+		cr_assert_eq(s.kind[i], want[i], "line %zu", i);
+		cr_assert_eq(s.seq[i], (long)i);
+		cr_assert_str_eq(s.name[i], expdir_event_name(want[i]));
+	}
+	cr_assert_eq(s.trial[0], 0);
+	cr_assert_eq(s.trial[3], 1);
+	cr_assert_eq(s.trial[5], 2);
+	cr_assert_eq(s.last_finished.state, TRIAL_EARLY_STOPPED);
+	cr_assert_eq(s.last_finished.exit_code, 0);
+	cr_assert_eq(s.last_finished.best_val_acc, 0.75);
+	cr_assert_eq(s.last_finished.flops, 9);
+	cr_assert_eq(s.last_finished.ts, 400);
+	cr_assert_str_eq(s.reason, "");
+}
+
+/* Replay the journal above with extra appended; *err gets what went to stderr. */
+static int replay_with(const char *extra, struct seen *s, char **err)
+{
+	char *text = xstrfmt("%s%s", journal, extra);
+	put("journal.jsonl", text);
+	free(text);
+	stderr_begin();
+	int r = expdir_replay(tmpdir, collect, s);
+	*err = stderr_end();
+	return r;
+}
+
+Test(expdir, replay_skips_a_torn_last_line_with_a_warning)
+{
+	struct seen s = { 0 };
+	char *err;
+	int r = replay_with("{\"format\":\"aah-journal/1\",\"seq\":6,\"ts\":600,\"event\":\"trial_sub",
+			    &s, &err);
+	cr_assert_eq(r, 0);
+	cr_assert_eq(s.n, 6);
+	cr_assert_eq(s.seq[5], 5);
+	cr_assert(strstr(err, "journal.jsonl:7: ignoring incomplete last line (interrupted write)"),
+		  "%s", err);
+	free(err);
+
+	/* The experiment sees the same: trial 2 queued, the next line is seq 6. */
+	put("experiment.json", EXP_JSON);
+	struct experiment e;
+	cr_assert_eq(experiment_open(&e, tmpdir), 0);
+	cr_assert_eq(e.next_event, 6);
+	cr_assert_eq(e.ntrials, 2);
+	cr_assert_eq(e.trials[1].state, TRIAL_QUEUED);
+	experiment_release(&e);
+}
+
+Test(expdir, an_unknown_event_is_ignored_silently_but_its_seq_counts)
+{
+	struct seen s = { 0 };
+	char *err;
+	int r = replay_with(J(6, "\"event\":\"trial_paused\",\"trial\":\"000009\",\"trial_seq\":9"),
+			    &s, &err);
+	cr_assert_eq(r, 0);
+	cr_assert_eq(s.n, 7);
+	cr_assert_eq(s.kind[6], EXPDIR_EV_UNKNOWN);
+	cr_assert_str_eq(s.name[6], "trial_paused");
+	cr_assert_eq(s.seq[6], 6);
+	cr_assert_eq(s.trial[6], 0);
+	cr_assert_str_eq(err, "");
+	free(err);
+
+	put("experiment.json", EXP_JSON);
+	struct experiment e;
+	cr_assert_eq(experiment_open(&e, tmpdir), 0);
+	cr_assert_eq(e.next_event, 7);
+	cr_assert_eq(e.ntrials, 2);    /* trial 9 was not made up */
+	cr_assert_eq(e.trials[0].state, TRIAL_EARLY_STOPPED);
+	experiment_release(&e);
+}
+
+Test(expdir, bad_lines_are_errors)
+{
+	static const char *const bad[] = {
+		"{\"seq\":0,\"ts\":1}\n",                                            /* no event */
+		"{\"seq\":0,\"event\":7}\n",                                         /* not a string */
+		"{\"seq\":0,\"event\":\"trial_created\",\"attempt\":1}\n",           /* no trial */
+		"{\"seq\":0,\"event\":\"trial_retry\",\"trial\":\"7\"}\n",           /* not an id */
+		"{\"seq\":0,\"event\":\"trial_created\",\"trial_seq\":0}\n",         /* out of range */
+		"{\"seq\":0,\"event\":\"trial_finished\",\"trial_seq\":1,\"state\":\"running\"}\n",
+		"{\"seq\":0,\"event\":\"trial_finished\",\"trial_seq\":1,\"state\":\"waiting\"}\n",
+		"{\"seq\":0,\"event\":\"trial_finished\",\"trial_seq\":1}\n",
+		"{\"seq\":0,\"event\":\"runner_started\"}\nnot json\n{\"seq\":2,\"event\":\"runner_started\"}\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		put("journal.jsonl", bad[i]);
+		struct seen s = { 0 };
+		cr_assert_eq(expdir_replay(tmpdir, collect, &s), -1, "%s", bad[i]);
+	}
+	char *p = xstrfmt("%s/journal.jsonl", tmpdir);
+	unlink(p);
+	free(p);
+	struct seen s = { 0 };
+	cr_assert_not(expdir_journal_exists(tmpdir));
+	cr_assert_eq(expdir_replay(tmpdir, collect, &s), -1);
+	cr_assert_eq(s.n, 0);
+}
+
+static int stop_at_two(const struct expdir_event *ev, void *arg)
+{
+	(void)arg;
+	return ev->seq == 2 ? -1 : 0;
+}
+
+Test(expdir, a_visitor_error_stops_the_replay)
+{
+	put("journal.jsonl", journal);
+	cr_assert_eq(expdir_replay(tmpdir, stop_at_two, NULL), -1);
+}
+
+Test(expdir, append_writes_the_documented_line_and_visits_it)
+{
+	put("journal.jsonl", "");
+	for (int k = 0; k < EXPDIR_EV_UNKNOWN; k++) {
+		cJSON *f = cJSON_CreateObject();
+		cJSON_AddStringToObject(f, "trial", "000003");
+		cJSON_AddNumberToObject(f, "trial_seq", 3);
+		cJSON_AddStringToObject(f, "state", "canceled");
+		struct seen s = { 0 };
+		cr_assert_eq(expdir_journal_append(tmpdir, (unsigned long)k + 10,
+						   (enum expdir_event_kind)k, f, 0, collect, &s), 0);
+		cr_assert_eq(s.n, 1);
+		cr_assert_eq(s.kind[0], (enum expdir_event_kind)k);
+		cr_assert_eq(s.seq[0], k + 10);
+	}
+	struct seen s = { 0 };
+	cr_assert_eq(expdir_replay(tmpdir, collect, &s), 0);
+	cr_assert_eq(s.n, EXPDIR_EV_UNKNOWN);
+	for (int k = 0; k < EXPDIR_EV_UNKNOWN; k++) {
+		cr_assert_eq(s.kind[k], (enum expdir_event_kind)k);
+		int trial_event = !strncmp(expdir_event_name((enum expdir_event_kind)k), "trial_", 6);
+		cr_assert_eq(s.trial[k], trial_event ? 3u : 0u, "%s", s.name[k]);
+	}
+	/* The line's keys come in the order the tests and tools grep for. */
+	char *p = xstrfmt("%s/journal.jsonl", tmpdir), *text;
+	cr_assert_eq(fileio_read(p, 0, &text, NULL), 0);
+	cr_assert(strstr(text, "{\"format\":\"aah-journal/1\",\"seq\":15,\"ts\":"), "%s", text);
+	cr_assert(strstr(text, ",\"event\":\"trial_submitted\",\"trial\":\"000003\",\"trial_seq\":3,"),
+		  "%s", text);
+	free(text);
+	free(p);
+}
+
+Test(expdir, journal_has_job_matches_whole_rank_ids)
+{
+	put("journal.jsonl", journal);
+	cr_assert(expdir_journal_has_job(tmpdir, "11.5"));
+	cr_assert(expdir_journal_has_job(tmpdir, "12.6"));
+	cr_assert_not(expdir_journal_has_job(tmpdir, "11"));
+	cr_assert_not(expdir_journal_has_job(tmpdir, "1.5"));
+	cr_assert_not(expdir_journal_has_job(tmpdir, "5,12"));
+	cr_assert_not(expdir_journal_has_job(tmpdir, ""));
+	cr_assert_not(expdir_journal_has_job("/nonexistent/aah", "11.5"));
+}
+
+/* ---- the experiment on the replay ---- */
+
+Test(expdir, record_applies_exactly_what_replay_rebuilds)
+{
+	put("experiment.json", EXP_JSON);
+	put("journal.jsonl", "");
+	struct experiment live, again;
+	cr_assert_eq(experiment_open(&live, tmpdir), 0);
+	cJSON *f = cJSON_CreateObject();
+	cJSON_AddStringToObject(f, "name", "demo");
+	cr_assert_eq(experiment_record(&live, EXPDIR_EV_EXPERIMENT_CREATED, f), 0);
+	for (unsigned seq = 1; seq <= 3; seq++) {
+		f = cJSON_CreateObject();
+		cJSON_AddNumberToObject(f, "trial_seq", seq);
+		cJSON_AddNumberToObject(f, "attempt", 1);
+		cr_assert_eq(experiment_record_flags(&live, EXPDIR_EV_TRIAL_CREATED, f, FILEIO_NOSYNC), 0);
+	}
+	f = cJSON_CreateObject();
+	cJSON_AddNumberToObject(f, "trial_seq", 2);
+	cJSON_AddStringToObject(f, "job", "77");
+	cJSON_AddNumberToObject(f, "slot", 0);
+	cr_assert_eq(experiment_record(&live, EXPDIR_EV_TRIAL_SUBMITTED, f), 0);
+	f = cJSON_CreateObject();
+	cJSON_AddNumberToObject(f, "trial_seq", 3);
+	cJSON_AddStringToObject(f, "job", "78");
+	cJSON_AddNumberToObject(f, "slot", 1);
+	cr_assert_eq(experiment_record(&live, EXPDIR_EV_TRIAL_SUBMITTED, f), 0);
+	f = cJSON_CreateObject();
+	cJSON_AddNumberToObject(f, "trial_seq", 3);
+	cJSON_AddStringToObject(f, "state", "failed");
+	cJSON_AddStringToObject(f, "reason", "boom");
+	cJSON_AddNumberToObject(f, "exit_code", 3);
+	cr_assert_eq(experiment_record(&live, EXPDIR_EV_TRIAL_FINISHED, f), 0);
+	f = cJSON_CreateObject();
+	cJSON_AddNumberToObject(f, "trial_seq", 3);
+	cJSON_AddNumberToObject(f, "attempt", 2);
+	cr_assert_eq(experiment_record(&live, EXPDIR_EV_TRIAL_RETRY, f), 0);
+	f = cJSON_CreateObject();
+	cJSON_AddStringToObject(f, "reason", "max_trials");
+	cr_assert_eq(experiment_record(&live, EXPDIR_EV_EXPERIMENT_DONE, f), 0);
+
+	cr_assert_eq(experiment_open(&again, tmpdir), 0);
+	cr_assert_eq(live.next_event, 9);
+	cr_assert_eq(again.next_event, live.next_event);
+	cr_assert_str_eq(again.name, "demo");
+	cr_assert_str_eq(again.done_reason, "max_trials");
+	cr_assert(again.done);
+	cr_assert_eq(again.ntrials, 3);
+	static const enum trial_state want[] = { TRIAL_QUEUED, TRIAL_RUNNING, TRIAL_QUEUED };
+	for (size_t i = 0; i < 3; i++) {
+		const struct trial_rec *a = &live.trials[i], *b = &again.trials[i];
+		cr_assert_eq(a->state, want[i], "trial %zu", i + 1);
+		cr_assert_eq(b->state, a->state, "trial %zu", i + 1);
+		cr_assert_eq(b->attempt, a->attempt);
+		cr_assert_eq(b->slot, a->slot);
+		cr_assert_eq(b->exit_code, a->exit_code);
+		cr_assert_eq(!b->job, !a->job);
+	}
+	cr_assert_str_eq(again.trials[1].job, "77");
+	cr_assert_eq(again.trials[2].attempt, 2);
+	cr_assert_null(again.trials[2].job);        /* the retry forgot the failed job */
+	cr_assert_eq(again.trials[2].slot, -1);
+	cr_assert_str_eq(again.trials[2].reason, "boom");
+	experiment_release(&live);
+	experiment_release(&again);
+}
+
+/* ---- experiment.json ---- */
+
+Test(expdir, info_round_trips_and_needs_id_and_created)
+{
+	struct expdir_info in = { .id = "k3x9q2ab", .name = "n", .config_source = "/c/config.yml",
+				  .workdir = "/w", .created = 12.5, .seed = 7 };
+	struct expdir_info out;
+	cr_assert_eq(expdir_info_write(tmpdir, &in), 0);
+	cr_assert_eq(expdir_info_read(tmpdir, &out), 0);
+	cr_assert_str_eq(out.id, "k3x9q2ab");
+	cr_assert_str_eq(out.name, "n");
+	cr_assert_str_eq(out.config_source, "/c/config.yml");
+	cr_assert_str_eq(out.workdir, "/w");
+	cr_assert_eq(out.created, 12.5);
+	cr_assert_eq(out.seed, 7);
+	expdir_info_release(&out);
+	put("experiment.json", "{\"format\":\"aah-experiment/1\",\"created\":1}\n");
+	cr_assert_eq(expdir_info_read(tmpdir, &out), -1);
+	put("experiment.json", "{\"format\":\"aah-experiment/1\",\"id\":\"x\"}\n");
+	cr_assert_eq(expdir_info_read(tmpdir, &out), -1);
+	put("experiment.json", "{\"format\":\"aah-result/1\",\"id\":\"x\",\"created\":1}\n");
+	cr_assert_eq(expdir_info_read(tmpdir, &out), -1);
+}
+
+/* ---- result.json ---- */
+
+Test(expdir, result_good_missing_and_bad)
+{
+	struct expdir_result r;
+	cr_assert_eq(expdir_result_read(tmpdir, &r), 0);        /* none yet */
+	cr_assert_eq(r.status, TRIAL_UNKNOWN);
+	cr_assert(isnan(r.best_val_acc));
+
+	put("result.json", "{\"format\":\"aah-result/1\",\"status\":\"early_stopped\","
+			   "\"stop_reason\":\"early_stop\",\"best_val_acc\":0.875,\"total_flops\":1.5e12,"
+			   "\"precision\":\"bf16\",\"devices\":[\"cpu:1\",\"cuda:0\"],\"new_field\":1}\n");
+	cr_assert_eq(expdir_result_read(tmpdir, &r), 1);
+	cr_assert_eq(r.status, TRIAL_EARLY_STOPPED);
+	cr_assert_eq(r.best_val_acc, 0.875);
+	cr_assert_eq(r.total_flops, 1.5e12);
+	cr_assert_str_eq(r.precision, "bf16");
+	cr_assert_str_eq(r.stop_reason, "early_stop");
+	cr_assert(r.on_gpu);
+
+	put("result.json", "{\"format\":\"aah-result/1\",\"status\":\"exploded\",\"devices\":[\"cpu:2\"]}\n");
+	cr_assert_eq(expdir_result_read(tmpdir, &r), 1);
+	cr_assert_eq(r.status, TRIAL_UNKNOWN);
+	cr_assert(isnan(r.best_val_acc));
+	cr_assert_eq(r.total_flops, 0);
+	cr_assert_str_eq(r.precision, "");
+	cr_assert_not(r.on_gpu);
+
+	static const char *const bad[] = {
+		"{\"format\":\"aah-result/1\",\"status\":\"succ",                  /* torn */
+		"{\"status\":\"succeeded\",\"best_val_acc\":0.5}\n",               /* no format */
+		"{\"format\":\"aah-result/2\",\"status\":\"succeeded\"}\n",        /* newer major */
+		"{\"format\":\"aah-result/1\",\"status\":3}\n",                    /* wrong type */
+		"{\"format\":\"aah-result/1\",\"best_val_acc\":\"0.5\"}\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		put("result.json", bad[i]);
+		cr_assert_eq(expdir_result_read(tmpdir, &r), -1, "%s", bad[i]);
+	}
+}
+
+Test(expdir, result_visible_lists_the_trial_first)
+{
+	cr_assert_not(expdir_result_visible(tmpdir, 4));
+	put("trials/000004/result.json", "{}\n");
+	cr_assert(expdir_result_visible(tmpdir, 4));
+	cr_assert_not(expdir_result_visible(tmpdir, 5));
+}
+
+/* ---- metrics.jsonl ---- */
+
+Test(expdir, metrics_epochs_in_file_order)
+{
+	struct expdir_epoch *ep = (void *)1;
+	size_t n = 9;
+	cr_assert_eq(expdir_metrics_read(tmpdir, &ep, &n), 0);   /* none yet */
+	cr_assert_eq(n, 0);
+	cr_assert_null(ep);
+	put("metrics.jsonl",
+	    "{\"format\":\"aah-metrics/1\",\"epoch\":1,\"val_acc\":0.5,\"timestamp\":100,"
+	    "\"train_flops\":10,\"eval_flops\":2,\"images_per_sec\":33}\n"
+	    "{\"format\":\"aah-metrics/1\",\"event\":\"checkpoint\",\"timestamp\":101}\n"
+	    "\n"
+	    "{\"format\":\"aah-metrics/1\",\"val_acc\":0.25,\"timestamp\":200,\"train_flops\":30}\n"
+	    "{\"format\":\"aah-metrics/1\",\"epoch\":3,\"val_a");
+	cr_assert_eq(expdir_metrics_read(tmpdir, &ep, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(ep[0].epoch, 1);
+	cr_assert_eq(ep[0].ts, 100);
+	cr_assert_eq(ep[0].val_acc, 0.5);
+	cr_assert_eq(ep[0].flops, 12);
+	cr_assert_eq(ep[0].images_per_sec, 33);
+	cr_assert_eq(ep[1].epoch, 2);              /* no "epoch": its position */
+	cr_assert_eq(ep[1].flops, 30);
+	cr_assert_eq(ep[1].images_per_sec, 0);
+	free(ep);
+
+	put("metrics.jsonl", "{\"val_acc\":0.5,\"timestamp\":1}\n{oops}\n{\"val_acc\":0.6,\"timestamp\":2}\n");
+	cr_assert_eq(expdir_metrics_read(tmpdir, &ep, &n), -1);
+	cr_assert_eq(n, 0);
+	cr_assert_null(ep);
+}
