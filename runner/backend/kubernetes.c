@@ -14,7 +14,6 @@
 
 #include <dirent.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,23 +60,6 @@ static void first_line(char *dst, size_t n, const char *s)
 	snprintf(dst, n, "%.*s", (int)(len < n - 1 ? len : n - 1), s);
 }
 
-/* proc_run_capture with SIGPIPE held back: a kubectl that exits before
- * reading its stdin must not kill the runner (the write fails instead). */
-static int run_capture(const char *const *argv, const char *input, double limit,
-		       struct strbuf *out, struct strbuf *err, int *code)
-{
-	sigset_t pipe_set, old;
-	struct timespec zero = { 0, 0 };
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &pipe_set, &old);
-	int r = proc_run_capture(argv, NULL, input, limit, out, err, code);
-	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
-		;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return r;
-}
-
 /* One kubectl call with the global flags; stdout into *out (may be NULL).
  * Transient failures are tried again `retries` more times with a growing
  * pause. Errors say what failed and what to do. */
@@ -107,7 +89,7 @@ static int kubectl(struct k8s_priv *p, const char *const *args, const char *inpu
 		int code = 0;
 		if (out)
 			strbuf_reset(out);
-		if (run_capture(strvec_view(&argv), input, hard_limit, out, &err, &code) < 0) {
+		if (proc_run_capture(strvec_view(&argv), NULL, input, hard_limit, out, &err, &code) < 0) {
 			strbuf_release(&err);
 			error("cannot run '%s': install kubectl or set kubernetes.kubectl", kc->kubectl);
 			r = KUBECTL_PERMANENT;
