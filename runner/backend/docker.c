@@ -7,7 +7,6 @@
  * No Docker engine runs where aah is tested: this path is untested there. */
 #include "runner/backend/docker.h"
 #include "fileio.h"
-#include "runner/proc.h"
 #include "strbuf.h"
 #include "util.h"
 
@@ -30,21 +29,18 @@ struct djob {
 
 struct docker_priv {
 	struct docker_config dc;
+	struct backend_tool tool;  /* docker commands: no retries */
 	char *code_dir;
 	struct djob *jobs;
 };
 
+/* One docker command; out and err without their trailing blanks. Returns
+ * the exit code (-1: cannot run). */
 static int run(const struct docker_priv *p, struct strvec *argv, struct strbuf *out,
 	       struct strbuf *err)
 {
-	int code = 0;
-	strbuf_reset(out);
-	strbuf_reset(err);
-	if (proc_run_capture(strvec_view(argv), NULL, NULL, p->dc.command_timeout, out, err,
-			     &code) < 0)
-		return error("docker: cannot run %s (is it installed?)", argv->v[0]);
+	int code = backend_run_tool(&p->tool, strvec_view(argv), NULL, out, err);
 	strbuf_trim_trailing(out);
-	strbuf_trim_trailing(err);
 	return code;
 }
 
@@ -74,6 +70,8 @@ static int docker_init(struct aah_backend_ctx *ctx)
 	docker_config_defaults(&p->dc);
 	if (config_parse_section(cfg, "docker", cfg->docker, docker_config_keys, &p->dc) < 0)
 		return -1;
+	p->tool = (struct backend_tool){ .name = "docker", .missing = "is it installed?",
+					 .timeout = p->dc.command_timeout };
 	p->code_dir = cfg->trial.code_dir[0] == '/'
 			      ? xstrdup(cfg->trial.code_dir)
 			      : xstrfmt("%s/%s", cfg->base_dir, cfg->trial.code_dir);

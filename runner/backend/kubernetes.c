@@ -8,7 +8,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/backend/kubernetes.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_job_state */
-#include "runner/proc.h"
+#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
 
@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_BACKOFF 60.0
 
@@ -60,6 +59,19 @@ static void first_line(char *dst, size_t n, const char *s)
 	snprintf(dst, n, "%.*s", (int)(len < n - 1 ? len : n - 1), s);
 }
 
+static const char *const forbidden[] = { "Forbidden", "forbidden", NULL };
+static const char *const exists[] = { "AlreadyExists", "already exists", NULL };
+static const char *const permanent[] = { "NotFound", "not found", "is invalid", "Invalid value",
+					 "error validating", "unknown flag", "Unauthorized",
+					 "must be logged in", NULL };
+
+/* A refusal the API server would repeat is not worth another try. */
+static int kubectl_transient(const char *err, int exit_code)
+{
+	(void)exit_code;
+	return !contains(err, forbidden) && !contains(err, exists) && !contains(err, permanent);
+}
+
 /* One kubectl call with the global flags; stdout into *out (may be NULL).
  * Transient failures are tried again `retries` more times with a growing
  * pause. Errors say what failed and what to do. */
@@ -76,57 +88,44 @@ static int kubectl(struct k8s_priv *p, const char *const *args, const char *inpu
 	strvec_pushf(&argv, "--namespace=%s", kc->namespace_);
 	/* kubectl's own limit per request, and ours on the whole call */
 	strvec_pushf(&argv, "--request-timeout=%.0fs", ceil(kc->kubectl_timeout));
-	double hard_limit = 2 * kc->kubectl_timeout + 1;
 	strvec_pushv(&argv, args);
-	static const char *const forbidden[] = { "Forbidden", "forbidden", NULL };
-	static const char *const exists[] = { "AlreadyExists", "already exists", NULL };
-	static const char *const permanent[] = { "NotFound", "not found", "is invalid", "Invalid value",
-						 "error validating", "unknown flag", "Unauthorized",
-						 "must be logged in", NULL };
-	int r = KUBECTL_OK;
-	for (long attempt = 0;; attempt++) {
-		struct strbuf err = STRBUF_INIT;
-		int code = 0;
-		if (out)
-			strbuf_reset(out);
-		if (proc_run_capture(strvec_view(&argv), NULL, input, hard_limit, out, &err, &code) < 0) {
-			strbuf_release(&err);
-			error("cannot run '%s': install kubectl or set kubernetes.kubectl", kc->kubectl);
-			r = KUBECTL_PERMANENT;
-			break;
-		}
-		const char *etext = strbuf_str(&err);
-		char line[200];
-		first_line(line, sizeof(line), etext);
-		if (code == 0) {
-			r = KUBECTL_OK;
-		} else if (code == 124) {
-			r = KUBECTL_TRANSIENT;
-			error("kubectl %s: no answer within %.0fs (API server unreachable or slow)",
-			      args[0], kc->kubectl_timeout);
-		} else if (contains(etext, forbidden)) {
-			r = KUBECTL_PERMANENT;
-			error("kubectl %s: forbidden in namespace '%s': %s (grant the runner's "
-			      "ServiceAccount the Role in k8s/rbac.yaml)",
-			      args[0], kc->namespace_, line);
-		} else if (contains(etext, exists)) {
-			r = KUBECTL_EXISTS;
-			error("kubectl %s: %s", args[0], line);
-		} else if (contains(etext, permanent)) {
-			r = KUBECTL_PERMANENT;
-			error("kubectl %s: %s", args[0], line);
-		} else {
-			r = KUBECTL_TRANSIENT;
-			error("kubectl %s failed (exit %d): %s", args[0], code,
-			      *line ? line : "no message");
-		}
-		strbuf_release(&err);
-		if (r != KUBECTL_TRANSIENT || attempt >= retries)
-			break;
-		double pause = 0.2 * (double)(1L << (attempt < 4 ? attempt : 4));
-		struct timespec ts = { (time_t)pause, (long)((pause - (time_t)pause) * 1e9) };
-		nanosleep(&ts, NULL);
+	const struct backend_tool tool = {
+		.name = "kubernetes",
+		.missing = "install kubectl or set kubernetes.kubectl",
+		.timeout = 2 * kc->kubectl_timeout + 1,
+		.retries = retries,
+		.pause = 0.2,
+		.transient = kubectl_transient,
+	};
+	struct strbuf err = STRBUF_INIT;
+	int code = backend_run_tool(&tool, strvec_view(&argv), input, out, &err);
+	char line[200];
+	first_line(line, sizeof(line), strbuf_str(&err));
+	int r;
+	if (code < 0) {
+		r = KUBECTL_PERMANENT;
+	} else if (code == 0) {
+		r = KUBECTL_OK;
+	} else if (code == PROC_TIMEOUT_STATUS) {
+		r = KUBECTL_TRANSIENT;
+		error("kubectl %s: no answer within %.0fs (API server unreachable or slow)", args[0],
+		      kc->kubectl_timeout);
+	} else if (contains(err.buf, forbidden)) {
+		r = KUBECTL_PERMANENT;
+		error("kubectl %s: forbidden in namespace '%s': %s (grant the runner's "
+		      "ServiceAccount the Role in k8s/rbac.yaml)",
+		      args[0], kc->namespace_, line);
+	} else if (contains(err.buf, exists)) {
+		r = KUBECTL_EXISTS;
+		error("kubectl %s: %s", args[0], line);
+	} else if (contains(err.buf, permanent)) {
+		r = KUBECTL_PERMANENT;
+		error("kubectl %s: %s", args[0], line);
+	} else {
+		r = KUBECTL_TRANSIENT;
+		error("kubectl %s failed (exit %d): %s", args[0], code, *line ? line : "no message");
 	}
+	strbuf_release(&err);
 	strvec_clear(&argv);
 	return r;
 }

@@ -2,6 +2,7 @@
  * script and argv, the state mapping and the parsers of Slurm's output.
  * Nothing here runs a program, so all of it is unit-tested. */
 #include "runner/backend/slurm.h"
+#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #include <ctype.h>
@@ -311,7 +312,7 @@ int slurm_error_transient(const char *err, int exit_code)
 		"Transport endpoint is not connected",
 		"Slurm backup controller in standby mode",
 	};
-	if (exit_code == 124)
+	if (exit_code == PROC_TIMEOUT_STATUS)
 		return 1;
 	for (size_t i = 0; i < ARRAY_SIZE(transient); i++)
 		if (err && strstr(err, transient[i]))

@@ -13,6 +13,7 @@
 #include "runner/config/config.h"
 #include "runner/launch.h"
 #include "runner/backend/slurm.h"
+#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #define GOLDEN "tests/fixtures/slurm/"
@@ -326,7 +327,7 @@ Test(slurm, sbatch_output_and_errors)
 	cr_assert_eq(slurm_parse_job_id("", id, sizeof(id)), -1);
 	cr_assert(slurm_error_transient("sbatch: error: Batch job submission failed: Unable to "
 					"contact slurm controller (connect failure)", 1));
-	cr_assert(slurm_error_transient("", 124));
+	cr_assert(slurm_error_transient("", PROC_TIMEOUT_STATUS));
 	cr_assert(!slurm_error_transient("sbatch: error: Batch job submission failed: Invalid "
 					 "partition name specified", 1));
 	cr_assert(!slurm_error_transient("sbatch: error: Batch job submission failed: Invalid "
