@@ -50,7 +50,7 @@ static int docker_simple(const struct docker_priv *p, const char *verb, const ch
 {
 	struct strvec argv = STRVEC_INIT;
 	struct strbuf out = STRBUF_INIT;
-	strvec_push(&argv, p->dc.binary ? p->dc.binary : "docker");
+	strvec_push(&argv, p->dc.binary);
 	strvec_push(&argv, verb);
 	if (flag)
 		strvec_push(&argv, flag);
@@ -67,7 +67,6 @@ static int docker_init(struct aah_backend_ctx *ctx)
 	struct docker_priv *p = xcalloc(1, sizeof(*p));
 	const struct aah_config *cfg = ctx->cfg;
 	ctx->priv = p;
-	docker_config_defaults(&p->dc);
 	if (config_parse_section(cfg, "docker", cfg->docker, docker_config_keys, &p->dc) < 0)
 		return -1;
 	p->tool = (struct backend_tool){ .name = "docker", .missing = "is it installed?",
@@ -183,7 +182,7 @@ static int inspect(struct docker_priv *p, struct djob *j)
 {
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	struct strvec argv = STRVEC_INIT;
-	strvec_push(&argv, p->dc.binary ? p->dc.binary : "docker");
+	strvec_push(&argv, p->dc.binary);
 	strvec_push(&argv, "inspect");
 	for (size_t i = 0; i < j->ctrs.n; i++)
 		strvec_push(&argv, j->ctrs.v[i]);
@@ -251,7 +250,7 @@ static int collect(struct docker_priv *p, struct djob *j, const char *trial_dir)
 	struct strbuf text = STRBUF_INIT, out = STRBUF_INIT, err = STRBUF_INIT;
 	for (size_t i = 0; i < j->ctrs.n; i++) {
 		struct strvec argv = STRVEC_INIT;
-		strvec_push(&argv, p->dc.binary ? p->dc.binary : "docker");
+		strvec_push(&argv, p->dc.binary);
 		strvec_push(&argv, "logs");
 		strvec_push(&argv, j->ctrs.v[i]);
 		int code = run(p, &argv, &out, &err);

@@ -20,7 +20,7 @@ const struct cfg_key k8s_config_keys[] = {
 	  "namespace of the trial Jobs (a DNS-1123 label)" },
 	{ "context", CFG_STR, K(context), 0, NULL, NULL, "(kubectl's current)",
 	  "kubeconfig context passed as kubectl --context" },
-	{ "kubeconfig", CFG_STR, K(kubeconfig), 0, NULL, NULL, "$KUBECONFIG",
+	{ "kubeconfig", CFG_STR, K(kubeconfig), 0, NULL, NULL, "($KUBECONFIG)",
 	  "kubeconfig file passed as kubectl --kubeconfig" },
 	{ "kubectl", CFG_STR, K(kubectl), 0, NULL, NULL, "kubectl", "the kubectl program" },
 	{ "image", CFG_STR, K(image), 0, NULL, NULL, "aah-trial:0.1.0", "the trial image" },
@@ -206,19 +206,6 @@ int k8s_config_load(const struct aah_config *cfg, struct k8s_config *kc)
 {
 	const struct ynode *sec = cfg->kubernetes;
 	memset(kc, 0, sizeof(*kc));
-	kc->namespace_ = xstrdup("aah");
-	kc->kubectl = xstrdup("kubectl");
-	kc->image = xstrdup("aah-trial:0.1.0");
-	kc->image_pull_policy = xstrdup("IfNotPresent");
-	kc->mount_path = xstrdup("/userhome");
-	kc->run_as_user = kc->run_as_group = kc->fs_group = 1000;
-	kc->ttl_after_finished = 3600;
-	kc->pending_timeout = 900;
-	kc->poll_interval = 5;
-	kc->kubectl_timeout = 30;
-	kc->kubectl_retries = 3;
-	kc->result_wait = 60;
-	kc->submit = xstrdup("create");
 	if (config_parse_section(cfg, "kubernetes", sec, k8s_config_keys, kc) < 0)
 		goto fail;
 #define AT(key) ynode_get(sec, key)

@@ -75,10 +75,6 @@ static int slurm_init(struct aah_backend_ctx *ctx)
 	struct slurm_priv *p = xcalloc(1, sizeof(*p));
 	const struct aah_config *cfg = ctx->cfg;
 	ctx->priv = p;
-	p->sc.cpus_per_task = 1;
-	p->sc.tasks_per_node = 1;
-	p->sc.poll_interval = 2;
-	p->sc.command_timeout = 30;
 	if (config_parse_section(cfg, "slurm", cfg->slurm, slurm_config_keys, &p->sc) < 0)
 		return -1;
 	p->tool = (struct backend_tool){ .name = "slurm", .missing = "is slurm-client installed?",

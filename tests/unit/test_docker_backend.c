@@ -50,7 +50,7 @@ static void check_golden(const char *name, const char *config, const char *gpus)
 	struct strbuf got = STRBUF_INIT;
 	static const char *const hosts[] = { "127.0.0.1", "127.0.0.1" };
 	load(&cfg, config);
-	docker_config_defaults(&dc);
+	memset(&dc, 0, sizeof(dc));
 	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0,
 		     "%s", util_last_error());
 	struct launch_params lp = {
@@ -122,7 +122,7 @@ Test(docker, mounts_must_be_a_list)
 	struct aah_launch l;
 	static const char *const hosts[] = { "127.0.0.1" };
 	load(&cfg, "trial:\n  command: t\ndocker:\n  mounts: /a:/a\n");
-	docker_config_defaults(&dc);
+	memset(&dc, 0, sizeof(dc));
 	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0);
 	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/w",
 				    .experiment_id = "x", .trial_seq = 1, .attempt = 1,

@@ -45,8 +45,6 @@ static void load(struct aah_config *cfg, const char *text)
 static int parse_slurm(const struct aah_config *cfg, struct slurm_config *sc)
 {
 	memset(sc, 0, sizeof(*sc));
-	sc->cpus_per_task = 1;
-	sc->tasks_per_node = 1;
 	return config_parse_section(cfg, "slurm", cfg->slurm, slurm_config_keys, sc);
 }
 
