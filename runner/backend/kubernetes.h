@@ -1,17 +1,54 @@
-/* kubernetes.h: the Kubernetes documents of a trial (an Indexed Job and, for
- * multi-node trials, its headless Service) built as cJSON from the launch
- * contract and the `kubernetes:` config section, names that are always valid
- * DNS labels, YAML output, and reading a Job's status back. */
-#ifndef AAH_K8S_SPEC_H
-#define AAH_K8S_SPEC_H
+/* kubernetes.h: the Kubernetes backend: its `kubernetes:` config section,
+ * the documents of a trial (an Indexed Job and, for multi-node trials, its
+ * headless Service) built as cJSON from the launch contract, names that are
+ * always valid DNS labels, YAML output, and reading a Job's status back
+ * (kubernetes_spec.c, kubernetes_yaml.c); trials run as Jobs through
+ * kubectl (kubernetes.c, backend_kubernetes). */
+#ifndef AAH_KUBERNETES_H
+#define AAH_KUBERNETES_H
 
 #include <cjson/cJSON.h>
 
 #include "runner/backend/backend.h" /* struct aah_job_status */
 #include "runner/config/config.h"
-#include "runner/backend/kubernetes_config.h" /* struct k8s_config */
 #include "runner/launch.h"
 #include "strbuf.h"
+
+/* The `kubernetes:` section of config.yml (docs/config.md, kubernetes.*). */
+struct k8s_config {
+	char *namespace_;          /* metadata.namespace and kubectl --namespace */
+	char *context;             /* kubectl --context, or NULL */
+	char *kubeconfig;          /* kubectl --kubeconfig, or NULL ($KUBECONFIG is inherited) */
+	char *kubectl;             /* the kubectl program */
+	char *image;
+	char *image_pull_policy;   /* Always | IfNotPresent | Never */
+	const struct ynode *image_pull_secrets; /* list of secret names */
+	const struct ynode *node_selector;      /* map label -> value */
+	const struct ynode *tolerations;        /* list of toleration maps */
+	char *priority_class_name;
+	char *service_account_name;
+	char *nfs_server, *nfs_path; /* /userhome from NFS ... */
+	char *claim_name;          /* ... or from a PersistentVolumeClaim */
+	char *mount_path;          /* where /userhome is mounted in the pods */
+	long run_as_user, run_as_group, fs_group;
+	char *cpu, *memory;        /* resources.limits, or NULL */
+	double ttl_after_finished; /* seconds */
+	double pending_timeout;    /* seconds a Job's pods may stay unready; 0 = forever */
+	double poll_interval;      /* seconds between `kubectl get jobs` */
+	double kubectl_timeout;    /* seconds per kubectl call */
+	long kubectl_retries;      /* extra tries of a transient kubectl failure */
+	char *submit;              /* create | apply */
+	double result_wait;        /* seconds a Complete Job may wait for result.json to show */
+};
+
+extern const struct cfg_key k8s_config_keys[];
+
+/* The config's `kubernetes:` section (absent keys take their defaults from
+ * the key table), then the checks that span keys (exactly one /userhome
+ * source, label and toleration syntax).
+ * Errors name file:line:col. The caller releases kc with k8s_config_release. */
+int k8s_config_load(const struct aah_config *cfg, struct k8s_config *kc);
+void k8s_config_release(struct k8s_config *kc);
 
 /* The experiment id `render` uses when no experiment exists. */
 #define K8S_PLACEHOLDER_EXPERIMENT "rendered"
@@ -47,5 +84,7 @@ char *k8s_json_emit(const cJSON *docs);
  * returns it). Fills st->state and st->reason; *ready is the number of
  * pods ready or finished, *want the completions. */
 void k8s_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want);
+
+extern const struct aah_backend backend_kubernetes;
 
 #endif

@@ -1,4 +1,4 @@
-/* Unit tests for runner/backend/kubernetes_spec.c and kubernetes_config.c: names valid for
+/* Unit tests for runner/backend/kubernetes_spec.c and kubernetes_yaml.c: names valid for
  * any input, Job status read from the captured kubectl answers
  * (tests/fixtures/k8s/kubectl/, no API server), the template self-check
  * refusing a contract it cannot express, YAML quoting, and the config
