@@ -1,6 +1,10 @@
 /* backend.c: the backend registry and the generic wrappers (policy),
  * including the one way a backend runs an external tool. */
 #include "runner/backend/backend.h"
+#include "runner/backend/docker.h"     /* backend_docker */
+#include "runner/backend/kubernetes.h" /* backend_kubernetes */
+#include "runner/backend/local.h"      /* backend_local */
+#include "runner/backend/slurm.h"      /* backend_slurm */
 #include "runner/proc.h" /* proc_run_capture, PROC_TIMEOUT_STATUS */
 #include "util.h"
 

@@ -65,7 +65,8 @@ struct aah_backend {
 	void (*fini)(struct aah_backend_ctx *ctx);
 };
 
-/* The registry: one static table, ended by NULL. */
+/* The registry: one static table, ended by NULL. Each backend_<name> is
+ * declared in its own runner/backend/<name>.h. */
 extern const struct aah_backend *const aah_backends[];
 const struct aah_backend *backend_find(const char *name);
 
@@ -115,10 +116,5 @@ int backend_run_tool(const struct backend_tool *tool, const char *const *argv,
 
 /* A free TCP port on the loopback interface (for local rendezvous). */
 unsigned backend_free_port(void);
-
-extern const struct aah_backend backend_local;
-extern const struct aah_backend backend_kubernetes;
-extern const struct aah_backend backend_slurm;
-extern const struct aah_backend backend_docker;
 
 #endif
