@@ -15,7 +15,7 @@
 #include "strbuf.h"
 
 /* The `kubernetes:` section of config.yml (docs/config.md, kubernetes.*). */
-struct k8s_config {
+struct kubernetes_config {
 	char *namespace_;          /* metadata.namespace and kubectl --namespace */
 	char *context;             /* kubectl --context, or NULL */
 	char *kubeconfig;          /* kubectl --kubeconfig, or NULL ($KUBECONFIG is inherited) */
@@ -41,49 +41,49 @@ struct k8s_config {
 	double result_wait;        /* seconds a Complete Job may wait for result.json to show */
 };
 
-extern const struct cfg_key k8s_config_keys[];
+extern const struct cfg_key kubernetes_config_keys[];
 
 /* The config's `kubernetes:` section (absent keys take their defaults from
  * the key table), then the checks that span keys (exactly one /userhome
  * source, label and toleration syntax).
- * Errors name file:line:col. The caller releases kc with k8s_config_release. */
-int k8s_config_load(const struct aah_config *cfg, struct k8s_config *kc);
-void k8s_config_release(struct k8s_config *kc);
+ * Errors name file:line:col. The caller releases kc with kubernetes_config_release. */
+int kubernetes_config_load(const struct aah_config *cfg, struct kubernetes_config *kc);
+void kubernetes_config_release(struct kubernetes_config *kc);
 
 /* The experiment id `render` uses when no experiment exists. */
-#define K8S_PLACEHOLDER_EXPERIMENT "rendered"
+#define KUBERNETES_PLACEHOLDER_EXPERIMENT "rendered"
 
 /* The Job (and Service) name of a trial attempt: "<name>-<id>-<trial>-<attempt>",
  * a DNS-1035 label (starts with a letter, [a-z0-9-], at most 56 chars) for
  * any experiment name and id, so "<job>-<index>" is a DNS-1123 label too.
  * The caller frees it. */
-char *k8s_job_name(const char *experiment_name, const char *experiment_id, unsigned trial_seq,
-		   unsigned attempt);
+char *kubernetes_job_name(const char *experiment_name, const char *experiment_id,
+			  unsigned trial_seq, unsigned attempt);
 /* A label value (<= 63 chars of [A-Za-z0-9_.-], alphanumeric at both ends,
  * or empty) made from any string. The caller frees it. */
-char *k8s_label_value(const char *s);
+char *kubernetes_label_value(const char *s);
 /* Host names of a trial's nodes: "<job>-<i>.<job>" with a Service (nodes > 1),
  * else the pod's own hostname "<job>-0". Fills hosts[0..nodes-1] (owned by
  * the caller). */
-void k8s_trial_hosts(const char *job, unsigned nodes, char **hosts);
+void kubernetes_trial_hosts(const char *job, unsigned nodes, char **hosts);
 
 /* The documents of a trial attempt, in apply order (Service first), as a
  * JSON array. The rank-dependent parts of the contract (VC_TASK_INDEX,
  * RANK_ID, --rank, ...) come from the completion index through fieldRef and
  * $(VAR) expansion; every other value is literal ("$(" escaped as "$$(").
  * Fails when the contract has a rank-dependent value with no such form. */
-int k8s_spec_trial(const struct aah_config *cfg, const struct k8s_config *kc,
-		   const struct aah_launch *l, const char *job, cJSON **docs);
+int kubernetes_spec_trial(const struct aah_config *cfg, const struct kubernetes_config *kc,
+			  const struct aah_launch *l, const char *job, cJSON **docs);
 
 /* Documents as YAML ("---" between documents), in kubectl's layout; and as
  * one JSON value (a v1 List when there are several). */
-void k8s_yaml_emit(struct strbuf *out, const cJSON *docs);
-char *k8s_json_emit(const cJSON *docs);
+void kubernetes_yaml_emit(struct strbuf *out, const cJSON *docs);
+char *kubernetes_json_emit(const cJSON *docs);
 
 /* What a Job's status says (a batch/v1 Job object as `kubectl get -o json`
  * returns it). Fills st->state and st->reason; *ready is the number of
  * pods ready or finished, *want the completions. */
-void k8s_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want);
+void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want);
 
 extern const struct aah_backend backend_kubernetes;
 

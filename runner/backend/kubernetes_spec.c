@@ -25,8 +25,8 @@ static int is_alnum_lower(int c)
 static const char *const pull_policies[] = { "Always", "IfNotPresent", "Never", NULL };
 static const char *const submit_modes[] = { "create", "apply", NULL };
 
-#define K(f) offsetof(struct k8s_config, f)
-const struct cfg_key k8s_config_keys[] = {
+#define K(f) offsetof(struct kubernetes_config, f)
+const struct cfg_key kubernetes_config_keys[] = {
 	{ "namespace", CFG_STR, K(namespace_), 0, NULL, NULL, "aah",
 	  "namespace of the trial Jobs (a DNS-1123 label)" },
 	{ "context", CFG_STR, K(context), 0, NULL, NULL, "(kubectl's current)",
@@ -208,11 +208,11 @@ static int check_tolerations(const struct aah_config *cfg, const struct ynode *n
 	return 0;
 }
 
-int k8s_config_load(const struct aah_config *cfg, struct k8s_config *kc)
+int kubernetes_config_load(const struct aah_config *cfg, struct kubernetes_config *kc)
 {
 	const struct ynode *sec = cfg->kubernetes;
 	memset(kc, 0, sizeof(*kc));
-	if (config_parse_section(cfg, "kubernetes", sec, k8s_config_keys, kc) < 0)
+	if (config_parse_section(cfg, "kubernetes", sec, kubernetes_config_keys, kc) < 0)
 		goto fail;
 #define AT(key) ynode_get(sec, key)
 	if (!is_dns_label(kc->namespace_)) {
@@ -264,13 +264,13 @@ int k8s_config_load(const struct aah_config *cfg, struct k8s_config *kc)
 #undef AT
 	return 0;
 fail:
-	k8s_config_release(kc);
+	kubernetes_config_release(kc);
 	return -1;
 }
 
-void k8s_config_release(struct k8s_config *kc)
+void kubernetes_config_release(struct kubernetes_config *kc)
 {
-	config_release_section(k8s_config_keys, kc);
+	config_release_section(kubernetes_config_keys, kc);
 	memset(kc, 0, sizeof(*kc));
 }
 
@@ -291,8 +291,8 @@ static void dns_part(struct strbuf *sb, const char *s, size_t max)
 		sb->buf[--sb->len] = '\0';
 }
 
-char *k8s_job_name(const char *experiment_name, const char *experiment_id, unsigned trial_seq,
-		   unsigned attempt)
+char *kubernetes_job_name(const char *experiment_name, const char *experiment_id,
+			  unsigned trial_seq, unsigned attempt)
 {
 	struct strbuf sb = STRBUF_INIT;
 	dns_part(&sb, experiment_name ? experiment_name : "", 16);
@@ -315,7 +315,7 @@ char *k8s_job_name(const char *experiment_name, const char *experiment_id, unsig
 	return strbuf_detach(&sb, NULL);
 }
 
-char *k8s_label_value(const char *s)
+char *kubernetes_label_value(const char *s)
 {
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addstr(&sb, "");
@@ -333,7 +333,7 @@ char *k8s_label_value(const char *s)
 	return out;
 }
 
-void k8s_trial_hosts(const char *job, unsigned nodes, char **hosts)
+void kubernetes_trial_hosts(const char *job, unsigned nodes, char **hosts)
 {
 	for (unsigned i = 0; i < nodes; i++)
 		hosts[i] = nodes > 1 ? xstrfmt("%s-%u.%s", job, i, job) : xstrfmt("%s-0", job);
@@ -563,7 +563,7 @@ static cJSON *labels(const struct aah_config *cfg, const struct aah_launch *l, c
 		     const char *component)
 {
 	cJSON *o = cJSON_CreateObject();
-	char *exp = k8s_label_value(l->experiment_id);
+	char *exp = kubernetes_label_value(l->experiment_id);
 	struct strbuf name = STRBUF_INIT;
 	dns_part(&name, cfg->experiment_name, 63);
 	if (!name.len)
@@ -598,7 +598,7 @@ static cJSON *annotations(const struct aah_config *cfg, const struct aah_launch 
 	return o;
 }
 
-static cJSON *metadata(const struct aah_config *cfg, const struct k8s_config *kc,
+static cJSON *metadata(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		       const struct aah_launch *l, const char *job, const char *component)
 {
 	cJSON *m = cJSON_CreateObject();
@@ -609,7 +609,7 @@ static cJSON *metadata(const struct aah_config *cfg, const struct k8s_config *kc
 	return m;
 }
 
-static cJSON *service(const struct aah_config *cfg, const struct k8s_config *kc,
+static cJSON *service(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		      const struct aah_launch *l, const char *job)
 {
 	cJSON *s = cJSON_CreateObject();
@@ -630,7 +630,7 @@ static cJSON *service(const struct aah_config *cfg, const struct k8s_config *kc,
 	return s;
 }
 
-static cJSON *container(const struct k8s_config *kc, const struct aah_launch *l, cJSON *env,
+static cJSON *container(const struct kubernetes_config *kc, const struct aah_launch *l, cJSON *env,
 			cJSON *args)
 {
 	cJSON *c = cJSON_CreateObject();
@@ -658,7 +658,7 @@ static cJSON *container(const struct k8s_config *kc, const struct aah_launch *l,
 	return c;
 }
 
-static cJSON *pod_spec(const struct aah_config *cfg, const struct k8s_config *kc,
+static cJSON *pod_spec(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		       const struct aah_launch *l, const char *job, cJSON *env, cJSON *args)
 {
 	(void)cfg;
@@ -714,7 +714,7 @@ static cJSON *pod_spec(const struct aah_config *cfg, const struct k8s_config *kc
 	return ps;
 }
 
-static cJSON *job_doc(const struct aah_config *cfg, const struct k8s_config *kc,
+static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		      const struct aah_launch *l, const char *job, cJSON *env, cJSON *args)
 {
 	cJSON *j = cJSON_CreateObject();
@@ -746,8 +746,8 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct k8s_config *kc,
 	return j;
 }
 
-int k8s_spec_trial(const struct aah_config *cfg, const struct k8s_config *kc,
-		   const struct aah_launch *l, const char *job, cJSON **docs)
+int kubernetes_spec_trial(const struct aah_config *cfg, const struct kubernetes_config *kc,
+			  const struct aah_launch *l, const char *job, cJSON **docs)
 {
 	*docs = NULL;
 	cJSON *env = pod_env(l), *args = pod_args(l);
@@ -777,7 +777,7 @@ static long num_at(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? (long)v->valuedouble : 0;
 }
 
-void k8s_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want)
+void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want)
 {
 	const cJSON *status = cJSON_GetObjectItemCaseSensitive(job, "status");
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");

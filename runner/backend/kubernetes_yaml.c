@@ -129,7 +129,7 @@ static void yaml_node(struct strbuf *sb, const cJSON *v, int indent, int inline_
 	}
 }
 
-void k8s_yaml_emit(struct strbuf *out, const cJSON *docs)
+void kubernetes_yaml_emit(struct strbuf *out, const cJSON *docs)
 {
 	const cJSON *d;
 	int first = 1;
@@ -141,7 +141,7 @@ void k8s_yaml_emit(struct strbuf *out, const cJSON *docs)
 	}
 }
 
-char *k8s_json_emit(const cJSON *docs)
+char *kubernetes_json_emit(const cJSON *docs)
 {
 	cJSON *copy;
 	if (cJSON_GetArraySize(docs) == 1) {
