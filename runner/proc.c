@@ -235,8 +235,28 @@ static void drain(int *fd, struct strbuf *sb)
 	*fd = -1;
 }
 
+static int run_capture(const char *const *argv, const char *const *env, const char *input,
+		       double timeout, struct strbuf *out, struct strbuf *err, int *exit_code);
+
+/* SIGPIPE is held back around the run: a child that exits before reading
+ * its stdin must not kill this process (the write fails instead). */
 int proc_run_capture(const char *const *argv, const char *const *env, const char *input,
 		     double timeout, struct strbuf *out, struct strbuf *err, int *exit_code)
+{
+	sigset_t pipe_set, old;
+	struct timespec zero = { 0, 0 };
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_set, &old);
+	int r = run_capture(argv, env, input, timeout, out, err, exit_code);
+	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+		;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+static int run_capture(const char *const *argv, const char *const *env, const char *input,
+		       double timeout, struct strbuf *out, struct strbuf *err, int *exit_code)
 {
 	int in[2], o[2], e[2];
 	struct proc_spec spec = { .argv = argv, .env = env, .new_session = 1 };
@@ -312,13 +332,13 @@ int proc_run_capture(const char *const *argv, const char *const *env, const char
 		close(err_fd);
 	if (timed_out) {
 		proc_terminate(&p, 2);
-		*exit_code = 124;
+		*exit_code = PROC_TIMEOUT_STATUS;
 		return 0;
 	}
 	double left = timeout > 0 ? p.started + timeout - util_monotonic() : -1;
 	if (!proc_wait(&p, timeout > 0 ? (left > 0 ? left : 0) : -1)) {
 		proc_terminate(&p, 2);
-		*exit_code = 124;
+		*exit_code = PROC_TIMEOUT_STATUS;
 		return 0;
 	}
 	*exit_code = proc_exit_code(&p);

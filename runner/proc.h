@@ -31,6 +31,10 @@ struct proc {
 
 #define PROC_INIT { 0, 0, 0, 0, -1 }
 
+/* The exit code proc_run_capture reports for a child it killed at its
+ * timeout (timeout(1)'s code, so a shell reader sees the usual value). */
+#define PROC_TIMEOUT_STATUS 124
+
 /* Start a child. Fails (with the reason) when the program cannot be
  * executed, not only when fork fails. */
 int proc_start(struct proc *p, const struct proc_spec *spec);
@@ -49,8 +53,10 @@ int proc_exit_code(const struct proc *p);
 
 /* Run to completion with stdin from `input` (may be NULL), capturing stdout
  * and stderr (either may be NULL to discard), within timeout seconds (<= 0:
- * none). *exit_code is the child's (124 on timeout). Returns -1 only when
- * the program could not be run at all. */
+ * none). *exit_code is the child's (PROC_TIMEOUT_STATUS on timeout). A
+ * child that exits before reading all its input makes the write fail; it
+ * does not raise SIGPIPE here. Returns -1 only when the program could not
+ * be run at all. Backends run their tools through backend_run_tool. */
 int proc_run_capture(const char *const *argv, const char *const *env, const char *input,
 		     double timeout, struct strbuf *out, struct strbuf *err, int *exit_code);
 

@@ -1,9 +1,16 @@
-/* backend.c: the backend registry and the generic wrappers (policy). */
+/* backend.c: the backend registry and the generic wrappers (policy),
+ * including the one way a backend runs an external tool. */
 #include "runner/backend/backend.h"
+#include "runner/backend/docker.h"     /* backend_docker */
+#include "runner/backend/kubernetes.h" /* backend_kubernetes */
+#include "runner/backend/local.h"      /* backend_local */
+#include "runner/backend/slurm.h"      /* backend_slurm */
+#include "runner/proc.h" /* proc_run_capture, PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -142,6 +149,60 @@ void backend_fini(struct aah_backend_ctx *ctx)
 {
 	if (ctx->backend && ctx->backend->fini)
 		ctx->backend->fini(ctx);
+}
+
+static void pause_for(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	nanosleep(&ts, NULL);
+}
+
+/* Why a run failed, in a few words: the first line of its stderr. */
+static void run_failure(char *buf, size_t n, const struct backend_tool *tool, int code,
+			const char *err)
+{
+	if (code == PROC_TIMEOUT_STATUS) {
+		snprintf(buf, n, "no answer within %gs", tool->timeout);
+		return;
+	}
+	while (*err == ' ' || *err == '\n')
+		err++;
+	int len = (int)strcspn(err, "\n");
+	if (len)
+		snprintf(buf, n, "%.*s", len, err);
+	else
+		snprintf(buf, n, "exit %d, no message", code);
+}
+
+int backend_run_tool(const struct backend_tool *tool, const char *const *argv,
+		     const char *input, struct strbuf *out, struct strbuf *err)
+{
+	struct strbuf own_err = STRBUF_INIT;
+	struct strbuf *e = err ? err : &own_err;
+	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	int code = -1;
+	for (long attempt = 0;; attempt++) {
+		if (out)
+			strbuf_reset(out);
+		strbuf_reset(e);
+		if (proc_run_capture(argv, NULL, input, tool->timeout, out, e, &code) < 0) {
+			code = error("%s: cannot run %s (%s)", tool->name, argv[0], tool->missing);
+			break;
+		}
+		strbuf_trim_trailing(e);
+		int transient = code == PROC_TIMEOUT_STATUS ||
+				(code != 0 && tool->transient && tool->transient(e->buf, code));
+		if (!transient || attempt >= tool->retries)
+			break;
+		char why[200];
+		run_failure(why, sizeof(why), tool, code, e->buf);
+		warning("%s: %s failed (%s); trying again", tool->name, prog, why);
+		pause_for(tool->pause * (double)(1L << (attempt < 4 ? attempt : 4)));
+		if (tool->before_retry)
+			tool->before_retry(tool->arg);
+	}
+	strbuf_release(&own_err);
+	return code;
 }
 
 unsigned backend_free_port(void)

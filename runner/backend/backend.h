@@ -1,11 +1,13 @@
 /* backend.h: the backend interface (local, docker, kubernetes, slurm).
  * A backend file holds only the mechanism; backend.c holds the policy
- * (logging, retries of transient failures, journaling the submission). */
+ * (logging, retries of transient failures, journaling the submission, and
+ * running external tools with a timeout: backend_run_tool). */
 #ifndef AAH_BACKEND_H
 #define AAH_BACKEND_H
 
 #include "runner/config/config.h"
 #include "runner/launch.h"
+#include "strbuf.h"
 
 #define AAH_CAP_MULTINODE 1u  /* ranks of a trial may run on several hosts */
 #define AAH_CAP_GPU       2u  /* can hand GPUs to a trial */
@@ -63,7 +65,8 @@ struct aah_backend {
 	void (*fini)(struct aah_backend_ctx *ctx);
 };
 
-/* The registry: one static table, ended by NULL. */
+/* The registry: one static table, ended by NULL. Each backend_<name> is
+ * declared in its own runner/backend/<name>.h. */
 extern const struct aah_backend *const aah_backends[];
 const struct aah_backend *backend_find(const char *name);
 
@@ -83,12 +86,35 @@ void backend_fini(struct aah_backend_ctx *ctx);
 /* For backends: record the submission now (see on_submitted). */
 int backend_notify_submitted(struct aah_backend_ctx *ctx, const char *job);
 
+/* One external program a backend drives (docker, kubectl, sbatch, ...):
+ * how long one run may take and which failures are worth another run. */
+struct backend_tool {
+	const char *name;           /* who runs it, in messages: "docker", "slurm" */
+	const char *missing;        /* what to do when it cannot be run at all */
+	double timeout;             /* seconds one run may take; <= 0: no limit */
+	long retries;               /* extra runs after a transient failure */
+	double pause;               /* seconds before the first extra run; it doubles,
+				     * up to 16 times this */
+	/* Is a failed run worth another one? A run killed at its timeout
+	 * always is; NULL: only that one. */
+	int (*transient)(const char *err, int exit_code);
+	/* Optional: called before each extra run (to undo what a run that
+	 * timed out may have left behind). */
+	void (*before_retry)(void *arg);
+	void *arg;
+};
+
+/* Run argv (argv[0] looked up in PATH) with `input` on its stdin (may be
+ * NULL), stdout into *out and stderr into *err (either may be NULL; both
+ * are emptied first; stderr loses its trailing blanks). Each run ends at
+ * tool->timeout; a transient failure is run again up to tool->retries
+ * times, with a warning. Returns the exit code of the last run
+ * (PROC_TIMEOUT_STATUS when it was killed at its timeout), or -1 when the
+ * program cannot be run at all (the error names it and tool->missing). */
+int backend_run_tool(const struct backend_tool *tool, const char *const *argv,
+		     const char *input, struct strbuf *out, struct strbuf *err);
+
 /* A free TCP port on the loopback interface (for local rendezvous). */
 unsigned backend_free_port(void);
-
-extern const struct aah_backend backend_local;
-extern const struct aah_backend backend_kubernetes;
-extern const struct aah_backend backend_slurm;
-extern const struct aah_backend backend_docker;
 
 #endif

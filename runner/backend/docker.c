@@ -7,7 +7,6 @@
  * No Docker engine runs where aah is tested: this path is untested there. */
 #include "runner/backend/docker.h"
 #include "fileio.h"
-#include "runner/proc.h"
 #include "strbuf.h"
 #include "util.h"
 
@@ -30,21 +29,18 @@ struct djob {
 
 struct docker_priv {
 	struct docker_config dc;
+	struct backend_tool tool;  /* docker commands: no retries */
 	char *code_dir;
 	struct djob *jobs;
 };
 
+/* One docker command; out and err without their trailing blanks. Returns
+ * the exit code (-1: cannot run). */
 static int run(const struct docker_priv *p, struct strvec *argv, struct strbuf *out,
 	       struct strbuf *err)
 {
-	int code = 0;
-	strbuf_reset(out);
-	strbuf_reset(err);
-	if (proc_run_capture(strvec_view(argv), NULL, NULL, p->dc.command_timeout, out, err,
-			     &code) < 0)
-		return error("docker: cannot run %s (is it installed?)", argv->v[0]);
+	int code = backend_run_tool(&p->tool, strvec_view(argv), NULL, out, err);
 	strbuf_trim_trailing(out);
-	strbuf_trim_trailing(err);
 	return code;
 }
 
@@ -54,7 +50,7 @@ static int docker_simple(const struct docker_priv *p, const char *verb, const ch
 {
 	struct strvec argv = STRVEC_INIT;
 	struct strbuf out = STRBUF_INIT;
-	strvec_push(&argv, p->dc.binary ? p->dc.binary : "docker");
+	strvec_push(&argv, p->dc.binary);
 	strvec_push(&argv, verb);
 	if (flag)
 		strvec_push(&argv, flag);
@@ -71,9 +67,10 @@ static int docker_init(struct aah_backend_ctx *ctx)
 	struct docker_priv *p = xcalloc(1, sizeof(*p));
 	const struct aah_config *cfg = ctx->cfg;
 	ctx->priv = p;
-	docker_config_defaults(&p->dc);
 	if (config_parse_section(cfg, "docker", cfg->docker, docker_config_keys, &p->dc) < 0)
 		return -1;
+	p->tool = (struct backend_tool){ .name = "docker", .missing = "is it installed?",
+					 .timeout = p->dc.command_timeout };
 	p->code_dir = cfg->trial.code_dir[0] == '/'
 			      ? xstrdup(cfg->trial.code_dir)
 			      : xstrfmt("%s/%s", cfg->base_dir, cfg->trial.code_dir);
@@ -185,7 +182,7 @@ static int inspect(struct docker_priv *p, struct djob *j)
 {
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	struct strvec argv = STRVEC_INIT;
-	strvec_push(&argv, p->dc.binary ? p->dc.binary : "docker");
+	strvec_push(&argv, p->dc.binary);
 	strvec_push(&argv, "inspect");
 	for (size_t i = 0; i < j->ctrs.n; i++)
 		strvec_push(&argv, j->ctrs.v[i]);
@@ -253,7 +250,7 @@ static int collect(struct docker_priv *p, struct djob *j, const char *trial_dir)
 	struct strbuf text = STRBUF_INIT, out = STRBUF_INIT, err = STRBUF_INIT;
 	for (size_t i = 0; i < j->ctrs.n; i++) {
 		struct strvec argv = STRVEC_INIT;
-		strvec_push(&argv, p->dc.binary ? p->dc.binary : "docker");
+		strvec_push(&argv, p->dc.binary);
 		strvec_push(&argv, "logs");
 		strvec_push(&argv, j->ctrs.v[i]);
 		int code = run(p, &argv, &out, &err);

@@ -11,7 +11,7 @@
 struct docker_config {
 	char *binary;             /* "docker" (or a compatible CLI) */
 	char *image;              /* the trial image */
-	const struct ynode *mounts; /* list of "src:dst[:opts]"; NULL = /userhome */
+	const struct ynode *mounts; /* list of "src:dst[:opts]", or NULL */
 	char *user;               /* --user, or NULL */
 	char *network;            /* --network */
 	char *shm_size;           /* --shm-size, or NULL */
@@ -22,9 +22,6 @@ struct docker_config {
 };
 
 extern const struct cfg_key docker_config_keys[];
-
-/* Defaults for a config before config_parse_section. */
-void docker_config_defaults(struct docker_config *dc);
 
 /* Container name of a rank: aah-<exp>-<trial>-<rank>. The caller frees it. */
 char *docker_container_name(const struct aah_launch *l, unsigned rank);

@@ -20,7 +20,7 @@ const struct cfg_key docker_config_keys[] = {
 	  "--network; host lets the ranks meet on MASTER_ADDR:MASTER_PORT" },
 	{ "shmSize", CFG_STR, DC(shm_size), 0, NULL, NULL, "(docker's 64m)",
 	  "--shm-size, e.g. 16g for data loader workers" },
-	{ "workdir", CFG_STR, DC(workdir), 0, NULL, NULL, "trial.codeDir",
+	{ "workdir", CFG_STR, DC(workdir), 0, NULL, NULL, "(trial.codeDir)",
 	  "working directory inside the container (-w)" },
 	{ "runArgs", CFG_ANY, DC(run_args), 0, NULL, NULL, "[]",
 	  "extra docker create arguments, a list of strings (e.g. [--ipc=host])" },
@@ -32,13 +32,6 @@ const struct cfg_key docker_config_keys[] = {
 	  "how long one docker command may take before it counts as failed" },
 	{ NULL },
 };
-
-void docker_config_defaults(struct docker_config *dc)
-{
-	memset(dc, 0, sizeof(*dc));
-	dc->poll_interval = 1;
-	dc->command_timeout = 60;
-}
 
 char *docker_container_name(const struct aah_launch *l, unsigned rank)
 {
@@ -79,21 +72,16 @@ int docker_create_argv(const struct docker_config *dc, const struct aah_launch *
 	const char *gpus = strvec_getenv(&r->env, "CUDA_VISIBLE_DEVICES");
 	char *name = docker_container_name(l, rank);
 
-	strvec_push(argv, dc->binary ? dc->binary : "docker");
+	strvec_push(argv, dc->binary);
 	strvec_push(argv, "create");
 	strvec_pushf(argv, "--name=%s", name);
 	strvec_pushf(argv, "--label=aah.io/experiment=%s", l->experiment_id);
 	strvec_pushf(argv, "--label=aah.io/trial=%s", l->trial_id);
 	strvec_pushf(argv, "--label=aah.io/attempt=%u", l->attempt);
 	strvec_pushf(argv, "--label=aah.io/rank=%u", r->rank);
-	strvec_pushf(argv, "--network=%s", dc->network ? dc->network : "host");
-	if (dc->mounts) {
-		if (push_list(argv, dc->mounts, "docker.mounts", "-v") < 0)
-			goto fail;
-	} else {
-		strvec_push(argv, "-v");
-		strvec_push(argv, "/userhome:/userhome");
-	}
+	strvec_pushf(argv, "--network=%s", dc->network);
+	if (dc->mounts && push_list(argv, dc->mounts, "docker.mounts", "-v") < 0)
+		goto fail;
 	if (dc->user)
 		strvec_pushf(argv, "--user=%s", dc->user);
 	if (dc->shm_size)
@@ -121,7 +109,7 @@ int docker_create_argv(const struct docker_config *dc, const struct aah_launch *
 		strvec_push(argv, "-e");
 		strvec_push(argv, e);
 	}
-	strvec_push(argv, dc->image ? dc->image : "aah-trial:latest");
+	strvec_push(argv, dc->image);
 	for (size_t i = 0; i < r->argv.n; i++)
 		strvec_push(argv, r->argv.v[i]);
 	free(name);

@@ -7,35 +7,33 @@
 #include "runner/backend/backend.h"
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/backend/kubernetes.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_job_state */
+#include "runner/backend/kubernetes.h" /* kubernetes_*: config, names, documents, Job state */
 #include "runner/expdir.h" /* expdir_trial_seq, expdir_result_visible */
-#include "runner/proc.h"
+#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_BACKOFF 60.0
 
-struct k8s_job {
+struct kjob {
 	char *name;
 	double first_seen;      /* monotonic: submitted, or first polled after a resume */
 	int all_ready_seen;     /* every pod was running (or done) at some poll */
 	int canceled;
 	double complete_at;     /* monotonic: first seen Complete without result.json; 0 = not */
 	unsigned missing;       /* refreshes since first_seen that did not list it */
-	struct k8s_job *next;
+	struct kjob *next;
 };
 
-struct k8s_priv {
-	struct k8s_config kc;
+struct kubernetes_priv {
+	struct kubernetes_config kc;
 	char *selector;         /* aah.io/experiment=<id> */
-	struct k8s_job *jobs;
+	struct kjob *jobs;
 	cJSON *list;            /* the last `get jobs` answer */
 	double list_at;         /* monotonic time of that answer; 0 = none */
 	double interval;        /* poll interval now (grows while kubectl fails) */
@@ -61,30 +59,26 @@ static void first_line(char *dst, size_t n, const char *s)
 	snprintf(dst, n, "%.*s", (int)(len < n - 1 ? len : n - 1), s);
 }
 
-/* proc_run_capture with SIGPIPE held back: a kubectl that exits before
- * reading its stdin must not kill the runner (the write fails instead). */
-static int run_capture(const char *const *argv, const char *input, double limit,
-		       struct strbuf *out, struct strbuf *err, int *code)
+static const char *const forbidden[] = { "Forbidden", "forbidden", NULL };
+static const char *const exists[] = { "AlreadyExists", "already exists", NULL };
+static const char *const permanent[] = { "NotFound", "not found", "is invalid", "Invalid value",
+					 "error validating", "unknown flag", "Unauthorized",
+					 "must be logged in", NULL };
+
+/* A refusal the API server would repeat is not worth another try. */
+static int kubectl_transient(const char *err, int exit_code)
 {
-	sigset_t pipe_set, old;
-	struct timespec zero = { 0, 0 };
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &pipe_set, &old);
-	int r = proc_run_capture(argv, NULL, input, limit, out, err, code);
-	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
-		;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return r;
+	(void)exit_code;
+	return !contains(err, forbidden) && !contains(err, exists) && !contains(err, permanent);
 }
 
 /* One kubectl call with the global flags; stdout into *out (may be NULL).
  * Transient failures are tried again `retries` more times with a growing
  * pause. Errors say what failed and what to do. */
-static int kubectl(struct k8s_priv *p, const char *const *args, const char *input,
+static int kubectl(struct kubernetes_priv *p, const char *const *args, const char *input,
 		   struct strbuf *out, long retries)
 {
-	const struct k8s_config *kc = &p->kc;
+	const struct kubernetes_config *kc = &p->kc;
 	struct strvec argv = STRVEC_INIT;
 	strvec_push(&argv, kc->kubectl);
 	if (kc->kubeconfig)
@@ -94,65 +88,52 @@ static int kubectl(struct k8s_priv *p, const char *const *args, const char *inpu
 	strvec_pushf(&argv, "--namespace=%s", kc->namespace_);
 	/* kubectl's own limit per request, and ours on the whole call */
 	strvec_pushf(&argv, "--request-timeout=%.0fs", ceil(kc->kubectl_timeout));
-	double hard_limit = 2 * kc->kubectl_timeout + 1;
 	strvec_pushv(&argv, args);
-	static const char *const forbidden[] = { "Forbidden", "forbidden", NULL };
-	static const char *const exists[] = { "AlreadyExists", "already exists", NULL };
-	static const char *const permanent[] = { "NotFound", "not found", "is invalid", "Invalid value",
-						 "error validating", "unknown flag", "Unauthorized",
-						 "must be logged in", NULL };
-	int r = KUBECTL_OK;
-	for (long attempt = 0;; attempt++) {
-		struct strbuf err = STRBUF_INIT;
-		int code = 0;
-		if (out)
-			strbuf_reset(out);
-		if (run_capture(strvec_view(&argv), input, hard_limit, out, &err, &code) < 0) {
-			strbuf_release(&err);
-			error("cannot run '%s': install kubectl or set kubernetes.kubectl", kc->kubectl);
-			r = KUBECTL_PERMANENT;
-			break;
-		}
-		const char *etext = strbuf_str(&err);
-		char line[200];
-		first_line(line, sizeof(line), etext);
-		if (code == 0) {
-			r = KUBECTL_OK;
-		} else if (code == 124) {
-			r = KUBECTL_TRANSIENT;
-			error("kubectl %s: no answer within %.0fs (API server unreachable or slow)",
-			      args[0], kc->kubectl_timeout);
-		} else if (contains(etext, forbidden)) {
-			r = KUBECTL_PERMANENT;
-			error("kubectl %s: forbidden in namespace '%s': %s (grant the runner's "
-			      "ServiceAccount the Role in k8s/rbac.yaml)",
-			      args[0], kc->namespace_, line);
-		} else if (contains(etext, exists)) {
-			r = KUBECTL_EXISTS;
-			error("kubectl %s: %s", args[0], line);
-		} else if (contains(etext, permanent)) {
-			r = KUBECTL_PERMANENT;
-			error("kubectl %s: %s", args[0], line);
-		} else {
-			r = KUBECTL_TRANSIENT;
-			error("kubectl %s failed (exit %d): %s", args[0], code,
-			      *line ? line : "no message");
-		}
-		strbuf_release(&err);
-		if (r != KUBECTL_TRANSIENT || attempt >= retries)
-			break;
-		double pause = 0.2 * (double)(1L << (attempt < 4 ? attempt : 4));
-		struct timespec ts = { (time_t)pause, (long)((pause - (time_t)pause) * 1e9) };
-		nanosleep(&ts, NULL);
+	const struct backend_tool tool = {
+		.name = "kubernetes",
+		.missing = "install kubectl or set kubernetes.kubectl",
+		.timeout = 2 * kc->kubectl_timeout + 1,
+		.retries = retries,
+		.pause = 0.2,
+		.transient = kubectl_transient,
+	};
+	struct strbuf err = STRBUF_INIT;
+	int code = backend_run_tool(&tool, strvec_view(&argv), input, out, &err);
+	char line[200];
+	first_line(line, sizeof(line), strbuf_str(&err));
+	int r;
+	if (code < 0) {
+		r = KUBECTL_PERMANENT;
+	} else if (code == 0) {
+		r = KUBECTL_OK;
+	} else if (code == PROC_TIMEOUT_STATUS) {
+		r = KUBECTL_TRANSIENT;
+		error("kubectl %s: no answer within %.0fs (API server unreachable or slow)", args[0],
+		      kc->kubectl_timeout);
+	} else if (contains(err.buf, forbidden)) {
+		r = KUBECTL_PERMANENT;
+		error("kubectl %s: forbidden in namespace '%s': %s (grant the runner's "
+		      "ServiceAccount the Role in k8s/rbac.yaml)",
+		      args[0], kc->namespace_, line);
+	} else if (contains(err.buf, exists)) {
+		r = KUBECTL_EXISTS;
+		error("kubectl %s: %s", args[0], line);
+	} else if (contains(err.buf, permanent)) {
+		r = KUBECTL_PERMANENT;
+		error("kubectl %s: %s", args[0], line);
+	} else {
+		r = KUBECTL_TRANSIENT;
+		error("kubectl %s failed (exit %d): %s", args[0], code, *line ? line : "no message");
 	}
+	strbuf_release(&err);
 	strvec_clear(&argv);
 	return r;
 }
 
-static int k8s_init(struct aah_backend_ctx *ctx)
+static int kubernetes_init(struct aah_backend_ctx *ctx)
 {
-	struct k8s_priv *p = xcalloc(1, sizeof(*p));
-	if (k8s_config_load(ctx->cfg, &p->kc) < 0) {
+	struct kubernetes_priv *p = xcalloc(1, sizeof(*p));
+	if (kubernetes_config_load(ctx->cfg, &p->kc) < 0) {
 		free(p);
 		return -1;
 	}
@@ -164,11 +145,11 @@ static int k8s_init(struct aah_backend_ctx *ctx)
 		      "trial pods could not see it; set workdir under %s (the master image uses "
 		      "/userhome/aah-work)",
 		      ctx->expdir, p->kc.mount_path, p->kc.mount_path);
-		k8s_config_release(&p->kc);
+		kubernetes_config_release(&p->kc);
 		free(p);
 		return -1;
 	}
-	char *label = k8s_label_value(ctx->experiment_id);
+	char *label = kubernetes_label_value(ctx->experiment_id);
 	p->selector = xstrfmt("aah.io/experiment=%s", label);
 	free(label);
 	p->interval = p->kc.poll_interval;
@@ -176,12 +157,12 @@ static int k8s_init(struct aah_backend_ctx *ctx)
 	return 0;
 }
 
-static struct k8s_job *job_get(struct k8s_priv *p, const char *name)
+static struct kjob *job_get(struct kubernetes_priv *p, const char *name)
 {
-	for (struct k8s_job *j = p->jobs; j; j = j->next)
+	for (struct kjob *j = p->jobs; j; j = j->next)
 		if (!strcmp(j->name, name))
 			return j;
-	struct k8s_job *j = xcalloc(1, sizeof(*j));
+	struct kjob *j = xcalloc(1, sizeof(*j));
 	j->name = xstrdup(name);
 	j->first_seen = util_monotonic();
 	j->next = p->jobs;
@@ -189,11 +170,11 @@ static struct k8s_job *job_get(struct k8s_priv *p, const char *name)
 	return j;
 }
 
-static void job_forget(struct k8s_priv *p, const char *name)
+static void job_forget(struct kubernetes_priv *p, const char *name)
 {
-	for (struct k8s_job **pp = &p->jobs; *pp; pp = &(*pp)->next) {
+	for (struct kjob **pp = &p->jobs; *pp; pp = &(*pp)->next) {
 		if (!strcmp((*pp)->name, name)) {
-			struct k8s_job *j = *pp;
+			struct kjob *j = *pp;
 			*pp = j->next;
 			free(j->name);
 			free(j);
@@ -202,17 +183,18 @@ static void job_forget(struct k8s_priv *p, const char *name)
 	}
 }
 
-static int k8s_place(struct aah_backend_ctx *ctx, unsigned trial_seq, unsigned attempt,
-		     char **hosts, unsigned nodes, unsigned *port)
+static int kubernetes_place(struct aah_backend_ctx *ctx, unsigned trial_seq, unsigned attempt,
+			    char **hosts, unsigned nodes, unsigned *port)
 {
-	char *job = k8s_job_name(ctx->cfg->experiment_name, ctx->experiment_id, trial_seq, attempt);
-	k8s_trial_hosts(job, nodes, hosts);
+	char *job = kubernetes_job_name(ctx->cfg->experiment_name, ctx->experiment_id, trial_seq,
+					attempt);
+	kubernetes_trial_hosts(job, nodes, hosts);
 	free(job);
 	*port = ctx->cfg->trial.master_port ? (unsigned)ctx->cfg->trial.master_port : 29500;
 	return 0;
 }
 
-static void delete_service(struct k8s_priv *p, const char *job, long retries)
+static void delete_service(struct kubernetes_priv *p, const char *job, long retries)
 {
 	const char *const svc[] = { "delete", "service", job, "--ignore-not-found", "--wait=false",
 				    NULL };
@@ -221,17 +203,17 @@ static void delete_service(struct k8s_priv *p, const char *job, long retries)
 	util_set_quiet(0);
 }
 
-static int k8s_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
+static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
 {
-	struct k8s_priv *p = ctx->priv;
-	char *name = k8s_job_name(ctx->cfg->experiment_name, ctx->experiment_id, l->trial_seq,
-				  l->attempt);
+	struct kubernetes_priv *p = ctx->priv;
+	char *name = kubernetes_job_name(ctx->cfg->experiment_name, ctx->experiment_id,
+					 l->trial_seq, l->attempt);
 	cJSON *docs = NULL;
-	if (k8s_spec_trial(ctx->cfg, &p->kc, l, name, &docs) < 0) {
+	if (kubernetes_spec_trial(ctx->cfg, &p->kc, l, name, &docs) < 0) {
 		free(name);
 		return -1;
 	}
-	char *text = k8s_json_emit(docs);
+	char *text = kubernetes_json_emit(docs);
 	cJSON_Delete(docs);
 	/* Journal the name first: a runner that dies during the create finds
 	 * the Job (or its absence) on resume. */
@@ -260,7 +242,7 @@ static int k8s_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, c
 		free(name);
 		return -1;
 	}
-	struct k8s_job *j = job_get(p, name);
+	struct kjob *j = job_get(p, name);
 	j->first_seen = util_monotonic();
 	*job = name;
 	return 0;
@@ -268,7 +250,7 @@ static int k8s_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, c
 
 /* Refresh the Job list when the interval has passed. 0 = fresh or still
  * valid, -1 = kubectl failed (the interval doubles). */
-static int refresh(struct k8s_priv *p)
+static int refresh(struct kubernetes_priv *p)
 {
 	double now = util_monotonic();
 	if (p->list_at > 0 && now - p->list_at < p->interval)
@@ -293,7 +275,7 @@ static int refresh(struct k8s_priv *p)
 	p->list = doc;
 	p->list_at = now;
 	p->interval = p->kc.poll_interval;
-	for (struct k8s_job *j = p->jobs; j; j = j->next) {
+	for (struct kjob *j = p->jobs; j; j = j->next) {
 		const cJSON *it;
 		int found = 0;
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
@@ -309,7 +291,7 @@ static int refresh(struct k8s_priv *p)
 	return 0;
 }
 
-static const cJSON *listed(const struct k8s_priv *p, const char *name)
+static const cJSON *listed(const struct kubernetes_priv *p, const char *name)
 {
 	const cJSON *it;
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(p->list, "items")) {
@@ -321,7 +303,7 @@ static const cJSON *listed(const struct k8s_priv *p, const char *name)
 	return NULL;
 }
 
-static int get_pods(struct k8s_priv *p, const char *job, cJSON **doc)
+static int get_pods(struct kubernetes_priv *p, const char *job, cJSON **doc)
 {
 	char *sel = xstrfmt("batch.kubernetes.io/job-name=%s", job);
 	const char *const args[] = { "get", "pods", "-l", sel, "-o", "json", NULL };
@@ -341,7 +323,8 @@ static const cJSON *field(const cJSON *o, const char *a, const char *b)
 }
 
 /* Why pods are not running, or how one failed, in the kubelet's words. */
-static void pod_story(struct k8s_priv *p, const char *job, char *buf, size_t n, int *exit_code)
+static void pod_story(struct kubernetes_priv *p, const char *job, char *buf, size_t n,
+		      int *exit_code)
 {
 	cJSON *doc;
 	buf[0] = '\0';
@@ -396,7 +379,7 @@ done:
  * it; give up after `wait` seconds and let the scheduler judge. The trial
  * directory comes from our experiment and the Job's aah.io/trial label. */
 static int result_visible(const struct aah_backend_ctx *ctx, const cJSON *job, double wait,
-			  struct k8s_job *j)
+			  struct kjob *j)
 {
 	const cJSON *labels = field(job, "metadata", "labels");
 	const char *trial = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, "aah.io/trial"));
@@ -411,9 +394,9 @@ static int result_visible(const struct aah_backend_ctx *ctx, const cJSON *job, d
 	return now - j->complete_at >= wait;
 }
 
-static int k8s_cancel(struct aah_backend_ctx *ctx, const char *name)
+static int kubernetes_cancel(struct aah_backend_ctx *ctx, const char *name)
 {
-	struct k8s_priv *p = ctx->priv;
+	struct kubernetes_priv *p = ctx->priv;
 	const char *const args[] = { "delete", "job", name, "--cascade=foreground",
 				     "--ignore-not-found", "--wait=false", NULL };
 	if (kubectl(p, args, NULL, NULL, 0) != KUBECTL_OK)
@@ -423,10 +406,10 @@ static int k8s_cancel(struct aah_backend_ctx *ctx, const char *name)
 	return 0;
 }
 
-static int k8s_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
+static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 {
-	struct k8s_priv *p = ctx->priv;
-	struct k8s_job *j = job_get(p, st->job);
+	struct kubernetes_priv *p = ctx->priv;
+	struct kjob *j = job_get(p, st->job);
 	if (j->canceled) {
 		st->state = AAH_JOB_CANCELED;
 		snprintf(st->reason, sizeof(st->reason), "Job %s deleted", j->name);
@@ -446,7 +429,7 @@ static int k8s_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 		return 0;
 	}
 	long ready, want;
-	k8s_job_state(item, st, &ready, &want);
+	kubernetes_job_state(item, st, &ready, &want);
 	if (st->state == AAH_JOB_FAILED || st->state == AAH_JOB_TIMEOUT) {
 		char story[160];
 		pod_story(p, j->name, story, sizeof(story), &st->exit_code);
@@ -463,7 +446,7 @@ static int k8s_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 	    util_monotonic() - j->first_seen > p->kc.pending_timeout) {
 		char story[160];
 		pod_story(p, j->name, story, sizeof(story), NULL);
-		if (k8s_cancel(ctx, j->name) < 0)
+		if (kubernetes_cancel(ctx, j->name) < 0)
 			return -1;
 		j->canceled = 0; /* it failed; it was not canceled by request */
 		st->state = AAH_JOB_FAILED;
@@ -486,9 +469,9 @@ static int compare_index(const void *a, const void *b)
 }
 
 /* Append every pod's log to trial.log, in completion-index order. */
-static int k8s_reap(struct aah_backend_ctx *ctx, const char *name, const char *trial_dir)
+static int kubernetes_reap(struct aah_backend_ctx *ctx, const char *name, const char *trial_dir)
 {
-	struct k8s_priv *p = ctx->priv;
+	struct kubernetes_priv *p = ctx->priv;
 	if (!name || !*name)
 		return 0;
 	cJSON *doc;
@@ -539,16 +522,16 @@ static int k8s_reap(struct aah_backend_ctx *ctx, const char *name, const char *t
 	return 0;
 }
 
-static void k8s_fini(struct aah_backend_ctx *ctx)
+static void kubernetes_fini(struct aah_backend_ctx *ctx)
 {
-	struct k8s_priv *p = ctx->priv;
+	struct kubernetes_priv *p = ctx->priv;
 	if (!p)
 		return;
 	while (p->jobs)
 		job_forget(p, p->jobs->name);
 	cJSON_Delete(p->list);
 	free(p->selector);
-	k8s_config_release(&p->kc);
+	kubernetes_config_release(&p->kc);
 	free(p);
 	ctx->priv = NULL;
 }
@@ -556,13 +539,13 @@ static void k8s_fini(struct aah_backend_ctx *ctx)
 const struct aah_backend backend_kubernetes = {
 	.name = "kubernetes",
 	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER,
-	.config_keys = k8s_config_keys,
-	.config_size = sizeof(struct k8s_config),
-	.init = k8s_init,
-	.place = k8s_place,
-	.submit = k8s_submit,
-	.poll = k8s_poll,
-	.cancel = k8s_cancel,
-	.reap = k8s_reap,
-	.fini = k8s_fini,
+	.config_keys = kubernetes_config_keys,
+	.config_size = sizeof(struct kubernetes_config),
+	.init = kubernetes_init,
+	.place = kubernetes_place,
+	.submit = kubernetes_submit,
+	.poll = kubernetes_poll,
+	.cancel = kubernetes_cancel,
+	.reap = kubernetes_reap,
+	.fini = kubernetes_fini,
 };

@@ -1,5 +1,10 @@
-/* kubernetes_spec.c: Job and Service documents of a trial, DNS-safe names, YAML
- * output and Job status interpretation. */
+/* kubernetes_spec.c: the Kubernetes backend's pure parts: its config
+ * section (key table and the checks the API server would otherwise make
+ * later), DNS-safe names, the Job and Service documents of a trial, and
+ * the reading of a Job's status. Nothing here runs kubectl, so all of it is
+ * unit-tested. The YAML and JSON output of the documents is
+ * kubernetes_yaml.c: with it this file would pass 800 lines, and writing a
+ * cJSON tree in kubectl's layout is a job of its own. */
 #include "runner/backend/kubernetes.h"
 #include "util.h"
 
@@ -13,6 +18,260 @@
 static int is_alnum_lower(int c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* ---- the config section ---------------------------------------------------- */
+
+static const char *const pull_policies[] = { "Always", "IfNotPresent", "Never", NULL };
+static const char *const submit_modes[] = { "create", "apply", NULL };
+
+#define K(f) offsetof(struct kubernetes_config, f)
+const struct cfg_key kubernetes_config_keys[] = {
+	{ "namespace", CFG_STR, K(namespace_), 0, NULL, NULL, "aah",
+	  "namespace of the trial Jobs (a DNS-1123 label)" },
+	{ "context", CFG_STR, K(context), 0, NULL, NULL, "(kubectl's current)",
+	  "kubeconfig context passed as kubectl --context" },
+	{ "kubeconfig", CFG_STR, K(kubeconfig), 0, NULL, NULL, "($KUBECONFIG)",
+	  "kubeconfig file passed as kubectl --kubeconfig" },
+	{ "kubectl", CFG_STR, K(kubectl), 0, NULL, NULL, "kubectl", "the kubectl program" },
+	{ "image", CFG_STR, K(image), 0, NULL, NULL, "aah-trial:0.1.0", "the trial image" },
+	{ "imagePullPolicy", CFG_ENUM, K(image_pull_policy), 0, pull_policies, NULL, "IfNotPresent",
+	  "when the kubelet pulls the image" },
+	{ "imagePullSecrets", CFG_ANY, K(image_pull_secrets), 0, NULL, NULL, "[]",
+	  "names of registry Secrets" },
+	{ "nodeSelector", CFG_ANY, K(node_selector), 0, NULL, NULL, "{}",
+	  "node labels the trial pods require" },
+	{ "tolerations", CFG_ANY, K(tolerations), 0, NULL, NULL, "[]",
+	  "pod tolerations (key, operator, value, effect, tolerationSeconds)" },
+	{ "priorityClassName", CFG_STR, K(priority_class_name), 0, NULL, NULL, "(none)",
+	  "PriorityClass of the trial pods" },
+	{ "serviceAccountName", CFG_STR, K(service_account_name), 0, NULL, NULL, "(namespace default)",
+	  "ServiceAccount of the trial pods (they get no API token)" },
+	{ "nfsServer", CFG_STR, K(nfs_server), 0, NULL, NULL, "(none)",
+	  "NFS server exporting /userhome (with nfsPath)" },
+	{ "nfsPath", CFG_STR, K(nfs_path), 0, NULL, NULL, "(none)", "exported path on nfsServer" },
+	{ "claimName", CFG_STR, K(claim_name), 0, NULL, NULL, "(none)",
+	  "PersistentVolumeClaim holding /userhome (instead of nfsServer)" },
+	{ "mountPath", CFG_STR, K(mount_path), 0, NULL, NULL, "/userhome",
+	  "where the pods mount /userhome; the runner's workdir must be under it at the same path" },
+	{ "runAsUser", CFG_INT, K(run_as_user), CFG_NONNEG, NULL, NULL, "1000",
+	  "uid of the trial processes (match the NFS export)" },
+	{ "runAsGroup", CFG_INT, K(run_as_group), CFG_NONNEG, NULL, NULL, "1000",
+	  "gid of the trial processes" },
+	{ "fsGroup", CFG_INT, K(fs_group), CFG_NONNEG, NULL, NULL, "1000",
+	  "supplementary group owning the volumes" },
+	{ "cpu", CFG_STR, K(cpu), 0, NULL, NULL, "(none)", "CPU limit per pod, e.g. \"16\"" },
+	{ "memory", CFG_STR, K(memory), 0, NULL, NULL, "(none)", "memory limit per pod, e.g. 64Gi" },
+	{ "ttlSecondsAfterFinished", CFG_DURATION, K(ttl_after_finished), 0, NULL, NULL, "1h",
+	  "how long a finished Job stays before Kubernetes deletes it" },
+	{ "pendingTimeout", CFG_DURATION, K(pending_timeout), 0, NULL, NULL, "15m",
+	  "a trial whose pods are not all running after this long fails (0 = wait forever)" },
+	{ "pollInterval", CFG_DURATION, K(poll_interval), CFG_POSITIVE, NULL, NULL, "5s",
+	  "time between `kubectl get jobs` (doubles while kubectl fails, up to 1m)" },
+	{ "kubectlTimeout", CFG_DURATION, K(kubectl_timeout), CFG_POSITIVE, NULL, NULL, "30s",
+	  "limit of one kubectl call" },
+	{ "kubectlRetries", CFG_INT, K(kubectl_retries), CFG_NONNEG, NULL, NULL, "3",
+	  "extra tries of a kubectl call that failed for a transient reason" },
+	{ "resultWait", CFG_DURATION, K(result_wait), 0, NULL, NULL, "1m",
+	  "how long a completed trial waits for its result.json to appear over NFS" },
+	{ "submit", CFG_ENUM, K(submit), 0, submit_modes, NULL, "create",
+	  "kubectl create (fails on a name clash) or apply" },
+	{ NULL },
+};
+#undef K
+
+static int is_dns_label(const char *s)
+{
+	size_t n = strlen(s);
+	if (!n || n > 63 || !is_alnum_lower(s[0]) || !is_alnum_lower(s[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!is_alnum_lower(s[i]) && s[i] != '-')
+			return 0;
+	return 1;
+}
+
+static int is_dns_subdomain(const char *s)
+{
+	size_t n = strlen(s);
+	if (!n || n > 253 || !is_alnum_lower(s[0]) || !is_alnum_lower(s[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!is_alnum_lower(s[i]) && s[i] != '-' && s[i] != '.')
+			return 0;
+	return 1;
+}
+
+/* A label value, or the name part of a qualified name (non-empty). */
+static int is_label_value(const char *s, int allow_empty)
+{
+	size_t n = strlen(s);
+	if (!n)
+		return allow_empty;
+	if (n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
+			return 0;
+	return 1;
+}
+
+static int is_qualified_name(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	if (!slash)
+		return is_label_value(s, 0);
+	char *prefix = xstrndup(s, (size_t)(slash - s));
+	int ok = is_dns_subdomain(prefix) && !strchr(slash + 1, '/') && is_label_value(slash + 1, 0);
+	free(prefix);
+	return ok;
+}
+
+static int fail(const struct aah_config *cfg, const struct ynode *n, const char *key,
+		const char *what)
+{
+	return error("%s:%u:%u: 'kubernetes.%s' %s", cfg->path ? cfg->path : "config",
+		     n ? n->line : 1, n ? n->col : 1, key, what);
+}
+
+static int check_scalar_list(const struct aah_config *cfg, const struct ynode *n, const char *key)
+{
+	if (n->kind != YNODE_SEQ)
+		return fail(cfg, n, key, "must be a list of names");
+	for (size_t i = 0; i < n->n; i++)
+		if (n->children[i]->kind != YNODE_SCALAR || !is_dns_subdomain(n->children[i]->value))
+			return fail(cfg, n->children[i], key,
+				    "entries must be Secret names (DNS-1123 subdomains)");
+	return 0;
+}
+
+static int check_node_selector(const struct aah_config *cfg, const struct ynode *n)
+{
+	if (n->kind != YNODE_MAP)
+		return fail(cfg, n, "nodeSelector", "must be a mapping of label: value");
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ynode *v = n->children[i];
+		if (!is_qualified_name(n->keys[i]))
+			return fail(cfg, v, "nodeSelector", "has a key that is not a valid label name");
+		if (v->kind != YNODE_SCALAR || !is_label_value(v->value, 1))
+			return fail(cfg, v, "nodeSelector", "has a value that is not a valid label value");
+	}
+	return 0;
+}
+
+static int check_tolerations(const struct aah_config *cfg, const struct ynode *n)
+{
+	static const char *const keys[] = { "key", "operator", "value", "effect",
+					    "tolerationSeconds", NULL };
+	static const char *const effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
+	if (n->kind != YNODE_SEQ)
+		return fail(cfg, n, "tolerations", "must be a list of tolerations");
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ynode *t = n->children[i];
+		if (t->kind != YNODE_MAP)
+			return fail(cfg, t, "tolerations", "entries must be mappings");
+		for (size_t k = 0; k < t->n; k++) {
+			const char *const *p = keys;
+			while (*p && strcmp(*p, t->keys[k]))
+				p++;
+			if (!*p || t->children[k]->kind != YNODE_SCALAR)
+				return fail(cfg, t->children[k], "tolerations",
+					    "entries take key, operator, value, effect and "
+					    "tolerationSeconds (single values)");
+		}
+		const struct ynode *key = ynode_get(t, "key"), *op = ynode_get(t, "operator");
+		const struct ynode *val = ynode_get(t, "value"), *eff = ynode_get(t, "effect");
+		const struct ynode *sec = ynode_get(t, "tolerationSeconds");
+		int exists = op && !strcmp(op->value, "Exists");
+		if (op && !exists && strcmp(op->value, "Equal"))
+			return fail(cfg, op, "tolerations", "operator must be Exists or Equal");
+		if (key && *key->value && !is_qualified_name(key->value))
+			return fail(cfg, key, "tolerations", "key must be a label name");
+		if ((!key || !*key->value) && !exists)
+			return fail(cfg, t, "tolerations", "without a key needs operator Exists");
+		if (exists && val && *val->value)
+			return fail(cfg, val, "tolerations", "with operator Exists takes no value");
+		if (!exists && val && !is_label_value(val->value, 1))
+			return fail(cfg, val, "tolerations", "value must be a label value");
+		const char *const *e = effects;
+		while (eff && *e && strcmp(*e, eff->value))
+			e++;
+		if (eff && !*e)
+			return fail(cfg, eff, "tolerations",
+				    "effect must be NoSchedule, PreferNoSchedule or NoExecute");
+		long secs;
+		if (sec && (util_parse_long(sec->value, 0, 1L << 40, &secs) < 0 || !eff ||
+			    strcmp(eff->value, "NoExecute")))
+			return fail(cfg, sec, "tolerations",
+				    "tolerationSeconds must be a whole number and needs effect NoExecute");
+	}
+	return 0;
+}
+
+int kubernetes_config_load(const struct aah_config *cfg, struct kubernetes_config *kc)
+{
+	const struct ynode *sec = cfg->kubernetes;
+	memset(kc, 0, sizeof(*kc));
+	if (config_parse_section(cfg, "kubernetes", sec, kubernetes_config_keys, kc) < 0)
+		goto fail;
+#define AT(key) ynode_get(sec, key)
+	if (!is_dns_label(kc->namespace_)) {
+		fail(cfg, AT("namespace"), "namespace", "must be a DNS-1123 label ([a-z0-9-], <= 63)");
+		goto fail;
+	}
+	if (kc->image == NULL || !*kc->image || isspace((unsigned char)kc->image[0]) ||
+	    isspace((unsigned char)kc->image[strlen(kc->image) - 1])) {
+		fail(cfg, AT("image"), "image", "must be an image reference without blanks");
+		goto fail;
+	}
+	if (!!kc->nfs_server != !!kc->nfs_path || (kc->nfs_server && kc->claim_name) ||
+	    (!kc->nfs_server && !kc->claim_name)) {
+		fail(cfg, sec, kc->claim_name ? "claimName" : "nfsServer",
+		     "needs exactly one /userhome source: nfsServer with nfsPath, or claimName");
+		goto fail;
+	}
+	if (kc->nfs_path && kc->nfs_path[0] != '/') {
+		fail(cfg, AT("nfsPath"), "nfsPath", "must be an absolute path");
+		goto fail;
+	}
+	if (kc->claim_name && !is_dns_subdomain(kc->claim_name)) {
+		fail(cfg, AT("claimName"), "claimName", "must be a DNS-1123 subdomain");
+		goto fail;
+	}
+	if (kc->mount_path[0] != '/') {
+		fail(cfg, AT("mountPath"), "mountPath", "must be an absolute path");
+		goto fail;
+	}
+	if (kc->priority_class_name && !is_dns_subdomain(kc->priority_class_name)) {
+		fail(cfg, AT("priorityClassName"), "priorityClassName", "must be a DNS-1123 subdomain");
+		goto fail;
+	}
+	if (kc->service_account_name && !is_dns_subdomain(kc->service_account_name)) {
+		fail(cfg, AT("serviceAccountName"), "serviceAccountName",
+		     "must be a DNS-1123 subdomain");
+		goto fail;
+	}
+	if (kc->run_as_user > 2147483647 || kc->run_as_group > 2147483647 ||
+	    kc->fs_group > 2147483647) {
+		fail(cfg, sec, "runAsUser", "ids must be at most 2147483647");
+		goto fail;
+	}
+	if ((kc->image_pull_secrets && check_scalar_list(cfg, kc->image_pull_secrets,
+							  "imagePullSecrets") < 0) ||
+	    (kc->node_selector && check_node_selector(cfg, kc->node_selector) < 0) ||
+	    (kc->tolerations && check_tolerations(cfg, kc->tolerations) < 0))
+		goto fail;
+#undef AT
+	return 0;
+fail:
+	kubernetes_config_release(kc);
+	return -1;
+}
+
+void kubernetes_config_release(struct kubernetes_config *kc)
+{
+	config_release_section(kubernetes_config_keys, kc);
+	memset(kc, 0, sizeof(*kc));
 }
 
 /* ---- names ----------------------------------------------------------------- */
@@ -32,8 +291,8 @@ static void dns_part(struct strbuf *sb, const char *s, size_t max)
 		sb->buf[--sb->len] = '\0';
 }
 
-char *k8s_job_name(const char *experiment_name, const char *experiment_id, unsigned trial_seq,
-		   unsigned attempt)
+char *kubernetes_job_name(const char *experiment_name, const char *experiment_id,
+			  unsigned trial_seq, unsigned attempt)
 {
 	struct strbuf sb = STRBUF_INIT;
 	dns_part(&sb, experiment_name ? experiment_name : "", 16);
@@ -56,7 +315,7 @@ char *k8s_job_name(const char *experiment_name, const char *experiment_id, unsig
 	return strbuf_detach(&sb, NULL);
 }
 
-char *k8s_label_value(const char *s)
+char *kubernetes_label_value(const char *s)
 {
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addstr(&sb, "");
@@ -74,7 +333,7 @@ char *k8s_label_value(const char *s)
 	return out;
 }
 
-void k8s_trial_hosts(const char *job, unsigned nodes, char **hosts)
+void kubernetes_trial_hosts(const char *job, unsigned nodes, char **hosts)
 {
 	for (unsigned i = 0; i < nodes; i++)
 		hosts[i] = nodes > 1 ? xstrfmt("%s-%u.%s", job, i, job) : xstrfmt("%s-0", job);
@@ -304,7 +563,7 @@ static cJSON *labels(const struct aah_config *cfg, const struct aah_launch *l, c
 		     const char *component)
 {
 	cJSON *o = cJSON_CreateObject();
-	char *exp = k8s_label_value(l->experiment_id);
+	char *exp = kubernetes_label_value(l->experiment_id);
 	struct strbuf name = STRBUF_INIT;
 	dns_part(&name, cfg->experiment_name, 63);
 	if (!name.len)
@@ -339,7 +598,7 @@ static cJSON *annotations(const struct aah_config *cfg, const struct aah_launch 
 	return o;
 }
 
-static cJSON *metadata(const struct aah_config *cfg, const struct k8s_config *kc,
+static cJSON *metadata(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		       const struct aah_launch *l, const char *job, const char *component)
 {
 	cJSON *m = cJSON_CreateObject();
@@ -350,7 +609,7 @@ static cJSON *metadata(const struct aah_config *cfg, const struct k8s_config *kc
 	return m;
 }
 
-static cJSON *service(const struct aah_config *cfg, const struct k8s_config *kc,
+static cJSON *service(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		      const struct aah_launch *l, const char *job)
 {
 	cJSON *s = cJSON_CreateObject();
@@ -371,7 +630,7 @@ static cJSON *service(const struct aah_config *cfg, const struct k8s_config *kc,
 	return s;
 }
 
-static cJSON *container(const struct k8s_config *kc, const struct aah_launch *l, cJSON *env,
+static cJSON *container(const struct kubernetes_config *kc, const struct aah_launch *l, cJSON *env,
 			cJSON *args)
 {
 	cJSON *c = cJSON_CreateObject();
@@ -399,7 +658,7 @@ static cJSON *container(const struct k8s_config *kc, const struct aah_launch *l,
 	return c;
 }
 
-static cJSON *pod_spec(const struct aah_config *cfg, const struct k8s_config *kc,
+static cJSON *pod_spec(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		       const struct aah_launch *l, const char *job, cJSON *env, cJSON *args)
 {
 	(void)cfg;
@@ -455,7 +714,7 @@ static cJSON *pod_spec(const struct aah_config *cfg, const struct k8s_config *kc
 	return ps;
 }
 
-static cJSON *job_doc(const struct aah_config *cfg, const struct k8s_config *kc,
+static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		      const struct aah_launch *l, const char *job, cJSON *env, cJSON *args)
 {
 	cJSON *j = cJSON_CreateObject();
@@ -487,8 +746,8 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct k8s_config *kc,
 	return j;
 }
 
-int k8s_spec_trial(const struct aah_config *cfg, const struct k8s_config *kc,
-		   const struct aah_launch *l, const char *job, cJSON **docs)
+int kubernetes_spec_trial(const struct aah_config *cfg, const struct kubernetes_config *kc,
+			  const struct aah_launch *l, const char *job, cJSON **docs)
 {
 	*docs = NULL;
 	cJSON *env = pod_env(l), *args = pod_args(l);
@@ -502,154 +761,6 @@ int k8s_spec_trial(const struct aah_config *cfg, const struct k8s_config *kc,
 		cJSON_AddItemToArray(*docs, service(cfg, kc, l, job));
 	cJSON_AddItemToArray(*docs, job_doc(cfg, kc, l, job, env, args));
 	return 0;
-}
-
-/* ---- output ------------------------------------------------------------------ */
-
-/* Plain YAML only for strings no YAML 1.1 or 1.2 reader takes as anything
- * but that string; everything else double-quoted. */
-static int yaml_plain_ok(const char *s)
-{
-	static const char *const words[] = { "y", "yes", "n", "no", "true", "false", "on",
-					     "off", "null", NULL };
-	if (!isalpha((unsigned char)s[0]) && s[0] != '/')
-		return 0;
-	for (const char *p = s; *p; p++)
-		if (!isalnum((unsigned char)*p) && !strchr("._/-", *p))
-			return 0;
-	for (const char *const *w = words; *w; w++)
-		if (!strcasecmp(s, *w))
-			return 0;
-	return 1;
-}
-
-static void yaml_string(struct strbuf *sb, const char *s)
-{
-	if (yaml_plain_ok(s)) {
-		strbuf_addstr(sb, s);
-		return;
-	}
-	strbuf_addch(sb, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			strbuf_addf(sb, "\\%c", *p);
-		else if (*p == '\n')
-			strbuf_addstr(sb, "\\n");
-		else if (*p == '\t')
-			strbuf_addstr(sb, "\\t");
-		else if (*p < 0x20 || *p == 0x7f)
-			strbuf_addf(sb, "\\x%02x", *p);
-		else
-			strbuf_addch(sb, (char)*p);
-	}
-	strbuf_addch(sb, '"');
-}
-
-static void yaml_scalar(struct strbuf *sb, const cJSON *v)
-{
-	if (cJSON_IsString(v))
-		yaml_string(sb, v->valuestring);
-	else if (cJSON_IsBool(v))
-		strbuf_addstr(sb, cJSON_IsTrue(v) ? "true" : "false");
-	else if (cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
-		 fabs(v->valuedouble) < 1e15)
-		strbuf_addf(sb, "%.0f", v->valuedouble);
-	else if (cJSON_IsNumber(v))
-		strbuf_addf(sb, "%.17g", v->valuedouble);
-	else if (cJSON_IsObject(v))
-		strbuf_addstr(sb, "{}");
-	else if (cJSON_IsArray(v))
-		strbuf_addstr(sb, "[]");
-	else
-		strbuf_addstr(sb, "null");
-}
-
-static int yaml_nested(const cJSON *v)
-{
-	return (cJSON_IsObject(v) || cJSON_IsArray(v)) && v->child;
-}
-
-static void yaml_node(struct strbuf *sb, const cJSON *v, int indent, int inline_first);
-
-static void pad(struct strbuf *sb, int n)
-{
-	for (int i = 0; i < n; i++)
-		strbuf_addch(sb, ' ');
-}
-
-/* An object's members at `indent`; the first one continues the current
- * line when inline_first (after "- "). Lists hang at their key's indent. */
-static void yaml_object(struct strbuf *sb, const cJSON *o, int indent, int inline_first)
-{
-	const cJSON *m;
-	int first = 1;
-	cJSON_ArrayForEach(m, o) {
-		if (!(first && inline_first))
-			pad(sb, indent);
-		first = 0;
-		yaml_string(sb, m->string);
-		strbuf_addch(sb, ':');
-		if (yaml_nested(m)) {
-			strbuf_addch(sb, '\n');
-			yaml_node(sb, m, cJSON_IsArray(m) ? indent : indent + 2, 0);
-		} else {
-			strbuf_addch(sb, ' ');
-			yaml_scalar(sb, m);
-			strbuf_addch(sb, '\n');
-		}
-	}
-}
-
-static void yaml_node(struct strbuf *sb, const cJSON *v, int indent, int inline_first)
-{
-	if (cJSON_IsObject(v)) {
-		yaml_object(sb, v, indent, inline_first);
-		return;
-	}
-	const cJSON *it;
-	cJSON_ArrayForEach(it, v) {
-		pad(sb, indent);
-		strbuf_addstr(sb, "- ");
-		if (cJSON_IsObject(it) && it->child) {
-			yaml_object(sb, it, indent + 2, 1);
-		} else if (cJSON_IsArray(it) && it->child) {
-			strbuf_addch(sb, '\n');
-			yaml_node(sb, it, indent + 2, 0);
-		} else {
-			yaml_scalar(sb, it);
-			strbuf_addch(sb, '\n');
-		}
-	}
-}
-
-void k8s_yaml_emit(struct strbuf *out, const cJSON *docs)
-{
-	const cJSON *d;
-	int first = 1;
-	cJSON_ArrayForEach(d, docs) {
-		if (!first)
-			strbuf_addstr(out, "---\n");
-		first = 0;
-		yaml_node(out, d, 0, 0);
-	}
-}
-
-char *k8s_json_emit(const cJSON *docs)
-{
-	cJSON *copy;
-	if (cJSON_GetArraySize(docs) == 1) {
-		copy = cJSON_Duplicate(cJSON_GetArrayItem(docs, 0), 1);
-	} else {
-		copy = cJSON_CreateObject();
-		cJSON_AddStringToObject(copy, "apiVersion", "v1");
-		cJSON_AddStringToObject(copy, "kind", "List");
-		cJSON_AddItemToObject(copy, "items", cJSON_Duplicate(docs, 1));
-	}
-	char *s = cJSON_Print(copy);
-	cJSON_Delete(copy);
-	char *out = xstrfmt("%s\n", s);
-	cJSON_free(s);
-	return out;
 }
 
 /* ---- reading a Job back ------------------------------------------------------ */
@@ -666,7 +777,7 @@ static long num_at(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) ? (long)v->valuedouble : 0;
 }
 
-void k8s_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want)
+void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want)
 {
 	const cJSON *status = cJSON_GetObjectItemCaseSensitive(job, "status");
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");

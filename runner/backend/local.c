@@ -2,7 +2,7 @@
  * rank is its own session/process group; stdout+stderr go to trial.log.
  * A job id is "<pid>.<starttime>[,<pid>.<starttime>...]": a resumed runner
  * follows processes it did not start by pid and kernel start time. */
-#include "runner/backend/backend.h"
+#include "runner/backend/local.h"
 #include "fileio.h"
 #include "runner/expdir.h" /* expdir_journal_has_job */
 #include "runner/proc.h"

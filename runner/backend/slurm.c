@@ -2,16 +2,15 @@
  * trial; the Slurm job id is the job id in the journal. One squeue query per
  * poll interval covers every job this runner follows; sacct answers for
  * jobs squeue no longer knows. Every Slurm command runs from an argv vector
- * with a timeout (proc_run_capture). */
+ * with a timeout (backend_run_tool). */
 #include "runner/backend/slurm.h"
 #include "fileio.h"
-#include "runner/proc.h"
+#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 struct sjob {
@@ -28,6 +27,7 @@ struct sjob {
 
 struct slurm_priv {
 	struct slurm_config sc;
+	struct backend_tool tool;  /* sbatch, squeue, sacct, scontrol, scancel */
 	char *runner;
 	char *code_dir;
 	double last_query;        /* util_monotonic() of the last squeue */
@@ -36,25 +36,33 @@ struct slurm_priv {
 
 #define MAX_ROWS 4096
 
-/* Run a Slurm command; out/err are filled. Returns the exit code, or -1
- * when the program cannot be run at all (not installed). */
+/* Run a Slurm command (no retries); out/err are filled. Returns the exit
+ * code, or -1 when the program cannot be run at all (not installed). */
 static int slurm_run(const struct slurm_priv *p, const struct strvec *argv, struct strbuf *out,
 		     struct strbuf *err)
 {
-	int code = 0;
-	strbuf_reset(out);
-	strbuf_reset(err);
-	if (proc_run_capture(strvec_view(argv), NULL, NULL, p->sc.command_timeout, out, err,
-			     &code) < 0)
-		return error("slurm: cannot run %s (is slurm-client installed?)", argv->v[0]);
-	strbuf_trim_trailing(err);
-	return code;
+	return backend_run_tool(&p->tool, strvec_view(argv), NULL, out, err);
+}
+
+/* The same, tried 3 times (1 s, 2 s apart) while it fails for a transient
+ * reason (controller unreachable, a command timeout). */
+static int slurm_run_retried(const struct slurm_priv *p, const struct strvec *argv,
+			     struct strbuf *out, struct strbuf *err, void (*before_retry)(void *),
+			     void *arg)
+{
+	struct backend_tool tool = p->tool;
+	tool.retries = 2;
+	tool.pause = 1;
+	tool.transient = slurm_error_transient;
+	tool.before_retry = before_retry;
+	tool.arg = arg;
+	return backend_run_tool(&tool, strvec_view(argv), NULL, out, err);
 }
 
 /* The first lines of a command's stderr, for a message. */
 static const char *err_text(struct strbuf *err, int code)
 {
-	if (code == 124)
+	if (code == PROC_TIMEOUT_STATUS)
 		return "timed out (is slurmctld reachable?)";
 	for (char *c = err->buf; *c; c++)
 		if (*c == '\n')
@@ -62,23 +70,15 @@ static const char *err_text(struct strbuf *err, int code)
 	return err->len ? err->buf : "(no message)";
 }
 
-static void sleep_for(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-	nanosleep(&ts, NULL);
-}
-
 static int slurm_init(struct aah_backend_ctx *ctx)
 {
 	struct slurm_priv *p = xcalloc(1, sizeof(*p));
 	const struct aah_config *cfg = ctx->cfg;
 	ctx->priv = p;
-	p->sc.cpus_per_task = 1;
-	p->sc.tasks_per_node = 1;
-	p->sc.poll_interval = 2;
-	p->sc.command_timeout = 30;
 	if (config_parse_section(cfg, "slurm", cfg->slurm, slurm_config_keys, &p->sc) < 0)
 		return -1;
+	p->tool = (struct backend_tool){ .name = "slurm", .missing = "is slurm-client installed?",
+					 .timeout = p->sc.command_timeout };
 	if (cfg->trial.nodes % p->sc.tasks_per_node)
 		return error("slurm: trial.nodes (%ld) is not a multiple of slurm.tasksPerNode (%ld)",
 			     cfg->trial.nodes, p->sc.tasks_per_node);
@@ -139,16 +139,23 @@ static int slurm_place(struct aah_backend_ctx *ctx, unsigned trial_seq, unsigned
 	return 0;
 }
 
+/* A trial's Slurm job name, for cancel_orphans (also a before_retry hook). */
+struct orphans {
+	const struct slurm_priv *p;
+	const char *job_name;
+};
+
 /* Cancel jobs of this trial that are still held: left by a runner that died
  * between sbatch and the journal, or by an sbatch that timed out. */
-static void cancel_orphans(struct slurm_priv *p, const char *job_name)
+static void cancel_orphans(void *arg)
 {
+	const struct orphans *o = arg;
 	struct strvec argv = STRVEC_INIT;
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	strvec_push(&argv, "scancel");
-	strvec_pushf(&argv, "--name=%s", job_name);
+	strvec_pushf(&argv, "--name=%s", o->job_name);
 	strvec_push(&argv, "--state=PENDING");
-	slurm_run(p, &argv, &out, &err);
+	slurm_run(o->p, &argv, &out, &err);
 	strvec_clear(&argv);
 	strbuf_release(&out);
 	strbuf_release(&err);
@@ -158,18 +165,11 @@ static int release(struct slurm_priv *p, struct sjob *j)
 {
 	struct strvec argv = STRVEC_INIT;
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
-	int code = -1;
 	j->released = util_monotonic();
 	strvec_push(&argv, "scontrol");
 	strvec_push(&argv, "release");
 	strvec_push(&argv, j->id);
-	for (int attempt = 0; attempt < 3 && code != 0; attempt++) {
-		if (attempt)
-			sleep_for(attempt);
-		code = slurm_run(p, &argv, &out, &err);
-		if (code < 0 || (code > 0 && !slurm_error_transient(err.buf, code)))
-			break;
-	}
+	int code = slurm_run_retried(p, &argv, &out, &err, NULL, NULL);
 	j->release_tries++;
 	j->released_ok = code == 0;
 	if (code != 0)
@@ -193,26 +193,18 @@ static int slurm_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 		r = fileio_write_atomic(path, script.buf, script.len);
 	if (r == 0)
 		r = slurm_sbatch_argv(&p->sc, path, p->runner, l, &argv);
-	for (int attempt = 0; r == 0; attempt++) {
-		cancel_orphans(p, l->job_name);
-		int code = slurm_run(p, &argv, &out, &err);
-		if (code < 0) {
+	if (r == 0) {
+		struct orphans o = { p, l->job_name };
+		cancel_orphans(&o);
+		int code = slurm_run_retried(p, &argv, &out, &err, cancel_orphans, &o);
+		if (code < 0)
 			r = -1;
-			break;
-		}
-		if (code == 0) {
-			if (slurm_parse_job_id(out.buf, id, sizeof(id)) < 0)
-				r = error("slurm: sbatch printed no job id: '%s'", out.buf);
-			break;
-		}
-		if (!slurm_error_transient(err.buf, code) || attempt == 2) {
+		else if (code != 0)
 			r = error("slurm: sbatch refused trial %s: %s", l->trial_id, err_text(&err, code));
-			break;
-		}
-		warning("slurm: sbatch failed (%s); trying again", err_text(&err, code));
-		sleep_for(1 << attempt);
+		else if (slurm_parse_job_id(out.buf, id, sizeof(id)) < 0)
+			r = error("slurm: sbatch printed no job id: '%s'", out.buf);
 	}
-	/* Journal first, then let the job run. */
+/* Journal first, then let the job run. */
 	if (r == 0 && backend_notify_submitted(ctx, id) < 0) {
 		struct strvec cancel = STRVEC_INIT;
 		strvec_push(&cancel, "scancel");

@@ -71,7 +71,6 @@ int slurm_parse_job_id(const char *out, char *id, size_t n);
 /* Replace every SLURM_HOST_PLACEHOLDER in s by hosts[i / per]. */
 char *slurm_subst_hosts(const char *s, char *const *hosts, unsigned nhosts, unsigned per);
 
-
 extern const struct aah_backend backend_slurm;
 
 #endif

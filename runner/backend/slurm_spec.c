@@ -2,6 +2,7 @@
  * script and argv, the state mapping and the parsers of Slurm's output.
  * Nothing here runs a program, so all of it is unit-tested. */
 #include "runner/backend/slurm.h"
+#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #include <ctype.h>
@@ -22,13 +23,13 @@ const struct cfg_key slurm_config_keys[] = {
 	  "sbatch --mem: memory per node, e.g. 64G" },
 	{ "gresName", CFG_STR, SC(gres_name), 0, NULL, NULL, "gpu",
 	  "GRES name of the GPUs: --gres=<gresName>:<trial.gpuNum>" },
-	{ "timeLimit", CFG_DURATION, SC(time_limit), CFG_NONNEG, NULL, NULL, "trial.timeout",
+	{ "timeLimit", CFG_DURATION, SC(time_limit), CFG_NONNEG, NULL, NULL, "(trial.timeout)",
 	  "sbatch --time (rounded up to minutes); 0 takes trial.timeout, and none when both are 0" },
 	{ "tasksPerNode", CFG_INT, SC(tasks_per_node), CFG_POSITIVE, NULL, NULL, "1",
 	  "trial nodes packed onto one Slurm node (trial.nodes must be a multiple)" },
 	{ "sbatchArgs", CFG_ANY, SC(sbatch_args), 0, NULL, NULL, "[]",
 	  "extra sbatch arguments, a list of strings (e.g. [--constraint=a100, --exclusive])" },
-	{ "runner", CFG_STR, SC(runner), 0, NULL, NULL, "this aah-runner",
+	{ "runner", CFG_STR, SC(runner), 0, NULL, NULL, "(this aah-runner)",
 	  "path of aah-runner on the compute nodes (it starts each rank: slurm-launch)" },
 	{ "pollInterval", CFG_DURATION, SC(poll_interval), CFG_POSITIVE, NULL, NULL, "2s",
 	  "time between two squeue queries (one query covers every job of the experiment)" },
@@ -94,7 +95,7 @@ int slurm_script_build(const struct slurm_config *sc, const struct aah_config *c
 	snprintf(buf, sizeof(buf), "%ld", sc->cpus_per_task);
 	r |= directive(out, "--cpus-per-task", buf);
 	if (l->gpus_per_node > 0) {
-		snprintf(buf, sizeof(buf), "%s:%u", sc->gres_name ? sc->gres_name : "gpu",
+		snprintf(buf, sizeof(buf), "%s:%u", sc->gres_name,
 			 l->gpus_per_node * per);
 		r |= directive(out, "--gres", buf);
 	}
@@ -311,7 +312,7 @@ int slurm_error_transient(const char *err, int exit_code)
 		"Transport endpoint is not connected",
 		"Slurm backup controller in standby mode",
 	};
-	if (exit_code == 124)
+	if (exit_code == PROC_TIMEOUT_STATUS)
 		return 1;
 	for (size_t i = 0; i < ARRAY_SIZE(transient); i++)
 		if (err && strstr(err, transient[i]))

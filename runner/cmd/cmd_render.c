@@ -4,7 +4,7 @@
 #include "runner/cmd/cmd.h"
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/backend/kubernetes.h" /* k8s_config_load, k8s_job_name, k8s_spec_trial, k8s_yaml_emit */
+#include "runner/backend/kubernetes.h" /* kubernetes_*: config, names, documents, YAML */
 #include "runner/launch.h"
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
@@ -29,13 +29,13 @@ static cJSON *trial_params(const char *expdir, unsigned seq)
 static int render(const struct aah_config *cfg, const char *exp_id, const char *expdir,
 		  const char *workdir, unsigned seq, unsigned attempt, const char *format)
 {
-	struct k8s_config kc;
-	if (k8s_config_load(cfg, &kc) < 0)
+	struct kubernetes_config kc;
+	if (kubernetes_config_load(cfg, &kc) < 0)
 		return 1;
 	unsigned nodes = (unsigned)cfg->trial.nodes;
-	char *job = k8s_job_name(cfg->experiment_name, exp_id, seq, attempt);
+	char *job = kubernetes_job_name(cfg->experiment_name, exp_id, seq, attempt);
 	char **hosts = xcalloc(nodes, sizeof(*hosts));
-	k8s_trial_hosts(job, nodes, hosts);
+	kubernetes_trial_hosts(job, nodes, hosts);
 	cJSON *params = trial_params(expdir, seq);
 	struct launch_params lp = {
 		.cfg = cfg,
@@ -53,14 +53,14 @@ static int render(const struct aah_config *cfg, const char *exp_id, const char *
 	struct aah_launch l;
 	cJSON *docs = NULL;
 	launch_build(&l, &lp);
-	int rc = k8s_spec_trial(cfg, &kc, &l, job, &docs) < 0 ? 1 : 0;
+	int rc = kubernetes_spec_trial(cfg, &kc, &l, job, &docs) < 0 ? 1 : 0;
 	if (rc == 0 && !strcmp(format, "json")) {
-		char *s = k8s_json_emit(docs);
+		char *s = kubernetes_json_emit(docs);
 		fputs(s, stdout);
 		free(s);
 	} else if (rc == 0) {
 		struct strbuf sb = STRBUF_INIT;
-		k8s_yaml_emit(&sb, docs);
+		kubernetes_yaml_emit(&sb, docs);
 		fputs(strbuf_str(&sb), stdout);
 		strbuf_release(&sb);
 	}
@@ -71,7 +71,7 @@ static int render(const struct aah_config *cfg, const char *exp_id, const char *
 		free(hosts[i]);
 	free(hosts);
 	free(job);
-	k8s_config_release(&kc);
+	kubernetes_config_release(&kc);
 	return rc;
 }
 
@@ -120,8 +120,8 @@ int cmd_render(int argc, const char **argv)
 		/* No experiment yet: a placeholder id of the real form. */
 		char *wd = workdir ? fileio_absolute(workdir)
 				   : cfg.workdir ? xstrdup(cfg.workdir) : workdir_default();
-		char *expdir = xstrfmt("%s/experiments/%s", wd, K8S_PLACEHOLDER_EXPERIMENT);
-		rc = render(&cfg, K8S_PLACEHOLDER_EXPERIMENT, expdir, wd, (unsigned)trial,
+		char *expdir = xstrfmt("%s/experiments/%s", wd, KUBERNETES_PLACEHOLDER_EXPERIMENT);
+		rc = render(&cfg, KUBERNETES_PLACEHOLDER_EXPERIMENT, expdir, wd, (unsigned)trial,
 			    (unsigned)attempt, format);
 		free(expdir);
 		free(wd);

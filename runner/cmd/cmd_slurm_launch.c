@@ -7,8 +7,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/cmd/cmd.h" /* cmd_slurm_launch */
-#include "runner/proc.h"
-#include "runner/backend/slurm.h"
+#include "runner/backend/slurm.h" /* slurm_subst_hosts; backend_run_tool */
 #include "util.h"
 
 #include <stdio.h>
@@ -37,9 +36,12 @@ static int job_hosts(struct strvec *hosts)
 	if (!list)
 		return error("slurm-launch: SLURM_JOB_NODELIST is not set");
 	const char *argv[] = { "scontrol", "show", "hostnames", list, NULL };
+	static const struct backend_tool scontrol = {
+		.name = "slurm-launch", .missing = "is slurm-client installed?", .timeout = 60,
+	};
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
-	int code = 0;
-	int r = proc_run_capture(argv, NULL, NULL, 60, &out, &err, &code);
+	int code = backend_run_tool(&scontrol, argv, NULL, &out, &err);
+	int r = code < 0 ? -1 : 0;
 	if (r == 0 && code != 0)
 		r = error("slurm-launch: scontrol show hostnames %s: %s", list, err.buf);
 	if (r == 0)

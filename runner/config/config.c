@@ -40,7 +40,7 @@ static const struct cfg_key tuner_keys[] = {
 
 #define ASSESSOR(f) offsetof(struct aah_config_assessor, f)
 static const struct cfg_key assessor_keys[] = {
-	{ "builtinAssessorName", CFG_STR, ASSESSOR(builtin_assessor_name), 0, NULL, NULL, "none",
+	{ "builtinAssessorName", CFG_STR, ASSESSOR(builtin_assessor_name), 0, NULL, NULL, "(none)",
 	  "NNI assessor name; accepted for compatibility, aah stops trials by their own patience" },
 	{ "classArgs", CFG_ANY, ASSESSOR(class_args), 0, NULL, NULL, "{}", "assessor arguments" },
 	{ NULL },
@@ -68,7 +68,7 @@ static const struct cfg_key trial_keys[] = {
 	  "rendezvous port on the first host" },
 	{ "dataUrl", CFG_STR, TRIAL(data_url), 0, NULL, NULL, "(none)",
 	  "passed as --data_url (ModelArts)" },
-	{ "trainUrl", CFG_STR, TRIAL(train_url), 0, NULL, NULL, "the trial directory",
+	{ "trainUrl", CFG_STR, TRIAL(train_url), 0, NULL, NULL, "(the trial directory)",
 	  "passed as --train_url (ModelArts)" },
 	{ "ncclCommId", CFG_BOOL, TRIAL(nccl_comm_id), 0, NULL, NULL, "false",
 	  "also export NCCL_COMM_ID=<first host>:<port>" },
@@ -111,7 +111,7 @@ const struct cfg_key config_keys[] = {
 	  "NNI annotation mode; accepted, must be false" },
 	{ "logLevel", CFG_ENUM, TOP(log_level), 0, log_levels, NULL, "info", "runner log level" },
 	{ "debug", CFG_BOOL, TOP(debug), 0, NULL, NULL, "false", "NNI debug flag; more runner output" },
-	{ "workdir", CFG_STR, TOP(workdir), 0, NULL, NULL, "$AAH_WORKDIR, else ./aah-work",
+	{ "workdir", CFG_STR, TOP(workdir), 0, NULL, NULL, "($AAH_WORKDIR, else ./aah-work)",
 	  "where experiments/<id>/ is created (the shared /userhome tree on clusters)" },
 	{ "seed", CFG_INT, TOP(seed), CFG_NONNEG, NULL, NULL, "0 (from the clock)",
 	  "seed of the tuner and of every trial: same seed, same run" },
@@ -185,6 +185,52 @@ static int is_null(const struct ynode *n)
 
 static int set_value(const struct ctx *c, const char *path, const struct cfg_key *k,
 		     const struct ynode *n, char *base);
+static int parse_table(const struct ctx *c, const char *prefix, const struct ynode *map,
+		       const struct cfg_key *keys, char *base, unsigned line, unsigned col);
+
+/* How much of a key's `def` is a value: "VALUE" or "VALUE (note)"; a def
+ * that opens with "(" is a note alone (no value), and so is an empty
+ * collection "{}" or "[]" (free-form keys are NULL when empty). 0: none. */
+static size_t default_len(const struct cfg_key *k)
+{
+	if (!k->def || k->def[0] == '(')
+		return 0;
+	const char *note = strstr(k->def, " (");
+	size_t len = note ? (size_t)(note - k->def) : strlen(k->def);
+	if (len == 2 && (!strncmp(k->def, "{}", 2) || !strncmp(k->def, "[]", 2)))
+		return 0;
+	return len;
+}
+
+/* A key's default value as a node, as if written in the file, or NULL
+ * when it has none. The caller frees it. */
+static struct ynode *default_node(const char *path, const struct cfg_key *k)
+{
+	size_t len = default_len(k);
+	struct ynode *n = NULL;
+	if (len && yamltree_parse(path, k->def, len, &n) < 0)
+		BUG("the default of '%s' (\"%s\") is not YAML", path, k->def);
+	return n;
+}
+
+/* An absent key takes its default: the one place defaults are applied. */
+static int apply_default(const struct ctx *c, const char *path, const struct cfg_key *k,
+			 char *base, unsigned line, unsigned col)
+{
+	if (k->type == CFG_SECTION)
+		return parse_table(c, path, NULL, k->section, base + k->offset, line, col);
+	struct ynode *n = default_node(path, k);
+	if (!n)
+		return 0;
+	if (k->type == CFG_ANY) {
+		*(const struct ynode **)(base + k->offset) = n;
+		return 0;
+	}
+	if (set_value(c, path, k, n, base) < 0)
+		BUG("the default of '%s' (\"%s\") is not a valid value", path, k->def);
+	ynode_free(n);
+	return 0;
+}
 
 static int parse_table(const struct ctx *c, const char *prefix, const struct ynode *map,
 		       const struct cfg_key *keys, char *base, unsigned line, unsigned col)
@@ -211,14 +257,20 @@ static int parse_table(const struct ctx *c, const char *prefix, const struct yno
 			return -1;
 	}
 	for (const struct cfg_key *k = keys; k->name; k++) {
-		if (!(k->flags & CFG_REQUIRED) || ynode_get(map, k->name))
+		if (ynode_get(map, k->name))
 			continue;
 		char *path = *prefix ? xstrfmt("%s.%s", prefix, k->name) : xstrdup(k->name);
-		char *hint = xstrfmt(": %s", k->help ? k->help : "");
-		fail_at(c, line, col, path, "is required", hint);
-		free(hint);
+		int r;
+		if (k->flags & CFG_REQUIRED) {
+			char *hint = xstrfmt(": %s", k->help ? k->help : "");
+			r = fail_at(c, line, col, path, "is required", hint);
+			free(hint);
+		} else {
+			r = apply_default(c, path, k, base, line, col);
+		}
 		free(path);
-		return -1;
+		if (r < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -245,7 +297,10 @@ static int set_value(const struct ctx *c, const char *path, const struct cfg_key
 	if (k->type == CFG_SECTION)
 		return parse_table(c, path, is_null(n) ? NULL : n, k->section, dst, n->line, n->col);
 	if (k->type == CFG_ANY) {
-		*(const struct ynode **)dst = is_null(n) ? NULL : n;
+		/* The struct owns a copy; null takes the default. */
+		const struct ynode **slot = dst;
+		ynode_free((struct ynode *)*slot);
+		*slot = is_null(n) ? default_node(path, k) : ynode_dup(n);
 		return 0;
 	}
 	if (n->kind != YNODE_SCALAR)
@@ -318,6 +373,9 @@ static void release_table(const struct cfg_key *keys, char *base)
 		if (k->type == CFG_STR || k->type == CFG_ENUM) {
 			free(*(char **)dst);
 			*(char **)dst = NULL;
+		} else if (k->type == CFG_ANY) {
+			ynode_free((struct ynode *)*(const struct ynode **)dst);
+			*(const struct ynode **)dst = NULL;
 		} else if (k->type == CFG_SECTION) {
 			release_table(k->section, dst);
 		}
@@ -340,27 +398,6 @@ static void unfold_command(char *cmd)
 	*w = '\0';
 	while (w > cmd && w[-1] == ' ')
 		*--w = '\0';
-}
-
-static void set_defaults(struct aah_config *cfg)
-{
-	cfg->trial_concurrency = 1;
-	cfg->max_trial_num = 99999;
-	cfg->platform = xstrdup("local");
-	cfg->log_level = xstrdup("info");
-	cfg->tuner.builtin_tuner_name = xstrdup("None");
-	cfg->tuner.placement = xstrdup("master");
-	cfg->trial.nodes = 1;
-	cfg->trial.process_mode = xstrdup("node");
-	cfg->trial.launch_style = xstrdup("pytorch");
-	cfg->trial.code_dir = xstrdup(".");
-	cfg->report.sample_interval = 360;
-	cfg->report.first_sample = 720;
-	cfg->report.min_duration = 3600;
-	cfg->report.min_accuracy = 0.70;
-	cfg->report.min_precision = xstrdup("fp16");
-	cfg->experiment_name = xstrdup("aah");
-	cfg->author_name = xstrdup("default");
 }
 
 static int check_semantics(const struct ctx *c, struct aah_config *cfg)
@@ -408,7 +445,6 @@ int config_load(const char *path, struct aah_config *cfg)
 	char *dir = xstrdup(cfg->path);
 	cfg->base_dir = xstrdup(dirname(dir));
 	free(dir);
-	set_defaults(cfg);
 	if (cfg->root->kind != YNODE_MAP) {
 		error("%s:%u:%u: a config must be a mapping of keys", path, cfg->root->line,
 		      cfg->root->col);
@@ -442,9 +478,7 @@ int config_parse_section(const struct aah_config *cfg, const char *section,
 			 const struct ynode *node, const struct cfg_key *keys, void *out)
 {
 	struct ctx c = { .file = cfg->path };
-	if (!node)
-		return 0;
-	return parse_table(&c, section, node, keys, out, node->line, node->col);
+	return parse_table(&c, section, node, keys, out, node ? node->line : 1, node ? node->col : 1);
 }
 
 void config_release_section(const struct cfg_key *keys, void *out)

@@ -17,7 +17,8 @@ enum cfg_type {
 	CFG_DURATION, /* double seconds; "90", "90s", "15m", "72h", "2d" */
 	CFG_ENUM,     /* char *, one of choices */
 	CFG_SECTION,  /* nested table, stored at offset */
-	CFG_ANY,      /* const struct ynode * (free-form, e.g. classArgs) */
+	CFG_ANY,      /* const struct ynode * (free-form, e.g. classArgs): a copy the
+		       * struct owns; NULL when empty */
 };
 
 #define CFG_REQUIRED 1u
@@ -32,7 +33,11 @@ struct cfg_key {
 	unsigned flags;
 	const char *const *choices;     /* CFG_ENUM: NULL-terminated */
 	const struct cfg_key *section;  /* CFG_SECTION: sub-table, ended by { NULL } */
-	const char *def;                /* default, as documented */
+	/* The default, as documented and as applied when the key is absent
+	 * (the only place a default is stated): "VALUE" or "VALUE (note)",
+	 * VALUE read as if written in the file; "(note)" alone, "{}" or "[]"
+	 * apply nothing (the field stays NULL / 0 / false). */
+	const char *def;
 	const char *help;               /* one line for docs/config.md */
 };
 
@@ -113,8 +118,9 @@ extern const struct cfg_key config_keys[];
 int config_load(const char *path, struct aah_config *cfg);
 void config_release(struct aah_config *cfg);
 
-/* Parse a free-form section (a backend's) with its own key table into out.
- * A NULL node fills defaults only. */
+/* Parse a free-form section (a backend's) with its own key table into out
+ * (zeroed, or filled by an earlier call); absent keys take their `def`. A
+ * NULL node fills defaults only. Release with config_release_section. */
 int config_parse_section(const struct aah_config *cfg, const char *section,
 			 const struct ynode *node, const struct cfg_key *keys, void *out);
 void config_release_section(const struct cfg_key *keys, void *out);

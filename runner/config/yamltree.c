@@ -41,6 +41,33 @@ void ynode_free(struct ynode *n)
 	free(n);
 }
 
+struct ynode *ynode_dup(const struct ynode *n)
+{
+	struct ynode *d = xcalloc(1, sizeof(*d));
+	d->kind = n->kind;
+	d->line = n->line;
+	d->col = n->col;
+	d->plain = n->plain;
+	d->value = n->value ? xstrdup(n->value) : NULL;
+	d->n = n->n;
+	if (n->n) {
+		d->children = xcalloc(n->n, sizeof(*d->children));
+		for (size_t i = 0; i < n->n; i++)
+			d->children[i] = ynode_dup(n->children[i]);
+	}
+	if (n->keys) {
+		d->keys = xcalloc(n->n ? n->n : 1, sizeof(*d->keys));
+		d->key_line = xcalloc(n->n ? n->n : 1, sizeof(*d->key_line));
+		d->key_col = xcalloc(n->n ? n->n : 1, sizeof(*d->key_col));
+		for (size_t i = 0; i < n->n; i++) {
+			d->keys[i] = xstrdup(n->keys[i]);
+			d->key_line[i] = n->key_line[i];
+			d->key_col[i] = n->key_col[i];
+		}
+	}
+	return d;
+}
+
 static void node_push(struct ynode *parent, struct ynode *child)
 {
 	parent->children = xrealloc(parent->children, (parent->n + 1) * sizeof(*parent->children));

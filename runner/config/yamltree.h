@@ -31,6 +31,8 @@ int yamltree_parse(const char *file, const char *text, size_t len, struct ynode 
 /* Read and parse a file, refusing files over YAMLTREE_MAX_BYTES. */
 int yamltree_load(const char *file, struct ynode **out);
 void ynode_free(struct ynode *n);
+/* A deep copy, positions included. The caller frees it with ynode_free. */
+struct ynode *ynode_dup(const struct ynode *n);
 
 /* The child of a map under `key`, or NULL (also when n is not a map). */
 const struct ynode *ynode_get(const struct ynode *n, const char *key);

@@ -1,7 +1,9 @@
 /* Unit tests for runner/config/config.c: upstream AIPerf/AAH configs load
  * unchanged; every class of bad input is refused with file:line:col and
- * the key; docs/config.md documents every key of every table. */
+ * the key; docs/config.md documents every key of every table, and every
+ * default it states is the one a config without the key gets. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "runner/backend/backend.h"
 #include "runner/cmd/cmd.h"
 #include "runner/config/config.h"
+#include "strbuf.h"
 #include "util.h"
 
 #define UPSTREAM "tests/fixtures/upstream-configs/"
@@ -244,5 +247,184 @@ Test(config, reference_documents_every_key)
 		if ((*b)->config_keys)
 			config_walk_keys((*b)->config_keys, (*b)->name, check_key, &c);
 	cr_assert_eq(c.missing, 0, "%d keys are not documented in docs/config.md", c.missing);
+	free(doc);
+}
+
+/* ---- every default docs/config.md states is the one the code applies ---- */
+
+/* The default column of the docs/config.md row of `path`, backticks
+ * dropped; NULL when no row documents it. The caller frees it. */
+static char *documented_default(const char *doc, const char *path)
+{
+	char *needle = xstrfmt("| `%s` |", path);
+	const char *row = strstr(doc, needle);
+	free(needle);
+	if (!row)
+		return NULL;
+	const char *cell = row + 1;
+	for (int i = 0; i < 2 && cell; i++) {  /* past the key and type cells */
+		cell = strchr(cell, '|');
+		cell = cell ? cell + 1 : NULL;
+	}
+	const char *end = cell ? strchr(cell, '|') : NULL;
+	cr_assert_not_null(end, "docs/config.md: the row of `%s` has no default column", path);
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *c = cell; c < end; c++)
+		if (*c != '`')
+			strbuf_addch(&sb, *c);
+	strbuf_trim_trailing(&sb);
+	char *text = strbuf_detach(&sb, NULL);
+	size_t lead = strspn(text, " ");
+	memmove(text, text + lead, strlen(text + lead) + 1);
+	return text;
+}
+
+/* The value a documented default states: "VALUE" or "VALUE (why)"; NULL
+ * for "(why)" alone, which documents that no value is applied. */
+static char *stated_value(const char *cell)
+{
+	if (!*cell || cell[0] == '(')
+		return NULL;
+	const char *why = strstr(cell, " (");
+	return why ? xstrndup(cell, (size_t)(why - cell)) : xstrdup(cell);
+}
+
+struct default_check {
+	const char *doc;
+	int checked, wrong;
+};
+
+static void wrong_default(struct default_check *c, const char *path, const char *doc_value,
+			  const char *applied)
+{
+	cr_log_error("%s: docs/config.md says the default is '%s', the code applies %s", path,
+		     doc_value ? doc_value : "(nothing)", applied);
+	c->wrong++;
+}
+
+/* Compare one key's applied value (at base + offset) with its documented
+ * default. */
+static void check_default(struct default_check *c, const char *path, const struct cfg_key *k,
+			  const char *base)
+{
+	if (k->flags & CFG_REQUIRED)
+		return;  /* a minimal config sets it */
+	char *cell = documented_default(c->doc, path);
+	if (!cell) {
+		cr_log_error("docs/config.md has no row for `%s`", path);
+		c->wrong++;
+		return;
+	}
+	char *want = stated_value(cell);
+	const void *field = base + k->offset;
+	char applied[256];
+	double d = 0;
+	long l = 0;
+	c->checked++;
+	switch (k->type) {
+	case CFG_STR:
+	case CFG_ENUM: {
+		const char *got = *(char *const *)field;
+		if (!!got != !!want || (got && strcmp(got, want)))
+			wrong_default(c, path, want, got ? got : "nothing");
+		break;
+	}
+	case CFG_INT:
+		if (want && util_parse_long(want, LONG_MIN, LONG_MAX, &l) < 0)
+			cr_assert_fail("%s: '%s' is not an integer", path, want);
+		snprintf(applied, sizeof(applied), "%ld", *(const long *)field);
+		if (*(const long *)field != l)
+			wrong_default(c, path, want, applied);
+		break;
+	case CFG_NUM:
+	case CFG_DURATION:
+		if (want && (k->type == CFG_NUM ? util_parse_double(want, &d)
+						: config_parse_duration(want, &d)) < 0)
+			cr_assert_fail("%s: '%s' is not a %s", path, want,
+				       k->type == CFG_NUM ? "number" : "duration");
+		snprintf(applied, sizeof(applied), "%g", *(const double *)field);
+		if (fabs(*(const double *)field - d) > 1e-9)
+			wrong_default(c, path, want, applied);
+		break;
+	case CFG_BOOL:
+		if (want && strcmp(want, "true") && strcmp(want, "false"))
+			cr_assert_fail("%s: '%s' is not true or false", path, want);
+		if (*(const int *)field != (want && !strcmp(want, "true")))
+			wrong_default(c, path, want, *(const int *)field ? "true" : "false");
+		break;
+	case CFG_ANY: {
+		/* A free-form default is YAML; NULL reads as empty. */
+		struct ynode *n = NULL;
+		if (want)
+			cr_assert_eq(yamltree_parse(path, want, strlen(want), &n), 0,
+				     "%s: '%s' is not YAML", path, want);
+		const struct ynode *got = *(const struct ynode *const *)field;
+		cJSON *w = n ? ynode_to_json(n) : NULL, *g = got ? ynode_to_json(got) : NULL;
+		int empty = !w || ((cJSON_IsArray(w) || cJSON_IsObject(w)) && !w->child);
+		int same = g ? w && cJSON_Compare(w, g, 1) : empty;
+		char *text = g ? cJSON_PrintUnformatted(g) : NULL;
+		if (!same)
+			wrong_default(c, path, want, text ? text : "nothing");
+		free(text);
+		cJSON_Delete(w);
+		cJSON_Delete(g);
+		ynode_free(n);
+		break;
+	}
+	default:
+		cr_assert_fail("%s: unexpected key type %d", path, k->type);
+	}
+	free(want);
+	free(cell);
+}
+
+static void check_table(struct default_check *c, const char *prefix, const struct cfg_key *keys,
+			const char *base)
+{
+	for (const struct cfg_key *k = keys; k->name; k++) {
+		char *path = *prefix ? xstrfmt("%s.%s", prefix, k->name) : xstrdup(k->name);
+		if (k->type == CFG_SECTION)
+			check_table(c, path, k->section, base + k->offset);
+		else
+			check_default(c, path, k, base);
+		free(path);
+	}
+}
+
+static size_t count_keys(const struct cfg_key *keys)
+{
+	size_t n = 0;
+	for (const struct cfg_key *k = keys; k->name; k++)
+		n += k->type == CFG_SECTION ? count_keys(k->section) : !(k->flags & CFG_REQUIRED);
+	return n;
+}
+
+Test(config, documented_defaults_are_the_applied_ones)
+{
+	char *doc;
+	cr_assert_eq(fileio_read("docs/config.md", 0, &doc, NULL), 0);
+	struct default_check c = { doc, 0, 0 };
+	struct aah_config cfg;
+	char *p = write_config(MINIMAL);
+	cr_assert_eq(config_load(p, &cfg), 0, "%s", util_last_error());
+	size_t want = count_keys(config_keys);
+	check_table(&c, "", config_keys, (const char *)&cfg);
+	/* Each backend parses its section as its init does; no section here. */
+	for (const struct aah_backend *const *b = aah_backends; *b; b++) {
+		if (!(*b)->config_keys)
+			continue;
+		char *scratch = xcalloc(1, (*b)->config_size);
+		cr_assert_eq(config_parse_section(&cfg, (*b)->name, NULL, (*b)->config_keys, scratch),
+			     0, "%s", util_last_error());
+		want += count_keys((*b)->config_keys);
+		check_table(&c, (*b)->name, (*b)->config_keys, scratch);
+		config_release_section((*b)->config_keys, scratch);
+		free(scratch);
+	}
+	cr_assert_eq((size_t)c.checked, want);
+	cr_assert_gt(c.checked, 60);
+	cr_assert_eq(c.wrong, 0, "%d documented defaults differ from the applied ones", c.wrong);
+	config_release(&cfg);
+	free(p);
 	free(doc);
 }

@@ -50,7 +50,7 @@ static void check_golden(const char *name, const char *config, const char *gpus)
 	struct strbuf got = STRBUF_INIT;
 	static const char *const hosts[] = { "127.0.0.1", "127.0.0.1" };
 	load(&cfg, config);
-	docker_config_defaults(&dc);
+	memset(&dc, 0, sizeof(dc));
 	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0,
 		     "%s", util_last_error());
 	struct launch_params lp = {
@@ -122,7 +122,7 @@ Test(docker, mounts_must_be_a_list)
 	struct aah_launch l;
 	static const char *const hosts[] = { "127.0.0.1" };
 	load(&cfg, "trial:\n  command: t\ndocker:\n  mounts: /a:/a\n");
-	docker_config_defaults(&dc);
+	memset(&dc, 0, sizeof(dc));
 	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0);
 	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/w",
 				    .experiment_id = "x", .trial_seq = 1, .attempt = 1,
@@ -135,6 +135,54 @@ Test(docker, mounts_must_be_a_list)
 	launch_release(&l);
 	config_release_section(docker_config_keys, &dc);
 	config_release(&cfg);
+}
+
+/* The argv of rank 0 for a docker: section, as one line per argument. */
+static char *rank0_argv(const char *section)
+{
+	struct aah_config cfg;
+	struct docker_config dc;
+	struct aah_launch l;
+	static const char *const hosts[] = { "127.0.0.1" };
+	char *text = xstrfmt("trial:\n  command: t\n%s", section);
+	load(&cfg, text);
+	memset(&dc, 0, sizeof(dc));
+	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0,
+		     "%s", util_last_error());
+	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/w",
+				    .experiment_id = "x", .trial_seq = 1, .attempt = 1,
+				    .hosts = hosts, .port = 1 };
+	cr_assert_eq(launch_build(&l, &lp), 0);
+	struct strvec argv = STRVEC_INIT;
+	struct strbuf sb = STRBUF_INIT;
+	cr_assert_eq(docker_create_argv(&dc, &l, 0, "/c", &argv), 0, "%s", util_last_error());
+	for (size_t i = 0; i < argv.n; i++)
+		strbuf_addf(&sb, "%s\n", argv.v[i]);
+	strvec_clear(&argv);
+	launch_release(&l);
+	config_release_section(docker_config_keys, &dc);
+	config_release(&cfg);
+	free(text);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* The key table's defaults reach the argv: with no docker: section, and
+ * with mounts: null (a null free-form value takes its default). */
+Test(docker, table_defaults_reach_the_argv)
+{
+	static const char *const sections[] = { "", "docker:\n  mounts: null\n" };
+	for (size_t i = 0; i < 2; i++) {
+		char *got = rank0_argv(sections[i]);
+		cr_assert(!strncmp(got, "docker\ncreate\n", 14), "%s", got);
+		cr_assert(strstr(got, "\n--network=host\n-v\n/userhome:/userhome\n"), "%s", got);
+		cr_assert(strstr(got, "\n--workdir=/c\n"), "%s", got);
+		cr_assert(strstr(got, "\naah-trial:latest\n"), "%s", got);
+		free(got);
+	}
+	char *got = rank0_argv("docker:\n  mounts: []\n  binary: podman\n");
+	cr_assert(!strncmp(got, "podman\ncreate\n", 14), "%s", got);
+	cr_assert_null(strstr(got, "\n-v\n"), "%s", got);
+	free(got);
 }
 
 static enum aah_job_state state_of(const char *file, int nranks, int canceled, int *code,

@@ -1,4 +1,4 @@
-/* Unit tests for runner/backend/kubernetes_spec.c and kubernetes_config.c: names valid for
+/* Unit tests for runner/backend/kubernetes_spec.c and kubernetes_yaml.c: names valid for
  * any input, Job status read from the captured kubectl answers
  * (tests/fixtures/k8s/kubectl/, no API server), the template self-check
  * refusing a contract it cannot express, YAML quoting, and the config
@@ -48,17 +48,17 @@ Test(k8s, job_names_are_dns_labels_for_any_input)
 	const char *ids[] = { "k3x9q2ab", "", "UPPER", "0123456789abcdefghijklmnop", "-" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
 		for (size_t k = 0; k < sizeof(ids) / sizeof(*ids); k++) {
-			char *j = k8s_job_name(names[i], ids[k], 999999, 999);
+			char *j = kubernetes_job_name(names[i], ids[k], 999999, 999);
 			cr_assert(dns1035(j), "'%s' from ('%s', '%s')", j, names[i], ids[k]);
 			/* N3: "<job>-<index>" stays a DNS-1123 label up to 1000 nodes */
 			cr_assert_leq(strlen(j) + 4, 63, "'%s' too long", j);
 			free(j);
 		}
 	}
-	char *j = k8s_job_name("AIPerf ImageNet", "k3x9q2ab", 12, 2);
+	char *j = kubernetes_job_name("AIPerf ImageNet", "k3x9q2ab", 12, 2);
 	cr_assert_str_eq(j, "aiperf-imagenet-k3x9q2ab-000012-2");
 	free(j);
-	j = k8s_job_name("42", "k3x9q2ab", 1, 1);
+	j = kubernetes_job_name("42", "k3x9q2ab", 1, 1);
 	cr_assert_str_eq(j, "aah-42-k3x9q2ab-000001-1");
 	free(j);
 }
@@ -68,14 +68,14 @@ Test(k8s, label_values_are_valid)
 	const char *in[] = { "ok", "_lead", "trail.", "a/b:c", "", "\xff\xfe", "x" };
 	const char *want[] = { "ok", "lead", "trail", "a_b_c", "", "", "x" };
 	for (size_t i = 0; i < sizeof(in) / sizeof(*in); i++) {
-		char *v = k8s_label_value(in[i]);
+		char *v = kubernetes_label_value(in[i]);
 		cr_assert_str_eq(v, want[i], "'%s' -> '%s'", in[i], v);
 		free(v);
 	}
 	char long_in[200];
 	memset(long_in, 'a', sizeof(long_in) - 1);
 	long_in[sizeof(long_in) - 1] = '\0';
-	char *v = k8s_label_value(long_in);
+	char *v = kubernetes_label_value(long_in);
 	cr_assert_eq(strlen(v), 63);
 	free(v);
 }
@@ -83,12 +83,12 @@ Test(k8s, label_values_are_valid)
 Test(k8s, hosts_follow_the_pod_hostname_and_subdomain)
 {
 	char *h[3];
-	k8s_trial_hosts("j", 3, h);
+	kubernetes_trial_hosts("j", 3, h);
 	cr_assert_str_eq(h[0], "j-0.j");
 	cr_assert_str_eq(h[2], "j-2.j");
 	for (int i = 0; i < 3; i++)
 		free(h[i]);
-	k8s_trial_hosts("j", 1, h);
+	kubernetes_trial_hosts("j", 1, h);
 	cr_assert_str_eq(h[0], "j-0");
 	free(h[0]);
 }
@@ -99,7 +99,8 @@ static void state_of(const char *capture, struct aah_job_status *st, long *ready
 	cJSON *doc;
 	cr_assert_eq(jsonfile_read(path, &doc), 0, "%s", path);
 	memset(st, 0, sizeof(*st));
-	k8s_job_state(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "items"), 0), st, ready, want);
+	kubernetes_job_state(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "items"), 0), st, ready,
+			     want);
 	cJSON_Delete(doc);
 	free(path);
 }
@@ -146,7 +147,7 @@ Test(k8s, job_state_without_ready_counts_active_pods)
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(job, "status"), "ready");
 	struct aah_job_status st;
 	long ready, want;
-	k8s_job_state(job, &st, &ready, &want);
+	kubernetes_job_state(job, &st, &ready, &want);
 	cr_assert_eq(st.state, AAH_JOB_RUNNING);
 	cr_assert_eq(ready, 2);
 	cJSON_Delete(doc);
@@ -166,15 +167,15 @@ static void load(struct aah_config *cfg, const char *text)
 Test(k8s, config_defaults_and_errors)
 {
 	struct aah_config cfg;
-	struct k8s_config kc;
+	struct kubernetes_config kc;
 	load(&cfg, BASE "kubernetes:\n  claimName: home\n");
-	cr_assert_eq(k8s_config_load(&cfg, &kc), 0, "%s", util_last_error());
+	cr_assert_eq(kubernetes_config_load(&cfg, &kc), 0, "%s", util_last_error());
 	cr_assert_str_eq(kc.namespace_, "aah");
 	cr_assert_str_eq(kc.mount_path, "/userhome");
 	cr_assert_str_eq(kc.submit, "create");
 	cr_assert_eq(kc.run_as_user, 1000);
 	cr_assert_float_eq(kc.ttl_after_finished, 3600, 1e-9);
-	k8s_config_release(&kc);
+	kubernetes_config_release(&kc);
 	config_release(&cfg);
 
 	static const struct {
@@ -198,7 +199,7 @@ Test(k8s, config_defaults_and_errors)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		char *text = xstrfmt(BASE "kubernetes:\n%s", bad[i].section);
 		load(&cfg, text);
-		cr_assert_eq(k8s_config_load(&cfg, &kc), -1, "accepted: %s", bad[i].section);
+		cr_assert_eq(kubernetes_config_load(&cfg, &kc), -1, "accepted: %s", bad[i].section);
 		cr_assert(strstr(util_last_error(), bad[i].msg), "'%s' lacks '%s'", util_last_error(),
 			  bad[i].msg);
 		cr_assert(strstr(util_last_error(), "config.yml:"), "no file:line in '%s'",
@@ -211,7 +212,7 @@ Test(k8s, config_defaults_and_errors)
 static void build(struct aah_config *cfg, struct aah_launch *l, const char *job)
 {
 	char *hosts[2];
-	k8s_trial_hosts(job, 2, hosts);
+	kubernetes_trial_hosts(job, 2, hosts);
 	struct launch_params lp = {
 		.cfg = cfg, .expdir = "/userhome/w/experiments/abcdefgh", .workdir = "/userhome/w",
 		.experiment_id = "abcdefgh", .trial_seq = 4, .attempt = 1,
@@ -225,19 +226,19 @@ static void build(struct aah_config *cfg, struct aah_launch *l, const char *job)
 Test(k8s, template_self_check_refuses_what_it_cannot_express)
 {
 	struct aah_config cfg;
-	struct k8s_config kc;
+	struct kubernetes_config kc;
 	struct aah_launch l;
 	cJSON *docs;
 	load(&cfg, BASE "kubernetes:\n  claimName: home\n");
-	cr_assert_eq(k8s_config_load(&cfg, &kc), 0);
+	cr_assert_eq(kubernetes_config_load(&cfg, &kc), 0);
 	build(&cfg, &l, "t-abcdefgh-000004-1");
-	cr_assert_eq(k8s_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), 0, "%s",
+	cr_assert_eq(kubernetes_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), 0, "%s",
 		     util_last_error());
 	cr_assert_eq(cJSON_GetArraySize(docs), 2);
 	cJSON_Delete(docs);
 	/* A rank-dependent value the template has no fieldRef form for. */
 	strvec_setenv(&l.ranks[1].env, "AAH_TRIAL_SEQ", "5");
-	cr_assert_eq(k8s_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), -1);
+	cr_assert_eq(kubernetes_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), -1);
 	cr_assert_null(docs);
 	cr_assert(strstr(util_last_error(), "rank 1 would get AAH_TRIAL_SEQ=4 instead of '5'"), "%s",
 		  util_last_error());
@@ -246,10 +247,10 @@ Test(k8s, template_self_check_refuses_what_it_cannot_express)
 	build(&cfg, &l, "t-abcdefgh-000004-1");
 	free(l.ranks[1].argv.v[1]);
 	l.ranks[1].argv.v[1] = xstrdup("--other");
-	cr_assert_eq(k8s_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), -1);
+	cr_assert_eq(kubernetes_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), -1);
 	cr_assert(strstr(util_last_error(), "rank 1 would get argument"), "%s", util_last_error());
 	launch_release(&l);
-	k8s_config_release(&kc);
+	kubernetes_config_release(&kc);
 	config_release(&cfg);
 }
 
@@ -270,7 +271,7 @@ Test(k8s, yaml_quotes_what_a_yaml_reader_would_misread)
 	}
 	cJSON_AddItemToArray(docs, d);
 	struct strbuf sb = STRBUF_INIT;
-	k8s_yaml_emit(&sb, docs);
+	kubernetes_yaml_emit(&sb, docs);
 	for (size_t i = 0; i < sizeof(quoted) / sizeof(*quoted); i++) {
 		char *line = xstrfmt("q%zu: \"", i);
 		cr_assert(strstr(sb.buf, line), "'%s' not quoted in:\n%s", quoted[i], sb.buf);

@@ -62,13 +62,31 @@ Test(proc, stdin_is_fed)
 	strbuf_release(&out);
 }
 
+/* A child that never reads its stdin: the write fails, SIGPIPE does not
+ * end this process, and the child's own status comes back. */
+Test(proc, unread_input_is_not_fatal)
+{
+	const char *argv[] = { "sh", "-c", "exit 3", NULL };
+	size_t n = (size_t)4 << 20;
+	char *input = malloc(n + 1);
+	cr_assert_not_null(input);
+	memset(input, 'x', n);
+	input[n] = '\0';
+	signal(SIGPIPE, SIG_DFL); /* as in a caller that does not ignore it */
+	int code = -1;
+	cr_assert_eq(proc_run_capture(argv, NULL, input, 10, NULL, NULL, &code), 0);
+	cr_assert_eq(code, 3);
+	free(input);
+}
+
 Test(proc, timeout_kills_the_whole_group)
 {
 	const char *argv[] = { "sh", "-c", "sleep 30 & sleep 30", NULL };
 	int code;
 	double t0 = util_monotonic();
 	cr_assert_eq(proc_run_capture(argv, NULL, NULL, 0.5, NULL, NULL, &code), 0);
-	cr_assert_eq(code, 124);
+	cr_assert_eq(code, PROC_TIMEOUT_STATUS);
+	cr_assert_eq(PROC_TIMEOUT_STATUS, 124, "the status timeout(1) uses");
 	cr_assert(util_monotonic() - t0 < 10);
 }
 

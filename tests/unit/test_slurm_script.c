@@ -13,6 +13,7 @@
 #include "runner/config/config.h"
 #include "runner/launch.h"
 #include "runner/backend/slurm.h"
+#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #define GOLDEN "tests/fixtures/slurm/"
@@ -44,8 +45,6 @@ static void load(struct aah_config *cfg, const char *text)
 static int parse_slurm(const struct aah_config *cfg, struct slurm_config *sc)
 {
 	memset(sc, 0, sizeof(*sc));
-	sc->cpus_per_task = 1;
-	sc->tasks_per_node = 1;
 	return config_parse_section(cfg, "slurm", cfg->slurm, slurm_config_keys, sc);
 }
 
@@ -326,7 +325,7 @@ Test(slurm, sbatch_output_and_errors)
 	cr_assert_eq(slurm_parse_job_id("", id, sizeof(id)), -1);
 	cr_assert(slurm_error_transient("sbatch: error: Batch job submission failed: Unable to "
 					"contact slurm controller (connect failure)", 1));
-	cr_assert(slurm_error_transient("", 124));
+	cr_assert(slurm_error_transient("", PROC_TIMEOUT_STATUS));
 	cr_assert(!slurm_error_transient("sbatch: error: Batch job submission failed: Invalid "
 					 "partition name specified", 1));
 	cr_assert(!slurm_error_transient("sbatch: error: Batch job submission failed: Invalid "

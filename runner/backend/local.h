@@ -1,0 +1,12 @@
+/* local.h: the local backend (the embedded default): each rank of a trial
+ * is a process group on this host (local.c). It has no config keys and
+ * renders nothing, since a rank runs the launch contract's argv and env as
+ * they are, so it has no local_spec.c. */
+#ifndef AAH_LOCAL_H
+#define AAH_LOCAL_H
+
+#include "runner/backend/backend.h"
+
+extern const struct aah_backend backend_local;
+
+#endif
