@@ -77,3 +77,25 @@ void ops_ctx_release(struct ops_ctx *ctx)
 		ctx->be->fini(ctx);
 	ctx->be = NULL;
 }
+
+/* splitmix64: a tiny counter-based generator for dropout masks. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+void ops_dropout_mask(const struct ops_ctx *ctx, const struct ops_layer *l, size_t count,
+		      uint8_t *mask)
+{
+	uint64_t base = mix64(ctx->seed ^ mix64(ctx->step * 1000003u + (uint64_t)l->index));
+	/* four 16-bit uniforms per hash: the rate is honoured to 1/65536 */
+	uint32_t threshold = (uint32_t)((double)l->cfg.rate * 65536.0);
+	for (size_t i = 0; i < count; i += 4) {
+		uint64_t r = mix64(base + i);
+		for (size_t k = 0; k < 4 && i + k < count; k++)
+			mask[i + k] = ((r >> (16 * k)) & 0xffff) >= threshold;
+	}
+}
