@@ -2,12 +2,15 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "strbuf.h" /* strbuf_addf: the list of backends in an error */
 #include "util.h"
 
 extern const struct ops_backend ops_cpu_backend; /* kernels/cpu/cpu_backend.c */
+extern const struct ops_backend ops_ref_backend; /* kernels/ref/ref_backend.c */
 
 static const struct ops_backend *const backends[] = {
 	&ops_cpu_backend,
+	&ops_ref_backend,
 };
 
 static const char *const type_names[OPS_NTYPES] = {
@@ -64,8 +67,15 @@ int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t
 {
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->be = ops_backend_find(backend);
-	if (!ctx->be)
-		return error("unknown compute backend '%s'", backend);
+	if (!ctx->be) {
+		struct strbuf names;
+		strbuf_init(&names, 0);
+		for (size_t i = 0; i < ARRAY_SIZE(backends); i++)
+			strbuf_addf(&names, "%s%s", i ? ", " : "", backends[i]->name);
+		error("unknown compute backend '%s' (%s)", backend, strbuf_str(&names));
+		strbuf_release(&names);
+		return -1;
+	}
 	ctx->threads = threads;
 	ctx->seed = seed;
 	return ctx->be->init(ctx);
