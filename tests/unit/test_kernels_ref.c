@@ -189,8 +189,8 @@ struct tol {
  * bf16 copies do, and products of bf16 values are exact in fp32, so only
  * the order of the backend's sums is left (the CPU backend's emulated bf16
  * kernels agree to the fp32 tolerance, cpu_bf16_conv_matches_ref_emulation);
- * this tolerance lets a fast kernel keep its partial sums less exactly, about
- * one bf16 rounding (2^-9) of the result. */
+ * this tolerance lets a fast kernel keep its partial sums less exactly, by
+ * a few bf16 roundings (2^-9 each) of the result. */
 static const struct tol fp32_tol = {1e-4, 1e-3};
 static const struct tol bf16_tol = {2e-3, 1e-2};
 
