@@ -2,12 +2,15 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "strbuf.h" /* strbuf_addf: the list of backends in an error */
 #include "util.h"
 
 extern const struct ops_backend ops_cpu_backend; /* kernels/cpu/cpu_backend.c */
+extern const struct ops_backend ops_ref_backend; /* kernels/ref/ref_backend.c */
 
 static const struct ops_backend *const backends[] = {
 	&ops_cpu_backend,
+	&ops_ref_backend,
 };
 
 static const char *const type_names[OPS_NTYPES] = {
@@ -64,8 +67,15 @@ int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t
 {
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->be = ops_backend_find(backend);
-	if (!ctx->be)
-		return error("unknown compute backend '%s'", backend);
+	if (!ctx->be) {
+		struct strbuf names;
+		strbuf_init(&names, 0);
+		for (size_t i = 0; i < ARRAY_SIZE(backends); i++)
+			strbuf_addf(&names, "%s%s", i ? ", " : "", backends[i]->name);
+		error("unknown compute backend '%s' (%s)", backend, strbuf_str(&names));
+		strbuf_release(&names);
+		return -1;
+	}
 	ctx->threads = threads;
 	ctx->seed = seed;
 	return ctx->be->init(ctx);
@@ -76,4 +86,26 @@ void ops_ctx_release(struct ops_ctx *ctx)
 	if (ctx->be && ctx->be->fini)
 		ctx->be->fini(ctx);
 	ctx->be = NULL;
+}
+
+/* splitmix64: a tiny counter-based generator for dropout masks. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+void ops_dropout_mask(const struct ops_ctx *ctx, const struct ops_layer *l, size_t count,
+		      uint8_t *mask)
+{
+	uint64_t base = mix64(ctx->seed ^ mix64(ctx->step * 1000003u + (uint64_t)l->index));
+	/* four 16-bit uniforms per hash: the rate is honoured to 1/65536 */
+	uint32_t threshold = (uint32_t)((double)l->cfg.rate * 65536.0);
+	for (size_t i = 0; i < count; i += 4) {
+		uint64_t r = mix64(base + i);
+		for (size_t k = 0; k < 4 && i + k < count; k++)
+			mask[i + k] = ((r >> (16 * k)) & 0xffff) >= threshold;
+	}
 }

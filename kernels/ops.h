@@ -136,4 +136,11 @@ int ops_type_parse(const char *name);
 int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed);
 void ops_ctx_release(struct ops_ctx *ctx);
 
+/* The keep mask of dropout layer l at ctx->step over count values (1: keep,
+ * probability 1 - l->cfg.rate), a function of (ctx->seed, ctx->step,
+ * l->index) only: every backend draws the same mask, so their results can
+ * be compared. */
+void ops_dropout_mask(const struct ops_ctx *ctx, const struct ops_layer *l, size_t count,
+		      uint8_t *mask);
+
 #endif

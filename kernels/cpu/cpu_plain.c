@@ -8,15 +8,6 @@
 
 #include "kernels/cpu/cpu.h"
 
-/* splitmix64: a tiny counter-based generator for dropout masks. */
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 			   const float *const *x, float *y, int train)
 {
@@ -27,14 +18,7 @@ static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 		return 0;
 	}
 	float scale = 1.0f / (1.0f - rate);
-	uint64_t base = mix64(ctx->seed ^ mix64(ctx->step * 1000003u + (uint64_t)l->index));
-	/* four 16-bit uniforms per hash: the rate is honoured to 1/65536 */
-	uint32_t threshold = (uint32_t)((double)rate * 65536.0);
-	for (size_t i = 0; i < count; i += 4) {
-		uint64_t r = mix64(base + i);
-		for (size_t k = 0; k < 4 && i + k < count; k++)
-			l->mask[i + k] = ((r >> (16 * k)) & 0xffff) >= threshold;
-	}
+	ops_dropout_mask(ctx, l, count, l->mask);
 	for (size_t i = 0; i < count; i++)
 		y[i] = x[0][i] * ((float)l->mask[i] * scale);
 	return 0;

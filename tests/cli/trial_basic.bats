@@ -22,6 +22,7 @@ json() {
 	[[ $output == *"--batch_size"* ]]
 	[[ $output == *"VC_TASK_INDEX"* ]]
 	[[ $output == *"SLURM_PROCID"* ]]
+	[[ $output == *"ref (kernels/ref"* ]]
 }
 
 @test "a short run writes metrics.jsonl and result.json in the documented formats" {
@@ -154,6 +155,52 @@ PY
 	run aah-trial --trial_dir "$T" --precision fp16 --train_samples 256 --val_samples 100
 	[ "$status" -ne 0 ]
 	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == *"precision 'fp16' is not available on the CPU backend"* ]]
+}
+
+@test "--backend ref trains with the reference ops, and learns what the cpu backend learns" {
+	# every op the reference backend has, small enough for its plain loops
+	cat >"$T/arch.json" <<'J'
+{"format":"aah-arch/1","input":{"height":28,"width":28,"channels":1},"num_classes":10,
+ "output":"logits","layers":[
+ {"id":"conv","type":"conv2d","inputs":["input"],"filters":4,"kernel":3,"stride":2},
+ {"id":"bn","type":"batchnorm","inputs":["conv"]},
+ {"id":"relu","type":"relu","inputs":["bn"]},
+ {"id":"pool","type":"maxpool","inputs":["relu"],"kernel":2},
+ {"id":"drop","type":"dropout","inputs":["pool"],"rate":0.2},
+ {"id":"flat","type":"flatten","inputs":["drop"]},
+ {"id":"logits","type":"dense","inputs":["flat"],"units":10}]}
+J
+	common=(--arch "$T/arch.json" --warmup_1 1 --threads 1 --train_samples 640 --val_samples 300
+		--batch_size 32 --initial_lr 0.05 --seed 3 --monitor_interval 0)
+	run aah-trial --trial_dir "$T/ref" --backend ref "${common[@]}"
+	[ "$status" -eq 0 ]
+	[[ $output == *"epoch 1/1"* ]]
+	run aah-trial --trial_dir "$T/cpu" --backend cpu "${common[@]}"
+	[ "$status" -eq 0 ]
+	$PY - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+r = json.load(open(t + "/ref/result.json"))
+assert r["format"] == "aah-result/1" and r["status"] == "succeeded", r
+assert r["stop_reason"] == "budget" and r["epochs_run"] == 1, r
+assert r["best_val_acc"] >= 0.3, r          # chance is 0.1
+ref = [json.loads(l) for l in open(t + "/ref/metrics.jsonl")]
+cpu = [json.loads(l) for l in open(t + "/cpu/metrics.jsonl")]
+assert len(ref) == len(cpu) == 1, (ref, cpu)
+for k in ("train_loss", "val_loss"):
+    assert abs(ref[0][k] - cpu[0][k]) <= 1e-3 * abs(cpu[0][k]), (k, ref[0][k], cpu[0][k])
+assert abs(ref[0]["val_acc"] - cpu[0]["val_acc"]) <= 0.01, (ref[0], cpu[0])
+PY
+}
+
+@test "an unknown backend or a precision ref lacks fails naming what there is" {
+	run aah-trial --trial_dir "$T/a" --backend nope --train_samples 256 --val_samples 100
+	[ "$status" -ne 0 ]
+	[[ "$(json "$T/a/result.json" 'd["stop_reason"]')" == *"unknown compute backend 'nope' (cpu, ref)"* ]]
+	run aah-trial --trial_dir "$T/b" --backend ref --precision fp16 --train_samples 256 \
+		--val_samples 100
+	[ "$status" -ne 0 ]
+	[[ "$(json "$T/b/result.json" 'd["stop_reason"]')" == *"precision 'fp16' is not available on the ref backend (fp32, bf16)"* ]]
 }
 
 @test "bf16 trains where a bf16 kernel runs, and fails saying why where none does" {

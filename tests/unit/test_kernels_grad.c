@@ -1,5 +1,7 @@
 /* Unit tests for kernels/: the op table is complete, and every layer's
- * backward matches central finite differences of its forward. */
+ * backward matches central finite differences of its forward, on the CPU
+ * backend and on ref (kernels/ref), which every backend is checked against
+ * (test_kernels_ref.c). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -109,15 +111,16 @@ static void check_grad(struct ops_ctx *ctx, struct fd_layer *f, float *v, const 
 		v[i] = keep;
 		double num = (lp - lm) / (2.0 * eps);
 		double tol = 5e-3 + 3e-2 * fabs(num);
-		cr_assert(fabs(num - g[i]) <= tol, "%s: %s[%zu]: analytic %g, numeric %g",
-			  ops_type_name(f->l.cfg.type), what, i, (double)g[i], num);
+		cr_assert(fabs(num - g[i]) <= tol, "%s: %s: %s[%zu]: analytic %g, numeric %g",
+			  ctx->be->name, ctx->be->layer[f->l.cfg.type]->name, what, i, (double)g[i],
+			  num);
 	}
 }
 
-static void run_case(const struct fd_case *c, float eps)
+static void run_case_on(const char *backend, const struct fd_case *c, float eps)
 {
 	struct ops_ctx ctx;
-	cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 7), 0);
+	cr_assert_eq(ops_ctx_init(&ctx, backend, 1, 7), 0);
 	ctx.step = 3;
 	struct fd_layer f;
 	memset(&f, 0, sizeof(f));
@@ -195,6 +198,15 @@ static void run_case(const struct fd_case *c, float eps)
 	free(f.y), free(f.dy), free(f.l.mask);
 	free(f.l.run_mean), free(f.l.run_var), free(f.l.save_mean), free(f.l.save_var);
 	ops_ctx_release(&ctx);
+}
+
+/* The backends whose gradients are checked by finite differences. */
+static const char *const fd_backends[] = {"cpu", "ref"};
+
+static void run_case(const struct fd_case *c, float eps)
+{
+	for (size_t b = 0; b < ARRAY_SIZE(fd_backends); b++)
+		run_case_on(fd_backends[b], c, eps);
 }
 
 Test(kernels, conv2d_same_stride2_backward)
@@ -446,10 +458,10 @@ Test(kernels, flatten_backward)
 	run_case(&c, 1e-2f);
 }
 
-Test(kernels, loss_gradient_and_smoothing)
+static void loss_gradient_and_smoothing(const char *backend)
 {
 	struct ops_ctx ctx;
-	cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 1), 0);
+	cr_assert_eq(ops_ctx_init(&ctx, backend, 1, 1), 0);
 	enum { N = 4, K = 5 };
 	float z[N * K], dz[N * K];
 	int labels[N] = {0, 3, 4, 1};
@@ -467,8 +479,8 @@ Test(kernels, loss_gradient_and_smoothing)
 		ctx.be->loss(&ctx, N, K, z, labels, 0.1f, NULL, &lm, &c2);
 		z[i] = keep;
 		double num = (lp - lm) / 2e-2 / N;   /* dz is of the mean loss */
-		cr_assert(fabs(num - dz[i]) < 1e-3 + 1e-2 * fabs(num), "dz[%d] %g vs %g", i,
-			  (double)dz[i], num);
+		cr_assert(fabs(num - dz[i]) < 1e-3 + 1e-2 * fabs(num), "%s: dz[%d] %g vs %g", backend,
+			  i, (double)dz[i], num);
 	}
 	/* uniform logits: loss is log(K) whatever the smoothing */
 	float u[K] = {0};
@@ -483,10 +495,16 @@ Test(kernels, loss_gradient_and_smoothing)
 	ops_ctx_release(&ctx);
 }
 
-Test(kernels, sgd_momentum_weight_decay)
+Test(kernels, loss_gradient_and_smoothing)
+{
+	for (size_t b = 0; b < ARRAY_SIZE(fd_backends); b++)
+		loss_gradient_and_smoothing(fd_backends[b]);
+}
+
+static void sgd_momentum_weight_decay(const char *backend)
 {
 	struct ops_ctx ctx;
-	cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 1), 0);
+	cr_assert_eq(ops_ctx_init(&ctx, backend, 1, 1), 0);
 	float w[2] = {1.0f, -2.0f}, g[2] = {0.5f, 0.25f}, v[2] = {0.1f, 0.0f};
 	cr_assert_eq(ctx.be->sgd(&ctx, 2, w, g, v, 0.1f, 0.9f, 0.01f), 0);
 	/* v = 0.9*0.1 + 0.5 + 0.01*1 = 0.6; w = 1 - 0.06 */
@@ -495,4 +513,10 @@ Test(kernels, sgd_momentum_weight_decay)
 	cr_assert_float_eq(v[1], 0.25f - 0.02f, 1e-6);
 	cr_assert_float_eq(w[1], -2.0f - 0.1f * 0.23f, 1e-6);
 	ops_ctx_release(&ctx);
+}
+
+Test(kernels, sgd_momentum_weight_decay)
+{
+	for (size_t b = 0; b < ARRAY_SIZE(fd_backends); b++)
+		sgd_momentum_weight_decay(fd_backends[b]);
 }

@@ -1,11 +1,13 @@
-/* A net using every layer type, run through trialimg/model on the CPU op
- * table, against a plain C reference forward and backward written here. */
+/* A net using every layer type, run through trialimg/model on every compute
+ * backend, against its forward and backward composed here by hand, layer by
+ * layer and without fusion, from the reference ops (kernels/ref): checks the
+ * model's graph (fan-out, concat, fused relus, gradient accumulation) and
+ * each backend's ops inside it. */
 #include <criterion/criterion.h>
-#include <float.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "kernels/ops.h" /* ops_backends */
 #include "trialimg/model.h"
 #include "util.h"
 
@@ -29,159 +31,6 @@ static const char *net =
 	"{\"id\":\"c3\",\"type\":\"concat\",\"inputs\":[\"fl\",\"gp\"]},"
 	"{\"id\":\"out\",\"type\":\"dense\",\"inputs\":[\"c3\"],\"units\":5}]}";
 
-/* ---- plain C reference ops (NHWC) -------------------------------------- */
-
-static void conv_f(const float *x, int h, int w, int c, const float *wt, const float *b, int co,
-		   int k, int pt, int pl, int ho, int wo, float *y)
-{
-	for (int n = 0; n < N; n++)
-		for (int oy = 0; oy < ho; oy++)
-			for (int ox = 0; ox < wo; ox++)
-				for (int o = 0; o < co; o++) {
-					double s = b ? b[o] : 0;
-					for (int ky = 0; ky < k; ky++)
-						for (int kx = 0; kx < k; kx++) {
-							int iy = oy + ky - pt, ix = ox + kx - pl;
-							if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-								continue;
-							for (int i = 0; i < c; i++)
-								s += (double)x[((n * h + iy) * w + ix) * c + i] *
-								     wt[((o * k + ky) * k + kx) * c + i];
-						}
-					y[((n * ho + oy) * wo + ox) * co + o] = (float)s;
-				}
-}
-
-static void conv_b(const float *x, int h, int w, int c, const float *wt, int co, int k, int pt,
-		   int pl, int ho, int wo, const float *dy, float *dx, float *dw, float *db)
-{
-	if (dx)
-		memset(dx, 0, sizeof(float) * N * h * w * c);
-	memset(dw, 0, sizeof(float) * co * k * k * c);
-	if (db)
-		memset(db, 0, sizeof(float) * co);
-	for (int n = 0; n < N; n++)
-		for (int oy = 0; oy < ho; oy++)
-			for (int ox = 0; ox < wo; ox++)
-				for (int o = 0; o < co; o++) {
-					float g = dy[((n * ho + oy) * wo + ox) * co + o];
-					if (db)
-						db[o] += g;
-					for (int ky = 0; ky < k; ky++)
-						for (int kx = 0; kx < k; kx++) {
-							int iy = oy + ky - pt, ix = ox + kx - pl;
-							if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-								continue;
-							for (int i = 0; i < c; i++) {
-								size_t xi = ((size_t)(n * h + iy) * w + ix) * c + i;
-								size_t wi = ((size_t)(o * k + ky) * k + kx) * c + i;
-								dw[wi] += g * x[xi];
-								if (dx)
-									dx[xi] += g * wt[wi];
-							}
-						}
-				}
-}
-
-static void bn_f(const float *x, int m, int c, const float *g, const float *b, float eps,
-		 float *y, float *mean, float *istd)
-{
-	for (int ch = 0; ch < c; ch++) {
-		double s = 0, ss = 0;
-		for (int i = 0; i < m; i++)
-			s += x[i * c + ch];
-		s /= m;
-		for (int i = 0; i < m; i++)
-			ss += (x[i * c + ch] - s) * (x[i * c + ch] - s);
-		ss /= m;
-		mean[ch] = (float)s;
-		istd[ch] = (float)(1.0 / sqrt(ss + eps));
-		for (int i = 0; i < m; i++)
-			y[i * c + ch] = g[ch] * (x[i * c + ch] - mean[ch]) * istd[ch] + b[ch];
-	}
-}
-
-static void bn_b(const float *x, int m, int c, const float *g, const float *mean,
-		 const float *istd, const float *dy, float *dx, float *dg, float *db)
-{
-	for (int ch = 0; ch < c; ch++) {
-		double sdy = 0, sdyx = 0;
-		for (int i = 0; i < m; i++) {
-			double xh = (x[i * c + ch] - mean[ch]) * istd[ch];
-			sdy += dy[i * c + ch];
-			sdyx += dy[i * c + ch] * xh;
-		}
-		dg[ch] = (float)sdyx;
-		db[ch] = (float)sdy;
-		for (int i = 0; i < m; i++) {
-			double xh = (x[i * c + ch] - mean[ch]) * istd[ch];
-			dx[i * c + ch] = (float)(g[ch] * istd[ch] / m *
-						 (m * dy[i * c + ch] - sdy - xh * sdyx));
-		}
-	}
-}
-
-/* Max or average (excluding padding) pooling, forward and backward. */
-static void pool(int max, const float *x, int h, int w, int c, int k, int s, int pt, int pl,
-		 int ho, int wo, float *y, const float *dy, float *dx)
-{
-	if (dx)
-		memset(dx, 0, sizeof(float) * N * h * w * c);
-	for (int n = 0; n < N; n++)
-		for (int oy = 0; oy < ho; oy++)
-			for (int ox = 0; ox < wo; ox++)
-				for (int ch = 0; ch < c; ch++) {
-					double acc = max ? -DBL_MAX : 0;
-					int cnt = 0;
-					size_t arg = 0;
-					for (int ky = 0; ky < k; ky++)
-						for (int kx = 0; kx < k; kx++) {
-							int iy = oy * s + ky - pt, ix = ox * s + kx - pl;
-							if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-								continue;
-							size_t xi = ((size_t)(n * h + iy) * w + ix) * c + ch;
-							if (max && x[xi] > acc)
-								acc = x[xi], arg = xi;
-							if (!max)
-								acc += x[xi];
-							cnt++;
-						}
-					size_t yi = ((size_t)(n * ho + oy) * wo + ox) * c + ch;
-					if (y)
-						y[yi] = (float)(max ? acc : acc / cnt);
-					if (!dx)
-						continue;
-					if (max) {
-						dx[arg] += dy[yi];
-						continue;
-					}
-					for (int ky = 0; ky < k; ky++)
-						for (int kx = 0; kx < k; kx++) {
-							int iy = oy * s + ky - pt, ix = ox * s + kx - pl;
-							if (iy >= 0 && iy < h && ix >= 0 && ix < w)
-								dx[((size_t)(n * h + iy) * w + ix) * c + ch] +=
-									dy[yi] / cnt;
-						}
-				}
-}
-
-/* channel concat of two tensors with `pix` pixels each */
-static void cat_f(const float *a, int ca, const float *b, int cb, int pix, float *y)
-{
-	for (int p = 0; p < pix; p++) {
-		memcpy(y + p * (ca + cb), a + p * ca, sizeof(float) * ca);
-		memcpy(y + p * (ca + cb) + ca, b + p * cb, sizeof(float) * cb);
-	}
-}
-
-static void cat_b(const float *dy, int ca, int cb, int pix, float *da, float *db)
-{
-	for (int p = 0; p < pix; p++) {
-		memcpy(da + p * ca, dy + p * (ca + cb), sizeof(float) * ca);
-		memcpy(db + p * cb, dy + p * (ca + cb) + ca, sizeof(float) * cb);
-	}
-}
-
 static uint64_t seed = 99;
 static float frand(void)
 {
@@ -189,17 +38,56 @@ static float frand(void)
 	return (float)((double)(seed >> 11) / 9007199254740992.0) * 2 - 1;
 }
 
+static const char *backend;   /* the one under test, in messages */
+
 static void close_enough(const char *what, const float *a, const float *ref, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		cr_assert(fabsf(a[i] - ref[i]) <= 1e-4f + 1e-3f * fabsf(ref[i]),
-			  "%s[%zu]: model %g, reference %g", what, i, (double)a[i], (double)ref[i]);
+			  "%s: %s[%zu]: model %g, reference %g", backend, what, i, (double)a[i],
+			  (double)ref[i]);
 }
 
 #define L(id) (&m.layers[model_find(&m, id)])
 #define A(n) float n[N * 6 * 6 * 8]
 
-Test(kernels, every_layer_type_net_matches_reference)
+/* ---- the reference: ref ops on copies of the model's layers ---------------- */
+
+static struct ops_ctx ref;
+static float bn_stats[4][8];   /* the reference batchnorm's own statistics */
+static uint8_t ref_mask[N * 72];
+
+/* A copy of the model's layer for a ref op: its shapes and parameters, no
+ * fused relu (the reference applies relu as its own op), and its own
+ * statistics, mask and gradients where it writes them. */
+static struct ops_layer layer(const struct model *m, const char *id, float *dw, float *db)
+{
+	struct ops_layer l = m->layers[model_find(m, id)].op;
+	l.priv = NULL;
+	l.cfg.fuse_relu = 0;
+	l.run_mean = bn_stats[0], l.run_var = bn_stats[1];
+	l.save_mean = bn_stats[2], l.save_var = bn_stats[3];
+	l.mask = ref_mask;
+	l.dw = l.dgamma = dw;
+	l.db = l.dbeta = db;
+	return l;
+}
+
+static void fwd(struct ops_layer l, const float *x0, const float *x1, float *y)
+{
+	const float *xs[2] = {x0, x1};
+	cr_assert_eq(ref.be->layer[l.cfg.type]->forward(&ref, &l, N, xs, y, 1), 0);
+}
+
+static void bwd(struct ops_layer l, const float *x0, const float *x1, const float *y,
+		const float *dy, float *dx0, float *dx1)
+{
+	const float *xs[2] = {x0, x1};
+	float *dxs[2] = {dx0, dx1};
+	cr_assert_eq(ref.be->layer[l.cfg.type]->backward(&ref, &l, N, xs, y, dy, dxs), 0);
+}
+
+static void net_matches_reference(const char *name)
 {
 	struct model m;
 	struct ops_ctx ctx;
@@ -213,7 +101,14 @@ Test(kernels, every_layer_type_net_matches_reference)
 		cr_assert(seen, "the net lacks a %s layer", ops_type_name(t));
 	}
 	cr_assert_eq(model_alloc(&m, N, 5), 0);
-	cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 11), 0);
+	if (ops_ctx_init(&ctx, name, 1, 11)) {
+		cr_log_warn("skipped: %s cannot start on this machine: %s", name, util_last_error());
+		model_release(&m, NULL);
+		return;
+	}
+	backend = name;
+	cr_assert_eq(ops_ctx_init(&ref, "ref", 1, 11), 0);   /* same seed: same dropout mask */
+	seed = 99;
 	for (size_t i = m.n_decayed; i < m.n_params; i++)  /* non-trivial biases, BN affine */
 		m.params[i] = 0.5f + 0.5f * frand();
 	float x[N * H * W * C], g[N * K];
@@ -225,44 +120,24 @@ Test(kernels, every_layer_type_net_matches_reference)
 	cr_assert_eq(model_backward(&m, &ctx, x, N, g), 0);
 
 	/* reference forward */
-	A(c1); A(bn1); A(r1); A(mp); A(c2); A(ad); A(cc); A(ap); A(dr); A(gp); A(c3);
-	float mean[4], istd[4], out[N * K];
-	struct ops_layer *o;
-	o = &L("c1")->op;
-	conv_f(x, 6, 6, 2, o->w, o->b, 4, 3, 1, 1, 6, 6, c1);
-	o = &L("bn1")->op;
-	bn_f(c1, N * 36, 4, o->gamma, o->beta, 0.001f, bn1, mean, istd);
-	for (int i = 0; i < N * 36 * 4; i++)
-		r1[i] = bn1[i] > 0 ? bn1[i] : 0;
-	pool(1, r1, 6, 6, 4, 2, 2, 0, 0, 3, 3, mp, NULL, NULL);
-	o = &L("c2")->op;
-	conv_f(mp, 3, 3, 4, o->w, NULL, 4, 1, 0, 0, 3, 3, c2);
-	for (int i = 0; i < N * 9 * 4; i++) {
-		ad[i] = c2[i] + mp[i];
-		ad[i] = ad[i] > 0 ? ad[i] : 0;   /* ar = relu(ad), fused into the add */
-	}
-	cat_f(ad, 4, mp, 4, N * 9, cc);
-	pool(0, cc, 3, 3, 8, 2, 1, 0, 0, 3, 3, ap, NULL, NULL);
-	const uint8_t *mask = L("dr")->op.mask;
-	for (int i = 0; i < N * 72; i++)
-		dr[i] = mask[i] ? ap[i] / 0.7f : 0;
-	for (int n = 0; n < N; n++)
-		for (int ch = 0; ch < 8; ch++) {
-			double s = 0;
-			for (int p = 0; p < 9; p++)
-				s += cc[(n * 9 + p) * 8 + ch];
-			gp[n * 8 + ch] = (float)(s / 9);
-		}
-	for (int n = 0; n < N; n++)
-		cat_f(dr + n * 72, 72, gp + n * 8, 8, 1, c3 + n * 80);
-	o = &L("out")->op;
-	for (int n = 0; n < N; n++)
-		for (int u = 0; u < K; u++) {
-			double s = o->b[u];
-			for (int i = 0; i < 80; i++)
-				s += (double)c3[n * 80 + i] * o->w[u * 80 + i];
-			out[n * K + u] = (float)s;
-		}
+	A(c1); A(bn1); A(r1); A(mp); A(c2); A(ad); A(ar); A(cc); A(ap); A(dr); A(fl); A(gp); A(c3);
+	float out[N * K];
+	fwd(layer(&m, "c1", NULL, NULL), x, NULL, c1);
+	fwd(layer(&m, "bn1", NULL, NULL), c1, NULL, bn1);
+	fwd(layer(&m, "r1", NULL, NULL), bn1, NULL, r1);
+	fwd(layer(&m, "mp", NULL, NULL), r1, NULL, mp);
+	fwd(layer(&m, "c2", NULL, NULL), mp, NULL, c2);
+	fwd(layer(&m, "ad", NULL, NULL), c2, mp, ad);
+	fwd(layer(&m, "ar", NULL, NULL), ad, NULL, ar);
+	fwd(layer(&m, "cc", NULL, NULL), ar, mp, cc);
+	fwd(layer(&m, "ap", NULL, NULL), cc, NULL, ap);
+	fwd(layer(&m, "dr", NULL, NULL), ap, NULL, dr);
+	cr_assert_eq(memcmp(ref_mask, L("dr")->op.mask, N * 72), 0, "%s: another dropout mask",
+		     name);
+	fwd(layer(&m, "fl", NULL, NULL), dr, NULL, fl);
+	fwd(layer(&m, "gp", NULL, NULL), cc, NULL, gp);
+	fwd(layer(&m, "c3", NULL, NULL), fl, gp, c3);
+	fwd(layer(&m, "out", NULL, NULL), c3, NULL, out);
 	/* bn1 -> r1 runs as one fused batchnorm+relu op */
 	cr_assert(L("bn1")->op.cfg.fuse_relu && L("r1")->fused);
 	cr_assert(L("ad")->op.cfg.fuse_relu && L("ar")->fused);
@@ -271,52 +146,26 @@ Test(kernels, every_layer_type_net_matches_reference)
 	close_enough("logits", model_logits(&m), out, N * K);
 
 	/* reference backward */
-	A(dc3); A(ddr); A(dgp); A(dap); A(dcc); A(dad); A(dmp); A(dtmp); A(dr1); A(dbn1); A(dc1);
+	A(dc3); A(dfl); A(ddr); A(dgp); A(dap); A(dcc); A(dcc_gp); A(dar); A(dad); A(dc2);
+	A(dmp); A(dmp_add); A(dmp_c2); A(dr1); A(dbn1); A(dc1);
 	float dw_out[K * 80], db_out[K], dw_c2[16], dw_c1[4 * 9 * 2], db_c1[4], dgam[4], dbet[4];
-	for (int n = 0; n < N; n++)
-		for (int i = 0; i < 80; i++) {
-			double s = 0;
-			for (int u = 0; u < K; u++)
-				s += (double)g[n * K + u] * o->w[u * 80 + i];
-			dc3[n * 80 + i] = (float)s;
-		}
-	for (int u = 0; u < K; u++) {
-		double sb = 0;
-		for (int n = 0; n < N; n++)
-			sb += g[n * K + u];
-		db_out[u] = (float)sb;
-		for (int i = 0; i < 80; i++) {
-			double s = 0;
-			for (int n = 0; n < N; n++)
-				s += (double)g[n * K + u] * c3[n * 80 + i];
-			dw_out[u * 80 + i] = (float)s;
-		}
-	}
-	for (int n = 0; n < N; n++)
-		cat_b(dc3 + n * 80, 72, 8, 1, ddr + n * 72, dgp + n * 8);
-	for (int i = 0; i < N * 72; i++)
-		dap[i] = mask[i] ? ddr[i] / 0.7f : 0;
-	pool(0, cc, 3, 3, 8, 2, 1, 0, 0, 3, 3, NULL, dap, dcc);
-	for (int n = 0; n < N; n++)        /* cc feeds both ap and gp */
-		for (int p = 0; p < 9; p++)
-			for (int ch = 0; ch < 8; ch++)
-				dcc[(n * 9 + p) * 8 + ch] += dgp[n * 8 + ch] / 9;
-	cat_b(dcc, 4, 4, N * 9, dad, dtmp);  /* dtmp: mp's share through cc */
-	for (int i = 0; i < N * 36; i++)     /* through ar = relu(ad): ad holds ar */
-		dad[i] = ad[i] > 0 ? dad[i] : 0;
-	for (int i = 0; i < N * 36; i++)
-		dmp[i] = dtmp[i] + dad[i];        /* through cc and through add */
-	o = &L("c2")->op;
-	conv_b(mp, 3, 3, 4, o->w, 4, 1, 0, 0, 3, 3, dad, dtmp, dw_c2, NULL);
-	for (int i = 0; i < N * 36; i++)
-		dmp[i] += dtmp[i];
-	pool(1, r1, 6, 6, 4, 2, 2, 0, 0, 3, 3, NULL, dmp, dr1);
-	for (int i = 0; i < N * 144; i++)
-		dbn1[i] = bn1[i] > 0 ? dr1[i] : 0;
-	o = &L("bn1")->op;
-	bn_b(c1, N * 36, 4, o->gamma, mean, istd, dbn1, dc1, dgam, dbet);
-	o = &L("c1")->op;
-	conv_b(x, 6, 6, 2, o->w, 4, 3, 1, 1, 6, 6, dc1, NULL, dw_c1, db_c1);
+	bwd(layer(&m, "out", dw_out, db_out), c3, NULL, out, g, dc3, NULL);
+	bwd(layer(&m, "c3", NULL, NULL), fl, gp, c3, dc3, dfl, dgp);
+	bwd(layer(&m, "fl", NULL, NULL), dr, NULL, fl, dfl, ddr, NULL);
+	bwd(layer(&m, "dr", NULL, NULL), ap, NULL, dr, ddr, dap, NULL);
+	bwd(layer(&m, "ap", NULL, NULL), cc, NULL, ap, dap, dcc, NULL);
+	bwd(layer(&m, "gp", NULL, NULL), cc, NULL, gp, dgp, dcc_gp, NULL);
+	ref.be->accumulate(&ref, N * 72, dcc, dcc_gp);       /* cc feeds both ap and gp */
+	bwd(layer(&m, "cc", NULL, NULL), ar, mp, cc, dcc, dar, dmp);  /* dmp: through cc */
+	bwd(layer(&m, "ar", NULL, NULL), ad, NULL, ar, dar, dad, NULL);
+	bwd(layer(&m, "ad", NULL, NULL), c2, mp, ad, dad, dc2, dmp_add);
+	bwd(layer(&m, "c2", dw_c2, NULL), mp, NULL, c2, dc2, dmp_c2, NULL);
+	ref.be->accumulate(&ref, N * 36, dmp, dmp_add);      /* and through add ... */
+	ref.be->accumulate(&ref, N * 36, dmp, dmp_c2);       /* ... and through c2 */
+	bwd(layer(&m, "mp", NULL, NULL), r1, NULL, mp, dmp, dr1, NULL);
+	bwd(layer(&m, "r1", NULL, NULL), bn1, NULL, r1, dr1, dbn1, NULL);
+	bwd(layer(&m, "bn1", dgam, dbet), c1, NULL, bn1, dbn1, dc1, NULL);
+	bwd(layer(&m, "c1", dw_c1, db_c1), x, NULL, c1, dc1, NULL, NULL);
 
 	close_enough("d out.w", L("out")->op.dw, dw_out, K * 80);
 	close_enough("d out.b", L("out")->op.db, db_out, K);
@@ -329,4 +178,13 @@ Test(kernels, every_layer_type_net_matches_reference)
 	close_enough("d c1.b", L("c1")->op.db, db_c1, 4);
 	model_release(&m, &ctx);
 	ops_ctx_release(&ctx);
+	ops_ctx_release(&ref);
+}
+
+Test(kernels, every_layer_type_net_matches_reference)
+{
+	size_t nb;
+	const struct ops_backend *const *be = ops_backends(&nb);
+	for (size_t i = 0; i < nb; i++)
+		net_matches_reference(be[i]->name);
 }

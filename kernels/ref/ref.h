@@ -1,0 +1,39 @@
+/* ref.h: private to kernels/ref: the reference ops, plain C written to be
+ * read, one loop nest per formula, sums in double. They are the definition
+ * every other backend (kernels/cpu, kernels/cuda) is tested against
+ * (tests/unit/test_kernels_ref.c), and the `ref` compute backend
+ * (`aah-trial --backend ref`: slow, single-threaded).
+ *
+ * Activations are NHWC, batch first (kernels/ops.h): element (i, y, x, ch)
+ * of an (n, H, W, C) tensor is at ((i*H + y)*W + x)*C + ch. */
+#ifndef AAH_KERNELS_REF_H
+#define AAH_KERNELS_REF_H
+
+#include "kernels/ops.h"
+
+/* Offset of element (i, y, x, ch) of a batch of tensors of shape s. */
+static inline size_t ref_at(const struct ops_shape *s, int i, int y, int x, int ch)
+{
+	return (((size_t)i * s->h + y) * s->w + x) * s->c + ch;
+}
+
+/* The value bf16 stores for v: fp32 rounded to 8 significant bits, to
+ * nearest, ties to even (what oneDNN's and CUDA's conversions do). */
+float ref_bf16_round(float v);
+
+/* Ops defined in the per-family files. */
+extern const struct ops_layer_ops ref_conv_ops;                 /* ref_conv.c */
+extern const struct ops_layer_ops ref_dense_ops;                /* ref_dense.c */
+extern const struct ops_layer_ops ref_bn_ops;                   /* ref_bn.c */
+extern const struct ops_layer_ops ref_maxpool_ops, ref_avgpool_ops,
+	ref_gap_ops;                                            /* ref_pool.c */
+extern const struct ops_layer_ops ref_relu_ops, ref_dropout_ops,
+	ref_add_ops;                                            /* ref_eltwise.c */
+extern const struct ops_layer_ops ref_concat_ops, ref_flatten_ops; /* ref_reshape.c */
+int ref_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
+	     float smoothing, float *dlogits, double *loss_sum, long *correct); /* ref_train.c */
+int ref_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
+	    float mu, float wd);
+int ref_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+
+#endif

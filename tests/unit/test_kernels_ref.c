@@ -1,0 +1,590 @@
+/* Every op of every compute backend in ops_backends() against kernels/ref
+ * (the `ref` backend) on the same random inputs: forward outputs, batch and
+ * running statistics, dropout masks, input and parameter gradients, the
+ * loss, SGD and gradient accumulation, compared value by value with
+ * |a - b| <= atol + rtol*|b| (b the reference), tolerances by precision.
+ *
+ * A backend added to the table (CUDA) is covered without a change here: a
+ * backend that cannot start on this machine, lacks an op, or lacks bf16 is
+ * reported as a skipped run saying so. The CPU backend must have every op. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h> /* dnnl_set_max_cpu_isa: the forced bf16 test */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "kernels/ref/ref.h" /* ref_bf16_round */
+#include "util.h"
+
+enum kind { LAYER, LOSS, SGD, ACCUMULATE };
+
+struct ref_case {
+	const char *what;           /* named in every failure and skip */
+	enum kind kind;
+	struct ops_layer_cfg cfg;   /* LAYER */
+	int n, n_in;                /* batch, inputs */
+	struct ops_shape in[3], out;
+	int train;                  /* 0: an inference forward only, no backward */
+	int no_dx;                  /* backward with no input gradient wanted */
+	int conv_algo;              /* OPS_CONV_AUTO or OPS_CONV_DIRECT */
+	int bf16;                   /* precision "bf16", else "fp32" */
+	int count;                  /* LOSS: classes (n samples); SGD, ACCUMULATE: values */
+	float smoothing;            /* LOSS */
+};
+
+#define CONV(k, s, t, l, b, r, u, bi) \
+	.kind = LAYER, .cfg = {.type = OPS_CONV2D, .kernel = k, .stride = s, .pad_t = t, \
+			       .pad_l = l, .pad_b = b, .pad_r = r, .units = u, .bias = bi}
+#define POOL(ty, k, s, t, l, b, r) \
+	.kind = LAYER, .cfg = {.type = ty, .kernel = k, .stride = s, .pad_t = t, .pad_l = l, \
+			       .pad_b = b, .pad_r = r}
+
+static const struct ref_case cases[] = {
+	{"conv2d 3x3/1 same 10x10x16->32, auto (Winograd on the CPU)", CONV(3, 1, 1, 1, 1, 1, 32, 1),
+	 .n = 2, .n_in = 1, .in = {{10, 10, 16}}, .out = {10, 10, 32}, .train = 1,
+	 .conv_algo = OPS_CONV_AUTO},
+	{"conv2d 3x3/1 same 10x10x16->32, direct", CONV(3, 1, 1, 1, 1, 1, 32, 1),
+	 .n = 2, .n_in = 1, .in = {{10, 10, 16}}, .out = {10, 10, 32}, .train = 1,
+	 .conv_algo = OPS_CONV_DIRECT},
+	{"conv2d 3x3/1 same odd 5x5x16->16, auto", CONV(3, 1, 1, 1, 1, 1, 16, 1),
+	 .n = 2, .n_in = 1, .in = {{5, 5, 16}}, .out = {5, 5, 16}, .train = 1,
+	 .conv_algo = OPS_CONV_AUTO},
+	{"conv2d 3x3/2 same odd 7x6x3->4x3x5, direct", CONV(3, 2, 1, 0, 1, 1, 5, 1),
+	 .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5}, .train = 1,
+	 .conv_algo = OPS_CONV_DIRECT},
+	{"conv2d 3x3/2 same odd 7x6x3->4x3x5, auto", CONV(3, 2, 1, 0, 1, 1, 5, 1),
+	 .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5}, .train = 1,
+	 .conv_algo = OPS_CONV_AUTO},
+	{"conv2d 3x3/2 same, no input gradient", CONV(3, 2, 1, 0, 1, 1, 5, 1),
+	 .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5}, .train = 1, .no_dx = 1},
+	{"conv2d 1x1/1 valid 5x5x7->3, no bias", CONV(1, 1, 0, 0, 0, 0, 3, 0),
+	 .n = 1, .n_in = 1, .in = {{5, 5, 7}}, .out = {5, 5, 3}, .train = 1},
+	{"conv2d 5x5/1 valid 9x8x2->5x4x4", CONV(5, 1, 0, 0, 0, 0, 4, 1),
+	 .n = 2, .n_in = 1, .in = {{9, 8, 2}}, .out = {5, 4, 4}, .train = 1},
+	{"conv2d 2x2/2 valid odd 5x5x3->2x2x4", CONV(2, 2, 0, 0, 0, 0, 4, 1),
+	 .n = 2, .n_in = 1, .in = {{5, 5, 3}}, .out = {2, 2, 4}, .train = 1},
+	{"bf16 conv2d 3x3/1 same 6x6x8->8", CONV(3, 1, 1, 1, 1, 1, 8, 1),
+	 .n = 2, .n_in = 1, .in = {{6, 6, 8}}, .out = {6, 6, 8}, .train = 1, .bf16 = 1},
+	{"bf16 conv2d 3x3/2 same odd 7x6x3->4x3x5", CONV(3, 2, 1, 0, 1, 1, 5, 1),
+	 .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5}, .train = 1, .bf16 = 1},
+	{"bf16 conv2d 1x1/1 valid 5x5x7->3, no bias, no input gradient",
+	 CONV(1, 1, 0, 0, 0, 0, 3, 0), .n = 2, .n_in = 1, .in = {{5, 5, 7}}, .out = {5, 5, 3},
+	 .train = 1, .no_dx = 1, .bf16 = 1},
+
+	{"batchnorm training 3x3x4", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f},
+	 .n = 3, .n_in = 1, .in = {{3, 3, 4}}, .out = {3, 3, 4}, .train = 1},
+	{"batchnorm training odd 5x3x7, fused relu", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-5f, .momentum = 0.99f, .fuse_relu = 1},
+	 .n = 2, .n_in = 1, .in = {{5, 3, 7}}, .out = {5, 3, 7}, .train = 1},
+	{"batchnorm training, no input gradient", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f},
+	 .n = 2, .n_in = 1, .in = {{4, 4, 3}}, .out = {4, 4, 3}, .train = 1, .no_dx = 1},
+	{"batchnorm inference 4x4x3", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f},
+	 .n = 2, .n_in = 1, .in = {{4, 4, 3}}, .out = {4, 4, 3}},
+	{"batchnorm inference, fused relu", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f, .fuse_relu = 1},
+	 .n = 2, .n_in = 1, .in = {{4, 4, 3}}, .out = {4, 4, 3}},
+
+	{"relu 3x4x5", .kind = LAYER, .cfg = {.type = OPS_RELU},
+	 .n = 2, .n_in = 1, .in = {{3, 4, 5}}, .out = {3, 4, 5}, .train = 1},
+	{"relu inference", .kind = LAYER, .cfg = {.type = OPS_RELU},
+	 .n = 1, .n_in = 1, .in = {{3, 3, 2}}, .out = {3, 3, 2}},
+
+	{"maxpool 2x2/2 tiled 4x6x5", POOL(OPS_MAXPOOL, 2, 2, 0, 0, 0, 0),
+	 .n = 2, .n_in = 1, .in = {{4, 6, 5}}, .out = {2, 3, 5}, .train = 1},
+	{"maxpool 2x2/2 same odd 5x5x3", POOL(OPS_MAXPOOL, 2, 2, 0, 0, 1, 1),
+	 .n = 2, .n_in = 1, .in = {{5, 5, 3}}, .out = {3, 3, 3}, .train = 1},
+	{"maxpool 3x3/2 pad 1 overlapping 7x7x3", POOL(OPS_MAXPOOL, 3, 2, 1, 1, 1, 1),
+	 .n = 2, .n_in = 1, .in = {{7, 7, 3}}, .out = {4, 4, 3}, .train = 1},
+	{"maxpool 3x3/1 valid 5x6x2", POOL(OPS_MAXPOOL, 3, 1, 0, 0, 0, 0),
+	 .n = 3, .n_in = 1, .in = {{5, 6, 2}}, .out = {3, 4, 2}, .train = 1},
+	{"maxpool 2x2/2 inference odd 5x5x3", POOL(OPS_MAXPOOL, 2, 2, 0, 0, 1, 1),
+	 .n = 2, .n_in = 1, .in = {{5, 5, 3}}, .out = {3, 3, 3}},
+
+	{"avgpool 3x3/2 pad 1 5x5x2", POOL(OPS_AVGPOOL, 3, 2, 1, 1, 1, 1),
+	 .n = 2, .n_in = 1, .in = {{5, 5, 2}}, .out = {3, 3, 2}, .train = 1},
+	{"avgpool 2x2/1 same 3x3x8", POOL(OPS_AVGPOOL, 2, 1, 0, 0, 1, 1),
+	 .n = 3, .n_in = 1, .in = {{3, 3, 8}}, .out = {3, 3, 8}, .train = 1},
+	{"avgpool 2x2/2 valid odd 7x7x3", POOL(OPS_AVGPOOL, 2, 2, 0, 0, 0, 0),
+	 .n = 2, .n_in = 1, .in = {{7, 7, 3}}, .out = {3, 3, 3}, .train = 1},
+
+	{"global_avg_pool 3x3x4", .kind = LAYER, .cfg = {.type = OPS_GLOBAL_AVG_POOL},
+	 .n = 2, .n_in = 1, .in = {{3, 3, 4}}, .out = {1, 1, 4}, .train = 1},
+	{"global_avg_pool odd 5x7x3", .kind = LAYER, .cfg = {.type = OPS_GLOBAL_AVG_POOL},
+	 .n = 3, .n_in = 1, .in = {{5, 7, 3}}, .out = {1, 1, 3}, .train = 1},
+
+	{"dense 10->6", .kind = LAYER, .cfg = {.type = OPS_DENSE, .units = 6, .bias = 1},
+	 .n = 3, .n_in = 1, .in = {{1, 1, 10}}, .out = {1, 1, 6}, .train = 1},
+	{"dense from 2x3x4->5, no bias", .kind = LAYER, .cfg = {.type = OPS_DENSE, .units = 5},
+	 .n = 2, .n_in = 1, .in = {{2, 3, 4}}, .out = {1, 1, 5}, .train = 1},
+	{"dense 7->3, no input gradient", .kind = LAYER,
+	 .cfg = {.type = OPS_DENSE, .units = 3, .bias = 1},
+	 .n = 5, .n_in = 1, .in = {{1, 1, 7}}, .out = {1, 1, 3}, .train = 1, .no_dx = 1},
+
+	{"dropout 0.4 training 2x3x4", .kind = LAYER, .cfg = {.type = OPS_DROPOUT, .rate = 0.4f},
+	 .n = 2, .n_in = 1, .in = {{2, 3, 4}}, .out = {2, 3, 4}, .train = 1},
+	{"dropout 0 training", .kind = LAYER, .cfg = {.type = OPS_DROPOUT, .rate = 0},
+	 .n = 2, .n_in = 1, .in = {{2, 3, 4}}, .out = {2, 3, 4}, .train = 1},
+	{"dropout 0.3 inference", .kind = LAYER, .cfg = {.type = OPS_DROPOUT, .rate = 0.3f},
+	 .n = 2, .n_in = 1, .in = {{3, 3, 3}}, .out = {3, 3, 3}},
+
+	{"add of 3 inputs 2x2x3", .kind = LAYER, .cfg = {.type = OPS_ADD},
+	 .n = 2, .n_in = 3, .in = {{2, 2, 3}, {2, 2, 3}, {2, 2, 3}}, .out = {2, 2, 3}, .train = 1},
+	{"add of 2 inputs, fused relu", .kind = LAYER, .cfg = {.type = OPS_ADD, .fuse_relu = 1},
+	 .n = 2, .n_in = 2, .in = {{3, 2, 5}, {3, 2, 5}}, .out = {3, 2, 5}, .train = 1},
+
+	{"concat 2x3x2 + 2x3x3", .kind = LAYER, .cfg = {.type = OPS_CONCAT},
+	 .n = 2, .n_in = 2, .in = {{2, 3, 2}, {2, 3, 3}}, .out = {2, 3, 5}, .train = 1},
+	{"concat of 3 rank-2 5 + 1 + 4", .kind = LAYER, .cfg = {.type = OPS_CONCAT},
+	 .n = 3, .n_in = 3, .in = {{1, 1, 5}, {1, 1, 1}, {1, 1, 4}}, .out = {1, 1, 10}, .train = 1},
+
+	{"flatten 2x3x2", .kind = LAYER, .cfg = {.type = OPS_FLATTEN},
+	 .n = 2, .n_in = 1, .in = {{2, 3, 2}}, .out = {1, 1, 12}, .train = 1},
+
+	{"loss 4 x 5 classes, smoothing 0.1", .kind = LOSS, .n = 4, .count = 5, .smoothing = 0.1f},
+	{"loss 7 x 10 classes, no smoothing", .kind = LOSS, .n = 7, .count = 10},
+	{"sgd over 37 values", .kind = SGD, .count = 37},
+	{"accumulate over 101 values", .kind = ACCUMULATE, .count = 101},
+};
+
+/* ---- inputs ---------------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static double urand(void)
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* count values uniform in [lo, hi), in a new buffer the caller frees */
+static float *random_tensor(size_t count, double lo, double hi)
+{
+	float *v = xmalloc((count ? count : 1) * sizeof(float));
+	for (size_t i = 0; i < count; i++)
+		v[i] = (float)(lo + (hi - lo) * urand());
+	return v;
+}
+
+static float *copy_of(const float *v, size_t count)
+{
+	float *c = xmalloc((count ? count : 1) * sizeof(float));
+	memcpy(c, v, count * sizeof(float));
+	return c;
+}
+
+/* ---- comparing --------------------------------------------------------------- */
+
+struct tol {
+	double atol, rtol;
+};
+
+/* fp32: the backend rounds its sums in float, ref sums in double (the CPU
+ * backend is within 5% of this tolerance, Winograd included). bf16: ref
+ * rounds conv inputs, weights and output gradients to bf16 as the backend's
+ * bf16 copies do, and products of bf16 values are exact in fp32, so only
+ * the order of the backend's sums is left (the CPU backend's emulated bf16
+ * kernels agree to the fp32 tolerance, cpu_bf16_conv_matches_ref_emulation);
+ * this tolerance lets a fast kernel keep its partial sums less exactly, by
+ * a few bf16 roundings (2^-9 each) of the result. */
+static const struct tol fp32_tol = {1e-4, 1e-3};
+static const struct tol bf16_tol = {2e-3, 1e-2};
+
+/* Asserts every value of a (the backend) is close to b (ref). */
+static void expect_close(const char *be, const struct ref_case *c, const char *tensor,
+			 const float *a, const float *b, size_t count, struct tol t)
+{
+	size_t bad = 0, worst = 0;
+	double worst_excess = 0;
+	for (size_t i = 0; i < count; i++) {
+		double excess = fabs((double)a[i] - b[i]) - (t.atol + t.rtol * fabs(b[i]));
+		if (excess > 0 || isnan(a[i]) != isnan(b[i])) {
+			if (!bad || excess > worst_excess)
+				worst = i, worst_excess = excess;
+			bad++;
+		}
+	}
+	cr_assert_eq(bad, 0, "%s: %s: %s: %zu of %zu values differ from ref; worst [%zu]: %s %.9g, "
+		     "ref %.9g", be, c->what, tensor, bad, count, worst, be, (double)a[worst],
+		     (double)b[worst]);
+}
+
+/* ---- one layer op on one backend --------------------------------------------- */
+
+/* A layer and the tensors one backend's run of a case writes. */
+struct side {
+	struct ops_layer l;
+	float *y, *dx[3];
+	float *param[2], *grad[2];   /* w, b (conv2d, dense) or gamma, beta (batchnorm) */
+	float *stat[4];              /* batchnorm: run_mean, run_var, save_mean, save_var */
+	uint8_t *mask;               /* dropout */
+};
+
+/* What both sides start from. */
+struct inputs {
+	float *x[3], *dy;
+	float *param[2];
+	size_t nparam[2];
+	float *run_mean, *run_var;
+};
+
+static void inputs_init(struct inputs *in, const struct ref_case *c)
+{
+	memset(in, 0, sizeof(*in));
+	for (int k = 0; k < c->n_in; k++)
+		in->x[k] = random_tensor((size_t)c->n * ops_shape_size(&c->in[k]), -1, 1);
+	in->dy = random_tensor((size_t)c->n * ops_shape_size(&c->out), -1, 1);
+	int cin = c->in[0].c;
+	switch (c->cfg.type) {
+	case OPS_CONV2D:
+		in->nparam[0] = (size_t)c->cfg.units * c->cfg.kernel * c->cfg.kernel * cin;
+		in->nparam[1] = c->cfg.bias ? (size_t)c->cfg.units : 0;
+		break;
+	case OPS_DENSE:
+		in->nparam[0] = (size_t)c->cfg.units * ops_shape_size(&c->in[0]);
+		in->nparam[1] = c->cfg.bias ? (size_t)c->cfg.units : 0;
+		break;
+	case OPS_BATCHNORM:
+		in->nparam[0] = in->nparam[1] = (size_t)cin;
+		in->run_mean = random_tensor((size_t)cin, -0.5, 0.5);
+		in->run_var = random_tensor((size_t)cin, 0.5, 1.5);
+		break;
+	default:
+		break;
+	}
+	for (int k = 0; k < 2; k++)
+		if (in->nparam[k])
+			in->param[k] = random_tensor(in->nparam[k], -0.5, 0.5);
+}
+
+static void inputs_release(struct inputs *in)
+{
+	for (int k = 0; k < 3; k++)
+		free(in->x[k]);
+	free(in->dy);
+	free(in->param[0]), free(in->param[1]);
+	free(in->run_mean), free(in->run_var);
+}
+
+static void side_init(struct side *s, const struct ref_case *c, const struct inputs *in)
+{
+	memset(s, 0, sizeof(*s));
+	s->l.cfg = c->cfg;
+	s->l.index = 4;
+	s->l.n_in = c->n_in;
+	s->l.in = c->in;
+	s->l.out = c->out;
+	size_t ny = (size_t)c->n * ops_shape_size(&c->out);
+	s->y = xmalloc(ny * sizeof(float));
+	for (int k = 0; k < c->n_in; k++)
+		if (!c->no_dx)
+			s->dx[k] = xmalloc((size_t)c->n * ops_shape_size(&c->in[k]) * sizeof(float));
+	for (int k = 0; k < 2; k++)
+		if (in->param[k]) {
+			s->param[k] = copy_of(in->param[k], in->nparam[k]);
+			s->grad[k] = xcalloc(in->nparam[k], sizeof(float));
+		}
+	if (c->cfg.type == OPS_BATCHNORM) {
+		int ch = c->in[0].c;
+		s->stat[0] = copy_of(in->run_mean, (size_t)ch);
+		s->stat[1] = copy_of(in->run_var, (size_t)ch);
+		s->stat[2] = xcalloc((size_t)ch, sizeof(float));
+		s->stat[3] = xcalloc((size_t)ch, sizeof(float));
+		s->l.gamma = s->param[0], s->l.dgamma = s->grad[0];
+		s->l.beta = s->param[1], s->l.dbeta = s->grad[1];
+		s->l.run_mean = s->stat[0], s->l.run_var = s->stat[1];
+		s->l.save_mean = s->stat[2], s->l.save_var = s->stat[3];
+	} else {
+		s->l.w = s->param[0], s->l.dw = s->grad[0];
+		s->l.b = s->param[1], s->l.db = s->grad[1];
+	}
+	if (c->cfg.type == OPS_DROPOUT)
+		s->l.mask = s->mask = xcalloc(ny, 1);
+}
+
+static void side_release(struct side *s, struct ops_ctx *ctx)
+{
+	const struct ops_layer_ops *op = ctx->be->layer[s->l.cfg.type];
+	if (op->release)
+		op->release(ctx, &s->l);
+	free(s->y);
+	for (int k = 0; k < 3; k++)
+		free(s->dx[k]);
+	for (int k = 0; k < 2; k++)
+		free(s->param[k]), free(s->grad[k]);
+	for (int k = 0; k < 4; k++)
+		free(s->stat[k]);
+	free(s->mask);
+}
+
+/* Forward (and backward when the case trains) on the backend of ctx and on
+ * ref, from the same inputs; every output compared. */
+static void check_layer(const struct ref_case *c, struct ops_ctx *ctx, struct ops_ctx *ref,
+			struct tol t)
+{
+	const char *be = ctx->be->name;
+	const struct ops_layer_ops *op = ctx->be->layer[c->cfg.type];
+	const struct ops_layer_ops *rop = ref->be->layer[c->cfg.type];
+	struct inputs in;
+	struct side s, r;   /* the backend's, ref's */
+	inputs_init(&in, c);
+	side_init(&s, c, &in);
+	side_init(&r, c, &in);
+	const float *xs[3] = {in.x[0], in.x[1], in.x[2]};
+	size_t ny = (size_t)c->n * ops_shape_size(&c->out);
+
+	cr_assert_eq(op->forward(ctx, &s.l, c->n, xs, s.y, c->train), 0, "%s: %s: forward: %s",
+		     be, c->what, util_last_error());
+	cr_assert_eq(rop->forward(ref, &r.l, c->n, xs, r.y, c->train), 0, "ref: %s: forward: %s",
+		     c->what, util_last_error());
+	expect_close(be, c, "y", s.y, r.y, ny, t);
+	if (c->cfg.type == OPS_BATCHNORM && c->train) {
+		static const char *const names[] = {"run_mean", "run_var", "save_mean", "save_var"};
+		for (int k = 0; k < 4; k++)
+			expect_close(be, c, names[k], s.stat[k], r.stat[k], (size_t)c->in[0].c, t);
+	}
+	if (c->cfg.type == OPS_DROPOUT && c->train && c->cfg.rate > 0) {
+		size_t kept = 0;
+		for (size_t i = 0; i < ny; i++) {
+			cr_assert_eq(s.mask[i], r.mask[i], "%s: %s: mask[%zu]", be, c->what, i);
+			kept += s.mask[i];
+		}
+		cr_assert(kept > 0 && kept < ny, "%s: %s: a mask that keeps %zu of %zu", be,
+			  c->what, kept, ny);
+	}
+
+	if (c->train) {
+		cr_assert_eq(op->backward(ctx, &s.l, c->n, xs, s.y, in.dy, s.dx), 0,
+			     "%s: %s: backward: %s", be, c->what, util_last_error());
+		cr_assert_eq(rop->backward(ref, &r.l, c->n, xs, r.y, in.dy, r.dx), 0,
+			     "ref: %s: backward: %s", c->what, util_last_error());
+		static const char *const dx_names[] = {"dx[0]", "dx[1]", "dx[2]"};
+		for (int k = 0; k < c->n_in && !c->no_dx; k++)
+			expect_close(be, c, dx_names[k], s.dx[k], r.dx[k],
+				     (size_t)c->n * ops_shape_size(&c->in[k]), t);
+		static const char *const grad_names[] = {"d param[0] (dw, dgamma)",
+							  "d param[1] (db, dbeta)"};
+		for (int k = 0; k < 2; k++)
+			if (in.param[k])
+				expect_close(be, c, grad_names[k], s.grad[k], r.grad[k], in.nparam[k], t);
+	}
+	side_release(&s, ctx);
+	side_release(&r, ref);
+	inputs_release(&in);
+}
+
+/* ---- the loss, SGD, accumulate ------------------------------------------------ */
+
+static void check_loss(const struct ref_case *c, struct ops_ctx *ctx, struct ops_ctx *ref)
+{
+	const char *be = ctx->be->name;
+	int n = c->n, k = c->count;
+	float *z = random_tensor((size_t)n * k, -3, 3);
+	float *dz = xmalloc(sizeof(float) * n * k), *rdz = xmalloc(sizeof(float) * n * k);
+	int *labels = xmalloc(sizeof(int) * n);
+	for (int i = 0; i < n; i++)
+		labels[i] = (int)(urand() * k);
+	z[0 * k + labels[0]] = 9;   /* one sure hit, so "correct" is not always 0 */
+	double loss = 0.5, rloss = 0.5;   /* both add to what is there */
+	long correct = 2, rcorrect = 2;
+	cr_assert_eq(ctx->be->loss(ctx, n, k, z, labels, c->smoothing, dz, &loss, &correct), 0);
+	cr_assert_eq(ref->be->loss(ref, n, k, z, labels, c->smoothing, rdz, &rloss, &rcorrect), 0);
+	expect_close(be, c, "dlogits", dz, rdz, (size_t)n * k, fp32_tol);
+	cr_assert(fabs(loss - rloss) <= 1e-5 * fabs(rloss), "%s: %s: loss %.9g, ref %.9g", be,
+		  c->what, loss, rloss);
+	cr_assert_eq(correct, rcorrect, "%s: %s: correct %ld, ref %ld", be, c->what, correct,
+		     rcorrect);
+	cr_assert_gt(rcorrect, 2);
+	free(z), free(dz), free(rdz), free(labels);
+}
+
+static void check_sgd(const struct ref_case *c, struct ops_ctx *ctx, struct ops_ctx *ref)
+{
+	size_t n = (size_t)c->count;
+	float *w = random_tensor(n, -1, 1), *g = random_tensor(n, -1, 1), *v = random_tensor(n, -1, 1);
+	float *rw = copy_of(w, n), *rv = copy_of(v, n);
+	cr_assert_eq(ctx->be->sgd(ctx, n, w, g, v, 0.05f, 0.9f, 1e-3f), 0);
+	cr_assert_eq(ref->be->sgd(ref, n, rw, g, rv, 0.05f, 0.9f, 1e-3f), 0);
+	expect_close(ctx->be->name, c, "w", w, rw, n, fp32_tol);
+	expect_close(ctx->be->name, c, "v", v, rv, n, fp32_tol);
+	free(w), free(g), free(v), free(rw), free(rv);
+}
+
+static void check_accumulate(const struct ref_case *c, struct ops_ctx *ctx, struct ops_ctx *ref)
+{
+	size_t n = (size_t)c->count;
+	float *y = random_tensor(n, -1, 1), *x = random_tensor(n, -1, 1), *ry = copy_of(y, n);
+	cr_assert_eq(ctx->be->accumulate(ctx, n, y, x), 0);
+	cr_assert_eq(ref->be->accumulate(ref, n, ry, x), 0);
+	expect_close(ctx->be->name, c, "y", y, ry, n, fp32_tol);
+	free(y), free(x), free(ry);
+}
+
+/* ---- the runs: every backend but ref, times every case -------------------------- */
+
+struct run {
+	size_t backend;    /* index in ops_backends() */
+	size_t c;          /* index in cases[] */
+};
+
+static void free_runs(struct criterion_test_params *p)
+{
+	cr_free(p->params);
+}
+
+ParameterizedTestParameters(kernels_ref, op_matches_ref)
+{
+	size_t nb, n = 0;
+	const struct ops_backend *const *be = ops_backends(&nb);
+	struct run *runs = cr_malloc(sizeof(*runs) * nb * ARRAY_SIZE(cases));
+	for (size_t b = 0; b < nb; b++)
+		for (size_t c = 0; strcmp(be[b]->name, "ref") && c < ARRAY_SIZE(cases); c++)
+			runs[n++] = (struct run){b, c};
+	return cr_make_param_array(struct run, runs, n, free_runs);
+}
+
+/* The case's convolution algorithm and precision on a started context, and
+ * a fixed step (dropout masks depend on it and on the seed). */
+static int setup(struct ops_ctx *ctx, const struct ref_case *c)
+{
+	ctx->step = 3;
+	ctx->conv_algo = c->conv_algo;
+	return ctx->be->set_precision(ctx, c->bf16 ? "bf16" : "fp32");
+}
+
+static void ref_context(struct ops_ctx *ref, const struct ref_case *c)
+{
+	cr_assert_eq(ops_ctx_init(ref, "ref", 1, 7), 0, "ref: %s", util_last_error());
+	cr_assert_eq(setup(ref, c), 0, "ref: %s: %s", c->what, util_last_error());
+}
+
+static void check_case(const struct ref_case *c, struct ops_ctx *ctx, struct ops_ctx *ref,
+		       struct tol t)
+{
+	rng_state = 42 + (uint64_t)(c - cases);
+	switch (c->kind) {
+	case LAYER:
+		check_layer(c, ctx, ref, t);
+		break;
+	case LOSS:
+		check_loss(c, ctx, ref);
+		break;
+	case SGD:
+		check_sgd(c, ctx, ref);
+		break;
+	case ACCUMULATE:
+		check_accumulate(c, ctx, ref);
+		break;
+	}
+}
+
+ParameterizedTest(struct run *run, kernels_ref, op_matches_ref)
+{
+	size_t nb;
+	const struct ops_backend *be = ops_backends(&nb)[run->backend];
+	const struct ref_case *c = &cases[run->c];
+	struct ops_ctx ctx, ref;
+	util_set_quiet(1);   /* the reasons go into the skip messages */
+	if (ops_ctx_init(&ctx, be->name, 2, 7))
+		cr_skip_test("skipped: %s cannot start on this machine (%s): %s", be->name,
+			     util_last_error(), c->what);
+	if (c->kind == LAYER && !be->layer[c->cfg.type]) {
+		cr_assert(strcmp(be->name, "cpu"), "cpu: the CPU backend lacks an op: %s", c->what);
+		cr_skip_test("skipped: %s has no such op: %s", be->name, c->what);
+	}
+	if (setup(&ctx, c))
+		cr_skip_test("skipped: %s has no %s on this machine (%s): %s", be->name,
+			     c->bf16 ? "bf16" : "fp32", util_last_error(), c->what);
+	ref_context(&ref, c);
+	check_case(c, &ctx, &ref, c->bf16 ? bf16_tol : fp32_tol);
+	ops_ctx_release(&ref);
+	ops_ctx_release(&ctx);
+}
+
+/* The CPU backend's bf16 convolutions against ref's bf16 emulation on every
+ * x86-64 machine: capped at AVX-512 without its BF16 instructions, oneDNN
+ * runs emulated or reference bf16 kernels, which the trainer's probe
+ * refuses (too slow to train with) but which round what the fast ones
+ * round. So bf16 is turned on directly here, as test_kernels_grad.c does,
+ * and held to the fp32 tolerance: the emulation must round the same values
+ * the same way (ref_bf16_emulation_rounds shows the rounding is far outside
+ * that tolerance). */
+Test(kernels_ref, cpu_bf16_conv_matches_ref_emulation)
+{
+	cr_assert_eq(dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core), dnnl_success);
+	int checked = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const struct ref_case *c = &cases[i];
+		if (!c->bf16)
+			continue;
+		struct ops_ctx ctx, ref;
+		cr_assert_eq(ops_ctx_init(&ctx, "cpu", 2, 7), 0);
+		ctx.step = 3;
+		ctx.conv_algo = c->conv_algo;
+		ctx.bf16 = 1;
+		ref_context(&ref, c);
+		cr_assert(ref.bf16);
+		check_case(c, &ctx, &ref, fp32_tol);
+		ops_ctx_release(&ref);
+		ops_ctx_release(&ctx);
+		checked++;
+	}
+	cr_assert_geq(checked, 2);
+}
+
+/* ref's bf16 conv2d is its fp32 conv2d on bf16-rounded input and weights,
+ * and differs from fp32 on the raw ones by more than the fp32 tolerance. */
+Test(kernels_ref, ref_bf16_emulation_rounds)
+{
+	const struct ref_case *c = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(cases) && !c; i++)
+		if (cases[i].bf16 && cases[i].cfg.bias)
+			c = &cases[i];
+	cr_assert_not_null(c);
+	struct ops_ctx ref;
+	ref_context(&ref, c);
+	rng_state = 5;
+	struct inputs in;
+	inputs_init(&in, c);
+	struct side bf, raw, rounded;   /* bf16; fp32 on x, w; fp32 on rounded x, w */
+	side_init(&bf, c, &in);
+	side_init(&raw, c, &in);
+	side_init(&rounded, c, &in);
+	size_t nx = (size_t)c->n * ops_shape_size(&c->in[0]), ny = (size_t)c->n * ops_shape_size(&c->out);
+	float *xr = copy_of(in.x[0], nx);
+	for (size_t i = 0; i < nx; i++)
+		xr[i] = ref_bf16_round(xr[i]);
+	for (size_t i = 0; i < in.nparam[0]; i++)
+		rounded.param[0][i] = ref_bf16_round(rounded.param[0][i]);
+	const float *xs[1] = {in.x[0]}, *xrs[1] = {xr};
+	const struct ops_layer_ops *op = ref.be->layer[OPS_CONV2D];
+	cr_assert_eq(op->forward(&ref, &bf.l, c->n, xs, bf.y, 1), 0);
+	cr_assert_eq(ref.be->set_precision(&ref, "fp32"), 0);
+	cr_assert_eq(op->forward(&ref, &raw.l, c->n, xs, raw.y, 1), 0);
+	cr_assert_eq(op->forward(&ref, &rounded.l, c->n, xrs, rounded.y, 1), 0);
+	size_t outside = 0;
+	for (size_t i = 0; i < ny; i++) {
+		cr_assert_eq(bf.y[i], rounded.y[i], "y[%zu]: bf16 %.9g, fp32 of rounded %.9g", i,
+			     (double)bf.y[i], (double)rounded.y[i]);
+		outside += fabs(bf.y[i] - raw.y[i]) > fp32_tol.atol + fp32_tol.rtol * fabs(raw.y[i]);
+	}
+	cr_assert_gt(outside, ny / 4, "bf16 moved only %zu of %zu values past the fp32 tolerance",
+		     outside, ny);
+	/* round to nearest, ties to even; inf and NaN stay */
+	cr_assert_eq(ref_bf16_round(1.0f), 1.0f);
+	cr_assert_eq(ref_bf16_round(1.0f + 0x1p-8f), 1.0f);                   /* tie: to even */
+	cr_assert_eq(ref_bf16_round(1.0f + 0x1p-7f + 0x1p-8f), 1.0f + 0x1p-6f); /* tie: to even */
+	cr_assert_eq(ref_bf16_round(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);
+	cr_assert_eq(ref_bf16_round(-3.0f - 0x1p-9f), -3.0f);
+	cr_assert(isinf(ref_bf16_round(INFINITY)) && isnan(ref_bf16_round(NAN)));
+	free(xr);
+	side_release(&bf, &ref);
+	side_release(&raw, &ref);
+	side_release(&rounded, &ref);
+	inputs_release(&in);
+	ops_ctx_release(&ref);
+}
