@@ -172,3 +172,22 @@ Test(backend, a_missing_program_names_the_tool_and_the_remedy)
 	strbuf_release(&out);
 	strbuf_release(&err);
 }
+
+/* ---- the registry: every entry has what the scheduler calls ----------------- */
+
+Test(backend_table, every_backend_has_its_required_operations)
+{
+	int n = 0;
+	for (const struct aah_backend *const *b = aah_backends; *b; b++, n++) {
+		const struct aah_backend *be = *b;
+		cr_assert(be->name && *be->name, "backend %d has no name", n);
+		cr_assert(be->submit && be->poll && be->cancel,
+			  "backend '%s' lacks submit, poll or cancel", be->name);
+		cr_assert_eq(backend_find(be->name), be, "backend_find('%s')", be->name);
+		cr_assert_eq(!be->config_keys, !be->config_size,
+			     "backend '%s': a key table needs its struct size, and only then",
+			     be->name);
+	}
+	cr_assert_eq(n, 4, "local, kubernetes, slurm and docker");
+	cr_assert_null(backend_find("nope"));
+}
