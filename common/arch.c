@@ -424,8 +424,9 @@ static int find_node(const struct idref *ids, int n, const char *ref)
  * (pointing into doc), sorted. */
 static int read_ids(const cJSON *layers, struct idref *ids, int n, const char *file)
 {
-	for (int i = 0; i < n; i++) {
-		const cJSON *o = cJSON_GetArrayItem(layers, i);
+	const cJSON *o;
+	int i = 0;
+	cJSON_ArrayForEach(o, layers) {
 		char *what = xstrfmt("%s: layer #%d", file, i + 1);
 		int rc = 0;
 		if (!cJSON_IsObject(o))
@@ -441,12 +442,13 @@ static int read_ids(const cJSON *layers, struct idref *ids, int n, const char *f
 		if (rc)
 			return -1;
 		ids[i].layer = i;
+		i++;
 	}
 	qsort(ids, (size_t)n, sizeof(*ids), cmp_idref);
-	for (int i = 1; i < n; i++)
-		if (!strcmp(ids[i].id, ids[i - 1].id)) {
-			int later = ids[i].layer > ids[i - 1].layer ? ids[i].layer : ids[i - 1].layer;
-			return error("%s: layer '%s': duplicate id (layer #%d)", file, ids[i].id,
+	for (int k = 1; k < n; k++)
+		if (!strcmp(ids[k].id, ids[k - 1].id)) {
+			int later = ids[k].layer > ids[k - 1].layer ? ids[k].layer : ids[k - 1].layer;
+			return error("%s: layer '%s': duplicate id (layer #%d)", file, ids[k].id,
 				     later + 1);
 		}
 	return 0;
@@ -474,14 +476,14 @@ static int read_layer(struct arch *a, const cJSON *o, int i, const struct idref 
 	int n_in = cJSON_GetArraySize(ins), k = 0;
 	int *in = xmalloc((size_t)n_in * sizeof(int));
 	cJSON_ArrayForEach(e, ins) {
-		int node = cJSON_IsString(e) ? find_node(ids, n, e->valuestring) : -1;
+		int node = cJSON_IsString(e) ? find_node(ids, n, e->valuestring) : -1, rc = 0;
 		if (!cJSON_IsString(e))
-			error("%s: inputs must be layer ids", what);
+			rc = error("%s: inputs must be layer ids", what);
 		else if (node < 0)
-			error("%s: input '%s' is not a layer of this graph", what, e->valuestring);
+			rc = error("%s: input '%s' is not a layer of this graph", what, e->valuestring);
 		else if (node == i + 1)
-			error("%s: reads its own output (a cycle)", what);
-		if (node < 0 || node == i + 1) {
+			rc = error("%s: reads its own output (a cycle)", what);
+		if (rc) {
 			free(in);
 			return -1;
 		}
@@ -530,8 +532,8 @@ static int read_doc(struct arch *a, const cJSON *doc, const char *file)
 	a->layers = xmalloc((size_t)n * sizeof(*a->layers));
 	struct idref *ids = xmalloc((size_t)n * sizeof(*ids));
 	rc = read_ids(layers, ids, n, file);
-	for (int i = 0; i < n && !rc; i++) {
-		const cJSON *o = cJSON_GetArrayItem(layers, i);
+	const cJSON *o = layers->child;
+	for (int i = 0; i < n && !rc; i++, o = o->next) {
 		what = xstrfmt("%s: layer '%s'", file, cJSON_GetObjectItemCaseSensitive(o, "id")->valuestring);
 		rc = read_layer(a, o, i, ids, n, what);
 		free(what);
