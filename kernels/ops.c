@@ -1,4 +1,4 @@
-/* ops.c: the table of compute backends and the type names. */
+/* ops.c: the table of compute backends. */
 #include <string.h>
 
 #include "kernels/ops.h"
@@ -13,20 +13,6 @@ static const struct ops_backend *const backends[] = {
 	&ops_ref_backend,
 };
 
-static const char *const type_names[OPS_NTYPES] = {
-	[OPS_CONV2D] = "conv2d",
-	[OPS_BATCHNORM] = "batchnorm",
-	[OPS_RELU] = "relu",
-	[OPS_MAXPOOL] = "maxpool",
-	[OPS_AVGPOOL] = "avgpool",
-	[OPS_GLOBAL_AVG_POOL] = "global_avg_pool",
-	[OPS_DENSE] = "dense",
-	[OPS_DROPOUT] = "dropout",
-	[OPS_ADD] = "add",
-	[OPS_CONCAT] = "concat",
-	[OPS_FLATTEN] = "flatten",
-};
-
 const struct ops_backend *const *ops_backends(size_t *count)
 {
 	*count = ARRAY_SIZE(backends);
@@ -39,19 +25,6 @@ const struct ops_backend *ops_backend_find(const char *name)
 		if (!strcmp(backends[i]->name, name))
 			return backends[i];
 	return NULL;
-}
-
-const char *ops_type_name(enum ops_type t)
-{
-	return (unsigned)t < OPS_NTYPES ? type_names[t] : "?";
-}
-
-int ops_type_parse(const char *name)
-{
-	for (int t = 0; t < OPS_NTYPES; t++)
-		if (!strcmp(type_names[t], name))
-			return t;
-	return -1;
 }
 
 int ops_conv_algo_parse(const char *name)

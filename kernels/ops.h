@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Layer types, in the order of the arch.json "type" enum. */
+/* The ops, which index ops_backend.layer. The trainer maps each layer type
+ * of its network file onto one (trialimg/model.c); kernels know nothing of
+ * the file format. */
 enum ops_type {
 	OPS_CONV2D,
 	OPS_BATCHNORM,
@@ -35,7 +37,7 @@ static inline size_t ops_shape_size(const struct ops_shape *s)
 	return (size_t)s->h * (size_t)s->w * (size_t)s->c;
 }
 
-/* Static description of one layer, as read from arch.json. */
+/* Static description of one layer. */
 struct ops_layer_cfg {
 	enum ops_type type;
 	int kernel, stride;                 /* conv2d, maxpool, avgpool */
@@ -81,7 +83,8 @@ struct ops_ctx {
  * backward overwrites dx[i] (NULL: that input needs no gradient) and
  * accumulates nothing: parameter gradients dw/db/... are overwritten too. */
 struct ops_layer_ops {
-	const char *name;
+	enum ops_type type;     /* the slot of ops_backend.layer it fills */
+	const char *name;       /* what it computes, in messages: "convolution" */
 	int (*forward)(struct ops_ctx *ctx, struct ops_layer *l, int n,
 		       const float *const *x, float *y, int train);
 	int (*backward)(struct ops_ctx *ctx, struct ops_layer *l, int n,
@@ -128,9 +131,6 @@ struct ops_backend {
 /* The static table of backends; ops_backend_find("cpu") etc. */
 const struct ops_backend *ops_backend_find(const char *name);
 const struct ops_backend *const *ops_backends(size_t *count);
-/* The arch.json name of a type ("conv2d"...), and back (-1: unknown). */
-const char *ops_type_name(enum ops_type t);
-int ops_type_parse(const char *name);
 
 /* ctx lifecycle: picks the backend and sets the thread count (0 = all). */
 int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed);

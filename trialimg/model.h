@@ -1,7 +1,7 @@
-/* model.h: arch.json (aah-arch/1) -> a checked, topologically sorted layer
- * graph with shapes and AIPerf FLOPs, its parameters, activations,
- * gradients and optimiser state carved from a few large blocks, and the
- * forward/backward/update passes over the op table. */
+/* model.h: a checked network (common/arch, aah-arch/1) -> the trainer's
+ * topologically sorted layer graph over the op table, its parameters,
+ * activations, gradients and optimiser state carved from a few large
+ * blocks, and the forward/backward/update passes. */
 #ifndef AAH_MODEL_H
 #define AAH_MODEL_H
 
@@ -9,17 +9,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch.h"        /* struct arch, enum arch_type */
 #include "kernels/ops.h" /* struct ops_layer, struct ops_ctx */
 
 /* Tensor ids: 0 is the network input, t = i + 1 is the output of layer i
  * (in sorted order). */
 struct model_layer {
 	char *id;                /* arch.json id */
+	enum arch_type type;     /* arch.json type; op.cfg.type is the op that runs it */
 	int *inputs;             /* (op.n_in) tensor ids */
 	int rank2;               /* output is (N, C) */
 	struct ops_shape *in_shapes; /* (op.n_in) */
 	struct ops_layer op;
-	double flops_fwd, flops_bwd; /* per image, AIPerf rules */
+	double flops_fwd, flops_bwd; /* per image, AIPerf rules (arch_op_flops) */
 	size_t n_weights, n_biases;  /* parameters (decayed, not decayed) */
 	int n_users;             /* layers reading this output */
 	int fused;               /* relu folded into the batchnorm before it:
@@ -52,15 +54,19 @@ struct model {
 				      * backward; set by the caller, who frees it */
 };
 
-/* Parse and check an aah-arch/1 document (`what` names it in errors). Every
- * error names the layer id. The model owns its strings; model_release. */
+/* The trainer's model of a checked arch (arch_check), in the arch's order;
+ * the model copies what it keeps. model_release frees it. */
+void model_build(struct model *m, const struct arch *a);
+/* The op that runs layers of an arch type. */
+enum ops_type model_op_type(enum arch_type type);
+/* arch_parse / arch_load (errors name `what` and the layer) + model_build. */
 int model_parse(struct model *m, const cJSON *doc, const char *what);
 int model_load(struct model *m, const char *path);
 /* A small default CNN for (h, w, c) inputs and `classes` outputs, used when
  * a trial has no arch.json: conv32-bn-relu-maxpool, conv64-bn-relu, global
- * average pool, dense (stable at AIPerf's default learning rate 0.1). The
- * caller frees the document. */
-cJSON *model_default_arch(int h, int w, int c, int classes);
+ * average pool, dense (stable at AIPerf's default learning rate 0.1). Fills
+ * a (the caller checks and releases it). */
+void model_default_arch(struct arch *a, int h, int w, int c, int classes);
 /* Allocate the blocks for batches of up to `batch` samples and initialise
  * the parameters from seed (He / Glorot uniform, zero biases, BN 1/0). */
 int model_alloc(struct model *m, int batch, uint64_t seed);

@@ -20,26 +20,6 @@ static float rng_uniform(uint64_t *s, float a)
 	return a * (float)(2.0 * ((double)(rng_next(s) >> 11) / 9007199254740992.0) - 1.0);
 }
 
-cJSON *model_default_arch(int h, int w, int c, int classes)
-{
-	char *text = xstrfmt(
-		"{\"format\":\"aah-arch/1\",\"input\":{\"height\":%d,\"width\":%d,\"channels\":%d},"
-		"\"num_classes\":%d,\"output\":\"logits\",\"layers\":["
-		"{\"id\":\"conv1\",\"type\":\"conv2d\",\"inputs\":[\"input\"],\"filters\":32,\"kernel\":3},"
-		"{\"id\":\"bn1\",\"type\":\"batchnorm\",\"inputs\":[\"conv1\"]},"
-		"{\"id\":\"relu1\",\"type\":\"relu\",\"inputs\":[\"bn1\"]},"
-		"{\"id\":\"pool1\",\"type\":\"maxpool\",\"inputs\":[\"relu1\"],\"kernel\":2},"
-		"{\"id\":\"conv2\",\"type\":\"conv2d\",\"inputs\":[\"pool1\"],\"filters\":64,\"kernel\":3},"
-		"{\"id\":\"bn2\",\"type\":\"batchnorm\",\"inputs\":[\"conv2\"]},"
-		"{\"id\":\"relu2\",\"type\":\"relu\",\"inputs\":[\"bn2\"]},"
-		"{\"id\":\"gap\",\"type\":\"global_avg_pool\",\"inputs\":[\"relu2\"]},"
-		"{\"id\":\"logits\",\"type\":\"dense\",\"inputs\":[\"gap\"],\"units\":%d}]}",
-		h, w, c, classes, classes);
-	cJSON *doc = cJSON_Parse(text);
-	free(text);
-	return doc;
-}
-
 int model_alloc(struct model *m, int batch, uint64_t seed)
 {
 	size_t nw = 0, nb = 0, nstats = 0, nact = 0, nmask = 0, maxt = 0;

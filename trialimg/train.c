@@ -51,46 +51,41 @@ double train_lr(const struct args *a, long t, long total)
 
 /* Tuner hyperparameters that change the network: every dropout's rate;
  * the kernel of conv layers past the 175th layer (AIPerf's rule). */
-static void apply_hparams(const struct args *a, cJSON *doc)
+static void apply_hparams(const struct args *a, struct arch *arch)
 {
-	const cJSON *layers = cJSON_GetObjectItemCaseSensitive(doc, "layers"), *l;
-	int idx = 0;
-	cJSON_ArrayForEach(l, layers) {
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(l, "type");
-		const char *t = cJSON_IsString(type) ? type->valuestring : "";
-		if (a->dropout_rate >= 0 && a->dropout_rate < 1 && !strcmp(t, "dropout"))
-			cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)l, "rate",
-							       cJSON_CreateNumber(a->dropout_rate));
-		if (a->kernel_size > 0 && idx >= 175 && !strcmp(t, "conv2d"))
-			cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)l, "kernel",
-							       cJSON_CreateNumber(a->kernel_size));
-		idx++;
+	for (int i = 0; i < arch->n_layers; i++) {
+		struct arch_op *op = &arch->layers[i].op;
+		if (a->dropout_rate >= 0 && a->dropout_rate < 1 && op->type == ARCH_DROPOUT)
+			op->rate = a->dropout_rate;
+		if (a->kernel_size > 0 && i >= 175 && op->type == ARCH_CONV2D)
+			op->kernel = a->kernel_size;
 	}
 }
 
 static int setup_model_and_data(struct trial *t)
 {
 	const struct args *a = t->a;
+	const char *name = a->arch ? a->arch : "built-in default arch";
+	struct arch arch = ARCH_INIT;
 	cJSON *doc = NULL;
 	int rc = -1;
 	if (a->arch) {
-		if (jsonfile_read(a->arch, &doc))
-			return -1;
-		apply_hparams(a, doc);
-		if (model_parse(&t->m, doc, a->arch))
-			goto out;
-		if (dataset_open(&t->tr, "auto", a->train_data_dir, 1, &t->m.input))
+		if (jsonfile_read(a->arch, &doc) || arch_read(&arch, doc, a->arch))
 			goto out;
 	} else {
 		if (dataset_open(&t->tr, "auto", a->train_data_dir, 1, NULL))
 			goto out;
-		doc = model_default_arch(t->tr.shape.h, t->tr.shape.w, t->tr.shape.c,
-					 t->tr.classes < 2 ? 2 : t->tr.classes);
-		apply_hparams(a, doc);
-		if (model_parse(&t->m, doc, "built-in default arch"))
-			goto out;
-		printf("aah-trial: no arch.json: training the built-in small CNN\n");
+		model_default_arch(&arch, t->tr.shape.h, t->tr.shape.w, t->tr.shape.c,
+				   t->tr.classes < 2 ? 2 : t->tr.classes);
 	}
+	apply_hparams(a, &arch);
+	if (arch_check(&arch, name))
+		goto out;
+	model_build(&t->m, &arch);
+	if (!a->arch)
+		printf("aah-trial: no arch.json: training the built-in small CNN\n");
+	else if (dataset_open(&t->tr, "auto", a->train_data_dir, 1, &t->m.input))
+		goto out;
 	if (dataset_set_augment(&t->tr, a->augment))
 		goto out;
 	if (dataset_open(&t->va, "auto", a->val_data_dir, 0, &t->m.input))
@@ -106,6 +101,7 @@ static int setup_model_and_data(struct trial *t)
 		t->va.n = a->val_samples;
 	rc = 0;
 out:
+	arch_release(&arch);
 	cJSON_Delete(doc);
 	return rc;
 }

@@ -156,7 +156,8 @@ static void bn_release(struct ops_ctx *ctx, struct ops_layer *l)
 }
 
 const struct ops_layer_ops cpu_bn_ops = {
-	.name = "batchnorm",
+	.type = OPS_BATCHNORM,
+	.name = "batch normalization",
 	.forward = bn_forward,
 	.backward = bn_backward,
 	.release = bn_release,

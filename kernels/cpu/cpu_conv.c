@@ -237,7 +237,8 @@ static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
 }
 
 const struct ops_layer_ops cpu_conv_ops = {
-	.name = "conv2d",
+	.type = OPS_CONV2D,
+	.name = "convolution",
 	.forward = conv_forward,
 	.backward = conv_backward,
 	.release = conv_release,

@@ -144,7 +144,8 @@ static void dense_release(struct ops_ctx *ctx, struct ops_layer *l)
 }
 
 const struct ops_layer_ops cpu_dense_ops = {
-	.name = "dense",
+	.type = OPS_DENSE,
+	.name = "inner product",
 	.forward = dense_forward,
 	.backward = dense_backward,
 	.release = dense_release,

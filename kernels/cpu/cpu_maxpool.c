@@ -202,7 +202,8 @@ static void maxpool_release(struct ops_ctx *ctx, struct ops_layer *l)
 }
 
 const struct ops_layer_ops cpu_maxpool_ops = {
-	.name = "maxpool",
+	.type = OPS_MAXPOOL,
+	.name = "max pooling",
 	.forward = maxpool_forward,
 	.backward = maxpool_backward,
 	.release = maxpool_release,

@@ -179,14 +179,29 @@ int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 }
 
 const struct ops_layer_ops cpu_dropout_ops = {
-	.name = "dropout", .forward = dropout_forward, .backward = dropout_backward,
+	.type = OPS_DROPOUT,
+	.name = "inverted dropout",
+	.forward = dropout_forward,
+	.backward = dropout_backward,
 };
+
 const struct ops_layer_ops cpu_add_ops = {
-	.name = "add", .forward = add_forward, .backward = add_backward,
+	.type = OPS_ADD,
+	.name = "elementwise sum",
+	.forward = add_forward,
+	.backward = add_backward,
 };
+
 const struct ops_layer_ops cpu_concat_ops = {
-	.name = "concat", .forward = concat_forward, .backward = concat_backward,
+	.type = OPS_CONCAT,
+	.name = "channel concatenation",
+	.forward = concat_forward,
+	.backward = concat_backward,
 };
+
 const struct ops_layer_ops cpu_flatten_ops = {
-	.name = "flatten", .forward = flatten_forward, .backward = flatten_backward,
+	.type = OPS_FLATTEN,
+	.name = "flattening copy",
+	.forward = flatten_forward,
+	.backward = flatten_backward,
 };

@@ -60,7 +60,7 @@ static int pool_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct po
 		const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
 		if (ws && ws->ndims > 0 &&
 		    dnnl_memory_create(&p->ws, ws, cpu_ctx(ctx)->eng, DNNL_MEMORY_ALLOCATE) != dnnl_success) {
-			error("%s: cannot allocate the pooling workspace", ops_type_name(c->type));
+			error("%s: cannot allocate the pooling workspace", ctx->be->layer[c->type]->name);
 			goto out;
 		}
 	}
@@ -97,7 +97,7 @@ static int pool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	struct pool_plan *p = pool_plan(ctx, l, n);
 	if (!p)
 		return error("%s: cannot build a oneDNN primitive for batch %d",
-			     ops_type_name(l->cfg.type), n);
+			     ctx->be->layer[l->cfg.type]->name, n);
 	if (cpu_set(p->src, x[0]) || cpu_set(p->dst, y))
 		return -1;
 	dnnl_exec_arg_t args[] = {
@@ -115,7 +115,7 @@ static int pool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	struct pool_plan *p = pool_plan(ctx, l, n);
 	if (!p)
 		return error("%s: cannot build a oneDNN primitive for batch %d",
-			     ops_type_name(l->cfg.type), n);
+			     ctx->be->layer[l->cfg.type]->name, n);
 	if (cpu_set(p->src, x[0]) || cpu_set(p->diff_dst, dy) || cpu_set(p->diff_src, dx[0]))
 		return -1;
 	dnnl_exec_arg_t args[3] = {{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_DIFF_SRC, p->diff_src}};
@@ -137,21 +137,24 @@ static void pool_release(struct ops_ctx *ctx, struct ops_layer *l)
 }
 
 const struct ops_layer_ops cpu_avgpool_ops = {
-	.name = "avgpool",
+	.type = OPS_AVGPOOL,
+	.name = "average pooling",
 	.forward = pool_forward,
 	.backward = pool_backward,
 	.release = pool_release,
 };
 
 const struct ops_layer_ops cpu_gap_ops = {
-	.name = "global_avg_pool",
+	.type = OPS_GLOBAL_AVG_POOL,
+	.name = "global average pooling",
 	.forward = pool_forward,
 	.backward = pool_backward,
 	.release = pool_release,
 };
 
 const struct ops_layer_ops cpu_relu_ops = {
-	.name = "relu",
+	.type = OPS_RELU,
+	.name = "rectifier",
 	.forward = pool_forward,
 	.backward = pool_backward,
 	.release = pool_release,

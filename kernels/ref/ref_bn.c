@@ -93,7 +93,8 @@ static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const fl
 }
 
 const struct ops_layer_ops ref_bn_ops = {
-	.name = "batchnorm",
+	.type = OPS_BATCHNORM,
+	.name = "batch normalization",
 	.forward = bn_forward,
 	.backward = bn_backward,
 };

@@ -142,7 +142,8 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 }
 
 const struct ops_layer_ops ref_conv_ops = {
-	.name = "conv2d",
+	.type = OPS_CONV2D,
+	.name = "convolution",
 	.forward = conv_forward,
 	.backward = conv_backward,
 };

@@ -56,7 +56,8 @@ static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const
 }
 
 const struct ops_layer_ops ref_dense_ops = {
-	.name = "dense",
+	.type = OPS_DENSE,
+	.name = "inner product",
 	.forward = dense_forward,
 	.backward = dense_backward,
 };

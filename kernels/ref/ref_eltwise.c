@@ -94,17 +94,20 @@ static int add_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 }
 
 const struct ops_layer_ops ref_relu_ops = {
-	.name = "relu",
+	.type = OPS_RELU,
+	.name = "rectifier",
 	.forward = relu_forward,
 	.backward = relu_backward,
 };
 const struct ops_layer_ops ref_dropout_ops = {
-	.name = "dropout",
+	.type = OPS_DROPOUT,
+	.name = "inverted dropout",
 	.forward = dropout_forward,
 	.backward = dropout_backward,
 };
 const struct ops_layer_ops ref_add_ops = {
-	.name = "add",
+	.type = OPS_ADD,
+	.name = "elementwise sum",
 	.forward = add_forward,
 	.backward = add_backward,
 };

@@ -171,17 +171,20 @@ static int gap_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 }
 
 const struct ops_layer_ops ref_maxpool_ops = {
-	.name = "maxpool",
+	.type = OPS_MAXPOOL,
+	.name = "max pooling",
 	.forward = maxpool_forward,
 	.backward = maxpool_backward,
 };
 const struct ops_layer_ops ref_avgpool_ops = {
-	.name = "avgpool",
+	.type = OPS_AVGPOOL,
+	.name = "average pooling",
 	.forward = avgpool_forward,
 	.backward = avgpool_backward,
 };
 const struct ops_layer_ops ref_gap_ops = {
-	.name = "global_avg_pool",
+	.type = OPS_GLOBAL_AVG_POOL,
+	.name = "global average pooling",
 	.forward = gap_forward,
 	.backward = gap_backward,
 };

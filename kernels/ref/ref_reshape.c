@@ -67,12 +67,14 @@ static int flatten_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 }
 
 const struct ops_layer_ops ref_concat_ops = {
-	.name = "concat",
+	.type = OPS_CONCAT,
+	.name = "channel concatenation",
 	.forward = concat_forward,
 	.backward = concat_backward,
 };
 const struct ops_layer_ops ref_flatten_ops = {
-	.name = "flatten",
+	.type = OPS_FLATTEN,
+	.name = "flattening copy",
 	.forward = flatten_forward,
 	.backward = flatten_backward,
 };

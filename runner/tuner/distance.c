@@ -18,10 +18,10 @@ double editdist_layer(const struct tdesc_layer *a, const struct tdesc_layer *b)
 {
 	if (a->type != b->type)
 		return 1.0;
-	if (a->type == TL_CONV)
+	if (a->type == ARCH_CONV2D)
 		return (attr_diff(a->filters, b->filters) + attr_diff(a->kernel, b->kernel) +
 			attr_diff(a->stride, b->stride)) / 3.0;
-	if (a->type == TL_MAXPOOL || a->type == TL_AVGPOOL)
+	if (a->type == ARCH_MAXPOOL || a->type == ARCH_AVGPOOL)
 		return (attr_diff(a->padding, b->padding) + attr_diff(a->kernel, b->kernel) +
 			attr_diff(a->stride, b->stride)) / 3.0;
 	return 0.0;
@@ -44,7 +44,7 @@ double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, dou
 		/* every layer of a type in excess on one side is deleted or
 		 * substituted by another type: cost 1 each */
 		int ea = 0, eb = 0;
-		for (int t = 0; t < TL_NTYPES; t++) {
+		for (int t = 0; t < ARCH_NTYPES; t++) {
 			int d = (int)a->counts[t] - (int)b->counts[t];
 			if (d > 0)
 				ea += d;

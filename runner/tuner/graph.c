@@ -1,4 +1,5 @@
-/* graph.c: graph IR, shape inference, hashing and the main chain. */
+/* graph.c: graph IR, shape inference by the format's rules, hashing and the
+ * main chain. */
 #include "graph.h"
 
 #include <stdlib.h>
@@ -6,22 +7,10 @@
 
 #include "util.h"
 
-static const char *const type_names[TL_NTYPES] = {
-	[TL_CONV] = "conv2d",       [TL_BN] = "batchnorm", [TL_RELU] = "relu",
-	[TL_MAXPOOL] = "maxpool",   [TL_AVGPOOL] = "avgpool",
-	[TL_GAP] = "global_avg_pool", [TL_DENSE] = "dense", [TL_DROPOUT] = "dropout",
-	[TL_ADD] = "add",           [TL_CONCAT] = "concat", [TL_FLATTEN] = "flatten",
-};
-
-const char *tgraph_type_name(int type)
-{
-	return type >= 0 && type < TL_NTYPES ? type_names[type] : "?";
-}
-
 void tgraph_init(struct tgraph *g, int h, int w, int c, int num_classes)
 {
 	memset(g, 0, sizeof(*g));
-	g->input = (struct tshape){ 4, h, w, c };
+	g->input = (struct arch_shape){ 4, h, w, c };
 	g->num_classes = num_classes;
 	g->output = -1;
 }
@@ -58,13 +47,15 @@ int tgraph_add(struct tgraph *g, const struct tlayer *l)
 	return ++g->nlayers;
 }
 
-int tgraph_add1(struct tgraph *g, int type, int in, int filters, int kernel, int stride)
+int tgraph_add1(struct tgraph *g, enum arch_type type, int in, int filters, int kernel, int stride)
 {
-	struct tlayer l = { .type = (uint8_t)type, .nin = 1, .in = { in }, .filters = filters,
-			    .kernel = kernel, .stride = stride, .bias = 1,
-			    .padding = (type == TL_MAXPOOL || type == TL_AVGPOOL) ? TG_VALID : TG_SAME };
-	if (type == TL_DROPOUT)
-		l.rate = 0.25;
+	struct tlayer l = { .nin = 1, .in = { in } };
+	arch_op_init(&l.op, type);
+	l.op.units = filters;
+	l.op.kernel = kernel;
+	l.op.stride = stride;
+	if (type == ARCH_DROPOUT)
+		l.op.rate = 0.25;
 	return tgraph_add(g, &l);
 }
 
@@ -120,82 +111,25 @@ int tgraph_topo(const struct tgraph *g, int *order)
 	return rc < 0 ? -1 : cnt;
 }
 
-static int out_dim(int in, int kernel, int stride, int padding)
-{
-	if (padding == TG_SAME)
-		return (in + stride - 1) / stride;
-	return in >= kernel ? (in - kernel) / stride + 1 : 0;
-}
-
 #define ERR(...) (report ? error(__VA_ARGS__) : -1)
 
 static int infer_layer(struct tgraph *g, int i, int report)
 {
 	const struct tlayer *l = &g->layers[i];
-	const struct tshape *s = &g->shapes[l->in[0]];
-	struct tshape o = *s;
-	const char *tn = tgraph_type_name(l->type);
-	for (int j = 0; j < l->nin; j++)
+	struct arch_shape in[TG_MAX_INPUTS];
+	for (int j = 0; j < l->nin; j++) {
 		if (l->in[j] < 0 || l->in[j] > g->nlayers)
-			return ERR("arch: layer %d (%s) reads a missing node", i, tn);
-	switch (l->type) {
-	case TL_CONV:
-	case TL_MAXPOOL:
-	case TL_AVGPOOL:
-		if (s->rank != 4)
-			return ERR("arch: layer %d (%s) needs an image (rank 4) input", i, tn);
-		if (l->kernel < 1 || l->kernel > 31 || l->stride < 1 || l->stride > 31)
-			return ERR("arch: layer %d (%s) has a bad kernel or stride", i, tn);
-		o.h = out_dim(s->h, l->kernel, l->stride, l->padding);
-		o.w = out_dim(s->w, l->kernel, l->stride, l->padding);
-		if (o.h < 1 || o.w < 1)
-			return ERR("arch: layer %d (%s) shrinks %dx%d to nothing", i, tn, s->h, s->w);
-		if (l->type == TL_CONV) {
-			if (l->filters < 1 || l->filters > 65536)
-				return ERR("arch: layer %d (conv2d) has bad filters %d", i, l->filters);
-			o.c = l->filters;
-		}
-		break;
-	case TL_BN:
-	case TL_RELU:
-	case TL_DROPOUT:
-		break;
-	case TL_GAP:
-	case TL_FLATTEN:
-		if (s->rank != 4)
-			return ERR("arch: layer %d (%s) needs a rank 4 input", i, tn);
-		o = (struct tshape){ 2, 1, 1, l->type == TL_GAP ? s->c : s->h * s->w * s->c };
-		break;
-	case TL_DENSE:
-		if (s->rank != 2)
-			return ERR("arch: layer %d (dense) needs a rank 2 input (add flatten or "
-				     "global_avg_pool)", i);
-		if (l->filters < 1 || l->filters > 65536)
-			return ERR("arch: layer %d (dense) has bad units %d", i, l->filters);
-		o.c = l->filters;
-		break;
-	case TL_ADD:
-	case TL_CONCAT:
-		if (l->nin < 2)
-			return ERR("arch: layer %d (%s) needs two or more inputs", i, tn);
-		for (int j = 1; j < l->nin; j++) {
-			const struct tshape *t = &g->shapes[l->in[j]];
-			if (l->type == TL_ADD && memcmp(t, s, sizeof(*t)))
-				return ERR("arch: layer %d (add) joins different shapes", i);
-			if (l->type == TL_CONCAT) {
-				if (t->rank != s->rank || t->h != s->h || t->w != s->w)
-					return ERR("arch: layer %d (concat) joins different sizes", i);
-				o.c += t->c;
-			}
-		}
-		break;
-	default:
-		return ERR("arch: layer %d has an unknown type", i);
+			return ERR("arch: layer %d (%s) reads a missing node", i, arch_type_name(l->op.type));
+		in[j] = g->shapes[l->in[j]];
 	}
-	if (l->nin > 1 && l->type != TL_ADD && l->type != TL_CONCAT)
-		return ERR("arch: layer %d (%s) takes one input", i, tn);
-	g->shapes[i + 1] = o;
-	return 0;
+	if (arch_op_shape(&l->op, in, l->nin, &g->shapes[i + 1], NULL) == 0)
+		return 0;
+	if (report) {
+		char *what = xstrfmt("arch: layer %d (%s)", i, arch_type_name(l->op.type));
+		arch_op_shape(&l->op, in, l->nin, &g->shapes[i + 1], what);
+		free(what);
+	}
+	return -1;
 }
 
 static int infer(struct tgraph *g, int report)
@@ -216,8 +150,7 @@ static int infer(struct tgraph *g, int report)
 	free(order);
 	if (rc)
 		return rc;
-	const struct tlayer *o = &g->layers[g->output];
-	if (o->type != TL_DENSE || o->filters != g->num_classes)
+	if (!arch_op_is_logits(&g->layers[g->output].op, g->num_classes))
 		return ERR("arch: the output layer must be a dense with num_classes (%d) units",
 			     g->num_classes);
 	return 0;
@@ -235,18 +168,13 @@ int tgraph_valid(struct tgraph *g)
 
 uint64_t tgraph_params(const struct tgraph *g)
 {
-	uint64_t p = 0;
+	uint64_t p = 0, weights, others;
 	int *order = xmalloc((size_t)g->nlayers * sizeof(int));
 	int n = tgraph_topo(g, order);
 	for (int k = 0; k < n; k++) {
 		const struct tlayer *l = &g->layers[order[k]];
-		const struct tshape *s = &g->shapes[l->in[0]];
-		if (l->type == TL_CONV)
-			p += (uint64_t)l->kernel * l->kernel * s->c * l->filters + (l->bias ? l->filters : 0);
-		else if (l->type == TL_DENSE)
-			p += (uint64_t)s->c * l->filters + (l->bias ? l->filters : 0);
-		else if (l->type == TL_BN)
-			p += 2 * (uint64_t)s->c;
+		arch_op_params(&l->op, &g->shapes[l->in[0]], &weights, &others);
+		p += weights + others;
 	}
 	free(order);
 	return p;
@@ -259,12 +187,7 @@ double tgraph_flops(const struct tgraph *g)
 	int n = tgraph_topo(g, order);
 	for (int k = 0; k < n; k++) {
 		int i = order[k];
-		const struct tlayer *l = &g->layers[i];
-		const struct tshape *s = &g->shapes[l->in[0]], *o = &g->shapes[i + 1];
-		if (l->type == TL_CONV)
-			f += 2.0 * l->kernel * l->kernel * s->c * l->filters * o->h * o->w;
-		else if (l->type == TL_DENSE)
-			f += 2.0 * s->c * l->filters;
+		f += arch_op_mac_flops(&g->layers[i].op, &g->shapes[g->layers[i].in[0]], &g->shapes[i + 1]);
 	}
 	free(order);
 	return f;
@@ -293,20 +216,21 @@ uint64_t tgraph_hash(const struct tgraph *g)
 	nh[0] = mix(mix(mix(0x1234, (uint64_t)g->input.h), (uint64_t)g->input.w), (uint64_t)g->input.c);
 	for (int k = 0; k < n; k++) {
 		const struct tlayer *l = &g->layers[order[k]];
-		uint64_t h = mix(0xabcdef, l->type);
+		const struct arch_op *op = &l->op;
+		uint64_t h = mix(0xabcdef, op->type);
 		/* only the fields that the type uses */
-		if (l->type == TL_CONV || l->type == TL_DENSE) {
-			h = mix(h, (uint64_t)l->filters);
-			h = mix(h, l->bias);
+		if (op->type == ARCH_CONV2D || op->type == ARCH_DENSE) {
+			h = mix(h, (uint64_t)op->units);
+			h = mix(h, (uint64_t)op->bias);
 		}
-		if (l->type == TL_CONV || l->type == TL_MAXPOOL || l->type == TL_AVGPOOL) {
-			h = mix(h, (uint64_t)l->kernel);
-			h = mix(h, (uint64_t)l->stride);
-			h = mix(h, l->padding);
+		if (op->type == ARCH_CONV2D || op->type == ARCH_MAXPOOL || op->type == ARCH_AVGPOOL) {
+			h = mix(h, (uint64_t)op->kernel);
+			h = mix(h, (uint64_t)op->stride);
+			h = mix(h, op->padding);
 		}
-		if (l->type == TL_DROPOUT) {
+		if (op->type == ARCH_DROPOUT) {
 			uint64_t r;
-			memcpy(&r, &l->rate, sizeof(r));
+			memcpy(&r, &op->rate, sizeof(r));
 			h = mix(h, r);
 		}
 		for (int j = 0; j < l->nin; j++)
@@ -360,23 +284,24 @@ int tdesc_from_graph(struct tdesc *d, const struct tgraph *g)
 	int askips = 0;
 	for (int k = 0; k < n; k++) {
 		const struct tlayer *l = &g->layers[chain[k]];
-		d->layers[k] = (struct tdesc_layer){ .type = (int8_t)l->type, .padding = (int8_t)l->padding,
-						     .kernel = (int16_t)l->kernel, .stride = (int16_t)l->stride,
-						     .filters = l->filters };
-		if (l->type != TL_CONV && l->type != TL_MAXPOOL && l->type != TL_AVGPOOL)
+		const struct arch_op *op = &l->op;
+		d->layers[k] = (struct tdesc_layer){ .type = (int8_t)op->type, .padding = (int8_t)op->padding,
+						     .kernel = (int16_t)op->kernel, .stride = (int16_t)op->stride,
+						     .filters = op->units };
+		if (op->type != ARCH_CONV2D && op->type != ARCH_MAXPOOL && op->type != ARCH_AVGPOOL)
 			d->layers[k].kernel = d->layers[k].stride = d->layers[k].padding = 0;
-		if (l->type != TL_CONV)
+		if (op->type != ARCH_CONV2D)
 			d->layers[k].filters = 0;
-		if (l->type == TL_ADD || l->type == TL_CONCAT)
+		if (op->type == ARCH_ADD || op->type == ARCH_CONCAT)
 			askips += l->nin - 1;
-		if (d->counts[l->type] < UINT16_MAX)
-			d->counts[l->type]++;
+		if (d->counts[op->type] < UINT16_MAX)
+			d->counts[op->type]++;
 	}
 	d->has_counts = 1;
 	d->skips = xmalloc((size_t)(askips ? askips : 1) * sizeof(*d->skips));
 	for (int k = 0; k < n; k++) {
 		const struct tlayer *l = &g->layers[chain[k]];
-		if (l->type != TL_ADD && l->type != TL_CONCAT)
+		if (l->op.type != ARCH_ADD && l->op.type != ARCH_CONCAT)
 			continue;
 		for (int j = 1; j < l->nin; j++) {
 			int node = l->in[j], guard = 0;
@@ -384,7 +309,7 @@ int tdesc_from_graph(struct tdesc *d, const struct tgraph *g)
 				node = g->layers[node - 1].in[0];
 			if (pos[node] < 0)
 				continue;
-			d->skips[d->nskips++] = (struct tdesc_skip){ pos[node], k + 1, l->type };
+			d->skips[d->nskips++] = (struct tdesc_skip){ pos[node], k + 1, l->op.type };
 		}
 	}
 	qsort(d->skips, (size_t)d->nskips, sizeof(*d->skips), cmp_skip);

@@ -1,56 +1,31 @@
 /* graph.h: the tuner's network graph IR (nodes = tensors with shapes,
- * layers = edges), aah-arch/1 reading and writing, shape inference,
- * parameter counts, the canonical hash and the distance descriptor. */
+ * layers = edges) over common/arch's layer ops and rules, its conversion
+ * to and from aah-arch/1, the canonical hash and the distance descriptor. */
 #ifndef AAH_TUNER_GRAPH_H
 #define AAH_TUNER_GRAPH_H
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-enum tlayer_type {
-	TL_CONV,
-	TL_BN,
-	TL_RELU,
-	TL_MAXPOOL,
-	TL_AVGPOOL,
-	TL_GAP,
-	TL_DENSE,
-	TL_DROPOUT,
-	TL_ADD,
-	TL_CONCAT,
-	TL_FLATTEN,
-	TL_NTYPES
-};
+#include "arch.h" /* struct arch_op, struct arch_shape, the layer rules */
 
-enum { TG_SAME = 0, TG_VALID = 1 };
 #define TG_MAX_INPUTS 8
-
-struct tshape {
-	int rank;       /* 4: (N, H, W, C); 2: (N, C) */
-	int h, w, c;    /* rank 2: c only */
-};
 
 /* One layer = one edge set: inputs are node ids, and layer i produces node
  * i + 1 (node 0 is the network input). */
 struct tlayer {
-	uint8_t type;          /* enum tlayer_type */
-	uint8_t nin;
-	uint8_t padding;       /* TG_SAME / TG_VALID (conv, pools) */
-	uint8_t bias;          /* conv, dense */
+	struct arch_op op;
+	int nin;
 	int in[TG_MAX_INPUTS]; /* input node ids; in[0] is the main path */
-	int filters;           /* conv filters / dense units */
-	int kernel, stride;    /* conv, pools */
-	double rate;           /* dropout */
-	double eps, momentum;  /* batchnorm; 0 = default */
 };
 
 struct tgraph {
-	struct tshape input;
+	struct arch_shape input;
 	int num_classes;
 	struct tlayer *layers;  /* (nlayers) */
 	int nlayers, alayers;
 	int output;             /* layer index producing the logits */
-	struct tshape *shapes;  /* (nlayers + 1) node shapes after tgraph_infer */
+	struct arch_shape *shapes; /* (nlayers + 1) node shapes after tgraph_infer */
 	int ashapes;
 };
 
@@ -59,15 +34,17 @@ struct tgraph {
 void tgraph_init(struct tgraph *g, int h, int w, int c, int num_classes);
 void tgraph_release(struct tgraph *g);
 void tgraph_copy(struct tgraph *dst, const struct tgraph *src);
-/* Append a layer reading node `in0` (and more inputs through l->in); returns
- * its output node id. */
+/* Append a layer; returns its output node id. */
 int tgraph_add(struct tgraph *g, const struct tlayer *l);
-int tgraph_add1(struct tgraph *g, int type, int in, int filters, int kernel, int stride);
+/* The same for a one-input layer of the format's defaults (arch_op_init)
+ * with these fields (0 where the type has none); dropout rate 0.25. */
+int tgraph_add1(struct tgraph *g, enum arch_type type, int in, int filters, int kernel, int stride);
 /* Make every consumer of node `from` (except layer `except`) read `to`. */
 void tgraph_redirect(struct tgraph *g, int from, int to, int except);
 
-/* Check the graph: acyclic, every shape valid, output a dense with
- * num_classes units; fills g->shapes. Errors say which layer is wrong. */
+/* Check the graph by the format's rules (arch_op_shape): acyclic, every
+ * shape valid, output a dense with num_classes units; fills g->shapes.
+ * Errors say which layer is wrong. */
 int tgraph_infer(struct tgraph *g);
 /* The same check without error messages: 1 when valid (shapes filled). */
 int tgraph_valid(struct tgraph *g);
@@ -76,8 +53,8 @@ int tgraph_valid(struct tgraph *g);
 int tgraph_topo(const struct tgraph *g, int *order);
 /* Trainable parameters (after tgraph_infer). */
 uint64_t tgraph_params(const struct tgraph *g);
-/* Forward FLOPs per image of the conv and dense layers (2 per multiply-add,
- * as AIPerf counts them); the cost a FLOP limit on proposals compares. */
+/* Forward FLOPs per image of the conv and dense layers (arch_op_mac_flops);
+ * the cost a FLOP limit on proposals compares. */
 double tgraph_flops(const struct tgraph *g);
 /* Layers reachable from the output. */
 int tgraph_size(const struct tgraph *g);
@@ -88,11 +65,14 @@ uint64_t tgraph_hash(const struct tgraph *g);
  * indices in forward order into chain (nlayers ints); returns the count. */
 int tgraph_main_chain(const struct tgraph *g, int *chain);
 
-/* aah-arch/1: `meta` (may be NULL) is copied into the document. */
+/* aah-arch/1 through common/arch. to_arch keeps the layers that feed the
+ * output, in a canonical depth-first order, with ids "<type>_<position>";
+ * from_arch takes a checked arch. The json forms add `meta` (may be NULL)
+ * to the document, and name `file` in errors. */
+void tgraph_to_arch(const struct tgraph *g, struct arch *a);
+int tgraph_from_arch(struct tgraph *g, const struct arch *a, const char *file);
 cJSON *tgraph_to_json(const struct tgraph *g, const cJSON *meta);
-int tgraph_from_json(struct tgraph *g, const cJSON *doc);
-
-const char *tgraph_type_name(int type);
+int tgraph_from_json(struct tgraph *g, const cJSON *doc, const char *file);
 
 /* The distance descriptor (NNI's NetworkDescriptor): main-chain layers and
  * skip connections (start node index, end node index, add/concat). */
@@ -105,7 +85,7 @@ struct tdesc_layer {
 
 struct tdesc_skip {
 	int a, b;    /* main-chain node indices */
-	int type;    /* TL_ADD or TL_CONCAT */
+	int type;    /* ARCH_ADD or ARCH_CONCAT */
 };
 
 struct tdesc {
@@ -115,7 +95,7 @@ struct tdesc {
 	int nskips;
 	uint64_t hash;               /* tgraph_hash of the graph */
 	int has_counts;              /* counts[] filled (tdesc_from_graph does) */
-	uint16_t counts[TL_NTYPES];  /* main-chain layers per type: a distance lower bound */
+	uint16_t counts[ARCH_NTYPES];  /* main-chain layers per type: a distance lower bound */
 };
 
 int tdesc_from_graph(struct tdesc *d, const struct tgraph *g);

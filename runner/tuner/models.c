@@ -15,28 +15,28 @@ int tmodel_cnn(struct tgraph *g, int width, int channels, int num_classes)
 	tgraph_init(g, width, width, channels, num_classes);
 	int node = 0, h = width;
 	for (int i = 0; i < 3; i++) {   /* MODEL_LEN 3 => pooling after every block */
-		node = tgraph_add1(g, TL_RELU, node, 0, 0, 0);
-		node = tgraph_add1(g, TL_BN, node, 0, 0, 0);
-		node = tgraph_add1(g, TL_CONV, node, 64, 3, 1);
+		node = tgraph_add1(g, ARCH_RELU, node, 0, 0, 0);
+		node = tgraph_add1(g, ARCH_BATCHNORM, node, 0, 0, 0);
+		node = tgraph_add1(g, ARCH_CONV2D, node, 64, 3, 1);
 		if (pool_fits(h, 2)) {
-			node = tgraph_add1(g, TL_MAXPOOL, node, 0, 2, 2);
+			node = tgraph_add1(g, ARCH_MAXPOOL, node, 0, 2, 2);
 			h /= 2;
 		}
 	}
-	node = tgraph_add1(g, TL_GAP, node, 0, 0, 0);
-	node = tgraph_add1(g, TL_DROPOUT, node, 0, 0, 0);
-	node = tgraph_add1(g, TL_DENSE, node, 64, 0, 0);
-	node = tgraph_add1(g, TL_RELU, node, 0, 0, 0);
-	node = tgraph_add1(g, TL_DENSE, node, num_classes, 0, 0);
+	node = tgraph_add1(g, ARCH_GLOBAL_AVG_POOL, node, 0, 0, 0);
+	node = tgraph_add1(g, ARCH_DROPOUT, node, 0, 0, 0);
+	node = tgraph_add1(g, ARCH_DENSE, node, 64, 0, 0);
+	node = tgraph_add1(g, ARCH_RELU, node, 0, 0, 0);
+	node = tgraph_add1(g, ARCH_DENSE, node, num_classes, 0, 0);
 	g->output = node - 1;
 	return tgraph_infer(g);
 }
 
 static int conv_bn(struct tgraph *g, int node, int filters, int kernel, int stride)
 {
-	node = tgraph_add1(g, TL_CONV, node, filters, kernel, stride);
-	g->layers[node - 1].bias = 0;
-	return tgraph_add1(g, TL_BN, node, 0, 0, 0);
+	node = tgraph_add1(g, ARCH_CONV2D, node, filters, kernel, stride);
+	g->layers[node - 1].op.bias = 0;
+	return tgraph_add1(g, ARCH_BATCHNORM, node, 0, 0, 0);
 }
 
 int tmodel_resnet50(struct tgraph *g, int width, int channels, int num_classes)
@@ -47,28 +47,28 @@ int tmodel_resnet50(struct tgraph *g, int width, int channels, int num_classes)
 			     "at least 2", width, num_classes);
 	tgraph_init(g, width, width, channels, num_classes);
 	int node = conv_bn(g, 0, 64, 7, 2);
-	node = tgraph_add1(g, TL_RELU, node, 0, 0, 0);
-	node = tgraph_add1(g, TL_MAXPOOL, node, 0, 3, 2);
-	g->layers[node - 1].padding = TG_SAME;
+	node = tgraph_add1(g, ARCH_RELU, node, 0, 0, 0);
+	node = tgraph_add1(g, ARCH_MAXPOOL, node, 0, 3, 2);
+	g->layers[node - 1].op.padding = ARCH_SAME;
 	for (int s = 0; s < 4; s++) {
 		int f = 64 << s;
 		for (int b = 0; b < blocks[s]; b++) {
 			int stride = (b == 0 && s > 0) ? 2 : 1;
 			int shortcut = node;
 			int m = conv_bn(g, node, f, 1, 1);
-			m = tgraph_add1(g, TL_RELU, m, 0, 0, 0);
+			m = tgraph_add1(g, ARCH_RELU, m, 0, 0, 0);
 			m = conv_bn(g, m, f, 3, stride);
-			m = tgraph_add1(g, TL_RELU, m, 0, 0, 0);
+			m = tgraph_add1(g, ARCH_RELU, m, 0, 0, 0);
 			m = conv_bn(g, m, 4 * f, 1, 1);
 			if (b == 0)
 				shortcut = conv_bn(g, node, 4 * f, 1, stride);
-			struct tlayer add = { .type = TL_ADD, .nin = 2, .in = { m, shortcut } };
+			struct tlayer add = { .op.type = ARCH_ADD, .nin = 2, .in = { m, shortcut } };
 			node = tgraph_add(g, &add);
-			node = tgraph_add1(g, TL_RELU, node, 0, 0, 0);
+			node = tgraph_add1(g, ARCH_RELU, node, 0, 0, 0);
 		}
 	}
-	node = tgraph_add1(g, TL_GAP, node, 0, 0, 0);
-	node = tgraph_add1(g, TL_DENSE, node, num_classes, 0, 0);
+	node = tgraph_add1(g, ARCH_GLOBAL_AVG_POOL, node, 0, 0, 0);
+	node = tgraph_add1(g, ARCH_DENSE, node, num_classes, 0, 0);
 	g->output = node - 1;
 	return tgraph_infer(g);
 }

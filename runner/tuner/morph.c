@@ -59,7 +59,7 @@ static int deeper(struct tgraph *g, struct trng *r, const int *cand, int m)
 	int nr = 0;
 	int *rl = xmalloc((size_t)(m ? m : 1) * sizeof(int));
 	for (int k = 0; k < m; k++)
-		if (g->layers[cand[k]].type == TL_RELU)
+		if (g->layers[cand[k]].op.type == ARCH_RELU)
 			rl[nr++] = cand[k];
 	if (!nr) {
 		free(rl);
@@ -68,10 +68,10 @@ static int deeper(struct tgraph *g, struct trng *r, const int *cand, int m)
 	int x = rl[trng_below(r, (uint64_t)nr)] + 1;
 	free(rl);
 	int c = g->shapes[x].c;
-	int conv = tgraph_add1(g, TL_CONV, x, c, kernels[trng_below(r, 3)], 1);
-	g->layers[conv - 1].bias = 0;
-	int bn = tgraph_add1(g, TL_BN, conv, 0, 0, 0);
-	int relu = tgraph_add1(g, TL_RELU, bn, 0, 0, 0);
+	int conv = tgraph_add1(g, ARCH_CONV2D, x, c, kernels[trng_below(r, 3)], 1);
+	g->layers[conv - 1].op.bias = 0;
+	int bn = tgraph_add1(g, ARCH_BATCHNORM, conv, 0, 0, 0);
+	int relu = tgraph_add1(g, ARCH_RELU, bn, 0, 0, 0);
 	tgraph_redirect(g, x, relu, conv - 1);
 	return 0;
 }
@@ -83,27 +83,27 @@ static int wider(struct tgraph *g, struct trng *r, const int *cand, int m,
 {
 	int *cv = xmalloc((size_t)(m ? m : 1) * sizeof(int)), nc = 0, rc = 1;
 	for (int k = 0; k < m; k++)
-		if (g->layers[cand[k]].type == TL_CONV)
+		if (g->layers[cand[k]].op.type == ARCH_CONV2D)
 			cv[nc++] = cand[k];
 	nc--;   /* never the last conv */
 	shuffle(cv, nc > 0 ? nc : 0, r);
 	for (int k = 0; k < nc && rc == 1; k++) {
-		int old = g->layers[cv[k]].filters;
+		int old = g->layers[cv[k]].op.units;
 		if (2 * old > 65536)
 			continue;
-		g->layers[cv[k]].filters = 2 * old;
+		g->layers[cv[k]].op.units = 2 * old;
 		if (tgraph_valid(g) && within(g, lim)) {
 			rc = 0;
 			break;
 		}
-		g->layers[cv[k]].filters = old;
+		g->layers[cv[k]].op.units = old;
 	}
 	free(cv);
 	return rc;
 }
 
 /* 1x1 stride that maps a's size onto b's with "same" padding, or 0. */
-static int match_stride(const struct tshape *a, const struct tshape *b)
+static int match_stride(const struct arch_shape *a, const struct arch_shape *b)
 {
 	for (int s = 1; s <= 31; s++)
 		if ((a->h + s - 1) / s == b->h && (a->w + s - 1) / s == b->w)
@@ -126,27 +126,27 @@ static int skip(struct tgraph *g, int kind, struct trng *r, const int *cand, int
 			j = t;
 		}
 		int a = cand[i], b = cand[j];
-		if (g->layers[a].type == TL_ADD || g->layers[a].type == TL_CONCAT ||
-		    g->layers[b].type == TL_ADD || g->layers[b].type == TL_CONCAT)
+		if (g->layers[a].op.type == ARCH_ADD || g->layers[a].op.type == ARCH_CONCAT ||
+		    g->layers[b].op.type == ARCH_ADD || g->layers[b].op.type == ARCH_CONCAT)
 			continue;
 		int start = a + 1, end = b + 1;
-		struct tshape sa = g->shapes[start], sb = g->shapes[end];
+		struct arch_shape sa = g->shapes[start], sb = g->shapes[end];
 		int s = match_stride(&sa, &sb);
 		if (!s)
 			continue;
-		int relu = tgraph_add1(g, TL_RELU, start, 0, 0, 0);
+		int relu = tgraph_add1(g, ARCH_RELU, start, 0, 0, 0);
 		if (kind == MORPH_ADD_SKIP) {
-			int conv = tgraph_add1(g, TL_CONV, relu, sb.c, 1, s);
-			struct tlayer add = { .type = TL_ADD, .nin = 2, .in = { end, conv } };
+			int conv = tgraph_add1(g, ARCH_CONV2D, relu, sb.c, 1, s);
+			struct tlayer add = { .op.type = ARCH_ADD, .nin = 2, .in = { end, conv } };
 			int out = tgraph_add(g, &add);
 			tgraph_redirect(g, end, out, out - 1);
 		} else {
 			int sk = relu;
 			if (s > 1)
-				sk = tgraph_add1(g, TL_CONV, relu, sa.c, 1, s);
-			struct tlayer cat = { .type = TL_CONCAT, .nin = 2, .in = { end, sk } };
+				sk = tgraph_add1(g, ARCH_CONV2D, relu, sa.c, 1, s);
+			struct tlayer cat = { .op.type = ARCH_CONCAT, .nin = 2, .in = { end, sk } };
 			int cn = tgraph_add(g, &cat);
-			int conv = tgraph_add1(g, TL_CONV, cn, sb.c, 1, 1);
+			int conv = tgraph_add1(g, ARCH_CONV2D, cn, sb.c, 1, 1);
 			tgraph_redirect(g, end, conv, cn - 1);
 		}
 		return 0;

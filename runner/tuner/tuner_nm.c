@@ -234,7 +234,10 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 		return 0;
 	struct nm_item item = { .hist = idx };
 	int quiet_ok;
-	if (tgraph_from_json(&item.graph, h->arch) < 0) {
+	char *what = xstrfmt("trial %u arch.json", h->seq);
+	int usable = tgraph_from_json(&item.graph, h->arch, what) == 0;
+	free(what);
+	if (!usable) {
 		warning("network morphism: trial %u: its arch.json is not usable; the search "
 			"ignores it", h->seq);
 		return 0;
@@ -620,7 +623,7 @@ static int load_start(struct tuner *t, struct nm *nm)
 		nm->start_name = "file";
 		if (jsonfile_read(t->initial_arch, &doc) < 0)
 			return -1;
-		int rc = tgraph_from_json(&nm->start, doc);
+		int rc = tgraph_from_json(&nm->start, doc, t->initial_arch);
 		cJSON_Delete(doc);
 		if (rc < 0)
 			return error("network morphism: initial arch '%s' is not usable", t->initial_arch);

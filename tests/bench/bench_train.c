@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 	if (m.prof) {  /* per-layer milliseconds per step, to stderr */
 		for (int k = 0; k < m.n_layers; k++)
 			fprintf(stderr, "%-12s %-16s fwd %7.2f ms  bwd %7.2f ms\n", m.layers[k].id,
-				ops_type_name(m.layers[k].op.cfg.type), 1e3 * m.prof[2 * k] / steps,
+				arch_type_name(m.layers[k].type), 1e3 * m.prof[2 * k] / steps,
 				1e3 * m.prof[2 * k + 1] / steps);
 		fprintf(stderr, "%-29s %7.2f ms\n", "sgd update", 1e3 * t_update / steps);
 		free(m.prof);

@@ -154,7 +154,7 @@ static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, in
 			pms[rep] = 1e3 * (util_monotonic() - t0);
 			pcpu[rep] = 1e3 * (cpu_now() - c0);
 			struct tgraph g;
-			if (tgraph_from_json(&g, arch) < 0)
+			if (tgraph_from_json(&g, arch, "proposal") < 0)
 				return -1;
 			struct tuner_observation o = { seq, arch, params, TUNER_OBS_DONE,
 						       synthetic_accuracy(&g, &r) };

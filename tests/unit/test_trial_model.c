@@ -193,9 +193,26 @@ Test(model, flops_free_layers)
 Test(model, default_arch_is_valid)
 {
 	struct model m;
-	cJSON *doc = model_default_arch(28, 28, 1, 10);
-	cr_assert_eq(model_parse(&m, doc, "default"), 0, "%s", util_last_error());
+	struct arch a;
+	model_default_arch(&a, 28, 28, 1, 10);
+	cr_assert_eq(arch_check(&a, "default"), 0, "%s", util_last_error());
+	model_build(&m, &a);
+	arch_release(&a);
 	cr_assert_eq(m.layers[m.output].op.out.c, 10);
-	cJSON_Delete(doc);
 	model_release(&m, NULL);
+}
+
+/* Every layer type of the file runs on its own op, and the names parse. */
+Test(model, every_arch_type_maps_to_one_op)
+{
+	int used[OPS_NTYPES] = { 0 };
+	for (int t = 0; t < ARCH_NTYPES; t++) {
+		enum ops_type o = model_op_type((enum arch_type)t);
+		cr_assert(o >= 0 && o < OPS_NTYPES, "%s maps to op %d", arch_type_name(t), (int)o);
+		cr_assert_eq(used[o]++, 0, "%s shares op %d", arch_type_name(t), (int)o);
+	}
+	cr_assert_eq(ARCH_NTYPES, OPS_NTYPES);
+	cr_assert_eq(model_op_type(arch_type_parse("global_avg_pool")), OPS_GLOBAL_AVG_POOL);
+	cr_assert_eq(model_op_type(arch_type_parse("conv2d")), OPS_CONV2D);
+	cr_assert_eq(arch_type_parse("softmax"), -1);
 }

@@ -83,7 +83,10 @@ static const char *no_env(const char *name)
 static cJSON *run_trial(const char *train, const char *val, int *rc)
 {
 	char *arch = xstrfmt("%s/arch.json", tmp), *dir = xstrfmt("%s/trial", tmp);
-	cJSON *doc = model_default_arch(28, 28, 1, 10);
+	struct arch net;
+	model_default_arch(&net, 28, 28, 1, 10);
+	cJSON *doc = arch_to_json(&net);
+	arch_release(&net);
 	cr_assert_eq(jsonfile_write(arch, doc), 0);
 	cJSON_Delete(doc);
 	char *argv[] = {"aah-trial", "--trial_dir", dir, "--arch", arch, "--train_data_dir",

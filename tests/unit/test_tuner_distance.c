@@ -12,7 +12,7 @@
 
 static struct tdesc_layer conv(int f, int k, int s)
 {
-	return (struct tdesc_layer){ .type = TL_CONV, .filters = f, .kernel = (int16_t)k, .stride = (int16_t)s };
+	return (struct tdesc_layer){ .type = ARCH_CONV2D, .filters = f, .kernel = (int16_t)k, .stride = (int16_t)s };
 }
 
 static struct tdesc_layer plain(int type)
@@ -28,10 +28,10 @@ static struct tdesc mk(struct tdesc_layer *l, int n, struct tdesc_skip *s, int n
 Test(tuner_distance, layer_costs)
 {
 	struct tdesc_layer a = conv(64, 3, 1), b = conv(128, 3, 1), c = conv(64, 5, 2);
-	struct tdesc_layer r = plain(TL_RELU), bn = plain(TL_BN);
-	struct tdesc_layer p2 = { .type = TL_MAXPOOL, .kernel = 2, .stride = 2, .padding = TG_VALID };
-	struct tdesc_layer p3 = { .type = TL_MAXPOOL, .kernel = 3, .stride = 2, .padding = TG_VALID };
-	struct tdesc_layer ap = { .type = TL_AVGPOOL, .kernel = 2, .stride = 2, .padding = TG_VALID };
+	struct tdesc_layer r = plain(ARCH_RELU), bn = plain(ARCH_BATCHNORM);
+	struct tdesc_layer p2 = { .type = ARCH_MAXPOOL, .kernel = 2, .stride = 2, .padding = ARCH_VALID };
+	struct tdesc_layer p3 = { .type = ARCH_MAXPOOL, .kernel = 3, .stride = 2, .padding = ARCH_VALID };
+	struct tdesc_layer ap = { .type = ARCH_AVGPOOL, .kernel = 2, .stride = 2, .padding = ARCH_VALID };
 	cr_assert_float_eq(editdist_layer(&a, &a), 0.0, 1e-12);
 	cr_assert_float_eq(editdist_layer(&a, &b), 0.5 / 3, 1e-12);
 	/* kernel 3 vs 5: 2/5; stride 1 vs 2: 1/2 */
@@ -45,9 +45,9 @@ Test(tuner_distance, layer_costs)
 
 Test(tuner_distance, levenshtein_hand_cases)
 {
-	struct tdesc_layer A[] = { plain(TL_RELU), plain(TL_BN), conv(64, 3, 1) };
-	struct tdesc_layer B[] = { plain(TL_RELU), conv(128, 3, 1) };
-	struct tdesc_layer C[] = { plain(TL_RELU), plain(TL_RELU) };
+	struct tdesc_layer A[] = { plain(ARCH_RELU), plain(ARCH_BATCHNORM), conv(64, 3, 1) };
+	struct tdesc_layer B[] = { plain(ARCH_RELU), conv(128, 3, 1) };
+	struct tdesc_layer C[] = { plain(ARCH_RELU), plain(ARCH_RELU) };
 	struct tdesc a = mk(A, 3, NULL, 0), b = mk(B, 2, NULL, 0), c = mk(C, 2, NULL, 0), e = mk(NULL, 0, NULL, 0);
 	/* delete bn (1) + substitute conv 64 -> 128 (1/6) */
 	cr_assert_float_eq(editdist_layers(&a, &b), 1.0 + 1.0 / 6, 1e-12);
@@ -60,8 +60,8 @@ Test(tuner_distance, levenshtein_hand_cases)
 
 Test(tuner_distance, skip_hand_cases)
 {
-	struct tdesc_skip s1[] = { { 1, 4, TL_ADD } }, s2[] = { { 2, 4, TL_ADD } }, s3[] = { { 1, 4, TL_CONCAT } };
-	struct tdesc_skip s4[] = { { 1, 4, TL_ADD }, { 5, 9, TL_ADD } }, s5[] = { { 5, 9, TL_ADD } };
+	struct tdesc_skip s1[] = { { 1, 4, ARCH_ADD } }, s2[] = { { 2, 4, ARCH_ADD } }, s3[] = { { 1, 4, ARCH_CONCAT } };
+	struct tdesc_skip s4[] = { { 1, 4, ARCH_ADD }, { 5, 9, ARCH_ADD } }, s5[] = { { 5, 9, ARCH_ADD } };
 	struct tdesc a = mk(NULL, 0, s1, 1), b = mk(NULL, 0, s2, 1), c = mk(NULL, 0, s3, 1);
 	struct tdesc d = mk(NULL, 0, s4, 2), e = mk(NULL, 0, s5, 1), none = mk(NULL, 0, NULL, 0);
 	/* (|1-2| + |3-2|) / (max(1,2) + max(3,2)) = 2/5 */

@@ -79,7 +79,7 @@ static void roundtrip(struct tgraph *g)
 {
 	cJSON *d = tgraph_to_json(g, NULL);
 	struct tgraph h;
-	cr_assert_eq(tgraph_from_json(&h, d), 0, "%s", util_last_error());
+	cr_assert_eq(tgraph_from_json(&h, d, "written"), 0, "%s", util_last_error());
 	cr_assert_eq(tgraph_hash(&h), tgraph_hash(g));
 	cr_assert_eq(tgraph_params(&h), tgraph_params(g));
 	cJSON *d2 = tgraph_to_json(&h, NULL);
@@ -123,7 +123,7 @@ Test(tuner_graph, resnet50_matches_reference_params)
 	cr_assert_eq(d.nskips, 16);
 	int adds = 0;
 	for (int i = 0; i < d.nlayers; i++)
-		adds += d.layers[i].type == TL_ADD;
+		adds += d.layers[i].type == ARCH_ADD;
 	cr_assert_eq(adds, 16);
 	/* identity blocks start where the previous block ended (its relu) */
 	for (int i = 0; i < d.nskips; i++)
@@ -145,7 +145,7 @@ Test(tuner_graph, reader_rejects_bad_graphs)
 		{ "{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":1},\"num_classes\":2,"
 		  "\"layers\":[{\"id\":\"d\",\"type\":\"dense\",\"units\":2,\"inputs\":[\"x\"]}],\"output\":\"d\"}", "'x'" },
 		{ "{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":1},\"num_classes\":2,"
-		  "\"layers\":[{\"id\":\"d\",\"type\":\"dense\",\"units\":2,\"inputs\":[\"input\"]}],\"output\":\"d\"}", "rank 2" },
+		  "\"layers\":[{\"id\":\"d\",\"type\":\"dense\",\"units\":2,\"inputs\":[\"input\"]}],\"output\":\"d\"}", "dense needs a rank-2 input" },
 		{ "{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":1},\"num_classes\":3,"
 		  "\"layers\":[{\"id\":\"f\",\"type\":\"flatten\",\"inputs\":[\"input\"]},{\"id\":\"d\",\"type\":\"dense\",\"units\":2,\"inputs\":[\"f\"]}],"
 		  "\"output\":\"d\"}", "num_classes" },
@@ -162,7 +162,7 @@ Test(tuner_graph, reader_rejects_bad_graphs)
 		cJSON *d = NULL;
 		cr_assert_eq(jsonfile_parse("t", cases[i].text, &d), 0);
 		struct tgraph g;
-		cr_assert_eq(tgraph_from_json(&g, d), -1, "case %zu accepted", i);
+		cr_assert_eq(tgraph_from_json(&g, d, "t"), -1, "case %zu accepted", i);
 		cr_assert_not_null(strstr(util_last_error(), cases[i].want), "case %zu: %s", i,
 				   util_last_error());
 		cJSON_Delete(d);
@@ -190,7 +190,7 @@ Test(tuner_graph, hash_ignores_ids_and_order_but_not_structure)
 		cJSON *d = NULL;
 		struct tgraph g;
 		cr_assert_eq(jsonfile_parse("t", texts[i], &d), 0);
-		cr_assert_eq(tgraph_from_json(&g, d), 0, "%s", util_last_error());
+		cr_assert_eq(tgraph_from_json(&g, d, "t"), 0, "%s", util_last_error());
 		h[i] = tgraph_hash(&g);
 		tgraph_release(&g);
 		cJSON_Delete(d);

@@ -274,7 +274,7 @@ static cJSON *space_doc(void)
 static double fake_accuracy(const cJSON *arch)
 {
 	struct tgraph g;
-	cr_assert_eq(tgraph_from_json(&g, arch), 0, "%s", util_last_error());
+	cr_assert_eq(tgraph_from_json(&g, arch, "proposal"), 0, "%s", util_last_error());
 	struct tdesc d;
 	tdesc_from_graph(&d, &g);
 	double acc = 0.9 - 0.5 / (1.0 + 0.1 * d.nlayers + 0.3 * d.nskips);
@@ -286,7 +286,7 @@ static double fake_accuracy(const cJSON *arch)
 static uint64_t arch_hash(const cJSON *arch)
 {
 	struct tgraph g;
-	cr_assert_eq(tgraph_from_json(&g, arch), 0, "%s", util_last_error());
+	cr_assert_eq(tgraph_from_json(&g, arch, "proposal"), 0, "%s", util_last_error());
 	uint64_t h = tgraph_hash(&g);
 	tgraph_release(&g);
 	return h;
