@@ -80,6 +80,8 @@ has_event() { grep -q "\"event\":\"$2\"" "$(exp_dir "$1")/journal.jsonl" 2>/dev/
 job_ids() { grep '"event":"trial_submitted"' "$(exp_dir "$1")/journal.jsonl" | sed 's/.*"job":"\([0-9]*\)".*/\1/'; }
 # jobs_in_state STATE N: exactly N jobs of the cluster are in STATE.
 jobs_in_state() { [ "$(squeue -h -t "$1" -o %i | wc -l)" -eq "$2" ]; }
+# steps_running N: at least N job steps (srun's, "<job>.<n>") are running.
+steps_running() { [ "$(squeue -h -s -o %i | grep -cE '\.[0-9]+$')" -ge "$1" ]; }
 
 @test "slurm: 4 trials with concurrency 2 run as Slurm jobs; submit-to-running latency" {
 	slurm_config c.yml "trialConcurrency: 2" "maxTrialNum: 4"
@@ -283,6 +285,10 @@ PY
 	FIRST_ATTEMPT_SLEEP=15 aah-runner create -c c.yml > runner.log 2>&1 &
 	RUNNER_PID=$!
 	wait_until 30 jobs_in_state RUNNING 1
+	# A job is RUNNING once its batch script starts, before srun has asked
+	# the controller for the step: stopping slurmctld in between fails the
+	# srun, not the runner. Wait for the step.
+	wait_until 30 steps_running 1
 	slurm_ctld_stop "$SLURM_TEST_DIR"
 	# squeue gives up after about 10 s of retries; the runner says why it
 	# cannot see the job, and keeps going.
