@@ -30,25 +30,35 @@ regress() {   # target
 		done
 		return 0
 	fi
-	# One process runs every file (libFuzzer, or driver.c, prints
-	# "Running: F" before and "Executed F" after each); a file that starts
-	# but never finishes is the crash.
-	out=$("$bin" -timeout=60 "${files[@]}" 2>&1); rc=$?
-	local i=0 f bad=0
-	for f in "${files[@]}"; do
-		i=$((i + 1))
-		if grep -qxF "Executed $f" <<<"$(sed -E 's/^(Executed .*) in [0-9]+ ms$/\1/' <<<"$out")"; then
-			echo "ok $i - $t: $f"
-		else
-			echo "not ok $i - $t: $f"
-			bad=1
+	# One process runs the files (libFuzzer, or driver.c, prints "Running: F"
+	# before and "Executed F" after each); the first file that starts but
+	# never finishes crashed it, and the files after it get a new process.
+	local i=0 bad=0 rest=("${files[@]}") ran f
+	while [ ${#rest[@]} -gt 0 ]; do
+		out=$("$bin" -timeout=60 "${rest[@]}" 2>&1); rc=$?
+		ran=$(sed -nE 's/^Executed (.*) in [0-9]+ ms$/\1/p; s/^Executed (.*)$/\1/p' <<<"$out")
+		local next=()
+		for f in "${rest[@]}"; do
+			if [ ${#next[@]} -gt 0 ]; then
+				next+=("$f")
+			elif grep -qxF -- "$f" <<<"$ran"; then
+				echo "ok $((++i)) - $t: $f"
+			else
+				echo "not ok $((++i)) - $t: $f"
+				bad=1
+				echo "# $t exited with $rc on $f; its output:"
+				tail -60 <<<"$out" | sed 's/^/# /'
+				next=("")
+			fi
+		done
+		if [ ${#next[@]} -eq 0 ] && [ "$rc" -ne 0 ]; then
+			echo "not ok $((++i)) - $t exited with $rc after every file ran"
+			tail -60 <<<"$out" | sed 's/^/# /'
+			return 1
 		fi
+		rest=("${next[@]:1}")
 	done
-	if [ "$rc" -ne 0 ] || [ "$bad" -ne 0 ]; then
-		echo "# $t exited with $rc; its output:"
-		tail -60 <<<"$out" | sed 's/^/# /'
-		return 1
-	fi
+	return "$bad"
 }
 
 fuzz() {   # seconds
