@@ -43,6 +43,13 @@ void fuzz_init(void)
 	atexit(remove_scratch);
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc, (void)argv;
+	fuzz_init();
+	return 0;
+}
+
 const char *fuzz_dir(void)
 {
 	fuzz_init();

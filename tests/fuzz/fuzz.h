@@ -8,7 +8,9 @@
 #include <stdint.h>
 
 /* The libFuzzer interface (also called by driver.c, the plain-main
- * fallback used when clang's fuzzer runtime is missing). */
+ * fallback used when clang's fuzzer runtime is missing): each target
+ * defines LLVMFuzzerTestOneInput; fuzz.c's LLVMFuzzerInitialize calls
+ * fuzz_init. */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,18 +13,13 @@ static const char pubkey_pem[] =
 	"-----END PUBLIC KEY-----\n";
 static char pubkey_path[512];
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc, (void)argv;
-	fuzz_init();
-	const char *p = fuzz_write("pub.pem", (const uint8_t *)pubkey_pem, strlen(pubkey_pem));
-	memcpy(pubkey_path, p, strlen(p) + 1);
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct archive_verify_result res = ARCHIVE_VERIFY_RESULT_INIT;
+	if (!pubkey_path[0]) {
+		const char *p = fuzz_write("pub.pem", (const uint8_t *)pubkey_pem, strlen(pubkey_pem));
+		memcpy(pubkey_path, p, strlen(p) + 1);
+	}
 	archive_verify(fuzz_write("archive", data, size), pubkey_path, &res);
 	archive_verify_result_release(&res);
 	return 0;

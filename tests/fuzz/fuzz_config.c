@@ -6,13 +6,6 @@
 #include "runner/backend/backend.h" /* backend_validate_config */
 #include "runner/config/config.h"   /* config_load */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc, (void)argv;
-	fuzz_init();
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct aah_config cfg;

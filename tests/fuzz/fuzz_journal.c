@@ -5,13 +5,6 @@
 #include "fuzz.h"
 #include "runner/expdir.h" /* expdir_replay, struct expdir_event */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc, (void)argv;
-	fuzz_init();
-	return 0;
-}
-
 static int visit(const struct expdir_event *ev, void *arg)
 {
 	size_t *sum = arg;

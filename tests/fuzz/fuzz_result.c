@@ -4,13 +4,6 @@
 #include "fuzz.h"
 #include "runner/expdir.h" /* expdir_result_read */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc, (void)argv;
-	fuzz_init();
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct expdir_result res;

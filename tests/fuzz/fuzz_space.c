@@ -5,13 +5,6 @@
 #include "fuzz.h"
 #include "runner/tuner/space.h" /* space_parse, space_sample, space_coord */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc, (void)argv;
-	fuzz_init();
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	cJSON *doc = cJSON_ParseWithLength((const char *)data, size);
