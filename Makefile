@@ -170,7 +170,8 @@ fuzz-bins:
 	else \
 	  echo "fuzz: no libFuzzer runtime for $(FUZZ_CLANG); building the corpus runner with $(CC)"; \
 	  $(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) AAH_CUDA=0 FUZZ_MODE=driver \
-	    OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined $(FUZZ_UBSAN)" fuzz-targets; \
+	    OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=address,undefined,float-cast-overflow $(FUZZ_UBSAN),float-cast-overflow" fuzz-targets; \
 	fi
 
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
