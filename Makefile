@@ -68,7 +68,8 @@ RUNNER_BIN := $(BUILD)/aah-runner
 TRIAL_BIN  := $(BUILD)/aah-trial
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps bench-deps test unit bench-bins asan bench run images install clean config-info
+.PHONY: all deps bench-deps test unit bench-bins asan bench run images install clean config-info \
+	fuzz fuzz-bins fuzz-targets
 
 all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
 
@@ -141,6 +142,56 @@ $(BUILD)/bench/%: tests/bench/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
 
 bench-bins: $(BENCH_BINS)
 
+# ---- fuzzers (tests/fuzz/) ---------------------------------------------------
+# tests/fuzz/fuzz_<name>.c -> build-fuzz/fuzz/fuzz_<name>, a libFuzzer target
+# over the runner's libraries rebuilt in their own folder with clang and
+# -fsanitize=fuzzer-no-link,address,undefined (the gcc build is untouched).
+# Where clang's libFuzzer runtime (Debian: libclang-rt-14-dev) is missing,
+# the same targets are built with $(CC), ASan and UBSan around
+# tests/fuzz/driver.c, a main that runs each file given once: enough for the
+# corpus regression in `make test`, not for `make fuzz`.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_S ?= 60
+FUZZ_CLANG ?= clang
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_HAVE_LIBFUZZER = $(shell d=$$(mktemp -d) && \
+	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' >$$d/t.c && \
+	$(FUZZ_CLANG) -fsanitize=fuzzer $$d/t.c -o $$d/t >/dev/null 2>&1 && echo 1 || echo 0; rm -rf $$d)
+FUZZ_MODE ?=
+FUZZ_UBSAN := -fno-sanitize-recover=undefined
+# clang warns on the `{ NULL }` that ends every key table; gcc does not.
+FUZZ_CFLAGS := -Wno-missing-field-initializers
+
+fuzz-bins:
+	$(Q)if [ "$(FUZZ_HAVE_LIBFUZZER)" = 1 ]; then \
+	  $(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CLANG) AAH_CUDA=0 FUZZ_MODE=libfuzzer \
+	    OPT="-O1 -g -fno-omit-frame-pointer" CFLAGS="$(FUZZ_CFLAGS)" \
+	    SAN="-fsanitize=fuzzer-no-link,address,undefined $(FUZZ_UBSAN)" fuzz-targets; \
+	else \
+	  echo "fuzz: no libFuzzer runtime for $(FUZZ_CLANG); building the corpus runner with $(CC)"; \
+	  $(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) AAH_CUDA=0 FUZZ_MODE=driver \
+	    OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=address,undefined,float-cast-overflow $(FUZZ_UBSAN),float-cast-overflow" fuzz-targets; \
+	fi
+
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_LINK := $(if $(filter libfuzzer,$(FUZZ_MODE)),-fsanitize=fuzzer,$(call obj,tests/fuzz/driver.c))
+
+fuzz-targets: $(FUZZ_BINS)
+
+.SECONDARY: $(call obj,tests/fuzz/fuzz.c tests/fuzz/driver.c)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(call obj,tests/fuzz/fuzz.c) $(if $(filter driver,$(FUZZ_MODE)),$(call obj,tests/fuzz/driver.c)) $(RUNNER_ARCHIVES)
+	@mkdir -p $(dir $@)
+	$(call say,FUZZ,$@)
+	$(Q)$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(call obj,tests/fuzz/fuzz.c) $(FUZZ_LINK) \
+	  -Wl,--start-group $(RUNNER_ARCHIVES) -Wl,--end-group $(RUNNER_LIBS)
+
+# Each target for FUZZ_S seconds, from its corpus; crashes land in
+# $(FUZZ_BUILD)/fuzz/crashes/<target>/ (docs: tests/fuzz/README.md).
+fuzz: fuzz-bins
+	@AAH_FUZZ_BUILD=$(FUZZ_BUILD) tests/fuzz/run.sh fuzz $(FUZZ_S)
+
 # ---- dependencies (Debian 12) ----------------------------------------------
 deps:
 	@scripts/deps.sh
@@ -150,8 +201,8 @@ bench-deps: deps
 
 # ---- tests --------------------------------------------------------------------
 test: deps
-	@$(MAKE) --no-print-directory all unit
-	@AAH_BUILD=$(BUILD) tests/run.sh
+	@$(MAKE) --no-print-directory all unit fuzz-bins
+	@AAH_BUILD=$(BUILD) AAH_FUZZ_BUILD=$(FUZZ_BUILD) tests/run.sh
 
 asan:
 	@$(MAKE) --no-print-directory deps
@@ -178,6 +229,6 @@ install: all
 	install -m 0755 $(RUNNER_BIN) $(TRIAL_BIN) $(DESTDIR)$(PREFIX)/bin/
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,15 +245,28 @@ static int event_trial(const char *what, const cJSON *doc, unsigned *seq)
 		     str_or_null(doc, "event"));
 }
 
+/* An optional integer field into *out (def when absent): a number outside
+ * [min, max] or with a fraction is an error naming the field, never a
+ * conversion of a value its type cannot hold. */
+static int int_or(const char *what, const cJSON *doc, const char *key, long def, long min,
+		  long max, long *out)
+{
+	*out = def;
+	return json_get_int(what, doc, key, 1, min, max, out);
+}
+
 /* Decode one journal line; what names the journal in errors. */
 static int decode(const char *what, const cJSON *doc, struct expdir_event *ev)
 {
+	long v;
 	memset(ev, 0, sizeof(*ev));
 	ev->doc = doc;
 	if (json_get_string(what, doc, "event", 0, &ev->name) < 0)
 		return -1;
 	ev->kind = event_kind(ev->name);
-	ev->seq = (long)num_or(doc, "seq", -1);
+	/* seq: below 2^53, where a double still holds every integer */
+	if (int_or(what, doc, "seq", -1, 0, 1l << 53, &ev->seq) < 0)
+		return -1;
 	ev->ts = num_or(doc, "ts", 0);
 	ev->slot = -1;
 	ev->exit_code = -1;
@@ -261,9 +275,10 @@ static int decode(const char *what, const cJSON *doc, struct expdir_event *ev)
 	if (ev->kind == EXPDIR_EV_UNKNOWN)
 		return 0;    /* a newer writer's event: only its seq and ts count */
 	if (events[ev->kind].flags & EV_TRIAL) {
-		if (event_trial(what, doc, &ev->trial_seq) < 0)
+		if (event_trial(what, doc, &ev->trial_seq) < 0 ||
+		    int_or(what, doc, "attempt", 0, 0, UINT_MAX, &v) < 0)
 			return -1;
-		ev->attempt = (unsigned)num_or(doc, "attempt", 0);
+		ev->attempt = (unsigned)v;
 	}
 	ev->reason = str_or_null(doc, "reason");
 	switch (ev->kind) {
@@ -273,13 +288,17 @@ static int decode(const char *what, const cJSON *doc, struct expdir_event *ev)
 	case EXPDIR_EV_TRIAL_SUBMITTED:
 		ev->job = str_or_null(doc, "job");
 		ev->gpus = str_or_null(doc, "gpus");
-		ev->slot = (int)num_or(doc, "slot", -1);
+		if (int_or(what, doc, "slot", -1, -1, INT_MAX, &v) < 0)
+			return -1;
+		ev->slot = (int)v;
 		break;
 	case EXPDIR_EV_TRIAL_FINISHED: {
 		const char *st = str_or_null(doc, "state");
 		if (!st || expdir_state_parse(st, &ev->state) < 0 || !expdir_state_final(ev->state))
 			return error("%s: trial_finished with a bad state", what);
-		ev->exit_code = (int)num_or(doc, "exit_code", -1);
+		if (int_or(what, doc, "exit_code", -1, INT_MIN, INT_MAX, &v) < 0)
+			return -1;
+		ev->exit_code = (int)v;
 		ev->best_val_acc = num_or(doc, "best_val_acc", NAN);
 		ev->flops = num_or(doc, "flops", 0);
 		break;

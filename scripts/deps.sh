@@ -10,6 +10,7 @@ pkgs=(
   libdnnl-dev libjpeg62-turbo-dev
   dataset-fashion-mnist
   libcriterion-dev bats shellcheck zstd python3 python3-jsonschema python3-yaml
+  clang libclang-rt-14-dev   # make fuzz: clang -fsanitize=fuzzer (libFuzzer runtime)
   munge slurmctld slurmd slurm-client
   chromium
 )

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Run every test suite and end with one line: "N passed, N failed[, N skipped]".
 #   unit: build/tests/unit/test_* (Criterion, TAP output)
+#   fuzz: every tests/fuzz/fuzz_<name>.c target over its corpus
+#         (tests/fuzz/run.sh regress; AAH_FUZZ_BUILD, default build-fuzz,
+#         holds the targets `make fuzz-bins` built; unbuilt ones are skipped)
 #   cli, e2e: tests/cli/*.bats, tests/e2e/*.bats (bats, TAP output)
 # AAH_BUILD picks the build folder; AAH_TEST_FILTER runs only suites whose
 # name contains it.
@@ -40,6 +43,10 @@ run_suite() {  # name, then the command
 for t in "$AAH_BUILD"/tests/unit/test_*; do
 	[ -x "$t" ] || continue
 	run_suite "unit/$(basename "$t")" "$t" --tap=/dev/stdout --jobs 1
+done
+for t in tests/fuzz/fuzz_*.c; do
+	[ -f "$t" ] || continue
+	run_suite "fuzz/$(basename "$t" .c)" tests/fuzz/run.sh regress "$(basename "$t" .c)"
 done
 for dir in cli e2e; do
 	for t in tests/$dir/*.bats; do

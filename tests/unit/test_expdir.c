@@ -4,6 +4,7 @@
  * experiment (runner/experiment.c) built on the replay. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +298,43 @@ Test(expdir, bad_lines_are_errors)
 	cr_assert_not(expdir_journal_exists(tmpdir));
 	cr_assert_eq(expdir_replay(tmpdir, collect, &s), -1);
 	cr_assert_eq(s.n, 0);
+}
+
+/* Found by tests/fuzz (corpus/journal/crash-slot-1e86): a number too large
+ * for its field was converted anyway (undefined behaviour; a garbage slot). */
+Test(expdir, integer_fields_out_of_range_are_errors_naming_the_field)
+{
+	static const struct { const char *line, *field; } bad[] = {
+		{ "{\"seq\":1e300,\"event\":\"runner_started\"}\n", "\"seq\"" },
+		{ "{\"seq\":-2,\"event\":\"runner_started\"}\n", "\"seq\"" },
+		{ "{\"seq\":0.5,\"event\":\"runner_started\"}\n", "\"seq\"" },
+		{ "{\"seq\":0,\"event\":\"trial_created\",\"trial_seq\":1,\"attempt\":-1}\n",
+		  "\"attempt\"" },
+		{ "{\"seq\":0,\"event\":\"trial_created\",\"trial_seq\":1,\"attempt\":1e20}\n",
+		  "\"attempt\"" },
+		{ "{\"seq\":0,\"event\":\"trial_submitted\",\"trial_seq\":1,\"slot\":5.5e86}\n",
+		  "\"slot\"" },
+		{ "{\"seq\":0,\"event\":\"trial_finished\",\"trial_seq\":1,\"state\":\"failed\","
+		  "\"exit_code\":-1e19}\n", "\"exit_code\"" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		put("journal.jsonl", bad[i].line);
+		struct seen s = { 0 };
+		stderr_begin();
+		int r = expdir_replay(tmpdir, collect, &s);
+		char *err = stderr_end();
+		cr_assert_eq(r, -1, "%s", bad[i].line);
+		cr_assert_eq(s.n, 0, "%s", bad[i].line);
+		cr_assert(strstr(err, bad[i].field), "%s: %s", bad[i].line, err);
+		free(err);
+	}
+	/* the edges still read */
+	put("journal.jsonl", "{\"seq\":0,\"event\":\"trial_finished\",\"trial_seq\":1,"
+			     "\"state\":\"failed\",\"exit_code\":-2147483648,\"attempt\":0}\n");
+	struct seen s = { 0 };
+	cr_assert_eq(expdir_replay(tmpdir, collect, &s), 0);
+	cr_assert_eq(s.n, 1);
+	cr_assert_eq(s.last_finished.exit_code, INT_MIN);
 }
 
 static int stop_at_two(const struct expdir_event *ev, void *arg)
