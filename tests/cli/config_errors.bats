@@ -89,17 +89,22 @@ refused() {
 	refused c.yml "c.yml:2:18: 'searchSpacePath'" "adir' is a directory, not a file"
 }
 
-@test "tuner.initialArch: a missing file" {
+# tuner.initialArch $1 is refused with the further arguments in the message,
+# also with a tuner that does not start from it (create would copy it).
+initial_arch_refused() {
+	local arch=$1 tuner; shift
 	echo '{}' > ss.json
-	TUNER=NetworkMorphism ARCH=nope.json space_config
-	refused c.yml "c.yml:5:16: 'tuner.initialArch'" "nope.json" "No such file or directory"
-	# Also with a tuner that does not start from it: create would copy it.
-	ARCH=nope.json space_config
-	refused c.yml "c.yml:5:16: 'tuner.initialArch'" "nope.json"
+	for tuner in NetworkMorphism Random; do
+		TUNER=$tuner ARCH=$arch space_config
+		refused c.yml "c.yml:5:16: 'tuner.initialArch'" "$arch" "$@"
+	done
+}
+
+@test "tuner.initialArch: a missing file" {
+	initial_arch_refused nope.json "No such file or directory"
 }
 
 @test "tuner.initialArch: a cyclic graph" {
-	echo '{}' > ss.json
 	cat > cyc.json <<-'EOF'
 	{ "format": "aah-arch/1", "input": { "height": 8, "width": 8, "channels": 1 },
 	  "num_classes": 10, "output": "d",
@@ -109,10 +114,7 @@ refused() {
 	    { "id": "f", "type": "flatten", "inputs": ["b"] },
 	    { "id": "d", "type": "dense", "inputs": ["f"], "units": 10 } ] }
 	EOF
-	TUNER=NetworkMorphism ARCH=cyc.json space_config
-	refused c.yml "c.yml:5:16: 'tuner.initialArch'" "cyc.json" "cycle"
-	ARCH=cyc.json space_config
-	refused c.yml "c.yml:5:16: 'tuner.initialArch'" "cycle"
+	initial_arch_refused cyc.json "cycle"
 }
 
 @test "a nested duplicate key names its whole key path" {
