@@ -3,11 +3,166 @@
 #include "fileio.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Why text is not JSON, for jsonfile_parse's message: cJSON says only where
+ * it stopped, this walk says what was expected there. */
+enum { JSON_SCAN_DEPTH = 1000 };   /* cJSON's own nesting limit */
+
+struct jscan {
+	const char *s;
+	size_t i;           /* where the walk stands, then where it failed */
+};
+
+static int scan_string(struct jscan *j, const char **why)
+{
+	j->i++;   /* the opening quote */
+	for (;;) {
+		unsigned char c = (unsigned char)j->s[j->i];
+		if (!c) {
+			*why = "a string is not closed: expected '\"'";
+			return -1;
+		}
+		if (c == '"') {
+			j->i++;
+			return 0;
+		}
+		if (c < 0x20) {
+			*why = "a control character inside a string: expected '\"' or an escape like \\n";
+			return -1;
+		}
+		if (c == '\\') {
+			c = (unsigned char)j->s[++j->i];
+			if (!c || !strchr("\"\\/bfnrtu", c)) {
+				*why = "a bad escape: expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX";
+				return -1;
+			}
+			for (int k = 0; c == 'u' && k < 4; k++)
+				if (!isxdigit((unsigned char)j->s[j->i + 1 + (size_t)k])) {
+					j->i += 1 + (size_t)k;
+					*why = "a bad \\u escape: expected 4 hex digits";
+					return -1;
+				}
+			if (c == 'u')
+				j->i += 4;
+		}
+		j->i++;
+	}
+}
+
+static int scan_digits(struct jscan *j)
+{
+	size_t from = j->i;
+	while (isdigit((unsigned char)j->s[j->i]))
+		j->i++;
+	return j->i > from ? 0 : -1;
+}
+
+/* A number, true, false or null at j->i. */
+static int scan_scalar(struct jscan *j, const char **why)
+{
+	static const char *const words[] = { "true", "false", "null" };
+	for (size_t k = 0; k < ARRAY_SIZE(words); k++) {
+		size_t n = strlen(words[k]);
+		if (!strncmp(j->s + j->i, words[k], n)) {
+			j->i += n;
+			return 0;
+		}
+	}
+	*why = "expected a value (an object, array, string, number, true, false or null)";
+	if (j->s[j->i] == '-')
+		j->i++;
+	if (j->s[j->i] == '0')
+		j->i++;
+	else if (scan_digits(j) < 0)
+		return -1;
+	*why = "a bad number: expected digits";
+	if (j->s[j->i] == '.' && (j->i++, scan_digits(j) < 0))
+		return -1;
+	if (j->s[j->i] == 'e' || j->s[j->i] == 'E') {
+		j->i++;
+		if (j->s[j->i] == '+' || j->s[j->i] == '-')
+			j->i++;
+		if (scan_digits(j) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* NULL when text is JSON; else what was expected, with *at its offset. */
+static const char *json_expected(const char *text, size_t *at)
+{
+	enum { VALUE, VALUE_OR_CLOSE, KEY, KEY_OR_CLOSE, COLON, COMMA_OR_CLOSE, DONE } want = VALUE;
+	char stack[JSON_SCAN_DEPTH];   /* the open containers, '{' or '[' */
+	size_t depth = 0;
+	struct jscan j = { .s = text };
+	const char *why = NULL;
+	for (;;) {
+		while (text[j.i] == ' ' || text[j.i] == '\t' || text[j.i] == '\n' || text[j.i] == '\r')
+			j.i++;
+		char c = text[j.i];
+		char top = depth ? stack[depth - 1] : 0;
+		if ((want == VALUE_OR_CLOSE && c == ']') || (want == KEY_OR_CLOSE && c == '}') ||
+		    (want == COMMA_OR_CLOSE && c == (top == '{' ? '}' : ']'))) {
+			j.i++;
+			depth--;
+			want = depth ? COMMA_OR_CLOSE : DONE;
+			continue;
+		}
+		switch (want) {
+		case VALUE:
+		case VALUE_OR_CLOSE:
+			if (c == '{' || c == '[') {
+				if (depth == JSON_SCAN_DEPTH) {
+					why = "nesting deeper than 1000 levels";
+					break;
+				}
+				stack[depth++] = c;
+				j.i++;
+				want = c == '{' ? KEY_OR_CLOSE : VALUE_OR_CLOSE;
+				continue;
+			}
+			if ((c == '"' ? scan_string(&j, &why) : scan_scalar(&j, &why)) < 0)
+				break;
+			want = depth ? COMMA_OR_CLOSE : DONE;
+			continue;
+		case KEY:
+		case KEY_OR_CLOSE:
+			why = want == KEY ? "expected a key in double quotes"
+					  : "expected a key in double quotes or '}'";
+			if (c != '"' || scan_string(&j, &why) < 0)
+				break;
+			want = COLON;
+			continue;
+		case COLON:
+			why = "expected ':' after the key";
+			if (c != ':')
+				break;
+			j.i++;
+			want = VALUE;
+			continue;
+		case COMMA_OR_CLOSE:
+			why = top == '{' ? "expected ',' or '}'" : "expected ',' or ']'";
+			if (c != ',')
+				break;
+			j.i++;
+			want = top == '{' ? KEY : VALUE;
+			continue;
+		case DONE:
+			if (!c)
+				return NULL;
+			why = "expected the end of the file after the JSON document";
+			break;
+		}
+		*at = j.i;
+		return why;
+	}
+}
 
 int jsonfile_parse(const char *what, const char *text, cJSON **out)
 {
@@ -15,6 +170,7 @@ int jsonfile_parse(const char *what, const char *text, cJSON **out)
 	cJSON *doc = cJSON_ParseWithOpts(text, &end, 1);
 	if (!doc) {
 		size_t off = end ? (size_t)(end - text) : 0;
+		const char *why = json_expected(text, &off);
 		size_t line = 1, col = 1;
 		for (size_t i = 0; i < off && text[i]; i++) {
 			if (text[i] == '\n') {
@@ -24,7 +180,13 @@ int jsonfile_parse(const char *what, const char *text, cJSON **out)
 				col++;
 			}
 		}
-		return error("%s:%zu:%zu: invalid JSON", what, line, col);
+		if (!why)
+			return error("%s:%zu:%zu: invalid JSON", what, line, col);
+		if (!text[off])
+			return error("%s:%zu:%zu: invalid JSON: %s, found the end of the file", what,
+				     line, col, why);
+		return error("%s:%zu:%zu: invalid JSON: %s, found '%c'", what, line, col, why,
+			     isprint((unsigned char)text[off]) ? text[off] : '?');
 	}
 	*out = doc;
 	return 0;

@@ -13,6 +13,7 @@
 static const char *progname = "aah";
 static int quiet;
 static _Thread_local char last_error[UTIL_ERROR_MAX]; /* per thread: see util.h */
+static _Thread_local int held;                         /* util_hold_errors */
 
 void util_set_progname(const char *name)
 {
@@ -29,14 +30,21 @@ const char *util_last_error(void)
 	return last_error;
 }
 
-/* Keeps the message as this thread's last error and prints it unless quiet
- * (a fatal one always: `loud`). */
-static void report(const char *prefix, int loud, const char *fmt, va_list ap, const char *suffix)
+int util_hold_errors(int hold)
+{
+	int old = held;
+	held = hold;
+	return old;
+}
+
+/* Keeps the message as this thread's last error and prints it when `print`:
+ * a fatal one always, an error unless quiet or held, a warning unless quiet. */
+static void report(const char *prefix, int print, const char *fmt, va_list ap, const char *suffix)
 {
 	int n = vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	if (suffix && n >= 0 && (size_t)n < sizeof(last_error))
 		snprintf(last_error + n, sizeof(last_error) - (size_t)n, ": %s", suffix);
-	if (loud || !quiet)
+	if (print)
 		fprintf(stderr, "%s: %s%s\n", progname, prefix, last_error);
 }
 
@@ -44,7 +52,7 @@ int error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	report("error: ", 0, fmt, ap, NULL);
+	report("error: ", !quiet && !held, fmt, ap, NULL);
 	va_end(ap);
 	return -1;
 }
@@ -54,7 +62,7 @@ int error_errno(const char *fmt, ...)
 	int e = errno;
 	va_list ap;
 	va_start(ap, fmt);
-	report("error: ", 0, fmt, ap, strerror(e));
+	report("error: ", !quiet && !held, fmt, ap, strerror(e));
 	va_end(ap);
 	errno = e;
 	return -1;
@@ -64,7 +72,7 @@ void warning(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	report("warning: ", 0, fmt, ap, NULL);
+	report("warning: ", !quiet, fmt, ap, NULL);
 	va_end(ap);
 }
 

@@ -40,6 +40,11 @@ void util_set_quiet(int quiet);
 /* This thread's last message from error(), error_errno() or warning() (""
  * before the first); valid until this thread's next one. */
 const char *util_last_error(void);
+/* While held (hold != 0), this thread's error() and error_errno() keep their
+ * message as util_last_error() without printing it, so a caller can report
+ * it once with its own context ("c.yml:2:18: 'searchSpacePath': <message>").
+ * Warnings still print. Returns the previous setting, to restore. */
+int util_hold_errors(int hold);
 
 /* Allocation that never returns NULL (dies on out-of-memory). */
 void *xmalloc(size_t n);

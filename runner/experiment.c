@@ -143,34 +143,9 @@ static int copy_file(const char *from, const char *to)
 	return r;
 }
 
-int experiment_create(struct experiment *e, const struct aah_config *cfg, const char *workdir)
+/* Everything a new experiment directory holds, written into e->dir. */
+static int populate(struct experiment *e, const struct aah_config *cfg, const char *workdir)
 {
-	char id[EXPERIMENT_ID_LEN + 1];
-	char *base = xstrfmt("%s/experiments", workdir);
-	memset(e, 0, sizeof(*e));
-	e->lock_fd = -1;
-	if (fileio_mkdir_p(base, 0755) < 0) {
-		free(base);
-		return -1;
-	}
-	for (int tries = 0;; tries++) {
-		new_id(id);
-		char *dir = xstrfmt("%s/%s", base, id);
-		if (mkdir(dir, 0755) == 0) {
-			e->dir = dir;
-			break;
-		}
-		int err = errno;
-		free(dir);
-		if (err != EEXIST || tries > 100) {
-			errno = err;
-			error_errno("cannot create an experiment directory in '%s'", base);
-			free(base);
-			return -1;
-		}
-	}
-	free(base);
-	e->id = xstrdup(id);
 	char *p = xstrfmt("%s/trials", e->dir);
 	int r = fileio_mkdir_p(p, 0755);
 	free(p);
@@ -212,6 +187,55 @@ int experiment_create(struct experiment *e, const struct aah_config *cfg, const 
 	cJSON_AddStringToObject(f, "name", cfg->experiment_name);
 	cJSON_AddStringToObject(f, "config", "config.yml");
 	return experiment_record(e, EXPDIR_EV_EXPERIMENT_CREATED, f);
+}
+
+int experiment_create(struct experiment *e, const struct aah_config *cfg, const char *workdir)
+{
+	char id[EXPERIMENT_ID_LEN + 1];
+	char *base = xstrfmt("%s/experiments", workdir), *dir = NULL;
+	memset(e, 0, sizeof(*e));
+	e->lock_fd = -1;
+	if (fileio_mkdir_p(base, 0755) < 0) {
+		free(base);
+		return -1;
+	}
+	/* Built under a hidden name ('list' skips dot names) and renamed when
+	 * whole: a create that fails or is killed leaves no experiment. */
+	for (int tries = 0;; tries++) {
+		new_id(id);
+		dir = xstrfmt("%s/%s", base, id);
+		e->dir = xstrfmt("%s/.%s.creating", base, id);
+		if (!fileio_exists(dir) && mkdir(e->dir, 0755) == 0)
+			break;
+		int err = fileio_exists(dir) ? EEXIST : errno;
+		free(dir);
+		free(e->dir);
+		e->dir = NULL;
+		if (err != EEXIST || tries > 100) {
+			errno = err;
+			error_errno("cannot create an experiment directory in '%s'", base);
+			free(base);
+			return -1;
+		}
+	}
+	e->id = xstrdup(id);
+	/* rename() replaces only an empty directory: never a real experiment. */
+	int r = populate(e, cfg, workdir);
+	if (r == 0 && rename(e->dir, dir) < 0)
+		r = error_errno("cannot rename '%s' to '%s'", e->dir, dir);
+	if (r == 0) {
+		free(e->dir);
+		e->dir = dir;
+		dir = NULL;
+		r = fileio_fsync_dir(base);
+	}
+	if (r < 0) {
+		fileio_remove_tree(e->dir);
+		experiment_release(e);
+	}
+	free(dir);
+	free(base);
+	return r;
 }
 
 int experiment_open(struct experiment *e, const char *dir)

@@ -1,12 +1,15 @@
 /* cmd_create.c: `create`, `resume` and `check`: load a config, make or
  * open the experiment, and run the scheduler in the foreground or detached. */
 #include "runner/cmd/cmd.h"
+#include "arch.h"     /* arch_load: tuner.initialArch is checked whatever the tuner */
 #include "fileio.h"
 #include "runner/backend/backend.h"
 #include "runner/cmd/options.h"
 #include "runner/scheduler.h"
+#include "runner/tuner/space.h" /* space_parse: search-space errors at searchSpacePath */
 #include "runner/tuner/tuner.h"
 #include "runner/config/workdir.h"
+#include "strvec.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -29,6 +32,64 @@ int cmd_load_config(const char *path, struct aah_config *cfg)
 		return -1;
 	}
 	if (backend_validate_config(cfg) < 0) {
+		config_release(cfg);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the config names beside itself: the key whose file fails to load
+ * (its error in util_last_error()), or NULL when all of it loads. */
+static const char *failing_key(struct tuner_config *tc,
+			       const char *initial)
+{
+	struct space sp;
+	if (space_parse(&sp, tc->search_space) < 0)
+		return "searchSpacePath";
+	space_release(&sp);
+	struct arch arch;
+	int r = initial ? arch_load(&arch, initial) : 0;
+	if (initial)
+		arch_release(&arch);
+	if (r < 0)
+		return "tuner.initialArch";
+	struct tuner *t = NULL;
+	tc->initial_arch = initial;
+	tc->threads = 1;   /* built to be checked, not to search */
+	r = tuner_create(&t, tc);
+	tuner_free(t);
+	return r < 0 ? "tuner" : NULL;
+}
+
+static int check_config_files(struct aah_config *cfg)
+{
+	struct tuner_config tc;
+	cJSON *class_args, *space;
+	if (scheduler_tuner_config(cfg, NULL, &tc, &class_args, &space) < 0)
+		return -1;   /* reported at searchSpacePath */
+	char *initial = scheduler_initial_arch(cfg, NULL);
+	int held = util_hold_errors(1);
+	const char *key = failing_key(&tc, initial);
+	util_hold_errors(held);
+	int r = 0;
+	if (key && !strcmp(key, "searchSpacePath")) {
+		char *file = config_search_space_file(cfg);
+		r = config_error_at(cfg, key, "'%s': %s", file, util_last_error());
+		free(file);
+	} else if (key) {
+		r = config_error_at(cfg, key, "%s", util_last_error());
+	}
+	free(initial);
+	cJSON_Delete(class_args);
+	cJSON_Delete(space);
+	return r;
+}
+
+int cmd_check_config(const char *path, struct aah_config *cfg)
+{
+	if (cmd_load_config(path, cfg) < 0)
+		return -1;
+	if (check_config_files(cfg) < 0) {
 		config_release(cfg);
 		return -1;
 	}
@@ -129,7 +190,8 @@ int cmd_create(int argc, const char **argv)
 	int detached = 0, quiet = 0, no_run = 0;
 	long seed = -1;
 	const struct option_spec opts[] = {
-		{ "config", 'c', OPT_STRING, &config, "FILE", "the experiment's config.yml (required)" },
+		{ "config", 'c', OPT_STRING, &config, "FILE",
+		  "the experiment's config.yml (required; also as the only argument)" },
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "override the config's workdir" },
 		{ "seed", 0, OPT_LONG, &seed, "N", "override the config's seed" },
 		{ "detach", 'd', OPT_FLAG, &detached, NULL, "run in the background (log in runner.log)" },
@@ -137,17 +199,21 @@ int cmd_create(int argc, const char **argv)
 		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "print only the experiment id" },
 		{ NULL },
 	};
-	int n = options_parse(argc, argv, opts, "aah-runner create -c config.yml [options]", &rest);
+	int n = options_parse(argc, argv, opts, "aah-runner create [-c] config.yml [options]"
+			      CMD_EXIT_HELP, &rest);
 	if (n < 0)
-		return n == -2 ? 0 : 2;
+		return n == -2 ? 0 : CMD_EXIT_CONFIG;
+	const char *given = n == 1 ? rest[0] : NULL;   /* points into argv */
 	free(rest);
-	if (n > 0 || !config) {
+	if (n > 1 || !!given == !!config) {
 		error("create: give the config with -c FILE (see 'aah-runner create --help')");
-		return 2;
+		return CMD_EXIT_CONFIG;
 	}
+	if (given)
+		config = given;
 	struct aah_config cfg;
-	if (cmd_load_config(config, &cfg) < 0)
-		return 2;
+	if (cmd_check_config(config, &cfg) < 0)
+		return CMD_EXIT_CONFIG;
 	if (seed >= 0)
 		cfg.seed = seed;
 	if (!cfg.seed) /* "from the clock", recorded in experiment.json for resume */
@@ -197,29 +263,36 @@ int cmd_resume(int argc, const char **argv)
 
 int cmd_check(int argc, const char **argv)
 {
-	const char **rest;
-	const struct option_spec opts[] = { { NULL } };
-	int n = options_parse(argc, argv, opts, "aah-runner check config.yml...", &rest);
+	const char *config = NULL, **rest;
+	const struct option_spec opts[] = {
+		{ "config", 'c', OPT_STRING, &config, "FILE",
+		  "a config.yml to check (or give them as arguments)" },
+		{ NULL },
+	};
+	int n = options_parse(argc, argv, opts, "aah-runner check [-c] config.yml..." CMD_EXIT_HELP,
+			      &rest);
 	if (n < 0)
-		return n == -2 ? 0 : 2;
-	int rc = n ? 0 : 2;
-	if (!n)
+		return n == -2 ? 0 : CMD_EXIT_CONFIG;
+	struct strvec files = STRVEC_INIT;
+	if (config)
+		strvec_push(&files, config);
+	strvec_pushv(&files, rest);
+	free(rest);
+	int rc = 0;
+	if (!files.n) {
 		error("check: give one or more config files");
-	for (int i = 0; i < n; i++) {
+		rc = CMD_EXIT_CONFIG;
+	}
+	for (size_t i = 0; i < files.n; i++) {
 		struct aah_config cfg;
-		if (cmd_load_config(rest[i], &cfg) < 0) {
-			rc = 1;
+		if (cmd_check_config(files.v[i], &cfg) < 0) {
+			rc = CMD_EXIT_CONFIG;
 			continue;
 		}
-		cJSON *space = NULL;
-		if (config_search_space(&cfg, &space) < 0)
-			rc = 1;
-		else
-			printf("%s: ok (%s backend, tuner %s, %ld trial(s) at a time)\n", rest[i],
-			       cfg.platform, cfg.tuner.builtin_tuner_name, cfg.trial_concurrency);
-		cJSON_Delete(space);
+		printf("%s: ok (%s backend, tuner %s, %ld trial(s) at a time)\n", files.v[i],
+		       cfg.platform, cfg.tuner.builtin_tuner_name, cfg.trial_concurrency);
 		config_release(&cfg);
 	}
-	free(rest);
+	strvec_clear(&files);
 	return rc;
 }

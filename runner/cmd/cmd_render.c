@@ -80,7 +80,8 @@ int cmd_render(int argc, const char **argv)
 	const char *config = NULL, *experiment = NULL, *workdir = NULL, *format = "yaml", **rest;
 	long trial = 1, attempt = 1;
 	const struct option_spec opts[] = {
-		{ "config", 'c', OPT_STRING, &config, "FILE", "the config.yml (or use --experiment)" },
+		{ "config", 'c', OPT_STRING, &config, "FILE",
+		  "the config.yml, also as the only argument (or use --experiment)" },
 		{ "experiment", 'e', OPT_STRING, &experiment, "ID",
 		  "render for an existing experiment (its id, config and proposals)" },
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "override the config's workdir" },
@@ -90,17 +91,22 @@ int cmd_render(int argc, const char **argv)
 		{ NULL },
 	};
 	int n = options_parse(argc, argv, opts,
-			      "aah-runner render (-c config.yml | --experiment ID) [--trial N] "
-			      "[-o yaml|json]",
+			      "aah-runner render ([-c] config.yml | --experiment ID) [--trial N] "
+			      "[-o yaml|json]" CMD_EXIT_HELP,
 			      &rest);
 	if (n < 0)
-		return n == -2 ? 0 : 2;
+		return n == -2 ? 0 : CMD_EXIT_CONFIG;
+	const char *given = n == 1 ? rest[0] : NULL;   /* points into argv */
 	free(rest);
+	if (given && !config) {
+		config = given;
+		n = 0;
+	}
 	if (n > 0 || !!config == !!experiment || trial < 1 || trial > 999999 || attempt < 1 ||
 	    attempt > 999 || (strcmp(format, "yaml") && strcmp(format, "json"))) {
 		error("render: give -c FILE or --experiment ID, a --trial from 1 to 999999, "
 		      "and -o yaml or json (see 'aah-runner render --help')");
-		return 2;
+		return CMD_EXIT_CONFIG;
 	}
 	struct aah_config cfg;
 	int rc;
@@ -116,7 +122,7 @@ int cmd_render(int argc, const char **argv)
 		experiment_release(&e);
 	} else {
 		if (cmd_load_config(config, &cfg) < 0)
-			return 2;
+			return CMD_EXIT_CONFIG;
 		/* No experiment yet: a placeholder id of the real form. */
 		char *wd = workdir ? fileio_absolute(workdir)
 				   : cfg.workdir ? xstrdup(cfg.workdir) : workdir_default();

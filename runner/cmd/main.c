@@ -36,7 +36,8 @@ static void usage(FILE *out)
 		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "\n'aah-runner <command> --help' describes a command.\n"
 		     "Experiments live in $AAH_WORKDIR (default ./aah-work) unless the config "
-		     "sets workdir.\n");
+		     "sets workdir.\n"
+		     "Exit status: 0 ok, 1 the command failed, 2 a usage or config error.\n");
 }
 
 int main(int argc, char **argv)

@@ -8,6 +8,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -442,6 +443,7 @@ int config_load(const char *path, struct aah_config *cfg)
 	if (yamltree_load(path, &cfg->root) < 0)
 		return -1;
 	cfg->path = fileio_absolute(path);
+	cfg->name = xstrdup(path);
 	char *dir = xstrdup(cfg->path);
 	cfg->base_dir = xstrdup(dirname(dir));
 	free(dir);
@@ -470,6 +472,7 @@ void config_release(struct aah_config *cfg)
 	release_table(config_keys, (char *)cfg);
 	ynode_free(cfg->root);
 	free(cfg->path);
+	free(cfg->name);
 	free(cfg->base_dir);
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -495,17 +498,45 @@ char *config_search_space_file(const struct aah_config *cfg)
 	return xstrfmt("%s/%s", cfg->base_dir, cfg->search_space_path);
 }
 
+int config_error_at(const struct aah_config *cfg, const char *key, const char *fmt, ...)
+{
+	const struct ynode *n = cfg->root;
+	char *path = xstrdup(key);
+	for (char *seg = path, *dot; n && seg; seg = dot) {
+		dot = strchr(seg, '.');
+		if (dot)
+			*dot++ = '\0';
+		n = ynode_get(n, seg);
+	}
+	free(path);
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	error("%s:%u:%u: '%s': %s", cfg->name ? cfg->name : cfg->path, n ? n->line : 1,
+	      n ? n->col : 1, key, sb.buf);
+	strbuf_release(&sb);
+	return -1;
+}
+
 int config_search_space(const struct aah_config *cfg, cJSON **out)
 {
 	char *p = config_search_space_file(cfg);
 	*out = NULL;
 	if (!p)
 		return 0;
+	int held = util_hold_errors(1);
 	int r = jsonfile_read(p, out);
-	if (r == 0 && !cJSON_IsObject(*out)) {
+	util_hold_errors(held);
+	if (r < 0) {
+		r = config_error_at(cfg, "searchSpacePath", "%s", util_last_error());
+	} else if (!cJSON_IsObject(*out)) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		r = error("%s: a search space must be a JSON object of parameters", p);
+		r = config_error_at(cfg, "searchSpacePath",
+				    "'%s' must be a JSON object of parameters "
+				    "({\"name\": {\"_type\": ..., \"_value\": [...]}})", p);
 	}
 	free(p);
 	return r;

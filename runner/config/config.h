@@ -81,7 +81,8 @@ struct aah_config_report {
 };
 
 struct aah_config {
-	char *path;               /* the file it came from */
+	char *path;               /* the file it came from, absolute */
+	char *name;               /* the same as the user named it: messages use it */
 	char *base_dir;           /* relative paths resolve here (the config's folder) */
 	struct ynode *root;       /* owned */
 
@@ -126,8 +127,14 @@ int config_parse_section(const struct aah_config *cfg, const char *section,
 void config_release_section(const struct cfg_key *keys, void *out);
 
 /* The search space (searchSpacePath resolved against the config's folder),
- * or NULL when the config names none; *out is owned by the caller. */
+ * or NULL when the config names none; *out is owned by the caller. Errors
+ * name the config's file:line:col and the key searchSpacePath. */
 int config_search_space(const struct aah_config *cfg, cJSON **out);
+/* Report an error about what the dotted key ("tuner.initialArch") led to:
+ * "<config>:<line>:<col>: '<key>': <message>", at the key's value (or the
+ * file's start when the key is absent). Returns -1. */
+int config_error_at(const struct aah_config *cfg, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Absolute path of searchSpacePath, or NULL. The caller frees it. */
 char *config_search_space_file(const struct aah_config *cfg);
 

@@ -1,6 +1,7 @@
 /* yamltree.c: libyaml events -> a tree with positions, within limits. */
 #include "runner/config/yamltree.h"
 #include "fileio.h"
+#include "strbuf.h"
 #include "util.h"
 
 #include <math.h>
@@ -84,9 +85,32 @@ static int next_event(struct builder *b, yaml_event_t *ev)
 	return 0;
 }
 
-static int build_node(struct builder *b, yaml_event_t *ev, unsigned depth, struct ynode **out);
+/* Where a node sits, from the root: a chain of keys and sequence indexes
+ * that errors print as "trial.env.A" or "tolerations[1].key". */
+struct ypath {
+	const struct ypath *up;   /* NULL at the root's children */
+	const char *key;          /* a map's key, or NULL for a sequence item */
+	size_t index;             /* a sequence item's index */
+};
 
-static int build_children(struct builder *b, struct ynode *n, unsigned depth)
+static void ypath_add(struct strbuf *sb, const struct ypath *p)
+{
+	if (!p)
+		return;
+	ypath_add(sb, p->up);
+	if (!p->key)
+		strbuf_addf(sb, "[%zu]", p->index);
+	else if (sb->len)
+		strbuf_addf(sb, ".%s", p->key);
+	else
+		strbuf_addstr(sb, p->key);
+}
+
+static int build_node(struct builder *b, yaml_event_t *ev, unsigned depth,
+		      const struct ypath *path, struct ynode **out);
+
+static int build_children(struct builder *b, struct ynode *n, unsigned depth,
+			  const struct ypath *path)
 {
 	yaml_event_t ev;
 	enum yaml_event_type_e end = n->kind == YNODE_MAP ? YAML_MAPPING_END_EVENT
@@ -108,9 +132,14 @@ static int build_children(struct builder *b, struct ynode *n, unsigned depth)
 			const char *key = (const char *)ev.data.scalar.value;
 			for (size_t i = 0; i < n->n; i++) {
 				if (!strcmp(n->keys[i], key)) {
+					struct strbuf where = STRBUF_INIT;
+					struct ypath here = { path, key, 0 };
+					ypath_add(&where, &here);
 					int r = error("%s:%zu:%zu: duplicate key '%s' (first at line %u)",
 						      b->file, ev.start_mark.line + 1,
-						      ev.start_mark.column + 1, key, n->key_line[i]);
+						      ev.start_mark.column + 1, strbuf_str(&where),
+						      n->key_line[i]);
+					strbuf_release(&where);
 					yaml_event_delete(&ev);
 					return r;
 				}
@@ -128,7 +157,8 @@ static int build_children(struct builder *b, struct ynode *n, unsigned depth)
 			}
 		}
 		struct ynode *child = NULL;
-		int r = build_node(b, &ev, depth + 1, &child);
+		struct ypath here = { path, n->kind == YNODE_MAP ? n->keys[n->n] : NULL, n->n };
+		int r = build_node(b, &ev, depth + 1, &here, &child);
 		yaml_event_delete(&ev);
 		if (r < 0) {
 			if (n->kind == YNODE_MAP)
@@ -139,7 +169,8 @@ static int build_children(struct builder *b, struct ynode *n, unsigned depth)
 	}
 }
 
-static int build_node(struct builder *b, yaml_event_t *ev, unsigned depth, struct ynode **out)
+static int build_node(struct builder *b, yaml_event_t *ev, unsigned depth,
+		      const struct ypath *path, struct ynode **out)
 {
 	struct ynode *n;
 	if (depth > YAMLTREE_MAX_DEPTH)
@@ -159,7 +190,7 @@ static int build_node(struct builder *b, yaml_event_t *ev, unsigned depth, struc
 	case YAML_SEQUENCE_START_EVENT:
 		n = node_new(b, ev->type == YAML_MAPPING_START_EVENT ? YNODE_MAP : YNODE_SEQ,
 			     &ev->start_mark);
-		if (build_children(b, n, depth) < 0) {
+		if (build_children(b, n, depth, path) < 0) {
 			ynode_free(n);
 			return -1;
 		}
@@ -208,7 +239,7 @@ int yamltree_parse(const char *file, const char *text, size_t len, struct ynode 
 			}
 			continue;
 		}
-		int rr = build_node(&b, &ev, 1, &root);
+		int rr = build_node(&b, &ev, 1, NULL, &root);
 		yaml_event_delete(&ev);
 		if (rr < 0)
 			goto out;

@@ -37,6 +37,11 @@ static int parse_param(struct space_param *p, const cJSON *item)
 	const char *key = item->string;
 	if (!cJSON_IsObject(item))
 		return error("search space: '%s' must be an object with _type and _value", key);
+	/* cJSON keeps both of a repeated key and reads the first: refuse it. */
+	for (const cJSON *a = item->child; a; a = a->next)
+		for (const cJSON *b = item->child; b != a; b = b->next)
+			if (!strcmp(a->string, b->string))
+				return error("search space: key '%s.%s' appears twice", key, a->string);
 	const cJSON *jt = cJSON_GetObjectItemCaseSensitive(item, "_type");
 	const cJSON *jv = cJSON_GetObjectItemCaseSensitive(item, "_value");
 	if (!cJSON_IsString(jt))

@@ -209,7 +209,7 @@ k8s_config() {
 
 	k8s_config c.yml -- "claimName: c" "nodeSelektor: {}"
 	run aah-runner check c.yml
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 2 ]   # a config error, as create (issue 13)
 	[[ $output == *"did you mean 'nodeSelector'"* ]]
 
 	run aah-runner render -c "$K8S/configs/pvc.yml" -o xml

@@ -33,7 +33,7 @@ teardown() { teardown_workdir; }
 	[ "$(grep -c ': ok (' <<< "$output")" -eq 6 ]
 	printf 'trialConcurrency: 1\nmaxTrailNum: 3\ntrial:\n  command: x\n' > bad.yml
 	run aah-runner check bad.yml
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 2 ]   # a config error: the status create gives (issue 13)
 	[ "$output" = "aah-runner: error: bad.yml:2:1: 'maxTrailNum' is not a known key (did you mean 'maxTrialNum'?)" ]
 	# A bad config creates nothing.
 	run aah-runner create -c bad.yml

@@ -104,6 +104,57 @@ Test(common, json_errors_name_file_and_field)
 	cJSON_Delete(doc);
 }
 
+/* A JSON error says where and what was expected there (issue 13, defect 8). */
+Test(common, json_errors_say_what_was_expected)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "{\"a\": [1, 2]\n", "x.json:2:1: invalid JSON: expected ',' or '}', found the end of the file" },
+		{ "{\"a\": \"s\" \"b\": 1}", "x.json:1:11: invalid JSON: expected ',' or '}', found '\"'" },
+		{ "[1 2]", "x.json:1:4: invalid JSON: expected ',' or ']', found '2'" },
+		{ "{\n \"a\": 1,\n}", "x.json:3:1: invalid JSON: expected a key in double quotes, found '}'" },
+		{ "{a: 1}", "x.json:1:2: invalid JSON: expected a key in double quotes or '}', found 'a'" },
+		{ "{\"a\" 1}", "x.json:1:6: invalid JSON: expected ':' after the key, found '1'" },
+		{ "{\"a\": }", "x.json:1:7: invalid JSON: expected a value (an object, array, string, number, true, false or null), found '}'" },
+		{ "[1e]", "x.json:1:4: invalid JSON: a bad number: expected digits, found ']'" },
+		{ "[\"ab", "x.json:1:5: invalid JSON: a string is not closed: expected '\"', found the end of the file" },
+		{ "{} x", "x.json:1:4: invalid JSON: expected the end of the file after the JSON document, found 'x'" },
+		{ "", "x.json:1:1: invalid JSON: expected a value (an object, array, string, number, true, false or null), found the end of the file" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		cJSON *doc = NULL;
+		cr_assert_eq(jsonfile_parse("x.json", cases[i].text, &doc), -1, "%s", cases[i].text);
+		cr_assert_str_eq(util_last_error(), cases[i].want, "for %s", cases[i].text);
+	}
+}
+
+Test(common, held_errors_are_kept_not_printed)
+{
+	util_set_quiet(0);
+	fflush(stderr);
+	int saved = dup(2), fd[2];
+	cr_assert_eq(pipe(fd), 0);
+	dup2(fd[1], 2);
+	int old = util_hold_errors(1);
+	error("held %d", 1);
+	util_hold_errors(old);
+	error("printed %d", 2);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fd[1]);
+	char buf[256] = "";
+	ssize_t n = read(fd[0], buf, sizeof(buf) - 1);
+	close(fd[0]);
+	buf[n > 0 ? n : 0] = '\0';
+	cr_assert_eq(old, 0);
+	cr_assert_str_eq(util_last_error(), "printed 2");
+	cr_assert(!strstr(buf, "held 1"), "printed: %s", buf);
+	cr_assert(strstr(buf, "printed 2"), "printed: %s", buf);
+	util_set_quiet(1);
+}
+
 Test(common, edit_distance)
 {
 	cr_assert_eq(util_edit_distance("maxTrialNum", "maxTrailNum"), 2);

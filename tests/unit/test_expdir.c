@@ -3,6 +3,7 @@
  * experiment.json, result.json and metrics.jsonl, and the in-memory
  * experiment (runner/experiment.c) built on the replay. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include "fileio.h"
 #include "runner/expdir.h"
 #include "runner/experiment.h"
+#include "strvec.h"
 #include "util.h"
 
 static char tmpdir[64];
@@ -459,6 +461,59 @@ Test(expdir, record_applies_exactly_what_replay_rebuilds)
 	cr_assert_str_eq(again.trials[2].reason, "boom");
 	experiment_release(&live);
 	experiment_release(&again);
+}
+
+/* Every name in dir but . and .., into out. */
+static int list_names(const char *dir, struct strvec *out)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	for (struct dirent *de; (de = readdir(d));)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			strvec_push(out, de->d_name);
+	closedir(d);
+	return 0;
+}
+
+/* A create that fails part way (here: tuner.initialArch cannot be copied)
+ * leaves no experiment and no half-built directory; one that succeeds
+ * leaves exactly its directory (issue 13, defect 4). */
+Test(expdir, a_failed_create_leaves_nothing_behind)
+{
+	put("c/config.yml", "trial:\n  command: x\n");
+	char *cfgpath = xstrfmt("%s/c/config.yml", tmpdir);
+	char *cdir = xstrfmt("%s/c", tmpdir);
+	char *wd = xstrfmt("%s/wd", tmpdir), *exps = xstrfmt("%s/wd/experiments", tmpdir);
+	struct aah_config cfg = { .path = cfgpath, .base_dir = cdir, .experiment_name = "t" };
+	struct experiment e;
+	cfg.tuner.initial_arch = "missing.json";
+	cr_assert_eq(experiment_create(&e, &cfg, wd), -1);
+	cr_assert_null(e.dir);
+	struct strvec left = STRVEC_INIT;
+	cr_assert_eq(list_names(exps, &left), 0);
+	cr_assert_eq(left.n, 0, "left behind: %s", left.n ? left.v[0] : "");
+	strvec_clear(&left);
+
+	cfg.tuner.initial_arch = NULL;
+	cr_assert_eq(experiment_create(&e, &cfg, wd), 0);
+	cr_assert_eq(list_names(exps, &left), 0);
+	cr_assert_eq(left.n, 1);
+	cr_assert_str_eq(left.v[0], e.id);
+	char *want = xstrfmt("%s/%s", exps, e.id);
+	cr_assert_str_eq(e.dir, want);
+	struct experiment again;
+	cr_assert_eq(experiment_open(&again, e.dir), 0);
+	cr_assert_str_eq(again.id, e.id);
+	cr_assert_str_eq(again.name, "t");
+	experiment_release(&again);
+	experiment_release(&e);
+	strvec_clear(&left);
+	free(want);
+	free(exps);
+	free(wd);
+	free(cdir);
+	free(cfgpath);
 }
 
 /* ---- experiment.json ---- */
