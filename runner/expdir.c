@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- trial states ------------------------------------------------------ */
 
@@ -443,6 +444,9 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 			if (cJSON_IsString(d) && (!strncmp(d->valuestring, "cuda", 4) ||
 						  !strncmp(d->valuestring, "gpu", 3)))
 				res->on_gpu = 1;
+		struct stat st;
+		if (stat(p, &st) == 0)
+			res->written = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
 		r = 1;
 	}
 	cJSON_Delete(doc);
@@ -507,4 +511,23 @@ int expdir_metrics_read(const char *trial_dir, struct expdir_epoch **epochs, siz
 	*epochs = es.v;
 	*n = es.n;
 	return r;
+}
+
+/* ---- a trial's figures ----------------------------------------------------- */
+
+int expdir_trial_epochs(const char *trial_dir, const struct expdir_result *res, double end_ts,
+			struct expdir_epoch **epochs, size_t *n)
+{
+	int r = expdir_metrics_read(trial_dir, epochs, n);
+	if (r < 0 || *n || !res || isnan(res->best_val_acc))
+		return r;
+	struct expdir_epoch *e = xmalloc(sizeof(*e));
+	e->ts = end_ts > 0 ? end_ts : res->written;
+	e->val_acc = res->best_val_acc;
+	e->flops = res->total_flops;
+	e->images_per_sec = 0;
+	e->epoch = 1;
+	*epochs = e;
+	*n = 1;
+	return 0;
 }

@@ -140,6 +140,7 @@ struct expdir_result {
 	char precision[16];       /* "" when absent */
 	char stop_reason[160];    /* "" when absent */
 	int on_gpu;               /* "devices" names a GPU (cuda:N, gpu...) */
+	double written;           /* the file's modification time, Unix time */
 };
 
 /* Read <trial_dir>/result.json: 1 when read, 0 when the trial has none
@@ -165,5 +166,16 @@ struct expdir_epoch {
  * not epochs and are skipped, as is a torn last line. 0 with *n = 0 when
  * there is no file yet; -1 when a line is not JSON. */
 int expdir_metrics_read(const char *trial_dir, struct expdir_epoch **epochs, size_t *n);
+
+/* ---- a trial's figures ---------------------------------------------------- */
+
+/* The one rule for a trial's best accuracy, FLOPs and the epochs a score
+ * counts: the epochs of metrics.jsonl; a trial that wrote none (a shell trial
+ * that writes only result.json) has one epoch with res's best_val_acc and
+ * total_flops, ended at end_ts (0: when result.json was written). Reads
+ * metrics.jsonl like expdir_metrics_read; res is NULL when the trial has no
+ * result.json. */
+int expdir_trial_epochs(const char *trial_dir, const struct expdir_result *res, double end_ts,
+			struct expdir_epoch **epochs, size_t *n);
 
 #endif

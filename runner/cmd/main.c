@@ -23,7 +23,7 @@ static const struct subcommand commands[] = {
 	{ "check", cmd_check, "validate a config.yml without running it" },
 	{ "render", cmd_render, "print a trial's Kubernetes Job (and Service) for kubectl apply" },
 	{ "report", cmd_report, "score an experiment (Score, Regulated Score, Error) and write report.html" },
-	{ "collect", cmd_collect, "archive every log of an experiment with a signed SHA-256 manifest" },
+	{ "collect", cmd_collect, "archive every log of an experiment with a SHA-256 manifest, optionally signed" },
 	{ "verify", cmd_verify, "check an archive made by collect" },
 	{ "metrics", cmd_metrics, "print an experiment's metrics in the Prometheus text format" },
 	{ "slurm-launch", cmd_slurm_launch, "(inside a Slurm job) start one rank of a trial" },

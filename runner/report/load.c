@@ -6,7 +6,7 @@
 #include "runner/report/report.h"
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/expdir.h" /* expdir_replay, expdir_result_read, expdir_metrics_read */
+#include "runner/expdir.h" /* expdir_replay, expdir_result_read, expdir_trial_epochs */
 #include "util.h"
 
 #include <dirent.h>
@@ -112,22 +112,17 @@ static int journal_event(const struct expdir_event *ev, void *arg)
 
 /* ---- per-trial files ---- */
 
-static int load_result(const char *trialdir, struct report_trial *tr)
+/* Apply result.json (res, read) to the trial: everything but the figures,
+ * which come from the epochs (expdir_trial_epochs). */
+static void apply_result(const struct expdir_result *res, struct report_trial *tr)
 {
-	struct expdir_result res;
-	int r = expdir_result_read(trialdir, &res);
-	if (r <= 0)
-		return r;
-	if (res.precision[0])
-		xstrlcpy(tr->precision, res.precision, sizeof(tr->precision));
-	if (res.best_val_acc > tr->best_acc && !tr->nepochs)
-		tr->best_acc = res.best_val_acc;
-	if (!tr->reason[0] && res.stop_reason[0])
-		xstrlcpy(tr->reason, res.stop_reason, sizeof(tr->reason));
-	tr->on_gpu = res.on_gpu;
+	if (res->precision[0])
+		xstrlcpy(tr->precision, res->precision, sizeof(tr->precision));
+	if (!tr->reason[0] && res->stop_reason[0])
+		xstrlcpy(tr->reason, res->stop_reason, sizeof(tr->reason));
+	tr->on_gpu = res->on_gpu;
 	if (tr->state == TRIAL_UNKNOWN)
-		tr->state = res.status;
-	return 0;
+		tr->state = res->status;
 }
 
 struct util_acc {
@@ -231,14 +226,19 @@ static int load_monitor(const char *trialdir, struct util_acc *u)
 static int load_trial(const char *expdir, struct report_trial *tr, struct util_acc *u)
 {
 	char *dir = expdir_trial_dir(expdir, tr->seq);
-	int r = expdir_metrics_read(dir, &tr->epochs, &tr->nepochs);
+	struct expdir_result res;
+	int have = expdir_result_read(dir, &res);
+	int r = have < 0 ? -1 : 0;
+	if (have > 0)
+		apply_result(&res, tr);
+	if (r == 0)
+		r = expdir_trial_epochs(dir, have > 0 ? &res : NULL, tr->finished, &tr->epochs,
+					&tr->nepochs);
 	for (size_t i = 0; r == 0 && i < tr->nepochs; i++) {
 		if (tr->epochs[i].val_acc > tr->best_acc)
 			tr->best_acc = tr->epochs[i].val_acc;
 		tr->flops = tr->epochs[i].flops;
 	}
-	if (r == 0)
-		r = load_result(dir, tr);
 	if (r == 0)
 		r = load_monitor(dir, u);
 	free(dir);

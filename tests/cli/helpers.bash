@@ -56,3 +56,17 @@ count_events() {
 		grep -c "\"event\":\"$event\"" "$AAH_WORKDIR/experiments/$id/journal.jsonl" || true
 	fi
 }
+
+# wait_for COMMAND...: run COMMAND until it succeeds: the event a test waits
+# for (a file, a journal line, a process gone), never a fixed sleep. Fails
+# loudly after ${WAIT_S:-60} s, a bound generous enough for a loaded machine.
+wait_for() {
+	local limit=$((SECONDS + ${WAIT_S:-60}))
+	until "$@"; do
+		if [ "$SECONDS" -ge "$limit" ]; then
+			echo "waited ${WAIT_S:-60} s in vain for: $*" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}

@@ -1,14 +1,9 @@
 #!/usr/bin/env bats
 # Command-level tests of `aah-runner report|collect|verify|metrics`, driven
 # the way a user runs them, on synthetic experiments written by
-# tests/fixtures/report/make-experiment.sh. They skip until runner/cmd/main.c
-# registers the subcommands (cmd_report, cmd_collect, cmd_verify,
-# cmd_metrics from runner/report/report_cmds.h).
+# tests/fixtures/report/make-experiment.sh.
 
 setup() {
-	if ! aah-runner report --help 2>/dev/null | grep -q '^usage: aah-runner report'; then
-		skip "aah-runner report is not registered in runner/cmd/main.c yet"
-	fi
 	W=$(mktemp -d "${BATS_TMPDIR:-/tmp}/aah-report-cli.XXXXXX")
 	export AAH_WORKDIR=$W
 	mkdir -p "$W/experiments"

@@ -2,6 +2,8 @@
 # aah-trial data parallel on CPU: ranks meet through --init_method and
 # average gradients over a TCP ring.
 
+load helpers
+
 setup() {
 	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-trial-dist.XXXXXX")
 	ARCH=$AAH_ROOT/tests/fixtures/arch/cnn_nobn.json
@@ -40,11 +42,11 @@ PY
 }
 
 @test "a rank whose peers never arrive fails within the timeout" {
-	start=$SECONDS
-	run aah-trial --trial_dir "$T" --arch "$ARCH" --rank 0 --world_size 2 \
+	# Its own --dist_timeout ends it; `timeout` fails the test loudly if not.
+	run timeout 300 aah-trial --trial_dir "$T" --arch "$ARCH" --rank 0 --world_size 2 \
 		--init_method "tcp://127.0.0.1:$PORT" --dist_timeout 2 --train_samples 640
 	[ "$status" -ne 0 ]
-	[ $((SECONDS - start)) -lt 30 ]
+	[ "$status" -ne 124 ]
 	[[ $output == *"1 of 2 ranks"* ]]
 	grep -q '"stop_reason".*rendezvous' "$T/result.json"
 }
@@ -56,12 +58,16 @@ PY
 	r1=$!
 	aah-trial --trial_dir "$T" "${common[@]}" --rank 0 >"$T/r0.log" 2>&1 &
 	r0=$!
-	sleep 4
+	# Both ranks met and are training (each prints its budget line after
+	# the rendezvous), then rank 1 dies.
+	wait_for grep -q "budget 30 epochs" "$T/r0.log"
+	wait_for grep -q "budget 30 epochs" "$T/r1.log"
 	kill -KILL $r1
-	start=$SECONDS
+	# Rank 0 notices at once; 30 epochs would take far longer than the bound.
+	gone() { ! kill -0 "$r0" 2>/dev/null; }
+	wait_for gone || { kill -KILL $r0; false; }
 	rc=0
 	wait $r0 || rc=$?
 	[ "$rc" -ne 0 ]
-	[ $((SECONDS - start)) -lt 30 ]
 	grep -q "closed the connection\|failed" "$T/r0.log"
 }

@@ -622,3 +622,46 @@ Test(expdir, metrics_epochs_in_file_order)
 	cr_assert_eq(n, 0);
 	cr_assert_null(ep);
 }
+
+/* The one rule for a trial's figures: metrics.jsonl's epochs, else one epoch
+ * from result.json's best_val_acc and total_flops at the trial's end. */
+Test(expdir, trial_epochs_fall_back_to_result_json)
+{
+	struct expdir_epoch *ep = NULL;
+	size_t n = 9;
+	cr_assert_eq(expdir_trial_epochs(tmpdir, NULL, 50, &ep, &n), 0);   /* nothing yet */
+	cr_assert_eq(n, 0);
+	put("result.json", "{\"format\":\"aah-result/1\",\"status\":\"succeeded\","
+			   "\"best_val_acc\":0.5,\"total_flops\":3e9}");
+	struct expdir_result res;
+	cr_assert_eq(expdir_result_read(tmpdir, &res), 1);
+	cr_assert_gt(res.written, 0);
+	cr_assert_eq(expdir_trial_epochs(tmpdir, &res, 50, &ep, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ep[0].ts, 50);
+	cr_assert_eq(ep[0].val_acc, 0.5);
+	cr_assert_eq(ep[0].flops, 3e9);
+	cr_assert_eq(ep[0].epoch, 1);
+	free(ep);
+	cr_assert_eq(expdir_trial_epochs(tmpdir, &res, 0, &ep, &n), 0);   /* end unknown */
+	cr_assert_eq(ep[0].ts, res.written);
+	free(ep);
+
+	/* metrics.jsonl wins: its epochs are the figures */
+	put("metrics.jsonl", "{\"format\":\"aah-metrics/1\",\"epoch\":1,\"val_acc\":0.25,"
+			     "\"timestamp\":10,\"train_flops\":7}\n");
+	cr_assert_eq(expdir_trial_epochs(tmpdir, &res, 50, &ep, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ep[0].val_acc, 0.25);
+	cr_assert_eq(ep[0].flops, 7);
+	free(ep);
+
+	/* a result without best_val_acc adds no epoch */
+	char *mp = xstrfmt("%s/metrics.jsonl", tmpdir);
+	unlink(mp);
+	free(mp);
+	put("result.json", "{\"format\":\"aah-result/1\",\"status\":\"failed\"}");
+	cr_assert_eq(expdir_result_read(tmpdir, &res), 1);
+	cr_assert_eq(expdir_trial_epochs(tmpdir, &res, 50, &ep, &n), 0);
+	cr_assert_eq(n, 0);
+}

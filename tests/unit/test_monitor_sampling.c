@@ -61,6 +61,29 @@ static void read_lines(const char *dir, struct lines *l)
 	free(p);
 }
 
+/* Wait until the monitor has written at least want complete lines into dir:
+ * the event, not a fixed sleep; fails loudly after a generous 50 s. */
+static void wait_lines(const char *dir, int want)
+{
+	char *p = monitor_file(dir);
+	int n = 0;
+	for (double t0 = util_monotonic(); util_monotonic() - t0 < 50;) {
+		FILE *f = fopen(p, "r");
+		int c;
+		n = 0;
+		while (f && (c = fgetc(f)) != EOF)
+			n += c == '\n';
+		if (f)
+			fclose(f);
+		if (n >= want)
+			break;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_geq(n, want, "the monitor wrote %d of %d lines into %s in 50 s", n, want, p);
+	free(p);
+}
+
 static void free_lines(struct lines *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -111,8 +134,7 @@ Test(monitor, samples_match_proc_and_see_a_busy_core)
 	pthread_t th;
 	spin_stop = 0;
 	pthread_create(&th, NULL, spin, NULL);
-	struct timespec ts = { 0, 400 * 1000 * 1000 };
-	nanosleep(&ts, NULL);
+	wait_lines(dir, 4);
 	spin_stop = 1;
 	pthread_join(th, NULL);
 	monitor_stop(m);
@@ -121,7 +143,7 @@ Test(monitor, samples_match_proc_and_see_a_busy_core)
 
 	struct lines l;
 	read_lines(dir, &l);
-	cr_assert_geq(l.n, 4, "%zu samples in 0.4 s at 0.05 s", l.n);
+	cr_assert_geq(l.n, 4, "%zu samples", l.n);
 	int ncpu = proc_cpus();
 	double max_busy = 0, prev_ts = 0;
 	for (size_t i = 0; i < l.n; i++) {
@@ -156,19 +178,18 @@ Test(monitor, samples_match_proc_and_see_a_busy_core)
 	free(dir);
 }
 
+/* An hour's interval under the suite's 60 s timeout: a stop that waited for
+ * the interval to end fails loudly on the timeout, not on a wall-clock bet. */
 Test(monitor, stop_is_prompt_and_writes_the_last_interval)
 {
 	char *dir = xstrfmt("%s/d", tmpdir);
-	double t0 = util_monotonic();
-	struct monitor *m = monitor_start(dir, 30);
+	struct monitor *m = monitor_start(dir, 3600);
 	cr_assert_not_null(m);
 	monitor_stop(m);
-	double took = util_monotonic() - t0;
-	cr_assert_lt(took, 5.0, "stop took %.2f s with a 30 s interval", took);
 	struct lines l;
 	read_lines(dir, &l);
 	cr_assert_eq(l.n, 1);
-	cr_assert_eq(num(l.doc[0], "interval_s", NULL), 30);
+	cr_assert_eq(num(l.doc[0], "interval_s", NULL), 3600);
 	free_lines(&l);
 	monitor_stop(NULL);
 	free(dir);
@@ -205,8 +226,7 @@ Test(monitor, the_report_plots_what_the_monitor_writes)
 	char *dev = xstrfmt("%s/trials/000001/device_info", dir);
 	struct monitor *m = monitor_start(dev, 0.02);
 	cr_assert_not_null(m);
-	struct timespec ts = { 0, 100 * 1000 * 1000 };
-	nanosleep(&ts, NULL);
+	wait_lines(dev, 2);
 	monitor_stop(m);
 	struct report_exp exp;
 	cr_assert_eq(report_load(dir, &exp), 0);
@@ -247,8 +267,7 @@ Test(monitor, gpu_readings_through_a_stand_in_nvml)
 	unsetenv("AAH_NVML_LIB");
 	cr_assert_not_null(m);
 	cr_assert_eq(monitor_gpu_count(m), 2);
-	struct timespec ts = { 0, 60 * 1000 * 1000 };
-	nanosleep(&ts, NULL);
+	wait_lines(dev, 2);
 	monitor_stop(m);
 	struct lines l;
 	read_lines(dev, &l);

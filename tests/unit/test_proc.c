@@ -79,15 +79,15 @@ Test(proc, unread_input_is_not_fatal)
 	free(input);
 }
 
-Test(proc, timeout_kills_the_whole_group)
+/* The grandchild holds the output pipe for an hour: a timeout that missed
+ * it would wait for the pipe to close and fail on the test's timeout. */
+Test(proc, timeout_kills_the_whole_group, .timeout = 60)
 {
-	const char *argv[] = { "sh", "-c", "sleep 30 & sleep 30", NULL };
+	const char *argv[] = { "sh", "-c", "sleep 3600 & sleep 3600", NULL };
 	int code;
-	double t0 = util_monotonic();
 	cr_assert_eq(proc_run_capture(argv, NULL, NULL, 0.5, NULL, NULL, &code), 0);
 	cr_assert_eq(code, PROC_TIMEOUT_STATUS);
 	cr_assert_eq(PROC_TIMEOUT_STATUS, 124, "the status timeout(1) uses");
-	cr_assert(util_monotonic() - t0 < 10);
 }
 
 Test(proc, missing_program_is_an_error)
@@ -102,7 +102,38 @@ Test(proc, missing_program_is_an_error)
 	cr_assert_eq(proc_start(&p, &spec), -1);
 }
 
-Test(proc, held_child_waits_for_release)
+/* The one-letter state of pid from /proc/<pid>/stat; 'X' when it is gone. */
+static char proc_state(long pid)
+{
+	char path[64], state = 'X';
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+			state = '?';
+		fclose(f);
+	}
+	return state;
+}
+
+/* 1 when pid still runs this test's own program: it has not exec'd. */
+static int same_program(long pid)
+{
+	char path[64], mine[4096] = "", theirs[4096] = "";
+	snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+	ssize_t a = readlink("/proc/self/exe", mine, sizeof(mine) - 1);
+	ssize_t b = readlink(path, theirs, sizeof(theirs) - 1);
+	return a > 0 && b > 0 && !strcmp(mine, theirs);
+}
+
+static void pause_10ms(void)
+{
+	usleep(10000);
+}
+
+/* No "has not run after 200 ms": the child is seen blocked (state S) before
+ * its exec, which in the held child is only the wait for the release. */
+Test(proc, held_child_waits_for_release, .timeout = 120)
 {
 	char path[] = "/tmp/aah-proc-XXXXXX";
 	int fd = mkstemp(path);
@@ -112,7 +143,13 @@ Test(proc, held_child_waits_for_release)
 	struct proc p;
 	struct proc_spec spec = { .argv = argv, .new_session = 1, .hold = 1 };
 	cr_assert_eq(proc_start(&p, &spec), 0);
-	usleep(200000);
+	double t0 = util_monotonic();
+	while (!(same_program(p.pid) && proc_state(p.pid) == 'S')) {
+		cr_assert(same_program(p.pid), "a held child must not exec before release");
+		cr_assert_lt(util_monotonic() - t0, 60, "the held child never blocked (state %c)",
+			     proc_state(p.pid));
+		pause_10ms();
+	}
 	FILE *f = fopen(path, "r");
 	cr_assert_eq(fgetc(f), EOF, "a held child must not run before release");
 	fclose(f);
@@ -136,38 +173,36 @@ Test(proc, held_child_waits_for_release)
 	free(cmd);
 }
 
-Test(proc, terminate_reaches_grandchildren)
+/* Waits for the events (the pid file, the grandchild gone) with generous
+ * bounds instead of fixed sleeps. */
+Test(proc, terminate_reaches_grandchildren, .timeout = 120)
 {
 	char path[] = "/tmp/aah-proc-XXXXXX";
 	int fd = mkstemp(path);
 	close(fd);
-	char *cmd = xstrfmt("sleep 30 & echo $! > %s; wait", path);
+	char *cmd = xstrfmt("sleep 3600 & echo $! > %s; wait", path);
 	const char *argv[] = { "sh", "-c", cmd, NULL };
 	struct proc p;
 	struct proc_spec spec = { .argv = argv, .new_session = 1 };
 	cr_assert_eq(proc_start(&p, &spec), 0);
 	long pid = 0;
-	for (int i = 0; i < 100 && !pid; i++) {
-		usleep(20000);
+	for (double t0 = util_monotonic(); !pid && util_monotonic() - t0 < 60;) {
+		pause_10ms();
 		FILE *f = fopen(path, "r");
 		if (f && fscanf(f, "%ld", &pid) != 1)
 			pid = 0;
 		if (f)
 			fclose(f);
 	}
-	cr_assert(pid > 0);
+	cr_assert(pid > 0, "the child wrote no grandchild pid into %s in 60 s", path);
 	proc_terminate(&p, 5);
-	usleep(100000);
 	/* Gone, or a zombie waiting for whoever adopted it to reap it. */
-	char stat_path[64], state = 'X';
-	snprintf(stat_path, sizeof(stat_path), "/proc/%ld/stat", pid);
-	FILE *f = fopen(stat_path, "r");
-	if (f) {
-		if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-			state = '?';
-		fclose(f);
+	char state = proc_state(pid);
+	for (double t0 = util_monotonic(); state != 'X' && state != 'Z' && util_monotonic() - t0 < 60;) {
+		pause_10ms();
+		state = proc_state(pid);
 	}
-	cr_assert(state == 'X' || state == 'Z', "the grandchild survived (state %c)", state);
+	cr_assert(state == 'X' || state == 'Z', "the grandchild survived 60 s (state %c)", state);
 	unlink(path);
 	free(cmd);
 }
