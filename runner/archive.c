@@ -37,12 +37,6 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t a = strlen(s), b = strlen(suf);
-	return a >= b && !strcmp(s + a - b, suf);
-}
-
 /* ---- collect ---- */
 
 struct collector {
@@ -132,17 +126,46 @@ static int sign_manifest(const char *key, const struct strbuf *m, unsigned char 
 
 enum compression { COMP_NONE, COMP_ZSTD, COMP_GZIP };
 
+static const struct {
+	const char *suffix;
+	enum compression comp;
+} archive_names[] = {
+	{ ".tar.zst", COMP_ZSTD }, { ".tzst", COMP_ZSTD },
+	{ ".tar.gz", COMP_GZIP }, { ".tgz", COMP_GZIP },
+	{ ".tar", COMP_NONE },
+};
+
+/* The compression an archive name asks for; -1 when it is no archive name. */
+static int name_compression(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(archive_names); i++) {
+		size_t l = strlen(archive_names[i].suffix);
+		if (len >= l && !memcmp(name + len - l, archive_names[i].suffix, l))
+			return (int)archive_names[i].comp;
+	}
+	return -1;
+}
+
+int archive_name_is_archive(const char *name)
+{
+	size_t len = strlen(name);
+	const char *tmp = strstr(name, ".tmp.");
+	if (tmp) {                   /* "<archive>.tmp.<pid>", left by a killed collect */
+		const char *d = tmp + strlen(".tmp.");
+		size_t digits = strspn(d, "0123456789");
+		if (digits && !d[digits])
+			len = (size_t)(tmp - name);
+	}
+	return name_compression(name, len) >= 0;
+}
+
 static int compression_of(const char *out, enum compression *comp)
 {
-	if (has_suffix(out, ".tar.zst") || has_suffix(out, ".tzst"))
-		*comp = COMP_ZSTD;
-	else if (has_suffix(out, ".tar.gz") || has_suffix(out, ".tgz"))
-		*comp = COMP_GZIP;
-	else if (has_suffix(out, ".tar"))
-		*comp = COMP_NONE;
-	else
+	int c = name_compression(out, strlen(out));
+	if (c < 0)
 		return error("'%s': the archive name must end in .tar.zst, .tzst, .tar.gz, .tgz or .tar",
 			     out);
+	*comp = (enum compression)c;
 	return 0;
 }
 
@@ -203,7 +226,7 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		goto out;
 	}
 	c.a = archive_write_new();
-	enum compression comp;
+	enum compression comp = COMP_NONE;
 	if (compression_of(out, &comp) < 0)
 		goto out;
 	/* GNU tar's format: long names when needed, and headers about twice as

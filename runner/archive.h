@@ -22,15 +22,22 @@ struct archive_collect_stats {
 	size_t files;          /* regular files archived (MANIFEST excluded) */
 	uint64_t bytes;        /* their total size */
 	size_t skipped;        /* symbolic links and special files left out */
+	size_t archives;       /* earlier archives left out (archive_name_is_archive) */
 };
 
 /* Archive the experiment directory `dir` into `out` (.tar.zst, .tzst,
  * .tar.gz, .tgz or .tar, by its name). Regular files only (directories are
  * implied by their files' names; an empty one is left out): symbolic links
  * are never followed (they are left out, with a warning),
- * and `out` itself is left out when it lies inside `dir`. Order is the byte
+ * `out` itself is left out when it lies inside `dir`, and so is every
+ * earlier archive (archive_name_is_archive), with a warning. Order is the byte
  * order of the paths, depth first. `sign_key` (or NULL) is a PEM Ed25519
  * private key. The archive is written to a temporary name and renamed. */
+/* Whether a file name is one collect could have written: it ends in
+ * .tar.zst, .tzst, .tar.gz, .tgz or .tar, maybe followed by the
+ * ".tmp.<pid>" of an interrupted collect. collect leaves such files out. */
+int archive_name_is_archive(const char *name);
+
 int archive_collect(const char *dir, const char *out, const char *sign_key,
 		    struct archive_collect_stats *stats);
 

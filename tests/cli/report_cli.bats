@@ -123,6 +123,18 @@ PY
 	[ "$status" -eq 2 ]
 }
 
+@test "collect leaves earlier archives out and says so" {
+	aah-runner collect exp00001 -o "$E/first.tar.gz" -q
+	aah-runner collect exp00001 -q
+	run aah-runner collect exp00001 -o "$E/third.tar"
+	[ "$status" -eq 0 ]
+	[[ $output == *"left out 'first.tar.gz': an earlier archive"* ]]
+	[[ $output == *"2 earlier archives left out"* ]]
+	! tar -tf "$E/third.tar" | grep -q -e '\.tar' -e '\.tgz' -e '\.tzst'
+	run aah-runner verify "$E/third.tar"
+	[ "$status" -eq 0 ]
+}
+
 @test "collect never follows a symbolic link out of the experiment" {
 	echo secret >"$W/secret.txt"
 	ln -s "$W/secret.txt" "$E/trials/000001/leak"

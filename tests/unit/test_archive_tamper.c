@@ -463,3 +463,31 @@ Test(archive, directory_members_must_be_parents_of_files)
 	free(src);
 	free(dst);
 }
+
+/* Earlier archives in the experiment directory, under any name collect can
+ * write (and the temporary name of an interrupted collect), are left out
+ * and counted; a file that only looks similar is archived. */
+Test(archive, earlier_archives_are_left_out)
+{
+	static const char *const old[] = {
+		"exp00001-logs.tar.zst", "old.tar.gz", "trials/000001/x.tar", "y.tgz", "z.tzst",
+		"exp00001-logs.tar.zst.tmp.4242",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(old); i++)
+		write_file(old[i], "not an archive\n", 15);
+	write_file("trials/000001/notes.tar.txt", "kept\n", 5);
+	char *out = path_in_tmp("new.tar");
+	struct archive_collect_stats st;
+	cr_assert_eq(archive_collect(dir, out, NULL, &st), 0, "%s", util_last_error());
+	cr_assert_eq(st.archives, ARRAY_SIZE(old), "%zu archives left out", st.archives);
+	cr_assert_eq(st.files, 9, "%zu files", st.files);
+	struct member m[64];
+	size_t n = list_members(out, m, 64), kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < ARRAY_SIZE(old); k++)
+			cr_assert_null(strstr(m[i].name, old[k]), "%s was archived", m[i].name);
+		kept += !strcmp(m[i].name, "exp00001/trials/000001/notes.tar.txt");
+	}
+	cr_assert_eq(kept, 1);
+	free(out);
+}
