@@ -1,6 +1,7 @@
 /* archive.c: collect an experiment directory into one archive with a
  * SHA-256 MANIFEST (and an Ed25519 signature over it), and verify one. */
 #include "runner/archive.h"
+#include "runner/archive_form.h" /* archive_form_entry, archive_form_check */
 #include "runner/archive_walk.h" /* archive_walk_start, _next, _finish */
 #include "fileio.h"
 #include "util.h"
@@ -51,16 +52,11 @@ static int write_header(struct collector *c, const char *rel, const struct stat 
 {
 	struct archive_entry *e = archive_entry_new();
 	char *name = xstrfmt("%s/%s", c->prefix, rel);
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, S_ISDIR(st->st_mode) ? AE_IFDIR : AE_IFREG);
-	archive_entry_set_perm(e, st->st_mode & 07777);
-	archive_entry_set_size(e, S_ISDIR(st->st_mode) ? 0 : st->st_size);
-	archive_entry_set_mtime(e, st->st_mtim.tv_sec, 0);   /* whole seconds: no pax header per file */
+	archive_form_entry(e, name, S_ISDIR(st->st_mode) ? AE_IFDIR : AE_IFREG, st->st_mode,
+			   st->st_size, st->st_mtim.tv_sec);
 	if (st->st_mtim.tv_sec > c->newest.tv_sec ||
 	    (st->st_mtim.tv_sec == c->newest.tv_sec && st->st_mtim.tv_nsec > c->newest.tv_nsec))
 		c->newest = st->st_mtim;
-	archive_entry_set_uid(e, 0);
-	archive_entry_set_gid(e, 0);
 	int r = archive_write_header(c->a, e);
 	archive_entry_free(e);
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
@@ -231,10 +227,8 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		goto out;
 	/* GNU tar's format: long names when needed, and headers about twice as
 	 * cheap to write as pax's for many small files */
-	if (archive_write_set_format_gnutar(c.a) != ARCHIVE_OK) {
-		error("cannot set up the tar format: %s", archive_error_string(c.a));
+	if (archive_form_set_format(c.a) < 0)
 		goto out;
-	}
 	if (add_filter(c.a, comp) < 0)
 		goto out;
 	archive_write_set_bytes_per_block(c.a, 64 * 1024);
@@ -530,7 +524,13 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 			strbuf_addstr(&res->problems, "signature: MANIFEST.sig does not match MANIFEST "
 				      "and the public key\n");
 	}
-	r = res->differ || res->missing || res->added || (pubkey && res->signature != 1) ? 1 : 0;
+	/* every byte the digests do not cover: headers, padding, what follows */
+	int f = archive_form_check(path, &res->problems);
+	if (f < 0)
+		goto out;
+	res->form = f;
+	r = res->differ || res->missing || res->added || res->form ||
+	    (pubkey && res->signature != 1) ? 1 : 0;
 out:
 	for (size_t i = 0; i < ndirs; i++)
 		free(dirs[i]);

@@ -44,10 +44,11 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 struct archive_verify_result {
 	size_t members;        /* regular-file members checked */
 	size_t differ, missing, added;
+	int form;              /* 1: bytes outside the digests are not what collect writes */
 	int signature;         /* 1 valid, 0 absent, -1 invalid, 2 present but not checked */
-	struct strbuf problems; /* one line per problem: "differs: <path>", ... */
+	struct strbuf problems; /* one line per problem: "differs: <path>", "form: ...", ... */
 };
-#define ARCHIVE_VERIFY_RESULT_INIT { 0, 0, 0, 0, 0, STRBUF_INIT }
+#define ARCHIVE_VERIFY_RESULT_INIT { .problems = STRBUF_INIT }
 
 /* Stream `path`, recompute every digest and compare with its MANIFEST;
  * with `pubkey` (a PEM Ed25519 public key, or NULL) the signature must be
