@@ -82,18 +82,15 @@ static ssize_t raw_read(struct rawin *r, unsigned char *buf, size_t n)
 	while (got < n && !r->stream_end && !r->damage) {
 		if (refill(r) < 0)
 			return -1;
-		if (r->in_pos == r->in_len) {
-			if (r->codec == CODEC_TAR)
-				r->stream_end = 1;
-			else
-				r->damage = "the compressed stream is cut short";
-			break;
-		}
+		/* at the end of the file a decoder may still hold output */
+		int no_input = r->in_pos == r->in_len;
+		size_t before = got;
 		if (r->codec == CODEC_TAR) {
 			size_t k = r->in_len - r->in_pos < n - got ? r->in_len - r->in_pos : n - got;
 			memcpy(buf + got, r->in + r->in_pos, k);
 			r->in_pos += k;
 			got += k;
+			r->stream_end = no_input;
 		} else if (r->codec == CODEC_ZSTD) {
 			ZSTD_inBuffer ib = { r->in, r->in_len, r->in_pos };
 			ZSTD_outBuffer ob = { buf + got, n - got, 0 };
@@ -115,9 +112,11 @@ static ssize_t raw_read(struct rawin *r, unsigned char *buf, size_t n)
 			got = n - r->z.avail_out;
 			if (ret == Z_STREAM_END)
 				r->stream_end = 1;
-			else if (ret != Z_OK && !(ret == Z_BUF_ERROR && r->z.avail_in == 0))
+			else if (ret != Z_OK && ret != Z_BUF_ERROR)
 				r->damage = r->z.msg ? r->z.msg : "damaged gzip data";
 		}
+		if (no_input && got == before && !r->stream_end && !r->damage)
+			r->damage = "the compressed stream is cut short";
 	}
 	r->pos += got;
 	return (ssize_t)got;
