@@ -53,7 +53,7 @@ LIB_KERNELS := $(BUILD)/libaahkernels.a
 LIB_TRIAL   := $(BUILD)/libaahtrial.a
 LIB_CUDA    := $(BUILD)/libaahcuda.a
 
-RUNNER_LIBS := -lyaml -lcjson -larchive -lcrypto -lpthread -lm
+RUNNER_LIBS := -lyaml -lcjson -larchive -lzstd -lz -lcrypto -lpthread -lm
 TRIAL_LIBS  := -lcjson -ldnnl -ljpeg -lz -lpthread -lm
 
 ifeq ($(AAH_CUDA),1)

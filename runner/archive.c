@@ -1,6 +1,7 @@
 /* archive.c: collect an experiment directory into one archive with a
  * SHA-256 MANIFEST (and an Ed25519 signature over it), and verify one. */
 #include "runner/archive.h"
+#include "runner/archive_form.h" /* archive_form_entry, archive_form_check */
 #include "runner/archive_walk.h" /* archive_walk_start, _next, _finish */
 #include "fileio.h"
 #include "util.h"
@@ -37,12 +38,6 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t a = strlen(s), b = strlen(suf);
-	return a >= b && !strcmp(s + a - b, suf);
-}
-
 /* ---- collect ---- */
 
 struct collector {
@@ -57,16 +52,11 @@ static int write_header(struct collector *c, const char *rel, const struct stat 
 {
 	struct archive_entry *e = archive_entry_new();
 	char *name = xstrfmt("%s/%s", c->prefix, rel);
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, S_ISDIR(st->st_mode) ? AE_IFDIR : AE_IFREG);
-	archive_entry_set_perm(e, st->st_mode & 07777);
-	archive_entry_set_size(e, S_ISDIR(st->st_mode) ? 0 : st->st_size);
-	archive_entry_set_mtime(e, st->st_mtim.tv_sec, 0);   /* whole seconds: no pax header per file */
+	archive_form_entry(e, name, S_ISDIR(st->st_mode) ? AE_IFDIR : AE_IFREG, st->st_mode,
+			   st->st_size, st->st_mtim.tv_sec);
 	if (st->st_mtim.tv_sec > c->newest.tv_sec ||
 	    (st->st_mtim.tv_sec == c->newest.tv_sec && st->st_mtim.tv_nsec > c->newest.tv_nsec))
 		c->newest = st->st_mtim;
-	archive_entry_set_uid(e, 0);
-	archive_entry_set_gid(e, 0);
 	int r = archive_write_header(c->a, e);
 	archive_entry_free(e);
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
@@ -132,17 +122,46 @@ static int sign_manifest(const char *key, const struct strbuf *m, unsigned char 
 
 enum compression { COMP_NONE, COMP_ZSTD, COMP_GZIP };
 
+static const struct {
+	const char *suffix;
+	enum compression comp;
+} archive_names[] = {
+	{ ".tar.zst", COMP_ZSTD }, { ".tzst", COMP_ZSTD },
+	{ ".tar.gz", COMP_GZIP }, { ".tgz", COMP_GZIP },
+	{ ".tar", COMP_NONE },
+};
+
+/* The compression an archive name asks for; -1 when it is no archive name. */
+static int name_compression(const char *name, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(archive_names); i++) {
+		size_t l = strlen(archive_names[i].suffix);
+		if (len >= l && !memcmp(name + len - l, archive_names[i].suffix, l))
+			return (int)archive_names[i].comp;
+	}
+	return -1;
+}
+
+int archive_name_is_archive(const char *name)
+{
+	size_t len = strlen(name);
+	const char *tmp = strstr(name, ".tmp.");
+	if (tmp) {                   /* "<archive>.tmp.<pid>", left by a killed collect */
+		const char *d = tmp + strlen(".tmp.");
+		size_t digits = strspn(d, "0123456789");
+		if (digits && !d[digits])
+			len = (size_t)(tmp - name);
+	}
+	return name_compression(name, len) >= 0;
+}
+
 static int compression_of(const char *out, enum compression *comp)
 {
-	if (has_suffix(out, ".tar.zst") || has_suffix(out, ".tzst"))
-		*comp = COMP_ZSTD;
-	else if (has_suffix(out, ".tar.gz") || has_suffix(out, ".tgz"))
-		*comp = COMP_GZIP;
-	else if (has_suffix(out, ".tar"))
-		*comp = COMP_NONE;
-	else
+	int c = name_compression(out, strlen(out));
+	if (c < 0)
 		return error("'%s': the archive name must end in .tar.zst, .tzst, .tar.gz, .tgz or .tar",
 			     out);
+	*comp = (enum compression)c;
 	return 0;
 }
 
@@ -203,15 +222,13 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		goto out;
 	}
 	c.a = archive_write_new();
-	enum compression comp;
+	enum compression comp = COMP_NONE;
 	if (compression_of(out, &comp) < 0)
 		goto out;
 	/* GNU tar's format: long names when needed, and headers about twice as
 	 * cheap to write as pax's for many small files */
-	if (archive_write_set_format_gnutar(c.a) != ARCHIVE_OK) {
-		error("cannot set up the tar format: %s", archive_error_string(c.a));
+	if (archive_form_set_format(c.a) < 0)
 		goto out;
-	}
 	if (add_filter(c.a, comp) < 0)
 		goto out;
 	archive_write_set_bytes_per_block(c.a, 64 * 1024);
@@ -507,7 +524,13 @@ int archive_verify(const char *path, const char *pubkey, struct archive_verify_r
 			strbuf_addstr(&res->problems, "signature: MANIFEST.sig does not match MANIFEST "
 				      "and the public key\n");
 	}
-	r = res->differ || res->missing || res->added || (pubkey && res->signature != 1) ? 1 : 0;
+	/* every byte the digests do not cover: headers, padding, what follows */
+	int f = archive_form_check(path, &res->problems);
+	if (f < 0)
+		goto out;
+	res->form = f;
+	r = res->differ || res->missing || res->added || res->form ||
+	    (pubkey && res->signature != 1) ? 1 : 0;
 out:
 	for (size_t i = 0; i < ndirs; i++)
 		free(dirs[i]);

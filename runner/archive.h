@@ -22,25 +22,33 @@ struct archive_collect_stats {
 	size_t files;          /* regular files archived (MANIFEST excluded) */
 	uint64_t bytes;        /* their total size */
 	size_t skipped;        /* symbolic links and special files left out */
+	size_t archives;       /* earlier archives left out (archive_name_is_archive) */
 };
 
 /* Archive the experiment directory `dir` into `out` (.tar.zst, .tzst,
  * .tar.gz, .tgz or .tar, by its name). Regular files only (directories are
  * implied by their files' names; an empty one is left out): symbolic links
  * are never followed (they are left out, with a warning),
- * and `out` itself is left out when it lies inside `dir`. Order is the byte
+ * `out` itself is left out when it lies inside `dir`, and so is every
+ * earlier archive (archive_name_is_archive), with a warning. Order is the byte
  * order of the paths, depth first. `sign_key` (or NULL) is a PEM Ed25519
  * private key. The archive is written to a temporary name and renamed. */
+/* Whether a file name is one collect could have written: it ends in
+ * .tar.zst, .tzst, .tar.gz, .tgz or .tar, maybe followed by the
+ * ".tmp.<pid>" of an interrupted collect. collect leaves such files out. */
+int archive_name_is_archive(const char *name);
+
 int archive_collect(const char *dir, const char *out, const char *sign_key,
 		    struct archive_collect_stats *stats);
 
 struct archive_verify_result {
 	size_t members;        /* regular-file members checked */
 	size_t differ, missing, added;
+	int form;              /* 1: bytes outside the digests are not what collect writes */
 	int signature;         /* 1 valid, 0 absent, -1 invalid, 2 present but not checked */
-	struct strbuf problems; /* one line per problem: "differs: <path>", ... */
+	struct strbuf problems; /* one line per problem: "differs: <path>", "form: ...", ... */
 };
-#define ARCHIVE_VERIFY_RESULT_INIT { 0, 0, 0, 0, 0, STRBUF_INIT }
+#define ARCHIVE_VERIFY_RESULT_INIT { .problems = STRBUF_INIT }
 
 /* Stream `path`, recompute every digest and compare with its MANIFEST;
  * with `pubkey` (a PEM Ed25519 public key, or NULL) the signature must be

@@ -211,6 +211,12 @@ static int walk_entry(struct archive_walk *w, int dirfd, const struct dir_entry 
 	}
 	if (type == DT_DIR && S_ISDIR(st.st_mode))
 		return walk_dir(w, fd, child);  /* no member: directories are implied by names */
+	if (type == DT_REG && S_ISREG(st.st_mode) && archive_name_is_archive(de->name)) {
+		close(fd);   /* an earlier archive: archives do not nest */
+		warning("left out '%s': an earlier archive", child);
+		w->stats->archives++;
+		return 0;
+	}
 	if (type == DT_REG && S_ISREG(st.st_mode))
 		return walk_file(w, fd, &st, child);
 	close(fd);

@@ -35,9 +35,14 @@ int cmd_collect(int argc, const char **argv)
 	char *path = out ? xstrdup(out) : xstrfmt("%s/%s-logs.tar.zst", dir, base ? base + 1 : dir);
 	struct archive_collect_stats st;
 	r = archive_collect(dir, path, key, &st) < 0 ? 1 : 0;
-	if (r == 0 && !quiet)
-		printf("%s: %zu files, %llu bytes%s%s\n", path, st.files, (unsigned long long)st.bytes,
-		       key ? ", signed" : "", st.skipped ? " (some entries left out, see warnings)" : "");
+	if (r == 0 && !quiet) {
+		printf("%s: %zu files, %llu bytes%s", path, st.files, (unsigned long long)st.bytes,
+		       key ? ", signed" : "");
+		if (st.archives)
+			printf(", %zu earlier archive%s left out", st.archives,
+			       st.archives == 1 ? "" : "s");
+		printf("%s\n", st.skipped ? " (some entries left out, see warnings)" : "");
+	}
 	free(path);
 	free(dir);
 	return r;

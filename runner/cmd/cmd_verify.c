@@ -33,8 +33,9 @@ int cmd_verify(int argc, const char **argv)
 		printf("%s: OK, %zu members match the manifest, signature %s\n", arg, res.members,
 		       res.signature == 1 ? "valid" : res.signature == 2 ? "present, not checked (pass --pubkey)" : "absent");
 	else if (r)
-		printf("%s: FAILED: %zu differ, %zu missing, %zu added%s\n", arg, res.differ,
+		printf("%s: FAILED: %zu differ, %zu missing, %zu added%s%s\n", arg, res.differ,
 		       res.missing, res.added,
+		       res.form ? ", not the bytes collect writes" : "",
 		       pubkey && res.signature != 1 ? ", signature not valid" : "");
 	archive_verify_result_release(&res);
 	return r ? 1 : 0;

@@ -102,6 +102,24 @@ PY
 	[[ $output == *"FAILED: 1 differ, 1 missing, 1 added"* ]]
 }
 
+@test "verify refuses an archive with another one or garbage appended" {
+	aah-runner collect exp00001 -o "$W/orig.tar.zst" -q
+	cp -r "$E" "$W/forged"
+	echo '{"accuracy":0.99}' >"$W/forged/trials/000001/result.json"
+	aah-runner collect "$W/forged" -o "$W/forged.tar.zst" -q
+	cat "$W/orig.tar.zst" "$W/forged.tar.zst" >"$W/x.tar.zst"
+	run aah-runner verify "$W/x.tar.zst"
+	[ "$status" -eq 1 ]
+	[[ $output == *"form: data after the end of the compressed stream"* ]]
+	[[ $output == *"FAILED"*"not the bytes collect writes"* ]]
+	aah-runner collect exp00001 -o "$W/orig.tar" -q
+	cp "$W/orig.tar" "$W/g.tar"
+	echo garbage >>"$W/g.tar"
+	run aah-runner verify "$W/g.tar"
+	[ "$status" -eq 1 ]
+	[[ $output == *"form: data after the end of the archive"* ]]
+}
+
 @test "verify: a wrong key or a missing signature fails" {
 	openssl genpkey -algorithm ed25519 -out "$W/k1.pem"
 	openssl genpkey -algorithm ed25519 -out "$W/k2.pem"
@@ -116,6 +134,18 @@ PY
 	[[ $output == *"unsigned"* ]]
 	run aah-runner verify "$W/nonexistent.tar.zst"
 	[ "$status" -eq 2 ]
+}
+
+@test "collect leaves earlier archives out and says so" {
+	aah-runner collect exp00001 -o "$E/first.tar.gz" -q
+	aah-runner collect exp00001 -q
+	run aah-runner collect exp00001 -o "$E/third.tar"
+	[ "$status" -eq 0 ]
+	[[ $output == *"left out 'first.tar.gz': an earlier archive"* ]]
+	[[ $output == *"2 earlier archives left out"* ]]
+	! tar -tf "$E/third.tar" | grep -q -e '\.tar' -e '\.tgz' -e '\.tzst'
+	run aah-runner verify "$E/third.tar"
+	[ "$status" -eq 0 ]
 }
 
 @test "collect never follows a symbolic link out of the experiment" {
