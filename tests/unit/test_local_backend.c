@@ -67,42 +67,36 @@ static pid_t zombie(unsigned long long *start)
 	return pid;
 }
 
-static char *job_of(pid_t pid, unsigned long long start)
+/* Follow a zombie as a resumed runner would, optionally cancel it, and
+ * poll it: it ended before any cancel, so it is lost (its result.json
+ * decides), never running, never canceled. */
+static void follow_zombie(int cancel)
 {
-	return xstrfmt("%ld.%llu", (long)pid, start);
+	struct aah_backend_ctx ctx;
+	unsigned long long start;
+	pid_t pid = zombie(&start);
+	char *job = xstrfmt("%ld.%llu", (long)pid, start);
+	cr_assert_eq(backend_init(&ctx, &backend_local, NULL, "/nonexistent", "x"), 0);
+	if (cancel)
+		cr_assert_eq(backend_cancel(&ctx, job), 0);
+	struct aah_job_status st = { .job = job };
+	cr_assert_eq(backend_poll(&ctx, &st), 0);
+	cr_assert_eq(st.state, AAH_JOB_LOST, "state %d%s (a zombie is not running)", st.state,
+		     cancel ? " after a cancel of an ended job" : "");
+	backend_fini(&ctx);
+	waitpid(pid, NULL, 0);
+	free(job);
 }
 
 Test(local_backend, an_adopted_zombie_has_ended)
 {
-	struct aah_backend_ctx ctx;
-	unsigned long long start;
-	pid_t pid = zombie(&start);
-	char *job = job_of(pid, start);
-	cr_assert_eq(backend_init(&ctx, &backend_local, NULL, "/nonexistent", "x"), 0);
-	struct aah_job_status st = { .job = job };
-	cr_assert_eq(backend_poll(&ctx, &st), 0);
-	cr_assert_eq(st.state, AAH_JOB_LOST, "a zombie was seen as running (state %d)", st.state);
-	backend_fini(&ctx);
-	waitpid(pid, NULL, 0);
-	free(job);
+	follow_zombie(0);
 }
 
-/* A cancel that comes after the process ended does not make it canceled:
- * what it left on disk decides. */
+/* A cancel that comes after the process ended does not make it canceled. */
 Test(local_backend, a_cancel_after_the_end_is_no_cancel)
 {
-	struct aah_backend_ctx ctx;
-	unsigned long long start;
-	pid_t pid = zombie(&start);
-	char *job = job_of(pid, start);
-	cr_assert_eq(backend_init(&ctx, &backend_local, NULL, "/nonexistent", "x"), 0);
-	cr_assert_eq(backend_cancel(&ctx, job), 0);
-	struct aah_job_status st = { .job = job };
-	cr_assert_eq(backend_poll(&ctx, &st), 0);
-	cr_assert_eq(st.state, AAH_JOB_LOST, "state %d after a cancel of an ended job", st.state);
-	backend_fini(&ctx);
-	waitpid(pid, NULL, 0);
-	free(job);
+	follow_zombie(1);
 }
 
 /* A live adopted process is canceled: SIGTERM to its group. */
@@ -134,7 +128,7 @@ Test(local_backend, a_live_adopted_process_is_canceled)
 	}
 	st0 = proc_state(pid, &start);
 	cr_assert(st0 && st0 != 'Z', "the child is not running (state %c)", st0);
-	char *job = job_of(pid, start);
+	char *job = xstrfmt("%ld.%llu", (long)pid, start);
 	struct aah_backend_ctx ctx;
 	cr_assert_eq(backend_init(&ctx, &backend_local, NULL, "/nonexistent", "x"), 0);
 	struct aah_job_status st = { .job = job };
