@@ -159,6 +159,24 @@ static void rank_env(struct strvec *env, const struct launch_rank *r)
 	}
 }
 
+/* A rank that could not become the trial's program: name the config key
+ * to fix, in the error (the trial's reason) and in its trial.log. */
+static int start_failed(const struct proc *p, const char *log)
+{
+	if (p->failed_step == PROC_STEP_NONE)
+		return error("%s", util_last_error());
+	const char *key = p->failed_step == PROC_STEP_CWD ? "trial.codeDir" : "trial.command";
+	char *msg = xstrfmt("%s (check %s)", util_last_error(), key);
+	char *line = xstrfmt("aah-runner: %s", msg);
+	util_set_quiet(1);
+	fileio_append_line(log, line);
+	util_set_quiet(0);
+	error("%s", msg);
+	free(line);
+	free(msg);
+	return -1;
+}
+
 static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
 {
 	struct local_priv *priv = ctx->priv;
@@ -198,12 +216,16 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	/* Record the job before any rank may run; then let them go. */
 	if (r == 0)
 		r = backend_notify_submitted(ctx, id.buf);
-	for (unsigned i = 0; i < j->nprocs; i++) {
-		if (r == 0)
-			r = proc_release(&j->procs[i]);
-		else
-			proc_terminate(&j->procs[i], 0);
+	for (unsigned i = 0; i < j->nprocs && r == 0; i++) {
+		util_set_quiet(1); /* start_failed says it, with the key */
+		int released = proc_release(&j->procs[i]);
+		util_set_quiet(0);
+		if (released < 0)
+			r = start_failed(&j->procs[i], log);
 	}
+	if (r < 0)
+		for (unsigned i = 0; i < j->nprocs; i++)
+			proc_terminate(&j->procs[i], 0);
 	free(log);
 	free(cwd);
 	if (r < 0) {
