@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -14,11 +15,36 @@
 
 extern char **environ;
 
-/* In the child, after fork: report errno through the pipe and exit. */
-static void child_fail(int fd, int err)
+/* What a child that cannot become the program writes on the error pipe,
+ * in one write (smaller than PIPE_BUF, so whole or not at all). */
+struct exec_report {
+	int step;                  /* enum proc_step */
+	char msg[512];             /* "cannot run '...': ..." */
+};
+
+/* In the child, after fork: report why through the pipe and exit 127. When
+ * nobody reads the pipe any more (the runner died while the child was held)
+ * the reason goes to stderr, the log, instead of a silent SIGPIPE. */
+static void child_fail(const struct proc_spec *spec, int fd, enum proc_step step, int err)
 {
-	ssize_t w = write(fd, &err, sizeof(err));
-	(void)w;
+	struct exec_report rep = { .step = step };
+	if (step == PROC_STEP_CWD)
+		snprintf(rep.msg, sizeof(rep.msg), "cannot enter directory '%s': %s", spec->cwd,
+			 strerror(err));
+	else if (step == PROC_STEP_EXEC && err == ENOENT && !strchr(spec->argv[0], '/'))
+		snprintf(rep.msg, sizeof(rep.msg), "cannot run '%s': not found in PATH",
+			 spec->argv[0]);
+	else
+		snprintf(rep.msg, sizeof(rep.msg), "cannot %s '%s': %s",
+			 step == PROC_STEP_EXEC ? "run" : "set up the process for", spec->argv[0],
+			 strerror(err));
+	signal(SIGPIPE, SIG_IGN);
+	if (write(fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep)) {
+		char line[sizeof(rep.msg) + 16];
+		int n = snprintf(line, sizeof(line), "%s\n", rep.msg);
+		ssize_t w = write(2, line, (size_t)n);
+		(void)w;
+	}
 	_exit(127);
 }
 
@@ -33,21 +59,20 @@ static void child_exec(const struct proc_spec *spec, int errfd, int in_fd, int o
 	signal(SIGINT, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	if (spec->new_session && setsid() < 0)
-		child_fail(errfd, errno);
+		child_fail(spec, errfd, PROC_STEP_SETUP, errno);
 	if (in_fd >= 0 && dup2(in_fd, 0) < 0)
-		child_fail(errfd, errno);
+		child_fail(spec, errfd, PROC_STEP_SETUP, errno);
 	if (out_fd >= 0 && dup2(out_fd, 1) < 0)
-		child_fail(errfd, errno);
+		child_fail(spec, errfd, PROC_STEP_SETUP, errno);
 	if (err_fd >= 0 && dup2(err_fd, 2) < 0)
-		child_fail(errfd, errno);
+		child_fail(spec, errfd, PROC_STEP_SETUP, errno);
 	if (spec->cwd && chdir(spec->cwd) < 0)
-		child_fail(errfd, errno);
+		child_fail(spec, errfd, PROC_STEP_CWD, errno);
 	if (spec->env)
 		environ = (char **)spec->env;
 	if (hold_r >= 0) {
 		char go;
 		close(hold_w);
-		/* Report "started" (EOF on errfd comes at exec), then wait. */
 		ssize_t n;
 		do
 			n = read(hold_r, &go, 1);
@@ -56,21 +81,62 @@ static void child_exec(const struct proc_spec *spec, int errfd, int in_fd, int o
 			_exit(125);
 	}
 	execvp(spec->argv[0], (char *const *)spec->argv);
-	child_fail(errfd, errno);
+	child_fail(spec, errfd, PROC_STEP_EXEC, errno);
 }
 
-/* Fork and exec with the given stdio fds (-1 = inherit); returns the pid.
- * With hold_w non-NULL the child waits for a byte on a pipe before exec,
- * and *hold_w receives the pipe's write end. */
-static int spawn(const struct proc_spec *spec, int in_fd, int out_fd, int err_fd, pid_t *pid,
-		 int *hold_w)
+/* Read the child's report from fd (closed here): 0 when it exec'd (EOF:
+ * the pipe is close-on-exec), else -1 with its reason; the child, which
+ * exits after reporting, is then reaped into *status. */
+static int read_report(int fd, pid_t child, int *status, enum proc_step *step)
 {
-	int pfd[2], hold[2] = { -1, -1 };
+	struct exec_report rep;
+	ssize_t n;
+	do
+		n = read(fd, &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n != (ssize_t)sizeof(rep))
+		return 0;
+	while (waitpid(child, status, 0) < 0 && errno == EINTR)
+		;
+	rep.msg[sizeof(rep.msg) - 1] = '\0';
+	*step = (enum proc_step)rep.step;
+	return error("%s", rep.msg);
+}
+
+/* SIGPIPE is held back around writes to a child's pipe: a child that has
+ * exited must not kill this process (the write fails instead). */
+static void sigpipe_hold(sigset_t *old)
+{
+	sigset_t pipe_set;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_set, old);
+}
+
+static void sigpipe_restore(const sigset_t *old)
+{
+	sigset_t pipe_set;
+	struct timespec zero = { 0, 0 };
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+		;
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* Fork and exec with the given stdio fds (-1 = inherit) into p. With hold,
+ * the child waits for a byte on a pipe before exec: p->hold_fd receives
+ * the pipe's write end and p->report_fd the read end of its error report. */
+static int spawn(const struct proc_spec *spec, int in_fd, int out_fd, int err_fd,
+		 struct proc *p, int hold)
+{
+	int pfd[2], hold_pipe[2] = { -1, -1 };
 	if (!spec->argv || !spec->argv[0])
 		BUG("proc: empty argv");
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return error_errno("cannot create a pipe");
-	if (hold_w && pipe2(hold, O_CLOEXEC) < 0) {
+	if (hold && pipe2(hold_pipe, O_CLOEXEC) < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
 		return error_errno("cannot create a pipe");
@@ -79,54 +145,43 @@ static int spawn(const struct proc_spec *spec, int in_fd, int out_fd, int err_fd
 	if (child < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
-		if (hold_w) {
-			close(hold[0]);
-			close(hold[1]);
+		if (hold) {
+			close(hold_pipe[0]);
+			close(hold_pipe[1]);
 		}
 		return error_errno("cannot fork to run '%s'", spec->argv[0]);
 	}
 	if (!child) {
 		close(pfd[0]);
-		child_exec(spec, pfd[1], in_fd, out_fd, err_fd, hold[0], hold[1]);
+		child_exec(spec, pfd[1], in_fd, out_fd, err_fd, hold_pipe[0], hold_pipe[1]);
 	}
 	close(pfd[1]);
-	if (hold_w) {
-		close(hold[0]);
-		*hold_w = hold[1];
-		*pid = child;
-		close(pfd[0]);
-		return 0;   /* exec errors surface as exit code 127 after release */
+	p->pid = child;
+	if (hold) {
+		/* The report is read at release: the child may still fail then. */
+		close(hold_pipe[0]);
+		p->hold_fd = hold_pipe[1];
+		p->report_fd = pfd[0];
+		return 0;
 	}
-	int err = 0;
-	ssize_t n;
-	do
-		n = read(pfd[0], &err, sizeof(err));
-	while (n < 0 && errno == EINTR);
-	close(pfd[0]);
-	if (n == (ssize_t)sizeof(err)) {
-		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
-			;
-		errno = err;
-		if (err == ENOENT && !strchr(spec->argv[0], '/'))
-			return error("cannot run '%s': not found in PATH", spec->argv[0]);
-		return error_errno("cannot run '%s'", spec->argv[0]);
+	if (read_report(pfd[0], child, &p->status, &p->failed_step) < 0) {
+		p->exited = 1;
+		return -1;
 	}
-	*pid = child;
 	return 0;
 }
 
 int proc_start(struct proc *p, const struct proc_spec *spec)
 {
 	int out_fd = -1, in_fd = -1;
-	memset(p, 0, sizeof(*p));
+	*p = (struct proc)PROC_INIT;
 	if (spec->log_path) {
 		out_fd = open(spec->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (out_fd < 0)
 			return error_errno("cannot open log '%s'", spec->log_path);
 	}
-	p->hold_fd = -1;
 	in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	int r = spawn(spec, in_fd, out_fd, out_fd, &p->pid, spec->hold ? &p->hold_fd : NULL);
+	int r = spawn(spec, in_fd, out_fd, out_fd, p, spec->hold);
 	if (out_fd >= 0)
 		close(out_fd);
 	if (in_fd >= 0)
@@ -141,9 +196,21 @@ int proc_release(struct proc *p)
 {
 	if (p->hold_fd < 0)
 		return 0;
+	sigset_t old;
+	sigpipe_hold(&old);
 	ssize_t w = write(p->hold_fd, "g", 1);
+	int werr = errno;
+	sigpipe_restore(&old);
 	close(p->hold_fd);
 	p->hold_fd = -1;
+	/* A child that could not run says why, whether before or after the go. */
+	int fd = p->report_fd;
+	p->report_fd = -1;
+	if (read_report(fd, p->pid, &p->status, &p->failed_step) < 0) {
+		p->exited = 1;
+		return -1;
+	}
+	errno = werr;
 	return w == 1 ? 0 : error_errno("cannot release process %ld", (long)p->pid);
 }
 
@@ -199,6 +266,10 @@ void proc_terminate(struct proc *p, double grace)
 		close(p->hold_fd);
 		p->hold_fd = -1;
 	}
+	if (p->report_fd >= 0) {
+		close(p->report_fd);
+		p->report_fd = -1;
+	}
 	if (p->exited)
 		return;
 	proc_signal(p, SIGTERM);
@@ -239,19 +310,14 @@ static int run_capture(const char *const *argv, const char *const *env, const ch
 		       double timeout, struct strbuf *out, struct strbuf *err, int *exit_code);
 
 /* SIGPIPE is held back around the run: a child that exits before reading
- * its stdin must not kill this process (the write fails instead). */
+ * its stdin must not kill this process. */
 int proc_run_capture(const char *const *argv, const char *const *env, const char *input,
 		     double timeout, struct strbuf *out, struct strbuf *err, int *exit_code)
 {
-	sigset_t pipe_set, old;
-	struct timespec zero = { 0, 0 };
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &pipe_set, &old);
+	sigset_t old;
+	sigpipe_hold(&old);
 	int r = run_capture(argv, env, input, timeout, out, err, exit_code);
-	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
-		;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	sigpipe_restore(&old);
 	return r;
 }
 
@@ -265,7 +331,7 @@ static int run_capture(const char *const *argv, const char *const *env, const ch
 		return error_errno("cannot create a pipe");
 	if (pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0)
 		return error_errno("cannot create a pipe");
-	int r = spawn(&spec, in[0], o[1], e[1], &p.pid, NULL);
+	int r = spawn(&spec, in[0], o[1], e[1], &p, 0);
 	close(in[0]);
 	close(o[1]);
 	close(e[1]);

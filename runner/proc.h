@@ -21,24 +21,37 @@ struct proc_spec {
 	void *hold_arg;
 };
 
+/* The step at which a child could not become the program. */
+enum proc_step {
+	PROC_STEP_NONE,            /* it ran (or has not been released yet) */
+	PROC_STEP_SETUP,           /* its session or stdio */
+	PROC_STEP_CWD,             /* spec->cwd */
+	PROC_STEP_EXEC,            /* argv[0] */
+};
+
 struct proc {
 	pid_t pid;                 /* also the process group id with new_session */
 	int exited;                /* 1 once reaped */
 	int status;                /* raw wait status once exited */
 	double started;            /* util_monotonic() at start */
 	int hold_fd;               /* write end of the hold pipe, or -1 */
+	int report_fd;             /* held: read end of the child's error report, or -1 */
+	enum proc_step failed_step; /* why proc_start or proc_release failed */
 };
 
-#define PROC_INIT { 0, 0, 0, 0, -1 }
+#define PROC_INIT { 0, 0, 0, 0, -1, -1, PROC_STEP_NONE }
 
 /* The exit code proc_run_capture reports for a child it killed at its
  * timeout (timeout(1)'s code, so a shell reader sees the usual value). */
 #define PROC_TIMEOUT_STATUS 124
 
-/* Start a child. Fails (with the reason) when the program cannot be
- * executed, not only when fork fails. */
+/* Start a child. Fails (with the reason, and p->failed_step) when the
+ * program cannot be executed, not only when fork fails; a held child says
+ * so at proc_release. */
 int proc_start(struct proc *p, const struct proc_spec *spec);
-/* Let a held child go on to exec. */
+/* Let a held child go on to exec, and wait until it has: fails with the
+ * child's reason ("cannot run '...': ...", "cannot enter directory '...':
+ * ...") and p->failed_step when it could not; the child is then reaped. */
 int proc_release(struct proc *p);
 /* Non-blocking: 1 if the child has exited (status set), 0 if running. */
 int proc_poll(struct proc *p);

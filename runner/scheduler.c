@@ -155,15 +155,20 @@ static void read_result(const struct sched *s, unsigned seq, const struct aah_jo
 	int have = expdir_result_read(dir, &res);
 	int ok_result = have > 0 &&
 			(res.status == TRIAL_SUCCEEDED || res.status == TRIAL_EARLY_STOPPED);
-	int ok_exit = st->state == AAH_JOB_SUCCEEDED || (st->state == AAH_JOB_LOST && ok_result);
+	/* The result on disk decides when the exit status is unknowable (lost),
+	 * and always wins over a cancel or a timeout that came after it: the
+	 * trial finished, whatever became of its process afterwards. */
+	int result_decides = st->state == AAH_JOB_LOST || st->state == AAH_JOB_CANCELED ||
+			     st->state == AAH_JOB_TIMEOUT;
+	int ok_exit = st->state == AAH_JOB_SUCCEEDED || (result_decides && ok_result);
 	o->best_acc = have > 0 ? res.best_val_acc : NAN;
 	o->flops = have > 0 ? res.total_flops : 0;
-	if (st->state == AAH_JOB_CANCELED) {
-		o->state = TRIAL_CANCELED;
-		snprintf(o->reason, sizeof(o->reason), "%s", st->reason[0] ? st->reason : "canceled");
-	} else if (ok_exit && ok_result) {
+	if (ok_exit && ok_result) {
 		o->state = res.status;
 		o->reason[0] = '\0';
+	} else if (st->state == AAH_JOB_CANCELED) {
+		o->state = TRIAL_CANCELED;
+		snprintf(o->reason, sizeof(o->reason), "%s", st->reason[0] ? st->reason : "canceled");
 	} else {
 		o->state = TRIAL_FAILED;
 		if (st->state == AAH_JOB_TIMEOUT)

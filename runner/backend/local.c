@@ -33,8 +33,9 @@ struct local_priv {
 	struct local_job *jobs;
 };
 
-/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot. */
-static int proc_start_time(pid_t pid, unsigned long long *out)
+/* From /proc/<pid>/stat: the state letter (field 3) and the start time in
+ * clock ticks since boot (field 22). -1 when there is no such process. */
+static int proc_stat(pid_t pid, char *state, unsigned long long *start)
 {
 	char path[64], *text;
 	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
@@ -44,15 +45,23 @@ static int proc_start_time(pid_t pid, unsigned long long *out)
 	if (r < 0)
 		return -1;
 	char *p = strrchr(text, ')');
+	r = p && sscanf(p, ") %c", state) == 1 ? 0 : -1;
 	int field = 2;
 	while (p && *p && field < 22) {
 		if (*p == ' ')
 			field++;
 		p++;
 	}
-	r = p && sscanf(p, "%llu", out) == 1 ? 0 : -1;
+	if (r == 0 && !(p && sscanf(p, "%llu", start) == 1))
+		r = -1;
 	free(text);
 	return r;
+}
+
+static int proc_start_time(pid_t pid, unsigned long long *out)
+{
+	char state;
+	return proc_stat(pid, &state, out);
 }
 
 static int local_init(struct aah_backend_ctx *ctx)
@@ -150,6 +159,24 @@ static void rank_env(struct strvec *env, const struct launch_rank *r)
 	}
 }
 
+/* A rank that could not become the trial's program: name the config key
+ * to fix, in the error (the trial's reason) and in its trial.log. */
+static int start_failed(const struct proc *p, const char *log)
+{
+	if (p->failed_step == PROC_STEP_NONE)
+		return error("%s", util_last_error());
+	const char *key = p->failed_step == PROC_STEP_CWD ? "trial.codeDir" : "trial.command";
+	char *msg = xstrfmt("%s (check %s)", util_last_error(), key);
+	char *line = xstrfmt("aah-runner: %s", msg);
+	util_set_quiet(1);
+	fileio_append_line(log, line);
+	util_set_quiet(0);
+	error("%s", msg);
+	free(line);
+	free(msg);
+	return -1;
+}
+
 static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
 {
 	struct local_priv *priv = ctx->priv;
@@ -189,12 +216,16 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	/* Record the job before any rank may run; then let them go. */
 	if (r == 0)
 		r = backend_notify_submitted(ctx, id.buf);
-	for (unsigned i = 0; i < j->nprocs; i++) {
-		if (r == 0)
-			r = proc_release(&j->procs[i]);
-		else
-			proc_terminate(&j->procs[i], 0);
+	for (unsigned i = 0; i < j->nprocs && r == 0; i++) {
+		util_set_quiet(1); /* start_failed says it, with the key */
+		int released = proc_release(&j->procs[i]);
+		util_set_quiet(0);
+		if (released < 0)
+			r = start_failed(&j->procs[i], log);
 	}
+	if (r < 0)
+		for (unsigned i = 0; i < j->nprocs; i++)
+			proc_terminate(&j->procs[i], 0);
 	free(log);
 	free(cwd);
 	if (r < 0) {
@@ -209,13 +240,17 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	return 0;
 }
 
-/* Is an adopted process still the one we started? */
+/* Is an adopted process still the one we started, and not yet ended? A
+ * zombie ('Z', or 'X' while it is reaped) has ended: whoever adopted it may
+ * never reap it (a PID 1 that does not reap, a subreaper), and kill(pid, 0)
+ * still succeeds on it. */
 static int adopted_alive(pid_t pid, unsigned long long start)
 {
 	unsigned long long now;
+	char state;
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return 0;
-	if (proc_start_time(pid, &now) < 0)
+	if (proc_stat(pid, &state, &now) < 0 || state == 'Z' || state == 'X')
 		return 0;
 	return !start || now == start;
 }
@@ -279,15 +314,20 @@ static int local_cancel(struct aah_backend_ctx *ctx, const char *id)
 	struct local_job *j = job_find(ctx, id);
 	if (!j)
 		return error("malformed local job id '%s'", id);
-	j->canceled = 1;
+	/* Only a job that still ran is canceled: one that had ended before
+	 * the cancel keeps its own outcome (its result.json decides). */
 	for (unsigned i = 0; i < j->nprocs; i++) {
 		struct proc *p = &j->procs[i];
 		if (!j->adopted) {
-			proc_terminate(p, 10);
+			if (!proc_poll(p)) {
+				j->canceled = 1;
+				proc_terminate(p, 10);
+			}
 			continue;
 		}
 		if (!adopted_alive(p->pid, j->start[i]))
 			continue;
+		j->canceled = 1;
 		kill(-p->pid, SIGTERM);
 		for (int k = 0; k < 100 && adopted_alive(p->pid, j->start[i]); k++) {
 			struct timespec ts = { 0, 100 * 1000 * 1000 };

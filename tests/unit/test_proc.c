@@ -206,3 +206,44 @@ Test(proc, terminate_reaches_grandchildren, .timeout = 120)
 	unlink(path);
 	free(cmd);
 }
+
+/* A held child that cannot become its program says why at release, and
+ * dies of its own exit code, not of SIGPIPE on the error pipe (issue 13,
+ * item 3). */
+static void held_start_fails(const struct proc_spec *spec, const char *want,
+			     enum proc_step step)
+{
+	util_set_quiet(1);
+	struct proc p;
+	cr_assert_eq(proc_start(&p, spec), 0);
+	cr_assert_eq(proc_release(&p), -1, "release said the program ran");
+	cr_assert_str_eq(util_last_error(), want);
+	cr_assert_eq(p.failed_step, step);
+	cr_assert_eq(proc_wait(&p, 60), 1, "the child did not exit within 60 s");
+	cr_assert_eq(proc_exit_code(&p), 127, "exit code %d", proc_exit_code(&p));
+}
+
+Test(proc, held_start_reports_a_missing_program)
+{
+	const char *argv[] = { "/nonexistent/bin/trainer", NULL };
+	struct proc_spec spec = { .argv = argv, .new_session = 1, .hold = 1 };
+	held_start_fails(&spec, "cannot run '/nonexistent/bin/trainer': No such file or directory",
+			 PROC_STEP_EXEC);
+}
+
+Test(proc, held_start_reports_a_missing_directory)
+{
+	const char *argv[] = { "true", NULL };
+	struct proc_spec spec = { .argv = argv, .cwd = "/nonexistent/code", .hold = 1 };
+	held_start_fails(&spec,
+			 "cannot enter directory '/nonexistent/code': No such file or directory",
+			 PROC_STEP_CWD);
+
+	/* The same without a hold: the error comes from proc_start. */
+	struct proc q;
+	spec.hold = 0;
+	cr_assert_eq(proc_start(&q, &spec), -1);
+	cr_assert_str_eq(util_last_error(),
+			 "cannot enter directory '/nonexistent/code': No such file or directory");
+	cr_assert_eq(q.failed_step, PROC_STEP_CWD);
+}
