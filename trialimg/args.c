@@ -1,4 +1,5 @@
 /* args.c: the argument table, --help, parsing and resolution. */
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,20 @@
 
 enum kind { K_INT, K_NUM, K_STR, K_BOOL };
 
+/* The values a K_INT or K_NUM entry takes, shown by --help; a value
+ * outside is refused naming the argument (every number has one). */
+struct range {
+	double min, max;
+};
+#define RANGE(lo, hi) (&(const struct range){ (lo), (hi) })
+
 struct spec {
 	const char *name;   /* "--batch_size"; NULL for environment-only values */
 	const char *alias;  /* another accepted spelling */
 	const char *env;    /* comma-separated variables, first set wins */
 	enum kind kind;
 	size_t off;
+	const struct range *range;  /* K_INT, K_NUM; NULL for the others */
 	const char *def;
 	const char *help;
 };
@@ -27,66 +36,74 @@ struct spec {
 /* Precedence for every entry: argv > params.json (hyperparameters) > the
  * environment variables in the order listed > the default. */
 static const struct spec table[] = {
-	{"--batch_size", NULL, NULL, K_NUM, F(batch_size), "128", "training batch size per rank (AIPerf; tuner hyperparameter)"},
-	{"--epochs", "--epoch", NULL, K_INT, F(epochs), "60", "epoch budget of trials after the three warm-up rounds (AIPerf)"},
-	{"--warmup_1", NULL, NULL, K_INT, F(warmup_1), "15", "epoch budget of round 0: trial_seq-1 < slave (AIPerf)"},
-	{"--warmup_2", NULL, NULL, K_INT, F(warmup_2), "30", "epoch budget of round 1 (AIPerf)"},
-	{"--warmup_3", NULL, NULL, K_INT, F(warmup_3), "45", "epoch budget of round 2 (AIPerf)"},
-	{"--initial_lr", NULL, NULL, K_NUM, F(initial_lr), "0.1", "learning rate at the first step (AIPerf)"},
-	{"--final_lr", NULL, NULL, K_NUM, F(final_lr), "0", "learning rate the cosine decay ends at (AIPerf)"},
-	{"--smooth_factor", NULL, NULL, K_NUM, F(smooth_factor), "0.1", "label smoothing (AIPerf)"},
-	{"--train_data_dir", NULL, "AAH_TRAIN_DATA_DIR", K_STR, F(train_data_dir), NULL, "training data (default: --dataset's directory)"},
-	{"--val_data_dir", NULL, "AAH_VAL_DATA_DIR", K_STR, F(val_data_dir), NULL, "validation data (default: --train_data_dir)"},
-	{"--slave", NULL, NULL, K_INT, F(slave), "2", "trial concurrency; a round of the epoch budget is `slave` trials (AIPerf)"},
-	{"--ip", NULL, NULL, K_STR, F(ip), "127.0.0.1", "AIPerf master address (accepted, unused)"},
-	{"--num_parallel_calls", NULL, NULL, K_INT, F(num_parallel_calls), "2", "data loader worker threads (AIPerf)"},
-	{"--arch", NULL, NULL, K_STR, F(arch), NULL, "aah-arch/1 file (default <trial_dir>/arch.json, else a built-in small CNN)"},
-	{"--params", NULL, NULL, K_STR, F(params), NULL, "aah-params/1 file (default <trial_dir>/params.json when present)"},
-	{"--dataset", NULL, "AAH_DATASET", K_STR, F(dataset), "/usr/share/datasets/fashion-mnist", "data directory used when --train_data_dir is not given"},
-	{"--trial_dir", NULL, "AAH_TRIAL_DIR", K_STR, F(trial_dir), NULL, "where metrics.jsonl, result.json, checkpoint/ go (default: cwd)"},
-	{"--threads", NULL, "AAH_THREADS,OMP_NUM_THREADS", K_INT, F(threads), "0", "compute threads (0: all cores)"},
-	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), "1", "seed of initialisation, shuffling, augmentation and dropout"},
-	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), "fp32", "compute precision: fp32, or bf16 convolutions where a quick trial run of oneDNN's bf16 kernel works on this machine (ref: bf16 emulated everywhere)"},
-	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), "cpu", "compute backend of kernels/ops.h: cpu (oneDNN), or ref (kernels/ref, the plain-C reference ops every backend is tested against: single-threaded and slow, for checking a result)"},
-	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
-	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
-	{"--stop_diverged", NULL, NULL, K_BOOL, F(stop_diverged), "0", "stop after an epoch whose training loss is not finite, or above ln(classes) + 0.05 while val_acc is at chance (<= 1.5/classes)"},
-	{"--patience", NULL, NULL, K_INT, F(patience), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
-	{"--resume", NULL, NULL, K_BOOL, F(resume), "0", "continue from <trial_dir>/checkpoint when one exists"},
-	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},
-	{"--trial_seq", NULL, "AAH_TRIAL_SEQ", K_INT, F(trial_seq), "0", "1-based trial sequence number (default: params.json trial_seq, else AAH_TRIAL_ID, else 1)"},
-	{"--max_epochs", NULL, NULL, K_INT, F(max_epochs), "0", "stop after this many epochs in total; the LR schedule still spans the budget (0: none)"},
-	{"--train_samples", NULL, NULL, K_INT, F(train_samples), "0", "use only the first N training samples (0: all)"},
-	{"--val_samples", NULL, NULL, K_INT, F(val_samples), "0", "use only the first N validation samples (0: all)"},
-	{"--weight_decay", NULL, NULL, K_NUM, F(weight_decay), "0.0001", "L2 weight decay on conv/dense weights"},
-	{"--momentum", NULL, NULL, K_NUM, F(momentum), "0.9", "SGD momentum"},
-	{"--dropout_rate", NULL, NULL, K_NUM, F(dropout_rate), "-1", "tuner hyperparameter: rate of every dropout layer (-1: arch's own)"},
-	{"--kernel_size", NULL, NULL, K_INT, F(kernel_size), "0", "tuner hyperparameter: kernel of conv layers past the 175th layer, as AIPerf (0: arch's own)"},
-	{"--learning_rate", NULL, NULL, K_NUM, F(learning_rate), "-1", "tuner hyperparameter: replaces --initial_lr when set"},
-	{"--init_method", NULL, NULL, K_STR, F(init_method), NULL, "rendezvous tcp://host:port (rank 0 listens); else MASTER_ADDR:MASTER_PORT, NCCL_COMM_ID, first of VC_WORKER_HOSTS:MASTER_PORT"},
-	{"--rank", NULL, "RANK,VC_TASK_INDEX,VK_TASK_INDEX,RANK_ID,SLURM_PROCID", K_INT, F(rank), "0", "this process's rank"},
-	{"--world_size", NULL, "WORLD_SIZE,VC_WORKER_NUM,MA_NUM_HOSTS,RANK_SIZE,SLURM_NTASKS", K_INT, F(world_size), "1", "number of ranks"},
-	{"--dist_timeout", NULL, "AAH_DIST_TIMEOUT", K_NUM, F(dist_timeout), "120", "seconds to wait for every rank at the rendezvous"},
-	{"--data_url", NULL, NULL, K_STR, F(data_url), NULL, "ModelArts data location: used as --train_data_dir when that is not given"},
-	{"--train_url", NULL, NULL, K_STR, F(train_url), NULL, "ModelArts output location: used as --trial_dir when nothing else names one"},
-	{NULL, NULL, "MASTER_ADDR", K_STR, F(master_addr), NULL, "rendezvous host (PyTorch form)"},
-	{NULL, NULL, "MASTER_PORT", K_STR, F(master_port), NULL, "rendezvous port (PyTorch form)"},
-	{NULL, NULL, "NCCL_COMM_ID", K_STR, F(nccl_comm_id), NULL, "rendezvous host:port"},
-	{NULL, NULL, "VC_WORKER_HOSTS", K_STR, F(worker_hosts), NULL, "comma-joined hosts in rank order (Volcano)"},
-	{NULL, NULL, "AAH_EXPERIMENT_ID", K_STR, F(experiment_id), NULL, "experiment id (logged)"},
-	{NULL, NULL, "AAH_TRIAL_ID", K_STR, F(trial_id), NULL, "trial id; its number is the default trial_seq"},
-	{"--help", "-h", NULL, K_BOOL, F(help), "0", "print this table and exit"},
+	{"--batch_size", NULL, NULL, K_NUM, F(batch_size), RANGE(1, 65536), "128", "training batch size per rank (AIPerf; tuner hyperparameter)"},
+	{"--epochs", "--epoch", NULL, K_INT, F(epochs), RANGE(1, 100000), "60", "epoch budget of trials after the three warm-up rounds (AIPerf)"},
+	{"--warmup_1", NULL, NULL, K_INT, F(warmup_1), RANGE(1, 100000), "15", "epoch budget of round 0: trial_seq-1 < slave (AIPerf)"},
+	{"--warmup_2", NULL, NULL, K_INT, F(warmup_2), RANGE(1, 100000), "30", "epoch budget of round 1 (AIPerf)"},
+	{"--warmup_3", NULL, NULL, K_INT, F(warmup_3), RANGE(1, 100000), "45", "epoch budget of round 2 (AIPerf)"},
+	{"--initial_lr", NULL, NULL, K_NUM, F(initial_lr), RANGE(0, 100), "0.1", "learning rate at the first step (AIPerf)"},
+	{"--final_lr", NULL, NULL, K_NUM, F(final_lr), RANGE(0, 100), "0", "learning rate the cosine decay ends at (AIPerf)"},
+	{"--smooth_factor", NULL, NULL, K_NUM, F(smooth_factor), RANGE(0, 1), "0.1", "label smoothing (AIPerf)"},
+	{"--train_data_dir", NULL, "AAH_TRAIN_DATA_DIR", K_STR, F(train_data_dir), NULL, NULL, "training data (default: --dataset's directory)"},
+	{"--val_data_dir", NULL, "AAH_VAL_DATA_DIR", K_STR, F(val_data_dir), NULL, NULL, "validation data (default: --train_data_dir)"},
+	{"--slave", NULL, NULL, K_INT, F(slave), RANGE(1, 10000), "2", "trial concurrency; a round of the epoch budget is `slave` trials (AIPerf)"},
+	{"--ip", NULL, NULL, K_STR, F(ip), NULL, "127.0.0.1", "AIPerf master address (accepted, unused)"},
+	{"--num_parallel_calls", NULL, NULL, K_INT, F(num_parallel_calls), RANGE(1, 256), "2", "data loader worker threads (AIPerf)"},
+	{"--arch", NULL, NULL, K_STR, F(arch), NULL, NULL, "aah-arch/1 file (default <trial_dir>/arch.json, else a built-in small CNN)"},
+	{"--params", NULL, NULL, K_STR, F(params), NULL, NULL, "aah-params/1 file (default <trial_dir>/params.json when present)"},
+	{"--dataset", NULL, "AAH_DATASET", K_STR, F(dataset), NULL, "/usr/share/datasets/fashion-mnist", "data directory used when --train_data_dir is not given"},
+	{"--trial_dir", NULL, "AAH_TRIAL_DIR", K_STR, F(trial_dir), NULL, NULL, "where metrics.jsonl, result.json, checkpoint/ go (default: cwd)"},
+	{"--threads", NULL, "AAH_THREADS,OMP_NUM_THREADS", K_INT, F(threads), RANGE(0, ARGS_MAX_THREADS), "0", "compute threads (0: all cores)"},
+	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), RANGE(0, 4294967295), "1", "seed of initialisation, shuffling, augmentation and dropout"},
+	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), NULL, "fp32", "compute precision: fp32, or bf16 convolutions where a quick trial run of oneDNN's bf16 kernel works on this machine (ref: bf16 emulated everywhere)"},
+	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), NULL, "cpu", "compute backend of kernels/ops.h: cpu (oneDNN), or ref (kernels/ref, the plain-C reference ops every backend is tested against: single-threaded and slow, for checking a result)"},
+	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), NULL, "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
+	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), NULL, "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
+	{"--stop_diverged", NULL, NULL, K_BOOL, F(stop_diverged), NULL, "0", "stop after an epoch whose training loss is not finite, or above ln(classes) + 0.05 while val_acc is at chance (<= 1.5/classes)"},
+	{"--patience", NULL, NULL, K_INT, F(patience), RANGE(0, 100000), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
+	{"--resume", NULL, NULL, K_BOOL, F(resume), NULL, "0", "continue from <trial_dir>/checkpoint when one exists"},
+	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), RANGE(0, 86400), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},
+	{"--trial_seq", NULL, "AAH_TRIAL_SEQ", K_INT, F(trial_seq), RANGE(0, 999999), "0", "1-based trial sequence number (default: params.json trial_seq, else AAH_TRIAL_ID, else 1)"},
+	{"--max_epochs", NULL, NULL, K_INT, F(max_epochs), RANGE(0, 100000), "0", "stop after this many epochs in total; the LR schedule still spans the budget (0: none)"},
+	{"--train_samples", NULL, NULL, K_INT, F(train_samples), RANGE(0, 1000000000), "0", "use only the first N training samples (0: all)"},
+	{"--val_samples", NULL, NULL, K_INT, F(val_samples), RANGE(0, 1000000000), "0", "use only the first N validation samples (0: all)"},
+	{"--weight_decay", NULL, NULL, K_NUM, F(weight_decay), RANGE(0, 1), "0.0001", "L2 weight decay on conv/dense weights"},
+	{"--momentum", NULL, NULL, K_NUM, F(momentum), RANGE(0, 1), "0.9", "SGD momentum"},
+	{"--dropout_rate", NULL, NULL, K_NUM, F(dropout_rate), RANGE(-1, 1), "-1", "tuner hyperparameter: rate of every dropout layer (-1: arch's own)"},
+	{"--kernel_size", NULL, NULL, K_INT, F(kernel_size), RANGE(0, 31), "0", "tuner hyperparameter: kernel of conv layers past the 175th layer, as AIPerf (0: arch's own)"},
+	{"--learning_rate", NULL, NULL, K_NUM, F(learning_rate), RANGE(-1, 100), "-1", "tuner hyperparameter: replaces --initial_lr when set"},
+	{"--init_method", NULL, NULL, K_STR, F(init_method), NULL, NULL, "rendezvous tcp://host:port (rank 0 listens); else MASTER_ADDR:MASTER_PORT, NCCL_COMM_ID, first of VC_WORKER_HOSTS:MASTER_PORT"},
+	{"--rank", NULL, "RANK,VC_TASK_INDEX,VK_TASK_INDEX,RANK_ID,SLURM_PROCID", K_INT, F(rank), RANGE(0, 65535), "0", "this process's rank"},
+	{"--world_size", NULL, "WORLD_SIZE,VC_WORKER_NUM,MA_NUM_HOSTS,RANK_SIZE,SLURM_NTASKS", K_INT, F(world_size), RANGE(1, 65536), "1", "number of ranks"},
+	{"--dist_timeout", NULL, "AAH_DIST_TIMEOUT", K_NUM, F(dist_timeout), RANGE(0.1, 86400), "120", "seconds to wait for every rank at the rendezvous"},
+	{"--data_url", NULL, NULL, K_STR, F(data_url), NULL, NULL, "ModelArts data location: used as --train_data_dir when that is not given"},
+	{"--train_url", NULL, NULL, K_STR, F(train_url), NULL, NULL, "ModelArts output location: used as --trial_dir when nothing else names one"},
+	{NULL, NULL, "MASTER_ADDR", K_STR, F(master_addr), NULL, NULL, "rendezvous host (PyTorch form)"},
+	{NULL, NULL, "MASTER_PORT", K_STR, F(master_port), NULL, NULL, "rendezvous port (PyTorch form)"},
+	{NULL, NULL, "NCCL_COMM_ID", K_STR, F(nccl_comm_id), NULL, NULL, "rendezvous host:port"},
+	{NULL, NULL, "VC_WORKER_HOSTS", K_STR, F(worker_hosts), NULL, NULL, "comma-joined hosts in rank order (Volcano)"},
+	{NULL, NULL, "AAH_EXPERIMENT_ID", K_STR, F(experiment_id), NULL, NULL, "experiment id (logged)"},
+	{NULL, NULL, "AAH_TRIAL_ID", K_STR, F(trial_id), NULL, NULL, "trial id; its number is the default trial_seq"},
+	{"--help", "-h", NULL, K_BOOL, F(help), NULL, "0", "print this table and exit"},
 };
 
 _Static_assert(ARRAY_SIZE(table) <= 64, "struct args.from is too small");
 
+void args_usage(FILE *f)
+{
+	fprintf(f, "usage: aah-trial --trial_dir DIR [--arch FILE] [--params FILE] [--name=value | --name value]...\n"
+		   "       aah-trial --arch FILE | --params FILE [...]   (the trial directory is then the current one)\n"
+		   "       aah-trial --help\n");
+}
+
 void args_help(FILE *f)
 {
-	fprintf(f, "usage: aah-trial [--name=value | --name value]...\n"
-		   "Trains one aah-arch/1 network and writes metrics.jsonl, result.json and\n"
+	args_usage(f);
+	fprintf(f, "Trains one aah-arch/1 network and writes metrics.jsonl, result.json and\n"
 		   "checkpoint/ into the trial directory. Precedence: command line, then\n"
 		   "params.json (hyperparameters), then the environment variables in the\n"
-		   "order listed, then the default. Unknown arguments are reported and ignored.\n\n");
+		   "order listed, then the default. Unknown arguments are reported and ignored.\n"
+		   "A number outside its range is refused.\n\n");
 	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
 		const struct spec *s = &table[i];
 		fprintf(f, "  %-22s %s\n", s->name ? s->name : "(environment)", s->help);
@@ -96,31 +113,35 @@ void args_help(FILE *f)
 			fprintf(f, "  %-22s env: %s\n", "", s->env);
 		if (s->def)
 			fprintf(f, "  %-22s default: %s\n", "", s->def);
+		if (s->range)
+			fprintf(f, "  %-22s range: %.15g to %.15g\n", "", s->range->min, s->range->max);
 	}
 }
 
 static int set_value(struct args *a, const struct spec *s, const char *v, const char *where)
 {
 	char *p = (char *)a + s->off;
-	long l;
 	double d;
 	switch (s->kind) {
 	case K_INT:
-		if (util_parse_long(v, -1000000000L, 1000000000L, &l)) {
-			/* tuners may send integers as floats ("5.0") */
-			if (util_parse_double(v, &d) || d != (double)(long)d)
-				return error("%s: '%s' is not an integer", where, v);
-			l = (long)d;
-		}
-		if (s->off == F(seed))
-			*(long *)p = l;
-		else
-			*(int *)p = (int)l;
-		return 0;
 	case K_NUM:
-		if (util_parse_double(v, &d))
-			return error("%s: '%s' is not a number", where, v);
-		*(double *)p = d;
+		/* integers may come as floats from tuners ("5.0") */
+		if (util_parse_double(v, &d) || (s->kind == K_INT && d != floor(d)))
+			return error("%s: '%s' is not %s", where, v,
+				     s->kind == K_INT ? "an integer" : "a number");
+		if (!s->range)
+			BUG("number argument %s has no range", s->name);
+		if (!(d >= s->range->min && d <= s->range->max))
+			return error("%s%s%s must be between %.15g and %.15g, got %s",
+				     s->name && strcmp(where, s->name) ? where : "",
+				     s->name && strcmp(where, s->name) ? ": " : "",
+				     s->name ? s->name : where, s->range->min, s->range->max, v);
+		if (s->kind == K_NUM)
+			*(double *)p = d;
+		else if (s->off == F(seed))
+			*(long *)p = (long)d;
+		else
+			*(int *)p = (int)d;
 		return 0;
 	case K_STR:
 		free(*(char **)p);
@@ -300,6 +321,12 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 	if (rc || a->help)
 		return rc;
 
+	if (!a->trial_dir && !a->train_url && !a->arch && !a->params) {
+		a->usage = 1;
+		return error("nothing to train: give --trial_dir DIR (or AAH_TRIAL_DIR), "
+			     "--arch or --params");
+	}
+
 	/* derived defaults */
 	if (!a->trial_dir)
 		a->trial_dir = a->train_url ? xstrdup(a->train_url) : getcwd(NULL, 0);
@@ -331,6 +358,15 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 		a->initial_lr = a->learning_rate;
 	if ((int)a->batch_size < 1)
 		return error("--batch_size %g: must be at least 1", a->batch_size);
+	if (a->batch_size != floor(a->batch_size))
+		warning("--batch_size %g is not a whole number: training with %d per rank (tuner "
+			"values are truncated, as AIPerf)", a->batch_size, (int)a->batch_size);
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	if (online > 0 && a->threads > online) {
+		warning("--threads %d is more than the %ld CPUs online: using %ld", a->threads,
+			online, online);
+		a->threads = (int)online;
+	}
 	if (a->world_size < 1 || a->rank < 0 || a->rank >= a->world_size)
 		return error("rank %d is outside world size %d", a->rank, a->world_size);
 	if (a->slave < 1)

@@ -28,6 +28,7 @@ struct args {
 	double dist_timeout;
 	char *master_addr, *master_port, *nccl_comm_id, *worker_hosts, *experiment_id, *trial_id;
 	int help;
+	int usage;               /* nothing to train was named: print the usage, exit 2 */
 	/* which table entries were set, and from where (ARGS_FROM_*) */
 	unsigned char from[64];
 	/* resolved rendezvous (when world_size > 1) */
@@ -35,14 +36,22 @@ struct args {
 	int rdv_port;
 };
 
+/* Most compute threads (--threads); more than the CPUs online are lowered
+ * to that count with a warning. */
+#define ARGS_MAX_THREADS 1024
+
 enum { ARGS_FROM_DEFAULT, ARGS_FROM_ENV, ARGS_FROM_PARAMS, ARGS_FROM_ARGV };
 
 /* Parse argv and the environment (env_get: getenv or a test double), then
  * params.json and the derived values. Unknown arguments are reported once
- * on stderr and ignored. The caller releases with args_release. */
+ * on stderr and ignored. A call naming no trial directory (--trial_dir,
+ * AAH_TRIAL_DIR, --train_url), --arch or --params fails with a->usage set.
+ * The caller releases with args_release. */
 int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(const char *));
 void args_release(struct args *a);
 void args_help(FILE *f);
+/* The usage lines alone (for a call that names nothing to train). */
+void args_usage(FILE *f);
 /* Was the named field (e.g. "--dropout_rate") set, and from where? */
 int args_source(const struct args *a, const char *name);
 

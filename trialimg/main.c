@@ -37,7 +37,10 @@ int main(int argc, char **argv)
 			train_write_failure(dir, why);
 		free(why);
 		args_release(&a);
-		fprintf(stderr, "aah-trial: see --help\n");
+		if (a.usage)
+			args_usage(stderr);
+		else
+			fprintf(stderr, "aah-trial: see --help\n");
 		return 2;
 	}
 	if (a.help) {

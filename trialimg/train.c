@@ -302,6 +302,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (setup_model_and_data(t))
 		return -1;
 	t->batch = (int)a->batch_size;
+	if (loader_check_batch(&t->tr, t->batch, t->world))  /* before sizing anything by it */
+		return -1;
 	if (model_alloc(&t->m, t->batch, (uint64_t)a->seed))
 		return -1;
 	if (ops_ctx_init(&t->ops, a->backend, a->threads, (uint64_t)a->seed * 7919 + t->rank))

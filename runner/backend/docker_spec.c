@@ -26,9 +26,9 @@ const struct cfg_key docker_config_keys[] = {
 	  "extra docker create arguments, a list of strings (e.g. [--ipc=host])" },
 	{ "binary", CFG_STR, DC(binary), 0, NULL, NULL, "docker",
 	  "the docker command (or a compatible one)" },
-	{ "pollInterval", CFG_DURATION, DC(poll_interval), CFG_POSITIVE, NULL, NULL, "1s",
+	{ "pollInterval", CFG_DURATION, DC(poll_interval), CFG_RANGE(0.01, 3600), NULL, NULL, "1s",
 	  "time between two docker inspect queries of a job" },
-	{ "commandTimeout", CFG_DURATION, DC(command_timeout), CFG_POSITIVE, NULL, NULL, "60s",
+	{ "commandTimeout", CFG_DURATION, DC(command_timeout), CFG_RANGE(0.1, CFG_DAY), NULL, NULL, "60s",
 	  "how long one docker command may take before it counts as failed" },
 	{ NULL },
 };

@@ -54,25 +54,25 @@ const struct cfg_key kubernetes_config_keys[] = {
 	  "PersistentVolumeClaim holding /userhome (instead of nfsServer)" },
 	{ "mountPath", CFG_STR, K(mount_path), 0, NULL, NULL, "/userhome",
 	  "where the pods mount /userhome; the runner's workdir must be under it at the same path" },
-	{ "runAsUser", CFG_INT, K(run_as_user), CFG_NONNEG, NULL, NULL, "1000",
+	{ "runAsUser", CFG_INT, K(run_as_user), CFG_RANGE(0, 4294967295), NULL, NULL, "1000",
 	  "uid of the trial processes (match the NFS export)" },
-	{ "runAsGroup", CFG_INT, K(run_as_group), CFG_NONNEG, NULL, NULL, "1000",
+	{ "runAsGroup", CFG_INT, K(run_as_group), CFG_RANGE(0, 4294967295), NULL, NULL, "1000",
 	  "gid of the trial processes" },
-	{ "fsGroup", CFG_INT, K(fs_group), CFG_NONNEG, NULL, NULL, "1000",
+	{ "fsGroup", CFG_INT, K(fs_group), CFG_RANGE(0, 4294967295), NULL, NULL, "1000",
 	  "supplementary group owning the volumes" },
 	{ "cpu", CFG_STR, K(cpu), 0, NULL, NULL, "(none)", "CPU limit per pod, e.g. \"16\"" },
 	{ "memory", CFG_STR, K(memory), 0, NULL, NULL, "(none)", "memory limit per pod, e.g. 64Gi" },
-	{ "ttlSecondsAfterFinished", CFG_DURATION, K(ttl_after_finished), 0, NULL, NULL, "1h",
+	{ "ttlSecondsAfterFinished", CFG_DURATION, K(ttl_after_finished), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "1h",
 	  "how long a finished Job stays before Kubernetes deletes it" },
-	{ "pendingTimeout", CFG_DURATION, K(pending_timeout), 0, NULL, NULL, "15m",
+	{ "pendingTimeout", CFG_DURATION, K(pending_timeout), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "15m",
 	  "a trial whose pods are not all running after this long fails (0 = wait forever)" },
-	{ "pollInterval", CFG_DURATION, K(poll_interval), CFG_POSITIVE, NULL, NULL, "5s",
+	{ "pollInterval", CFG_DURATION, K(poll_interval), CFG_RANGE(0.01, 3600), NULL, NULL, "5s",
 	  "time between `kubectl get jobs` (doubles while kubectl fails, up to 1m)" },
-	{ "kubectlTimeout", CFG_DURATION, K(kubectl_timeout), CFG_POSITIVE, NULL, NULL, "30s",
+	{ "kubectlTimeout", CFG_DURATION, K(kubectl_timeout), CFG_RANGE(0.1, CFG_DAY), NULL, NULL, "30s",
 	  "limit of one kubectl call" },
-	{ "kubectlRetries", CFG_INT, K(kubectl_retries), CFG_NONNEG, NULL, NULL, "3",
+	{ "kubectlRetries", CFG_INT, K(kubectl_retries), CFG_RANGE(0, 100), NULL, NULL, "3",
 	  "extra tries of a kubectl call that failed for a transient reason" },
-	{ "resultWait", CFG_DURATION, K(result_wait), 0, NULL, NULL, "1m",
+	{ "resultWait", CFG_DURATION, K(result_wait), CFG_RANGE(0, CFG_DAY), NULL, NULL, "1m",
 	  "how long a completed trial waits for its result.json to appear over NFS" },
 	{ "submit", CFG_ENUM, K(submit), 0, submit_modes, NULL, "create",
 	  "kubectl create (fails on a name clash) or apply" },
@@ -251,6 +251,7 @@ int kubernetes_config_load(const struct aah_config *cfg, struct kubernetes_confi
 		     "must be a DNS-1123 subdomain");
 		goto fail;
 	}
+	/* the key table allows any uid; the Kubernetes API takes an int32 */
 	if (kc->run_as_user > 2147483647 || kc->run_as_group > 2147483647 ||
 	    kc->fs_group > 2147483647) {
 		fail(cfg, sec, "runAsUser", "ids must be at most 2147483647");

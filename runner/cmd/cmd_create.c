@@ -193,7 +193,7 @@ int cmd_create(int argc, const char **argv)
 		{ "config", 'c', OPT_STRING, &config, "FILE",
 		  "the experiment's config.yml (required; also as the only argument)" },
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "override the config's workdir" },
-		{ "seed", 0, OPT_LONG, &seed, "N", "override the config's seed" },
+		{ "seed", 0, OPT_LONG, OPT_NUMBER(&seed, 0, 2147483647), "N", "override the config's seed" },
 		{ "detach", 'd', OPT_FLAG, &detached, NULL, "run in the background (log in runner.log)" },
 		{ "no-run", 0, OPT_FLAG, &no_run, NULL, "only create the experiment" },
 		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "print only the experiment id" },

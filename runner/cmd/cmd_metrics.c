@@ -20,8 +20,8 @@ int cmd_metrics(int argc, const char **argv)
 	const struct option_spec opts[] = {
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },
 		{ "output", 'o', OPT_STRING, &out, "FILE", "write atomically to FILE (name it *.prom in the textfile collector's directory)" },
-		{ "sample-first", 0, OPT_DOUBLE, &opt.sample_first_h, "HOURS", "first sample point (default: the config's report.firstSample)" },
-		{ "sample-step", 0, OPT_DOUBLE, &opt.sample_step_h, "HOURS", "distance between sample points (default: report.sampleInterval)" },
+		{ "sample-first", 0, OPT_DOUBLE, OPT_NUMBER(&opt.sample_first_h, 0.001, 8760), "HOURS", "first sample point (default: the config's report.firstSample)" },
+		{ "sample-step", 0, OPT_DOUBLE, OPT_NUMBER(&opt.sample_step_h, 0.001, 8760), "HOURS", "distance between sample points (default: report.sampleInterval)" },
 		{ NULL },
 	};
 	const char *arg;

@@ -43,7 +43,7 @@ int cmd_propose(int argc, const char **argv)
 	int do_exec = 0;
 	const struct option_spec opts[] = {
 		{ "experiment", 'e', OPT_STRING, &expdir, "DIR", "the experiment directory (or id)" },
-		{ "trial", 't', OPT_LONG, &trial, "N", "trial sequence number (default $AAH_TRIAL_SEQ)" },
+		{ "trial", 't', OPT_LONG, OPT_NUMBER(&trial, 1, 999999), "N", "trial sequence number (default $AAH_TRIAL_SEQ)" },
 		{ "exec", 0, OPT_FLAG, &do_exec, NULL,
 		  "then run the command after '--' with the hyperparameters appended" },
 		{ NULL },

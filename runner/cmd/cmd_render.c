@@ -85,8 +85,8 @@ int cmd_render(int argc, const char **argv)
 		{ "experiment", 'e', OPT_STRING, &experiment, "ID",
 		  "render for an existing experiment (its id, config and proposals)" },
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "override the config's workdir" },
-		{ "trial", 't', OPT_LONG, &trial, "N", "trial sequence number (default 1)" },
-		{ "attempt", 0, OPT_LONG, &attempt, "N", "attempt number (default 1)" },
+		{ "trial", 't', OPT_LONG, OPT_NUMBER(&trial, 1, 999999), "N", "trial sequence number (default 1)" },
+		{ "attempt", 0, OPT_LONG, OPT_NUMBER(&attempt, 1, 1000), "N", "attempt number (default 1)" },
 		{ "output", 'o', OPT_STRING, &format, "FORMAT", "yaml (default) or json" },
 		{ NULL },
 	};

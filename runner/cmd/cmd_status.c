@@ -125,8 +125,8 @@ int cmd_status(int argc, const char **argv)
 	const struct option_spec opts[] = {
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
 		{ "watch", 'w', OPT_FLAG, &watch, NULL, "redraw until the experiment ends" },
-		{ "interval", 0, OPT_DOUBLE, &interval, "SEC", "seconds between redraws (2)" },
-		{ "count", 0, OPT_LONG, &count, "N", "with --watch: stop after N redraws" },
+		{ "interval", 0, OPT_DOUBLE, OPT_NUMBER(&interval, 0.1, 3600), "SEC", "seconds between redraws (2)" },
+		{ "count", 0, OPT_LONG, OPT_NUMBER(&count, 1, 1000000), "N", "with --watch: stop after N redraws" },
 		{ NULL },
 	};
 	int r = options_parse_one(argc, argv, opts, "aah-runner status <experiment> [--watch]",
@@ -232,7 +232,7 @@ int cmd_stop(int argc, const char **argv)
 	double timeout = 60;
 	const struct option_spec opts[] = {
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
-		{ "timeout", 0, OPT_DOUBLE, &timeout, "SEC", "how long to wait for the runner (60)" },
+		{ "timeout", 0, OPT_DOUBLE, OPT_NUMBER(&timeout, 0, 86400), "SEC", "how long to wait for the runner (60)" },
 		{ NULL },
 	};
 	int r = options_parse_one(argc, argv, opts, "aah-runner stop <experiment>", "experiment",

@@ -2,6 +2,7 @@
 #include "runner/cmd/options.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,12 @@ void options_usage(const struct option_spec *opts, const char *usage)
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
-		printf("  %-28s %s\n", left, o->help);
+		if (o->type == OPT_LONG || o->type == OPT_DOUBLE) {
+			const struct opt_number *num = o->value;
+			printf("  %-28s %s [%.15g to %.15g]\n", left, o->help, num->min, num->max);
+		} else {
+			printf("  %-28s %s\n", left, o->help);
+		}
 	}
 	printf("  %-28s %s\n", "-h, --help", "show this help");
 }
@@ -36,6 +42,25 @@ int options_parse_one(int argc, const char **argv, const struct option_spec *opt
 	return 0;
 }
 
+/* An integer option is read as a number too: its range, not the width of a
+ * long, decides what "999999999999" gets. */
+static int set_number(const char *cmd, const struct option_spec *o, const char *v)
+{
+	const struct opt_number *num = o->value;
+	double d;
+	if (util_parse_double(v, &d) < 0 || (o->type == OPT_LONG && d != floor(d)))
+		return error("%s: --%s needs %s, got '%s'", cmd, o->name,
+			     o->type == OPT_LONG ? "an integer" : "a number", v);
+	if (!(d >= num->min && d <= num->max))
+		return error("%s: --%s must be between %.15g and %.15g, got %s", cmd, o->name, num->min,
+			     num->max, v);
+	if (o->type == OPT_LONG)
+		*(long *)num->value = (long)d;
+	else
+		*(double *)num->value = d;
+	return 0;
+}
+
 static int set(const char *cmd, const struct option_spec *o, const char *v)
 {
 	switch (o->type) {
@@ -46,13 +71,8 @@ static int set(const char *cmd, const struct option_spec *o, const char *v)
 		*(const char **)o->value = v;
 		return 0;
 	case OPT_LONG:
-		if (util_parse_long(v, 0, 1L << 40, (long *)o->value) < 0)
-			return error("%s: --%s needs a non-negative integer, got '%s'", cmd, o->name, v);
-		return 0;
 	case OPT_DOUBLE:
-		if (util_parse_double(v, (double *)o->value) < 0)
-			return error("%s: --%s needs a number, got '%s'", cmd, o->name, v);
-		return 0;
+		return set_number(cmd, o, v);
 	}
 	return -1;
 }

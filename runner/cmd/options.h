@@ -5,11 +5,20 @@
 
 enum opt_type { OPT_FLAG, OPT_STRING, OPT_LONG, OPT_DOUBLE };
 
+/* Where a number option's value goes and the range it must be in; --help
+ * shows the range and a value outside it is refused naming it. */
+struct opt_number {
+	void *value;            /* long * (OPT_LONG), double * (OPT_DOUBLE) */
+	double min, max;
+};
+#define OPT_NUMBER(p, lo, hi) (&(struct opt_number){ (p), (lo), (hi) })
+
 struct option_spec {
 	const char *name;       /* long name without dashes */
 	char short_name;        /* 0 = none */
 	enum opt_type type;
-	void *value;            /* int *, const char **, long *, double * */
+	void *value;            /* int * (OPT_FLAG), const char ** (OPT_STRING), or
+				 * OPT_NUMBER(&number, min, max) (OPT_LONG, OPT_DOUBLE) */
 	const char *arg;        /* argument name in --help, e.g. "FILE" */
 	const char *help;
 };

@@ -28,11 +28,11 @@ static const struct cfg_key tuner_keys[] = {
 	  "tuner arguments (NetworkMorphism: optimize_mode, task, input_width, input_channel, n_output_node, t_min, cooling, beta)" },
 	{ "placement", CFG_ENUM, TUNER(placement), 0, placements, NULL, "master",
 	  "where proposals are computed: on the master, or inside each trial's container before it trains (AAH)" },
-	{ "maxLayers", CFG_INT, TUNER(max_layers), CFG_NONNEG, NULL, NULL, "0 (tuner default)",
+	{ "maxLayers", CFG_INT, TUNER(max_layers), CFG_RANGE(0, 10000), NULL, NULL, "0 (tuner default)",
 	  "largest network the tuner may propose, in layers" },
-	{ "maxParams", CFG_NUM, TUNER(max_params), CFG_NONNEG, NULL, NULL, "0 (tuner default)",
+	{ "maxParams", CFG_NUM, TUNER(max_params), CFG_RANGE(0, 1e12), NULL, NULL, "0 (tuner default)",
 	  "largest network the tuner may propose, in parameters" },
-	{ "maxFlops", CFG_NUM, TUNER(max_flops), CFG_NONNEG, NULL, NULL, "0 (no limit)",
+	{ "maxFlops", CFG_NUM, TUNER(max_flops), CFG_RANGE(0, 1e18), NULL, NULL, "0 (no limit)",
 	  "costliest network the tuner may propose, in forward FLOPs per image of its conv and dense layers" },
 	{ "initialArch", CFG_STR, TUNER(initial_arch), 0, NULL, NULL, "(the tuner's own start)",
 	  "aah-arch/1 file the network morphism search starts from, relative to the config file" },
@@ -53,19 +53,19 @@ static const struct cfg_key trial_keys[] = {
 	  "the trial's command line; injected values are passed as arguments, never spliced into it" },
 	{ "codeDir", CFG_STR, TRIAL(code_dir), 0, NULL, NULL, ".",
 	  "working directory of the trial, relative to the config file" },
-	{ "gpuNum", CFG_INT, TRIAL(gpu_num), CFG_NONNEG, NULL, NULL, "0",
+	{ "gpuNum", CFG_INT, TRIAL(gpu_num), CFG_RANGE(0, 256), NULL, NULL, "0",
 	  "GPUs per node of a trial (CUDA_VISIBLE_DEVICES gets a disjoint set per slot)" },
-	{ "nodes", CFG_INT, TRIAL(nodes), CFG_POSITIVE, NULL, NULL, "1",
+	{ "nodes", CFG_INT, TRIAL(nodes), CFG_RANGE(1, 10000), NULL, NULL, "1",
 	  "nodes (ranks) per trial" },
-	{ "timeout", CFG_DURATION, TRIAL(timeout), CFG_NONNEG, NULL, NULL, "0 (none)",
+	{ "timeout", CFG_DURATION, TRIAL(timeout), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "0 (none)",
 	  "wall-clock limit of one trial attempt (s/m/h/d)" },
-	{ "retries", CFG_INT, TRIAL(retries), CFG_NONNEG, NULL, NULL, "0",
+	{ "retries", CFG_INT, TRIAL(retries), CFG_RANGE(0, 100), NULL, NULL, "0",
 	  "how many times a failed trial is run again" },
 	{ "processMode", CFG_ENUM, TRIAL(process_mode), 0, process_modes, NULL, "node",
 	  "one trainer process per node driving its GPUs, or one per device (RANK_ID per card)" },
 	{ "launchStyle", CFG_ENUM, TRIAL(launch_style), 0, launch_styles, NULL, "pytorch",
 	  "pytorch: --init_method/--rank/--world_size; tensorflow adds --task_index, --ps_hosts, --worker_hosts, --job_name and TF_CONFIG" },
-	{ "masterPort", CFG_INT, TRIAL(master_port), CFG_NONNEG, NULL, NULL, "0 (free port)",
+	{ "masterPort", CFG_INT, TRIAL(master_port), CFG_RANGE(0, 65535), NULL, NULL, "0 (free port)",
 	  "rendezvous port on the first host" },
 	{ "dataUrl", CFG_STR, TRIAL(data_url), 0, NULL, NULL, "(none)",
 	  "passed as --data_url (ModelArts)" },
@@ -80,15 +80,15 @@ static const struct cfg_key trial_keys[] = {
 
 #define REPORT(f) offsetof(struct aah_config_report, f)
 static const struct cfg_key report_keys[] = {
-	{ "minDuration", CFG_DURATION, REPORT(min_duration), CFG_NONNEG, NULL, NULL, "1h (AIPerf)",
+	{ "minDuration", CFG_DURATION, REPORT(min_duration), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "1h (AIPerf)",
 	  "shortest run that counts as a valid benchmark result" },
-	{ "minAccuracy", CFG_NUM, REPORT(min_accuracy), CFG_FRACTION, NULL, NULL, "0.70 (AIPerf)",
+	{ "minAccuracy", CFG_NUM, REPORT(min_accuracy), CFG_RANGE(0, 1), NULL, NULL, "0.70 (AIPerf)",
 	  "best accuracy a valid benchmark result must exceed" },
 	{ "minPrecision", CFG_ENUM, REPORT(min_precision), 0, config_precisions, NULL, "fp16 (AIPerf)",
 	  "lowest training precision a valid result may use" },
-	{ "sampleInterval", CFG_DURATION, REPORT(sample_interval), CFG_POSITIVE, NULL, NULL,
+	{ "sampleInterval", CFG_DURATION, REPORT(sample_interval), CFG_RANGE(1, CFG_YEAR), NULL, NULL,
 	  "6m (0.1 h, AIPerf)", "time between score samples" },
-	{ "firstSample", CFG_DURATION, REPORT(first_sample), CFG_NONNEG, NULL, NULL,
+	{ "firstSample", CFG_DURATION, REPORT(first_sample), CFG_RANGE(1, CFG_YEAR), NULL, NULL,
 	  "12m (0.2 h, AIPerf)", "time of the first score sample" },
 	{ NULL },
 };
@@ -98,11 +98,11 @@ const struct cfg_key config_keys[] = {
 	{ "authorName", CFG_STR, TOP(author_name), 0, NULL, NULL, "default", "who ran it" },
 	{ "experimentName", CFG_STR, TOP(experiment_name), 0, NULL, NULL, "aah",
 	  "experiment name (shown in reports; sanitised for Kubernetes names)" },
-	{ "trialConcurrency", CFG_INT, TOP(trial_concurrency), CFG_POSITIVE, NULL, NULL, "1",
+	{ "trialConcurrency", CFG_INT, TOP(trial_concurrency), CFG_RANGE(1, 10000), NULL, NULL, "1",
 	  "trials running at once (slots)" },
-	{ "maxExecDuration", CFG_DURATION, TOP(max_exec_duration), CFG_NONNEG, NULL, NULL,
+	{ "maxExecDuration", CFG_DURATION, TOP(max_exec_duration), CFG_RANGE(0, CFG_YEAR), NULL, NULL,
 	  "0 (unlimited)", "experiment budget (s/m/h/d); running trials are then stopped" },
-	{ "maxTrialNum", CFG_INT, TOP(max_trial_num), CFG_POSITIVE, NULL, NULL, "99999",
+	{ "maxTrialNum", CFG_INT, TOP(max_trial_num), CFG_RANGE(1, 999999), NULL, NULL, "99999",
 	  "most trials to run" },
 	{ "trainingServicePlatform", CFG_ENUM, TOP(platform), 0, platforms, NULL, "local",
 	  "backend: local, docker, kubernetes or slurm" },
@@ -114,7 +114,7 @@ const struct cfg_key config_keys[] = {
 	{ "debug", CFG_BOOL, TOP(debug), 0, NULL, NULL, "false", "NNI debug flag; more runner output" },
 	{ "workdir", CFG_STR, TOP(workdir), 0, NULL, NULL, "($AAH_WORKDIR, else ./aah-work)",
 	  "where experiments/<id>/ is created (the shared /userhome tree on clusters)" },
-	{ "seed", CFG_INT, TOP(seed), CFG_NONNEG, NULL, NULL, "0 (from the clock)",
+	{ "seed", CFG_INT, TOP(seed), CFG_RANGE(0, 2147483647), NULL, NULL, "0 (from the clock)",
 	  "seed of the tuner and of every trial: same seed, same run" },
 	{ "tuner", CFG_SECTION, TOP(tuner), 0, NULL, tuner_keys, NULL, "the search" },
 	{ "assessor", CFG_SECTION, TOP(assessor), 0, NULL, assessor_keys, NULL, "NNI assessor" },
@@ -262,7 +262,7 @@ static int parse_table(const struct ctx *c, const char *prefix, const struct yno
 			continue;
 		char *path = *prefix ? xstrfmt("%s.%s", prefix, k->name) : xstrdup(k->name);
 		int r;
-		if (k->flags & CFG_REQUIRED) {
+		if (k->rule && k->rule->required) {
 			char *hint = xstrfmt(": %s", k->help ? k->help : "");
 			r = fail_at(c, line, col, path, "is required", hint);
 			free(hint);
@@ -276,16 +276,89 @@ static int parse_table(const struct ctx *c, const char *prefix, const struct yno
 	return 0;
 }
 
-static int set_number(const struct ctx *c, const char *path, const struct cfg_key *k,
-		      const struct ynode *n, double v)
+const struct cfg_rule cfg_required = { .required = 1 };
+
+/* One end of a range as the user writes it: durations with the largest
+ * unit that divides them (0, 0.01s, 1m, 365d), other numbers plainly. */
+static void add_limit(struct strbuf *sb, const struct cfg_key *k, double v)
 {
-	if ((k->flags & CFG_POSITIVE) && !(v > 0))
-		return fail_at(c, n->line, n->col, path, "must be greater than 0, got ", n->value);
-	if ((k->flags & CFG_NONNEG) && v < 0)
-		return fail_at(c, n->line, n->col, path, "must not be negative, got ", n->value);
-	if ((k->flags & CFG_FRACTION) && (v < 0 || v > 1))
-		return fail_at(c, n->line, n->col, path, "must be between 0 and 1, got ", n->value);
-	return 0;
+	static const struct { double secs; const char *unit; } units[] = {
+		{ CFG_DAY, "d" }, { 3600, "h" }, { 60, "m" },
+	};
+	if (k->type == CFG_NUM && v >= 1e6) {   /* 1e12, not 1000000000000 */
+		int e = (int)floor(log10(v));
+		strbuf_addf(sb, "%.15ge%d", v / pow(10, e), e);
+		return;
+	}
+	if (k->type != CFG_DURATION || v == 0) {
+		strbuf_addf(sb, "%.15g", v);
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+		if (fmod(v, units[i].secs) == 0) {
+			strbuf_addf(sb, "%.15g%s", v / units[i].secs, units[i].unit);
+			return;
+		}
+	strbuf_addf(sb, "%.15gs", v);
+}
+
+static void add_range(struct strbuf *sb, const struct cfg_key *k)
+{
+	add_limit(sb, k, k->rule->min);
+	strbuf_addstr(sb, " to ");
+	add_limit(sb, k, k->rule->max);
+}
+
+char *config_describe_type(const struct cfg_key *k)
+{
+	static const char *const names[] = {
+		[CFG_STR] = "string", [CFG_INT] = "integer", [CFG_NUM] = "number",
+		[CFG_BOOL] = "bool", [CFG_DURATION] = "duration", [CFG_ENUM] = "choice",
+		[CFG_SECTION] = "section", [CFG_ANY] = "mapping",
+	};
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, names[k->type]);
+	if (k->rule && !k->rule->required) {
+		strbuf_addstr(&sb, ", ");
+		add_range(&sb, k);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+/* A number (an integer's digits when it overflows a long: text) against
+ * the key's range. */
+static int check_range(const struct ctx *c, const char *path, const struct cfg_key *k,
+		       const struct ynode *n, double v, int overflow)
+{
+	if (!k->rule || k->rule->required)
+		BUG("number key '%s' has no range", path);
+	if (!overflow && v >= k->rule->min && v <= k->rule->max)
+		return 0;
+	/* the plainest fact first: a count of 0, a negative size */
+	const char *lead = overflow || v > k->rule->min ? "must be"
+			   : k->rule->min > 0 && v <= 0 ? "must be greater than 0,"
+			   : v < 0 ? "must not be negative," : "must be";
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, " between ");
+	add_limit(&sb, k, k->rule->min);
+	strbuf_addstr(&sb, " and ");
+	add_limit(&sb, k, k->rule->max);
+	strbuf_addf(&sb, ", got %s", n->value);
+	fail_at(c, n->line, n->col, path, lead, sb.buf);
+	strbuf_release(&sb);
+	return -1;
+}
+
+/* An integer too large for a long is a range error, not a type error. */
+static int integer_overflows(const char *s)
+{
+	s += *s == '-' || *s == '+';
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
 }
 
 static int set_value(const struct ctx *c, const char *path, const struct cfg_key *k,
@@ -331,16 +404,19 @@ static int set_value(const struct ctx *c, const char *path, const struct cfg_key
 		*(char **)dst = xstrdup(n->value);
 		return 0;
 	case CFG_INT:
+		if (n->plain && util_parse_long(n->value, LONG_MIN, LONG_MAX, &l) < 0 &&
+		    integer_overflows(n->value))
+			return check_range(c, path, k, n, 0, 1);
 		if (!n->plain || util_parse_long(n->value, LONG_MIN, LONG_MAX, &l) < 0)
 			return fail_at(c, n->line, n->col, path, "must be an integer, got ", n->value);
-		if (set_number(c, path, k, n, (double)l) < 0)
+		if (check_range(c, path, k, n, (double)l, 0) < 0)
 			return -1;
 		*(long *)dst = l;
 		return 0;
 	case CFG_NUM:
 		if (!n->plain || util_parse_double(n->value, &d) < 0)
 			return fail_at(c, n->line, n->col, path, "must be a number, got ", n->value);
-		if (set_number(c, path, k, n, d) < 0)
+		if (check_range(c, path, k, n, d, 0) < 0)
 			return -1;
 		*(double *)dst = d;
 		return 0;
@@ -350,7 +426,7 @@ static int set_value(const struct ctx *c, const char *path, const struct cfg_key
 		if (config_parse_duration(n->value, &d) < 0)
 			return fail_at(c, n->line, n->col, path,
 				       "must be a duration like 90s, 15m, 72h or 2d, got ", n->value);
-		if (set_number(c, path, k, n, d) < 0)
+		if (check_range(c, path, k, n, d, 0) < 0)
 			return -1;
 		*(double *)dst = d;
 		return 0;

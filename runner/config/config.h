@@ -21,16 +21,27 @@ enum cfg_type {
 		       * struct owns; NULL when empty */
 };
 
-#define CFG_REQUIRED 1u
-#define CFG_POSITIVE 2u   /* numbers > 0 */
-#define CFG_NONNEG   4u   /* numbers >= 0 */
-#define CFG_FRACTION 8u   /* numbers in [0, 1] */
+/* What a value must be beyond its type: present, or a number within
+ * [min, max] (durations in seconds). Every CFG_INT, CFG_NUM and
+ * CFG_DURATION key has a range; docs/config.md shows it in the type column
+ * (config_describe_type) and a value outside it is refused naming it. */
+struct cfg_rule {
+	int required;
+	double min, max;
+};
+
+extern const struct cfg_rule cfg_required;
+#define CFG_REQUIRED (&cfg_required)
+#define CFG_RANGE(lo, hi) (&(const struct cfg_rule){ .min = (lo), .max = (hi) })
+
+#define CFG_DAY 86400.0
+#define CFG_YEAR (365 * CFG_DAY)   /* the longest duration any key takes */
 
 struct cfg_key {
 	const char *name;
 	enum cfg_type type;
 	size_t offset;
-	unsigned flags;
+	const struct cfg_rule *rule;    /* NULL: any value of the type */
 	const char *const *choices;     /* CFG_ENUM: NULL-terminated */
 	const struct cfg_key *section;  /* CFG_SECTION: sub-table, ended by { NULL } */
 	/* The default, as documented and as applied when the key is absent
@@ -140,6 +151,10 @@ char *config_search_space_file(const struct aah_config *cfg);
 
 /* Parse "90", "90s", "15m", "72h", "2d" into seconds. */
 int config_parse_duration(const char *s, double *out);
+
+/* A key's type as docs/config.md writes it: "integer, 1 to 999999",
+ * "duration, 0 to 365d", "string". The caller frees it. */
+char *config_describe_type(const struct cfg_key *k);
 
 /* Visit every documented key path ("trial.command") of a table. */
 void config_walk_keys(const struct cfg_key *keys, const char *prefix,

@@ -69,6 +69,9 @@ struct report_sample {
 };
 
 #define REPORT_MAX_RULES 8
+/* Most sample points a report computes (a 100-day run at 0.024 h, about
+ * 35 MB of report.html); a step that makes more is refused, not cut. */
+#define REPORT_MAX_SAMPLES 100000
 
 struct report_score {
 	struct report_sample *samples;  /* (nsamples) */

@@ -138,9 +138,13 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 	double dur_h = (last - start) / 3600.0;
 	out->duration_s = last - start;
 	double count = ceil((dur_h + opt->sample_step_h - opt->sample_first_h) / opt->sample_step_h - 1e-9);
+	if (count > REPORT_MAX_SAMPLES) {
+		free(ev);
+		return error("a sample step of %g h makes %.3g sample points over the %.2f h run, "
+			     "more than %d: use a larger step (--sample-step, report.sampleInterval)",
+			     opt->sample_step_h, count, dur_h, REPORT_MAX_SAMPLES);
+	}
 	size_t npoints = count > 0 ? (size_t)count : 0;
-	if (npoints > 1000000)
-		npoints = 1000000;
 	out->samples = xcalloc(npoints ? npoints : 1, sizeof(*out->samples));
 
 	/* per trial: last cumulative FLOPs counted and its epoch number */

@@ -186,3 +186,25 @@ PY
 		grep -q "^$n{" <<<"$output" || { echo "dashboard uses $n, metrics does not export it"; false; }
 	done
 }
+
+# Issue 13 #6: a sample step past its range is refused before anything is
+# written (1e-9 h wrote a 364 MB report, 1e-10 h one with no sample).
+@test "report, metrics: --sample-step and --sample-first out of range are refused" {
+	for step in 1e-9 1e-10 0 -1 100000; do
+		run aah-runner report exp00001 -o "$W/tiny" --sample-step "$step"
+		[ "$status" -eq 2 ] || { echo "--sample-step $step: status $status: $output"; false; }
+		[ "$output" = "aah-runner: error: report: --sample-step must be between 0.001 and 8760, got $step" ]
+		[ ! -e "$W/tiny/report.html" ]
+		run aah-runner metrics exp00001 --sample-step "$step"
+		[ "$status" -eq 2 ]
+		[[ $output == *"--sample-step must be between 0.001 and 8760, got $step"* ]]
+	done
+	run aah-runner report exp00001 --sample-first 1e-9
+	[ "$status" -eq 2 ]
+	[[ $output == *"--sample-first must be between 0.001 and 8760, got 1e-9"* ]]
+	run aah-runner report exp00001 --min-accuracy 1.5
+	[ "$status" -eq 2 ]
+	[[ $output == *"--min-accuracy must be between 0 and 1, got 1.5"* ]]
+	run aah-runner report --help
+	[[ $output == *"--sample-step HOURS"*"[0.001 to 8760]"* ]]
+}

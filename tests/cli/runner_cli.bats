@@ -67,3 +67,52 @@ teardown() { teardown_workdir; }
 	[ "$status" -eq 0 ]
 	[ "$(grep -c ': ok (' <<< "$output")" -eq 4 ]
 }
+
+# Issue 13 #6: every number has a range; a value past it is refused with
+# file:line:col, the key, the range and the value, and creates nothing.
+@test "check: config numbers out of range name the place, key, range and value" {
+	check_refused() {  # expected-message yaml-lines...
+		local want=$1; shift
+		printf '%s\n' "$@" > n.yml
+		run aah-runner check n.yml
+		[ "$status" -eq 1 ] || { echo "accepted: $*"; echo "$output"; return 1; }
+		[ "$output" = "aah-runner: error: n.yml:$want" ] || { echo "got: $output"; return 1; }
+	}
+	check_refused "1:18: 'maxExecDuration' must be between 0 and 365d, got 99999999999999999999d" \
+		"maxExecDuration: 99999999999999999999d" "trial:" "  command: x"
+	check_refused "1:18: 'maxExecDuration' must be between 0 and 365d, got 9223372036854775807" \
+		"maxExecDuration: 9223372036854775807" "trial:" "  command: x"
+	check_refused "1:14: 'maxTrialNum' must be between 1 and 999999, got 99999999999999999999" \
+		"maxTrialNum: 99999999999999999999" "trial:" "  command: x"
+	check_refused "2:19: 'report.sampleInterval' must be between 1s and 365d, got 1e-9" \
+		"report:" "  sampleInterval: 1e-9" "trial:" "  command: x"
+	check_refused "3:15: 'trial.masterPort' must be between 0 and 65535, got 70000" \
+		"trial:" "  command: x" "  masterPort: 70000"
+	run aah-runner create -c n.yml --no-run
+	[ "$status" -eq 2 ]
+	[ ! -d "$AAH_WORKDIR/experiments" ] || [ -z "$(ls "$AAH_WORKDIR/experiments")" ]
+}
+
+# Issue 13 #6: command-line numbers have ranges too (propose --trial
+# 999999999999 wrapped to 32 bits).
+@test "command-line numbers out of range are refused naming the option and range" {
+	write_config c.yml "maxTrialNum: 1"
+	run aah-runner create -c c.yml --no-run
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	run aah-runner propose --experiment "$id" --trial 999999999999
+	[ "$status" -eq 2 ]
+	[ "$output" = "aah-runner: error: propose: --trial must be between 1 and 999999, got 999999999999" ]
+	[ ! -e "$AAH_WORKDIR/experiments/$id/trials/3567587327" ]
+	run aah-runner propose --experiment "$id" --trial 2.5
+	[ "$status" -eq 2 ]
+	[[ $output == *"--trial needs an integer, got '2.5'"* ]]
+	run aah-runner status "$id" --watch --interval 0
+	[ "$status" -eq 2 ]
+	[[ $output == *"--interval must be between 0.1 and 3600, got 0"* ]]
+	run aah-runner create -c c.yml --seed -1
+	[ "$status" -eq 2 ]
+	[[ $output == *"--seed must be between 0 and 2147483647, got -1"* ]]
+	run aah-runner propose --help
+	[[ $output == *"--trial N"*"[1 to 999999]"* ]]
+}

@@ -244,3 +244,58 @@ PY
 	[ "$status" -eq 0 ]
 	[ ! -e "$T/off/device_info" ]
 }
+
+# Issue 13 #7: each number the issue found is refused naming the argument
+# and its range, before anything is trained.
+@test "numbers out of range are refused naming the argument and range" {
+	refused() {  # expected-message args...
+		local want=$1; shift
+		run aah-trial --trial_dir "$T/bad" "$@"
+		[ "$status" -eq 2 ] || { echo "$*: status $status"; echo "$output"; return 1; }
+		[[ $output == *"aah-trial: error: $want"* ]] || { echo "$*: $output"; return 1; }
+		[ ! -e "$T/bad/metrics.jsonl" ]
+	}
+	refused "--threads must be between 0 and 1024, got 100000" --threads 100000
+	refused "--batch_size must be between 1 and 65536, got 100000" --batch_size 100000
+	refused "--epochs must be between 1 and 100000, got -1" --epochs -1
+	refused "--train_samples must be between 0 and 1000000000, got -1" --train_samples -1
+	refused "--world_size must be between 1 and 65536, got 0" --world_size 0
+	run aah-trial --help
+	[[ $output == *"--threads"*"range: 0 to 1024"* ]]
+}
+
+# Issue 13 #7: a batch larger than the training set is named before
+# anything sized by it is allocated ("out of memory allocating 50487200000
+# bytes" before).
+@test "a batch larger than the data is refused before it is allocated" {
+	run aah-trial --trial_dir "$T" --batch_size 65536 --train_samples 1000 --val_samples 100
+	[ "$status" -eq 1 ]
+	[[ $output == *"batch size 65536 x 1 ranks exceeds the 1000 training samples"* ]]
+	[[ $output != *"out of memory"* ]]
+	[[ "$(json "$T/result.json" 'd["stop_reason"]')" == *"exceeds the 1000 training samples"* ]]
+}
+
+# Issue 13 #7: --threads past the CPUs online is lowered to them, and a
+# fractional batch size (a tuner's AIPerf multiplier) is truncated aloud.
+@test "--threads past the CPUs and a fractional --batch_size are said, not silent" {
+	run aah-trial --trial_dir "$T" --arch "$ARCH/cnn2.json" --threads 1000 --batch_size 16.5 \
+		--max_epochs 1 --train_samples 64 --val_samples 32
+	[ "$status" -eq 0 ]
+	[[ $output == *"--threads 1000 is more than the "*" CPUs online: using "* ]]
+	[[ $output == *"--batch_size 16.5 is not a whole number: training with 16 per rank"* ]]
+	[[ $output == *"batch 16 x 1"* ]]
+}
+
+# Issue 13 #10: with no trial directory, arch or params, aah-trial prints
+# its usage and exits 2 instead of training 15 epochs in the current one.
+@test "aah-trial with nothing named prints usage, exits 2 and writes nothing" {
+	mkdir "$T/cwd"
+	cd "$T/cwd"
+	run env -u AAH_TRIAL_DIR aah-trial
+	[ "$status" -eq 2 ]
+	[[ $output == *"nothing to train: give --trial_dir DIR"* ]]
+	[[ $output == *"usage: aah-trial --trial_dir DIR"* ]]
+	run env -u AAH_TRIAL_DIR aah-trial --epochs 3
+	[ "$status" -eq 2 ]
+	[ -z "$(ls -A "$T/cwd")" ]
+}

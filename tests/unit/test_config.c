@@ -179,6 +179,26 @@ Test(config, negative_and_zero_counts)
 	expect_error("maxExecDuration: -5m\n" MINIMAL, "'maxExecDuration'", "negative");
 }
 
+/* Issue 13 #6: numbers past their range, each refused with the place, the
+ * key, the range and the value. */
+Test(config, numbers_out_of_range)
+{
+	expect_error("maxExecDuration: 99999999999999999999d\n" MINIMAL, ":1:18: 'maxExecDuration'",
+		     "between 0 and 365d, got 99999999999999999999d");
+	expect_error("maxExecDuration: 9223372036854775807\n" MINIMAL, "'maxExecDuration'",
+		     "between 0 and 365d, got 9223372036854775807");
+	expect_error("maxTrialNum: 99999999999999999999\n" MINIMAL, "'maxTrialNum'",
+		     "between 1 and 999999, got 99999999999999999999");
+	expect_error("maxTrialNum: 1000000\n" MINIMAL, "'maxTrialNum'", "between 1 and 999999");
+	expect_error(MINIMAL "  masterPort: 70000\n", ":3:15: 'trial.masterPort'",
+		     "between 0 and 65535, got 70000");
+	expect_error("report:\n  sampleInterval: 1e-9\n" MINIMAL, "'report.sampleInterval'",
+		     "between 1s and 365d, got 1e-9");
+	expect_error("trialConcurrency: 100001\n" MINIMAL, "'trialConcurrency'", "between 1 and 10000");
+	expect_error("kubernetes:\n  pollInterval: 0s\n" MINIMAL, "'kubernetes.pollInterval'",
+		     "between 0.01s and 1h, got 0s");
+}
+
 Test(config, unknown_platform_and_tuner)
 {
 	expect_error("trainingServicePlatform: pai\n" MINIMAL, "'trainingServicePlatform'",
@@ -254,7 +274,7 @@ Test(config, reference_documents_every_key)
 
 /* The default column of the docs/config.md row of `path`, backticks
  * dropped; NULL when no row documents it. The caller frees it. */
-static char *documented_default(const char *doc, const char *path)
+static char *documented_cell(const char *doc, const char *path, int column)
 {
 	char *needle = xstrfmt("| `%s` |", path);
 	const char *row = strstr(doc, needle);
@@ -262,12 +282,12 @@ static char *documented_default(const char *doc, const char *path)
 	if (!row)
 		return NULL;
 	const char *cell = row + 1;
-	for (int i = 0; i < 2 && cell; i++) {  /* past the key and type cells */
+	for (int i = 0; i < column && cell; i++) {  /* past the cells before it */
 		cell = strchr(cell, '|');
 		cell = cell ? cell + 1 : NULL;
 	}
 	const char *end = cell ? strchr(cell, '|') : NULL;
-	cr_assert_not_null(end, "docs/config.md: the row of `%s` has no default column", path);
+	cr_assert_not_null(end, "docs/config.md: the row of `%s` has no column %d", path, column);
 	struct strbuf sb = STRBUF_INIT;
 	for (const char *c = cell; c < end; c++)
 		if (*c != '`')
@@ -277,6 +297,12 @@ static char *documented_default(const char *doc, const char *path)
 	size_t lead = strspn(text, " ");
 	memmove(text, text + lead, strlen(text + lead) + 1);
 	return text;
+}
+
+/* The default column of a key's row in docs/config.md, or NULL. */
+static char *documented_default(const char *doc, const char *path)
+{
+	return documented_cell(doc, path, 2);
 }
 
 /* The value a documented default states: "VALUE" or "VALUE (why)"; NULL
@@ -307,7 +333,7 @@ static void wrong_default(struct default_check *c, const char *path, const char 
 static void check_default(struct default_check *c, const char *path, const struct cfg_key *k,
 			  const char *base)
 {
-	if (k->flags & CFG_REQUIRED)
+	if (k->rule && k->rule->required)
 		return;  /* a minimal config sets it */
 	char *cell = documented_default(c->doc, path);
 	if (!cell) {
@@ -395,7 +421,7 @@ static size_t count_keys(const struct cfg_key *keys)
 {
 	size_t n = 0;
 	for (const struct cfg_key *k = keys; k->name; k++)
-		n += k->type == CFG_SECTION ? count_keys(k->section) : !(k->flags & CFG_REQUIRED);
+		n += k->type == CFG_SECTION ? count_keys(k->section) : !(k->rule && k->rule->required);
 	return n;
 }
 
@@ -426,5 +452,40 @@ Test(config, documented_defaults_are_the_applied_ones)
 	cr_assert_eq(c.wrong, 0, "%d documented defaults differ from the applied ones", c.wrong);
 	config_release(&cfg);
 	free(p);
+	free(doc);
+}
+
+/* The type column of every number key states the range the code checks
+ * (issue 13 #6: one place for both). */
+static void check_type(const char *path, const struct cfg_key *k, void *arg)
+{
+	const char *doc = ((const char *const *)arg)[0];
+	int *wrong = (int *)((const char *const *)arg)[1];
+	if (k->type != CFG_INT && k->type != CFG_NUM && k->type != CFG_DURATION)
+		return;
+	cr_assert(k->rule && !k->rule->required && k->rule->min < k->rule->max,
+		  "number key '%s' has no range", path);
+	char *cell = documented_cell(doc, path, 1);
+	char *want = config_describe_type(k);
+	if (!cell || strcmp(cell, want)) {
+		cr_log_error("docs/config.md: the type of `%s` is '%s'; the key table says '%s'", path,
+			     cell ? cell : "(no row)", want);
+		(*wrong)++;
+	}
+	free(cell);
+	free(want);
+}
+
+Test(config, documented_ranges_are_the_checked_ones)
+{
+	char *doc;
+	int wrong = 0;
+	cr_assert_eq(fileio_read("docs/config.md", 0, &doc, NULL), 0);
+	const void *arg[2] = { doc, &wrong };
+	config_walk_keys(config_keys, "", check_type, arg);
+	for (const struct aah_backend *const *b = aah_backends; *b; b++)
+		if ((*b)->config_keys)
+			config_walk_keys((*b)->config_keys, (*b)->name, check_type, arg);
+	cr_assert_eq(wrong, 0, "%d documented types differ from the key tables", wrong);
 	free(doc);
 }

@@ -336,3 +336,27 @@ Test(report, an_empty_experiment_still_reports)
 	cr_assert_eq(report_score(&exp, &opt, &sc), -1);
 	report_exp_release(&exp);
 }
+
+/* Issue 13 #6: a step too small for the run (1e-9 h wrote a 364 MB report;
+ * 1e-10 h silently had no sample) is refused with the count, not cut. */
+Test(report, a_step_making_too_many_points_is_refused)
+{
+	cr_assert_eq(fx_epoch(dir, "000001", 1, T0 + 900, 1e12, 0, 0.9, 1), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 2, T0 + 1800, 2e12, 0, 0.95, 1), 0);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	const double steps[] = { 1e-9, 1e-10 };
+	for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
+		opt.sample_first_h = opt.sample_step_h = steps[i];
+		cr_assert_eq(report_score(&exp, &opt, &sc), -1, "step %g h was accepted", steps[i]);
+		cr_assert(strstr(util_last_error(), "more than 100000"), "%s", util_last_error());
+	}
+	/* 1000 points over the 0.5 h run, those after the first epoch kept */
+	opt.sample_first_h = opt.sample_step_h = 0.5 / 1000;
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0, "%s", util_last_error());
+	cr_assert_geq(sc.nsamples, 500);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}

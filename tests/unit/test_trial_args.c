@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "trialimg/args.h"
@@ -205,5 +206,76 @@ Test(args, aiperf_epoch_budget_and_lr)
 		cr_assert_leq(lr, prev);
 		prev = lr;
 	}
+	args_release(&a);
+}
+
+/* Issue 13 #7: every number argument has a range; a value outside it, from
+ * the command line, the environment or params.json, is refused naming the
+ * argument and the range (--threads 100000 segfaulted in libgomp, --epochs
+ * -1 trained 0 epochs, --train_samples -1 meant all, --world_size 0). */
+Test(args, numbers_out_of_range_name_the_argument_and_range)
+{
+	static const char *const bad[][2] = {
+		{ "--threads=100000", "--threads must be between 0 and 1024, got 100000" },
+		{ "--batch_size=100000", "--batch_size must be between 1 and 65536, got 100000" },
+		{ "--batch_size=0.5", "--batch_size must be between 1 and 65536, got 0.5" },
+		{ "--epochs=-1", "--epochs must be between 1 and 100000, got -1" },
+		{ "--epoch=0", "--epochs must be between 1 and 100000, got 0" },
+		{ "--train_samples=-1", "--train_samples must be between 0 and 1000000000, got -1" },
+		{ "--val_samples=-5", "--val_samples must be between 0 and 1000000000, got -5" },
+		{ "--world_size=0", "--world_size must be between 1 and 65536, got 0" },
+		{ "--rank=-1", "--rank must be between 0 and 65535, got -1" },
+		{ "--seed=99999999999999999999", "--seed must be between 0 and 4294967295" },
+		{ "--momentum=2", "--momentum must be between 0 and 1, got 2" },
+		{ "--dist_timeout=0", "--dist_timeout must be between 0.1 and 86400, got 0" },
+	};
+	struct args a;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		cr_assert_eq(PARSE(&a, (char *)bad[i][0]), -1, "%s was accepted", bad[i][0]);
+		cr_assert(strstr(util_last_error(), bad[i][1]), "%s: '%s' lacks '%s'", bad[i][0],
+			  util_last_error(), bad[i][1]);
+		args_release(&a);
+	}
+	/* from the environment: the variable, then the argument it sets */
+	static const char *const env[] = { "AAH_THREADS", "100000", NULL };
+	fake_env = env;
+	cr_assert_eq(PARSE(&a, "--epochs=3"), -1);
+	cr_assert(strstr(util_last_error(), "AAH_THREADS: --threads must be between 0 and 1024"),
+		  "%s", util_last_error());
+	args_release(&a);
+	fake_env = NULL;
+	/* a count past the CPUs online is lowered to them, not run for minutes */
+	cr_assert_eq(PARSE(&a, "--threads=1024"), 0, "%s", util_last_error());
+	cr_assert_leq(a.threads, sysconf(_SC_NPROCESSORS_ONLN));
+	cr_assert_gt(a.threads, 0);
+	args_release(&a);
+	/* the edges are inside */
+	cr_assert_eq(PARSE(&a, "--train_samples=0", "--epochs=1", "--batch_size=65536"), 0,
+		     "%s", util_last_error());
+	args_release(&a);
+}
+
+/* Issue 13 #10: with no trial directory, arch or params named, nothing is
+ * trained in the current directory: usage, exit 2 (main). */
+Test(args, nothing_named_is_a_usage_error)
+{
+	struct args a;
+	char *argv0[] = { "aah-trial" };
+	cr_assert_eq(args_parse(&a, 1, argv0, env_get), -1, "aah-trial alone was accepted");
+	cr_assert_eq(a.usage, 1);
+	cr_assert(strstr(util_last_error(), "nothing to train"), "%s", util_last_error());
+	args_release(&a);
+	char *argv1[] = { "aah-trial", "--epochs", "3" };
+	cr_assert_eq(args_parse(&a, 3, argv1, env_get), -1);
+	cr_assert_eq(a.usage, 1);
+	args_release(&a);
+	static const char *const env[] = { "AAH_TRIAL_DIR", tmp, NULL };
+	fake_env = env;
+	cr_assert_eq(args_parse(&a, 1, argv0, env_get), 0, "%s", util_last_error());
+	cr_assert_str_eq(a.trial_dir, tmp);
+	args_release(&a);
+	fake_env = NULL;
+	char *argv2[] = { "aah-trial", "--arch", "/nonexistent/arch.json" };
+	cr_assert_eq(args_parse(&a, 3, argv2, env_get), 0, "%s", util_last_error());
 	args_release(&a);
 }

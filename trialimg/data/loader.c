@@ -50,15 +50,22 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+int loader_check_batch(const struct dataset *ds, int batch, int world)
+{
+	if ((size_t)batch * world > (size_t)ds->n)
+		return error("batch size %d x %d ranks exceeds the %d training samples in '%s'",
+			     batch, world, ds->n, ds->dir);
+	return 0;
+}
+
 int loader_init(struct loader *l, const struct dataset *ds, int batch, int train, int workers,
 		uint64_t seed, int rank, int world)
 {
 	memset(l, 0, sizeof(*l));
 	if (batch < 1)
 		return error("batch size must be positive");
-	if (train && (size_t)batch * world > (size_t)ds->n)
-		return error("batch size %d x %d ranks exceeds the %d training samples in '%s'",
-			     batch, world, ds->n, ds->dir);
+	if (train && loader_check_batch(ds, batch, world))
+		return -1;
 	l->ds = ds;
 	l->batch = batch;
 	l->train = train;

@@ -36,6 +36,9 @@ struct loader {
 	pthread_t *workers;
 };
 
+/* Does a training set hold one global batch (batch x world samples)? The
+ * trainer asks before it allocates anything sized by the batch. */
+int loader_check_batch(const struct dataset *ds, int batch, int world);
 /* Training loaders shuffle each epoch and drop the last partial batch; each
  * of `world` ranks reads its own shard. Evaluation loaders read every sample
  * in order, including a final partial batch. */
