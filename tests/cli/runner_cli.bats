@@ -75,7 +75,7 @@ teardown() { teardown_workdir; }
 		local want=$1; shift
 		printf '%s\n' "$@" > n.yml
 		run aah-runner check n.yml
-		[ "$status" -eq 1 ] || { echo "accepted: $*"; echo "$output"; return 1; }
+		[ "$status" -eq 2 ] || { echo "accepted (status $status): $*"; echo "$output"; return 1; }
 		[ "$output" = "aah-runner: error: n.yml:$want" ] || { echo "got: $output"; return 1; }
 	}
 	check_refused "1:18: 'maxExecDuration' must be between 0 and 365d, got 99999999999999999999d" \
