@@ -9,10 +9,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- trial states ------------------------------------------------------ */
 
@@ -347,6 +349,26 @@ int expdir_replay(const char *expdir, expdir_visit_fn visit, void *arg)
 	return r;
 }
 
+/* Test hook for the fault-injection suite (docs/design-notes.md, "Test
+ * hooks"): AAH_FAULT_KILL_AFTER=N makes this process SIGKILL itself right
+ * after its Nth journal line is on disk, before anything acts on it;
+ * AAH_FAULT_KILL_EVENT=name counts only the lines of that event. */
+static void fault_point(enum expdir_event_kind kind)
+{
+	static long after = -1, count;
+	if (after < 0) {
+		const char *s = getenv("AAH_FAULT_KILL_AFTER");
+		after = 0;
+		if (s && util_parse_long(s, 1, LONG_MAX, &after) < 0)
+			warning("ignoring AAH_FAULT_KILL_AFTER='%s': not a positive integer", s);
+	}
+	const char *only = getenv("AAH_FAULT_KILL_EVENT");
+	if (!after || (only && *only && strcmp(only, events[kind].name)))
+		return;
+	if (++count == after)
+		kill(getpid(), SIGKILL);
+}
+
 int expdir_journal_append(const char *expdir, unsigned long seq, enum expdir_event_kind kind,
 			  cJSON *fields, unsigned flags, expdir_visit_fn visit, void *arg)
 {
@@ -369,6 +391,8 @@ int expdir_journal_append(const char *expdir, unsigned long seq, enum expdir_eve
 	}
 	char *path = journal_path(expdir);
 	int r = jsonfile_append_flags(path, doc, flags);
+	if (r == 0)
+		fault_point(kind);
 	if (r == 0 && visit) {
 		struct replay rp = { path, visit, arg };
 		r = replay_line(doc, &rp);
