@@ -153,7 +153,7 @@ int expdir_info_read(const char *expdir, struct expdir_info *info)
 {
 	char *p = info_path(expdir);
 	const char *id = NULL, *name = NULL, *src = NULL, *wd = NULL;
-	double seed = 0;
+	long seed = 0;
 	cJSON *doc;
 	memset(info, 0, sizeof(*info));
 	int r = jsonfile_read(p, &doc);
@@ -164,14 +164,15 @@ int expdir_info_read(const char *expdir, struct expdir_info *info)
 		    json_get_string(p, doc, "name", 1, &name) < 0 ||
 		    json_get_string(p, doc, "config_source", 1, &src) < 0 ||
 		    json_get_string(p, doc, "workdir", 1, &wd) < 0 ||
-		    json_get_number(p, doc, "seed", 1, &seed) < 0) {
+		    /* the config's range of seed (runner/config/config.c) */
+		    json_get_int(p, doc, "seed", 1, 0, 2147483647, &seed) < 0) {
 			r = -1;
 		} else {
 			info->id = xstrdup(id);
 			info->name = dup_or_null(name);
 			info->config_source = dup_or_null(src);
 			info->workdir = dup_or_null(wd);
-			info->seed = (long)seed;
+			info->seed = seed;
 		}
 		cJSON_Delete(doc);
 	}

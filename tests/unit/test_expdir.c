@@ -540,6 +540,30 @@ Test(expdir, info_round_trips_and_needs_id_and_created)
 	cr_assert_eq(expdir_info_read(tmpdir, &out), -1);
 }
 
+/* A seed that the config's range (0 to 2^31-1) does not hold is an error
+ * naming the file and the field, never a conversion (issue 13). */
+Test(expdir, info_seed_out_of_range_is_an_error)
+{
+	static const char *const bad[] = { "1e300", "-1", "2147483648", "1.5", "\"7\"" };
+	struct expdir_info out;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *doc = xstrfmt("{\"format\":\"aah-experiment/1\",\"id\":\"x\",\"created\":1,"
+				    "\"seed\":%s}\n", bad[i]);
+		put("experiment.json", doc);
+		free(doc);
+		cr_assert_eq(expdir_info_read(tmpdir, &out), -1, "seed %s was accepted as %ld", bad[i],
+			     out.seed);
+		cr_assert(strstr(util_last_error(), "experiment.json") &&
+				  strstr(util_last_error(), "\"seed\""),
+			  "seed %s: %s", bad[i], util_last_error());
+	}
+	put("experiment.json", "{\"format\":\"aah-experiment/1\",\"id\":\"x\",\"created\":1,"
+			       "\"seed\":2147483647}\n");
+	cr_assert_eq(expdir_info_read(tmpdir, &out), 0);
+	cr_assert_eq(out.seed, 2147483647);
+	expdir_info_release(&out);
+}
+
 /* ---- result.json ---- */
 
 Test(expdir, result_good_missing_and_bad)
