@@ -333,7 +333,9 @@ int json_get_int(const char *what, const cJSON *obj, const char *key, int option
 	}
 	if (json_get_number(what, obj, key, 0, &d) < 0)
 		return -1;
-	if (d != floor(d) || d < (double)min || d > (double)max)
+	/* Converted only inside [-2^63, 2^63), where (long)d is defined; the
+	 * range is then compared exactly: (double)LONG_MAX is 2^63 itself. */
+	if (d != floor(d) || d < -0x1p63 || d >= 0x1p63 || (long)d < min || (long)d > max)
 		return error("%s: field \"%s\" must be an integer in [%ld, %ld]", what, key, min,
 			     max);
 	*out = (long)d;

@@ -1,6 +1,7 @@
 /* Unit tests for common/: strbuf, fileio, jsonfile, util. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,28 @@ Test(common, json_errors_name_file_and_field)
 	cr_assert(strstr(util_last_error(), "\"a\""));
 	cr_assert_eq(jsonfile_check_format("x.json", doc, "aah-result", 1), -1);
 	cr_assert_eq(jsonfile_check_format("x.json", doc, "aah-result", 2), 0);
+	cJSON_Delete(doc);
+}
+
+/* The bounds of json_get_int are exact at the ends of long: 2^63 is not
+ * LONG_MAX (as a double they are equal), -2^63 is LONG_MIN (issue 13). */
+Test(common, json_get_int_bounds_are_exact)
+{
+	cJSON *doc;
+	long v = 7;
+	cr_assert_eq(jsonfile_parse("x.json",
+				    "{\"big\": 9223372036854775808, \"top\": 9223372036854774784,"
+				    " \"low\": -9223372036854775808, \"huge\": 1e300}", &doc), 0);
+	cr_assert_eq(json_get_int("x.json", doc, "big", 0, 0, LONG_MAX, &v), -1,
+		     "2^63 was let through as %ld", v);
+	cr_assert(strstr(util_last_error(), "\"big\""), "got: %s", util_last_error());
+	cr_assert_eq(json_get_int("x.json", doc, "huge", 0, LONG_MIN, LONG_MAX, &v), -1);
+	cr_assert_eq(json_get_int("x.json", doc, "top", 0, 0, LONG_MAX, &v), 0);
+	cr_assert_eq(v, 9223372036854774784l);
+	cr_assert_eq(json_get_int("x.json", doc, "top", 0, 0, 9223372036854774783l, &v), -1);
+	cr_assert_eq(json_get_int("x.json", doc, "low", 0, LONG_MIN, 0, &v), 0);
+	cr_assert_eq(v, LONG_MIN);
+	cr_assert_eq(json_get_int("x.json", doc, "low", 0, LONG_MIN + 1, 0, &v), -1);
 	cJSON_Delete(doc);
 }
 
