@@ -208,3 +208,26 @@ PY
 	run aah-runner report --help
 	[[ $output == *"--sample-step HOURS"*"[0.001 to 8760]"* ]]
 }
+
+@test "verify reads only what collect writes (tar, gzip, zstd) and never runs a decompressor" {
+	# An lrzip header: libarchive's reader for it runs the 'lrzip' program.
+	mkdir "$W/bin"
+	printf '#!/bin/sh\ntouch "%s/ran"\ncat >/dev/null\n' "$W" >"$W/bin/lrzip"
+	chmod +x "$W/bin/lrzip"
+	{ printf 'LRZI\0\006'; head -c 100 /dev/zero; } >"$W/x.tar.lrz"
+	PATH="$W/bin:$PATH" run aah-runner verify "$W/x.tar.lrz"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[ ! -e "$W/ran" ]
+	# An honest archive in another compression (xz) is not one collect wrote.
+	aah-runner collect exp00001 -o "$W/a.tar" -q
+	xz -k "$W/a.tar"
+	run aah-runner verify "$W/a.tar.xz"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	for f in a.tar.gz a.tar.zst; do
+		aah-runner collect exp00001 -o "$W/$f" -q
+		aah-runner verify "$W/$f" -q
+	done
+	aah-runner verify "$W/a.tar" -q
+}
