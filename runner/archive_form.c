@@ -33,7 +33,7 @@ void archive_form_entry(struct archive_entry *e, const char *name, mode_t type, 
 {
 	archive_entry_set_pathname(e, name);
 	archive_entry_set_filetype(e, type == AE_IFDIR ? AE_IFDIR : AE_IFREG);
-	archive_entry_set_perm(e, perm & 07777);
+	archive_entry_set_perm(e, perm & 0777);   /* no setuid, setgid or sticky bit */
 	archive_entry_set_size(e, type == AE_IFDIR ? 0 : size);
 	archive_entry_set_mtime(e, (time_t)mtime, 0);   /* whole seconds: no pax header per file */
 	archive_entry_set_uid(e, 0);

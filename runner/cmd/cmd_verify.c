@@ -32,6 +32,9 @@ int cmd_verify(int argc, const char **argv)
 	if (r == 0 && !quiet)
 		printf("%s: OK, %zu members match the manifest, signature %s\n", arg, res.members,
 		       res.signature == 1 ? "valid" : res.signature == 2 ? "present, not checked (pass --pubkey)" : "absent");
+	if (r == 0 && !quiet)
+		printf("note: the modes and times of members are not covered by MANIFEST; "
+		       "extract with 'tar --no-same-permissions -m'\n");
 	else if (r)
 		printf("%s: FAILED: %zu differ, %zu missing, %zu added%s%s\n", arg, res.differ,
 		       res.missing, res.added,
