@@ -311,19 +311,24 @@ finished_experiment() {
 	id=$(only_experiment)
 }
 
+# kill_when COMMAND...: SIGKILL $RUNNER_PID once COMMAND succeeds (the
+# event); it must still have been at work (status 137).
+kill_when() {
+	local rc=0
+	wait_for "$@" || return 1
+	kill -9 "$RUNNER_PID"
+	wait "$RUNNER_PID" || rc=$?
+	RUNNER_PID=
+	[ "$rc" -eq 137 ] || { echo "it exited $rc before it was killed" >&2; return 1; }
+}
+
 @test "kill during collect: no archive appears, the experiment is intact, collect again verifies" {
 	finished_experiment collect
 	head -c 48M /dev/urandom > "$(expdir "$id")/trials/000001/blob.bin"
 	aah-runner collect "$id" -o "$WORK/logs.tar.gz" > collect1.log 2>&1 &
 	RUNNER_PID=$!
 	# The event: the archive is being written (its temp file has data).
-	wait_for sh -c "[ -s \"\$(ls $WORK/logs.tar.gz.tmp.* 2>/dev/null | head -n 1)\" ]"
-	kill -9 "$RUNNER_PID"
-	rc=0
-	wait "$RUNNER_PID" || rc=$?
-	RUNNER_PID=
-	echo "collect: $rc"
-	[ "$rc" -eq 137 ]
+	kill_when sh -c "[ -s \"\$(ls $WORK/logs.tar.gz.tmp.* 2>/dev/null | head -n 1)\" ]"
 	[ ! -e "$WORK/logs.tar.gz" ]
 	fi_invariants "$id" strict
 	run aah-runner collect "$id" -o "$WORK/logs.tar.gz"
@@ -350,12 +355,7 @@ PY
 	RUNNER_PID=$!
 	# The event: report has read the experiment and is at work (its CPU
 	# time has started to count); it is killed while it runs.
-	wait_for sh -c "[ \"\$(cut -d' ' -f14 /proc/$RUNNER_PID/stat 2>/dev/null || echo 0)\" -gt 10 ]"
-	kill -9 "$RUNNER_PID"
-	rc=0
-	wait "$RUNNER_PID" || rc=$?
-	RUNNER_PID=
-	[ "$rc" -eq 137 ]
+	kill_when sh -c "[ \"\$(cut -d' ' -f14 /proc/$RUNNER_PID/stat 2>/dev/null || echo 0)\" -gt 10 ]"
 	# Whatever was written is whole.
 	if [ -e "$WORK/out/results.json" ]; then /usr/bin/python3 -m json.tool "$WORK/out/results.json" > /dev/null; fi
 	if [ -e "$WORK/out/report.html" ]; then tail -c 20 "$WORK/out/report.html" | grep -q '</html>'; fi
