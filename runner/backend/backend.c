@@ -61,6 +61,12 @@ int backend_validate_config(const struct aah_config *cfg)
 	return 0;
 }
 
+int backend_check_config(const struct aah_config *cfg)
+{
+	const struct aah_backend *b = backend_find(cfg->platform);
+	return b && b->check_config ? b->check_config(cfg) : 0;
+}
+
 int backend_init(struct aah_backend_ctx *ctx, const struct aah_backend *b,
 		 const struct aah_config *cfg, const char *expdir, const char *exp_id)
 {

@@ -63,6 +63,10 @@ struct aah_backend {
 	/* Optional: clean up after a job settled (logs copied, containers removed). */
 	int (*reap)(struct aah_backend_ctx *ctx, const char *job, const char *trial_dir);
 	void (*fini)(struct aah_backend_ctx *ctx);
+	/* Optional: the rules of its config section beyond the key table (an
+	 * image that is a reference, a namespace that is a DNS label), for
+	 * `check` and `create`; errors name file:line:col and the key. */
+	int (*check_config)(const struct aah_config *cfg);
 };
 
 /* The registry: one static table, ended by NULL. Each backend_<name> is
@@ -72,6 +76,8 @@ const struct aah_backend *backend_find(const char *name);
 
 /* Check each backend's config section against its key table. */
 int backend_validate_config(const struct aah_config *cfg);
+/* The rules of the experiment's own backend (its check_config), if any. */
+int backend_check_config(const struct aah_config *cfg);
 
 /* Generic wrappers: these hold the policy. */
 int backend_init(struct aah_backend_ctx *ctx, const struct aah_backend *b,

@@ -332,4 +332,5 @@ const struct aah_backend backend_docker = {
 	.cancel = docker_cancel,
 	.reap = docker_reap,
 	.fini = docker_fini,
+	.check_config = docker_check_config,
 };

@@ -23,6 +23,10 @@ struct docker_config {
 
 extern const struct cfg_key docker_config_keys[];
 
+/* The docker section's rules beyond its key table (the backend's
+ * check_config): an image is a reference without blanks. */
+int docker_check_config(const struct aah_config *cfg);
+
 /* Container name of a rank: aah-<exp>-<trial>-<rank>. The caller frees it. */
 char *docker_container_name(const struct aah_launch *l, unsigned rank);
 

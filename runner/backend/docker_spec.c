@@ -33,6 +33,21 @@ const struct cfg_key docker_config_keys[] = {
 	{ NULL },
 };
 
+int docker_check_config(const struct aah_config *cfg)
+{
+	struct docker_config dc;
+	memset(&dc, 0, sizeof(dc));
+	int r = config_parse_section(cfg, "docker", cfg->docker, docker_config_keys, &dc);
+	const char *im = dc.image;
+	if (r == 0 && (!im || !*im || strcspn(im, " \t\n") != strlen(im))) {
+		const struct ynode *n = ynode_get(cfg->docker, "image");
+		r = error("%s:%u:%u: 'docker.image' must be an image reference without blanks",
+			  cfg->path ? cfg->path : "config", n ? n->line : 1, n ? n->col : 1);
+	}
+	config_release_section(docker_config_keys, &dc);
+	return r;
+}
+
 char *docker_container_name(const struct aah_launch *l, unsigned rank)
 {
 	return xstrfmt("%s-%u", l->job_name, rank);

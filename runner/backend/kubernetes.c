@@ -536,6 +536,15 @@ static void kubernetes_fini(struct aah_backend_ctx *ctx)
 	ctx->priv = NULL;
 }
 
+static int kubernetes_check_config(const struct aah_config *cfg)
+{
+	struct kubernetes_config kc;
+	if (kubernetes_config_load(cfg, &kc) < 0)
+		return -1;
+	kubernetes_config_release(&kc);
+	return 0;
+}
+
 const struct aah_backend backend_kubernetes = {
 	.name = "kubernetes",
 	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER,
@@ -548,4 +557,5 @@ const struct aah_backend backend_kubernetes = {
 	.cancel = kubernetes_cancel,
 	.reap = kubernetes_reap,
 	.fini = kubernetes_fini,
+	.check_config = kubernetes_check_config,
 };

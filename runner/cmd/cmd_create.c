@@ -89,7 +89,7 @@ int cmd_check_config(const char *path, struct aah_config *cfg)
 {
 	if (cmd_load_config(path, cfg) < 0)
 		return -1;
-	if (check_config_files(cfg) < 0) {
+	if (backend_check_config(cfg) < 0 || check_config_files(cfg) < 0) {
 		config_release(cfg);
 		return -1;
 	}
