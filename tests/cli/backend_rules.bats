@@ -26,12 +26,17 @@ backend_config() {
 	} > "$f"
 }
 
-@test "kubernetes: check and create refuse a bad namespace or no /userhome source (2); render says 1" {
-	backend_config c.yml kubernetes "claimName: c" "namespace: Bad_NS"
+# check_says STATUS TEXT: `check c.yml` exits STATUS and prints TEXT.
+check_says() {
 	run aah-runner check c.yml
 	echo "$output"
-	[ "$status" -eq 2 ]
-	[[ $output == *"c.yml:11:14: 'kubernetes.namespace' must be a DNS-1123 label"* ]]
+	[ "$status" -eq "$1" ]
+	[[ $output == *"$2"* ]]
+}
+
+@test "kubernetes: check and create refuse a bad namespace or no /userhome source (2); render says 1" {
+	backend_config c.yml kubernetes "claimName: c" "namespace: Bad_NS"
+	check_says 2 "c.yml:11:14: 'kubernetes.namespace' must be a DNS-1123 label"
 	run aah-runner create -c c.yml --no-run
 	[ "$status" -eq 2 ]
 	[[ $output == *"'kubernetes.namespace' must be a DNS-1123 label"* ]]
@@ -41,28 +46,18 @@ backend_config() {
 	[[ $output == *"'kubernetes.namespace' must be a DNS-1123 label"* ]]
 
 	backend_config c.yml kubernetes "image: x"
-	run aah-runner check c.yml
-	[ "$status" -eq 2 ]
-	[[ $output == *"needs exactly one /userhome source"* ]]
-
+	check_says 2 "needs exactly one /userhome source"
 	backend_config c.yml kubernetes "claimName: c"
-	run aah-runner check c.yml
-	echo "$output"
-	[ "$status" -eq 0 ]
+	check_says 0 "c.yml: ok (kubernetes backend"
 }
 
 @test "docker: check refuses an empty image or one with blanks (2), names file:line:col" {
 	backend_config c.yml docker 'image: ""'
-	run aah-runner check c.yml
-	echo "$output"
-	[ "$status" -eq 2 ]
-	[[ $output == *"c.yml:10:10: 'docker.image' must be an image reference without blanks"* ]]
+	check_says 2 "c.yml:10:10: 'docker.image' must be an image reference without blanks"
 	backend_config c.yml docker 'image: "aah trial"'
 	run aah-runner check -c c.yml
 	[ "$status" -eq 2 ]
 	[[ $output == *"'docker.image' must be an image reference"* ]]
 	backend_config c.yml docker "image: aah-trial:latest"
-	run aah-runner check c.yml
-	echo "$output"
-	[ "$status" -eq 0 ]
+	check_says 0 "c.yml: ok (docker backend"
 }
