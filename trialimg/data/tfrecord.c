@@ -212,32 +212,40 @@ static int pb_varint(struct pb *b, uint64_t *v)
 	return -1;
 }
 
-/* The next field of b: its number and wire type; a varint's value in *v; a
- * length-delimited field's bytes in *sub. */
-static const char *pb_field(struct pb *b, uint32_t *num, int *wire, uint64_t *v, struct pb *sub)
+/* One field: its number, its wire type, a varint's value (or a
+ * length-delimited field's length) and a length-delimited field's bytes. */
+struct pb_field {
+	uint32_t num;
+	int wire;
+	uint64_t v;
+	struct pb sub;
+};
+
+/* Reads the next field of b into *f. */
+static const char *pb_field(struct pb *b, struct pb_field *f)
 {
 	uint64_t key, skip;
 	if (pb_varint(b, &key))
 		return "a field key is truncated or too long";
 	if (key >> 3 == 0 || key >> 3 > 0x1fffffff)
 		return "a field number is out of range";
-	*num = (uint32_t)(key >> 3);
-	*wire = (int)(key & 7);
-	switch (*wire) {
+	f->num = (uint32_t)(key >> 3);
+	f->wire = (int)(key & 7);
+	switch (f->wire) {
 	case PB_VARINT:
-		return pb_varint(b, v) ? "a varint is truncated or too long" : NULL;
+		return pb_varint(b, &f->v) ? "a varint is truncated or too long" : NULL;
 	case PB_BYTES:
-		if (pb_varint(b, v))
+		if (pb_varint(b, &f->v))
 			return "a length is truncated or too long";
-		if (*v > (uint64_t)(b->end - b->p))
+		if (f->v > (uint64_t)(b->end - b->p))
 			return "a length runs past the end of its message";
-		sub->p = b->p;
-		sub->end = b->p + *v;
-		b->p += *v;
+		f->sub.p = b->p;
+		f->sub.end = b->p + f->v;
+		b->p += f->v;
 		return NULL;
 	case PB_FIXED64:
 	case PB_FIXED32:
-		skip = *wire == PB_FIXED64 ? 8 : 4;
+		skip = f->wire == PB_FIXED64 ? 8 : 4;
 		if (skip > (uint64_t)(b->end - b->p))
 			return "a fixed-size field runs past the end of its message";
 		b->p += skip;
@@ -251,18 +259,14 @@ static const char *pb_field(struct pb *b, uint32_t *num, int *wire, uint64_t *v,
 static const char *bytes_one(struct pb b, struct pb *value)
 {
 	int count = 0;
-	while (b.p < b.end) {
-		uint32_t num;
-		int wire;
-		uint64_t v;
-		struct pb sub;
-		const char *why = pb_field(&b, &num, &wire, &v, &sub);
-		if (why)
+	struct pb_field f;
+	for (const char *why; b.p < b.end;) {
+		if ((why = pb_field(&b, &f)))
 			return why;
-		if (num == 1 && wire != PB_BYTES)
+		if (f.num == 1 && f.wire != PB_BYTES)
 			return "a BytesList value is not length-delimited";
-		if (num == 1)
-			*value = sub, count++;
+		if (f.num == 1)
+			*value = f.sub, count++;
 	}
 	return count == 1 ? NULL : "'image/encoded' does not hold exactly one value";
 }
@@ -271,23 +275,19 @@ static const char *bytes_one(struct pb b, struct pb *value)
 static const char *int64_one(struct pb b, int64_t *value)
 {
 	int count = 0;
-	while (b.p < b.end) {
-		uint32_t num;
-		int wire;
-		uint64_t v;
-		struct pb sub;
-		const char *why = pb_field(&b, &num, &wire, &v, &sub);
-		if (why)
+	struct pb_field f;
+	for (const char *why; b.p < b.end;) {
+		if ((why = pb_field(&b, &f)))
 			return why;
-		if (num != 1)
+		if (f.num != 1)
 			continue;
-		if (wire == PB_VARINT) {
-			*value = (int64_t)v, count++;
-		} else if (wire == PB_BYTES) {
-			while (sub.p < sub.end) {
-				if (pb_varint(&sub, &v))
+		if (f.wire == PB_VARINT) {
+			*value = (int64_t)f.v, count++;
+		} else if (f.wire == PB_BYTES) {
+			while (f.sub.p < f.sub.end) {
+				if (pb_varint(&f.sub, &f.v))
 					return "a packed int64 is truncated or too long";
-				*value = (int64_t)v, count++;
+				*value = (int64_t)f.v, count++;
 			}
 		} else {
 			return "an Int64List value has the wrong wire type";
@@ -301,18 +301,14 @@ static const char *int64_one(struct pb b, int64_t *value)
 static const char *feature_kind(struct pb b, int *kind, struct pb *list)
 {
 	*kind = 0;
-	while (b.p < b.end) {
-		uint32_t num;
-		int wire;
-		uint64_t v;
-		struct pb sub;
-		const char *why = pb_field(&b, &num, &wire, &v, &sub);
-		if (why)
+	struct pb_field f;
+	for (const char *why; b.p < b.end;) {
+		if ((why = pb_field(&b, &f)))
 			return why;
-		if (num >= 1 && num <= 3) {
-			if (wire != PB_BYTES)
+		if (f.num >= 1 && f.num <= 3) {
+			if (f.wire != PB_BYTES)
 				return "a Feature's list is not length-delimited";
-			*kind = (int)num, *list = sub;
+			*kind = (int)f.num, *list = f.sub;
 		}
 	}
 	return NULL;
@@ -329,20 +325,16 @@ static const char *entry(struct pb b, struct pb *jpeg, int *has_jpeg, struct pb 
 			 int *has_label)
 {
 	struct pb key = {b.p, b.p}, value = {b.p, b.p};
-	while (b.p < b.end) {
-		uint32_t num;
-		int wire;
-		uint64_t v;
-		struct pb sub;
-		const char *why = pb_field(&b, &num, &wire, &v, &sub);
-		if (why)
+	struct pb_field f;
+	for (const char *why; b.p < b.end;) {
+		if ((why = pb_field(&b, &f)))
 			return why;
-		if ((num == 1 || num == 2) && wire != PB_BYTES)
+		if ((f.num == 1 || f.num == 2) && f.wire != PB_BYTES)
 			return "a feature map entry's key or value is not length-delimited";
-		if (num == 1)
-			key = sub;
-		else if (num == 2)
-			value = sub;
+		if (f.num == 1)
+			key = f.sub;
+		else if (f.num == 2)
+			value = f.sub;
 	}
 	int kind;
 	struct pb list = value;
@@ -369,24 +361,20 @@ const char *tfrecord_example_parse(const uint8_t *buf, size_t len, struct tfreco
 	int has_jpeg = 0, has_label = 0;
 	memset(ex, 0, sizeof(*ex));
 	while (b.p < b.end) {
-		uint32_t num;
-		int wire;
-		uint64_t v;
-		struct pb features;
-		const char *why = pb_field(&b, &num, &wire, &v, &features);
+		struct pb_field f, e;
+		const char *why = pb_field(&b, &f);
 		if (why)
 			return why;
-		if (num != 1)
+		if (f.num != 1)
 			continue;
-		if (wire != PB_BYTES)
+		if (f.wire != PB_BYTES)
 			return "the Example's features are not length-delimited";
-		while (features.p < features.end) {
-			struct pb e;
-			if ((why = pb_field(&features, &num, &wire, &v, &e)))
+		while (f.sub.p < f.sub.end) {
+			if ((why = pb_field(&f.sub, &e)))
 				return why;
-			if (num == 1 && wire != PB_BYTES)
+			if (e.num == 1 && e.wire != PB_BYTES)
 				return "a feature map entry is not length-delimited";
-			if (num == 1 && (why = entry(e, &jpeg, &has_jpeg, &label, &has_label)))
+			if (e.num == 1 && (why = entry(e.sub, &jpeg, &has_jpeg, &label, &has_label)))
 				return why;
 		}
 	}
