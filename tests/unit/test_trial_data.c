@@ -572,6 +572,38 @@ Test(data, tfrecord_yields_the_jpeg_folders_images_and_labels)
 	free(tfr);
 }
 
+Test(data, tfrecord_split_falls_back_to_every_file)
+{
+	/* only train-* shards: validation reads them all, as AIPerf reads every
+	 * file of its --val_data_dir; *.tfrecord names count as well */
+	char *tfr = write_tfrecord_set(), *only = xstrfmt("%s/only", tmp);
+	cr_assert_eq(fileio_mkdir_p(only, 0755), 0);
+	for (int k = 0; k < 3; k++) {
+		char *from = xstrfmt("%s/train-%05d-of-00003", tfr, k);
+		char *to = xstrfmt("%s/%s%d.tfrecord", only, k == 2 ? "train-" : "part", k);
+		cr_assert_eq(rename(from, to), 0);
+		free(from);
+		free(to);
+	}
+	struct ops_shape want = {28, 28, 1};
+	struct dataset d;
+	cr_assert_eq(dataset_open(&d, "auto", only, 0, &want), 0, "%s", util_last_error());
+	cr_assert_str_eq(d.kind, "tfrecord");
+	cr_assert_eq(d.tfr->n_files, 3);
+	cr_assert_eq(d.n, 40);
+	dataset_release(&d);
+	/* "train-2.tfrecord" is a train- file: training reads it alone */
+	cr_assert_eq(dataset_open(&d, "auto", only, 1, &want), 0, "%s", util_last_error());
+	cr_assert_eq(d.tfr->n_files, 1);
+	cr_assert_eq(d.n, 12);
+	dataset_release(&d);
+	/* a directory of neither */
+	cr_assert_eq(dataset_open(&d, "tfrecord", tmp, 1, &want), -1);
+	cr_assert_not_null(strstr(util_last_error(), "has no TFRecord files"), "%s", util_last_error());
+	free(only);
+	free(tfr);
+}
+
 Test(data, tfrecord_corruption_names_file_record_and_offset)
 {
 	char *tfr = write_tfrecord_set();

@@ -221,8 +221,8 @@ int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct o
 	if (list(dir, 1, &classes, &nc))
 		return -1;
 	if (nc == 0)
-		return error("'%s' has no class subfolders (expected <dir>/<class>/*.jpg, or IDX / "
-			     "CIFAR-10 files)", dir);
+		return error("'%s' has no class subfolders (expected <dir>/<class>/*.jpg, or IDX, "
+			     "CIFAR-10 or TFRecord files)", dir);
 	ds->dir = xstrdup(dir);
 	ds->kind = "imagefolder";
 	ds->classes = nc;
