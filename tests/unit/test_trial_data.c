@@ -702,7 +702,7 @@ Test(data, tfrecord_bad_example_names_the_record)
 		 60, "'image/class/label' does not hold exactly one value"},
 		{"\x0a\x36\x0a\x18\x0a\x0d" "image/encoded" "\x12\x07\x0a\x05\x0a\x03xyz"
 		 "\x0a\x1a\x0a\x11" "image/class/label" "\x12\x05\x1a\x03\x0a\x01\x00",
-		 56, "image/class/label is out of range"},
+		 56, "image/class/label 0 is out of range 1..1048576 (AIPerf's ImageNet records"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		write_file(p, cases[i].bytes, cases[i].len);

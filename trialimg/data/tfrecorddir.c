@@ -136,9 +136,13 @@ static int index_file(struct dataset *ds, int file, int *cap)
 		struct tfrecord_example ex;
 		long rec = r.index - 1;
 		const char *why = tfrecord_example_parse(data, len, &ex);
-		if (!why && (ex.label < 1 || ex.label > MAX_LABEL))
-			why = "image/class/label is out of range: AIPerf's ImageNet records number "
-			      "classes from 1 (aah trains on label - 1, as AIPerf does)";
+		if (!why && (ex.label < 1 || ex.label > MAX_LABEL)) {
+			rc = error("'%s': record %ld at byte %llu: image/class/label %lld is out of range "
+				   "1..%d (AIPerf's ImageNet records number classes from 1; aah "
+				   "trains on label - 1, as AIPerf does)", x->files[file], rec,
+				   (unsigned long long)(at - 12), (long long)ex.label, MAX_LABEL);
+			break;
+		}
 		if (!why && (len > UINT32_MAX || rec > (long)UINT32_MAX))
 			why = "the record is too large";
 		if (why) {
