@@ -3,7 +3,8 @@
 # JPEGs of 375x500 (ImageNet's typical size), written once as a JPEG folder
 # and once as AIPerf-style TFRecord shards (tests/fixtures/tfrecord_write.py).
 # 1. the data path alone: one training epoch through the loader (decode,
-#    random-resized crop to 224x224, flip), images/s of each;
+#    random-resized crop to 224x224, flip), images/s of each, and the CPU
+#    milliseconds per image (steadier than images/s on a shared machine);
 # 2. a trial: aah-trial's training images/s (metrics.jsonl images_per_sec)
 #    on each, with the 2-conv CNN at 64x64x3 (small, so that the data path
 #    is a large share of the step).
@@ -41,14 +42,19 @@ trial() { # trial DIR: training images/s of one epoch
 }
 
 printf '%-22s %8s %14s %14s %7s\n' measurement images jpegdir_img/s tfrecord_img/s ratio
-j=() t=()
+j=() t=() jc=() tc=()
 for ((r = 0; r < ROUNDS; r++)); do
-	j+=("$("$BUILD/bench/bench_data" read "$T/jpg" 224 "$WORKERS" 32 | cut -d' ' -f1)")
-	t+=("$("$BUILD/bench/bench_data" read "$T/tfr" 224 "$WORKERS" 32 | cut -d' ' -f1)")
+	read -r x _ _ c < <("$BUILD/bench/bench_data" read "$T/jpg" 224 "$WORKERS" 32)
+	j+=("$x") jc+=("$c")
+	read -r x _ _ c < <("$BUILD/bench/bench_data" read "$T/tfr" 224 "$WORKERS" 32)
+	t+=("$x") tc+=("$c")
 done
 a=$(median "${j[@]}") b=$(median "${t[@]}")
 printf '%-22s %8s %14s %14s %7s   (jpeg: %s; tfrecord: %s)\n' "loader, $WORKERS workers" "$N" \
 	"$a" "$b" "$(ratio "$b" "$a")" "${j[*]}" "${t[*]}"
+a=$(median "${jc[@]}") b=$(median "${tc[@]}")
+printf '%-22s %8s %14s %14s %7s   (jpeg: %s; tfrecord: %s)\n' "loader CPU ms/image" "$N" \
+	"$a" "$b" "$(ratio "$b" "$a")" "${jc[*]}" "${tc[*]}"
 j=() t=()
 for ((r = 0; r < ROUNDS; r++)); do
 	j+=("$(trial "$T/jpg")")
