@@ -181,10 +181,16 @@ fuzz-targets: $(FUZZ_BINS)
 
 .SECONDARY: $(call obj,tests/fuzz/fuzz.c tests/fuzz/driver.c)
 
+# Targets over the trainer's data readers link those objects alone (the
+# trainer's library would bring oneDNN into the sanitizer build).
+FUZZ_TRIAL_OBJS := $(call obj,trialimg/data/tfrecord.c)
+$(BUILD)/fuzz/fuzz_tfrecord: $(FUZZ_TRIAL_OBJS)
+
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(call obj,tests/fuzz/fuzz.c) $(if $(filter driver,$(FUZZ_MODE)),$(call obj,tests/fuzz/driver.c)) $(RUNNER_ARCHIVES)
 	@mkdir -p $(dir $@)
 	$(call say,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(call obj,tests/fuzz/fuzz.c) $(FUZZ_LINK) \
+	  $(filter $(FUZZ_TRIAL_OBJS),$^) \
 	  -Wl,--start-group $(RUNNER_ARCHIVES) -Wl,--end-group $(RUNNER_LIBS)
 
 # Each target for FUZZ_S seconds, from its corpus; crashes land in

@@ -1,7 +1,8 @@
 /* Unit tests for trialimg/data: IDX (gz and raw), CIFAR-10 binary, JPEG
- * folders written here from Fashion-MNIST images, errors naming the file,
- * and the prefetching loader, whose worker threads' errors reach the
- * consumer whole. */
+ * folders written here from Fashion-MNIST images, TFRecord sets of the same
+ * JPEGs (written by the independent tests/fixtures/tfrecord_write.py),
+ * errors naming the file (and record), and the prefetching loader, whose
+ * worker threads' errors reach the consumer whole. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jpeglib.h>
@@ -17,6 +20,7 @@
 #include "fileio.h"
 #include "trialimg/data/dataset.h"
 #include "trialimg/data/loader.h"
+#include "trialimg/data/tfrecord.h"
 #include "util.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"
@@ -433,4 +437,283 @@ Test(data, augment_rejects_unknown_items_by_name)
 	cr_assert_neq(dataset_set_augment(&fm, "shift=28"), 0);
 	cr_assert_neq(dataset_set_augment(&fm, "shift=x"), 0);
 	cr_assert_neq(dataset_set_augment(&fm, "shift=-1"), 0);
+}
+
+/* ---- TFRecord sets, written by tests/fixtures/tfrecord_write.py ---------- */
+
+static void run_writer(char *const *args)
+{
+	const char *root = getenv("AAH_ROOT") ? getenv("AAH_ROOT") : ".";
+	char *script = xstrfmt("%s/tests/fixtures/tfrecord_write.py", root);
+	char *argv[12] = {"/usr/bin/python3", script};
+	int n = 2;
+	for (int i = 0; args[i] && n < 11; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed (status %d)", script,
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	free(script);
+}
+
+/* tmp/jpg (a JPEG folder of the first 40 test images) and tmp/tfr with the
+ * same images as train-0000k-of-00003 and validation-0000k-of-00002. */
+static char *write_tfrecord_set(void)
+{
+	char *jpg = xstrfmt("%s/jpg", tmp), *tfr = xstrfmt("%s/tfr", tmp);
+	write_jpeg_folder(jpg, 40);
+	run_writer((char *[]){"imagenet", jpg, tfr, "--shards", "3", "--split", "train", NULL});
+	run_writer((char *[]){"imagenet", jpg, tfr, "--shards", "2", "--split", "validation", NULL});
+	free(jpg);
+	return tfr;
+}
+
+static void flip_bit(const char *path, long at)
+{
+	FILE *f = fopen(path, "r+b");
+	cr_assert_not_null(f);
+	cr_assert_eq(fseek(f, at, SEEK_SET), 0);
+	int c = fgetc(f);
+	cr_assert_neq(c, EOF);
+	cr_assert_eq(fseek(f, at, SEEK_SET), 0);
+	fputc(c ^ 0x10, f);
+	fclose(f);
+}
+
+/* Byte offset of record k's header in a file (walking the lengths). */
+static long record_offset(const char *path, int k)
+{
+	struct tfrecord_reader r;
+	const uint8_t *data;
+	size_t len;
+	uint64_t at = 0;
+	cr_assert_eq(tfrecord_open(&r, path), 0);
+	for (int i = 0; i <= k; i++)
+		cr_assert_eq(tfrecord_next(&r, &data, &len, &at), 1, "%s", util_last_error());
+	tfrecord_close(&r);
+	return (long)at - 12;
+}
+
+static int open_err(const char *dir, const char *want_in_error)
+{
+	struct ops_shape want = {28, 28, 1};
+	struct dataset d;
+	int rc = dataset_open(&d, "auto", dir, 1, &want);
+	cr_assert_eq(rc, -1, "'%s' opened; expected an error with '%s'", dir, want_in_error);
+	cr_assert_not_null(strstr(util_last_error(), want_in_error), "error: %s (expected '%s')",
+			   util_last_error(), want_in_error);
+	return 0;
+}
+
+Test(data, tfrecord_crc32c_check_value)
+{
+	/* the CRC-32C catalogue's check value, and its TFRecord mask by hand */
+	cr_assert_eq(tfrecord_crc32c("123456789", 9), 0xe3069283u);
+	uint32_t c = 0xe3069283u;
+	cr_assert_eq(tfrecord_masked_crc("123456789", 9), ((c >> 15) | (c << 17)) + 0xa282ead8u);
+	cr_assert_eq(tfrecord_crc32c("", 0), 0);
+}
+
+Test(data, tfrecord_yields_the_jpeg_folders_images_and_labels)
+{
+	char *tfr = write_tfrecord_set(), *jpg = xstrfmt("%s/jpg", tmp);
+	struct ops_shape want = {28, 28, 1};
+	for (int train = 0; train <= 1; train++) {
+		struct dataset t, j;
+		cr_assert_eq(dataset_open(&t, "auto", tfr, train, &want), 0, "%s", util_last_error());
+		cr_assert_eq(dataset_open(&j, "auto", jpg, train, &want), 0, "%s", util_last_error());
+		cr_assert_str_eq(t.kind, "tfrecord");
+		cr_assert_eq(t.tfr->n_files, train ? 3 : 2);
+		cr_assert_eq(t.n, j.n);
+		cr_assert_eq(t.classes, j.classes);
+		cr_assert_eq(t.flip, j.flip);
+		float a[784], b[784];
+		for (int i = 0; i < t.n; i++) {
+			cr_assert_eq(t.labels[i], j.labels[i], "sample %d", i);
+			cr_assert_eq(t.get(&t, i, a, 0, 9), 0, "%s", util_last_error());
+			cr_assert_eq(j.get(&j, i, b, 0, 9), 0, "%s", util_last_error());
+			cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "sample %d differs (eval)", i);
+			cr_assert_eq(t.get(&t, i, a, 1, 77 + i), 0, "%s", util_last_error());
+			cr_assert_eq(j.get(&j, i, b, 1, 77 + i), 0, "%s", util_last_error());
+			cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "sample %d differs (train)", i);
+		}
+		/* and through the threaded loader: the same batches */
+		struct loader lt, lj;
+		cr_assert_eq(loader_init(&lt, &t, 8, train, 2, 5, 0, 1), 0);
+		cr_assert_eq(loader_init(&lj, &j, 8, train, 2, 5, 0, 1), 0);
+		loader_start_epoch(&lt, 1);
+		loader_start_epoch(&lj, 1);
+		const struct loader_batch *bt, *bj;
+		int batches = 0;
+		while ((bt = loader_next(&lt))) {
+			cr_assert_not_null(bj = loader_next(&lj));
+			cr_assert_eq(bt->error, 0, "%s", bt->why);
+			cr_assert_eq(bt->n, bj->n);
+			cr_assert_eq(memcmp(bt->y, bj->y, sizeof(int) * bt->n), 0);
+			cr_assert_eq(memcmp(bt->x, bj->x, sizeof(float) * 784 * bt->n), 0);
+			batches++;
+		}
+		cr_assert_eq(batches, 5);
+		loader_release(&lt);
+		loader_release(&lj);
+		dataset_release(&t);
+		dataset_release(&j);
+	}
+	free(jpg);
+	free(tfr);
+}
+
+Test(data, tfrecord_split_falls_back_to_every_file)
+{
+	/* only train-* shards: validation reads them all, as AIPerf reads every
+	 * file of its --val_data_dir; *.tfrecord names count as well */
+	char *tfr = write_tfrecord_set(), *only = xstrfmt("%s/only", tmp);
+	cr_assert_eq(fileio_mkdir_p(only, 0755), 0);
+	for (int k = 0; k < 3; k++) {
+		char *from = xstrfmt("%s/train-%05d-of-00003", tfr, k);
+		char *to = xstrfmt("%s/%s%d.tfrecord", only, k == 2 ? "train-" : "part", k);
+		cr_assert_eq(rename(from, to), 0);
+		free(from);
+		free(to);
+	}
+	struct ops_shape want = {28, 28, 1};
+	struct dataset d;
+	cr_assert_eq(dataset_open(&d, "auto", only, 0, &want), 0, "%s", util_last_error());
+	cr_assert_str_eq(d.kind, "tfrecord");
+	cr_assert_eq(d.tfr->n_files, 3);
+	cr_assert_eq(d.n, 40);
+	dataset_release(&d);
+	/* "train-2.tfrecord" is a train- file: training reads it alone */
+	cr_assert_eq(dataset_open(&d, "auto", only, 1, &want), 0, "%s", util_last_error());
+	cr_assert_eq(d.tfr->n_files, 1);
+	cr_assert_eq(d.n, 12);
+	dataset_release(&d);
+	/* a directory of neither */
+	cr_assert_eq(dataset_open(&d, "tfrecord", tmp, 1, &want), -1);
+	cr_assert_not_null(strstr(util_last_error(), "has no TFRecord files"), "%s", util_last_error());
+	free(only);
+	free(tfr);
+}
+
+Test(data, tfrecord_corruption_names_file_record_and_offset)
+{
+	char *tfr = write_tfrecord_set();
+	char *shard = xstrfmt("%s/train-00001-of-00003", tfr);
+	char *buf;
+	size_t len;
+	cr_assert_eq(fileio_read(shard, 1 << 24, &buf, &len), 0);
+	long r2 = record_offset(shard, 2), r1 = record_offset(shard, 1);
+	char *want;
+	/* a flipped bit in record 2's data (deep inside its JPEG) */
+	flip_bit(shard, r2 + 12 + 200);
+	want = xstrfmt("'%s': record 2 at byte %ld: the data's checksum", shard, r2);
+	open_err(tfr, want);
+	free(want);
+	write_file(shard, buf, len);
+	/* a flipped bit in record 1's length */
+	flip_bit(shard, r1 + 2);
+	want = xstrfmt("'%s': record 1 at byte %ld: the length's checksum", shard, r1);
+	open_err(tfr, want);
+	free(want);
+	write_file(shard, buf, len);
+	/* a truncated file: inside the last record, and inside a header */
+	long last = record_offset(shard, 12); /* 40 images in 3 shards: 14, 14, 12 */
+	write_file(shard, buf, len - 5);
+	want = xstrfmt("'%s': record 13 at byte", shard);
+	open_err(tfr, want);
+	cr_assert_not_null(strstr(util_last_error(), "truncated"), "%s", util_last_error());
+	write_file(shard, buf, (size_t)last + 12 + 7); /* 7 data bytes of record 12 */
+	free(want);
+	want = xstrfmt("'%s': record 12 at byte %ld", shard, last);
+	open_err(tfr, want);
+	write_file(shard, buf, (size_t)r1 + 5);
+	free(want);
+	want = xstrfmt("'%s': record 1 at byte %ld: the file ends inside the record's header", shard, r1);
+	open_err(tfr, want);
+	free(want);
+	write_file(shard, buf, len);
+	/* corrupted after opening: the sample read names it, and so does the loader */
+	struct ops_shape shape = {28, 28, 1};
+	struct dataset d;
+	cr_assert_eq(dataset_open(&d, "auto", tfr, 1, &shape), 0, "%s", util_last_error());
+	flip_bit(shard, r2 + 12 + 300);
+	float px[784];
+	cr_assert_eq(d.get(&d, 14 + 2, px, 0, 0), -1);
+	want = xstrfmt("'%s': record 2 at byte %ld: the data's checksum", shard, r2);
+	cr_assert_not_null(strstr(util_last_error(), want), "%s", util_last_error());
+	cr_assert_eq(d.get(&d, 14 + 3, px, 0, 0), 0, "%s", util_last_error());
+	dataset_release(&d);
+	free(want);
+	free(buf);
+	free(shard);
+	free(tfr);
+}
+
+Test(data, tfrecord_bad_example_names_the_record)
+{
+	char *tfr = write_tfrecord_set();
+	char *shard = xstrfmt("%s/train-00000-of-00003", tfr);
+	struct tfrecord_reader r;
+	const uint8_t *data;
+	size_t len;
+	uint64_t at;
+	cr_assert_eq(tfrecord_open(&r, shard), 0);
+	cr_assert_eq(tfrecord_next(&r, &data, &len, &at), 1);
+	struct tfrecord_example ex;
+	cr_assert_null(tfrecord_example_parse(data, len, &ex));
+	cr_assert_eq(ex.label, 1); /* class0, 1-based as AIPerf writes it */
+	cr_assert_eq(ex.jpeg[0], 0xff);
+	cr_assert_eq(ex.jpeg[1], 0xd8);
+	/* every strict prefix of an Example is malformed, never read past */
+	for (size_t n = 0; n < len; n++) {
+		uint8_t *cut = xmalloc(n ? n : 1);
+		memcpy(cut, data, n);
+		cr_assert_not_null(tfrecord_example_parse(cut, n, &ex), "prefix of %zu bytes", n);
+		free(cut);
+	}
+	tfrecord_close(&r);
+	/* framing right, contents not: garbage, no label, label 0 */
+	char *dir = xstrfmt("%s/bad", tmp), *p = xstrfmt("%s/bad/x", tmp);
+	char *f = xstrfmt("%s/train-00000-of-00001", dir);
+	cr_assert_eq(fileio_mkdir_p(dir, 0755), 0);
+	struct {
+		const char *bytes;
+		size_t len;
+		const char *why;
+	} cases[] = {
+		{"\x0a\x05\x0a\x03", 4, "a length runs past the end of its message"},
+		{"\x0b\x01", 2, "a field has an unsupported wire type"},
+		{"\x0a\x00", 2, "no 'image/encoded' feature"},
+		/* features { feature { key: "image/encoded" value { bytes_list { value: "x" } } } } */
+		{"\x0a\x1a\x0a\x18\x0a\x0d" "image/encoded" "\x12\x07\x0a\x05\x0a\x03xyz", 28,
+		 "no 'image/class/label' feature"},
+		/* ... and image/class/label: int64_list { 0 } */
+		{"\x0a\x3a\x0a\x18\x0a\x0d" "image/encoded" "\x12\x07\x0a\x05\x0a\x03xyz"
+		 "\x0a\x1e\x0a\x11" "image/class/label" "\x12\x09\x1a\x07\x0a\x05\x00\x00\x00\x00\x00",
+		 60, "'image/class/label' does not hold exactly one value"},
+		{"\x0a\x36\x0a\x18\x0a\x0d" "image/encoded" "\x12\x07\x0a\x05\x0a\x03xyz"
+		 "\x0a\x1a\x0a\x11" "image/class/label" "\x12\x05\x1a\x03\x0a\x01\x00",
+		 56, "image/class/label 0 is out of range 1..1048576 (AIPerf's ImageNet records"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		write_file(p, cases[i].bytes, cases[i].len);
+		run_writer((char *[]){"raw", f, p, NULL});
+		char *want = xstrfmt("'%s': record 0 at byte 0: %s", f, cases[i].why);
+		open_err(dir, want);
+		free(want);
+	}
+	free(f);
+	free(p);
+	free(dir);
+	free(shard);
+	free(tfr);
 }

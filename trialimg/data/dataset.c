@@ -102,7 +102,9 @@ int dataset_open(struct dataset *ds, const char *kind, const char *dir, int trai
 			int rc = dataset_open(ds, "cifar10", sub, train, want);
 			free(sub);
 			return rc;
-		} else
+		} else if (dataset_is_tfrecord(dir))
+			kind = "tfrecord";
+		else
 			kind = "imagefolder";
 	}
 	int rc;
@@ -112,9 +114,11 @@ int dataset_open(struct dataset *ds, const char *kind, const char *dir, int trai
 		rc = dataset_open_cifar10(ds, dir, train);
 	else if (!strcmp(kind, "imagefolder"))
 		rc = dataset_open_imagefolder(ds, dir, want);
+	else if (!strcmp(kind, "tfrecord"))
+		rc = dataset_open_tfrecord(ds, dir, train, want);
 	else
-		return error("unknown dataset kind '%s' (fashion-mnist, mnist, cifar10, imagefolder)",
-			     kind);
+		return error("unknown dataset kind '%s' (fashion-mnist, mnist, cifar10, imagefolder, "
+			     "tfrecord)", kind);
 	if (rc) {
 		dataset_release(ds);
 		return -1;
@@ -133,6 +137,7 @@ void dataset_release(struct dataset *ds)
 	for (int i = 0; ds->paths && i < ds->n; i++)
 		free(ds->paths[i]);
 	free(ds->paths);
+	dataset_release_tfrecord(ds);
 	free(ds->pixels);
 	free(ds->labels);
 	free(ds->dir);

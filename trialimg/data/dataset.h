@@ -1,22 +1,25 @@
 /* dataset.h: labelled image sets for training: Fashion-MNIST / MNIST IDX
- * files (gzipped or raw), CIFAR-10 binary batches and ImageNet-style JPEG
- * folders, each producing normalised NHWC float samples. */
+ * files (gzipped or raw), CIFAR-10 binary batches, ImageNet-style JPEG
+ * folders and TFRecord files of tf.Example (AIPerf's ImageNet), each
+ * producing normalised NHWC float samples. */
 #ifndef AAH_DATASET_H
 #define AAH_DATASET_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/ops.h" /* struct ops_shape */
 
 struct dataset {
 	char *dir;
-	const char *kind;          /* "idx", "cifar10", "imagefolder" */
+	const char *kind;          /* "idx", "cifar10", "imagefolder", "tfrecord" */
 	int n;                     /* samples */
 	int classes;
 	struct ops_shape shape;    /* of one produced sample */
 	uint8_t *pixels;           /* in-memory sets: (n, h, w, c) */
 	int *labels;               /* (n) */
 	char **paths;              /* image folders: (n) file paths */
+	struct tfrecord_index *tfr; /* TFRecord sets: files and record offsets */
 	float mean[3], std[3];     /* per-channel normalisation of [0,1] pixels */
 	/* Training augmentation: flip half the images horizontally; shift each
 	 * image by up to `shift` pixels in x and y, filling with black. The
@@ -28,7 +31,8 @@ struct dataset {
 };
 
 /* Opens the train or test split in dir. kind: "auto" (detected from the
- * files), "fashion-mnist", "mnist", "idx", "cifar10" or "imagefolder".
+ * files), "fashion-mnist", "mnist", "idx", "cifar10", "imagefolder" or
+ * "tfrecord".
  * `want` is the network input: image folders are cropped/resized to it;
  * other sets must match it. Errors name the file. */
 int dataset_open(struct dataset *ds, const char *kind, const char *dir, int train,
@@ -39,6 +43,18 @@ void dataset_release(struct dataset *ds);
 int dataset_open_idx(struct dataset *ds, const char *dir, int train);
 int dataset_open_cifar10(struct dataset *ds, const char *dir, int train);
 int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct ops_shape *want);
+/* In tfrecord.c: does dir hold TFRecord files (see there for the names)? */
+int dataset_is_tfrecord(const char *dir);
+int dataset_open_tfrecord(struct dataset *ds, const char *dir, int train,
+			  const struct ops_shape *want);
+void dataset_release_tfrecord(struct dataset *ds);
+
+/* The JPEG path of image folders, shared with TFRecord sets (jpegdir.c):
+ * shape, ImageNet normalisation and flip for the network input `want`;
+ * and one sample from JPEG bytes in memory (errors name `name`). */
+void dataset_jpeg_setup(struct dataset *ds, const struct ops_shape *want);
+int dataset_jpeg_get_mem(const struct dataset *ds, const char *name, const void *jpeg, size_t len,
+			 float *out, int train, uint64_t rng);
 
 /* Sets flip and shift from a --augment value: "auto" (the set's default),
  * "none", or a comma list of "flip" and "shift[=N]" (N pixels, default 2).

@@ -33,27 +33,30 @@ static void jerr_quiet(j_common_ptr cinfo, int level)
 	(void)cinfo, (void)level;
 }
 
-/* Decodes path into *px (h, w, channels); the caller frees *px. */
-static int decode(const char *path, int channels, uint8_t **px, int *h, int *w)
+/* Decodes a JPEG from the open file f, or from mem (len bytes) when f is
+ * NULL, into *px (h, w, channels); the caller frees *px. Errors name
+ * `name`. */
+static int decode(const char *name, FILE *f, const void *mem, size_t len, int channels,
+		  uint8_t **px, int *h, int *w)
 {
 	struct jpeg_decompress_struct cinfo;
 	struct jerr err;
-	FILE *f = fopen(path, "rb");
 	volatile int rc = -1;
 	uint8_t *volatile buf = NULL;
-	if (!f)
-		return error_errno("cannot open '%s'", path);
 	cinfo.err = jpeg_std_error(&err.mgr);
 	err.mgr.error_exit = jerr_exit;
 	err.mgr.emit_message = jerr_quiet;
 	if (setjmp(err.jump)) {
-		error("'%s': corrupt JPEG: %s", path, err.msg);
+		error("%s: corrupt JPEG: %s", name, err.msg);
 		free(buf);
 		buf = NULL;
 		goto out;
 	}
 	jpeg_create_decompress(&cinfo);
-	jpeg_stdio_src(&cinfo, f);
+	if (f)
+		jpeg_stdio_src(&cinfo, f);
+	else
+		jpeg_mem_src(&cinfo, mem, (unsigned long)len);
 	jpeg_read_header(&cinfo, TRUE);
 	cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
 	jpeg_start_decompress(&cinfo);
@@ -69,7 +72,6 @@ static int decode(const char *path, int channels, uint8_t **px, int *h, int *w)
 	rc = 0;
 out:
 	jpeg_destroy_decompress(&cinfo);
-	fclose(f);
 	*px = buf;
 	return rc;
 }
@@ -79,13 +81,12 @@ static double unit(uint64_t *rng)
 	return (double)(dataset_rng(rng) >> 11) / 9007199254740992.0;
 }
 
-static int jpeg_get(const struct dataset *ds, int i, float *out, int train, uint64_t rng)
+/* The augmentation and resize of a decoded image px (h, w, ds->shape.c)
+ * into out (ds->shape, normalised). */
+static void crop_resize(const struct dataset *ds, const uint8_t *px, int h, int w, float *out,
+			int train, uint64_t rng)
 {
 	const struct ops_shape *s = &ds->shape;
-	uint8_t *px;
-	int h, w;
-	if (decode(ds->paths[i], s->c, &px, &h, &w))
-		return -1;
 	double cy, cx, ch, cw; /* crop box: top, left, height, width */
 	int flip = 0;
 	if (train) {
@@ -129,8 +130,47 @@ static int jpeg_get(const struct dataset *ds, int i, float *out, int train, uint
 			}
 		}
 	}
+}
+
+static int jpeg_get(const struct dataset *ds, int i, float *out, int train, uint64_t rng)
+{
+	uint8_t *px;
+	int h, w;
+	FILE *f = fopen(ds->paths[i], "rb");
+	if (!f)
+		return error_errno("cannot open '%s'", ds->paths[i]);
+	char *name = xstrfmt("'%s'", ds->paths[i]);
+	int rc = decode(name, f, NULL, 0, ds->shape.c, &px, &h, &w);
+	fclose(f);
+	free(name);
+	if (rc)
+		return -1;
+	crop_resize(ds, px, h, w, out, train, rng);
 	free(px);
 	return 0;
+}
+
+int dataset_jpeg_get_mem(const struct dataset *ds, const char *name, const void *jpeg, size_t len,
+			 float *out, int train, uint64_t rng)
+{
+	uint8_t *px;
+	int h, w;
+	if (decode(name, NULL, jpeg, len, ds->shape.c, &px, &h, &w))
+		return -1;
+	crop_resize(ds, px, h, w, out, train, rng);
+	free(px);
+	return 0;
+}
+
+void dataset_jpeg_setup(struct dataset *ds, const struct ops_shape *want)
+{
+	static const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+	ds->shape = *want;
+	for (int c = 0; c < 3; c++) {
+		ds->mean[c] = want->c == 1 ? 0.449f : mean[c];
+		ds->std[c] = want->c == 1 ? 0.226f : std[c];
+	}
+	ds->flip = 1;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -174,7 +214,6 @@ static int list(const char *dir, int want_dir, char ***out, int *count)
 
 int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct ops_shape *want)
 {
-	static const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
 	char **classes;
 	int nc;
 	if (!want)
@@ -182,12 +221,12 @@ int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct o
 	if (list(dir, 1, &classes, &nc))
 		return -1;
 	if (nc == 0)
-		return error("'%s' has no class subfolders (expected <dir>/<class>/*.jpg, or IDX / "
-			     "CIFAR-10 files)", dir);
+		return error("'%s' has no class subfolders (expected <dir>/<class>/*.jpg, or IDX, "
+			     "CIFAR-10 or TFRecord files)", dir);
 	ds->dir = xstrdup(dir);
 	ds->kind = "imagefolder";
 	ds->classes = nc;
-	ds->shape = *want;
+	dataset_jpeg_setup(ds, want);
 	int cap = 0;
 	for (int c = 0; c < nc; c++) {
 		char *sub = xstrfmt("%s/%s", dir, classes[c]), **files;
@@ -218,11 +257,6 @@ int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct o
 	free(classes);
 	if (ds->n == 0)
 		return error("'%s': no .jpg files in its class subfolders", dir);
-	for (int c = 0; c < 3; c++) {
-		ds->mean[c] = want->c == 1 ? 0.449f : mean[c];
-		ds->std[c] = want->c == 1 ? 0.226f : std[c];
-	}
 	ds->get = jpeg_get;
-	ds->flip = 1;
 	return 0;
 }
