@@ -49,6 +49,12 @@ int report_options_from_config(const char *expdir, struct report_options *opt)
 	for (const char *const *p = config_precisions; !opt->min_precision && *p; p++)
 		if (!strcmp(*p, cfg.report.min_precision))
 			opt->min_precision = *p;
+	for (const char *const *p = config_report_rules; !opt->rules && *p; p++)
+		if (cfg.report.rules && !strcmp(*p, cfg.report.rules))
+			opt->rules = *p;
+	for (const char *const *p = config_epoch_charges; !opt->charge && *p; p++)
+		if (cfg.report.epoch_charge && !strcmp(*p, cfg.report.epoch_charge))
+			opt->charge = *p;
 	config_release(&cfg);
 	return 0;
 }
@@ -74,7 +80,7 @@ static const char usage[] = "aah-runner report <experiment id or directory> [opt
 
 int cmd_report(int argc, const char **argv)
 {
-	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0 };
+	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0, NULL, NULL };
 	const char *workdir = NULL, *outdir = NULL;
 	int quiet = 0, strict = 0;
 	const struct option_spec opts[] = {
