@@ -378,10 +378,7 @@ static int imagenet_arch(const char *trial)
 		"\"num_classes\":1000,\"output\":\"fc\",\"layers\":["
 		"{\"id\":\"gap\",\"type\":\"global_avg_pool\",\"inputs\":[\"input\"]},"
 		"{\"id\":\"fc\",\"type\":\"dense\",\"inputs\":[\"gap\"],\"units\":1000}]}\n";
-	char *p = xstrfmt("%s/trials/%s/arch.json", dir, trial);
-	int r = fileio_write_atomic(p, doc, sizeof(doc) - 1);
-	free(p);
-	return r;
+	return fx_arch_doc(dir, trial, doc);
 }
 
 static void late_trials(void)
