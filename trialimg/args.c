@@ -37,6 +37,7 @@ struct spec {
  * environment variables in the order listed > the default. */
 static const struct spec table[] = {
 	{"--batch_size", NULL, NULL, K_NUM, F(batch_size), RANGE(1, 65536), "128", "training batch size per rank (AIPerf; tuner hyperparameter)"},
+	{"--batch_scale", NULL, "AAH_BATCH_SCALE", K_NUM, F(batch_scale), RANGE(0, 4096), "0", "AIPerf's batch: params.json's batch_size times this (the smallest GPU memory in GiB) wins over --batch_size (0: off)"},
 	{"--epochs", "--epoch", NULL, K_INT, F(epochs), RANGE(1, 100000), "60", "epoch budget of trials after the three warm-up rounds (AIPerf)"},
 	{"--warmup_1", NULL, NULL, K_INT, F(warmup_1), RANGE(1, 100000), "15", "epoch budget of round 0: trial_seq-1 < slave (AIPerf)"},
 	{"--warmup_2", NULL, NULL, K_INT, F(warmup_2), RANGE(1, 100000), "30", "epoch budget of round 1 (AIPerf)"},
@@ -197,13 +198,19 @@ static int read_params(struct args *a)
 		char *name = xstrfmt("--%s", e->string);
 		const struct spec *s = lookup(name, strlen(name));
 		free(name);
-		if (!s || a->from[s - table] == ARGS_FROM_ARGV)
+		/* AIPerf's imagenet_train.py: the command's --batch_size is only the
+		 * first trials' batch; a tuned one is the search space's value times
+		 * the smallest GPU memory in GiB (utils.MinGpuMem) */
+		int aiperf_batch = s && s->off == F(batch_size) && a->batch_scale > 0;
+		if (!s || (a->from[s - table] == ARGS_FROM_ARGV && !aiperf_batch))
 			continue;
 		char *v = cJSON_IsString(e) ? xstrdup(e->valuestring)
 					     : cJSON_IsNumber(e) ? xstrfmt("%.17g", e->valuedouble) : NULL;
 		if (v) {
 			rc = set_value(a, s, v, a->params);
 			a->from[s - table] = ARGS_FROM_PARAMS;
+			if (aiperf_batch)
+				a->batch_size *= a->batch_scale;
 		}
 		free(v);
 	}
