@@ -230,7 +230,7 @@ double arch_op_mac_flops(const struct arch_op *op, const struct arch_shape *in,
 }
 
 void arch_op_flops(const struct arch_op *op, const struct arch_shape *in,
-		   const struct arch_shape *out, int on_input, double *fwd, double *bwd)
+		   const struct arch_shape *out, int first_conv, double *fwd, double *bwd)
 {
 	double in_size = (double)in->h * in->w * in->c, u = op->units;
 	double k2 = (double)op->kernel * op->kernel * in->c * op->units;
@@ -238,7 +238,7 @@ void arch_op_flops(const struct arch_op *op, const struct arch_shape *in,
 	switch (op->type) {
 	case ARCH_CONV2D:
 		*fwd = arch_op_mac_flops(op, in, out);
-		*bwd = k2 * ((on_input ? 2.0 : 4.0) * out->h * out->w + 2);
+		*bwd = k2 * ((first_conv ? 2.0 : 4.0) * out->h * out->w + 2);
 		break;
 	case ARCH_MAXPOOL:
 	case ARCH_AVGPOOL:
@@ -253,7 +253,8 @@ void arch_op_flops(const struct arch_op *op, const struct arch_shape *in,
 		*fwd = in_size;
 		break;
 	case ARCH_GLOBAL_AVG_POOL:
-		*fwd = ((double)in->h * in->w - 1) * in->c + in->c;
+		/* adds, then a divide per channel at 4 FLOPs (profiler.py coeff['div']) */
+		*fwd = ((double)in->h * in->w - 1) * in->c + 4.0 * in->c;
 		break;
 	case ARCH_DENSE: /* with the softmax that follows the logits */
 		*fwd = arch_op_mac_flops(op, in, out) + (8.0 * u + (u - 1) + 4.0 * u);
@@ -654,7 +655,7 @@ static int check_live(const struct arch *a, const char *file)
 }
 
 /* Shape, padding, parameters and FLOPs of layer i, whose inputs are done. */
-static int check_layer(struct arch *a, int i, struct arch_shape *ins, const char *file)
+static int check_layer(struct arch *a, int i, struct arch_shape *ins, int *convs, const char *file)
 {
 	struct arch_layer *l = &a->layers[i];
 	for (int j = 0; j < l->n_in; j++)
@@ -671,7 +672,8 @@ static int check_layer(struct arch *a, int i, struct arch_shape *ins, const char
 		window(&l->op, ins[0].w, &l->pad_l, &l->pad_r);
 	}
 	arch_op_params(&l->op, &ins[0], &l->weights, &l->others);
-	arch_op_flops(&l->op, &ins[0], &l->out, l->in[0] == 0, &l->flops_fwd, &l->flops_bwd);
+	int first = l->op.type == ARCH_CONV2D && (*convs)++ == 0;
+	arch_op_flops(&l->op, &ins[0], &l->out, first, &l->flops_fwd, &l->flops_bwd);
 	a->flops_fwd += l->flops_fwd;
 	a->flops_bwd += l->flops_bwd;
 	return 0;
@@ -679,7 +681,7 @@ static int check_layer(struct arch *a, int i, struct arch_shape *ins, const char
 
 int arch_check(struct arch *a, const char *file)
 {
-	int n = a->n_layers, max_in = 1, rc = 0;
+	int n = a->n_layers, max_in = 1, rc = 0, convs = 0;
 	if (n < 1 || a->output < 0 || a->output >= n)
 		return error("%s: no output layer", file);
 	free(a->order);
@@ -692,7 +694,7 @@ int arch_check(struct arch *a, const char *file)
 			max_in = a->layers[i].n_in;
 	struct arch_shape *ins = xmalloc((size_t)max_in * sizeof(*ins));
 	for (int k = 0; k < n && !rc; k++)
-		rc = check_layer(a, a->order[k], ins, file);
+		rc = check_layer(a, a->order[k], ins, &convs, file);
 	free(ins);
 	if (rc)
 		return -1;

@@ -69,11 +69,13 @@ void arch_op_params(const struct arch_op *op, const struct arch_shape *in, uint6
  * the cost tuner.maxFlops bounds. */
 double arch_op_mac_flops(const struct arch_op *op, const struct arch_shape *in,
 			 const struct arch_shape *out);
-/* FLOPs per image by AIPerf's profiler rules (docs/trainer.md), forward and
- * backward. on_input: input 0 is the network input (a conv2d there computes
- * no data gradient). */
+/* FLOPs per image by AIPerf's profiler rules (docs/trainer.md,
+ * docs/aiperf.md), forward and backward. first_conv: op is the network's
+ * first conv2d in topological order, which profiler.py charges half the
+ * backward of the others (meant for the conv on the input, which computes no
+ * data gradient). */
 void arch_op_flops(const struct arch_op *op, const struct arch_shape *in,
-		   const struct arch_shape *out, int on_input, double *fwd, double *bwd);
+		   const struct arch_shape *out, int first_conv, double *fwd, double *bwd);
 
 /* Nodes are tensors: node 0 is the network input, node k + 1 the output of
  * layers[k]. */

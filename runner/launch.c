@@ -149,6 +149,13 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 		strvec_setenv(e, "TF_CONFIG", s);
 		cJSON_free(s);
 		cJSON_Delete(tf);
+		/* the same cluster as the flat variables of TensorFlow 1 ps/worker scripts */
+		char *workers = join_hosts(l->hosts, l->nodes, l->port + 1, 1);
+		strvec_pushf(e, "TF_PS_HOSTS=%s:%u", l->hosts[0], l->port);
+		strvec_setenv(e, "TF_WORKER_HOSTS", workers);
+		strvec_setenv(e, "TF_JOB_NAME", "worker");
+		strvec_pushf(e, "TF_TASK_INDEX=%u", r->node);
+		free(workers);
 	}
 	const struct ynode *extra = cfg->trial.env;
 	for (size_t i = 0; extra && i < extra->n; i++)

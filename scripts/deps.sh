@@ -13,6 +13,7 @@ pkgs=(
   clang libclang-rt-14-dev   # make fuzz: clang -fsanitize=fuzzer (libFuzzer runtime)
   munge slurmctld slurmd slurm-client
   chromium
+  openmpi-bin libopenmpi-dev   # ModelArts' MPI form: mpirun starts the ranks (tests/cli/trial_mpi.bats)
 )
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(python3-torch python3-numpy hyperfine)

@@ -37,6 +37,7 @@ struct spec {
  * environment variables in the order listed > the default. */
 static const struct spec table[] = {
 	{"--batch_size", NULL, NULL, K_NUM, F(batch_size), RANGE(1, 65536), "128", "training batch size per rank (AIPerf; tuner hyperparameter)"},
+	{"--batch_scale", NULL, "AAH_BATCH_SCALE", K_NUM, F(batch_scale), RANGE(0, 4096), "0", "AIPerf's batch: params.json's batch_size times this (the smallest GPU memory in GiB) wins over --batch_size (0: off)"},
 	{"--epochs", "--epoch", NULL, K_INT, F(epochs), RANGE(1, 100000), "60", "epoch budget of trials after the three warm-up rounds (AIPerf)"},
 	{"--warmup_1", NULL, NULL, K_INT, F(warmup_1), RANGE(1, 100000), "15", "epoch budget of round 0: trial_seq-1 < slave (AIPerf)"},
 	{"--warmup_2", NULL, NULL, K_INT, F(warmup_2), RANGE(1, 100000), "30", "epoch budget of round 1 (AIPerf)"},
@@ -73,8 +74,8 @@ static const struct spec table[] = {
 	{"--kernel_size", NULL, NULL, K_INT, F(kernel_size), RANGE(0, 31), "0", "tuner hyperparameter: kernel of conv layers past the 175th layer, as AIPerf (0: arch's own)"},
 	{"--learning_rate", NULL, NULL, K_NUM, F(learning_rate), RANGE(-1, 100), "-1", "tuner hyperparameter: replaces --initial_lr when set"},
 	{"--init_method", NULL, NULL, K_STR, F(init_method), NULL, NULL, "rendezvous tcp://host:port (rank 0 listens); else MASTER_ADDR:MASTER_PORT, NCCL_COMM_ID, first of VC_WORKER_HOSTS:MASTER_PORT"},
-	{"--rank", NULL, "RANK,VC_TASK_INDEX,VK_TASK_INDEX,RANK_ID,SLURM_PROCID", K_INT, F(rank), RANGE(0, 65535), "0", "this process's rank"},
-	{"--world_size", NULL, "WORLD_SIZE,VC_WORKER_NUM,MA_NUM_HOSTS,RANK_SIZE,SLURM_NTASKS", K_INT, F(world_size), RANGE(1, 65536), "1", "number of ranks"},
+	{"--rank", NULL, "RANK,OMPI_COMM_WORLD_RANK,PMI_RANK,VC_TASK_INDEX,VK_TASK_INDEX,RANK_ID,SLURM_PROCID", K_INT, F(rank), RANGE(0, 65535), "0", "this process's rank"},
+	{"--world_size", NULL, "WORLD_SIZE,OMPI_COMM_WORLD_SIZE,PMI_SIZE,VC_WORKER_NUM,MA_NUM_HOSTS,RANK_SIZE,SLURM_NTASKS", K_INT, F(world_size), RANGE(1, 65536), "1", "number of ranks"},
 	{"--dist_timeout", NULL, "AAH_DIST_TIMEOUT", K_NUM, F(dist_timeout), RANGE(0.1, 86400), "120", "seconds to wait for every rank at the rendezvous"},
 	{"--data_url", NULL, NULL, K_STR, F(data_url), NULL, NULL, "ModelArts data location: used as --train_data_dir when that is not given"},
 	{"--train_url", NULL, NULL, K_STR, F(train_url), NULL, NULL, "ModelArts output location: used as --trial_dir when nothing else names one"},
@@ -197,13 +198,19 @@ static int read_params(struct args *a)
 		char *name = xstrfmt("--%s", e->string);
 		const struct spec *s = lookup(name, strlen(name));
 		free(name);
-		if (!s || a->from[s - table] == ARGS_FROM_ARGV)
+		/* AIPerf's imagenet_train.py: the command's --batch_size is only the
+		 * first trials' batch; a tuned one is the search space's value times
+		 * the smallest GPU memory in GiB (utils.MinGpuMem) */
+		int aiperf_batch = s && s->off == F(batch_size) && a->batch_scale > 0;
+		if (!s || (a->from[s - table] == ARGS_FROM_ARGV && !aiperf_batch))
 			continue;
 		char *v = cJSON_IsString(e) ? xstrdup(e->valuestring)
 					     : cJSON_IsNumber(e) ? xstrfmt("%.17g", e->valuedouble) : NULL;
 		if (v) {
 			rc = set_value(a, s, v, a->params);
 			a->from[s - table] = ARGS_FROM_PARAMS;
+			if (aiperf_batch)
+				a->batch_size *= a->batch_scale;
 		}
 		free(v);
 	}

@@ -9,6 +9,7 @@
 struct args {
 	/* AIPerf trial arguments */
 	double batch_size;       /* tuner values may be fractional: truncated */
+	double batch_scale;      /* AIPerf: the tuner's batch_size times this (0: off) */
 	int epochs, warmup_1, warmup_2, warmup_3;
 	double initial_lr, final_lr, smooth_factor;
 	char *train_data_dir, *val_data_dir, *ip;

@@ -1,7 +1,8 @@
 /* cmd_create.c: `create`, `resume` and `check`: load a config, make or
  * open the experiment, and run the scheduler in the foreground or detached. */
 #include "runner/cmd/cmd.h"
-#include "arch.h"     /* arch_load: tuner.initialArch is checked whatever the tuner */
+#include "arch.h"     /* struct arch */
+#include "nni_graph.h" /* nni_graph_load: tuner.initialArch is checked whatever the tuner */
 #include "fileio.h"
 #include "runner/backend/backend.h"
 #include "runner/cmd/options.h"
@@ -48,7 +49,7 @@ static const char *failing_key(struct tuner_config *tc,
 		return "searchSpacePath";
 	space_release(&sp);
 	struct arch arch;
-	int r = initial ? arch_load(&arch, initial) : 0;
+	int r = initial ? nni_graph_load(&arch, initial) : 0;
 	if (initial)
 		arch_release(&arch);
 	if (r < 0)

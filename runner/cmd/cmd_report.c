@@ -49,6 +49,12 @@ int report_options_from_config(const char *expdir, struct report_options *opt)
 	for (const char *const *p = config_precisions; !opt->min_precision && *p; p++)
 		if (!strcmp(*p, cfg.report.min_precision))
 			opt->min_precision = *p;
+	for (const char *const *p = config_report_rules; !opt->rules && *p; p++)
+		if (cfg.report.rules && !strcmp(*p, cfg.report.rules))
+			opt->rules = *p;
+	for (const char *const *p = config_epoch_charges; !opt->charge && *p; p++)
+		if (cfg.report.epoch_charge && !strcmp(*p, cfg.report.epoch_charge))
+			opt->charge = *p;
 	config_release(&cfg);
 	return 0;
 }
@@ -72,9 +78,25 @@ int report_prepare(const char *workdir, const char *arg, struct report_options *
 
 static const char usage[] = "aah-runner report <experiment id or directory> [options]";
 
+/* Whether value (NULL: not given) is one of choices; else the error. */
+static int one_of(const char *value, const char *const *choices, const char *option)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *const *c = choices; value && *c; c++)
+		if (!strcmp(*c, value))
+			return 1;
+	if (!value)
+		return 1;
+	for (const char *const *c = choices; *c; c++)
+		strbuf_addf(&sb, "%s%s", c == choices ? "" : ", ", *c);
+	error("%s: '%s' is none of %s", option, value, sb.buf);
+	strbuf_release(&sb);
+	return 0;
+}
+
 int cmd_report(int argc, const char **argv)
 {
-	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0 };
+	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0, NULL, NULL };
 	const char *workdir = NULL, *outdir = NULL;
 	int quiet = 0, strict = 0;
 	const struct option_spec opts[] = {
@@ -85,6 +107,8 @@ int cmd_report(int argc, const char **argv)
 		{ "min-duration", 0, OPT_DOUBLE, OPT_NUMBER(&opt.min_duration_s, 0, 31536000), "SECONDS", "validity: shortest run (default: report.minDuration)" },
 		{ "min-accuracy", 0, OPT_DOUBLE, OPT_NUMBER(&opt.min_accuracy, 0, 1), "FRACTION", "validity: best accuracy must exceed it (default: report.minAccuracy)" },
 		{ "min-precision", 0, OPT_STRING, &opt.min_precision, "NAME", "validity: lowest precision (default: report.minPrecision)" },
+		{ "rules", 0, OPT_STRING, &opt.rules, "SET", "validity rules: readme or report.py (default: report.rules)" },
+		{ "epoch-charge", 0, OPT_STRING, &opt.charge, "HOW", "FLOPs of an epoch: auto, aiperf or images (default: report.epochCharge)" },
 		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "write the files, print nothing" },
 		{ "strict", 0, OPT_FLAG, &strict, NULL, "exit with status 3 when a validity rule fails" },
 		{ NULL },
@@ -93,6 +117,9 @@ int cmd_report(int argc, const char **argv)
 	int r = options_parse_one(argc, argv, opts, usage, "experiment", &arg);
 	if (r)
 		return r > 0 ? 0 : 2;
+	if (!one_of(opt.rules, config_report_rules, "--rules") ||
+	    !one_of(opt.charge, config_epoch_charges, "--epoch-charge"))
+		return 2;
 	char *dir;
 	struct report_exp exp;
 	struct report_score sc;

@@ -17,6 +17,8 @@ static const char *const placements[] = { "master", "trial", NULL };
 static const char *const process_modes[] = { "node", "device", NULL };
 static const char *const launch_styles[] = { "pytorch", "tensorflow", NULL };
 const char *const config_precisions[] = { "fp16", "bf16", "fp32", NULL };
+const char *const config_report_rules[] = { "readme", "report.py", NULL };
+const char *const config_epoch_charges[] = { "auto", "aiperf", "images", NULL };
 static const char *const log_levels[] = { "trace", "debug", "info", "warning", "error",
 					  "fatal", NULL };
 
@@ -90,6 +92,12 @@ static const struct cfg_key report_keys[] = {
 	  "6m (0.1 h, AIPerf)", "time between score samples" },
 	{ "firstSample", CFG_DURATION, REPORT(first_sample), CFG_RANGE(1, CFG_YEAR), NULL, NULL,
 	  "12m (0.2 h, AIPerf)", "time of the first score sample" },
+	{ "rules", CFG_ENUM, REPORT(rules), 0, config_report_rules, NULL, "readme",
+	  "validity rules: AIPerf's README (1 h, fp16, accuracy above 70%) or its report.py "
+	  "(failed above 95% Error)" },
+	{ "epochCharge", CFG_ENUM, REPORT(epoch_charge), 0, config_epoch_charges, NULL, "auto",
+	  "FLOPs of an epoch: AIPerf's ImageNet counts (1,280,000 + 50,000 images), the images "
+	  "trained, or auto (AIPerf's when every arch has 1000 classes)" },
 	{ NULL },
 };
 

@@ -89,6 +89,8 @@ struct aah_config_report {
 	double sample_interval;   /* seconds */
 	double first_sample;      /* seconds */
 	char *min_precision;      /* "fp16", "bf16", "fp32" */
+	char *rules;              /* config_report_rules */
+	char *epoch_charge;       /* config_epoch_charges */
 };
 
 struct aah_config {
@@ -119,6 +121,9 @@ struct aah_config {
 	const struct ynode *local, *docker, *kubernetes, *slurm;
 };
 
+/* report.rules and report.epochCharge values, NULL-terminated. */
+extern const char *const config_report_rules[];
+extern const char *const config_epoch_charges[];
 /* Precision names, lowest first (report.minPrecision), NULL-terminated. */
 extern const char *const config_precisions[];
 

@@ -442,6 +442,11 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 		strbuf_addch(sb, ')');
 	}
 	strbuf_addf(sb, "</h1>\n<p class=\"verdict %s\" id=\"verdict\">%s</p>\n", verdict, verdict);
+	strbuf_addf(sb, "<p id=\"rules\">Judged by the %s; %s; the clock starts at the first "
+		    "trial, %.0f s after the experiment was created. Where aah and <a "
+		    "href=\"https://github.com/thu-pacman/AIPerf\">AIPerf</a> agree and differ, rule "
+		    "by rule: docs/aiperf.md in aah's sources.</p>\n", report_rules_name(sc),
+		    report_charge_name(sc), exp->start - exp->created);
 	if (sc->nfailed) {
 		strbuf_addstr(sb, "<ul id=\"failed-rules\">\n");
 		for (size_t i = 0; i < sc->nfailed; i++) {

@@ -1,9 +1,10 @@
 /* load.c: read an experiment directory into a struct report_exp: the
  * journal replayed, and every trial's metrics, result, arch and monitor
- * samples. Works on a running experiment: files that do not exist yet are
+ * samples; the start of AIPerf's clock (the earliest trial start). Works on a running experiment: files that do not exist yet are
  * skipped, torn last lines too. The formats are read through runner/expdir.h;
  * only the monitor samples (aah-monitor/1, device_info/) are the report's. */
 #include "runner/report/report.h"
+#include "arch.h" /* arch_load: a trial's FLOPs per image */
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/expdir.h" /* expdir_replay, expdir_result_read, expdir_trial_epochs */
@@ -96,6 +97,8 @@ static int journal_event(const struct expdir_event *ev, void *arg)
 		tr->state = TRIAL_RUNNING;
 		tr->slot = ev->slot;
 		tr->submitted = ev->ts;
+		if (!tr->started || ev->ts < tr->started)
+			tr->started = ev->ts;
 		tr->finished = 0;
 		break;
 	case EXPDIR_EV_TRIAL_FINISHED:
@@ -223,6 +226,26 @@ static int load_monitor(const char *trialdir, struct util_acc *u)
 	return r;
 }
 
+/* The trial's FLOPs per image from its arch.json, for AIPerf's epoch charge;
+ * none (0) for a trial without one (a shell trial). */
+static int load_arch(const char *trialdir, struct report_trial *tr)
+{
+	char *p = xstrfmt("%s/arch.json", trialdir);
+	struct arch a;
+	int r = 0;
+	if (fileio_exists(p)) {
+		r = arch_load(&a, p);
+		if (r == 0) {
+			tr->img_fwd = a.flops_fwd;
+			tr->img_bwd = a.flops_bwd;
+			tr->classes = a.num_classes;
+			arch_release(&a);
+		}
+	}
+	free(p);
+	return r;
+}
+
 static int load_trial(const char *expdir, struct report_trial *tr, struct util_acc *u)
 {
 	char *dir = expdir_trial_dir(expdir, tr->seq);
@@ -239,6 +262,8 @@ static int load_trial(const char *expdir, struct report_trial *tr, struct util_a
 			tr->best_acc = tr->epochs[i].val_acc;
 		tr->flops = tr->epochs[i].flops;
 	}
+	if (r == 0)
+		r = load_arch(dir, tr);
 	if (r == 0)
 		r = load_monitor(dir, u);
 	free(dir);
@@ -296,11 +321,16 @@ int report_load(const char *dir, struct report_exp *exp)
 	if (r == 0 && exp->nutil)
 		qsort(exp->util, exp->nutil, sizeof(*exp->util), cmp_util);
 
+	exp->start = 0;
 	for (size_t i = 0; r == 0 && i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];
+		if (tr->started > 0 && (!exp->start || tr->started < exp->start))
+			exp->start = tr->started;
 		if (tr->best_acc > 0 && (exp->best < 0 || tr->best_acc > exp->trials[exp->best].best_acc))
 			exp->best = (long)i;
 	}
+	if (!exp->start)
+		exp->start = exp->created;
 	if (r == 0 && exp->best >= 0) {
 		char *p = expdir_trial_file(exp->dir, exp->trials[exp->best].seq, "arch.json");
 		if (fileio_exists(p) && jsonfile_read(p, &exp->best_arch) < 0)

@@ -44,6 +44,25 @@ static void layer_line(struct strbuf *sb, const cJSON *layer)
 	}
 }
 
+const char *report_rules_name(const struct report_score *sc)
+{
+	return !strcmp(sc->rules, "report.py") ? "rules of AIPerf's report.py" : "rules of AIPerf's README";
+}
+
+const char *report_charge_name(const struct report_score *sc)
+{
+	return !strcmp(sc->charge, "aiperf") ? "epochs charged as AIPerf's score.py: 1,280,000 + "
+					       "50,000 images each"
+					     : "epochs charged by the images trained";
+}
+
+void report_clock_line(struct strbuf *sb, const struct report_exp *exp)
+{
+	strbuf_addf(sb, "  Clock:                 starts at the first trial, %.0f s after the "
+		    "experiment was created (AIPerf's clock; docs/aiperf.md)\n",
+		    exp->start - exp->created);
+}
+
 void report_summary(struct strbuf *sb, const struct report_exp *exp,
 		    const struct report_score *sc)
 {
@@ -51,7 +70,8 @@ void report_summary(struct strbuf *sb, const struct report_exp *exp,
 	count_states(exp, counts);
 	strbuf_addf(sb, "Experiment %s%s%s%s\n", exp->id, exp->name[0] ? " (" : "", exp->name,
 		    exp->name[0] ? ")" : "");
-	strbuf_addf(sb, "  Result:                %s\n", sc->valid ? "Succeed" : "Failed");
+	strbuf_addf(sb, "  Result:                %s (%s)\n", sc->valid ? "Succeed" : "Failed",
+		    report_rules_name(sc));
 	for (size_t i = 0; i < sc->nfailed; i++)
 		strbuf_addf(sb, "    failed rule:         %s\n", sc->failed[i]);
 	strbuf_addstr(sb, "  Final Score:           ");
@@ -59,6 +79,12 @@ void report_summary(struct strbuf *sb, const struct report_exp *exp,
 	strbuf_addstr(sb, "\n  Final Regulated Score: ");
 	report_si(sb, sc->final.regulated, "FLOPS");
 	strbuf_addf(sb, "\n  Error:                 %.2f%%\n", sc->final.error);
+	strbuf_addstr(sb, "  FLOPs:                 ");
+	report_si(sb, sc->final.flops, "FLOP");
+	strbuf_addf(sb, " (%s; by images trained ", report_charge_name(sc));
+	report_si(sb, sc->final.flops_images, "FLOP");
+	strbuf_addstr(sb, ")\n");
+	report_clock_line(sb, exp);
 	strbuf_addf(sb, "  Duration:              %.2f h (%zu epochs, %zu sample points%s)\n",
 		    sc->duration_s / 3600, sc->nepochs, sc->nsamples,
 		    sc->final_from_samples ? "" : "; values at the last epoch");
@@ -90,6 +116,7 @@ static cJSON *sample_json(const struct report_sample *s)
 	cJSON_AddNumberToObject(o, "hours", s->hours);
 	cJSON_AddNumberToObject(o, "elapsed_s", s->elapsed_s);
 	cJSON_AddNumberToObject(o, "flops", s->flops);
+	cJSON_AddNumberToObject(o, "flops_images", s->flops_images);
 	cJSON_AddNumberToObject(o, "score_flops", s->score);
 	cJSON_AddNumberToObject(o, "regulated_score_flops", s->regulated);
 	cJSON_AddNumberToObject(o, "best_acc", s->best_acc);
@@ -104,6 +131,10 @@ cJSON *report_results_json(const struct report_exp *exp, const struct report_opt
 	cJSON_AddStringToObject(doc, "format", "aah-results/1");
 	cJSON_AddStringToObject(doc, "experiment", exp->id);
 	cJSON_AddNumberToObject(doc, "created", exp->created);
+	cJSON_AddNumberToObject(doc, "start", exp->start);
+	cJSON_AddStringToObject(doc, "rule_set", sc->rules);
+	cJSON_AddStringToObject(doc, "epoch_charge", sc->charge);
+	cJSON_AddStringToObject(doc, "aiperf_comparison", "docs/aiperf.md");
 	cJSON_AddBoolToObject(doc, "experiment_done", exp->done);
 	cJSON_AddStringToObject(doc, "result", sc->valid ? "Succeed" : "Failed");
 	cJSON *rules = cJSON_AddArrayToObject(doc, "failed_rules");

@@ -17,6 +17,9 @@ struct report_trial {
 	enum trial_state state;         /* TRIAL_UNKNOWN: a directory the journal does not name */
 	int slot;                       /* from trial_submitted; -1 unknown */
 	double submitted, finished;     /* journal timestamps; 0 unknown */
+	double started;                 /* first trial_submitted (it has its model); 0 never */
+	double img_fwd, img_bwd;        /* arch.json's FLOPs per image; 0 without an arch */
+	int classes;                    /* arch.json's num_classes; 0 without an arch */
 	struct expdir_epoch *epochs;    /* (nepochs), metrics.jsonl order */
 	size_t nepochs;
 	double best_acc;                /* max val_acc over epochs, or result.json's */
@@ -39,6 +42,7 @@ struct report_exp {
 	char id[32];
 	char name[128];
 	double created;                 /* experiment.json "created" */
+	double start;                   /* AIPerf's clock: the earliest trial start, else created */
 	struct report_trial *trials;    /* (ntrials), sorted by id */
 	size_t ntrials;
 	struct report_util *util;       /* (nutil), sorted by ts */
@@ -55,13 +59,21 @@ struct report_options {
 	double min_accuracy;     /* AIPerf: best accuracy above 70% */
 	const char *min_precision; /* AIPerf: not below fp16 */
 	double now;              /* 0: the clock; where running bars end */
+	const char *rules;       /* report.rules: "readme" (NULL) or "report.py" */
+	const char *charge;      /* report.epochCharge: "auto" (NULL), "aiperf", "images" */
 };
-#define REPORT_OPTIONS_INIT { 0.2, 0.1, 3600.0, 0.70, "fp16", 0.0 }
+#define REPORT_OPTIONS_INIT { 0.2, 0.1, 3600.0, 0.70, "fp16", 0.0, NULL, NULL }
+
+/* AIPerf's score.py charges every epoch of a trial as ImageNet's:
+ * train_per_image x 1,280,000 + eval_per_image x 50,000. */
+#define REPORT_AIPERF_TRAIN_IMAGES 1280000.0
+#define REPORT_AIPERF_EVAL_IMAGES 50000.0
 
 struct report_sample {
 	double hours;       /* the sample point, hours after the start */
 	double elapsed_s;   /* last epoch before the point minus the start */
-	double flops;       /* FLOPs of every epoch finished before the point */
+	double flops;       /* FLOPs of every epoch finished before the point, as charged */
+	double flops_images; /* the same, by the images the trainer counted */
 	double score;       /* flops / elapsed_s, FLOPS */
 	double regulated;   /* score * |ln(1 - best_acc)| */
 	double best_acc;
@@ -81,6 +93,8 @@ struct report_score {
 	double duration_s;              /* last epoch end minus the start */
 	size_t nepochs;
 	int valid;
+	const char *rules;              /* the rule set used: "readme" or "report.py" */
+	const char *charge;             /* how epochs were charged: "aiperf" or "images" */
 	char failed[REPORT_MAX_RULES][160];  /* each failed rule, in words */
 	size_t nfailed;
 };
@@ -107,6 +121,12 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 		 const struct report_options *opt, const struct report_score *sc);
 void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 		       const struct report_score *sc);
+
+/* The rule set and the epoch charge of sc, in words; the clock line of the
+ * summary (AIPerf's start against the creation). */
+const char *report_rules_name(const struct report_score *sc);
+const char *report_charge_name(const struct report_score *sc);
+void report_clock_line(struct strbuf *sb, const struct report_exp *exp);
 
 /* "12.3 GFLOPS"-style value with an SI prefix. */
 void report_si(struct strbuf *sb, double v, const char *unit);

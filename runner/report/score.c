@@ -12,7 +12,18 @@
  *    Error = 100 - 100 * best. A point with elapsed <= 0 is skipped.
  * Every trial counts, whatever its final state (stopped trials did the work).
  * A trial whose epoch counter restarts (a retried attempt) adds its FLOPs
- * again from zero. */
+ * again from zero.
+ *
+ * Where aah and score.py can differ, both ways are here (docs/aiperf.md):
+ *  - the clock starts at the earliest trial start (score.py: the smallest
+ *    start_date of the trials' first hyperparameter set), not at creation;
+ *  - an epoch is charged as score.py charges it, ImageNet's fixed image
+ *    counts times the trial's FLOPs per image (report.epochCharge "aiperf";
+ *    "auto" takes it when every trial's arch has 1000 classes), or by the
+ *    images the trainer counted ("images"); flops_images keeps the latter;
+ *  - the validity rules are the README's (at least 1 h, not below fp16, best
+ *    accuracy above 70%) or report.py's (failed when the final Error is
+ *    above 95%), report.rules. */
 #include "runner/report/report.h"
 #include "util.h"
 
@@ -24,7 +35,8 @@
 
 struct ev {
 	double ts;
-	double flops;
+	double flops;       /* cumulative, by the images counted */
+	double charge;      /* one epoch by AIPerf's counts; 0 without an arch */
 	double acc;
 	size_t trial;
 	int epoch;
@@ -79,9 +91,26 @@ static void add_failed(struct report_score *s, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* report.py: "!!! Test failed due to low accuracy !!!" past 95% Error. */
+#define REPORT_PY_MAX_ERROR 95.0
+
+static void check_report_py_rules(struct report_score *s)
+{
+	if (!s->nepochs)
+		add_failed(s, "no epoch has finished yet");
+	else if (s->final.error > REPORT_PY_MAX_ERROR)
+		add_failed(s, "report.py: Error %.2f%% is above %.0f%% (low accuracy)", s->final.error,
+			   REPORT_PY_MAX_ERROR);
+	s->valid = s->nfailed == 0;
+}
+
 static void check_rules(const struct report_exp *exp, const struct report_options *opt,
 			struct report_score *s)
 {
+	if (!strcmp(s->rules, "report.py")) {
+		check_report_py_rules(s);
+		return;
+	}
 	if (!s->nepochs) {
 		add_failed(s, "no epoch has finished yet");
 	} else {
@@ -110,6 +139,23 @@ static void check_rules(const struct report_exp *exp, const struct report_option
 	s->valid = s->nfailed == 0;
 }
 
+/* report.epochCharge: "auto" is AIPerf's when every trial with an arch
+ * classifies 1000 classes (ImageNet, where score.py's counts hold). */
+static const char *epoch_charge(const struct report_exp *exp, const char *opt)
+{
+	if (opt && strcmp(opt, "auto"))
+		return !strcmp(opt, "aiperf") ? "aiperf" : "images";
+	int imagenet = 0;
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		if (!exp->trials[i].classes)
+			continue;
+		if (exp->trials[i].classes != 1000)
+			return "images";
+		imagenet = 1;
+	}
+	return imagenet ? "aiperf" : "images";
+}
+
 int report_score(const struct report_exp *exp, const struct report_options *opt,
 		 struct report_score *out)
 {
@@ -127,13 +173,18 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 		const struct report_trial *tr = &exp->trials[i];
 		for (size_t j = 0; j < tr->nepochs; j++) {
 			const struct expdir_epoch *e = &tr->epochs[j];
-			ev[k++] = (struct ev){ e->ts, e->flops, e->val_acc, i, e->epoch };
+			double charge = tr->img_fwd * REPORT_AIPERF_EVAL_IMAGES +
+					(tr->img_fwd + tr->img_bwd) * REPORT_AIPERF_TRAIN_IMAGES;
+			ev[k++] = (struct ev){ e->ts, e->flops, charge, e->val_acc, i, e->epoch };
 		}
 	}
 	qsort(ev, n, sizeof(*ev), cmp_ev);
 	out->nepochs = n;
+	out->rules = opt->rules && !strcmp(opt->rules, "report.py") ? "report.py" : "readme";
+	out->charge = epoch_charge(exp, opt->charge);
+	int aiperf = !strcmp(out->charge, "aiperf");
 
-	double start = exp->created;
+	double start = exp->start ? exp->start : exp->created;
 	double last = n ? ev[n - 1].ts : start;
 	double dur_h = (last - start) / 3600.0;
 	out->duration_s = last - start;
@@ -150,7 +201,7 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 	/* per trial: last cumulative FLOPs counted and its epoch number */
 	double *seen = xcalloc(exp->ntrials ? exp->ntrials : 1, sizeof(*seen));
 	int *seen_epoch = xcalloc(exp->ntrials ? exp->ntrials : 1, sizeof(*seen_epoch));
-	double total = 0, best = 0, latest = start;
+	double total = 0, total_aiperf = 0, best = 0, latest = start;
 	size_t p = 0;
 	for (size_t pt = 0; pt <= npoints; pt++) {
 		/* the extra round (pt == npoints) takes every epoch: the final state */
@@ -158,10 +209,11 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 		double stop = pt < npoints ? start + hours * 3600.0 : INFINITY;
 		for (; p < n && ev[p].ts < stop; p++) {
 			const struct ev *e = &ev[p];
+			double add = e->flops;     /* a new attempt started over */
 			if (e->epoch > seen_epoch[e->trial] && e->flops >= seen[e->trial])
-				total += e->flops - seen[e->trial];
-			else
-				total += e->flops;     /* a new attempt started over */
+				add = e->flops - seen[e->trial];
+			total += add;
+			total_aiperf += e->charge > 0 ? e->charge : add;
 			seen[e->trial] = e->flops;
 			seen_epoch[e->trial] = e->epoch;
 			if (e->acc > best)
@@ -169,7 +221,8 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 			if (e->ts > latest)
 				latest = e->ts;
 		}
-		struct report_sample s = { hours, latest - start, total, 0, 0, best, 0 };
+		struct report_sample s = { hours, latest - start, aiperf ? total_aiperf : total, total,
+					   0, 0, best, 0 };
 		fill_values(&s);
 		if (pt == npoints) {
 			if (!out->nsamples) {

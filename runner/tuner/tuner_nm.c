@@ -28,6 +28,7 @@
 #include "gp.h"
 #include "jsonfile.h"
 #include "morph.h"
+#include "nni_graph.h" /* nni_graph_load: tuner.initialArch */
 #include "pool.h"
 #include "tpe.h"
 #include "tuner_int.h"
@@ -611,30 +612,51 @@ static int arg_int(const struct tuner *t, const char *key, double def, double mi
 	return 0;
 }
 
+/* The builtin start models, by classArgs.start_model. */
+static const struct start_model {
+	const char *name;
+	int (*make)(struct tgraph *g, int width, int channels, int num_classes);
+} start_models[] = {
+	{ "cnn", tmodel_cnn },
+	{ "resnet50", tmodel_resnet50 },
+	{ "resnet50-v1.5", tmodel_resnet50_v15 },
+};
+
+/* tuner.initialArch: an aah-arch/1 file, or an NNI graph (AIPerf's
+ * resnet50.json) converted by common/nni_graph. */
+static int load_start_file(struct tuner *t, struct nm *nm)
+{
+	struct arch a;
+	nm->start_name = "file";
+	tgraph_init(&nm->start, 0, 0, 0, 0);
+	if (nni_graph_load(&a, t->initial_arch) < 0)
+		return error("network morphism: initial arch '%s' is not usable", t->initial_arch);
+	int rc = tgraph_from_arch(&nm->start, &a, t->initial_arch);
+	arch_release(&a);
+	if (rc < 0)
+		return error("network morphism: initial arch '%s' is not usable", t->initial_arch);
+	return 0;
+}
+
 static int load_start(struct tuner *t, struct nm *nm)
 {
 	double width, channels, classes;
+	const char *model;
 	if (arg_int(t, "input_width", 32, 1, 4096, &width) < 0 ||
 	    arg_int(t, "input_channel", 3, 1, 4096, &channels) < 0 ||
-	    arg_int(t, "n_output_node", 10, 2, 100000, &classes) < 0)
+	    arg_int(t, "n_output_node", 10, 2, 100000, &classes) < 0 ||
+	    tuner_arg_string(t, "start_model", width >= 128 ? "resnet50" : "cnn", &model) < 0)
 		return -1;
-	if (t->initial_arch) {
-		cJSON *doc;
-		nm->start_name = "file";
-		if (jsonfile_read(t->initial_arch, &doc) < 0)
-			return -1;
-		int rc = tgraph_from_json(&nm->start, doc, t->initial_arch);
-		cJSON_Delete(doc);
-		if (rc < 0)
-			return error("network morphism: initial arch '%s' is not usable", t->initial_arch);
-		return 0;
+	if (t->initial_arch)
+		return load_start_file(t, nm);
+	for (size_t i = 0; i < ARRAY_SIZE(start_models); i++) {
+		if (strcmp(model, start_models[i].name))
+			continue;
+		nm->start_name = start_models[i].name;
+		return start_models[i].make(&nm->start, (int)width, (int)channels, (int)classes);
 	}
-	if (width >= 128) {
-		nm->start_name = "resnet50";
-		return tmodel_resnet50(&nm->start, (int)width, (int)channels, (int)classes);
-	}
-	nm->start_name = "cnn";
-	return tmodel_cnn(&nm->start, (int)width, (int)channels, (int)classes);
+	return error("tuner %s: classArgs.start_model '%s' is none of cnn, resnet50 (AIPerf's "
+		     "ResNet-50 v1), resnet50-v1.5", t->name, model);
 }
 
 static void nm_release(struct tuner *t)

@@ -36,10 +36,11 @@ TestSuite(report, .init = setup, .fini = teardown);
  *   A: 600 s: 1e12 FLOPs cumulative, acc 0.5;  1000 s: 2e12, acc 0.6
  *   B: 900 s: 3e12, acc 0.7;                   1500 s: 6e12, acc 0.65
  * The last epoch ends at 1500 s = 0.41667 h, so the points are 0.2, 0.3,
- * 0.4, 0.5 h (arange(0.2, 0.41667 + 0.1, 0.1)). */
+ * 0.4, 0.5 h (arange(0.2, 0.41667 + 0.1, 0.1)). A starts at T0, the
+ * creation, so AIPerf's clock (the first trial start) starts there too. */
 static void two_trials(void)
 {
-	cr_assert_eq(fx_trial_events(dir, "000001", 0, T0 + 1, T0 + 1001, "succeeded"), 0);
+	cr_assert_eq(fx_trial_events(dir, "000001", 0, T0, T0 + 1001, "succeeded"), 0);
 	cr_assert_eq(fx_trial_events(dir, "000002", 1, T0 + 2, T0 + 1501, "early_stopped"), 0);
 	cr_assert_eq(fx_epoch(dir, "000001", 1, T0 + 600, 0.8e12, 0.2e12, 0.5, 100), 0);
 	cr_assert_eq(fx_epoch(dir, "000001", 2, T0 + 1000, 1.6e12, 0.4e12, 0.6, 110), 0);
@@ -357,6 +358,123 @@ Test(report, a_step_making_too_many_points_is_refused)
 	opt.sample_first_h = opt.sample_step_h = 0.5 / 1000;
 	cr_assert_eq(report_score(&exp, &opt, &sc), 0, "%s", util_last_error());
 	cr_assert_geq(sc.nsamples, 500);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+/* Issue 17: AIPerf's clock, its epoch charge and report.py's rules. Trial A
+ * is submitted 300 s after the creation, B at 400 s; each runs epochs of the
+ * 1000-class net below, whose FLOPs per image are counted by hand:
+ * global_avg_pool on 4x4x1: (16-1) adds + a divide at 4 = 19;
+ * dense 1 -> 1000: 2*1000 + softmax 8*1000 + 999 + 4*1000 = 14999 forward,
+ * 4*1000 + 2*2*1000 = 8000 backward. */
+#define IMG_FWD (19.0 + 14999.0)
+#define IMG_BWD 8000.0
+
+static int imagenet_arch(const char *trial)
+{
+	static const char doc[] =
+		"{\"format\":\"aah-arch/1\",\"input\":{\"height\":4,\"width\":4,\"channels\":1},"
+		"\"num_classes\":1000,\"output\":\"fc\",\"layers\":["
+		"{\"id\":\"gap\",\"type\":\"global_avg_pool\",\"inputs\":[\"input\"]},"
+		"{\"id\":\"fc\",\"type\":\"dense\",\"inputs\":[\"gap\"],\"units\":1000}]}\n";
+	return fx_arch_doc(dir, trial, doc);
+}
+
+static void late_trials(void)
+{
+	cr_assert_eq(fx_trial_events(dir, "000001", 0, T0 + 300, T0 + 2000, "succeeded"), 0);
+	cr_assert_eq(fx_trial_events(dir, "000002", 1, T0 + 400, T0 + 2000, "succeeded"), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 1, T0 + 900, 1e9, 1e8, 0.5, 10), 0);
+	cr_assert_eq(fx_epoch(dir, "000001", 2, T0 + 1500, 2e9, 2e8, 0.6, 10), 0);
+	cr_assert_eq(fx_epoch(dir, "000002", 1, T0 + 1900, 3e9, 3e8, 0.04, 10), 0);
+	cr_assert_eq(imagenet_arch("000001"), 0);
+	cr_assert_eq(imagenet_arch("000002"), 0);
+}
+
+Test(report, aiperfs_clock_starts_at_the_first_trial_and_epochs_are_charged_as_score_py)
+{
+	late_trials();
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	close_to(exp.created, T0);
+	close_to(exp.start, T0 + 300);
+	close_to(exp.trials[0].img_fwd, IMG_FWD);
+	close_to(exp.trials[0].img_bwd, IMG_BWD);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	/* auto: every arch has 1000 classes */
+	cr_assert_str_eq(sc.charge, "aiperf");
+	double epoch = IMG_FWD * 50000 + (IMG_FWD + IMG_BWD) * 1280000;
+	close_to(sc.final.flops, 3 * epoch);
+	close_to(sc.final.flops_images, 5.5e9); /* cumulative: A 2.2e9, B 3.3e9 */
+	/* elapsed from the first trial's start: 1900 - 300 s */
+	close_to(sc.duration_s, 1600);
+	close_to(sc.final.elapsed_s, 1600);
+	close_to(sc.final.score, 3 * epoch / 1600);
+	/* the first point, 0.2 h after the start (T0 + 1020), has A's first epoch */
+	close_to(sc.samples[0].flops, epoch);
+	close_to(sc.samples[0].elapsed_s, 600);
+	report_score_release(&sc);
+
+	opt.charge = "images";
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_str_eq(sc.charge, "images");
+	close_to(sc.final.flops, 5.5e9);
+	close_to(sc.final.flops_images, 5.5e9); /* cumulative: A 2.2e9, B 3.3e9 */
+	report_score_release(&sc);
+
+	struct strbuf sb = STRBUF_INIT;
+	opt.charge = NULL;
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	report_summary(&sb, &exp, &sc);
+	cr_assert(strstr(sb.buf, "Failed (rules of AIPerf's README)"), "%s", sb.buf);
+	cr_assert(strstr(sb.buf, "epochs charged as AIPerf's score.py"), "%s", sb.buf);
+	cr_assert(strstr(sb.buf, "starts at the first trial, 300 s after the experiment was created"),
+		  "%s", sb.buf);
+	cJSON *doc = report_results_json(&exp, &opt, &sc);
+	close_to(cJSON_GetObjectItem(doc, "start")->valuedouble, T0 + 300);
+	cr_assert_str_eq(cJSON_GetObjectItem(doc, "rule_set")->valuestring, "readme");
+	cr_assert_str_eq(cJSON_GetObjectItem(doc, "aiperf_comparison")->valuestring, "docs/aiperf.md");
+	cJSON_Delete(doc);
+	strbuf_release(&sb);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+Test(report, report_py_rules_fail_only_on_low_accuracy)
+{
+	late_trials();
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	/* README: under 1 h and 0.6 not above 0.7 */
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_not(sc.valid);
+	cr_assert_eq(sc.nfailed, 2);
+	report_score_release(&sc);
+	/* report.py: Error 40% is not above 95% */
+	opt.rules = "report.py";
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_str_eq(sc.rules, "report.py");
+	cr_assert(sc.valid, "%s", sc.nfailed ? sc.failed[0] : "");
+	report_score_release(&sc);
+	report_exp_release(&exp);
+
+	/* only B, whose best is 4%: Error 96% fails report.py */
+	fileio_remove_tree(tmpdir);
+	cr_assert_not_null(mkdtemp(strcpy(tmpdir, "/tmp/aah-report-XXXXXX")));
+	free(dir);
+	dir = fx_exp_create(tmpdir, "exp00002", T0);
+	cr_assert_eq(fx_trial_events(dir, "000002", 1, T0 + 400, T0 + 2000, "succeeded"), 0);
+	cr_assert_eq(fx_epoch(dir, "000002", 1, T0 + 1900, 3e9, 3e8, 0.04, 10), 0);
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_not(sc.valid);
+	cr_assert_eq(sc.nfailed, 1);
+	cr_assert(strstr(sc.failed[0], "report.py: Error 96.00% is above 95%"), "%s", sc.failed[0]);
 	report_score_release(&sc);
 	report_exp_release(&exp);
 }

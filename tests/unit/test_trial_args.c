@@ -139,6 +139,10 @@ Test(args, params_json_and_trial_dir_defaults)
 	cr_assert_float_eq(a.initial_lr, 0.01, 1e-12, "learning_rate replaces initial_lr");
 	cr_assert_eq(args_source(&a, "--dropout_rate"), ARGS_FROM_PARAMS);
 	args_release(&a);
+	/* AIPerf's batch: the tuned 40.7 times 32 GiB wins over the command's */
+	cr_assert_eq(PARSE(&a, "--batch_size=448", "--batch_scale=32"), 0, "%s", util_last_error());
+	cr_assert_eq((int)a.batch_size, 1302, "%g", a.batch_size);
+	args_release(&a);
 	/* AAH_TRIAL_SEQ beats params.json; AAH_TRIAL_DIR is the default trial dir */
 	static const char *const env[] = {"AAH_TRIAL_SEQ", "9", NULL};
 	fake_env = env;

@@ -113,7 +113,8 @@ Test(tuner_graph, cnn_generator_shape_and_params)
 Test(tuner_graph, resnet50_matches_reference_params)
 {
 	struct tgraph g;
-	cr_assert_eq(tmodel_resnet50(&g, 224, 3, 1000), 0, "%s", util_last_error());
+	/* v1.5, torchvision's (AIPerf's v1 start: test_nni_graph.c) */
+	cr_assert_eq(tmodel_resnet50_v15(&g, 224, 3, 1000), 0, "%s", util_last_error());
 	/* torchvision resnet50: 25,557,032 parameters (no conv bias) */
 	cr_assert_eq(tgraph_params(&g), 25557032ULL);
 	/* about 4.1 G multiply-adds, the figure published for ResNet-50 */
