@@ -151,3 +151,30 @@ teardown() { teardown_workdir; }
 		grep -q '"params":" dropout_rate=' "$d/result.json"
 	done
 }
+
+@test "same seed, same run: proposals and trainer seeds repeat; another seed differs" {
+	write_config c.yml "trialConcurrency: 1" "maxTrialNum: 3" "maxExecDuration: 5m"
+	export TRIAL_SLEEP=0
+	for s in 5 5 6; do
+		run aah-runner create -c c.yml --seed $s
+		[ "$status" -eq 0 ]
+	done
+	ids=($(ls -tr "$AAH_WORKDIR/experiments"))
+	[ "${#ids[@]}" -eq 3 ]
+	# What a trial is given: its hyperparameters and its AAH_SEED.
+	given() {
+		local d=$AAH_WORKDIR/experiments/$1/trials/$2
+		cat "$d/params.json"
+		echo "seed=$(jq -r '.ranks[0].env.AAH_SEED' "$d/launch.json")"
+	}
+	seeds=""
+	for t in 000001 000002 000003; do
+		a=$(given "${ids[0]}" $t) b=$(given "${ids[1]}" $t) c=$(given "${ids[2]}" $t)
+		[[ $a == *seed=[1-9]* ]]
+		[ "$a" = "$b" ]
+		[ "$a" != "$c" ]
+		seeds+="${a##*seed=} "
+	done
+	# Each trial of one experiment gets its own trainer seed.
+	[ "$(tr ' ' '\n' <<<"$seeds" | sed '/^$/d' | sort -u | wc -l)" -eq 3 ]
+}
