@@ -63,6 +63,7 @@ int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
 	tc->max_layers = (unsigned)cfg->tuner.max_layers;
 	tc->max_params = (uint64_t)cfg->tuner.max_params;
 	tc->max_flops = cfg->tuner.max_flops;
+	tc->inherit_weights = cfg->tuner.inherit_weights;
 	return 0;
 }
 
@@ -287,10 +288,8 @@ static int propose(struct sched *s, unsigned seq, cJSON **params_out)
 			r = jsonfile_read(pp, &params);
 	} else if (s->tuner) {
 		r = tuner_propose(s->tuner, seq, &arch, &params);
-		if (r == 0 && arch)
-			r = jsonfile_write(pa, arch);
-		if (r == 0 && params)
-			r = jsonfile_write(pp, params);
+		if (r == 0)
+			r = tuner_write_proposal(s->tuner, dir, arch, params);
 	}
 	if (r == 0 && params) {
 		cJSON *p = cJSON_DetachItemFromObjectCaseSensitive(params, "parameters");

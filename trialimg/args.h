@@ -10,6 +10,7 @@ struct args {
 	/* AIPerf trial arguments */
 	double batch_size;       /* tuner values may be fractional: truncated */
 	int epochs, warmup_1, warmup_2, warmup_3;
+	int inherited_epochs;    /* budget of a trial that inherits weights; 0 = staged */
 	double initial_lr, final_lr, smooth_factor;
 	char *train_data_dir, *val_data_dir, *ip;
 	int slave, num_parallel_calls;
