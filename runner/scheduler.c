@@ -94,6 +94,26 @@ static void fmt_duration(char *buf, size_t n, double sec)
 		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
 }
 
+/* The trial a proposal was morphed from (arch.json meta.parent_trial), as
+ * " from 000003", or "" when it has none (the start network, other tuners). */
+static void parent_note(const struct sched *s, unsigned seq, char *buf, size_t n)
+{
+	char *p = expdir_trial_file(s->e->dir, seq, "arch.json");
+	cJSON *arch = NULL;
+	buf[0] = '\0';
+	util_set_quiet(1);
+	if (fileio_exists(p) && jsonfile_read(p, &arch) == 0) {
+		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(arch, "meta");
+		const cJSON *pt = cJSON_GetObjectItemCaseSensitive(meta, "parent_trial");
+		char id[EXPDIR_TRIAL_ID_SIZE];
+		if (cJSON_IsNumber(pt) && pt->valuedouble >= 1 && pt->valuedouble <= EXPDIR_TRIAL_MAX)
+			snprintf(buf, n, " from %s", expdir_trial_id((unsigned)pt->valuedouble, id));
+	}
+	util_set_quiet(0);
+	cJSON_Delete(arch);
+	free(p);
+}
+
 /* One progress line: after trial t settled, or (t NULL) a periodic one. */
 static void progress(struct sched *s, const struct trial_rec *t)
 {
@@ -117,11 +137,12 @@ static void progress(struct sched *s, const struct trial_rec *t)
 		snprintf(acc, sizeof(acc), "%.4f", t->best_acc);
 	if (!isnan(best))
 		snprintf(bestacc, sizeof(bestacc), "%.4f", best);
-	char id[EXPDIR_TRIAL_ID_SIZE];
-	if (t)
-		printf("trial %s %-13s acc %s", expdir_trial_id(t->seq, id),
-		       expdir_state_name(t->state), acc);
-	else
+	char id[EXPDIR_TRIAL_ID_SIZE], parent[32];
+	if (t) {
+		parent_note(s, t->seq, parent, sizeof(parent));
+		printf("trial %s %-13s acc %s%s", expdir_trial_id(t->seq, id),
+		       expdir_state_name(t->state), acc, parent);
+	} else
 		printf("%-31s", "progress");
 	printf(" | done %u/%ld, running %u | best %s | %s of %s\n", done, s->cfg->max_trial_num,
 	       running, bestacc, el, budget);

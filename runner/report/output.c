@@ -66,11 +66,18 @@ void report_summary(struct strbuf *sb, const struct report_exp *exp,
 	for (int s = 0; s < TRIAL_NSTATES; s++)
 		if (counts[s])
 			strbuf_addf(sb, ", %zu %s", counts[s], expdir_state_name((enum trial_state)s));
+	size_t inherited = 0;
+	for (size_t i = 0; i < exp->ntrials; i++)
+		inherited += exp->trials[i].inherited_from[0] != 0;
+	if (inherited)   /* FLOPs count each trial's own epochs only */
+		strbuf_addf(sb, "; %zu started from a parent's weights", inherited);
 	strbuf_addch(sb, '\n');
 	if (exp->best >= 0) {
 		const struct report_trial *b = &exp->trials[exp->best];
-		strbuf_addf(sb, "  Best trial:            %s (accuracy %.2f%%)\n", b->id,
-			    100 * b->best_acc);
+		strbuf_addf(sb, "  Best trial:            %s (accuracy %.2f%%", b->id, 100 * b->best_acc);
+		if (b->inherited_from[0])
+			strbuf_addf(sb, ", from the weights of %s", b->inherited_from);
+		strbuf_addstr(sb, ")\n");
 		const cJSON *layers = cJSON_GetObjectItemCaseSensitive(exp->best_arch, "layers");
 		const cJSON *l;
 		cJSON_ArrayForEach(l, layers) {
@@ -147,6 +154,8 @@ cJSON *report_results_json(const struct report_exp *exp, const struct report_opt
 			cJSON_AddStringToObject(t, "precision", tr->precision);
 		if (tr->reason[0])
 			cJSON_AddStringToObject(t, "reason", tr->reason);
+		if (tr->inherited_from[0])
+			cJSON_AddStringToObject(t, "inherited_from", tr->inherited_from);
 		cJSON_AddItemToArray(arr, t);
 	}
 	return doc;

@@ -22,6 +22,7 @@ struct report_trial {
 	double best_acc;                /* max val_acc over epochs, or result.json's */
 	double flops;                   /* last cumulative FLOPs seen */
 	char precision[16];             /* result.json "precision"; "" unknown */
+	char inherited_from[16];        /* result.json: the parent whose weights it started from */
 	int on_gpu;                     /* result.json devices name a GPU */
 	char reason[160];               /* journal reason or result stop_reason */
 };
