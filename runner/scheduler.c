@@ -36,6 +36,10 @@ struct sched {
 	double last_progress;     /* util_monotonic() of the last progress line */
 	char *workdir;            /* the experiments' parent, absolute */
 	unsigned settled_this_session;
+	/* Master placement: the next new trial's proposal, made while every
+	 * slot trains, so that a slot that frees up is refilled at once. */
+	unsigned ahead_seq;       /* 0 = none */
+	cJSON *ahead_arch, *ahead_params;
 };
 
 int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
@@ -308,7 +312,14 @@ static int propose(struct sched *s, unsigned seq, cJSON **params_out)
 		if (fileio_exists(pp))
 			r = jsonfile_read(pp, &params);
 	} else if (s->tuner) {
-		r = tuner_propose(s->tuner, seq, &arch, &params);
+		if (seq == s->ahead_seq) {   /* made while the slots were busy */
+			arch = s->ahead_arch;
+			params = s->ahead_params;
+			s->ahead_arch = s->ahead_params = NULL;
+			s->ahead_seq = 0;
+		} else {
+			r = tuner_propose(s->tuner, seq, &arch, &params);
+		}
 		if (r == 0)
 			r = tuner_write_proposal(s->tuner, dir, arch, params);
 	}
@@ -412,6 +423,28 @@ static int fill_slots(struct sched *s)
 			return -1;
 	}
 	return 0;
+}
+
+/* Master placement: with every slot busy, propose the next new trial now
+ * (trials still training count at their predicted mean, as for any
+ * concurrent proposal) instead of when its slot frees up. A failure here
+ * is not final: the trial proposes again when it is created. */
+static void propose_ahead(struct sched *s)
+{
+	if (!s->tuner || s->ahead_seq || s->stop || s->timeup ||
+	    s->created >= (unsigned)s->cfg->max_trial_num)
+		return;
+	for (unsigned i = 0; i < s->nslots; i++)
+		if (!s->slots[i].trial)
+			return;
+	for (size_t i = 0; i < s->e->ntrials; i++)
+		if (s->e->trials[i].state == TRIAL_QUEUED)
+			return;   /* the next slot goes to a queued trial */
+	unsigned seq = s->created + 1;
+	util_set_quiet(1);   /* said again, loudly, if it fails when the trial is made */
+	if (tuner_propose(s->tuner, seq, &s->ahead_arch, &s->ahead_params) == 0)
+		s->ahead_seq = seq;
+	util_set_quiet(0);
 }
 
 /* ---- the loop --------------------------------------------------------------- */
@@ -599,6 +632,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		}
 		if (fill_slots(&s) < 0)
 			goto out_backend;
+		propose_ahead(&s);
 		int running = 0;
 		for (unsigned i = 0; i < s.nslots; i++)
 			running |= s.slots[i].trial != 0;
@@ -620,6 +654,8 @@ out_backend:
 	backend_fini(&s.bctx);
 out:
 	tuner_free(s.tuner);
+	cJSON_Delete(s.ahead_arch);
+	cJSON_Delete(s.ahead_params);
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);

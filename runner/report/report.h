@@ -49,6 +49,11 @@ struct report_exp {
 	int done;                       /* journal has experiment_done */
 };
 
+/* Idle fraction of each slot from the experiment's creation to its last
+ * trial_finished (running trials count as busy up to then): *n slots from
+ * 0, the fractions malloc'd into *idle (NULL when no trial has a slot). */
+void report_slot_idle(const struct report_exp *exp, double **idle, int *n);
+
 struct report_options {
 	double sample_first_h;   /* first sample point, hours (AIPerf 0.2) */
 	double sample_step_h;    /* distance between sample points (AIPerf 0.1) */

@@ -178,3 +178,21 @@ teardown() { teardown_workdir; }
 	# Each trial of one experiment gets its own trainer seed.
 	[ "$(tr ' ' '\n' <<<"$seeds" | sed '/^$/d' | sort -u | wc -l)" -eq 3 ]
 }
+
+@test "master placement proposes ahead: every trial gets its own proposal, none is left over; idle per slot" {
+	write_config c.yml "trialConcurrency: 2" "maxTrialNum: 5" "maxExecDuration: 5m"
+	export TRIAL_SLEEP=0.3
+	run aah-runner create -c c.yml --seed 4
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	E=$AAH_WORKDIR/experiments/$id
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 5 ]
+	[ "$(ls "$E/trials")" = "$(printf '%s\n' 000001 000002 000003 000004 000005)" ]
+	# five proposals, all different (a proposal made ahead is used once)
+	[ "$(cat "$E"/trials/*/params.json | jq -c .parameters | sort -u | wc -l)" -eq 5 ]
+	run aah-runner report "$id"
+	[ "$status" -eq 0 ]
+	[[ $output == *"Slot idle:             slot 0 "*"%, slot 1 "*"%"* ]]
+	[ "$(jq '.slot_idle | length' "$E/results.json")" -eq 2 ]
+	jq -e '.slot_idle | all(. >= 0 and . <= 1)' "$E/results.json"
+}
