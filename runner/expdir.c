@@ -440,7 +440,7 @@ static char *result_path(const char *trial_dir)
 int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 {
 	char *p = result_path(trial_dir);
-	const char *status = NULL, *precision = NULL, *reason = NULL;
+	const char *status = NULL, *precision = NULL, *reason = NULL, *parent = NULL;
 	cJSON *doc = NULL;
 	int r;
 	memset(res, 0, sizeof(*res));
@@ -455,9 +455,12 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 	    json_get_number(p, doc, "best_val_acc", 1, &res->best_val_acc) < 0 ||
 	    json_get_number(p, doc, "total_flops", 1, &res->total_flops) < 0 ||
 	    json_get_string(p, doc, "precision", 1, &precision) < 0 ||
-	    json_get_string(p, doc, "stop_reason", 1, &reason) < 0) {
+	    json_get_string(p, doc, "stop_reason", 1, &reason) < 0 ||
+	    json_get_string(p, doc, "inherited_from", 1, &parent) < 0) {
 		r = -1;
 	} else {
+		if (parent)
+			xstrlcpy(res->inherited_from, parent, sizeof(res->inherited_from));
 		if (status && expdir_state_parse(status, &res->status) < 0)
 			res->status = TRIAL_UNKNOWN;
 		if (precision)

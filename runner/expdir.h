@@ -139,6 +139,7 @@ struct expdir_result {
 	double total_flops;       /* 0 when absent */
 	char precision[16];       /* "" when absent */
 	char stop_reason[160];    /* "" when absent */
+	char inherited_from[16];  /* parent trial id of an inheriting trial; "" when absent */
 	int on_gpu;               /* "devices" names a GPU (cuda:N, gpu...) */
 	double written;           /* the file's modification time, Unix time */
 };

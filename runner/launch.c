@@ -8,6 +8,7 @@
 
 #include <libgen.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,17 @@ void launch_push_params(struct strvec *argv, const cJSON *params)
 	}
 }
 
+unsigned long launch_trial_seed(long experiment_seed, unsigned trial_seq)
+{
+	/* splitmix64's finaliser over (seed, seq): neighbouring trials and
+	 * neighbouring seeds land far apart. */
+	uint64_t z = (uint64_t)experiment_seed * 0x9e3779b97f4a7c15ull + trial_seq;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (unsigned long)(z % 2147483647ull) + 1;
+}
+
 /* The i-th device of a comma list such as "2,3" (or i itself when absent). */
 static char *device_at(const char *gpus, unsigned i)
 {
@@ -100,6 +112,8 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 	strvec_setenv(e, "AAH_TRIAL_ID", l->trial_id);
 	strvec_pushf(e, "AAH_TRIAL_SEQ=%u", l->trial_seq);
 	strvec_pushf(e, "AAH_ATTEMPT=%u", l->attempt);
+	if (cfg->seed > 0) /* the command line's --seed, if any, still wins */
+		strvec_pushf(e, "AAH_SEED=%lu", launch_trial_seed(cfg->seed, l->trial_seq));
 	strvec_setenv(e, "AAH_TRIAL_DIR", l->trial_dir);
 	strvec_setenv(e, "AAH_WORKDIR", l->workdir);
 	strvec_setenv(e, "AAH_EXPERIMENT_DIR", l->expdir);

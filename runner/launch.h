@@ -63,6 +63,12 @@ void launch_release(struct aah_launch *l);
  * later become "$@", so they never pass through the shell's parser. */
 void launch_command_argv(struct strvec *argv, const char *command);
 
+/* The trainer seed of a trial (AAH_SEED), 1 to 2^31-1: a function of the
+ * experiment's seed and the trial's sequence number only, so two
+ * experiments created with the same seed train every trial alike; every
+ * attempt of a trial gets the same seed. */
+unsigned long launch_trial_seed(long experiment_seed, unsigned trial_seq);
+
 /* Append hyperparameters as --name=value (numbers in shortest form). */
 void launch_push_params(struct strvec *argv, const cJSON *params);
 

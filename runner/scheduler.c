@@ -36,6 +36,10 @@ struct sched {
 	double last_progress;     /* util_monotonic() of the last progress line */
 	char *workdir;            /* the experiments' parent, absolute */
 	unsigned settled_this_session;
+	/* Master placement: the next new trial's proposal, made while every
+	 * slot trains, so that a slot that frees up is refilled at once. */
+	unsigned ahead_seq;       /* 0 = none */
+	cJSON *ahead_arch, *ahead_params;
 };
 
 int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
@@ -63,6 +67,7 @@ int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
 	tc->max_layers = (unsigned)cfg->tuner.max_layers;
 	tc->max_params = (uint64_t)cfg->tuner.max_params;
 	tc->max_flops = cfg->tuner.max_flops;
+	tc->inherit_weights = cfg->tuner.inherit_weights;
 	return 0;
 }
 
@@ -93,6 +98,26 @@ static void fmt_duration(char *buf, size_t n, double sec)
 		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
 }
 
+/* The trial a proposal was morphed from (arch.json meta.parent_trial), as
+ * " from 000003", or "" when it has none (the start network, other tuners). */
+static void parent_note(const struct sched *s, unsigned seq, char *buf, size_t n)
+{
+	char *p = expdir_trial_file(s->e->dir, seq, "arch.json");
+	cJSON *arch = NULL;
+	buf[0] = '\0';
+	util_set_quiet(1);
+	if (fileio_exists(p) && jsonfile_read(p, &arch) == 0) {
+		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(arch, "meta");
+		const cJSON *pt = cJSON_GetObjectItemCaseSensitive(meta, "parent_trial");
+		char id[EXPDIR_TRIAL_ID_SIZE];
+		if (cJSON_IsNumber(pt) && pt->valuedouble >= 1 && pt->valuedouble <= EXPDIR_TRIAL_MAX)
+			snprintf(buf, n, " from %s", expdir_trial_id((unsigned)pt->valuedouble, id));
+	}
+	util_set_quiet(0);
+	cJSON_Delete(arch);
+	free(p);
+}
+
 /* One progress line: after trial t settled, or (t NULL) a periodic one. */
 static void progress(struct sched *s, const struct trial_rec *t)
 {
@@ -116,11 +141,12 @@ static void progress(struct sched *s, const struct trial_rec *t)
 		snprintf(acc, sizeof(acc), "%.4f", t->best_acc);
 	if (!isnan(best))
 		snprintf(bestacc, sizeof(bestacc), "%.4f", best);
-	char id[EXPDIR_TRIAL_ID_SIZE];
-	if (t)
-		printf("trial %s %-13s acc %s", expdir_trial_id(t->seq, id),
-		       expdir_state_name(t->state), acc);
-	else
+	char id[EXPDIR_TRIAL_ID_SIZE], parent[32];
+	if (t) {
+		parent_note(s, t->seq, parent, sizeof(parent));
+		printf("trial %s %-13s acc %s%s", expdir_trial_id(t->seq, id),
+		       expdir_state_name(t->state), acc, parent);
+	} else
 		printf("%-31s", "progress");
 	printf(" | done %u/%ld, running %u | best %s | %s of %s\n", done, s->cfg->max_trial_num,
 	       running, bestacc, el, budget);
@@ -286,11 +312,16 @@ static int propose(struct sched *s, unsigned seq, cJSON **params_out)
 		if (fileio_exists(pp))
 			r = jsonfile_read(pp, &params);
 	} else if (s->tuner) {
-		r = tuner_propose(s->tuner, seq, &arch, &params);
-		if (r == 0 && arch)
-			r = jsonfile_write(pa, arch);
-		if (r == 0 && params)
-			r = jsonfile_write(pp, params);
+		if (seq == s->ahead_seq) {   /* made while the slots were busy */
+			arch = s->ahead_arch;
+			params = s->ahead_params;
+			s->ahead_arch = s->ahead_params = NULL;
+			s->ahead_seq = 0;
+		} else {
+			r = tuner_propose(s->tuner, seq, &arch, &params);
+		}
+		if (r == 0)
+			r = tuner_write_proposal(s->tuner, dir, arch, params);
 	}
 	if (r == 0 && params) {
 		cJSON *p = cJSON_DetachItemFromObjectCaseSensitive(params, "parameters");
@@ -392,6 +423,28 @@ static int fill_slots(struct sched *s)
 			return -1;
 	}
 	return 0;
+}
+
+/* Master placement: with every slot busy, propose the next new trial now
+ * (trials still training count at their predicted mean, as for any
+ * concurrent proposal) instead of when its slot frees up. A failure here
+ * is not final: the trial proposes again when it is created. */
+static void propose_ahead(struct sched *s)
+{
+	if (!s->tuner || s->ahead_seq || s->stop || s->timeup ||
+	    s->created >= (unsigned)s->cfg->max_trial_num)
+		return;
+	for (unsigned i = 0; i < s->nslots; i++)
+		if (!s->slots[i].trial)
+			return;
+	for (size_t i = 0; i < s->e->ntrials; i++)
+		if (s->e->trials[i].state == TRIAL_QUEUED)
+			return;   /* the next slot goes to a queued trial */
+	unsigned seq = s->created + 1;
+	util_set_quiet(1);   /* said again, loudly, if it fails when the trial is made */
+	if (tuner_propose(s->tuner, seq, &s->ahead_arch, &s->ahead_params) == 0)
+		s->ahead_seq = seq;
+	util_set_quiet(0);
 }
 
 /* ---- the loop --------------------------------------------------------------- */
@@ -579,6 +632,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		}
 		if (fill_slots(&s) < 0)
 			goto out_backend;
+		propose_ahead(&s);
 		int running = 0;
 		for (unsigned i = 0; i < s.nslots; i++)
 			running |= s.slots[i].trial != 0;
@@ -600,6 +654,8 @@ out_backend:
 	backend_fini(&s.bctx);
 out:
 	tuner_free(s.tuner);
+	cJSON_Delete(s.ahead_arch);
+	cJSON_Delete(s.ahead_params);
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);

@@ -10,6 +10,7 @@
 #include "jsonfile.h" /* jsonfile_append, jsonfile_write */
 #include "trialimg/data/loader.h"
 #include "trialimg/dist.h"
+#include "trialimg/inherit.h"
 #include "trialimg/model.h"
 #include "trialimg/train.h"
 #include "trialimg/monitor.h" /* monitor_start, monitor_stop */
@@ -31,6 +32,7 @@ struct trial {
 	double train_flops, eval_flops, wall_before, t0;
 	float *dlogits;
 	char *metrics_path, *result_path, *ckpt_dir, *ckpt_path;
+	char inherited_from[16];      /* parent trial id when the weights are inherited */
 };
 
 int train_epoch_budget(const struct args *a, int *patience)
@@ -170,6 +172,25 @@ static int load_checkpoint(struct trial *t)
 	return 0;
 }
 
+int train_checkpoint_weights(const char *path, struct model *m)
+{
+	struct ckpt_header h;
+	char *buf;
+	size_t len, np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
+	if (fileio_read(path, sizeof(h) + 2 * np + ns + 1, &buf, &len))
+		return -1;
+	memcpy(&h, buf, len < sizeof(h) ? len : sizeof(h));
+	if (len != sizeof(h) + 2 * np + ns || memcmp(h.magic, "AAHCKPT1", 8) ||
+	    h.n_params != m->n_params || h.n_stats != m->n_stats) {
+		free(buf);
+		return error("checkpoint '%s' does not belong to the network of its arch.json", path);
+	}
+	memcpy(m->params, buf + sizeof(h), np);
+	memcpy(m->stats, buf + sizeof(h) + 2 * np, ns);
+	free(buf);
+	return 0;
+}
+
 /* ---- result and metrics ---------------------------------------------------- */
 
 static int write_result(struct trial *t, const char *status, const char *reason)
@@ -195,6 +216,8 @@ static int write_result(struct trial *t, const char *status, const char *reason)
 	cJSON_AddItemToArray(dev, cJSON_CreateString(d));
 	free(d);
 	cJSON_AddNumberToObject(r, "world_size", t->world);
+	if (t->inherited_from[0]) /* its epochs and FLOPs are its own; the parent's are not here */
+		cJSON_AddStringToObject(r, "inherited_from", t->inherited_from);
 	int rc = jsonfile_write(t->result_path, r);
 	cJSON_Delete(r);
 	return rc;
@@ -317,7 +340,14 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
 	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1))
 		return -1;
+	if (!(a->resume && fileio_exists(t->ckpt_path)) &&
+	    inherit_from_parent(&t->m, a->trial_dir, (uint64_t)a->seed, t->inherited_from) < 0)
+		return -1;
 	t->budget = train_epoch_budget(a, &t->patience);
+	if (t->inherited_from[0] && a->inherited_epochs > 0)
+		t->budget = a->inherited_epochs;
+	if (t->inherited_from[0])
+		printf("aah-trial: starts from the weights of trial %s (morph.json)\n", t->inherited_from);
 	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
 	t->total_steps = t->steps_per_epoch * t->budget;
 	if (a->resume && fileio_exists(t->ckpt_path) && load_checkpoint(t))

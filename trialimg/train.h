@@ -13,6 +13,10 @@
 int train_epoch_budget(const struct args *a, int *patience);
 /* Learning rate at step t of T: cosine from initial_lr to final_lr. */
 double train_lr(const struct args *a, long t, long total);
+/* The parameters and batchnorm statistics of a checkpoint (written by a
+ * trial of m's network) into m, allocated by model_alloc. */
+struct model;
+int train_checkpoint_weights(const char *path, struct model *m);
 /* Writes a failed result.json into trial_dir (for errors before training
  * starts, such as bad arguments). */
 int train_write_failure(const char *trial_dir, const char *reason);

@@ -36,6 +36,8 @@ static const struct cfg_key tuner_keys[] = {
 	  "largest network the tuner may propose, in parameters" },
 	{ "maxFlops", CFG_NUM, TUNER(max_flops), CFG_RANGE(0, 1e18), NULL, NULL, "0 (no limit)",
 	  "costliest network the tuner may propose, in forward FLOPs per image of its conv and dense layers" },
+	{ "inheritWeights", CFG_BOOL, TUNER(inherit_weights), 0, NULL, NULL, "false",
+	  "a NetworkMorphism child starts from its parent's trained weights, mapped through the morphisms (morph.json)" },
 	{ "initialArch", CFG_STR, TUNER(initial_arch), 0, NULL, NULL, "(the tuner's own start)",
 	  "aah-arch/1 file the network morphism search starts from, relative to the config file" },
 	{ NULL },

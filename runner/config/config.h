@@ -60,6 +60,7 @@ struct aah_config_tuner {
 	double max_params;
 	double max_flops;         /* forward conv + dense FLOPs per image; 0 = no limit */
 	char *initial_arch;       /* a user aah-arch/1 file to start the search from */
+	int inherit_weights;      /* children start from their parent's weights (morph.json) */
 };
 
 struct aah_config_assessor {

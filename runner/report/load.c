@@ -121,6 +121,7 @@ static void apply_result(const struct expdir_result *res, struct report_trial *t
 {
 	if (res->precision[0])
 		xstrlcpy(tr->precision, res->precision, sizeof(tr->precision));
+	xstrlcpy(tr->inherited_from, res->inherited_from, sizeof(tr->inherited_from));
 	if (!tr->reason[0] && res->stop_reason[0])
 		xstrlcpy(tr->reason, res->stop_reason, sizeof(tr->reason));
 	tr->on_gpu = res->on_gpu;

@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void report_si(struct strbuf *sb, double v, const char *unit)
@@ -63,6 +64,35 @@ void report_clock_line(struct strbuf *sb, const struct report_exp *exp)
 		    exp->start - exp->created);
 }
 
+void report_slot_idle(const struct report_exp *exp, double **idle, int *n)
+{
+	double end = exp->created;
+	int maxslot = -1;
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		end = fmax(end, tr->finished);
+		if (tr->submitted > 0 && tr->slot > maxslot)
+			maxslot = tr->slot;
+	}
+	*n = maxslot + 1;
+	*idle = NULL;
+	if (*n <= 0 || !(end > exp->created))
+		return;
+	double *busy = xcalloc((size_t)*n, sizeof(double));
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		if (tr->submitted <= 0 || tr->slot < 0)
+			continue;
+		double b = fmax(tr->submitted, exp->created);
+		double e = tr->finished > 0 ? fmin(tr->finished, end) : end;
+		if (e > b)
+			busy[tr->slot] += e - b;
+	}
+	for (int k = 0; k < *n; k++)
+		busy[k] = fmax(0.0, 1.0 - busy[k] / (end - exp->created));
+	*idle = busy;
+}
+
 void report_summary(struct strbuf *sb, const struct report_exp *exp,
 		    const struct report_score *sc)
 {
@@ -92,11 +122,28 @@ void report_summary(struct strbuf *sb, const struct report_exp *exp,
 	for (int s = 0; s < TRIAL_NSTATES; s++)
 		if (counts[s])
 			strbuf_addf(sb, ", %zu %s", counts[s], expdir_state_name((enum trial_state)s));
+	size_t inherited = 0;
+	for (size_t i = 0; i < exp->ntrials; i++)
+		inherited += exp->trials[i].inherited_from[0] != 0;
+	if (inherited)   /* FLOPs count each trial's own epochs only */
+		strbuf_addf(sb, "; %zu started from a parent's weights", inherited);
 	strbuf_addch(sb, '\n');
+	double *idle;
+	int nslots;
+	report_slot_idle(exp, &idle, &nslots);
+	if (idle) {
+		strbuf_addstr(sb, "  Slot idle:            ");
+		for (int k = 0; k < nslots; k++)
+			strbuf_addf(sb, "%s slot %d %.2f%%", k ? "," : "", k, 100 * idle[k]);
+		strbuf_addch(sb, '\n');
+	}
+	free(idle);
 	if (exp->best >= 0) {
 		const struct report_trial *b = &exp->trials[exp->best];
-		strbuf_addf(sb, "  Best trial:            %s (accuracy %.2f%%)\n", b->id,
-			    100 * b->best_acc);
+		strbuf_addf(sb, "  Best trial:            %s (accuracy %.2f%%", b->id, 100 * b->best_acc);
+		if (b->inherited_from[0])
+			strbuf_addf(sb, ", from the weights of %s", b->inherited_from);
+		strbuf_addstr(sb, ")\n");
 		const cJSON *layers = cJSON_GetObjectItemCaseSensitive(exp->best_arch, "layers");
 		const cJSON *l;
 		cJSON_ArrayForEach(l, layers) {
@@ -164,6 +211,13 @@ cJSON *report_results_json(const struct report_exp *exp, const struct report_opt
 	cJSON *arr = cJSON_AddArrayToObject(doc, "samples");
 	for (size_t i = 0; i < sc->nsamples; i++)
 		cJSON_AddItemToArray(arr, sample_json(&sc->samples[i]));
+	double *idle;
+	int nslots;
+	report_slot_idle(exp, &idle, &nslots);
+	arr = cJSON_AddArrayToObject(doc, "slot_idle");
+	for (int k = 0; idle && k < nslots; k++)
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(idle[k]));
+	free(idle);
 	arr = cJSON_AddArrayToObject(doc, "trials");
 	for (size_t i = 0; i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];
@@ -178,6 +232,8 @@ cJSON *report_results_json(const struct report_exp *exp, const struct report_opt
 			cJSON_AddStringToObject(t, "precision", tr->precision);
 		if (tr->reason[0])
 			cJSON_AddStringToObject(t, "reason", tr->reason);
+		if (tr->inherited_from[0])
+			cJSON_AddStringToObject(t, "inherited_from", tr->inherited_from);
 		cJSON_AddItemToArray(arr, t);
 	}
 	return doc;

@@ -25,6 +25,7 @@ struct report_trial {
 	double best_acc;                /* max val_acc over epochs, or result.json's */
 	double flops;                   /* last cumulative FLOPs seen */
 	char precision[16];             /* result.json "precision"; "" unknown */
+	char inherited_from[16];        /* result.json: the parent whose weights it started from */
 	int on_gpu;                     /* result.json devices name a GPU */
 	char reason[160];               /* journal reason or result stop_reason */
 };
@@ -51,6 +52,11 @@ struct report_exp {
 	cJSON *best_arch;               /* that trial's arch.json, or NULL; owned */
 	int done;                       /* journal has experiment_done */
 };
+
+/* Idle fraction of each slot from the experiment's creation to its last
+ * trial_finished (running trials count as busy up to then): *n slots from
+ * 0, the fractions malloc'd into *idle (NULL when no trial has a slot). */
+void report_slot_idle(const struct report_exp *exp, double **idle, int *n);
 
 struct report_options {
 	double sample_first_h;   /* first sample point, hours (AIPerf 0.2) */

@@ -13,10 +13,20 @@
 
 /* One layer = one edge set: inputs are node ids, and layer i produces node
  * i + 1 (node 0 is the network input). */
+/* How a morphism asks a child to start a layer it added, so that the child
+ * computes its parent's function (weight inheritance, morph_record.c). */
+enum tg_init {
+	TG_INIT_INHERIT = 0,   /* not added by a morphism: the parent's layer */
+	TG_INIT_RANDOM,        /* its consumers ignore it at first: any weights */
+	TG_INIT_IDENTITY,      /* conv/dense: output channel o = input o; BN: y = x */
+	TG_INIT_ZERO,          /* contributes nothing (the branch of an add) */
+};
+
 struct tlayer {
 	struct arch_op op;
 	int nin;
 	int in[TG_MAX_INPUTS]; /* input node ids; in[0] is the main path */
+	int init;              /* enum tg_init, set by the morphism that added it */
 };
 
 struct tgraph {
@@ -71,6 +81,10 @@ int tgraph_main_chain(const struct tgraph *g, int *chain);
  * to the document, and name `file` in errors. */
 void tgraph_to_arch(const struct tgraph *g, struct arch *a);
 int tgraph_from_arch(struct tgraph *g, const struct arch *a, const char *file);
+/* tgraph_to_arch that also tells where each layer went: arch_of (nlayers
+ * ints) gets the arch layer index of graph layer i, -1 when it does not
+ * feed the output. */
+void tgraph_to_arch_map(const struct tgraph *g, struct arch *a, int *arch_of);
 cJSON *tgraph_to_json(const struct tgraph *g, const cJSON *meta);
 int tgraph_from_json(struct tgraph *g, const cJSON *doc, const char *file);
 

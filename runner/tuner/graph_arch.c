@@ -8,6 +8,11 @@
 
 void tgraph_to_arch(const struct tgraph *g, struct arch *a)
 {
+	tgraph_to_arch_map(g, a, NULL);
+}
+
+void tgraph_to_arch_map(const struct tgraph *g, struct arch *a, int *arch_of)
+{
 	int *order = xmalloc((size_t)(g->nlayers ? g->nlayers : 1) * sizeof(int));
 	int *node = xmalloc((size_t)(g->nlayers + 1) * sizeof(int)); /* graph node -> arch node */
 	int n = tgraph_topo(g, order);
@@ -23,6 +28,12 @@ void tgraph_to_arch(const struct tgraph *g, struct arch *a)
 		free(id);
 	}
 	a->output = n > 0 ? node[g->output + 1] - 1 : -1;
+	if (arch_of) {
+		for (int i = 0; i < g->nlayers; i++)
+			arch_of[i] = -1;
+		for (int k = 0; k < n; k++)
+			arch_of[order[k]] = node[order[k] + 1] - 1;
+	}
 	free(node);
 	free(order);
 }

@@ -70,8 +70,10 @@ static int deeper(struct tgraph *g, struct trng *r, const int *cand, int m)
 	int c = g->shapes[x].c;
 	int conv = tgraph_add1(g, ARCH_CONV2D, x, c, kernels[trng_below(r, 3)], 1);
 	g->layers[conv - 1].op.bias = 0;
+	g->layers[conv - 1].init = TG_INIT_IDENTITY;
 	int bn = tgraph_add1(g, ARCH_BATCHNORM, conv, 0, 0, 0);
-	int relu = tgraph_add1(g, ARCH_RELU, bn, 0, 0, 0);
+	g->layers[bn - 1].init = TG_INIT_IDENTITY;
+	int relu = tgraph_add1(g, ARCH_RELU, bn, 0, 0, 0);   /* x >= 0 already: relu(x) = x */
 	tgraph_redirect(g, x, relu, conv - 1);
 	return 0;
 }
@@ -137,16 +139,21 @@ static int skip(struct tgraph *g, int kind, struct trng *r, const int *cand, int
 		int relu = tgraph_add1(g, ARCH_RELU, start, 0, 0, 0);
 		if (kind == MORPH_ADD_SKIP) {
 			int conv = tgraph_add1(g, ARCH_CONV2D, relu, sb.c, 1, s);
+			g->layers[conv - 1].init = TG_INIT_ZERO;
 			struct tlayer add = { .op.type = ARCH_ADD, .nin = 2, .in = { end, conv } };
 			int out = tgraph_add(g, &add);
 			tgraph_redirect(g, end, out, out - 1);
 		} else {
 			int sk = relu;
-			if (s > 1)
+			if (s > 1) {   /* its consumer starts at zero on it: any weights */
 				sk = tgraph_add1(g, ARCH_CONV2D, relu, sa.c, 1, s);
+				g->layers[sk - 1].init = TG_INIT_RANDOM;
+			}
 			struct tlayer cat = { .op.type = ARCH_CONCAT, .nin = 2, .in = { end, sk } };
 			int cn = tgraph_add(g, &cat);
 			int conv = tgraph_add1(g, ARCH_CONV2D, cn, sb.c, 1, 1);
+			/* identity on the main channels, zero on the skip's */
+			g->layers[conv - 1].init = TG_INIT_IDENTITY;
 			tgraph_redirect(g, end, conv, cn - 1);
 		}
 		return 0;

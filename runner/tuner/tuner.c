@@ -101,6 +101,7 @@ int tuner_create(struct tuner **out, const struct tuner_config *cfg)
 	t->max_layers = cfg->max_layers;
 	t->max_params = cfg->max_params;
 	t->max_flops = cfg->max_flops;
+	t->inherit_weights = cfg->inherit_weights;
 	t->threads = cfg->threads;
 	if (space_parse(&t->space, cfg->search_space) < 0 || (ops->init && ops->init(t) < 0)) {
 		tuner_free(t);
@@ -261,6 +262,30 @@ int tuner_load_history(struct tuner *t, const char *expdir)
 	return rc;
 }
 
+int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, const cJSON *params)
+{
+	cJSON *meta = arch ? cJSON_GetObjectItemCaseSensitive(arch, "meta") : NULL;
+	cJSON *morph = meta ? cJSON_DetachItemFromObjectCaseSensitive(meta, "morph") : NULL;
+	int rc = 0;
+	if (morph && t->inherit_weights) {
+		char *p = xstrfmt("%s/morph.json", dir);
+		rc = jsonfile_write(p, morph);
+		free(p);
+	}
+	cJSON_Delete(morph);
+	if (rc == 0 && arch) {
+		char *p = xstrfmt("%s/arch.json", dir);
+		rc = jsonfile_write(p, arch);
+		free(p);
+	}
+	if (rc == 0 && params) {
+		char *p = xstrfmt("%s/params.json", dir);
+		rc = jsonfile_write(p, params);
+		free(p);
+	}
+	return rc;
+}
+
 int tuner_propose_into(struct tuner *t, const char *expdir, unsigned trial_seq)
 {
 	if (trial_seq == 0 || trial_seq > EXPDIR_TRIAL_MAX)
@@ -283,9 +308,7 @@ int tuner_propose_into(struct tuner *t, const char *expdir, unsigned trial_seq)
 		goto out_unlock;
 	if ((arch || params) && fileio_mkdir_p(dir, 0755) < 0)
 		goto out_unlock;
-	if (arch && jsonfile_write(arch_path, arch) < 0)
-		goto out_unlock;
-	if (params && jsonfile_write(params_path, params) < 0)
+	if (tuner_write_proposal(t, dir, arch, params) < 0)
 		goto out_unlock;
 	rc = 0;
 out_unlock:

@@ -18,6 +18,7 @@ struct tuner_config {
 	uint64_t max_params;        /* 0 = tuner default */
 	double max_flops;           /* forward FLOPs per image (tgraph_flops); 0 = no limit */
 	unsigned threads;           /* distance thread pool size; 0 = online CPUs */
+	int inherit_weights;        /* write a child's morph.json beside its arch.json */
 };
 
 enum tuner_obs_state {
@@ -48,6 +49,12 @@ int tuner_observe(struct tuner *t, const struct tuner_observation *obs);
  * PENDING until observed again. */
 int tuner_propose(struct tuner *t, unsigned trial_seq, cJSON **arch, cJSON **params);
 void tuner_free(struct tuner *t);
+
+/* Write a proposal into the trial directory dir: morph.json (the
+ * aah-morph/1 record in the arch's meta.morph, taken out of arch.json; kept
+ * only when the tuner inherits weights), then arch.json, then params.json
+ * (last: its presence marks a complete proposal). */
+int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, const cJSON *params);
 
 /* Observe every trial of an experiment directory: trials/<id>/arch.json,
  * params.json and result.json (no result.json = PENDING). */

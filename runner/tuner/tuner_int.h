@@ -50,6 +50,7 @@ struct tuner {
 	uint64_t max_params;
 	double max_flops;
 	unsigned threads;
+	int inherit_weights;
 	struct tuner_hist *hist;   /* (nhist) in order of first observation */
 	size_t nhist, ahist;
 	void *priv;                /* the implementation's state */

@@ -29,6 +29,7 @@
 #include "jsonfile.h"
 #include "morph.h"
 #include "nni_graph.h" /* nni_graph_load: tuner.initialArch */
+#include "morph_record.h"
 #include "pool.h"
 #include "tpe.h"
 #include "tuner_int.h"
@@ -498,6 +499,20 @@ static cJSON *candidate_meta(const struct tuner *t, const struct search *s, int 
 	cJSON *m = cJSON_AddArrayToObject(meta, "morphisms");
 	for (int k = n - 1; k >= 0; k--)
 		cJSON_AddItemToArray(m, cJSON_CreateString(morph_name(chain[k])));
+	if (n < 256) {   /* the record the child inherits its weights through */
+		const struct tgraph *steps[256];
+		int kinds[256], k = n;
+		for (int c2 = ci; c2 >= 0; c2 = s->cands[c2].parent_cand) {
+			k--;
+			steps[k] = &s->cands[c2].graph;
+			kinds[k] = s->cands[c2].kind;
+		}
+		const struct nm_item *p = &nm->items[c->parent_item];
+		cJSON *rec = morph_record(&p->graph, t->hist[p->hist].arch, t->hist[p->hist].seq,
+					  steps, kinds, n);
+		if (rec)
+			cJSON_AddItemToObject(meta, "morph", rec);
+	}
 	char hex[17];
 	for (int k = 0; k < 16; k++)
 		hex[k] = "0123456789abcdef"[(c->desc.hash >> (60 - 4 * k)) & 15];

@@ -185,6 +185,26 @@ static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, in
 			       "%.0f ms (ratio wall %.2f, cpu %.2f); observe %.2f ms, target 10 ms (ratio "
 			       "%.2f)\n", p, pc, k->propose_target_ms, p / k->propose_target_ms,
 			       pc / k->propose_target_ms, obs_new, obs_new / 10.0);
+		if (sizes[si] <= 1000) {
+			/* placement: trial: every proposer is a fresh tuner that replays
+			 * the whole history before it proposes (no cached state) */
+			struct tuner *f;
+			double t0 = util_monotonic(), c0 = cpu_now(), replay_ms;
+			if (tuner_create(&f, &cfg) < 0)
+				return -1;
+			for (int i = 0; i < n; i++)
+				if (observe_model(f, (unsigned)i + 1, &h[i], &replay_ms) < 0)
+					return -1;
+			cJSON *arch, *params;
+			if (tuner_propose(f, (unsigned)n + 1, &arch, &params) < 0)
+				return -1;
+			printf("        fresh proposer (placement: trial, history replayed) at n=%d: "
+			       "%.1f ms wall, %.1f ms cpu (all threads)\n", n,
+			       1e3 * (util_monotonic() - t0), 1e3 * (cpu_now() - c0));
+			cJSON_Delete(arch);
+			cJSON_Delete(params);
+			tuner_free(f);
+		}
 		fflush(stdout);
 		nobs = 0;
 		si++;

@@ -151,3 +151,48 @@ teardown() { teardown_workdir; }
 		grep -q '"params":" dropout_rate=' "$d/result.json"
 	done
 }
+
+@test "same seed, same run: proposals and trainer seeds repeat; another seed differs" {
+	write_config c.yml "trialConcurrency: 1" "maxTrialNum: 3" "maxExecDuration: 5m"
+	export TRIAL_SLEEP=0
+	for s in 5 5 6; do
+		run aah-runner create -c c.yml --seed $s
+		[ "$status" -eq 0 ]
+	done
+	ids=($(ls -tr "$AAH_WORKDIR/experiments"))
+	[ "${#ids[@]}" -eq 3 ]
+	# What a trial is given: its hyperparameters and its AAH_SEED.
+	given() {
+		local d=$AAH_WORKDIR/experiments/$1/trials/$2
+		cat "$d/params.json"
+		echo "seed=$(jq -r '.ranks[0].env.AAH_SEED' "$d/launch.json")"
+	}
+	seeds=""
+	for t in 000001 000002 000003; do
+		a=$(given "${ids[0]}" $t) b=$(given "${ids[1]}" $t) c=$(given "${ids[2]}" $t)
+		[[ $a == *seed=[1-9]* ]]
+		[ "$a" = "$b" ]
+		[ "$a" != "$c" ]
+		seeds+="${a##*seed=} "
+	done
+	# Each trial of one experiment gets its own trainer seed.
+	[ "$(tr ' ' '\n' <<<"$seeds" | sed '/^$/d' | sort -u | wc -l)" -eq 3 ]
+}
+
+@test "master placement proposes ahead: every trial gets its own proposal, none is left over; idle per slot" {
+	write_config c.yml "trialConcurrency: 2" "maxTrialNum: 5" "maxExecDuration: 5m"
+	export TRIAL_SLEEP=0.3
+	run aah-runner create -c c.yml --seed 4
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	E=$AAH_WORKDIR/experiments/$id
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 5 ]
+	[ "$(ls "$E/trials")" = "$(printf '%s\n' 000001 000002 000003 000004 000005)" ]
+	# five proposals, all different (a proposal made ahead is used once)
+	[ "$(cat "$E"/trials/*/params.json | jq -c .parameters | sort -u | wc -l)" -eq 5 ]
+	run aah-runner report "$id"
+	[ "$status" -eq 0 ]
+	[[ $output == *"Slot idle:             slot 0 "*"%, slot 1 "*"%"* ]]
+	[ "$(jq '.slot_idle | length' "$E/results.json")" -eq 2 ]
+	jq -e '.slot_idle | all(. >= 0 and . <= 1)' "$E/results.json"
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bats
+# Weight inheritance with the real trainer on a slice of Fashion-MNIST: a
+# child of the network morphism search starts from its parent's checkpoint
+# through morph.json, and the progress lines, result.json and the report
+# say so.
+
+load helpers
+
+setup() { setup_workdir; }
+teardown() { teardown_workdir; }
+
+inherit_config() {
+	cat > c.yml <<EOF2
+experimentName: inherit
+maxTrialNum: 3
+trialConcurrency: 1
+trainingServicePlatform: local
+searchSpacePath: $AAH_ROOT/examples/quickstart-search-space.json
+tuner:
+  builtinTunerName: NetworkMorphism
+  placement: trial
+  inheritWeights: $1
+  initialArch: $AAH_ROOT/examples/fashion-mnist-cnn.json
+trial:
+  command: aah-trial --dataset /usr/share/datasets/fashion-mnist --threads 1 --batch_size 64
+           --warmup_1 2 --epochs 2 --inherited_epochs 1 --train_samples 512 --val_samples 128
+EOF2
+}
+
+@test "children start from their parent's weights and say so" {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	inherit_config true
+	run aah-runner create -c c.yml --seed 3
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	T=$AAH_WORKDIR/experiments/$id/trials
+	[ ! -f "$T/000001/morph.json" ]
+	[ "$(jq -r .format "$T/000002/morph.json")" = "aah-morph/1" ]
+	for t in 000002 000003; do
+		p=$(jq -r .parent_trial "$T/$t/morph.json")
+		[ "$(jq -r .inherited_from "$T/$t/result.json")" = "$p" ]
+		grep -q "starts from the weights of trial $p" "$T/$t/trial.log"
+		[[ $output == *"trial $t succeeded"*"from $p |"* ]]
+		# its own budget (--inherited_epochs 1), not the parent's epochs again
+		[ "$(wc -l < "$T/$t/metrics.jsonl")" -eq 1 ]
+		[ "$(jq -r .epochs_run "$T/$t/result.json")" -eq 1 ]
+	done
+	[ "$(jq -r .epochs_run "$T/000001/result.json")" -eq 2 ]
+	# arch.json keeps no copy of the record
+	[ "$(jq -r '.meta.morph' "$T/000002/arch.json")" = "null" ]
+	run aah-runner report "$id"
+	[ "$status" -eq 0 ]
+	[[ $output == *"2 started from a parent's weights"* ]]
+	E=$AAH_WORKDIR/experiments/$id
+	[ "$(jq -r '[.trials[] | select(.inherited_from)] | length' "$E/results.json")" -eq 2 ]
+}
+
+@test "without tuner.inheritWeights every trial trains from its own initialisation" {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	inherit_config false
+	sed -i 's/maxTrialNum: 3/maxTrialNum: 2/' c.yml
+	run aah-runner create -c c.yml --seed 3
+	[ "$status" -eq 0 ]
+	T=$AAH_WORKDIR/experiments/${lines[0]}/trials
+	[ ! -f "$T/000002/morph.json" ]
+	[ "$(jq -r .inherited_from "$T/000002/result.json")" = "null" ]
+	[ "$(wc -l < "$T/000002/metrics.jsonl")" -eq 2 ]
+}
