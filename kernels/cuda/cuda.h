@@ -30,8 +30,6 @@ extern "C" {
  * of c channels (an NHWC tensor is n*h*w rows). */
 cudaError_t cuk_relu_fwd(cudaStream_t s, size_t count, const float *x, float *y);
 cudaError_t cuk_relu_bwd(cudaStream_t s, size_t count, const float *x, const float *dy, float *dx);
-/* dx = dy where y > 0 else 0 (backward of a fused relu from its output) */
-cudaError_t cuk_relu_mask(cudaStream_t s, size_t count, const float *y, const float *dy, float *g);
 cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y);
 cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x);
 /* SGD with momentum over one flat block of count values. */
@@ -122,19 +120,23 @@ struct cuda_stage {
 	void *dev;
 	size_t bytes;
 	int out;        /* copied back to host when the op ends */
+	int filled;     /* holds the host values (copied in) */
 };
 
 #define CUDA_MAX_STAGES 24
+#define CUDA_MAX_SPILLS 8
 
 struct cuda_ctx {
 	int device;
 	cudaStream_t stream;
 	cudnnHandle_t dnn;
 	cublasLtHandle_t lt;
-	/* the arena: one device block; an op that outgrows it gets a second
-	 * (spill) block, and the next op starts from one block of both sizes */
-	char *arena, *spill;
-	size_t arena_cap, arena_used, spill_cap, spill_used, arena_want;
+	/* the arena: one device block; an op that outgrows it gets spill
+	 * blocks, and the next op starts from one block of the total size */
+	char *arena, *spill[CUDA_MAX_SPILLS];
+	size_t arena_cap, arena_used, arena_want;
+	size_t spill_cap, spill_used;   /* of the last spill block */
+	int nspill;
 	struct cuda_stage st[CUDA_MAX_STAGES];
 	int nst;
 };

@@ -38,6 +38,14 @@ static int cuda_init(struct ops_ctx *ctx)
 	return 0;
 }
 
+static void free_spills(struct cuda_ctx *c)
+{
+	for (int k = 0; k < c->nspill; k++)
+		cudaFree(c->spill[k]);
+	c->nspill = 0;
+	c->spill_cap = c->spill_used = 0;
+}
+
 static void cuda_fini(struct ops_ctx *ctx)
 {
 	struct cuda_ctx *c = ctx->priv;
@@ -46,7 +54,7 @@ static void cuda_fini(struct ops_ctx *ctx)
 	if (c->stream)
 		cudaStreamSynchronize(c->stream);
 	cudaFree(c->arena);
-	cudaFree(c->spill);
+	free_spills(c);
 	if (c->lt)
 		cublasLtDestroy(c->lt);
 	if (c->dnn)
@@ -77,16 +85,16 @@ int cuda_begin(struct ops_ctx *ctx)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	c->nst = 0;
-	c->arena_used = c->spill_used = 0;
-	if (c->spill) {   /* the last op outgrew the arena: one block of both sizes */
+	c->arena_used = 0;
+	if (c->nspill) {   /* the last op outgrew the arena: one block of its total */
 		CUDA_CHECK(cudaStreamSynchronize(c->stream));
-		CUDA_CHECK(cudaFree(c->spill));
+		free_spills(c);
 		CUDA_CHECK(cudaFree(c->arena));
-		c->spill = c->arena = NULL;
-		c->spill_cap = 0;
+		c->arena = NULL;
 		c->arena_cap = c->arena_want;
 		CUDA_CHECK(cudaMalloc((void **)&c->arena, c->arena_cap));
 	}
+	c->arena_want = 0;
 	return 0;
 }
 
@@ -96,22 +104,24 @@ int cuda_scratch(struct ops_ctx *ctx, size_t bytes, void **dev)
 	bytes = (bytes + ALIGN - 1) / ALIGN * ALIGN;
 	if (!bytes)
 		bytes = ALIGN;
-	c->arena_want = c->arena_used + c->spill_used + bytes;
-	if (c->arena_used + bytes <= c->arena_cap) {
+	c->arena_want += bytes;
+	if (!c->nspill && c->arena_used + bytes <= c->arena_cap) {
 		*dev = c->arena + c->arena_used;
 		c->arena_used += bytes;
 		return 0;
 	}
-	if (c->spill_used + bytes > c->spill_cap) {
-		/* what the spill block held stays in use until the op ends: a
-		 * second spill in one op is not supported, so size it generously */
-		if (c->spill)
-			return error("cuda: the op's scratch outgrew its spill block (%zu bytes)",
-				     c->spill_cap);
-		c->spill_cap = 2 * bytes + c->arena_cap;
-		CUDA_CHECK(cudaMalloc((void **)&c->spill, c->spill_cap));
+	if (!c->nspill || c->spill_used + bytes > c->spill_cap) {
+		/* a new spill block, at least as large as all the op asked so far */
+		if (c->nspill == CUDA_MAX_SPILLS)
+			return error("cuda: an op asked for device scratch %d times past its arena",
+				     CUDA_MAX_SPILLS);
+		size_t cap = 2 * bytes > c->arena_want ? 2 * bytes : c->arena_want;
+		CUDA_CHECK(cudaMalloc((void **)&c->spill[c->nspill], cap));
+		c->nspill++;
+		c->spill_cap = cap;
+		c->spill_used = 0;
 	}
-	*dev = c->spill + c->spill_used;
+	*dev = c->spill[c->nspill - 1] + c->spill_used;
 	c->spill_used += bytes;
 	return 0;
 }
@@ -139,6 +149,12 @@ static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, 
 		return 0;
 	for (int k = 0; k < c->nst; k++)
 		if (c->st[k].host == p && c->st[k].bytes >= bytes) {
+			/* an output staged first and now read (in place) */
+			if (copy_in && !c->st[k].filled) {
+				CUDA_CHECK(cudaMemcpyAsync(c->st[k].dev, p, bytes, cudaMemcpyHostToDevice,
+							   c->stream));
+				c->st[k].filled = 1;
+			}
 			c->st[k].out |= out;
 			*dev = c->st[k].dev;
 			return 0;
@@ -147,7 +163,7 @@ static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, 
 		return error("cuda: an op with more than %d host tensors", CUDA_MAX_STAGES);
 	if (cuda_scratch(ctx, bytes, dev))
 		return -1;
-	c->st[c->nst++] = (struct cuda_stage){p, *dev, bytes, out};
+	c->st[c->nst++] = (struct cuda_stage){p, *dev, bytes, out, copy_in};
 	if (copy_in)
 		CUDA_CHECK(cudaMemcpyAsync(*dev, p, bytes, cudaMemcpyHostToDevice, c->stream));
 	return 0;
@@ -184,6 +200,8 @@ int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, cons
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	void *z, *t, *dz = NULL, *loss, *hit, *bad;
 	size_t nz = (size_t)n * classes * sizeof(float);
+	if (n <= 0)
+		return 0;
 	if (cuda_begin(ctx) || cuda_in(ctx, logits, nz, &z) ||
 	    cuda_in(ctx, labels, (size_t)n * sizeof(int), &t) ||
 	    (dlogits && cuda_out(ctx, dlogits, nz, 0, &dz)) ||

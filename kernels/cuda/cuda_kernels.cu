@@ -439,12 +439,6 @@ cudaError_t cuk_relu_bwd(cudaStream_t s, size_t count, const float *x, const flo
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_relu_mask(cudaStream_t s, size_t count, const float *y, const float *dy, float *g)
-{
-	relu_bwd<<<blocks_for(count), THREADS, 0, s>>>(count, y, dy, g);   /* y > 0 iff x > 0 */
-	return cudaGetLastError();
-}
-
 cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y)
 {
 	copy_k<<<blocks_for(count), THREADS, 0, s>>>(count, x, y);
@@ -640,7 +634,7 @@ cudaError_t cuk_loss(cudaStream_t s, int n, int classes, const float *z, const i
 		     float smoothing, float *dz, double *loss, int *hit, int *bad)
 {
 	cudaError_t e = cudaMemsetAsync(bad, 0, sizeof(int), s);
-	if (e != cudaSuccess)
+	if (e != cudaSuccess || n == 0)
 		return e;
 	loss_k<<<(n + 127) / 128, 128, 0, s>>>(n, classes, z, labels, smoothing, dz, loss, hit, bad);
 	return cudaGetLastError();
