@@ -125,18 +125,21 @@ __global__ void dropout_bwd(size_t count, float scale, const uint8_t *mask, cons
 }
 
 /* ---- per-channel sums ----------------------------------------------------------
- * A block of 32 x 8 threads owns 32 channels and a stripe of rows: thread
- * (tx, ty) sums rows ty, ty + 8, ... of its stripe for channel tx (the
- * 32 threads of a warp read 32 neighbouring floats), the 8 partial sums of
- * a channel meet in shared memory, and thread ty == 0 adds them to acc. */
+ * A block of 32 x 8 threads owns 32 channels and a stripe of 256 rows (or
+ * several, gridDim.y apart): thread (tx, ty) sums rows ty, ty + 8, ... of
+ * its stripes for channel tx (the 32 threads of a warp read 32 neighbouring
+ * floats), the 8 partial sums of a channel meet in shared memory, and
+ * thread ty == 0 adds them to acc. */
 #define CH_TILE 32
 #define ROW_TILE 8
 #define ROWS_PER_BLOCK 256
 
 static dim3 channel_grid(size_t rows, int c)
 {
-	return dim3((unsigned)((c + CH_TILE - 1) / CH_TILE),
-		    (unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK));
+	size_t stripes = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+	if (stripes > 65535)
+		stripes = 65535;   /* gridDim.y's limit: a block then takes several stripes */
+	return dim3((unsigned)((c + CH_TILE - 1) / CH_TILE), (unsigned)(stripes ? stripes : 1));
 }
 
 /* acc[ch] += sum of f(row, ch) over the block's rows; acc2 likewise for g. */
@@ -145,9 +148,9 @@ __device__ void channel_reduce(size_t rows, int c, F f, G g, double *acc, double
 {
 	__shared__ double part[ROW_TILE][CH_TILE], part2[ROW_TILE][CH_TILE];
 	int ch = blockIdx.x * CH_TILE + threadIdx.x;
-	size_t r0 = (size_t)blockIdx.y * ROWS_PER_BLOCK;
 	double s = 0, s2 = 0;
-	if (ch < c)
+	for (size_t r0 = (size_t)blockIdx.y * ROWS_PER_BLOCK; ch < c && r0 < rows;
+	     r0 += (size_t)gridDim.y * ROWS_PER_BLOCK)
 		for (size_t r = r0 + threadIdx.y; r < rows && r < r0 + ROWS_PER_BLOCK; r += ROW_TILE) {
 			s += f(r, ch);
 			if (acc2)
