@@ -57,9 +57,12 @@ RUNNER_LIBS := -lyaml -lcjson -larchive -lzstd -lz -lcrypto -lpthread -lm
 TRIAL_LIBS  := -lcjson -ldnnl -ljpeg -lz -lpthread -lm
 
 ifeq ($(AAH_CUDA),1)
-CFLAGS_ALL  += -DAAH_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+CFLAGS_ALL  += -DAAH_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include
 TRIAL_LINK  := $(LIB_CUDA) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublasLt -lcublas -lcudart $(if $(HAVE_NCCL),-lnccl) -lstdc++
-NVCCFLAGS   ?= -O2 -std=c++17 -arch=sm_90 -I. -Icommon -Xcompiler -Wall
+# Ampere and Hopper; kernels/cuda/cuda_kernels.cu is the one nvcc unit.
+CUDA_ARCHS  ?= 80 90
+NVCCFLAGS   ?= -O2 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	       -I. -Icommon -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
 else
 TRIAL_LINK  :=
 endif

@@ -7,10 +7,16 @@
 
 extern const struct ops_backend ops_cpu_backend; /* kernels/cpu/cpu_backend.c */
 extern const struct ops_backend ops_ref_backend; /* kernels/ref/ref_backend.c */
+#if AAH_HAVE_CUDA
+extern const struct ops_backend ops_cuda_backend; /* kernels/cuda/cuda_backend.c */
+#endif
 
 static const struct ops_backend *const backends[] = {
 	&ops_cpu_backend,
 	&ops_ref_backend,
+#if AAH_HAVE_CUDA
+	&ops_cuda_backend,
+#endif
 };
 
 const struct ops_backend *const *ops_backends(size_t *count)
@@ -40,6 +46,9 @@ int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t
 {
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->be = ops_backend_find(backend);
+	if (!ctx->be && !strcmp(backend, "cuda"))
+		return error("compute backend 'cuda' is not built in: this aah-trial was built "
+			     "without nvcc and cuDNN (make config-info shows what the build found)");
 	if (!ctx->be) {
 		struct strbuf names;
 		strbuf_init(&names, 0);
@@ -70,10 +79,15 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+uint64_t ops_dropout_base(const struct ops_ctx *ctx, const struct ops_layer *l)
+{
+	return mix64(ctx->seed ^ mix64(ctx->step * 1000003u + (uint64_t)l->index));
+}
+
 void ops_dropout_mask(const struct ops_ctx *ctx, const struct ops_layer *l, size_t count,
 		      uint8_t *mask)
 {
-	uint64_t base = mix64(ctx->seed ^ mix64(ctx->step * 1000003u + (uint64_t)l->index));
+	uint64_t base = ops_dropout_base(ctx, l);
 	/* four 16-bit uniforms per hash: the rate is honoured to 1/65536 */
 	uint32_t threshold = (uint32_t)((double)l->cfg.rate * 65536.0);
 	for (size_t i = 0; i < count; i += 4) {

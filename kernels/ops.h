@@ -1,6 +1,7 @@
 /* ops.h: the compute op table: tensors and per-layer-type forward/backward
- * operations, implemented by kernels/cpu (oneDNN + plain C) and later by
- * kernels/cuda behind the same interface. */
+ * operations, implemented by kernels/ref (the reference), kernels/cpu
+ * (oneDNN + plain C) and kernels/cuda (cuDNN, cuBLASLt, CUDA kernels)
+ * behind the same interface. */
 #ifndef AAH_OPS_H
 #define AAH_OPS_H
 
@@ -142,5 +143,8 @@ void ops_ctx_release(struct ops_ctx *ctx);
  * be compared. */
 void ops_dropout_mask(const struct ops_ctx *ctx, const struct ops_layer *l, size_t count,
 		      uint8_t *mask);
+/* The hash that mask starts from: value i is kept when 16-bit field i%4 of
+ * splitmix64(base + i - i%4) is >= rate*65536 (the GPU draws it so). */
+uint64_t ops_dropout_base(const struct ops_ctx *ctx, const struct ops_layer *l);
 
 #endif

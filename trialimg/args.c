@@ -58,7 +58,7 @@ static const struct spec table[] = {
 	{"--threads", NULL, "AAH_THREADS,OMP_NUM_THREADS", K_INT, F(threads), RANGE(0, ARGS_MAX_THREADS), "0", "compute threads (0: all cores)"},
 	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), RANGE(0, 4294967295), "1", "seed of initialisation, shuffling, augmentation and dropout"},
 	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), NULL, "fp32", "compute precision: fp32, or bf16 convolutions where a quick trial run of oneDNN's bf16 kernel works on this machine (ref: bf16 emulated everywhere)"},
-	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), NULL, "cpu", "compute backend of kernels/ops.h: cpu (oneDNN), or ref (kernels/ref, the plain-C reference ops every backend is tested against: single-threaded and slow, for checking a result)"},
+	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), NULL, "cpu", "compute backend of kernels/ops.h: cpu (oneDNN), cuda (NVIDIA GPU: cuDNN, cuBLASLt and CUDA kernels, fp32; in builds that found nvcc and cuDNN), or ref (kernels/ref, the plain-C reference ops every backend is tested against: single-threaded and slow, for checking a result)"},
 	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), NULL, "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
 	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), NULL, "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
 	{"--stop_diverged", NULL, NULL, K_BOOL, F(stop_diverged), NULL, "0", "stop after an epoch whose training loss is not finite, or above ln(classes) + 0.05 while val_acc is at chance (<= 1.5/classes)"},

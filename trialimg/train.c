@@ -212,7 +212,10 @@ static int write_result(struct trial *t, const char *status, const char *reason)
 	cJSON_AddStringToObject(r, "precision", t->a->precision ? t->a->precision : "fp32");
 	cJSON *dev = cJSON_AddArrayToObject(r, "devices");
 	long cores = t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN);
-	char *d = xstrfmt("cpu:%ld", cores);
+	/* a GPU backend that started trains on the first visible device (the
+	 * report counts a trial on "cuda:*" as a GPU run) */
+	int gpu = t->ops_ok && (t->ops.be->caps & OPS_CAP_GPU);
+	char *d = gpu ? xstrfmt("cuda:0") : xstrfmt("cpu:%ld", cores);
 	cJSON_AddItemToArray(dev, cJSON_CreateString(d));
 	free(d);
 	cJSON_AddNumberToObject(r, "world_size", t->world);

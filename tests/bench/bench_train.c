@@ -1,7 +1,8 @@
 /* bench_train: training images/s of an aah-arch/1 network on the CPU op
  * table: forward, loss, backward and SGD update on a fixed random batch
  * (the same measurement bench_train_torch.py makes for PyTorch).
- * usage: bench_train ARCH [batch] [threads] [steps] [warmup] */
+ * usage: bench_train ARCH [batch] [threads] [steps] [warmup]
+ * AAH_BACKEND picks another op table (cuda: tests/gpu/run-on-device.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,7 +18,7 @@ int main(int argc, char **argv)
 	int batch = argc > 2 ? atoi(argv[2]) : 128, threads = argc > 3 ? atoi(argv[3]) : 2;
 	int steps = argc > 4 ? atoi(argv[4]) : 30, warmup = argc > 5 ? atoi(argv[5]) : 5;
 	if (model_load(&m, argv[1]) || model_alloc(&m, batch, 1) ||
-	    ops_ctx_init(&ctx, "cpu", threads, 1))
+	    ops_ctx_init(&ctx, getenv("AAH_BACKEND") ? getenv("AAH_BACKEND") : "cpu", threads, 1))
 		die("cannot set up '%s'", argv[1]);
 	if (getenv("AAH_PRECISION") && ctx.be->set_precision(&ctx, getenv("AAH_PRECISION")))
 		die("precision %s is not available here", getenv("AAH_PRECISION"));

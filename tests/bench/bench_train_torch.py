@@ -120,6 +120,8 @@ def main():
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--device", default="cpu",
+                   help="bench mode: cpu, or cuda (fp32, channels_last, as aah's cuda backend)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -129,15 +131,27 @@ def main():
     loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
     ic = arch["input"]
     if a.mode == "bench":
+        dev = torch.device(a.device)
         x = torch.randn(a.batch, ic["channels"], ic["height"], ic["width"])
         y = torch.randint(0, arch["num_classes"], (a.batch,))
+        if dev.type == "cuda":
+            # aah's cuda backend is fp32 without TF32 so far: the same here
+            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+            net = net.to(dev, memory_format=torch.channels_last)
+            x = x.to(dev, memory_format=torch.channels_last)
+            y = y.to(dev)
+            opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=0.9, weight_decay=1e-4)
         net.train()
         for i in range(a.warmup + a.steps):
             if i == a.warmup:
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
                 t0 = time.perf_counter()
             opt.zero_grad()
             loss_fn(net(x), y).backward()
             opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
         dt = time.perf_counter() - t0
         print(f"{a.batch * a.steps / dt:.1f}")
         return

@@ -1,0 +1,207 @@
+/* cuda.h: private to kernels/cuda: the CUDA backend's context, its checked
+ * calls, the staging of host tensors, and the kernel launchers of
+ * cuda_kernels.cu (the only nvcc translation unit).
+ *
+ * Layout: activations NHWC as kernels/ops.h says, conv weights
+ * (Cout, K, K, Cin) (cuDNN's NHWC filter format, KRSC), dense weights
+ * (units, Cin); nothing is converted at the edges.
+ *
+ * Memory: an op takes whatever pointers the caller has. Device and managed
+ * pointers (cudaMallocManaged) are used in place and the op runs
+ * asynchronously on the backend's stream; plain host pointers (the unit
+ * tests, a model allocated with malloc) are staged through the backend's
+ * arena, one device allocation grown to the largest op seen, and copied
+ * back before the op returns. */
+#ifndef AAH_KERNELS_CUDA_H
+#define AAH_KERNELS_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- kernel launchers (cuda_kernels.cu) ------------------------------------
+ * Each enqueues its kernel on stream and returns cudaGetLastError() of the
+ * launch; the caller checks it with CUDA_LAUNCH. Shapes: count values; rows
+ * of c channels (an NHWC tensor is n*h*w rows). */
+cudaError_t cuk_relu_fwd(cudaStream_t s, size_t count, const float *x, float *y);
+cudaError_t cuk_relu_bwd(cudaStream_t s, size_t count, const float *x, const float *dy, float *dx);
+cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y);
+cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x);
+/* SGD with momentum over one flat block of count values. */
+cudaError_t cuk_sgd(cudaStream_t s, size_t count, float *w, const float *g, float *v, float lr,
+		    float mu, float wd);
+/* Up to CUK_MAX_ARGS inputs at a time. add: y = (acc ? y : 0) + sum x[k],
+ * then relu when relu; add_bwd: g = dy (or masked by y > 0 when relu) to
+ * every non-NULL dx[k]. */
+#define CUK_MAX_ARGS 8
+struct cuk_args {
+	const float *x[CUK_MAX_ARGS];
+	float *dx[CUK_MAX_ARGS];
+};
+cudaError_t cuk_add_fwd(cudaStream_t s, size_t count, struct cuk_args a, int nx, int acc,
+			int relu, float *y);
+cudaError_t cuk_add_bwd(cudaStream_t s, size_t count, struct cuk_args a, int ndx, int relu,
+			const float *y, const float *dy);
+/* concat slice: y[r, off + ch] = x[r, ch] over rows r, ch < cx (cy the
+ * width of y); back: dx[r, ch] = dy[r, off + ch]. */
+cudaError_t cuk_slice_put(cudaStream_t s, size_t rows, int cx, int cy, int off, const float *x,
+			  float *y);
+cudaError_t cuk_slice_get(cudaStream_t s, size_t rows, int cx, int cy, int off, const float *dy,
+			  float *dx);
+/* dropout: mask from ops_dropout_mask's generator (base, threshold), then
+ * y = x * mask * scale; back: dx = dy * mask * scale (mask NULL: all kept). */
+cudaError_t cuk_dropout_fwd(cudaStream_t s, size_t count, uint64_t base, uint32_t threshold,
+			    float scale, const float *x, float *y, uint8_t *mask);
+cudaError_t cuk_dropout_bwd(cudaStream_t s, size_t count, float scale, const uint8_t *mask,
+			    const float *dy, float *dx);
+/* y[r, ch] += b[ch]; sum[ch] = sum over rows of x[r, ch] (into float). */
+cudaError_t cuk_bias_add(cudaStream_t s, size_t rows, int c, const float *b, float *y);
+cudaError_t cuk_channel_sum(cudaStream_t s, size_t rows, int c, const float *x, double *acc,
+			    float *sum);
+/* pad: dst (n, hp, wp, c) = zeros with src (n, h, w, c) at (pt, pl);
+ * crop: the reverse (dst (n, h, w, c) from src (n, hp, wp, c)). */
+cudaError_t cuk_pad(cudaStream_t s, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
+		    const float *src, float *dst);
+cudaError_t cuk_crop(cudaStream_t s, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
+		     const float *src, float *dst);
+
+/* Pooling geometry of one layer: input (n, h, w, c), output (oh, ow). */
+struct cuk_pool {
+	int n, h, w, c, oh, ow, k, stride, pt, pl;
+};
+cudaError_t cuk_maxpool_fwd(cudaStream_t s, struct cuk_pool p, const float *x, float *y);
+cudaError_t cuk_maxpool_bwd(cudaStream_t s, struct cuk_pool p, const float *x, const float *dy,
+			    float *dx);
+cudaError_t cuk_avgpool_fwd(cudaStream_t s, struct cuk_pool p, const float *x, float *y);
+cudaError_t cuk_avgpool_bwd(cudaStream_t s, struct cuk_pool p, const float *dy, float *dx);
+cudaError_t cuk_gap_fwd(cudaStream_t s, int n, int hw, int c, const float *x, float *y);
+cudaError_t cuk_gap_bwd(cudaStream_t s, int n, int hw, int c, const float *dy, float *dx);
+
+/* Batchnorm over rows of c channels (NHWC). acc: 2*c doubles of scratch.
+ * stats: mean, var of the batch into save_*, running averages updated;
+ * norm: y = gamma*(x - mean)/sqrt(var + eps) + beta (relu when relu) from
+ * mean, var; bwd: dgamma, dbeta, then dx (NULL: none). */
+cudaError_t cuk_bn_stats(cudaStream_t s, size_t rows, int c, const float *x, double *acc,
+			 float *save_mean, float *save_var, float *run_mean, float *run_var,
+			 float momentum);
+cudaError_t cuk_bn_norm(cudaStream_t s, size_t rows, int c, const float *x, const float *mean,
+			const float *var, const float *gamma, const float *beta, float eps,
+			int relu, float *y);
+cudaError_t cuk_bn_bwd(cudaStream_t s, size_t rows, int c, const float *x, const float *y,
+		       const float *dy, const float *mean, const float *var, const float *gamma,
+		       float eps, int relu, double *acc, float *dgamma, float *dbeta, float *dx);
+
+/* Softmax cross-entropy with label smoothing, one sample per thread:
+ * loss[i], hit[i] (argmax == label), dz (may be NULL). bad[0] set to
+ * 1 + i for a label outside [0, classes). */
+cudaError_t cuk_loss(cudaStream_t s, int n, int classes, const float *z, const int *labels,
+		     float smoothing, float *dz, double *loss, int *hit, int *bad);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifndef __CUDACC__
+/* ---- the C side: context, checks, staging ----------------------------------- */
+#include <cublasLt.h>
+#include <cudnn.h>
+
+#include "kernels/ops.h"
+#include "util.h" /* error */
+
+/* One piece of the staging arena: a host tensor's device copy for one op. */
+struct cuda_stage {
+	const void *host;
+	void *dev;
+	size_t bytes;
+	int out;        /* copied back to host when the op ends */
+	int filled;     /* holds the host values (copied in) */
+};
+
+#define CUDA_MAX_STAGES 24
+#define CUDA_MAX_SPILLS 8
+
+struct cuda_ctx {
+	int device;
+	cudaStream_t stream;
+	cudnnHandle_t dnn;
+	cublasLtHandle_t lt;
+	/* the arena: one device block; an op that outgrows it gets spill
+	 * blocks, and the next op starts from one block of the total size */
+	char *arena, *spill[CUDA_MAX_SPILLS];
+	size_t arena_cap, arena_used, arena_want;
+	size_t spill_cap, spill_used;   /* of the last spill block */
+	int nspill;
+	struct cuda_stage st[CUDA_MAX_STAGES];
+	int nst;
+};
+
+#define CUDA_CHECK(call)                                                               \
+	do {                                                                           \
+		cudaError_t e_ = (call);                                               \
+		if (e_ != cudaSuccess)                                                 \
+			return error("%s:%d: %s: %s", __FILE__, __LINE__, #call,        \
+				     cudaGetErrorString(e_));                          \
+	} while (0)
+/* A launcher's result, then the launch's: llm.c's cudaCheck(cudaGetLastError()). */
+#define CUDA_LAUNCH(call)                                                              \
+	do {                                                                           \
+		cudaError_t e_ = (call);                                               \
+		if (e_ == cudaSuccess)                                                 \
+			e_ = cudaGetLastError();                                       \
+		if (e_ != cudaSuccess)                                                 \
+			return error("%s:%d: launch %s: %s", __FILE__, __LINE__, #call, \
+				     cudaGetErrorString(e_));                          \
+	} while (0)
+#define CUDNN_CHECK(call)                                                              \
+	do {                                                                           \
+		cudnnStatus_t s_ = (call);                                             \
+		if (s_ != CUDNN_STATUS_SUCCESS)                                        \
+			return error("%s:%d: %s: %s", __FILE__, __LINE__, #call,        \
+				     cudnnGetErrorString(s_));                         \
+	} while (0)
+#define CUBLAS_CHECK(call)                                                             \
+	do {                                                                           \
+		cublasStatus_t s_ = (call);                                            \
+		if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
+			return error("%s:%d: %s: %s", __FILE__, __LINE__, #call,        \
+				     cublasLtGetStatusString(s_));                     \
+	} while (0)
+
+static inline struct cuda_ctx *cuda_ctx(struct ops_ctx *ctx)
+{
+	return ctx->priv;
+}
+
+/* Starts an op: forgets the previous op's stages and scratch. */
+int cuda_begin(struct ops_ctx *ctx);
+/* The device address of bytes at p for this op (p NULL: *dev = NULL).
+ * cuda_in copies a host tensor in; cuda_out marks it to be copied back at
+ * cuda_end (and copies in first when inout, for read-modify-write). */
+int cuda_in(struct ops_ctx *ctx, const void *p, size_t bytes, void **dev);
+int cuda_out(struct ops_ctx *ctx, void *p, size_t bytes, int inout, void **dev);
+/* bytes of device scratch, valid until the op ends, 256-byte aligned. */
+int cuda_scratch(struct ops_ctx *ctx, size_t bytes, void **dev);
+/* Ends an op: copies staged outputs back and waits for them (only when
+ * something was staged; device-resident ops return without a sync). */
+int cuda_end(struct ops_ctx *ctx);
+
+/* Ops of the per-family files. */
+extern const struct ops_layer_ops cuda_conv_ops;               /* cuda_conv.c (cuDNN) */
+extern const struct ops_layer_ops cuda_dense_ops;              /* cuda_dense.c (cuBLASLt) */
+extern const struct ops_layer_ops cuda_bn_ops, cuda_relu_ops, cuda_maxpool_ops,
+	cuda_avgpool_ops, cuda_gap_ops, cuda_dropout_ops, cuda_add_ops, cuda_concat_ops,
+	cuda_flatten_ops;                                       /* cuda_layers.c */
+int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
+	      float smoothing, float *dlogits, double *loss_sum, long *correct);
+int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
+	     float mu, float wd);
+int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+#endif /* __CUDACC__ */
+
+#endif

@@ -1,0 +1,283 @@
+/* cuda_backend.c: the `cuda` op table, its context (device, stream, cuDNN
+ * and cuBLASLt handles), the staging arena of kernels/cuda/cuda.h, and the
+ * loss, SGD and accumulation ops. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/cuda.h"
+
+/* ---- context ------------------------------------------------------------------ */
+
+static void cuda_fini(struct ops_ctx *ctx);
+
+static int cuda_open(struct ops_ctx *ctx)
+{
+	struct cuda_ctx *c = ctx->priv;
+	/* CUDA_VISIBLE_DEVICES (set by the runner's GPU slots) picks the device;
+	 * the trainer uses the first it can see */
+	CUDA_CHECK(cudaSetDevice(c->device));
+	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+	CUDNN_CHECK(cudnnCreate(&c->dnn));
+	CUDNN_CHECK(cudnnSetStream(c->dnn, c->stream));
+	CUBLAS_CHECK(cublasLtCreate(&c->lt));
+	return 0;
+}
+
+static int cuda_init(struct ops_ctx *ctx)
+{
+	int count = 0;
+	cudaError_t e = cudaGetDeviceCount(&count);
+	if (e != cudaSuccess || count == 0)
+		return error("no CUDA device: the cuda backend needs an NVIDIA GPU (%s)",
+			     e != cudaSuccess ? cudaGetErrorString(e) : "the driver lists none");
+	ctx->priv = xcalloc(1, sizeof(struct cuda_ctx));
+	if (cuda_open(ctx)) {
+		cuda_fini(ctx);
+		return -1;
+	}
+	return 0;
+}
+
+static void free_spills(struct cuda_ctx *c)
+{
+	for (int k = 0; k < c->nspill; k++)
+		cudaFree(c->spill[k]);
+	c->nspill = 0;
+	c->spill_cap = c->spill_used = 0;
+}
+
+static void cuda_fini(struct ops_ctx *ctx)
+{
+	struct cuda_ctx *c = ctx->priv;
+	if (!c)
+		return;
+	if (c->stream)
+		cudaStreamSynchronize(c->stream);
+	cudaFree(c->arena);
+	free_spills(c);
+	if (c->lt)
+		cublasLtDestroy(c->lt);
+	if (c->dnn)
+		cudnnDestroy(c->dnn);
+	if (c->stream)
+		cudaStreamDestroy(c->stream);
+	free(c);
+	ctx->priv = NULL;
+}
+
+/* fp32 only so far: conv2d runs cuDNN with CUDNN_FMA_MATH and dense
+ * cuBLASLt with CUBLAS_COMPUTE_32F (no TF32), so "fp32" is what ran. bf16
+ * with fp32 master weights is not written yet (docs/cuda.md). */
+static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
+{
+	if (!strcmp(precision, "fp32")) {
+		ctx->bf16 = 0;
+		return 0;
+	}
+	return error("precision '%s' is not available on the cuda backend yet (fp32)", precision);
+}
+
+/* ---- staging ----------------------------------------------------------------- */
+
+#define ALIGN 256
+
+int cuda_begin(struct ops_ctx *ctx)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	c->nst = 0;
+	c->arena_used = 0;
+	if (c->nspill) {   /* the last op outgrew the arena: one block of its total */
+		CUDA_CHECK(cudaStreamSynchronize(c->stream));
+		free_spills(c);
+		CUDA_CHECK(cudaFree(c->arena));
+		c->arena = NULL;
+		c->arena_cap = c->arena_want;
+		CUDA_CHECK(cudaMalloc((void **)&c->arena, c->arena_cap));
+	}
+	c->arena_want = 0;
+	return 0;
+}
+
+int cuda_scratch(struct ops_ctx *ctx, size_t bytes, void **dev)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	bytes = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+	if (!bytes)
+		bytes = ALIGN;
+	c->arena_want += bytes;
+	if (!c->nspill && c->arena_used + bytes <= c->arena_cap) {
+		*dev = c->arena + c->arena_used;
+		c->arena_used += bytes;
+		return 0;
+	}
+	if (!c->nspill || c->spill_used + bytes > c->spill_cap) {
+		/* a new spill block, at least as large as all the op asked so far */
+		if (c->nspill == CUDA_MAX_SPILLS)
+			return error("cuda: an op asked for device scratch %d times past its arena",
+				     CUDA_MAX_SPILLS);
+		size_t cap = 2 * bytes > c->arena_want ? 2 * bytes : c->arena_want;
+		CUDA_CHECK(cudaMalloc((void **)&c->spill[c->nspill], cap));
+		c->nspill++;
+		c->spill_cap = cap;
+		c->spill_used = 0;
+	}
+	*dev = c->spill[c->nspill - 1] + c->spill_used;
+	c->spill_used += bytes;
+	return 0;
+}
+
+/* Is p device-accessible (device or managed memory)? Its device address. */
+static int device_address(const void *p, void **dev)
+{
+	struct cudaPointerAttributes a;
+	CUDA_CHECK(cudaPointerGetAttributes(&a, p));
+	*dev = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.devicePointer
+										    : NULL;
+	return 0;
+}
+
+static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, int out,
+		 void **dev)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	*dev = NULL;
+	if (!p)
+		return 0;
+	if (device_address(p, dev))
+		return -1;
+	if (*dev)
+		return 0;
+	for (int k = 0; k < c->nst; k++)
+		if (c->st[k].host == p && c->st[k].bytes >= bytes) {
+			/* an output staged first and now read (in place) */
+			if (copy_in && !c->st[k].filled) {
+				CUDA_CHECK(cudaMemcpyAsync(c->st[k].dev, p, bytes, cudaMemcpyHostToDevice,
+							   c->stream));
+				c->st[k].filled = 1;
+			}
+			c->st[k].out |= out;
+			*dev = c->st[k].dev;
+			return 0;
+		}
+	if (c->nst == CUDA_MAX_STAGES)
+		return error("cuda: an op with more than %d host tensors", CUDA_MAX_STAGES);
+	if (cuda_scratch(ctx, bytes, dev))
+		return -1;
+	c->st[c->nst++] = (struct cuda_stage){p, *dev, bytes, out, copy_in};
+	if (copy_in)
+		CUDA_CHECK(cudaMemcpyAsync(*dev, p, bytes, cudaMemcpyHostToDevice, c->stream));
+	return 0;
+}
+
+int cuda_in(struct ops_ctx *ctx, const void *p, size_t bytes, void **dev)
+{
+	return stage(ctx, p, bytes, 1, 0, dev);
+}
+
+int cuda_out(struct ops_ctx *ctx, void *p, size_t bytes, int inout, void **dev)
+{
+	return stage(ctx, p, bytes, inout, 1, dev);
+}
+
+int cuda_end(struct ops_ctx *ctx)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	for (int k = 0; k < c->nst; k++)
+		if (c->st[k].out)
+			CUDA_CHECK(cudaMemcpyAsync((void *)c->st[k].host, c->st[k].dev, c->st[k].bytes,
+						   cudaMemcpyDeviceToHost, c->stream));
+	if (c->nst)
+		CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	c->nst = 0;
+	return 0;
+}
+
+/* ---- loss, SGD, accumulate ------------------------------------------------------ */
+
+int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
+	      float smoothing, float *dlogits, double *loss_sum, long *correct)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	void *z, *t, *dz = NULL, *loss, *hit, *bad;
+	size_t nz = (size_t)n * classes * sizeof(float);
+	if (n <= 0)
+		return 0;
+	if (cuda_begin(ctx) || cuda_in(ctx, logits, nz, &z) ||
+	    cuda_in(ctx, labels, (size_t)n * sizeof(int), &t) ||
+	    (dlogits && cuda_out(ctx, dlogits, nz, 0, &dz)) ||
+	    cuda_scratch(ctx, (size_t)n * sizeof(double), &loss) ||
+	    cuda_scratch(ctx, (size_t)n * sizeof(int) + sizeof(int), &hit))
+		return -1;
+	bad = (int *)hit + n;
+	CUDA_LAUNCH(cuk_loss(c->stream, n, classes, z, t, smoothing, dz, loss, hit, bad));
+	/* the per-sample results come back to be summed here: the one host
+	 * synchronisation of a training step */
+	double *hl = xmalloc(sizeof(double) * (n ? n : 1));
+	int *hh = xmalloc(sizeof(int) * ((size_t)n + 1));
+	int rc = 0;
+	if (cudaMemcpyAsync(hl, loss, sizeof(double) * n, cudaMemcpyDeviceToHost, c->stream) ||
+	    cudaMemcpyAsync(hh, hit, sizeof(int) * ((size_t)n + 1), cudaMemcpyDeviceToHost,
+			    c->stream) ||
+	    cuda_end(ctx) || cudaStreamSynchronize(c->stream))
+		rc = error("cuda: cannot read the loss back: %s", cudaGetErrorString(cudaGetLastError()));
+	else if (hh[n])
+		rc = error("label %d of sample %d is outside [0, %d)", labels[hh[n] - 1], hh[n] - 1,
+			   classes);
+	for (int i = 0; !rc && i < n; i++) {
+		*loss_sum += hl[i];
+		*correct += hh[i];
+	}
+	free(hl);
+	free(hh);
+	return rc;
+}
+
+int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
+	     float mu, float wd)
+{
+	void *dw, *dg, *dv;
+	size_t bytes = count * sizeof(float);
+	if (!count)
+		return 0;
+	if (cuda_begin(ctx) || cuda_out(ctx, w, bytes, 1, &dw) || cuda_in(ctx, g, bytes, &dg) ||
+	    cuda_out(ctx, v, bytes, 1, &dv))
+		return -1;
+	CUDA_LAUNCH(cuk_sgd(cuda_ctx(ctx)->stream, count, dw, dg, dv, lr, mu, wd));
+	return cuda_end(ctx);
+}
+
+int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
+{
+	void *dy, *dx;
+	size_t bytes = count * sizeof(float);
+	if (!count)
+		return 0;
+	if (cuda_begin(ctx) || cuda_out(ctx, y, bytes, 1, &dy) || cuda_in(ctx, x, bytes, &dx))
+		return -1;
+	CUDA_LAUNCH(cuk_accumulate(cuda_ctx(ctx)->stream, count, dy, dx));
+	return cuda_end(ctx);
+}
+
+const struct ops_backend ops_cuda_backend = {
+	.name = "cuda",
+	.caps = OPS_CAP_FP32 | OPS_CAP_GPU,
+	.init = cuda_init,
+	.fini = cuda_fini,
+	.set_precision = cuda_set_precision,
+	.layer = {
+		[OPS_CONV2D] = &cuda_conv_ops,
+		[OPS_BATCHNORM] = &cuda_bn_ops,
+		[OPS_RELU] = &cuda_relu_ops,
+		[OPS_MAXPOOL] = &cuda_maxpool_ops,
+		[OPS_AVGPOOL] = &cuda_avgpool_ops,
+		[OPS_GLOBAL_AVG_POOL] = &cuda_gap_ops,
+		[OPS_DENSE] = &cuda_dense_ops,
+		[OPS_DROPOUT] = &cuda_dropout_ops,
+		[OPS_ADD] = &cuda_add_ops,
+		[OPS_CONCAT] = &cuda_concat_ops,
+		[OPS_FLATTEN] = &cuda_flatten_ops,
+	},
+	.loss = cuda_loss,
+	.sgd = cuda_sgd,
+	.accumulate = cuda_accumulate,
+};

@@ -1,0 +1,238 @@
+/* cuda_conv.c: conv2d on cuDNN's legacy convolution API, NHWC fp32.
+ *
+ *   x: (n, H, W, Cin)   w: (Cout, K, K, Cin) (cuDNN's NHWC filter, KRSC)
+ *   b: (Cout)           y: (n, Ho, Wo, Cout)
+ *
+ * cuDNN pads symmetrically; a layer padded unevenly ("same" with an even
+ * kernel or an odd size at stride 2) has its input copied into a zero
+ * frame of pad_t, pad_l, pad_b, pad_r first (cuk_pad) and its input
+ * gradient cropped back out of one (cuk_crop). The bias is a kernel of
+ * its own, its gradient a per-channel sum (cuda_kernels.cu).
+ *
+ * Math is CUDNN_FMA_MATH: true fp32, no TF32, so the results meet ref's
+ * fp32 tolerance. Algorithms come from cuDNN's heuristics
+ * (cudnnGet*Algorithm_v7) once per batch size: with --conv_algo direct the
+ * implicit-GEMM ones where cuDNN lists them as usable, else its first. */
+#include <stdlib.h>
+
+#include "kernels/cuda/cuda.h"
+
+/* A layer's descriptors and algorithms for one batch size (l->priv). */
+struct conv_plan {
+	int n;
+	int padded;             /* uneven padding: x goes through a (hp, wp) frame */
+	int hp, wp;
+	cudnnTensorDescriptor_t x, y;
+	cudnnFilterDescriptor_t w;
+	cudnnConvolutionDescriptor_t conv;
+	cudnnConvolutionFwdAlgo_t fwd;
+	cudnnConvolutionBwdDataAlgo_t bwd_data;
+	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+	size_t ws;              /* bytes: the largest of the three workspaces */
+};
+
+static void plan_free(struct conv_plan *p)
+{
+	if (!p)
+		return;
+	if (p->x)
+		cudnnDestroyTensorDescriptor(p->x);
+	if (p->y)
+		cudnnDestroyTensorDescriptor(p->y);
+	if (p->w)
+		cudnnDestroyFilterDescriptor(p->w);
+	if (p->conv)
+		cudnnDestroyConvolutionDescriptor(p->conv);
+	free(p);
+}
+
+static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
+{
+	cudnnHandle_t h = cuda_ctx(ctx)->dnn;
+	int direct = ctx->conv_algo == OPS_CONV_DIRECT, got = 0;
+	cudnnConvolutionFwdAlgoPerf_t f[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+	cudnnConvolutionBwdDataAlgoPerf_t d[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+	cudnnConvolutionBwdFilterAlgoPerf_t g[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+	size_t sz;
+
+	CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y,
+							   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, f));
+	int pick = -1;
+	for (int k = 0; k < got; k++)   /* the first usable, or the direct one */
+		if (f[k].status == CUDNN_STATUS_SUCCESS &&
+		    (pick < 0 || (direct && f[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)))
+			pick = k;
+	if (pick < 0)
+		return error("cuDNN has no forward convolution algorithm for this layer");
+	p->fwd = f[pick].algo;
+
+	CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+		h, p->w, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, d));
+	pick = -1;
+	for (int k = 0; k < got; k++)
+		if (d[k].status == CUDNN_STATUS_SUCCESS &&
+		    (pick < 0 || (direct && d[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)))
+			pick = k;
+	if (pick < 0)
+		return error("cuDNN has no backward-data convolution algorithm for this layer");
+	p->bwd_data = d[pick].algo;
+
+	CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+		h, p->x, p->y, p->conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, g));
+	pick = -1;
+	for (int k = 0; k < got; k++)
+		if (g[k].status == CUDNN_STATUS_SUCCESS &&
+		    (pick < 0 || (direct && g[k].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1)))
+			pick = k;
+	if (pick < 0)
+		return error("cuDNN has no backward-filter convolution algorithm for this layer");
+	p->bwd_filter = g[pick].algo;
+
+	CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv, p->y, p->fwd, &sz));
+	p->ws = sz;
+	CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w, p->y, p->conv, p->x,
+								 p->bwd_data, &sz));
+	p->ws = sz > p->ws ? sz : p->ws;
+	CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv, p->w,
+								   p->bwd_filter, &sz));
+	p->ws = sz > p->ws ? sz : p->ws;
+	return 0;
+}
+
+static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, struct conv_plan *p)
+{
+	const struct ops_layer_cfg *c = &l->cfg;
+	const struct ops_shape *s = &l->in[0];
+	int pad_h = c->pad_t, pad_w = c->pad_l, h = s->h, w = s->w;
+	p->n = n;
+	p->padded = c->pad_t != c->pad_b || c->pad_l != c->pad_r;
+	if (p->padded) {
+		p->hp = h + c->pad_t + c->pad_b;
+		p->wp = w + c->pad_l + c->pad_r;
+		h = p->hp, w = p->wp, pad_h = pad_w = 0;
+	}
+	CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
+	CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
+	CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
+	CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, s->c, h, w));
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n,
+					       l->out.c, l->out.h, l->out.w));
+	CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, c->units,
+					       s->c, c->kernel, c->kernel));
+	CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, pad_h, pad_w, c->stride, c->stride, 1, 1,
+						    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+	int on, oc, oh, ow;
+	CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &on, &oc, &oh, &ow));
+	if (on != n || oc != l->out.c || oh != l->out.h || ow != l->out.w)
+		return error("conv2d layer %d: cuDNN computes a %dx%dx%d output, the model %dx%dx%d",
+			     l->index, oh, ow, oc, l->out.h, l->out.w, l->out.c);
+	return pick_algos(ctx, p);
+}
+
+/* The layer's plan for batch size n, made on first use. */
+static int plan_of(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan **out)
+{
+	struct conv_plan *p = l->priv;
+	if (!p || p->n != n) {
+		plan_free(p);
+		l->priv = p = xcalloc(1, sizeof(*p));
+		if (plan_init(ctx, l, n, p)) {
+			plan_free(p);
+			l->priv = NULL;
+			return -1;
+		}
+	}
+	*out = p;
+	return 0;
+}
+
+/* x as cuDNN reads it: x itself, or x in its zero frame. */
+static int framed(struct ops_ctx *ctx, const struct ops_layer *l, const struct conv_plan *p,
+		  int n, void *x, void **xf)
+{
+	const struct ops_shape *s = &l->in[0];
+	*xf = x;
+	if (!p->padded)
+		return 0;
+	if (cuda_scratch(ctx, (size_t)n * p->hp * p->wp * s->c * sizeof(float), xf))
+		return -1;
+	CUDA_LAUNCH(cuk_pad(cuda_ctx(ctx)->stream, n, s->h, s->w, s->c, p->hp, p->wp,
+			    l->cfg.pad_t, l->cfg.pad_l, x, *xf));
+	return 0;
+}
+
+static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			float *y, int train)
+{
+	(void)train;
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	struct conv_plan *p;
+	size_t nx = (size_t)n * ops_shape_size(&l->in[0]), ny = (size_t)n * ops_shape_size(&l->out);
+	size_t nw = (size_t)l->cfg.units * l->cfg.kernel * l->cfg.kernel * l->in[0].c;
+	void *gx, *gxf, *gw, *gb = NULL, *gy, *ws;
+	const float one = 1, zero = 0;
+	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], nx * 4, &gx) ||
+	    cuda_in(ctx, l->w, nw * 4, &gw) ||
+	    (l->cfg.bias && cuda_in(ctx, l->b, (size_t)l->cfg.units * 4, &gb)) ||
+	    cuda_out(ctx, y, ny * 4, 0, &gy) || cuda_scratch(ctx, p->ws, &ws) ||
+	    framed(ctx, l, p, n, gx, &gxf))
+		return -1;
+	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, p->x, gxf, p->w, gw, p->conv, p->fwd, ws,
+					    p->ws, &zero, p->y, gy));
+	if (gb)
+		CUDA_LAUNCH(cuk_bias_add(c->stream, ny / l->cfg.units, l->cfg.units, gb, gy));
+	return cuda_end(ctx);
+}
+
+static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			 const float *y, const float *dy, float *const *dx)
+{
+	(void)y;
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	const struct ops_shape *s = &l->in[0];
+	struct conv_plan *p;
+	size_t nx = (size_t)n * ops_shape_size(s), ny = (size_t)n * ops_shape_size(&l->out);
+	size_t nw = (size_t)l->cfg.units * l->cfg.kernel * l->cfg.kernel * s->c;
+	void *gx, *gxf, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *ws, *acc;
+	const float one = 1, zero = 0;
+	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], nx * 4, &gx) ||
+	    cuda_in(ctx, l->w, nw * 4, &gw) || cuda_in(ctx, dy, ny * 4, &gdy) ||
+	    cuda_out(ctx, l->dw, nw * 4, 0, &gdw) ||
+	    (l->cfg.bias && cuda_out(ctx, l->db, (size_t)l->cfg.units * 4, 0, &gdb)) ||
+	    cuda_out(ctx, dx[0], nx * 4, 0, &gdx) || cuda_scratch(ctx, p->ws, &ws) ||
+	    cuda_scratch(ctx, (size_t)l->cfg.units * sizeof(double), &acc) ||
+	    framed(ctx, l, p, n, gx, &gxf))
+		return -1;
+	if (gdb)
+		CUDA_LAUNCH(cuk_channel_sum(c->stream, ny / l->cfg.units, l->cfg.units, gdy, acc, gdb));
+	CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->dnn, &one, p->x, gxf, p->y, gdy, p->conv,
+						   p->bwd_filter, ws, p->ws, &zero, p->w, gdw));
+	if (gdx) {
+		void *gdxf = gdx;   /* the input gradient in the frame, then cropped */
+		if (p->padded && cuda_scratch(ctx, (size_t)n * p->hp * p->wp * s->c * 4, &gdxf))
+			return -1;
+		CUDNN_CHECK(cudnnConvolutionBackwardData(c->dnn, &one, p->w, gw, p->y, gdy, p->conv,
+							 p->bwd_data, ws, p->ws, &zero, p->x, gdxf));
+		if (p->padded)
+			CUDA_LAUNCH(cuk_crop(c->stream, n, s->h, s->w, s->c, p->hp, p->wp, l->cfg.pad_t,
+					     l->cfg.pad_l, gdxf, gdx));
+	}
+	return cuda_end(ctx);
+}
+
+static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
+{
+	(void)ctx;
+	plan_free(l->priv);
+	l->priv = NULL;
+}
+
+const struct ops_layer_ops cuda_conv_ops = {
+	.type = OPS_CONV2D,
+	.name = "convolution",
+	.forward = conv_forward,
+	.backward = conv_backward,
+	.release = conv_release,
+};

@@ -1,0 +1,161 @@
+/* cuda_dense.c: the dense layer on cuBLASLt, fp32 (CUBLAS_COMPUTE_32F, no
+ * TF32), the bias added by the matmul's epilogue.
+ *
+ *   x: (n, Cin)   w: (units, Cin)   b: (units)   y: (n, units)   (row-major)
+ *
+ * cuBLASLt is column-major, where a row-major (r, c) matrix is its
+ * transpose (c, r); so, with X = x^T (Cin, n), W = w^T (Cin, units):
+ *
+ *   y^T  (units, n) = W^T X + b       (transa = T; epilogue BIAS)
+ *   dx^T (Cin, n)   = W dy^T
+ *   dw^T (Cin, units) = X dy           (transb = T)
+ *   db   = per-unit sum of dy (cuk_channel_sum)
+ *
+ * The three matmul descriptions are made once per batch size (l->priv);
+ * cuBLASLt picks its algorithm from its own heuristics (algo NULL). */
+#include <stdlib.h>
+
+#include "kernels/cuda/cuda.h"
+
+/* One matmul D = op(A) op(B) (+ bias): its description and the layouts. */
+struct mm {
+	cublasLtMatmulDesc_t desc;
+	cublasLtMatrixLayout_t a, b, d;
+};
+
+struct dense_plan {
+	int n;
+	struct mm fwd, bwd_data, bwd_filter;
+};
+
+static void mm_free(struct mm *m)
+{
+	if (m->desc)
+		cublasLtMatmulDescDestroy(m->desc);
+	if (m->a)
+		cublasLtMatrixLayoutDestroy(m->a);
+	if (m->b)
+		cublasLtMatrixLayoutDestroy(m->b);
+	if (m->d)
+		cublasLtMatrixLayoutDestroy(m->d);
+}
+
+/* A, B, D as stored, column-major with ld = rows: (ar, ac), (br, bc), (dr, dc). */
+static int mm_init(struct mm *m, cublasOperation_t ta, cublasOperation_t tb, int ar, int ac,
+		   int br, int bc, int dr, int dc, int bias)
+{
+	CUBLAS_CHECK(cublasLtMatmulDescCreate(&m->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+	CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+						    sizeof(ta)));
+	CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+						    sizeof(tb)));
+	if (bias) {
+		cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
+		CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e,
+							    sizeof(e)));
+	}
+	CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&m->a, CUDA_R_32F, ar, ac, ar));
+	CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&m->b, CUDA_R_32F, br, bc, br));
+	CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&m->d, CUDA_R_32F, dr, dc, dr));
+	return 0;
+}
+
+static void plan_free(struct dense_plan *p)
+{
+	if (!p)
+		return;
+	mm_free(&p->fwd);
+	mm_free(&p->bwd_data);
+	mm_free(&p->bwd_filter);
+	free(p);
+}
+
+static int plan_init(const struct ops_layer *l, int n, struct dense_plan *p)
+{
+	int cin = (int)ops_shape_size(&l->in[0]), u = l->cfg.units;
+	p->n = n;
+	return mm_init(&p->fwd, CUBLAS_OP_T, CUBLAS_OP_N, cin, u, cin, n, u, n, l->cfg.bias) ||
+	       mm_init(&p->bwd_data, CUBLAS_OP_N, CUBLAS_OP_N, cin, u, u, n, cin, n, 0) ||
+	       mm_init(&p->bwd_filter, CUBLAS_OP_N, CUBLAS_OP_T, cin, n, u, n, cin, u, 0);
+}
+
+static int plan_of(struct ops_layer *l, int n, struct dense_plan **out)
+{
+	struct dense_plan *p = l->priv;
+	if (!p || p->n != n) {
+		plan_free(p);
+		l->priv = p = xcalloc(1, sizeof(*p));
+		if (plan_init(l, n, p)) {
+			plan_free(p);
+			l->priv = NULL;
+			return -1;
+		}
+	}
+	*out = p;
+	return 0;
+}
+
+/* D = op(A) op(B) on the backend's stream (C = D, beta 0). */
+static int mm_run(struct ops_ctx *ctx, const struct mm *m, const void *a, const void *b, void *d)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	const float one = 1, zero = 0;
+	CUBLAS_CHECK(cublasLtMatmul(c->lt, m->desc, &one, a, m->a, b, m->b, &zero, d, m->d, d, m->d,
+				    NULL, NULL, 0, c->stream));
+	return 0;
+}
+
+static int dense_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			 float *y, int train)
+{
+	(void)train;
+	struct dense_plan *p;
+	size_t cin = ops_shape_size(&l->in[0]), u = (size_t)l->cfg.units;
+	void *gx, *gw, *gb = NULL, *gy;
+	if (cuda_begin(ctx) || plan_of(l, n, &p) || cuda_in(ctx, x[0], n * cin * 4, &gx) ||
+	    cuda_in(ctx, l->w, u * cin * 4, &gw) ||
+	    (l->cfg.bias && cuda_in(ctx, l->b, u * 4, &gb)) || cuda_out(ctx, y, n * u * 4, 0, &gy))
+		return -1;
+	if (gb)   /* the pointer is the op's: set on every call */
+		CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->fwd.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+							    &gb, sizeof(gb)));
+	if (mm_run(ctx, &p->fwd, gw, gx, gy))
+		return -1;
+	return cuda_end(ctx);
+}
+
+static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			  const float *y, const float *dy, float *const *dx)
+{
+	(void)y;
+	struct dense_plan *p;
+	size_t cin = ops_shape_size(&l->in[0]), u = (size_t)l->cfg.units;
+	void *gx, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *acc;
+	if (cuda_begin(ctx) || plan_of(l, n, &p) || cuda_in(ctx, x[0], n * cin * 4, &gx) ||
+	    cuda_in(ctx, l->w, u * cin * 4, &gw) || cuda_in(ctx, dy, n * u * 4, &gdy) ||
+	    cuda_out(ctx, l->dw, u * cin * 4, 0, &gdw) ||
+	    (l->cfg.bias && cuda_out(ctx, l->db, u * 4, 0, &gdb)) ||
+	    cuda_out(ctx, dx[0], n * cin * 4, 0, &gdx) || cuda_scratch(ctx, u * sizeof(double), &acc))
+		return -1;
+	if (mm_run(ctx, &p->bwd_filter, gx, gdy, gdw) ||
+	    (gdx && mm_run(ctx, &p->bwd_data, gw, gdy, gdx)))
+		return -1;
+	if (gdb)
+		CUDA_LAUNCH(cuk_channel_sum(cuda_ctx(ctx)->stream, (size_t)n, (int)u, gdy, acc, gdb));
+	return cuda_end(ctx);
+}
+
+static void dense_release(struct ops_ctx *ctx, struct ops_layer *l)
+{
+	(void)ctx;
+	plan_free(l->priv);
+	l->priv = NULL;
+}
+
+const struct ops_layer_ops cuda_dense_ops = {
+	.type = OPS_DENSE,
+	.name = "fully connected",
+	.forward = dense_forward,
+	.backward = dense_backward,
+	.release = dense_release,
+};

@@ -1,0 +1,646 @@
+/* cuda_kernels.cu: the hand-written CUDA kernels of the cuda backend, one
+ * plain kernel per formula of kernels/ref (the definitions they are tested
+ * against), fp32, and their launchers (kernels/cuda/cuda.h).
+ *
+ * Per-channel sums (batchnorm, biases) reduce a tile of rows per block and
+ * add the block's partial sums into double accumulators with atomicAdd, so
+ * the sums keep the precision ref's double sums have; the order of the
+ * additions varies from run to run by a rounding of double, far below the
+ * fp32 results. Pool backward scatters with float atomicAdd (a value is in
+ * at most ceil(K/S)^2 windows). */
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda.h"
+
+#define THREADS 256
+
+static unsigned blocks_for(size_t count)
+{
+	size_t b = (count + THREADS - 1) / THREADS;
+	if (b > 65535u * 16u)
+		b = 65535u * 16u;   /* grid-stride loops cover the rest */
+	return (unsigned)(b ? b : 1);
+}
+
+#define FOR_EACH(i, count) \
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (count); \
+	     i += (size_t)gridDim.x * blockDim.x)
+
+/* ---- element-wise ------------------------------------------------------------ */
+
+__global__ void relu_fwd(size_t count, const float *x, float *y)
+{
+	FOR_EACH(i, count) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+__global__ void relu_bwd(size_t count, const float *x, const float *dy, float *dx)
+{
+	FOR_EACH(i, count) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+__global__ void copy_k(size_t count, const float *x, float *y)
+{
+	FOR_EACH(i, count) y[i] = x[i];
+}
+
+__global__ void accumulate_k(size_t count, float *y, const float *x)
+{
+	FOR_EACH(i, count) y[i] = y[i] + x[i];
+}
+
+__global__ void sgd_k(size_t count, float *w, const float *g, float *v, float lr, float mu,
+		      float wd)
+{
+	FOR_EACH(i, count) {
+		float vi = mu * v[i] + g[i] + wd * w[i];
+		v[i] = vi;
+		w[i] = w[i] - lr * vi;
+	}
+}
+
+__global__ void add_fwd(size_t count, cuk_args a, int nx, int acc, int relu, float *y)
+{
+	FOR_EACH(i, count) {
+		double sum = acc ? y[i] : 0.0;
+		for (int k = 0; k < nx; k++)
+			sum += a.x[k][i];
+		if (relu && sum < 0)
+			sum = 0;
+		y[i] = (float)sum;
+	}
+}
+
+__global__ void add_bwd(size_t count, cuk_args a, int ndx, int relu, const float *y,
+			const float *dy)
+{
+	FOR_EACH(i, count) {
+		float g = relu && !(y[i] > 0.0f) ? 0.0f : dy[i];
+		for (int k = 0; k < ndx; k++)
+			if (a.dx[k])
+				a.dx[k][i] = g;
+	}
+}
+
+__global__ void slice_put(size_t rows, int cx, int cy, int off, const float *x, float *y)
+{
+	FOR_EACH(i, rows * (size_t)cx) {
+		size_t r = i / cx, ch = i % cx;
+		y[r * cy + off + ch] = x[i];
+	}
+}
+
+__global__ void slice_get(size_t rows, int cx, int cy, int off, const float *dy, float *dx)
+{
+	FOR_EACH(i, rows * (size_t)cx) {
+		size_t r = i / cx, ch = i % cx;
+		dx[i] = dy[r * cy + off + ch];
+	}
+}
+
+/* ops_dropout_mask's generator (kernels/ops.c): splitmix64 of base + the
+ * index rounded down to 4, four 16-bit uniforms per hash. */
+__device__ uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+__global__ void dropout_fwd(size_t count, uint64_t base, uint32_t threshold, float scale,
+			    const float *x, float *y, uint8_t *mask)
+{
+	FOR_EACH(i, count) {
+		uint64_t r = mix64(base + (i & ~(size_t)3));
+		uint8_t keep = ((r >> (16 * (i & 3))) & 0xffff) >= threshold;
+		mask[i] = keep;
+		y[i] = keep ? x[i] * scale : 0.0f;
+	}
+}
+
+__global__ void dropout_bwd(size_t count, float scale, const uint8_t *mask, const float *dy,
+			    float *dx)
+{
+	FOR_EACH(i, count) dx[i] = !mask || mask[i] ? dy[i] * scale : 0.0f;
+}
+
+/* ---- per-channel sums ----------------------------------------------------------
+ * A block of 32 x 8 threads owns 32 channels and a stripe of 256 rows (or
+ * several, gridDim.y apart): thread (tx, ty) sums rows ty, ty + 8, ... of
+ * its stripes for channel tx (the 32 threads of a warp read 32 neighbouring
+ * floats), the 8 partial sums of a channel meet in shared memory, and
+ * thread ty == 0 adds them to acc. */
+#define CH_TILE 32
+#define ROW_TILE 8
+#define ROWS_PER_BLOCK 256
+
+static dim3 channel_grid(size_t rows, int c)
+{
+	size_t stripes = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+	if (stripes > 65535)
+		stripes = 65535;   /* gridDim.y's limit: a block then takes several stripes */
+	return dim3((unsigned)((c + CH_TILE - 1) / CH_TILE), (unsigned)(stripes ? stripes : 1));
+}
+
+/* acc[ch] += sum of f(row, ch) over the block's rows; acc2 likewise for g. */
+template <typename F, typename G>
+__device__ void channel_reduce(size_t rows, int c, F f, G g, double *acc, double *acc2)
+{
+	__shared__ double part[ROW_TILE][CH_TILE], part2[ROW_TILE][CH_TILE];
+	int ch = blockIdx.x * CH_TILE + threadIdx.x;
+	double s = 0, s2 = 0;
+	for (size_t r0 = (size_t)blockIdx.y * ROWS_PER_BLOCK; ch < c && r0 < rows;
+	     r0 += (size_t)gridDim.y * ROWS_PER_BLOCK)
+		for (size_t r = r0 + threadIdx.y; r < rows && r < r0 + ROWS_PER_BLOCK; r += ROW_TILE) {
+			s += f(r, ch);
+			if (acc2)
+				s2 += g(r, ch);
+		}
+	part[threadIdx.y][threadIdx.x] = s;
+	part2[threadIdx.y][threadIdx.x] = s2;
+	__syncthreads();
+	if (threadIdx.y == 0 && ch < c) {
+		for (int k = 1; k < ROW_TILE; k++)
+			s += part[k][threadIdx.x], s2 += part2[k][threadIdx.x];
+		atomicAdd(&acc[ch], s);
+		if (acc2)
+			atomicAdd(&acc2[ch], s2);
+	}
+}
+
+struct read_x {
+	const float *x;
+	int c;
+	__device__ double operator()(size_t r, int ch) const { return x[r * c + ch]; }
+};
+
+__global__ void channel_sum_k(size_t rows, int c, const float *x, double *acc)
+{
+	read_x f{x, c};
+	channel_reduce(rows, c, f, f, acc, (double *)0);
+}
+
+__global__ void to_float(int c, const double *acc, float *out)
+{
+	int ch = blockIdx.x * blockDim.x + threadIdx.x;
+	if (ch < c)
+		out[ch] = (float)acc[ch];
+}
+
+__global__ void bias_add_k(size_t rows, int c, const float *b, float *y)
+{
+	FOR_EACH(i, rows * (size_t)c) y[i] += b[i % c];
+}
+
+/* ---- batchnorm --------------------------------------------------------------- */
+
+/* sum of x and of x^2 (one pass, in double: the fp32 values' squares and
+ * sums are exact enough there for the variance of a batch) */
+__global__ void bn_sums(size_t rows, int c, const float *x, double *acc)
+{
+	read_x f{x, c};
+	auto sq = [=](size_t r, int ch) {
+		double v = x[r * c + ch];
+		return v * v;
+	};
+	channel_reduce(rows, c, f, sq, acc, acc + c);
+}
+
+__global__ void bn_finish_stats(size_t rows, int c, const double *acc, float *save_mean,
+				float *save_var, float *run_mean, float *run_var, float mo)
+{
+	int ch = blockIdx.x * blockDim.x + threadIdx.x;
+	if (ch >= c)
+		return;
+	double m = (double)rows, mean = acc[ch] / m;
+	double var = acc[c + ch] / m - mean * mean;
+	if (var < 0)
+		var = 0;
+	save_mean[ch] = (float)mean;
+	save_var[ch] = (float)var;
+	double unbiased = rows > 1 ? var * m / (m - 1) : var;
+	run_mean[ch] = (float)(mo * run_mean[ch] + (1.0 - mo) * mean);
+	run_var[ch] = (float)(mo * run_var[ch] + (1.0 - mo) * unbiased);
+}
+
+__global__ void bn_norm_k(size_t rows, int c, const float *x, const float *mean, const float *var,
+			  const float *gamma, const float *beta, float eps, int relu, float *y)
+{
+	FOR_EACH(i, rows * (size_t)c) {
+		int ch = (int)(i % c);
+		float istd = rsqrtf(var[ch] + eps);
+		float v = gamma[ch] * (x[i] - mean[ch]) * istd + beta[ch];
+		y[i] = relu && v < 0.0f ? 0.0f : v;
+	}
+}
+
+/* dbeta = sum g, dgamma = sum g*xhat (g = dy, masked by y > 0 under relu) */
+__global__ void bn_bwd_sums(size_t rows, int c, const float *x, const float *y, const float *dy,
+			    const float *mean, const float *var, float eps, int relu, double *acc)
+{
+	auto g = [=](size_t r, int ch) -> double {
+		size_t at = r * c + ch;
+		return relu && !(y[at] > 0.0f) ? 0.0 : (double)dy[at];
+	};
+	auto gx = [=](size_t r, int ch) -> double {
+		size_t at = r * c + ch;
+		double gv = relu && !(y[at] > 0.0f) ? 0.0 : (double)dy[at];
+		return gv * (x[at] - mean[ch]) / sqrt((double)var[ch] + eps);
+	};
+	channel_reduce(rows, c, g, gx, acc, acc + c);
+}
+
+__global__ void bn_bwd_finish(int c, const double *acc, float *dgamma, float *dbeta)
+{
+	int ch = blockIdx.x * blockDim.x + threadIdx.x;
+	if (ch < c) {
+		dbeta[ch] = (float)acc[ch];
+		dgamma[ch] = (float)acc[c + ch];
+	}
+}
+
+__global__ void bn_bwd_dx(size_t rows, int c, const float *x, const float *y, const float *dy,
+			  const float *mean, const float *var, const float *gamma, float eps,
+			  int relu, const double *acc, float *dx)
+{
+	FOR_EACH(i, rows * (size_t)c) {
+		int ch = (int)(i % c);
+		double istd = 1.0 / sqrt((double)var[ch] + eps), m = (double)rows;
+		double g = relu && !(y[i] > 0.0f) ? 0.0 : (double)dy[i];
+		double xhat = (x[i] - mean[ch]) * istd;
+		dx[i] = (float)(gamma[ch] * istd / m * (m * g - acc[ch] - xhat * acc[c + ch]));
+	}
+}
+
+/* ---- pooling ----------------------------------------------------------------- */
+
+/* Output element i of (n, oh, ow, c) and the part of its window inside the image. */
+struct window {
+	int n, oy, ox, ch, y0, y1, x0, x1;
+};
+
+__device__ window window_of(const cuk_pool &p, size_t i)
+{
+	window w;
+	w.ch = (int)(i % p.c);
+	size_t r = i / p.c;
+	w.ox = (int)(r % p.ow);
+	r /= p.ow;
+	w.oy = (int)(r % p.oh);
+	w.n = (int)(r / p.oh);
+	int top = w.oy * p.stride - p.pt, left = w.ox * p.stride - p.pl;
+	w.y0 = max(top, 0), w.y1 = min(top + p.k, p.h);
+	w.x0 = max(left, 0), w.x1 = min(left + p.k, p.w);
+	return w;
+}
+
+__device__ size_t at_in(const cuk_pool &p, int n, int y, int x, int ch)
+{
+	return (((size_t)n * p.h + y) * p.w + x) * p.c + ch;
+}
+
+/* the first (row-major) position holding the window's largest value */
+__device__ size_t argmax_of(const cuk_pool &p, const window &w, const float *x)
+{
+	size_t best = at_in(p, w.n, w.y0, w.x0, w.ch);
+	for (int y = w.y0; y < w.y1; y++)
+		for (int xx = w.x0; xx < w.x1; xx++) {
+			size_t at = at_in(p, w.n, y, xx, w.ch);
+			if (x[at] > x[best])
+				best = at;
+		}
+	return best;
+}
+
+__global__ void maxpool_fwd(cuk_pool p, const float *x, float *y)
+{
+	FOR_EACH(i, (size_t)p.n * p.oh * p.ow * p.c) {
+		window w = window_of(p, i);
+		y[i] = x[argmax_of(p, w, x)];
+	}
+}
+
+__global__ void maxpool_bwd(cuk_pool p, const float *x, const float *dy, float *dx)
+{
+	FOR_EACH(i, (size_t)p.n * p.oh * p.ow * p.c) {
+		window w = window_of(p, i);
+		atomicAdd(&dx[argmax_of(p, w, x)], dy[i]);
+	}
+}
+
+__global__ void avgpool_fwd(cuk_pool p, const float *x, float *y)
+{
+	FOR_EACH(i, (size_t)p.n * p.oh * p.ow * p.c) {
+		window w = window_of(p, i);
+		double sum = 0;
+		for (int yy = w.y0; yy < w.y1; yy++)
+			for (int xx = w.x0; xx < w.x1; xx++)
+				sum += x[at_in(p, w.n, yy, xx, w.ch)];
+		y[i] = (float)(sum / ((w.y1 - w.y0) * (w.x1 - w.x0)));
+	}
+}
+
+__global__ void avgpool_bwd(cuk_pool p, const float *dy, float *dx)
+{
+	FOR_EACH(i, (size_t)p.n * p.oh * p.ow * p.c) {
+		window w = window_of(p, i);
+		float g = dy[i] / (float)((w.y1 - w.y0) * (w.x1 - w.x0));
+		for (int yy = w.y0; yy < w.y1; yy++)
+			for (int xx = w.x0; xx < w.x1; xx++)
+				atomicAdd(&dx[at_in(p, w.n, yy, xx, w.ch)], g);
+	}
+}
+
+/* one thread per (sample, channel): reads are strided by c across the
+ * image but neighbouring threads read neighbouring channels */
+__global__ void gap_fwd(int n, int hw, int c, const float *x, float *y)
+{
+	FOR_EACH(i, (size_t)n * c) {
+		size_t s = i / c, ch = i % c;
+		double sum = 0;
+		for (int k = 0; k < hw; k++)
+			sum += x[(s * hw + k) * c + ch];
+		y[i] = (float)(sum / hw);
+	}
+}
+
+__global__ void gap_bwd(int n, int hw, int c, const float *dy, float *dx)
+{
+	FOR_EACH(i, (size_t)n * hw * c) {
+		size_t ch = i % c, s = i / ((size_t)hw * c);
+		dx[i] = dy[s * c + ch] / (float)hw;
+	}
+}
+
+__global__ void pad_k(int n, int h, int w, int c, int hp, int wp, int pt, int pl, const float *src,
+		      float *dst)
+{
+	FOR_EACH(i, (size_t)n * h * w * c) {
+		size_t r = i / c;
+		int ch = (int)(i % c), x = (int)(r % w), y = (int)((r / w) % h), s = (int)(r / w / h);
+		dst[(((size_t)s * hp + y + pt) * wp + x + pl) * c + ch] = src[i];
+	}
+}
+
+__global__ void crop_k(int n, int h, int w, int c, int hp, int wp, int pt, int pl, const float *src,
+		       float *dst)
+{
+	FOR_EACH(i, (size_t)n * h * w * c) {
+		size_t r = i / c;
+		int ch = (int)(i % c), x = (int)(r % w), y = (int)((r / w) % h), s = (int)(r / w / h);
+		dst[i] = src[(((size_t)s * hp + y + pt) * wp + x + pl) * c + ch];
+	}
+}
+
+/* ---- the loss ---------------------------------------------------------------- */
+
+__global__ void loss_k(int n, int classes, const float *z, const int *labels, float smoothing,
+		       float *dz, double *loss, int *hit, int *bad)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	const float *zi = z + (size_t)i * classes;
+	int t = labels[i];
+	if (t < 0 || t >= classes) {
+		atomicCAS(bad, 0, 1 + i);
+		loss[i] = 0, hit[i] = 0;
+		return;
+	}
+	int best = 0;
+	for (int k = 1; k < classes; k++)
+		if (zi[k] > zi[best])
+			best = k;
+	double sum = 0;
+	for (int k = 0; k < classes; k++)
+		sum += exp((double)zi[k] - zi[best]);
+	double log_norm = zi[best] + log(sum), l = 0;
+	for (int k = 0; k < classes; k++) {
+		double target = (double)smoothing / classes + (k == t ? 1.0 - smoothing : 0.0);
+		double log_p = zi[k] - log_norm;
+		l -= target * log_p;
+		if (dz)
+			dz[(size_t)i * classes + k] = (float)((exp(log_p) - target) / n);
+	}
+	loss[i] = l;
+	hit[i] = best == t;
+}
+
+/* ---- launchers --------------------------------------------------------------- */
+
+extern "C" {
+
+cudaError_t cuk_relu_fwd(cudaStream_t s, size_t count, const float *x, float *y)
+{
+	relu_fwd<<<blocks_for(count), THREADS, 0, s>>>(count, x, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_relu_bwd(cudaStream_t s, size_t count, const float *x, const float *dy, float *dx)
+{
+	relu_bwd<<<blocks_for(count), THREADS, 0, s>>>(count, x, dy, dx);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y)
+{
+	copy_k<<<blocks_for(count), THREADS, 0, s>>>(count, x, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x)
+{
+	accumulate_k<<<blocks_for(count), THREADS, 0, s>>>(count, y, x);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_sgd(cudaStream_t s, size_t count, float *w, const float *g, float *v, float lr,
+		    float mu, float wd)
+{
+	sgd_k<<<blocks_for(count), THREADS, 0, s>>>(count, w, g, v, lr, mu, wd);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_add_fwd(cudaStream_t s, size_t count, struct cuk_args a, int nx, int acc,
+			int relu, float *y)
+{
+	add_fwd<<<blocks_for(count), THREADS, 0, s>>>(count, a, nx, acc, relu, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_add_bwd(cudaStream_t s, size_t count, struct cuk_args a, int ndx, int relu,
+			const float *y, const float *dy)
+{
+	add_bwd<<<blocks_for(count), THREADS, 0, s>>>(count, a, ndx, relu, y, dy);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_slice_put(cudaStream_t s, size_t rows, int cx, int cy, int off, const float *x,
+			  float *y)
+{
+	slice_put<<<blocks_for(rows * cx), THREADS, 0, s>>>(rows, cx, cy, off, x, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_slice_get(cudaStream_t s, size_t rows, int cx, int cy, int off, const float *dy,
+			  float *dx)
+{
+	slice_get<<<blocks_for(rows * cx), THREADS, 0, s>>>(rows, cx, cy, off, dy, dx);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_dropout_fwd(cudaStream_t s, size_t count, uint64_t base, uint32_t threshold,
+			    float scale, const float *x, float *y, uint8_t *mask)
+{
+	dropout_fwd<<<blocks_for(count), THREADS, 0, s>>>(count, base, threshold, scale, x, y, mask);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_dropout_bwd(cudaStream_t s, size_t count, float scale, const uint8_t *mask,
+			    const float *dy, float *dx)
+{
+	dropout_bwd<<<blocks_for(count), THREADS, 0, s>>>(count, scale, mask, dy, dx);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_bias_add(cudaStream_t s, size_t rows, int c, const float *b, float *y)
+{
+	bias_add_k<<<blocks_for(rows * c), THREADS, 0, s>>>(rows, c, b, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_channel_sum(cudaStream_t s, size_t rows, int c, const float *x, double *acc,
+			    float *sum)
+{
+	cudaError_t e = cudaMemsetAsync(acc, 0, sizeof(double) * c, s);
+	if (e != cudaSuccess)
+		return e;
+	channel_sum_k<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(rows, c, x, acc);
+	if ((e = cudaGetLastError()) != cudaSuccess)
+		return e;
+	to_float<<<(c + THREADS - 1) / THREADS, THREADS, 0, s>>>(c, acc, sum);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_pad(cudaStream_t s, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
+		    const float *src, float *dst)
+{
+	cudaError_t e = cudaMemsetAsync(dst, 0, sizeof(float) * n * hp * wp * c, s);
+	if (e != cudaSuccess)
+		return e;
+	pad_k<<<blocks_for((size_t)n * h * w * c), THREADS, 0, s>>>(n, h, w, c, hp, wp, pt, pl, src,
+								     dst);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_crop(cudaStream_t s, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
+		     const float *src, float *dst)
+{
+	crop_k<<<blocks_for((size_t)n * h * w * c), THREADS, 0, s>>>(n, h, w, c, hp, wp, pt, pl, src,
+								      dst);
+	return cudaGetLastError();
+}
+
+static size_t pool_outputs(const cuk_pool &p)
+{
+	return (size_t)p.n * p.oh * p.ow * p.c;
+}
+
+cudaError_t cuk_maxpool_fwd(cudaStream_t s, struct cuk_pool p, const float *x, float *y)
+{
+	maxpool_fwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(p, x, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_maxpool_bwd(cudaStream_t s, struct cuk_pool p, const float *x, const float *dy,
+			    float *dx)
+{
+	cudaError_t e = cudaMemsetAsync(dx, 0, sizeof(float) * p.n * p.h * p.w * p.c, s);
+	if (e != cudaSuccess)
+		return e;
+	maxpool_bwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(p, x, dy, dx);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_avgpool_fwd(cudaStream_t s, struct cuk_pool p, const float *x, float *y)
+{
+	avgpool_fwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(p, x, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_avgpool_bwd(cudaStream_t s, struct cuk_pool p, const float *dy, float *dx)
+{
+	cudaError_t e = cudaMemsetAsync(dx, 0, sizeof(float) * p.n * p.h * p.w * p.c, s);
+	if (e != cudaSuccess)
+		return e;
+	avgpool_bwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(p, dy, dx);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_gap_fwd(cudaStream_t s, int n, int hw, int c, const float *x, float *y)
+{
+	gap_fwd<<<blocks_for((size_t)n * c), THREADS, 0, s>>>(n, hw, c, x, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_gap_bwd(cudaStream_t s, int n, int hw, int c, const float *dy, float *dx)
+{
+	gap_bwd<<<blocks_for((size_t)n * hw * c), THREADS, 0, s>>>(n, hw, c, dy, dx);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_bn_stats(cudaStream_t s, size_t rows, int c, const float *x, double *acc,
+			 float *save_mean, float *save_var, float *run_mean, float *run_var,
+			 float momentum)
+{
+	cudaError_t e = cudaMemsetAsync(acc, 0, 2 * sizeof(double) * c, s);
+	if (e != cudaSuccess)
+		return e;
+	bn_sums<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(rows, c, x, acc);
+	if ((e = cudaGetLastError()) != cudaSuccess)
+		return e;
+	bn_finish_stats<<<(c + THREADS - 1) / THREADS, THREADS, 0, s>>>(
+		rows, c, acc, save_mean, save_var, run_mean, run_var, momentum);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_bn_norm(cudaStream_t s, size_t rows, int c, const float *x, const float *mean,
+			const float *var, const float *gamma, const float *beta, float eps,
+			int relu, float *y)
+{
+	bn_norm_k<<<blocks_for(rows * c), THREADS, 0, s>>>(rows, c, x, mean, var, gamma, beta, eps,
+							    relu, y);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_bn_bwd(cudaStream_t s, size_t rows, int c, const float *x, const float *y,
+		       const float *dy, const float *mean, const float *var, const float *gamma,
+		       float eps, int relu, double *acc, float *dgamma, float *dbeta, float *dx)
+{
+	cudaError_t e = cudaMemsetAsync(acc, 0, 2 * sizeof(double) * c, s);
+	if (e != cudaSuccess)
+		return e;
+	bn_bwd_sums<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(rows, c, x, y, dy,
+									       mean, var, eps, relu,
+									       acc);
+	if ((e = cudaGetLastError()) != cudaSuccess)
+		return e;
+	bn_bwd_finish<<<(c + THREADS - 1) / THREADS, THREADS, 0, s>>>(c, acc, dgamma, dbeta);
+	if ((e = cudaGetLastError()) != cudaSuccess || !dx)
+		return e;
+	bn_bwd_dx<<<blocks_for(rows * c), THREADS, 0, s>>>(rows, c, x, y, dy, mean, var, gamma, eps,
+							    relu, acc, dx);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_loss(cudaStream_t s, int n, int classes, const float *z, const int *labels,
+		     float smoothing, float *dz, double *loss, int *hit, int *bad)
+{
+	cudaError_t e = cudaMemsetAsync(bad, 0, sizeof(int), s);
+	if (e != cudaSuccess || n == 0)
+		return e;
+	loss_k<<<(n + 127) / 128, 128, 0, s>>>(n, classes, z, labels, smoothing, dz, loss, hit, bad);
+	return cudaGetLastError();
+}
+
+} /* extern "C" */

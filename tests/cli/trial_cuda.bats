@@ -1,0 +1,60 @@
+#!/usr/bin/env bats
+# aah-trial --backend cuda where it cannot run: a machine without an NVIDIA
+# GPU (the development VM, CI), or a build without nvcc and cuDNN. The GPU
+# runs themselves are tests/gpu/run-on-device.sh (docs/cuda.md).
+
+load helpers
+
+setup() {
+	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-trial-cuda.XXXXXX")
+}
+
+teardown() {
+	rm -rf "$T"
+}
+
+# Is there a device here? nvidia-smi lists one where the driver sees it.
+have_gpu() {
+	command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '
+}
+
+@test "--backend cuda without a GPU fails with 'no CUDA device', naming the backend" {
+	if have_gpu; then
+		skip "this machine has a GPU: tests/gpu/run-on-device.sh runs the cuda backend"
+	fi
+	run aah-trial --trial_dir "$T" --arch "$AAH_ROOT/tests/fixtures/arch/cnn2.json" \
+		--backend cuda --warmup_1 1 --train_samples 256 --val_samples 100
+	[ "$status" -ne 0 ]
+	if [[ $output == *"not built in"* ]]; then
+		# a build without nvcc/cuDNN says so instead
+		[[ $output == *"compute backend 'cuda' is not built in"* ]]
+		return
+	fi
+	[[ $output == *"no CUDA device"* ]]
+	[[ $output == *"cuda backend"* ]]
+	/usr/bin/python3 - "$T/result.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed", r
+assert "no CUDA device" in r["stop_reason"], r
+PY
+}
+
+@test "the cuda backend is in the build where make found nvcc and cuDNN" {
+	cd "$AAH_ROOT"
+	info=$(make --no-print-directory config-info)
+	if [[ $info != *"cuda-build=1"* ]]; then
+		skip "this build has no cuda backend: $info"
+	fi
+	# libaahcuda.a holds real objects: the kernels and the op table
+	run nm -C "$AAH_ROOT/$AAH_BUILD/libaahcuda.a"
+	[ "$status" -eq 0 ]
+	[[ $output == *" D ops_cuda_backend"* ]]
+	[[ $output == *" T cuk_bn_stats"* ]]
+	[[ $output == *"cudnnConvolutionForward"* ]]
+	[[ $output == *"cublasLtMatmul"* ]]
+	# and every op slot of the table is filled (the unit test
+	# kernels::every_backend_has_every_op checks the table's contents)
+	run aah-trial --help
+	[[ $output == *"cuda"* ]]
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# run-on-device.sh: the cuda backend's checks on a machine with an NVIDIA GPU
+# (docs/cuda.md). CI and the development VM have none; a session lent one
+# (the `device` tool) runs this there.
+#
+#   here:   make -j2 all unit bench-bins && tests/gpu/run-on-device.sh --collect
+#           (the binaries below, stripped, and the shared libraries they
+#           need beside CUDA's (docker/collect-libs.sh) into build-gpu/,
+#           about 50 MiB: under the device tool's 64 MiB carry)
+#   there:  AAH_BUILD=build-gpu tests/gpu/run-on-device.sh   (carry: build-gpu)
+#
+# 1. every op of the cuda backend against kernels/ref (test_kernels_ref), the
+#    model net through it (test_kernels_refnet), the training run against
+#    the CPU's (test_kernels_train_gpu): a cuda case reported "skipped: no
+#    CUDA device" there is a failure;
+# 2. compute-sanitizer memcheck on the op tests;
+# 3. training images/s of aah (bench_train, AAH_BACKEND=cuda) beside
+#    PyTorch on the same GPU, net and batch (bench_train_torch.py --device
+#    cuda), for each arch in GPU_ARCHS (aah-arch/1 files).
+# Results also go to $OUT/gpu-report.txt when $OUT is set. Exit 1 on a failure.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${AAH_BUILD:-build}
+LIBS=$BUILD/gpu-libs
+TESTS=(test_kernels_ref test_kernels_refnet test_kernels_train_gpu)
+BATCH=${GPU_BATCH:-256} STEPS=${GPU_STEPS:-20} WARMUP=${GPU_WARMUP:-5}
+GPU_ARCHS=${GPU_ARCHS:-"tests/fixtures/arch/cnn2.json tests/fixtures/arch/resnet_small.json"}
+
+if [ "${1:-}" = --collect ]; then
+	dest=build-gpu
+	rm -rf "$dest" && mkdir -p "$dest/tests/unit" "$dest/bench" || exit 1
+	bins=(aah-trial bench/bench_train "${TESTS[@]/#/tests/unit/}")
+	for b in "${bins[@]}"; do
+		strip -o "$dest/$b" "$BUILD/$b" || exit 1
+	done
+	docker/collect-libs.sh "$dest/gpu-libs" "${bins[@]/#/$BUILD/}" || exit 1
+	strip --strip-unneeded "$dest"/gpu-libs/* 2>/dev/null
+	du -sh "$dest"
+	exit 0
+fi
+
+REPORT=${OUT:+$OUT/gpu-report.txt}
+say() {
+	echo "$*"
+	if [ -n "$REPORT" ]; then echo "$*" >>"$REPORT"; fi
+}
+fail=0
+
+# CUDA's libraries: the system's, else those of PyTorch's nvidia-* wheels
+PY=${PYTHON:-python3}
+wheel_libs=$($PY - <<'PY' 2>/dev/null
+import glob, os
+try:
+    import nvidia
+    print(":".join(sorted(d for p in nvidia.__path__ for d in glob.glob(os.path.join(p, "*", "lib")))))
+except ImportError:
+    pass
+PY
+)
+export LD_LIBRARY_PATH="$PWD/$LIBS${wheel_libs:+:$wheel_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+if ! nvidia-smi -L 2>/dev/null; then
+	say "run-on-device: no GPU here (nvidia-smi lists none): nothing to run"
+	exit 1
+fi
+say "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
+for b in "$BUILD/aah-trial" "${TESTS[@]/#/$BUILD/tests/unit/}"; do
+	if ldd "$b" | grep -q 'not found'; then
+		say "run-on-device: $b lacks libraries:"
+		ldd "$b" | grep 'not found'
+		exit 1
+	fi
+done
+
+# 1. the op tests: every cuda case must run
+for t in "${TESTS[@]}"; do
+	out=$("$BUILD/tests/unit/$t" --tap=/dev/stdout --jobs 1 2>&1)
+	rc=$?
+	skipped=$(grep -c 'no CUDA device' <<<"$out")
+	say "$t: exit $rc, $(grep -c '^ok' <<<"$out") ok, $(grep -c '^not ok' <<<"$out") not ok," \
+		"$(grep -c '# SKIP' <<<"$out") skipped ($skipped for want of a device)"
+	grep -E '^not ok|# SKIP' <<<"$out" | grep -v 'cuda has no bf16' | head -20
+	if [ "$rc" -ne 0 ] || [ "$skipped" -ne 0 ]; then fail=1; fi
+done
+
+# 2. compute-sanitizer on the op tests (Criterion runs each test in a child)
+if command -v compute-sanitizer >/dev/null; then
+	for tool in memcheck racecheck; do
+		compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
+			"$BUILD/tests/unit/test_kernels_ref" --jobs 1 >"${OUT:-/tmp}/sanitizer-$tool.txt" 2>&1
+		rc=$?
+		say "compute-sanitizer $tool on test_kernels_ref: exit $rc;" \
+			"$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "${OUT:-/tmp}/sanitizer-$tool.txt" | sort | uniq -c | tr -s ' ' | head -3)"
+		if [ "$rc" -ne 0 ]; then fail=1; fi
+	done
+else
+	say "compute-sanitizer: not installed here"
+	fail=1
+fi
+
+# 3. images/s, aah beside PyTorch (fp32 both: aah's cuda backend has no bf16 yet)
+say "$(printf '%-40s %6s %12s %12s %7s' arch batch aah_img/s torch_img/s ratio)"
+for f in $GPU_ARCHS; do
+	aah=$(AAH_BACKEND=cuda "$BUILD/bench/bench_train" "$f" "$BATCH" 1 "$STEPS" "$WARMUP" 2>&1 | tail -1)
+	torch=$($PY tests/bench/bench_train_torch.py --arch "$f" --device cuda --batch "$BATCH" \
+		--steps "$STEPS" --warmup "$WARMUP" 2>&1 | tail -1)
+	ratio=$($PY -c "print(f'{float(\"$aah\") / float(\"$torch\"):.2f}x')" 2>/dev/null || echo "?")
+	say "$(printf '%-40s %6s %12s %12s %7s' "$f" "$BATCH" "$aah" "$torch" "$ratio")"
+done
+exit $fail

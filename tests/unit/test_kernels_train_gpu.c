@@ -1,0 +1,114 @@
+/* A short training run on every GPU backend of ops_backends() (cuda) beside
+ * the same run on the CPU backend: the same net (conv, batchnorm + relu,
+ * maxpool, residual add, global average pool, dense), the same initial
+ * weights and the same batches, 30 SGD steps; the GPU run's loss curve must
+ * follow the CPU run's step by step. On a machine without a GPU each
+ * backend is reported as "skipped: no CUDA device". */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/ops.h" /* ops_backends, OPS_CAP_GPU */
+#include "trialimg/model.h"
+#include "util.h"
+
+enum { N = 8, H = 8, W = 8, C = 3, K = 4, STEPS = 30 };
+
+static const char *net =
+	"{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":3},"
+	"\"num_classes\":4,\"output\":\"out\",\"layers\":["
+	"{\"id\":\"c1\",\"type\":\"conv2d\",\"inputs\":[\"input\"],\"filters\":8,\"kernel\":3},"
+	"{\"id\":\"bn1\",\"type\":\"batchnorm\",\"inputs\":[\"c1\"]},"
+	"{\"id\":\"r1\",\"type\":\"relu\",\"inputs\":[\"bn1\"]},"
+	"{\"id\":\"mp\",\"type\":\"maxpool\",\"inputs\":[\"r1\"],\"kernel\":2},"
+	"{\"id\":\"c2\",\"type\":\"conv2d\",\"inputs\":[\"mp\"],\"filters\":8,\"kernel\":3},"
+	"{\"id\":\"ad\",\"type\":\"add\",\"inputs\":[\"c2\",\"mp\"]},"
+	"{\"id\":\"ar\",\"type\":\"relu\",\"inputs\":[\"ad\"]},"
+	"{\"id\":\"gp\",\"type\":\"global_avg_pool\",\"inputs\":[\"ar\"]},"
+	"{\"id\":\"out\",\"type\":\"dense\",\"inputs\":[\"gp\"],\"units\":4}]}";
+
+/* Four fixed batches of a learnable task: the label is the quadrant of
+ * the image holding a bright square. */
+static void batch(int b, float *x, int *y)
+{
+	uint64_t s = 1234 + (uint64_t)b;
+	for (int i = 0; i < N * H * W * C; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = (float)((double)(s >> 11) / 9007199254740992.0) * 0.2f;
+	}
+	for (int i = 0; i < N; i++) {
+		int q = (i + b) % K, y0 = q / 2 * 4, x0 = q % 2 * 4;
+		y[i] = q;
+		for (int r = y0; r < y0 + 4; r++)
+			for (int c = x0; c < x0 + 4; c++)
+				for (int ch = 0; ch < C; ch++)
+					x[((i * H + r) * W + c) * C + ch] += 1.0f;
+	}
+}
+
+/* STEPS steps of the net on backend `name`; the loss of each into loss[].
+ * 1 when it ran, 0 when the backend cannot start here (why in *skip). */
+static int train(const char *name, double *loss, const char **skip)
+{
+	struct model m;
+	struct ops_ctx ctx;
+	cJSON *doc = cJSON_Parse(net);
+	cr_assert_eq(model_parse(&m, doc, "net"), 0, "%s", util_last_error());
+	cJSON_Delete(doc);
+	cr_assert_eq(model_alloc(&m, N, 5), 0);
+	if (ops_ctx_init(&ctx, name, 2, 11)) {
+		*skip = util_last_error();
+		model_release(&m, NULL);
+		return 0;
+	}
+	cr_assert_eq(ctx.be->set_precision(&ctx, "fp32"), 0, "%s: %s", name, util_last_error());
+	float x[N * H * W * C], dz[N * K];
+	int y[N];
+	for (int s = 0; s < STEPS; s++) {
+		double sum = 0;
+		long correct = 0;
+		ctx.step = (uint64_t)s;
+		batch(s % 4, x, y);
+		cr_assert_eq(model_forward(&m, &ctx, x, N, 1), 0, "%s: %s", name, util_last_error());
+		cr_assert_eq(ctx.be->loss(&ctx, N, K, model_logits(&m), y, 0.1f, dz, &sum, &correct), 0);
+		cr_assert_eq(model_backward(&m, &ctx, x, N, dz), 0, "%s: %s", name, util_last_error());
+		cr_assert_eq(model_update(&m, &ctx, 0.05f, 0.9f, 1e-4f), 0);
+		loss[s] = sum / N;
+	}
+	model_release(&m, &ctx);
+	ops_ctx_release(&ctx);
+	return 1;
+}
+
+Test(kernels_gpu, training_loss_follows_the_cpu_run)
+{
+	double cpu[STEPS], gpu[STEPS];
+	const char *skip = NULL;
+	size_t nb;
+	const struct ops_backend *const *be = ops_backends(&nb);
+	util_set_quiet(1);
+	cr_assert_eq(train("cpu", cpu, &skip), 1, "cpu: %s", skip);
+	cr_assert_lt(cpu[STEPS - 1], 0.7 * cpu[0], "the cpu run does not learn: loss %g -> %g",
+		     cpu[0], cpu[STEPS - 1]);
+	int gpus = 0, ran = 0;
+	for (size_t b = 0; b < nb; b++) {
+		if (!(be[b]->caps & OPS_CAP_GPU))
+			continue;
+		gpus++;
+		if (!train(be[b]->name, gpu, &skip)) {
+			/* stderr, not cr_log_warn: a warning makes Criterion exit 1 */
+			fprintf(stderr, "skipped: %s [backend %s]: the training run\n", skip,
+				be[b]->name);
+			continue;
+		}
+		ran++;
+		/* fp32 both sides, sums in different orders: the curves drift
+		 * apart by roundings, far less than a step of training moves them */
+		for (int s = 0; s < STEPS; s++)
+			cr_assert(fabs(gpu[s] - cpu[s]) <= 1e-3 + 2e-2 * fabs(cpu[s]),
+				  "%s: step %d: loss %.6g, cpu %.6g", be[b]->name, s, gpu[s], cpu[s]);
+	}
+	if (!ran)
+		cr_skip_test("skipped: %s", gpus ? "no CUDA device" : "no GPU backend in this build");
+}
