@@ -13,6 +13,7 @@ pkgs=(
   clang libclang-rt-14-dev   # make fuzz: clang -fsanitize=fuzzer (libFuzzer runtime)
   munge slurmctld slurmd slurm-client
   chromium
+  docker.io debootstrap   # tests/docker/engine.bash: a real engine, an offline base image
 )
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(python3-torch python3-numpy hyperfine)
@@ -33,7 +34,7 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts daemons on install where it can; the tests start their own.
-for svc in slurmctld slurmd munge; do
+for svc in slurmctld slurmd munge docker containerd; do
   "${sudo[@]}" service "$svc" stop >/dev/null 2>&1 || true
 done
 echo "deps: done"
