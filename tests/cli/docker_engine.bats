@@ -77,7 +77,7 @@ running_containers() { [ "$("$AAH_DOCKER" ps -q --filter label=aah.io/experiment
 	t0=$SECONDS
 	cold=no
 	"$AAH_DOCKER" image inspect aah-trial:cpu >/dev/null 2>&1 || cold=yes
-	docker_images force
+	docker_images
 	for img in aah-trial:cpu aah-master:cpu; do
 		size=$("$AAH_DOCKER" image inspect -f '{{.Size}}' "$img")
 		echo "# $img: $((size / 1000000)) MB" >&3

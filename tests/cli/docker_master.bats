@@ -95,3 +95,88 @@ master() {
 	aah-runner verify "$U/$id-logs.tar.zst"
 	echo "# master image experiment $id: 2 trials succeeded in sibling containers, best val_acc $best, archive verified" >&3
 }
+
+@test "kubernetes: the master Job's and a trial Job's containers, as rendered, run on the engine (NO API server here)" {
+	echo "# NO Kubernetes API server here: the Jobs' containers run on the Docker engine with their rendered command, env and user; the Job controller and kubelet are stood in for by tests/docker/run_pods.py" >&3
+	mkdir -p "$U/cfg"
+	mv "$U"/*.json "$U/cfg/"
+	cat > "$U/cfg/config.yml" <<-EOF
+	experimentName: k8s-on-engine
+	trainingServicePlatform: kubernetes
+	workdir: /userhome/aah-work
+	maxTrialNum: 1
+	searchSpacePath: quickstart-search-space.json
+	tuner:
+	  builtinTunerName: NetworkMorphism
+	  initialArch: fashion-mnist-cnn.json
+	trial:
+	  command: aah-trial --threads 1 --batch_size 32 --warmup_1 1 --epochs 1 --train_samples 512 --val_samples 256
+	  nodes: 2
+	  retries: 0
+	kubernetes:
+	  namespace: aah
+	  image: aah-trial:cpu
+	  claimName: aah-userhome
+	  kubectlRetries: 0
+	  kubectlTimeout: 10s
+	EOF
+	chown -R 1000:1000 "$U"
+	# The master Job of k8s/master-job.yaml: its container's args, env, user
+	# and mounts (the ConfigMap at /etc/aah, the claim at /userhome).
+	mapfile -t margv < <(/usr/bin/python3 - "$AAH_ROOT/k8s/master-job.yaml" "$U" <<-'PY'
+	import sys, yaml
+	job = yaml.safe_load(open(sys.argv[1]))
+	pod = job["spec"]["template"]["spec"]
+	c = pod["containers"][0]
+	sec = pod["securityContext"]
+	src = {"config": sys.argv[2] + "/cfg", "userhome": sys.argv[2]}
+	out = ["--user", f"{sec['runAsUser']}:{sec['runAsGroup']}"]
+	for m in c["volumeMounts"]:
+	    out += ["-v", f"{src[m['name']]}:{m['mountPath']}" + (":ro" if m.get("readOnly") else "")]
+	for e in c["env"]:
+	    out += ["-e", f"{e['name']}={e['value']}"]
+	out += ["aah-master:cpu"] + c["args"]
+	print("\n".join(out))
+	PY
+	)
+	echo "master: ${margv[*]}"
+	run timeout 300 "$AAH_DOCKER" run --rm --network host "${margv[@]}"
+	echo "$output"
+	# It creates the experiment, then cannot reach an API server: there is none.
+	[[ $output == *"aah-master: created experiment"* ]]
+	[[ $output == *"kubectl"*"connection refused"* ]]
+	id=$(cat "$U/aah-work/aah-master.id")
+	E=$U/aah-work/experiments/$id
+	grep '"event":"trial_finished"' "$E/journal.jsonl" | grep -q '"state":"failed".*kubectl'
+	# The trial's Job as the master renders it: the image the tests built.
+	"$AAH_DOCKER" run --rm --network host --user 1000:1000 -v "$U:/userhome" aah-master:cpu \
+		render --experiment "$id" --trial 1 -o json > "$WORK/job.json"
+	/usr/bin/python3 - "$WORK/job.json" <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	job = next(i for i in d["items"] if i["kind"] == "Job")
+	assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "aah-trial:cpu", job
+	assert job["spec"]["completions"] == 2
+	PY
+	# Its two pods as containers; rank 1 finds rank 0 by its pod DNS name.
+	run /usr/bin/python3 "$AAH_ROOT/tests/docker/run_pods.py" "$AAH_DOCKER" "$WORK/job.json" "$U"
+	echo "$output"
+	cat "$WORK"/job.json.pod*.log
+	[ "$status" -eq 0 ]
+	acc=$(/usr/bin/python3 - "$E/trials/000001/result.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["status"] == "succeeded" and r["world_size"] == 2, r
+	print("%.2f%%" % (100 * r["best_val_acc"]))
+	PY
+	)
+	# The runner reads the pods' result back from the shared tree: the
+	# report's best trial is theirs (its FLOPs and accuracy).
+	run "$AAH_DOCKER" run --rm --network host --user 1000:1000 -v "$U:/userhome" aah-master:cpu report "$id"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"Best trial:            000001 (accuracy $acc)"* ]]
+	[[ $output =~ Final\ Score:\ +[1-9][0-9.]*\ [MG]FLOPS ]]
+	echo "# kubernetes on the engine: master Job stopped at kubectl (no API server); trial Job's 2 pods ran, report reads accuracy $acc" >&3
+	[ "$(containers_of "$id")" -eq 0 ]
+}
