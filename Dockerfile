@@ -42,12 +42,13 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     && rm -rf /var/lib/apt/lists/*
 ENV AAH_CUDA=1 CUDA_HOME=/usr/local/cuda
 
-# cpu: Debian bookworm, the packages scripts/deps.sh builds with. dpkg's
-# unsafe-io: no fsync per file in a throw-away build stage.
+# cpu: Debian bookworm, the libraries scripts/deps.sh builds with, and only
+# the C toolchain (a CPU build links no C++). dpkg's unsafe-io: no fsync per
+# file in a throw-away build stage.
 FROM ${DEBIAN_IMAGE} AS builder-cpu
 RUN echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/aah-unsafe-io \
     && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        build-essential pkg-config \
+        gcc make libc6-dev \
         libyaml-dev libcjson-dev libarchive-dev libssl-dev libzstd-dev zlib1g-dev \
         libdnnl-dev libjpeg62-turbo-dev \
     && rm -rf /var/lib/apt/lists/*
