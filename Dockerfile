@@ -1,35 +1,72 @@
-# syntax=docker/dockerfile:1
-# aah images: `make images` builds both targets.
-#   trial   the trainer (aah-trial, CUDA + cuDNN + NCCL) plus aah-runner for
-#           in-container search (tuner.placement: trial); entrypoint
-#           docker/trial-entrypoint.sh prints the launch contract and execs.
+# aah images: `make images` builds both targets (BASE=cpu by default there).
+#   trial   the trainer (aah-trial) plus aah-runner for in-container search
+#           (tuner.placement: trial); entrypoint docker/trial-entrypoint.sh
+#           prints the launch contract and execs.
 #   master  aah-runner plus kubectl; runs `aah-runner create` on a mounted
-#           config.yml and submits one Kubernetes Job per trial
-#           (docker/master-entrypoint.sh, k8s/master-job.yaml).
-# Tags follow NVIDIA's <cuda>-cudnn-<devel|runtime>-ubuntu<version> form.
+#           config.yml and submits the trials (Kubernetes Jobs, or sibling
+#           containers through a mounted Docker socket with the docker
+#           backend) (docker/master-entrypoint.sh, k8s/master-job.yaml).
+#
+# BASE picks the family of base images:
+#   cuda  (default) GPU clusters: NVIDIA's images, tags in their
+#         <cuda>-cudnn-<devel|runtime>-ubuntu<version> form; aah-trial is
+#         built with CUDA, cuDNN and NCCL.
+#   cpu   CPU-only nodes and the container quick start: Debian bookworm
+#         (DEBIAN_IMAGE; the tests pass an offline-made aah-base:bookworm),
+#         aah-trial on oneDNN, Fashion-MNIST (Debian's package) in the image.
+# Only the stages of the chosen BASE are built (BuildKit: DOCKER_BUILDKIT=1).
+#
+# KUBECTL=download (default) fetches kubectl KUBECTL_VERSION and checks it
+# against its published sha256; KUBECTL=context takes the binary at
+# docker/kubectl in the build context instead (git ignores it; `make images
+# KUBECTL_BIN=/path/to/kubectl` puts it there), for machines that reach no
+# download server.
+# The master image also holds the docker CLI of the builder's distribution
+# (from its docker.io package), for the docker backend through a mounted
+# engine socket.
 
+ARG BASE=cuda
+ARG KUBECTL=download
 ARG CUDA_VERSION=13.0.2
 ARG UBUNTU_VERSION=24.04
+ARG DEBIAN_IMAGE=debian:bookworm
 ARG KUBECTL_VERSION=v1.32.2
 
-# ---- builder: both binaries, with CUDA (nvcc, cuDNN and NCCL headers) -------
-FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU_VERSION} AS builder
+# ---- builders: both binaries ----------------------------------------------------
+# cuda: nvcc, cuDNN and NCCL headers.
+FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU_VERSION} AS builder-cuda
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential pkg-config \
         libyaml-dev libcjson-dev libarchive-dev libssl-dev libzstd-dev zlib1g-dev \
         libdnnl-dev libjpeg-turbo8-dev \
     && rm -rf /var/lib/apt/lists/*
+ENV AAH_CUDA=1 CUDA_HOME=/usr/local/cuda
+
+# cpu: Debian bookworm, the libraries scripts/deps.sh builds with, and only
+# the C toolchain (a CPU build links no C++). dpkg's unsafe-io: no fsync per
+# file in a throw-away build stage.
+FROM ${DEBIAN_IMAGE} AS builder-cpu
+RUN echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/aah-unsafe-io \
+    && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        gcc make libc6-dev \
+        libyaml-dev libcjson-dev libarchive-dev libssl-dev libzstd-dev zlib1g-dev \
+        libdnnl-dev libjpeg62-turbo-dev \
+    && rm -rf /var/lib/apt/lists/*
+ENV AAH_CUDA=0
+
+FROM builder-${BASE} AS builder
 WORKDIR /src
 # The whole tree (minus .dockerignore): the Makefile finds sources by wildcard,
 # so a new module folder builds without an edit here.
 COPY . .
 RUN make config-info \
-    && make -j"$(nproc)" AAH_CUDA=1 CUDA_HOME=/usr/local/cuda all \
+    && make -j"$(nproc)" all \
     && make install DESTDIR=/out PREFIX=/usr/local \
     && docker/collect-libs.sh /out/usr/local/lib/aah /out/usr/local/bin/aah-runner /out/usr/local/bin/aah-trial
 
-# ---- kubectl, checked against its published sha256 ----------------------------
-FROM ubuntu:${UBUNTU_VERSION} AS kubectl
+# ---- kubectl: downloaded and checked against its published sha256, or taken
+# from the build context -----------------------------------------------------------
+FROM ubuntu:${UBUNTU_VERSION} AS kubectl-download
 ARG KUBECTL_VERSION
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         ca-certificates curl \
@@ -39,10 +76,36 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     && echo "$(cat /kubectl.sha256)  /kubectl" | sha256sum -c - \
     && chmod 0755 /kubectl
 
-# ---- trial: cuDNN/NCCL runtime + aah-trial + aah-runner -----------------------
-FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu${UBUNTU_VERSION} AS trial
+FROM ${DEBIAN_IMAGE} AS kubectl-context
+COPY docker/ /tmp/context/
+RUN test -x /tmp/context/kubectl \
+        || { echo "KUBECTL=context: no executable docker/kubectl in the build context" >&2; exit 1; } \
+    && cp /tmp/context/kubectl /kubectl && rm -rf /tmp/context
+
+FROM kubectl-${KUBECTL} AS kubectl
+
+# ---- the docker CLI of the distribution's docker.io, the client alone (its
+# daemon, containerd and runc are not needed to talk to a mounted socket) ------
+FROM builder-${BASE} AS docker-cli
+RUN apt-get update && cd /tmp && apt-get download docker.io \
+    && dpkg-deb -x docker.io_*.deb /tmp/docker.io && cp /tmp/docker.io/usr/bin/docker /docker \
+    && rm -rf /tmp/docker.io* /var/lib/apt/lists/*
+
+# ---- runtime bases ------------------------------------------------------------------
+FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu${UBUNTU_VERSION} AS trial-base-cuda
+FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
+
+FROM ${DEBIAN_IMAGE} AS trial-base-cpu
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        dataset-fashion-mnist \
+    && rm -rf /var/lib/apt/lists/*
+FROM ${DEBIAN_IMAGE} AS master-base-cpu
+
+# ---- trial: aah-trial + aah-runner ---------------------------------------------------
+FROM trial-base-${BASE} AS trial
 RUN (userdel -r ubuntu 2>/dev/null || true) \
-    && groupadd --gid 1000 aah && useradd --uid 1000 --gid 1000 --create-home aah
+    && groupadd --gid 1000 aah && useradd --uid 1000 --gid 1000 --create-home aah \
+    && mkdir -p /userhome && chown 1000:1000 /userhome
 COPY --from=builder /out/usr/local/bin/aah-trial /out/usr/local/bin/aah-runner /usr/local/bin/
 COPY --from=builder /out/usr/local/lib/aah/ /usr/local/lib/aah/
 COPY docker/trial-entrypoint.sh /usr/local/bin/aah-trial-entrypoint
@@ -54,16 +117,18 @@ WORKDIR /home/aah
 ENTRYPOINT ["/usr/local/bin/aah-trial-entrypoint"]
 CMD ["aah-trial", "--help"]
 
-# ---- master: aah-runner + kubectl ------------------------------------------------
-FROM ubuntu:${UBUNTU_VERSION} AS master
+# ---- master: aah-runner + kubectl -----------------------------------------------------
+FROM master-base-${BASE} AS master
 RUN (userdel -r ubuntu 2>/dev/null || true) \
-    && groupadd --gid 1000 aah && useradd --uid 1000 --gid 1000 --create-home aah
+    && groupadd --gid 1000 aah && useradd --uid 1000 --gid 1000 --create-home aah \
+    && mkdir -p /userhome && chown 1000:1000 /userhome
 COPY --from=builder /out/usr/local/bin/aah-runner /usr/local/bin/
 COPY --from=builder /out/usr/local/lib/aah/ /usr/local/lib/aah/
 COPY --from=kubectl /kubectl /usr/local/bin/kubectl
+COPY --from=docker-cli /docker /usr/local/bin/docker
 COPY docker/master-entrypoint.sh /usr/local/bin/aah-master
 RUN echo /usr/local/lib/aah > /etc/ld.so.conf.d/aah.conf && ldconfig \
-    && aah-runner --version && kubectl version --client
+    && aah-runner --version && kubectl version --client && docker --version
 ENV AAH_WORKDIR=/userhome/aah-work
 USER 1000:1000
 WORKDIR /home/aah

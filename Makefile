@@ -229,9 +229,25 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/quickstart.sh --minutes $(MINUTES) $(if $(SEED),--seed $(SEED))
 
+# ---- images (Dockerfile) -------------------------------------------------------
+# IMAGE_BASE=cpu (Debian bookworm, CPU nodes, the container quick start) or
+# cuda (NVIDIA's images, GPU clusters); tags aah-master:$(IMAGE_BASE) and
+# aah-trial:$(IMAGE_BASE). DEBIAN_IMAGE is the cpu base (the tests pass the
+# offline-made aah-base:bookworm). KUBECTL_BIN=/path/to/kubectl puts that
+# binary into the master image instead of the checksum-verified download.
+# DOCKER picks the docker CLI (BuildKit is needed: only the stages of one
+# BASE are built).
+DOCKER ?= docker
+IMAGE_BASE ?= cpu
+DEBIAN_IMAGE ?= debian:bookworm
+KUBECTL_BIN ?=
+IMAGE_ARGS = --network host --build-arg BASE=$(IMAGE_BASE) --build-arg DEBIAN_IMAGE=$(DEBIAN_IMAGE) \
+	$(if $(KUBECTL_BIN),--build-arg KUBECTL=context)
+
 images:
-	docker build --target master -t aah-master .
-	docker build --target trial -t aah-trial .
+	$(if $(KUBECTL_BIN),install -m 0755 $(KUBECTL_BIN) docker/kubectl)
+	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_BASE) $(IMAGE_ARGS) .
+	DOCKER_BUILDKIT=1 $(DOCKER) build --target master -t aah-master:$(IMAGE_BASE) $(IMAGE_ARGS) .
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -14,6 +14,7 @@ pkgs=(
   munge slurmctld slurmd slurm-client
   chromium
   openmpi-bin libopenmpi-dev   # ModelArts' MPI form: mpirun starts the ranks (tests/cli/trial_mpi.bats)
+  docker.io debootstrap   # tests/docker/engine.bash: a real engine, an offline base image
 )
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(python3-torch python3-numpy hyperfine)
@@ -34,7 +35,7 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts daemons on install where it can; the tests start their own.
-for svc in slurmctld slurmd munge; do
+for svc in slurmctld slurmd munge docker containerd; do
   "${sudo[@]}" service "$svc" stop >/dev/null 2>&1 || true
 done
 echo "deps: done"

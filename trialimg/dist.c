@@ -25,7 +25,9 @@
 #include "trialimg/dist.h"
 #include "util.h"
 
-enum { DIST_MAGIC = 0x61616831, HOST_LEN = 64 };
+/* HOST_LEN holds any DNS name (253 bytes): a Kubernetes pod's is
+ * <job>-<index>.<service>, often longer than 64. */
+enum { DIST_MAGIC = 0x61616831, HOST_LEN = 256 };
 
 struct dist {
 	int rank, world;

@@ -4,7 +4,7 @@
  * `docker run -d` split in two, so a crash never leaves an unrecorded
  * running container). State from `docker inspect`; logs from `docker logs`
  * into trial.log; `docker kill` on cancel, `docker rm -f` after collection.
- * No Docker engine runs where aah is tested: this path is untested there. */
+ * Tested against a real engine (tests/cli/docker_engine.bats). */
 #include "runner/backend/docker.h"
 #include "fileio.h"
 #include "strbuf.h"

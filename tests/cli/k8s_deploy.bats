@@ -1,10 +1,12 @@
 #!/usr/bin/env bats
 # What ships for a cluster: k8s/ manifests, the Dockerfile and the docker/
-# entrypoints. NO Docker engine and NO Kubernetes API server run here: the
-# manifests are checked against the strict schemas + VALIDATION.md rules,
-# the RBAC Role against the kubectl calls the runner really makes (through
-# the fake kubectl), the Dockerfile statically (sources, stages, Makefile
-# targets, users), and the entrypoints by running them with stand-ins.
+# entrypoints. NO Kubernetes API server runs here: the manifests are checked
+# against the strict schemas + VALIDATION.md rules, the RBAC Role against the
+# kubectl calls the runner really makes (through the fake kubectl), the
+# Dockerfile statically (sources, stages, Makefile targets, users), and the
+# entrypoints by running them with stand-ins. The CPU images are built and
+# run on a real engine in docker_engine.bats and docker_master.bats; the
+# CUDA stages (NVIDIA's base images, no registry here) only statically.
 
 load helpers
 
@@ -15,7 +17,7 @@ setup() { setup_workdir; }
 teardown() { teardown_workdir; }
 
 @test "no Docker engine, no API server: the checks here are static or use stand-ins" {
-	echo "# NO Docker engine and NO Kubernetes API server ran: Dockerfile checked statically, manifests offline" >&3
+	echo "# NO Kubernetes API server ran: manifests checked offline; Dockerfile statically here (CPU images built for real in docker_engine.bats)" >&3
 	[ -f "$AAH_ROOT/Dockerfile" ]
 }
 
@@ -114,12 +116,18 @@ teardown() { teardown_workdir; }
 @test "Dockerfile: NVIDIA's tag form, stages trial and master, non-root, entrypoints from docker/" {
 	df=$AAH_ROOT/Dockerfile
 	grep -q '^ARG CUDA_VERSION=13\.0\.[0-9]*$' "$df"
-	grep -q '^FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU_VERSION} AS builder$' "$df"
-	grep -q '^FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu${UBUNTU_VERSION} AS trial$' "$df"
-	grep -q '^FROM ubuntu:${UBUNTU_VERSION} AS master$' "$df"
+	# BASE=cuda (the default): NVIDIA's images; BASE=cpu: Debian bookworm.
+	grep -q '^ARG BASE=cuda$' "$df"
+	grep -q '^FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu${UBUNTU_VERSION} AS builder-cuda$' "$df"
+	grep -q '^FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu${UBUNTU_VERSION} AS trial-base-cuda$' "$df"
+	grep -q '^FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda$' "$df"
+	grep -q '^FROM ${DEBIAN_IMAGE} AS builder-cpu$' "$df"
+	grep -q '^FROM builder-${BASE} AS builder$' "$df"
+	grep -q '^FROM trial-base-${BASE} AS trial$' "$df"
+	grep -q '^FROM master-base-${BASE} AS master$' "$df"
 	grep -q '^ARG UBUNTU_VERSION=24.04$' "$df"
 	# Stages used by COPY --from exist; the final stages drop root.
-	for s in $(grep -o -- '--from=[a-z]*' "$df" | cut -d= -f2 | sort -u); do
+	for s in $(grep -o -- '--from=[a-z-]*' "$df" | cut -d= -f2 | sort -u); do
 		grep -q " AS $s\$" "$df"
 	done
 	[ "$(awk '/^FROM .* AS (trial|master)$/ { s = 1 } s && /^USER 1000:1000$/ { n++; s = 0 } END { print n }' "$df")" -eq 2 ]

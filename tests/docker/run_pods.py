@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Run a rendered trial Job's pods as containers on a Docker engine.
+
+usage: run_pods.py DOCKER JOB.json USERHOME
+
+No Kubernetes API server exists here: this stands in for the Job controller
+and the kubelet, and for nothing else. For every completion index of the
+Indexed Job in JOB.json (a Job or a v1 List), the pod's one container runs
+on the engine (`DOCKER run`) with exactly the image, args, env and user the
+rendered Job gives it: env from the completion-index fieldRef and $(VAR)
+expansion done as the kubelet does (tests/fixtures/k8s/kubelet_sim.py),
+USERHOME mounted at the volume's mountPath. The pods' DNS names (the
+headless Service's, or the single pod's) resolve to 127.0.0.1, since every
+container shares the host's network. Prints one line per pod, exits with
+the first non-zero pod status.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "k8s"))
+from kubelet_sim import pod_env  # noqa: E402
+
+
+def main(argv):
+    docker, job_file, userhome = argv
+    docs = json.load(open(job_file))
+    items = docs["items"] if docs.get("kind") == "List" else [docs]
+    job = next(d for d in items if d["kind"] == "Job")
+    pod = job["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    mount = c["volumeMounts"][0]["mountPath"]
+    sec = pod.get("securityContext", {})
+    user = f"{sec.get('runAsUser', 0)}:{sec.get('runAsGroup', 0)}"
+    procs = []
+    for index in range(job["spec"]["completions"]):
+        env, args = pod_env(c, index)
+        cmd = [docker, "run", "--rm", "--network", "host", "--user", user,
+               "--name", f"{job['metadata']['name']}-{index}",
+               "--label", f"aah.io/experiment={job['metadata']['labels']['aah.io/experiment']}",
+               "-v", f"{userhome}:{mount}"]
+        for h in env.get("VC_WORKER_HOSTS", "").split(","):
+            if h:
+                cmd += ["--add-host", f"{h}:127.0.0.1"]
+        for k, v in env.items():
+            cmd += ["-e", f"{k}={v}"]
+        cmd += [c["image"]] + args
+        log = open(f"{job_file}.pod{index}.log", "w")
+        procs.append((index, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)))
+    status = 0
+    for index, p in procs:
+        rc = p.wait()
+        print(f"pod {job['metadata']['name']}-{index}: exit {rc}")
+        status = status or rc
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
