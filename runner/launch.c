@@ -195,6 +195,8 @@ static void add_argv(struct launch_rank *r, const struct aah_launch *l,
 		strvec_push(a, "worker");
 		free(workers);
 	}
+	if (p->resume)
+		strvec_push(a, "--resume");
 	if (p->params)
 		launch_push_params(a, p->params);
 }

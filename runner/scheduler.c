@@ -224,6 +224,15 @@ static int observe(struct sched *s, unsigned seq)
 	return r;
 }
 
+/* Run trial seq again as attempt; why the last attempt ended goes with it,
+ * for `status`. */
+static int record_retry(struct sched *s, unsigned seq, unsigned attempt, const char *why)
+{
+	cJSON *f = trial_fields(seq, attempt);
+	cJSON_AddStringToObject(f, "reason", why && *why ? why : "failed");
+	return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f);
+}
+
 static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st)
 {
 	struct trial_rec *t = experiment_trial(s->e, seq);
@@ -246,9 +255,8 @@ static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st
 	free_slot(s, seq);
 	s->settled_this_session++;
 	progress(s, t);
-	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup) {
-		return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, trial_fields(seq, t->attempt + 1));
-	}
+	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup)
+		return record_retry(s, seq, t->attempt + 1, o.reason);
 	return observe(s, seq);
 }
 
@@ -331,6 +339,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.hosts = (const char *const *)hosts,
 			.port = port,
 			.gpus = s->slots[slot].gpus,
+			.resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1),
 			.params = params,
 			.propose_runner = master ? NULL : s->opts->runner_exe,
 		};
@@ -482,9 +491,8 @@ static int resume_state(struct sched *s)
 		int retry_due = t->state == TRIAL_FAILED &&
 				t->attempt <= (unsigned)s->cfg->trial.retries;
 		if (stopped || retry_due) {
-			cJSON *f = trial_fields(t->seq, t->attempt + (retry_due ? 1 : 0));
 			unsigned seq = t->seq;
-			if (experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f) < 0)
+			if (record_retry(s, seq, t->attempt + (retry_due ? 1 : 0), t->reason) < 0)
 				return -1;
 			t = experiment_trial(s->e, seq);
 		}

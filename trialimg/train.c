@@ -13,6 +13,7 @@
 #include "trialimg/model.h"
 #include "trialimg/train.h"
 #include "trialimg/monitor.h" /* monitor_start, monitor_stop */
+#include "strbuf.h"
 #include "util.h"
 
 struct trial {
@@ -229,6 +230,40 @@ static int write_metrics(struct trial *t, const struct epoch_stats *s)
 	return rc;
 }
 
+/* Resuming from the checkpoint of epoch t->epoch: metrics.jsonl keeps the
+ * lines up to that epoch only. A kill between an epoch's metrics line and
+ * its checkpoint runs that epoch again; without this its line would be
+ * there twice, and the score would count the epoch twice. */
+struct kept_lines {
+	int upto;
+	struct strbuf sb;
+};
+
+static int keep_line(const cJSON *line, void *arg)
+{
+	struct kept_lines *k = arg;
+	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(line, "epoch");
+	if (cJSON_IsNumber(ep) && ep->valueint > k->upto)
+		return 0;
+	char *s = cJSON_PrintUnformatted(line);
+	strbuf_addstr(&k->sb, s);
+	strbuf_addch(&k->sb, '\n');
+	cJSON_free(s);
+	return 0;
+}
+
+static int trim_metrics(const struct trial *t)
+{
+	if (t->rank != 0 || !fileio_exists(t->metrics_path))
+		return 0;
+	struct kept_lines k = { t->epoch, STRBUF_INIT };
+	int rc = jsonfile_read_lines(t->metrics_path, keep_line, &k);
+	if (!rc)
+		rc = fileio_write_atomic(t->metrics_path, k.sb.buf ? k.sb.buf : "", k.sb.len);
+	strbuf_release(&k.sb);
+	return rc;
+}
+
 /* ---- the loop ------------------------------------------------------------ */
 
 static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
@@ -322,6 +357,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->total_steps = t->steps_per_epoch * t->budget;
 	if (a->resume && fileio_exists(t->ckpt_path) && load_checkpoint(t))
 		return -1;
+	if (a->resume && trim_metrics(t))
+		return -1;
 	printf("aah-trial: trial_seq %d, budget %d epochs, patience %d, %d layers, %zu parameters, "
 	       "%.3g train / %.3g eval FLOPs per image, %d train / %d val images, batch %d x %d "
 	       "rank(s)\n", a->trial_seq, t->budget, t->patience, t->m.n_layers, t->m.n_params,
@@ -356,7 +393,9 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		}
 		s.seconds = util_monotonic() - t0;
 		if (t->rank == 0) {
-			if (save_checkpoint(t) || write_metrics(t, &s))
+			/* metrics first: a kill between the two reruns the epoch, and the
+			 * rerun's line replaces this one (expdir_metrics_read) */
+			if (write_metrics(t, &s) || save_checkpoint(t))
 				return -1;
 			printf("epoch %d/%d: loss %.4f acc %.4f val_loss %.4f val_acc %.4f lr %.5f "
 			       "%.0f img/s %.1fs\n", t->epoch, t->budget, s.loss / s.seen,

@@ -113,6 +113,9 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 			    expdir_trial_id(t->seq, id),
 			    expdir_state_name(t->state), t->attempt ? t->attempt : 1, slot, nodes,
 			    started, dur, a, t->reason ? t->reason : "");
+		for (size_t k = 0; k < t->retries.n; k++)
+			strbuf_addf(sb, "        retried after %s%s\n", t->retries.v[k],
+				    cfg->trial.resume_on_retry ? " (resumed from its checkpoint)" : "");
 	}
 }
 

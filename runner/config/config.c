@@ -61,6 +61,8 @@ static const struct cfg_key trial_keys[] = {
 	  "wall-clock limit of one trial attempt (s/m/h/d)" },
 	{ "retries", CFG_INT, TRIAL(retries), CFG_RANGE(0, 100), NULL, NULL, "0",
 	  "how many times a failed trial is run again" },
+	{ "resumeOnRetry", CFG_BOOL, TRIAL(resume_on_retry), 0, NULL, NULL, "true",
+	  "a trial run again (a retry, or requeued after a stop) gets --resume and continues from its last checkpoint" },
 	{ "processMode", CFG_ENUM, TRIAL(process_mode), 0, process_modes, NULL, "node",
 	  "one trainer process per node driving its GPUs, or one per device (RANK_ID per card)" },
 	{ "launchStyle", CFG_ENUM, TRIAL(launch_style), 0, launch_styles, NULL, "pytorch",

@@ -74,6 +74,7 @@ struct aah_config_trial {
 	long nodes;               /* nodes (ranks) per trial */
 	double timeout;           /* seconds; 0 = none */
 	long retries;
+	int resume_on_retry;      /* pass --resume to a trial run again */
 	char *process_mode;       /* "node" | "device" */
 	char *launch_style;       /* "pytorch" | "tensorflow" */
 	long master_port;         /* 0 = pick a free port (local) / 29500 */
