@@ -5,6 +5,7 @@
 #include "jsonfile.h"
 #include "runner/backend/backend.h"
 #include "runner/launch.h"
+#include "runner/pooltrial.h" /* pooltrial_join, pooltrial_leave: the device pool */
 #include "strbuf.h"
 #include "util.h"
 
@@ -253,6 +254,8 @@ static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st
 	backend_reap(&s->bctx, st->job, dir);
 	free(dir);
 	free_slot(s, seq);
+	if (pooltrial_leave(s->cfg, s->workdir, s->e->id, seq) < 0)
+		warning("trial %u keeps its place in the device pool: %s", seq, util_last_error());
 	s->settled_this_session++;
 	progress(s, t);
 	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup)
@@ -268,6 +271,16 @@ struct submit_arg {
 	unsigned slot;
 };
 
+/* A submitted trial takes its place in the device pool. Its world size is
+ * still the config's (trial.nodes): the ledger records what it runs on. */
+static int pool_enter(struct sched *s, unsigned seq)
+{
+	unsigned share;
+	if (pooltrial_join(s->cfg, s->workdir, s->e->id, seq, &share) < 0)
+		return -1;
+	return pooltrial_applied(s->cfg, s->workdir, s->e->id, seq, (unsigned)s->cfg->trial.nodes);
+}
+
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 {
 	(void)ctx;
@@ -279,7 +292,9 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 	cJSON_AddNumberToObject(f, "slot", a->slot);
 	if (a->s->slots[a->slot].gpus)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
-	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
+	if (experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f) < 0)
+		return -1;
+	return pool_enter(a->s, a->seq);
 }
 
 static int propose(struct sched *s, unsigned seq, cJSON **params_out)

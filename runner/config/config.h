@@ -84,6 +84,13 @@ struct aah_config_trial {
 	const struct ynode *env;  /* extra environment, a map */
 };
 
+struct aah_config_pool {
+	long devices;             /* the work directory's shared pool; 0 = no pool */
+	long min_devices;         /* per training */
+	long max_devices;         /* per training; 0 = the whole pool */
+	long priority;            /* this experiment's trainings' share weight */
+};
+
 struct aah_config_report {
 	double min_duration;      /* seconds */
 	double min_accuracy;      /* [0,1] */
@@ -115,6 +122,7 @@ struct aah_config {
 	struct aah_config_assessor assessor;
 	struct aah_config_trial trial;
 	struct aah_config_report report;
+	struct aah_config_pool pool;
 
 	/* Backend sections, validated by each backend's own key table. */
 	const struct ynode *local, *docker, *kubernetes, *slurm;
