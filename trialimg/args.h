@@ -15,6 +15,7 @@ struct args {
 	int slave, num_parallel_calls;
 	/* aah */
 	char *arch, *params, *dataset, *trial_dir, *precision, *backend, *augment, *conv_algo;
+	int elastic;              /* --elastic: follow <trial_dir>/world_size */
 	int threads, patience, stop_diverged, resume, trial_seq, max_epochs, train_samples, val_samples;
 	long seed;
 	double weight_decay, momentum;
