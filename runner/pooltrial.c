@@ -4,7 +4,10 @@
 #include "runner/ledger.h"
 #include "util.h"
 
+#include "fileio.h"
+
 #include <stdlib.h>
+#include <string.h>
 
 char *pooltrial_id(const char *experiment_id, unsigned seq)
 {
@@ -45,6 +48,59 @@ int pooltrial_applied(const struct aah_config *cfg, const char *workdir,
 	ledger_release(&l);
 	free(id);
 	return r;
+}
+
+int pooltrial_write_world(const char *trial_dir, unsigned n)
+{
+	char *p = xstrfmt("%s/world_size", trial_dir), *want = xstrfmt("%u\n", n), *have = NULL;
+	size_t len = 0;
+	int r = 0;
+	util_set_quiet(1);
+	int same = fileio_exists(p) && fileio_read(p, 64, &have, &len) == 0 && !strcmp(have, want);
+	util_set_quiet(0);
+	if (!same)
+		r = fileio_write_atomic(p, want, strlen(want));
+	free(have);
+	free(want);
+	free(p);
+	return r;
+}
+
+/* The ledger's record of trial seq: *share and *on (0 when absent). */
+static int lookup(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		  unsigned seq, unsigned *share, unsigned *on)
+{
+	*share = *on = 0;
+	if (cfg->pool.devices <= 0)
+		return 0;
+	char *id = pooltrial_id(experiment_id, seq);
+	struct ledger l;
+	ledger_init(&l, workdir);
+	int r = ledger_read(&l);
+	const struct ledger_training *t = r == 0 ? ledger_find(&l, id) : NULL;
+	if (t) {
+		*share = t->share;
+		*on = t->applied;
+	}
+	ledger_release(&l);
+	free(id);
+	return r;
+}
+
+unsigned pooltrial_running_on(const struct aah_config *cfg, const char *workdir,
+			      const char *experiment_id, unsigned seq)
+{
+	unsigned share, on;
+	return lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0 ? 0 : on;
+}
+
+int pooltrial_tell(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		   unsigned seq, const char *trial_dir)
+{
+	unsigned share, on;
+	if (lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0)
+		return -1;
+	return on && share != on ? pooltrial_write_world(trial_dir, share) : 0;
 }
 
 int pooltrial_leave(const struct aah_config *cfg, const char *workdir, const char *experiment_id,

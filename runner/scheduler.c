@@ -269,16 +269,66 @@ struct submit_arg {
 	struct sched *s;
 	unsigned seq;
 	unsigned slot;
+	unsigned nodes;
 };
 
-/* A submitted trial takes its place in the device pool. Its world size is
- * still the config's (trial.nodes): the ledger records what it runs on. */
-static int pool_enter(struct sched *s, unsigned seq)
+/* ---- the device pool (runner/pooltrial.h) ---------------------------------- */
+
+static int in_pool(const struct sched *s)
+{
+	return s->cfg->pool.devices > 0;
+}
+
+/* Before a launch: the trial joins the pool (once) and runs on its share,
+ * told through <trial_dir>/world_size. 1: no devices for it now, it waits. */
+static int pool_size(struct sched *s, unsigned seq, const char *dir, unsigned *nodes)
 {
 	unsigned share;
+	if (!in_pool(s))
+		return 0;
 	if (pooltrial_join(s->cfg, s->workdir, s->e->id, seq, &share) < 0)
 		return -1;
-	return pooltrial_applied(s->cfg, s->workdir, s->e->id, seq, (unsigned)s->cfg->trial.nodes);
+	if (!share)
+		return 1;
+	*nodes = share;
+	return pooltrial_write_world(dir, share);
+}
+
+/* Every poll of a running trial: a new share reaches it as world_size. */
+static void pool_tell(struct sched *s, const struct trial_rec *t)
+{
+	if (!in_pool(s))
+		return;
+	char *dir = expdir_trial_dir(s->e->dir, t->seq);
+	if (pooltrial_tell(s->cfg, s->workdir, s->e->id, t->seq, dir) < 0)
+		warning("trial %u is not told its share: %s", t->seq, util_last_error());
+	free(dir);
+}
+
+/* A trial whose ranks all stopped to be resized goes back in the queue, the
+ * same attempt: fill_slots relaunches it on its share with --resume. */
+static int pool_resized(struct sched *s, unsigned seq, const struct aah_job_status *st)
+{
+	if (!in_pool(s) || st->state != AAH_JOB_FAILED || st->exit_code != POOLTRIAL_EXIT_RESIZE)
+		return 0;
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	char *dir = expdir_trial_dir(s->e->dir, seq);
+	backend_reap(&s->bctx, st->job, dir);
+	free(dir);
+	free_slot(s, seq);
+	unsigned on = pooltrial_running_on(s->cfg, s->workdir, s->e->id, seq);
+	char *why = xstrfmt("resized at a step boundary (it ran on %u devices)", on);
+	int r = record_retry(s, seq, t->attempt, why);
+	free(why);
+	return r < 0 ? -1 : 1;
+}
+
+/* A submitted trial: the ledger records what it runs on. */
+static int pool_enter(struct sched *s, unsigned seq, unsigned nodes)
+{
+	if (!in_pool(s))
+		return 0;
+	return pooltrial_applied(s->cfg, s->workdir, s->e->id, seq, nodes);
 }
 
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
@@ -294,7 +344,7 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
 	if (experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f) < 0)
 		return -1;
-	return pool_enter(a->s, a->seq);
+	return pool_enter(a->s, a->seq, a->nodes);
 }
 
 static int propose(struct sched *s, unsigned seq, cJSON **params_out)
@@ -339,6 +389,17 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	int r = fileio_mkdir_p(dir, 0755);
 	int master = !strcmp(cfg->tuner.placement, "master");
 
+	if (r == 0) {
+		unsigned want = nodes;
+		r = pool_size(s, seq, dir, &want);
+		if (r == 0 && want != nodes) {
+			free(hosts);
+			nodes = want;
+			hosts = xcalloc(nodes, sizeof(*hosts));
+		}
+		if (r > 0)
+			goto out;   /* no devices for it now */
+	}
 	if (r == 0 && master)
 		r = propose(s, seq, &params);
 	if (r == 0)
@@ -355,13 +416,15 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.port = port,
 			.gpus = s->slots[slot].gpus,
 			.resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1),
+			.nodes = nodes,
+			.elastic = in_pool(s),
 			.params = params,
 			.propose_runner = master ? NULL : s->opts->runner_exe,
 		};
 		launch_build(&l, &lp);
 		r = launch_write(&l);
 		if (r == 0) {
-			struct submit_arg a = { s, seq, slot };
+			struct submit_arg a = { s, seq, slot, nodes };
 			char *job = NULL;
 			s->bctx.on_submitted = on_submitted;
 			s->bctx.on_submitted_arg = &a;
@@ -373,6 +436,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 		}
 		launch_release(&l);
 	}
+out:
 	for (unsigned i = 0; i < nodes; i++)
 		free(hosts[i]);
 	free(hosts);
@@ -412,7 +476,10 @@ static int fill_slots(struct sched *s)
 			if (create_trial(s, seq) < 0)
 				return -1;
 		}
-		if (submit(s, seq, slot) < 0 && submit_failed(s, seq) < 0)
+		int r = submit(s, seq, slot);
+		if (r > 0)
+			return 0;   /* it waits for devices in the pool */
+		if (r < 0 && submit_failed(s, seq) < 0)
 			return -1;
 	}
 	return 0;
@@ -459,11 +526,14 @@ static int poll_running(struct sched *s)
 				snprintf(st.reason, sizeof(st.reason), "over the trial timeout of %.0fs",
 					 limit);
 			} else {
+				pool_tell(s, t);
 				free(job);
 				continue;
 			}
 		}
-		int r = settle(s, t->seq, &st);
+		int r = pool_resized(s, t->seq, &st);
+		if (r == 0)
+			r = settle(s, t->seq, &st);
 		free(job);
 		if (r < 0)
 			return -1;

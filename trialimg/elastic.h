@@ -10,8 +10,10 @@
 /* Exit status of every rank of a trial that stopped to be resized. */
 #define ELASTIC_EXIT_RESIZE 85
 
-/* The world size the runner asks of the trial in trial_dir, or 0 when it
- * asks nothing (no file, or not a number from 1 to 65536). */
+/* The world size the runner asks of the trial in trial_dir: 0 to stop at
+ * the next step boundary with a checkpoint (its devices were taken away),
+ * else the new size; -1 when it asks nothing (no file, or not a number
+ * from 0 to 65536). */
 int elastic_target(const char *trial_dir);
 
 #endif

@@ -320,7 +320,7 @@ static int elastic_step(struct trial *t, const struct epoch_stats *s, int done)
 	int target = t->rank == 0 ? elastic_target(t->a->trial_dir) : 0;
 	if (t->dist && dist_broadcast(t->dist, &target, sizeof(target)))
 		return -1;
-	if (!target || target == t->world || t->global_batch % target)
+	if (target < 0 || target == t->world || (target > 0 && t->global_batch % target))
 		return 0;     /* nothing asked, or a size the global batch does not split over */
 	float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
 	if (t->dist && (dist_allreduce_mean(t->dist, sums, 3) ||
@@ -329,15 +329,19 @@ static int elastic_step(struct trial *t, const struct epoch_stats *s, int done)
 	for (int k = 0; k < 3; k++)
 		t->carry[k] = (double)sums[k] * t->world;
 	t->resume_batch = done;
+	int saved = 1;
 	if (t->rank == 0) {
-		if (save_checkpoint(t))
-			return -1;
-		printf("aah-trial: world size %d -> %d at step %ld (epoch %d, batch %d): checkpoint "
-		       "saved, exiting %d for the relaunch\n", t->world, target, t->step,
-		       t->epoch + 1, done, ELASTIC_EXIT_RESIZE);
+		saved = save_checkpoint(t) == 0;
+		if (saved)
+			printf("aah-trial: world size %d -> %d at step %ld (epoch %d, batch %d): "
+			       "checkpoint saved, exiting %d for the relaunch\n", t->world, target,
+			       t->step, t->epoch + 1, done, ELASTIC_EXIT_RESIZE);
 		fflush(stdout);
 	}
-	return 1;
+	/* every rank leaves after the checkpoint is whole */
+	if (t->dist && dist_broadcast(t->dist, &saved, sizeof(saved)))
+		return -1;
+	return saved ? 1 : -1;
 }
 
 /* ---- the loop ------------------------------------------------------------ */

@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
 # The device pool shared by the experiments of one work directory: two
 # runner processes, the ledger's shares in status, `aah-runner priority`,
-# a training that ends giving its devices back. (The trainings here are
-# the contract stand-in; their world size is still trial.nodes.)
+# a training that ends giving its devices back. The trainings here are the
+# contract stand-in, which never resizes: each keeps the ranks it started
+# on (RUNNING_ON) while the runner tells it its share in world_size
+# (trial_elastic.bats and elastic_pool.bats run the real trainer).
 
 load helpers
 
@@ -23,7 +25,8 @@ ledger_has() {
 	TRIAL_SLEEP=3600 aah-runner create -c a.yml -q > a.log 2>&1 &
 	wait_for ledger_has '"shares":{"[a-z0-9]*/000001":8}'
 	a=$(only_experiment)
-	[[ "$(pool_line "$a" "$a")" == *" 5000      8        1" ]]
+	[[ "$(pool_line "$a" "$a")" == *" 5000      8        8" ]]
+	[ "$(grep -c -- '"--elastic"' "$AAH_WORKDIR/experiments/$a/trials/000001/launch.json")" -eq 8 ]
 	TRIAL_SLEEP=3600 aah-runner create -c b.yml -q > b.log 2>&1 &
 	wait_for ledger_has ':4,"[a-z0-9]*/000001":4}'
 	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
@@ -35,12 +38,15 @@ ledger_has() {
 	run aah-runner status "$a"
 	echo "$output"
 	[[ $output == *"device pool: 8 devices, 2 trainings"* ]]
-	[[ "$(pool_line "$a" "$a")" == *" 5000      3        1" ]]
-	[[ "$(pool_line "$a" "$b")" == *" 10000     5        1" ]]
+	[[ "$(pool_line "$a" "$a")" == *" 5000      3        8" ]]
+	[[ "$(pool_line "$a" "$b")" == *" 10000     5        4" ]]
+	# the runners tell their trials the new shares
+	wait_for grep -qx 3 "$AAH_WORKDIR/experiments/$a/trials/000001/world_size"
+	wait_for grep -qx 5 "$AAH_WORKDIR/experiments/$b/trials/000001/world_size"
 	# a ends: its training leaves and b's grows to the whole pool
 	aah-runner stop "$a"
 	wait_for ledger_has "\"shares\":{\"$b/000001\":8}"
-	[[ "$(pool_line "$b" "$b")" == *" 10000     8        1" ]]
+	[[ "$(pool_line "$b" "$b")" == *" 10000     8        4" ]]
 	aah-runner stop "$b"
 	wait_for ledger_has "\"event\":\"leave\",\"training\":\"$b/000001\""
 	# the allocations, in order
