@@ -284,11 +284,16 @@ static int trim_metrics(const struct trial *t)
 /* ---- elastic world size ---------------------------------------------------- */
 
 /* The global batch is kept across world sizes: from the checkpoint a trial
- * resumes from (each rank then takes global / world), else batch_size x
- * world. The global batches, the steps per epoch and so the LR schedule are
+ * resumes from (each rank then takes global / world), else --global_batch,
+ * else batch_size x world. The global batches, the steps per epoch and so the LR schedule are
  * the same whatever the world size. */
 static int elastic_batch(struct trial *t)
 {
+	int g = t->a->global_batch;
+	if (g > 0 && g % t->world)
+		return error("--global_batch %d does not split over %d ranks", g, t->world);
+	if (g > 0)
+		t->batch = g / t->world;
 	t->global_batch = t->batch * t->world;
 	if (!t->a->resume || !fileio_exists(t->ckpt_path))
 		return 0;
