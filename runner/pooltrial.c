@@ -94,6 +94,23 @@ unsigned pooltrial_running_on(const struct aah_config *cfg, const char *workdir,
 	return lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0 ? 0 : on;
 }
 
+int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
+			 const char *experiment_id, unsigned seq, const char *trial_dir)
+{
+	unsigned share, on;
+	if (lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0 || !on)
+		return 0;
+	char *p = xstrfmt("%s/world_size", trial_dir), *text = NULL;
+	size_t len;
+	util_set_quiet(1);
+	int told = fileio_exists(p) && fileio_read(p, 64, &text, &len) == 0 &&
+		   strtoul(text, NULL, 10) != on;
+	util_set_quiet(0);
+	free(text);
+	free(p);
+	return told;
+}
+
 int pooltrial_tell(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, const char *trial_dir)
 {

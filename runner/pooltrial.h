@@ -28,6 +28,10 @@ int pooltrial_applied(const struct aah_config *cfg, const char *workdir,
  * runner resumed after a crash tells the same. */
 int pooltrial_tell(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, const char *trial_dir);
+/* Was the trial in trial_dir told a size other than the one the ledger
+ * says it runs on (its world_size file)? */
+int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
+			 const char *experiment_id, unsigned seq, const char *trial_dir);
 /* The devices the ledger says trial seq runs on (0 when none). */
 unsigned pooltrial_running_on(const struct aah_config *cfg, const char *workdir,
 			      const char *experiment_id, unsigned seq);

@@ -306,13 +306,23 @@ static void pool_tell(struct sched *s, const struct trial_rec *t)
 }
 
 /* A trial whose ranks all stopped to be resized goes back in the queue, the
- * same attempt: fill_slots relaunches it on its share with --resume. */
+ * same attempt: fill_slots relaunches it on its share with --resume. A job
+ * that ended while no runner watched (its status unknowable) is presumed
+ * resized when it left no result and had been told another size: its
+ * checkpoint decides where it goes on. */
 static int pool_resized(struct sched *s, unsigned seq, const struct aah_job_status *st)
 {
-	if (!in_pool(s) || st->state != AAH_JOB_FAILED || st->exit_code != POOLTRIAL_EXIT_RESIZE)
+	if (!in_pool(s))
 		return 0;
-	struct trial_rec *t = experiment_trial(s->e, seq);
 	char *dir = expdir_trial_dir(s->e->dir, seq);
+	int resized = st->state == AAH_JOB_FAILED && st->exit_code == POOLTRIAL_EXIT_RESIZE;
+	if (st->state == AAH_JOB_LOST && !expdir_result_visible(s->e->dir, seq))
+		resized = pooltrial_told_other(s->cfg, s->workdir, s->e->id, seq, dir);
+	if (!resized) {
+		free(dir);
+		return 0;
+	}
+	struct trial_rec *t = experiment_trial(s->e, seq);
 	backend_reap(&s->bctx, st->job, dir);
 	free(dir);
 	free_slot(s, seq);

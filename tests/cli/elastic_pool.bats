@@ -84,7 +84,7 @@ EOF2
 	WAIT_S=120 wait_for applied "$b" 5
 	wait "$ra"
 	WAIT_S=120 wait_for applied "$b" 8 || {
-		tail -4 "$AAH_WORKDIR/pool/ledger.jsonl" "$AAH_WORKDIR/experiments/$b/trials/000001/trial.log" \
+		tail -n 4 "$AAH_WORKDIR/pool/ledger.jsonl" "$AAH_WORKDIR/experiments/$b/trials/000001/trial.log" \
 			"$AAH_WORKDIR/experiments/$b/journal.jsonl"
 		false
 	}
@@ -121,4 +121,45 @@ for run, ref in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
     r = json.load(open(run + "/result.json"))
     assert r["status"] == "succeeded" and r["epochs_run"] == len(full), r
 PY
+}
+
+@test "a runner killed while the pool is reallocated resumes to the same shares, nothing lost or run twice" {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	config a.yml 6
+	config b.yml 3
+	aah-runner create -c a.yml -q > a.log 2>&1 &
+	ra=$!
+	wait_for test -d "$AAH_WORKDIR/experiments"
+	a=$(only_experiment)
+	WAIT_S=120 wait_for applied "$a" 8
+	kill -9 "$ra"                  # A's trial runs on, no runner watches it
+	wait "$ra" 2>/dev/null || true
+	aah-runner create -c b.yml -q > b.log 2>&1 &
+	rb=$!
+	wait_for two_experiments
+	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
+	# the reallocation is journaled; nobody has told A's trial yet
+	WAIT_S=120 wait_for ledger_has ":4,\"$b/000001\":4}"
+	A=$AAH_WORKDIR/experiments/$a/trials/000001
+	[ "$(cat "$A/world_size")" = 8 ]
+	aah-runner resume "$a" -q > a2.log 2>&1 &
+	ra=$!
+	WAIT_S=120 wait_for applied "$a" 4
+	wait "$ra"
+	wait "$rb"
+	cat a2.log b.log
+	E=$AAH_WORKDIR/experiments/$a
+	grep -q "world size 8 -> 4 at step [0-9]*" "$A/trial.log"
+	grep -q '"event":"trial_retry".*"attempt":1,"reason":"resized at a step boundary (it ran on 8 devices)"' "$E/journal.jsonl"
+	! grep -q '"state":"failed"' "$E/journal.jsonl"
+	# every launch after the first follows a resize (4, and 8 again if B
+	# ended first): no other rerun
+	resizes=$(grep -c '"event":"trial_retry".*"reason":"resized at a step boundary' "$E/journal.jsonl")
+	[ "$(grep -c '"event":"trial_retry"' "$E/journal.jsonl")" -eq "$resizes" ]
+	[ "$(grep -c '"event":"trial_submitted"' "$E/journal.jsonl")" -eq $((1 + resizes)) ]
+	grep -q '"event":"trial_finished".*"state":"succeeded"' "$E/journal.jsonl"
+	[ "$(grep -o '"epoch":[0-9]*' "$A/metrics.jsonl" | tr '\n' ' ')" = '"epoch":1 "epoch":2 "epoch":3 "epoch":4 "epoch":5 "epoch":6 ' ]
+	run aah-runner status "$a"
+	echo "$output"
+	[[ $output == *"retried after attempt 1: resized at a step boundary (it ran on 8 devices)"* ]]
 }
