@@ -40,6 +40,12 @@ ledger_has() {
 	[[ $output == *"device pool: 8 devices, 2 trainings"* ]]
 	[[ "$(pool_line "$a" "$a")" == *" 5000      3        8" ]]
 	[[ "$(pool_line "$a" "$b")" == *" 10000     5        4" ]]
+	# metrics exports them for Prometheus
+	run aah-runner metrics "$a"
+	printf '%s\n' "$output" | grep -qxF "aah_pool_devices{experiment=\"$a\",trial=\"000001\"} 3"
+	printf '%s\n' "$output" | grep -qxF "aah_pool_priority{experiment=\"$a\",trial=\"000001\"} 5000"
+	printf '%s\n' "$output" | grep -qxF "aah_pool_running_on{experiment=\"$a\",trial=\"000001\"} 8"
+	! printf '%s\n' "$output" | grep -q "trial=\"$b"
 	# the runners tell their trials the new shares
 	wait_for grep -qx 3 "$AAH_WORKDIR/experiments/$a/trials/000001/world_size"
 	wait_for grep -qx 5 "$AAH_WORKDIR/experiments/$b/trials/000001/world_size"
