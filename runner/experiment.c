@@ -92,6 +92,10 @@ static int apply(const struct expdir_event *ev, void *arg)
 		t->finished = ev->ts;
 		break;
 	case EXPDIR_EV_TRIAL_RETRY:
+		if (ev->reason)   /* the attempt that ended: this one when requeued as it was */
+			strvec_pushf(&t->retries, "attempt %u: %s",
+				     t->state == TRIAL_FAILED && t->attempt > 1 ? t->attempt - 1 : t->attempt,
+				     ev->reason);
 		t->state = TRIAL_QUEUED;
 		replace_str(&t->job, NULL);
 		t->slot = -1;
@@ -264,6 +268,7 @@ void experiment_release(struct experiment *e)
 		free(e->trials[i].job);
 		free(e->trials[i].gpus);
 		free(e->trials[i].reason);
+		strvec_clear(&e->trials[i].retries);
 	}
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);

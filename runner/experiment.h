@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "runner/config/config.h"
+#include "strvec.h"
 #include "runner/expdir.h" /* enum trial_state, enum expdir_event_kind, expdir_trial_dir */
 
 struct trial_rec {
@@ -23,6 +24,7 @@ struct trial_rec {
 	double flops;
 	int exit_code;
 	char *reason;
+	struct strvec retries;     /* "attempt N: why it ended", one per retry */
 };
 
 struct experiment {

@@ -216,6 +216,10 @@ static void add_argv(struct launch_rank *r, const struct aah_launch *l,
 		strvec_push(a, "worker");
 		free(workers);
 	}
+	if (p->resume)
+		strvec_push(a, "--resume");
+	if (p->elastic)
+		strvec_push(a, "--elastic");
 	if (p->params)
 		launch_push_params(a, p->params);
 }
@@ -235,7 +239,7 @@ int launch_build(struct aah_launch *l, const struct launch_params *p)
 	l->workdir = xstrdup(p->workdir);
 	l->trial_dir = expdir_trial_dir(p->expdir, p->trial_seq);
 	l->job_name = xstrfmt("aah-%s-%s", p->experiment_id, l->trial_id);
-	l->nodes = (unsigned)cfg->trial.nodes;
+	l->nodes = p->nodes ? p->nodes : (unsigned)cfg->trial.nodes;
 	l->gpus_per_node = (unsigned)cfg->trial.gpu_num;
 	l->per_device = !strcmp(cfg->trial.process_mode, "device");
 	l->tf_style = !strcmp(cfg->trial.launch_style, "tensorflow");

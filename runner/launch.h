@@ -46,6 +46,9 @@ struct launch_params {
 	const char *const *hosts; /* cfg->trial.nodes host names in rank order */
 	unsigned port;            /* rendezvous port */
 	const char *gpus;         /* this slot's devices, e.g. "2,3"; NULL = none */
+	int resume;               /* run before: pass --resume */
+	unsigned nodes;           /* ranks (nodes) of this run; 0 = trial.nodes */
+	int elastic;              /* in a device pool: pass --elastic */
 	const cJSON *params;      /* hyperparameters (object), or NULL */
 	/* Tuner placed in the trial: run "<runner> propose ... --exec --" first. */
 	const char *propose_runner; /* path of aah-runner, or NULL for none */

@@ -5,6 +5,7 @@
 #include "jsonfile.h"
 #include "runner/backend/backend.h"
 #include "runner/launch.h"
+#include "runner/pooltrial.h" /* pooltrial_join, pooltrial_leave: the device pool */
 #include "strbuf.h"
 #include "util.h"
 
@@ -250,6 +251,15 @@ static int observe(struct sched *s, unsigned seq)
 	return r;
 }
 
+/* Run trial seq again as attempt; why the last attempt ended goes with it,
+ * for `status`. */
+static int record_retry(struct sched *s, unsigned seq, unsigned attempt, const char *why)
+{
+	cJSON *f = trial_fields(seq, attempt);
+	cJSON_AddStringToObject(f, "reason", why && *why ? why : "failed");
+	return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f);
+}
+
 static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st)
 {
 	struct trial_rec *t = experiment_trial(s->e, seq);
@@ -270,11 +280,12 @@ static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st
 	backend_reap(&s->bctx, st->job, dir);
 	free(dir);
 	free_slot(s, seq);
+	if (pooltrial_leave(s->cfg, s->workdir, s->e->id, seq) < 0)
+		warning("trial %u keeps its place in the device pool: %s", seq, util_last_error());
 	s->settled_this_session++;
 	progress(s, t);
-	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup) {
-		return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, trial_fields(seq, t->attempt + 1));
-	}
+	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup)
+		return record_retry(s, seq, t->attempt + 1, o.reason);
 	return observe(s, seq);
 }
 
@@ -284,7 +295,77 @@ struct submit_arg {
 	struct sched *s;
 	unsigned seq;
 	unsigned slot;
+	unsigned nodes;
 };
+
+/* ---- the device pool (runner/pooltrial.h) ---------------------------------- */
+
+static int in_pool(const struct sched *s)
+{
+	return s->cfg->pool.devices > 0;
+}
+
+/* Before a launch: the trial joins the pool (once) and runs on its share,
+ * told through <trial_dir>/world_size. 1: no devices for it now, it waits. */
+static int pool_size(struct sched *s, unsigned seq, const char *dir, unsigned *nodes)
+{
+	unsigned share;
+	if (!in_pool(s))
+		return 0;
+	if (pooltrial_join(s->cfg, s->workdir, s->e->id, seq, &share) < 0)
+		return -1;
+	if (!share)
+		return 1;
+	*nodes = share;
+	return pooltrial_write_world(dir, share);
+}
+
+/* Every poll of a running trial: a new share reaches it as world_size. */
+static void pool_tell(struct sched *s, const struct trial_rec *t)
+{
+	if (!in_pool(s))
+		return;
+	char *dir = expdir_trial_dir(s->e->dir, t->seq);
+	if (pooltrial_tell(s->cfg, s->workdir, s->e->id, t->seq, dir) < 0)
+		warning("trial %u is not told its share: %s", t->seq, util_last_error());
+	free(dir);
+}
+
+/* A trial whose ranks all stopped to be resized goes back in the queue, the
+ * same attempt: fill_slots relaunches it on its share with --resume. A job
+ * that ended while no runner watched (its status unknowable) is presumed
+ * resized when it left no result and had been told another size: its
+ * checkpoint decides where it goes on. */
+static int pool_resized(struct sched *s, unsigned seq, const struct aah_job_status *st)
+{
+	if (!in_pool(s))
+		return 0;
+	char *dir = expdir_trial_dir(s->e->dir, seq);
+	int resized = st->state == AAH_JOB_FAILED && st->exit_code == POOLTRIAL_EXIT_RESIZE;
+	if (st->state == AAH_JOB_LOST && !expdir_result_visible(s->e->dir, seq))
+		resized = pooltrial_told_other(s->cfg, s->workdir, s->e->id, seq, dir);
+	if (!resized) {
+		free(dir);
+		return 0;
+	}
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	backend_reap(&s->bctx, st->job, dir);
+	free(dir);
+	free_slot(s, seq);
+	unsigned on = pooltrial_running_on(s->cfg, s->workdir, s->e->id, seq);
+	char *why = xstrfmt("resized at a step boundary (it ran on %u devices)", on);
+	int r = record_retry(s, seq, t->attempt, why);
+	free(why);
+	return r < 0 ? -1 : 1;
+}
+
+/* A submitted trial: the ledger records what it runs on. */
+static int pool_enter(struct sched *s, unsigned seq, unsigned nodes)
+{
+	if (!in_pool(s))
+		return 0;
+	return pooltrial_applied(s->cfg, s->workdir, s->e->id, seq, nodes);
+}
 
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 {
@@ -297,7 +378,9 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 	cJSON_AddNumberToObject(f, "slot", a->slot);
 	if (a->s->slots[a->slot].gpus)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
-	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
+	if (experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f) < 0)
+		return -1;
+	return pool_enter(a->s, a->seq, a->nodes);
 }
 
 static int propose(struct sched *s, unsigned seq, cJSON **params_out)
@@ -347,6 +430,17 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	int r = fileio_mkdir_p(dir, 0755);
 	int master = !strcmp(cfg->tuner.placement, "master");
 
+	if (r == 0) {
+		unsigned want = nodes;
+		r = pool_size(s, seq, dir, &want);
+		if (r == 0 && want != nodes) {
+			free(hosts);
+			nodes = want;
+			hosts = xcalloc(nodes, sizeof(*hosts));
+		}
+		if (r > 0)
+			goto out;   /* no devices for it now */
+	}
 	if (r == 0 && master)
 		r = propose(s, seq, &params);
 	if (r == 0)
@@ -362,13 +456,16 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.hosts = (const char *const *)hosts,
 			.port = port,
 			.gpus = s->slots[slot].gpus,
+			.resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1),
+			.nodes = nodes,
+			.elastic = in_pool(s),
 			.params = params,
 			.propose_runner = master ? NULL : s->opts->runner_exe,
 		};
 		launch_build(&l, &lp);
 		r = launch_write(&l);
 		if (r == 0) {
-			struct submit_arg a = { s, seq, slot };
+			struct submit_arg a = { s, seq, slot, nodes };
 			char *job = NULL;
 			s->bctx.on_submitted = on_submitted;
 			s->bctx.on_submitted_arg = &a;
@@ -380,6 +477,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 		}
 		launch_release(&l);
 	}
+out:
 	for (unsigned i = 0; i < nodes; i++)
 		free(hosts[i]);
 	free(hosts);
@@ -419,7 +517,10 @@ static int fill_slots(struct sched *s)
 			if (create_trial(s, seq) < 0)
 				return -1;
 		}
-		if (submit(s, seq, slot) < 0 && submit_failed(s, seq) < 0)
+		int r = submit(s, seq, slot);
+		if (r > 0)
+			return 0;   /* it waits for devices in the pool */
+		if (r < 0 && submit_failed(s, seq) < 0)
 			return -1;
 	}
 	return 0;
@@ -488,11 +589,14 @@ static int poll_running(struct sched *s)
 				snprintf(st.reason, sizeof(st.reason), "over the trial timeout of %.0fs",
 					 limit);
 			} else {
+				pool_tell(s, t);
 				free(job);
 				continue;
 			}
 		}
-		int r = settle(s, t->seq, &st);
+		int r = pool_resized(s, t->seq, &st);
+		if (r == 0)
+			r = settle(s, t->seq, &st);
 		free(job);
 		if (r < 0)
 			return -1;
@@ -535,9 +639,8 @@ static int resume_state(struct sched *s)
 		int retry_due = t->state == TRIAL_FAILED &&
 				t->attempt <= (unsigned)s->cfg->trial.retries;
 		if (stopped || retry_due) {
-			cJSON *f = trial_fields(t->seq, t->attempt + (retry_due ? 1 : 0));
 			unsigned seq = t->seq;
-			if (experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f) < 0)
+			if (record_retry(s, seq, t->attempt + (retry_due ? 1 : 0), t->reason) < 0)
 				return -1;
 			t = experiment_trial(s->e, seq);
 		}

@@ -64,6 +64,8 @@ static const struct spec table[] = {
 	{"--stop_diverged", NULL, NULL, K_BOOL, F(stop_diverged), NULL, "0", "stop after an epoch whose training loss is not finite, or above ln(classes) + 0.05 while val_acc is at chance (<= 1.5/classes)"},
 	{"--patience", NULL, NULL, K_INT, F(patience), RANGE(0, 100000), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
 	{"--resume", NULL, NULL, K_BOOL, F(resume), NULL, "0", "continue from <trial_dir>/checkpoint when one exists"},
+	{"--global_batch", NULL, NULL, K_INT, F(global_batch), RANGE(0, 1000000), "0", "samples per step over all ranks; each rank takes global_batch / world_size, which must be whole (0: batch_size x world_size). Elastic trials set it, so every world size trains the same batches"},
+	{"--elastic", NULL, NULL, K_BOOL, F(elastic), NULL, "0", "at each step boundary follow <trial_dir>/world_size: on a new size save a mid-epoch checkpoint and exit 85, to be relaunched on it with --resume (global batch kept)"},
 	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), RANGE(0, 86400), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},
 	{"--trial_seq", NULL, "AAH_TRIAL_SEQ", K_INT, F(trial_seq), RANGE(0, 999999), "0", "1-based trial sequence number (default: params.json trial_seq, else AAH_TRIAL_ID, else 1)"},
 	{"--max_epochs", NULL, NULL, K_INT, F(max_epochs), RANGE(0, 100000), "0", "stop after this many epochs in total; the LR schedule still spans the budget (0: none)"},

@@ -17,6 +17,8 @@ struct args {
 	int slave, num_parallel_calls;
 	/* aah */
 	char *arch, *params, *dataset, *trial_dir, *precision, *backend, *augment, *conv_algo;
+	int elastic;              /* --elastic: follow <trial_dir>/world_size */
+	int global_batch;         /* --global_batch: each rank takes it / world; 0 = batch_size x world */
 	int threads, patience, stop_diverged, resume, trial_seq, max_epochs, train_samples, val_samples;
 	long seed;
 	double weight_decay, momentum;

@@ -6,6 +6,7 @@
 
 #include "trialimg/args.h"
 #include "trialimg/train.h"
+#include "trialimg/elastic.h" /* ELASTIC_EXIT_RESIZE */
 #include "util.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -50,5 +51,5 @@ int main(int argc, char **argv)
 	}
 	int rc = train_run(&a, &stop_requested);
 	args_release(&a);
-	return rc == 0 ? 0 : 1;
+	return rc == 0 ? 0 : rc == 2 ? ELASTIC_EXIT_RESIZE : 1;
 }

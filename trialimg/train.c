@@ -11,9 +11,11 @@
 #include "trialimg/data/loader.h"
 #include "trialimg/dist.h"
 #include "trialimg/inherit.h"
+#include "trialimg/elastic.h" /* elastic_target, ELASTIC_EXIT_RESIZE */
 #include "trialimg/model.h"
 #include "trialimg/train.h"
 #include "trialimg/monitor.h" /* monitor_start, monitor_stop */
+#include "strbuf.h"
 #include "util.h"
 
 struct trial {
@@ -31,6 +33,11 @@ struct trial {
 	int best_epoch, bad_epochs;
 	double train_flops, eval_flops, wall_before, t0;
 	float *dlogits;
+	/* elastic: the global batch, kept when the world size changes; where a
+	 * mid-epoch checkpoint stopped and the epoch's global sums until then
+	 * (loss, correct, seen) */
+	int global_batch, resume_batch;
+	double carry[3];
 	char *metrics_path, *result_path, *ckpt_dir, *ckpt_path;
 	char inherited_from[16];      /* parent trial id when the weights are inherited */
 };
@@ -116,17 +123,22 @@ struct ckpt_header {
 	int32_t epoch, best_epoch, bad_epochs, budget;
 	int64_t step;
 	double best_acc, final_acc, train_flops, eval_flops, wall;
+	int32_t global_batch, resume_batch;   /* batches of epoch `epoch` done */
+	double carry[3];
 };
+#define CKPT_MAGIC "AAHCKPT2"
 
 static int save_checkpoint(struct trial *t)
 {
 	struct model *m = &t->m;
 	struct ckpt_header h = {
-		.magic = "AAHCKPT1", .n_params = m->n_params, .n_stats = m->n_stats,
+		.magic = CKPT_MAGIC, .n_params = m->n_params, .n_stats = m->n_stats,
 		.epoch = t->epoch, .best_epoch = t->best_epoch, .bad_epochs = t->bad_epochs,
 		.budget = t->budget, .step = t->step, .best_acc = t->best_acc,
 		.final_acc = t->final_acc, .train_flops = t->train_flops, .eval_flops = t->eval_flops,
 		.wall = t->wall_before + util_monotonic() - t->t0,
+		.global_batch = t->global_batch, .resume_batch = t->resume_batch,
+		.carry = { t->carry[0], t->carry[1], t->carry[2] },
 	};
 	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
 	size_t len = sizeof(h) + 2 * np + ns;
@@ -149,7 +161,7 @@ static int load_checkpoint(struct trial *t)
 	if (fileio_read(t->ckpt_path, sizeof(h) + 2 * np + ns + 1, &buf, &len))
 		return -1;
 	memcpy(&h, buf, len < sizeof(h) ? len : sizeof(h));
-	if (len != sizeof(h) + 2 * np + ns || memcmp(h.magic, "AAHCKPT1", 8) ||
+	if (len != sizeof(h) + 2 * np + ns || memcmp(h.magic, CKPT_MAGIC, 8) ||
 	    h.n_params != m->n_params || h.n_stats != m->n_stats) {
 		free(buf);
 		return error("checkpoint '%s' does not belong to this network (delete it or drop "
@@ -168,7 +180,13 @@ static int load_checkpoint(struct trial *t)
 	t->train_flops = h.train_flops;
 	t->eval_flops = h.eval_flops;
 	t->wall_before = h.wall;
-	printf("aah-trial: resumed from '%s' after epoch %d\n", t->ckpt_path, t->epoch);
+	t->resume_batch = h.resume_batch;
+	memcpy(t->carry, h.carry, sizeof(t->carry));
+	if (t->resume_batch)
+		printf("aah-trial: resumed from '%s' in epoch %d after batch %d, %d rank(s)\n",
+		       t->ckpt_path, t->epoch + 1, t->resume_batch, t->world);
+	else
+		printf("aah-trial: resumed from '%s' after epoch %d\n", t->ckpt_path, t->epoch);
 	return 0;
 }
 
@@ -255,6 +273,108 @@ static int write_metrics(struct trial *t, const struct epoch_stats *s)
 	return rc;
 }
 
+/* Resuming from the checkpoint of epoch t->epoch: metrics.jsonl keeps the
+ * lines up to that epoch only. A kill between an epoch's metrics line and
+ * its checkpoint runs that epoch again; without this its line would be
+ * there twice, and the score would count the epoch twice. */
+struct kept_lines {
+	int upto;
+	struct strbuf sb;
+};
+
+static int keep_line(const cJSON *line, void *arg)
+{
+	struct kept_lines *k = arg;
+	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(line, "epoch");
+	if (cJSON_IsNumber(ep) && ep->valueint > k->upto)
+		return 0;
+	char *s = cJSON_PrintUnformatted(line);
+	strbuf_addstr(&k->sb, s);
+	strbuf_addch(&k->sb, '\n');
+	cJSON_free(s);
+	return 0;
+}
+
+static int trim_metrics(const struct trial *t)
+{
+	if (t->rank != 0 || !fileio_exists(t->metrics_path))
+		return 0;
+	struct kept_lines k = { t->epoch, STRBUF_INIT };
+	int rc = jsonfile_read_lines(t->metrics_path, keep_line, &k);
+	if (!rc)
+		rc = fileio_write_atomic(t->metrics_path, k.sb.buf ? k.sb.buf : "", k.sb.len);
+	strbuf_release(&k.sb);
+	return rc;
+}
+
+/* ---- elastic world size ---------------------------------------------------- */
+
+/* The global batch is kept across world sizes: from the checkpoint a trial
+ * resumes from (each rank then takes global / world), else --global_batch,
+ * else batch_size x world. The global batches, the steps per epoch and so the LR schedule are
+ * the same whatever the world size. */
+static int elastic_batch(struct trial *t)
+{
+	int g = t->a->global_batch;
+	if (g > 0 && g % t->world)
+		return error("--global_batch %d does not split over %d ranks", g, t->world);
+	if (g > 0)
+		t->batch = g / t->world;
+	t->global_batch = t->batch * t->world;
+	if (!t->a->resume || !fileio_exists(t->ckpt_path))
+		return 0;
+	struct ckpt_header h;
+	FILE *f = fopen(t->ckpt_path, "rb");
+	if (!f)
+		return error_errno("cannot open '%s'", t->ckpt_path);
+	size_t got = fread(&h, 1, sizeof(h), f);
+	fclose(f);
+	if (got != sizeof(h) || memcmp(h.magic, CKPT_MAGIC, 8) || h.global_batch < 1)
+		return 0;     /* load_checkpoint says what is wrong with it */
+	if (h.global_batch % t->world)
+		return error("the global batch %d of '%s' does not split over %d ranks", h.global_batch,
+			     t->ckpt_path, t->world);
+	t->global_batch = h.global_batch;
+	t->batch = h.global_batch / t->world;
+	return 0;
+}
+
+/* At a step boundary, after the allreduce and the update: has the runner
+ * asked for another world size (trialimg/elastic.h)? Rank 0 reads, every
+ * rank follows. On a change the epoch's sums so far become global, rank 0
+ * saves a mid-epoch checkpoint (`done` batches of this epoch), and the
+ * trial stops: 1. Else 0; -1 on error. */
+static int elastic_step(struct trial *t, const struct epoch_stats *s, int done)
+{
+	if (!t->a->elastic)
+		return 0;
+	int target = t->rank == 0 ? elastic_target(t->a->trial_dir) : 0;
+	if (t->dist && dist_broadcast(t->dist, &target, sizeof(target)))
+		return -1;
+	if (target < 0 || target == t->world || (target > 0 && t->global_batch % target))
+		return 0;     /* nothing asked, or a size the global batch does not split over */
+	float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
+	if (t->dist && (dist_allreduce_mean(t->dist, sums, 3) ||
+			(t->m.n_stats && dist_allreduce_mean(t->dist, t->m.stats, t->m.n_stats))))
+		return -1;
+	for (int k = 0; k < 3; k++)
+		t->carry[k] = (double)sums[k] * t->world;
+	t->resume_batch = done;
+	int saved = 1;
+	if (t->rank == 0) {
+		saved = save_checkpoint(t) == 0;
+		if (saved)
+			printf("aah-trial: world size %d -> %d at step %ld (epoch %d, batch %d): "
+			       "checkpoint saved, exiting %d for the relaunch\n", t->world, target,
+			       t->step, t->epoch + 1, done, ELASTIC_EXIT_RESIZE);
+		fflush(stdout);
+	}
+	/* every rank leaves after the checkpoint is whole */
+	if (t->dist && dist_broadcast(t->dist, &saved, sizeof(saved)))
+		return -1;
+	return saved ? 1 : -1;
+}
+
 /* ---- the loop ------------------------------------------------------------ */
 
 static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
@@ -263,7 +383,15 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	struct model *m = &t->m;
 	const struct loader_batch *b;
 	double t0 = util_monotonic();
-	loader_start_epoch(&t->tl, t->epoch);
+	int done = t->resume_batch;   /* batches of this epoch run */
+	loader_start_epoch_at(&t->tl, t->epoch, done);
+	if (t->rank == 0) {           /* what a mid-epoch checkpoint carried */
+		s->loss += t->carry[0];
+		s->correct += lround(t->carry[1]);
+		s->seen += lround(t->carry[2]);
+	}
+	t->resume_batch = 0;
+	memset(t->carry, 0, sizeof(t->carry));
 	while ((b = loader_next(&t->tl))) {
 		if (*stop)
 			return 1;
@@ -283,15 +411,18 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		s->seen += b->n;
 		s->lr = lr;
 		t->step++;
+		int resize = elastic_step(t, s, ++done);
+		if (resize)
+			return resize < 0 ? -1 : 2;
 	}
 	if (t->dist) { /* global sums; running statistics averaged over ranks */
-		float sums[2] = {(float)s->loss, (float)s->correct};
-		if (dist_allreduce_mean(t->dist, sums, 2) ||
+		float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
+		if (dist_allreduce_mean(t->dist, sums, 3) ||
 		    (m->n_stats && dist_allreduce_mean(t->dist, m->stats, m->n_stats)))
 			return -1;
 		s->loss = (double)sums[0] * t->world;
 		s->correct = lround((double)sums[1] * t->world);
-		s->seen *= t->world;
+		s->seen = lround((double)sums[2] * t->world);
 	}
 	s->train_seconds = util_monotonic() - t0;
 	t->train_flops += (m->flops_fwd + m->flops_bwd) * (double)s->seen;
@@ -328,6 +459,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (setup_model_and_data(t))
 		return -1;
 	t->batch = (int)a->batch_size;
+	if (elastic_batch(t))
+		return -1;
 	if (loader_check_batch(&t->tr, t->batch, t->world))  /* before sizing anything by it */
 		return -1;
 	if (model_alloc(&t->m, t->batch, (uint64_t)a->seed))
@@ -354,6 +487,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
 	t->total_steps = t->steps_per_epoch * t->budget;
 	if (a->resume && fileio_exists(t->ckpt_path) && load_checkpoint(t))
+		return -1;
+	if (a->resume && trim_metrics(t))
 		return -1;
 	printf("aah-trial: trial_seq %d, budget %d epochs, patience %d, %d layers, %zu parameters, "
 	       "%.3g train / %.3g eval FLOPs per image, %d train / %d val images, batch %d x %d "
@@ -389,7 +524,9 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		}
 		s.seconds = util_monotonic() - t0;
 		if (t->rank == 0) {
-			if (save_checkpoint(t) || write_metrics(t, &s))
+			/* metrics first: a kill between the two reruns the epoch, and the
+			 * rerun's line replaces this one (expdir_metrics_read) */
+			if (write_metrics(t, &s) || save_checkpoint(t))
 				return -1;
 			printf("epoch %d/%d: loss %.4f acc %.4f val_loss %.4f val_acc %.4f lr %.5f "
 			       "%.0f img/s %.1fs\n", t->epoch, t->budget, s.loss / s.seen,
@@ -465,7 +602,9 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 	if (!rc)
 		rc = run(&t, stop, &status, &reason);
 	monitor_stop(mon);
-	if (rc > 0 || *stop) {
+	if (rc == 2) {
+		/* stopped to be resized: no result, the relaunch goes on */
+	} else if (rc > 0 || *stop) {
 		write_result(&t, "failed", "canceled");
 		fprintf(stderr, "aah-trial: canceled\n");
 		rc = 1;
@@ -493,5 +632,5 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 	free(t.result_path);
 	free(t.ckpt_dir);
 	free(t.ckpt_path);
-	return rc ? (rc > 0 ? 1 : -1) : 0;
+	return rc == 2 ? 2 : rc ? (rc > 0 ? 1 : -1) : 0;
 }

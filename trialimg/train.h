@@ -21,7 +21,9 @@ int train_checkpoint_weights(const char *path, struct model *m);
  * starts, such as bad arguments). */
 int train_write_failure(const char *trial_dir, const char *reason);
 /* Runs the trial; writes result.json whatever happens (when it can).
- * Returns 0 when training finished (succeeded or early_stopped). */
+ * Returns 0 when training finished (succeeded or early_stopped); 2 when it
+ * stopped at a step boundary to be relaunched on another world size (a
+ * mid-epoch checkpoint, no result: trialimg/elastic.h). */
 int train_run(const struct args *a, volatile sig_atomic_t *stop);
 
 #endif

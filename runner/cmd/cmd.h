@@ -14,6 +14,7 @@ int cmd_list(int argc, const char **argv);
 int cmd_propose(int argc, const char **argv);
 int cmd_check(int argc, const char **argv);
 int cmd_render(int argc, const char **argv);
+int cmd_priority(int argc, const char **argv);
 /* `aah-runner slurm-launch <trial-dir>`: run by srun once per rank. */
 int cmd_slurm_launch(int argc, const char **argv);
 

@@ -4,6 +4,7 @@
 #include "fileio.h"
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
+#include "runner/ledger.h" /* ledger_read: the device pool's shares */
 #include "strbuf.h"
 #include "util.h"
 
@@ -113,7 +114,32 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 			    expdir_trial_id(t->seq, id),
 			    expdir_state_name(t->state), t->attempt ? t->attempt : 1, slot, nodes,
 			    started, dur, a, t->reason ? t->reason : "");
+		for (size_t k = 0; k < t->retries.n; k++)
+			strbuf_addf(sb, "        retried after %s%s\n", t->retries.v[k],
+				    cfg->trial.resume_on_retry ? " (resumed from its checkpoint)" : "");
 	}
+}
+
+/* The work directory's device pool: each training's priority and devices
+ * (its share in the last allocation, and what it runs with). */
+static void render_pool(struct strbuf *sb, const struct experiment *e,
+			const struct aah_config *cfg)
+{
+	if (cfg->pool.devices <= 0)
+		return;
+	char *wd = xstrfmt("%s/../..", e->dir);
+	struct ledger l;
+	ledger_init(&l, wd);
+	if (ledger_read(&l) == 0) {
+		strbuf_addf(sb, "\ndevice pool: %u devices, %zu training%s\n", l.devices, l.n,
+			    l.n == 1 ? "" : "s");
+		strbuf_addf(sb, "%-24s %-9s %-8s %s\n", "TRAINING", "PRIORITY", "DEVICES", "RUNNING_ON");
+		for (size_t i = 0; i < l.n; i++)
+			strbuf_addf(sb, "%-24s %-9ld %-8u %u\n", l.t[i].id, l.t[i].priority,
+				    l.t[i].share, l.t[i].applied);
+	}
+	ledger_release(&l);
+	free(wd);
 }
 
 int cmd_status(int argc, const char **argv)
@@ -143,6 +169,7 @@ int cmd_status(int argc, const char **argv)
 		}
 		struct strbuf sb = STRBUF_INIT;
 		render_status(&sb, &e, &cfg);
+		render_pool(&sb, &e, &cfg);
 		int running = !strcmp(experiment_state(&e), "running");
 		experiment_release(&e);
 		config_release(&cfg);

@@ -65,6 +65,8 @@ static const struct cfg_key trial_keys[] = {
 	  "wall-clock limit of one trial attempt (s/m/h/d)" },
 	{ "retries", CFG_INT, TRIAL(retries), CFG_RANGE(0, 100), NULL, NULL, "0",
 	  "how many times a failed trial is run again" },
+	{ "resumeOnRetry", CFG_BOOL, TRIAL(resume_on_retry), 0, NULL, NULL, "true",
+	  "a trial run again (a retry, or requeued after a stop) gets --resume and continues from its last checkpoint" },
 	{ "processMode", CFG_ENUM, TRIAL(process_mode), 0, process_modes, NULL, "node",
 	  "one trainer process per node driving its GPUs, or one per device (RANK_ID per card)" },
 	{ "launchStyle", CFG_ENUM, TRIAL(launch_style), 0, launch_styles, NULL, "pytorch",
@@ -103,6 +105,19 @@ static const struct cfg_key report_keys[] = {
 	{ NULL },
 };
 
+#define POOL(f) offsetof(struct aah_config_pool, f)
+static const struct cfg_key pool_keys[] = {
+	{ "devices", CFG_INT, POOL(devices), CFG_RANGE(0, 65536), NULL, NULL, "0 (no pool)",
+	  "devices of the pool every experiment of the work directory shares (runner/ledger.h)" },
+	{ "minDevices", CFG_INT, POOL(min_devices), CFG_RANGE(1, 65536), NULL, NULL, "1",
+	  "fewest devices a training of this experiment runs on; it waits until they are free" },
+	{ "maxDevices", CFG_INT, POOL(max_devices), CFG_RANGE(0, 65536), NULL, NULL, "0 (the whole pool)",
+	  "most devices a training of this experiment takes" },
+	{ "priority", CFG_INT, POOL(priority), CFG_RANGE(1, 1000000), NULL, NULL, "5000",
+	  "share weight of this experiment's trainings (aah-runner priority changes it while they run)" },
+	{ NULL },
+};
+
 #define TOP(f) offsetof(struct aah_config, f)
 const struct cfg_key config_keys[] = {
 	{ "authorName", CFG_STR, TOP(author_name), 0, NULL, NULL, "default", "who ran it" },
@@ -130,6 +145,7 @@ const struct cfg_key config_keys[] = {
 	{ "assessor", CFG_SECTION, TOP(assessor), 0, NULL, assessor_keys, NULL, "NNI assessor" },
 	{ "trial", CFG_SECTION, TOP(trial), CFG_REQUIRED, NULL, trial_keys, NULL, "what each trial runs" },
 	{ "report", CFG_SECTION, TOP(report), 0, NULL, report_keys, NULL, "score and validity rules" },
+	{ "pool", CFG_SECTION, TOP(pool), 0, NULL, pool_keys, NULL, "the shared device pool and this experiment's share" },
 	{ "local", CFG_ANY, TOP(local), 0, NULL, NULL, "{}", "local backend settings" },
 	{ "docker", CFG_ANY, TOP(docker), 0, NULL, NULL, "{}", "Docker backend settings" },
 	{ "kubernetes", CFG_ANY, TOP(kubernetes), 0, NULL, NULL, "{}", "Kubernetes backend settings" },
@@ -487,6 +503,20 @@ static void unfold_command(char *cmd)
 		*--w = '\0';
 }
 
+/* The per-training bounds against each other and the pool. */
+static int check_pool(const struct ctx *c, const struct aah_config *cfg)
+{
+	const struct aah_config_pool *p = &cfg->pool;
+	const struct ynode *pool = ynode_get(cfg->root, "pool");
+	const struct ynode *n = ynode_get(pool, "minDevices");
+	unsigned line = n ? n->line : pool ? pool->line : 1, col = n ? n->col : pool ? pool->col : 1;
+	if (p->max_devices > 0 && p->min_devices > p->max_devices)
+		return fail_at(c, line, col, "pool.minDevices", "must not be above pool.maxDevices", NULL);
+	if (p->devices > 0 && p->min_devices > p->devices)
+		return fail_at(c, line, col, "pool.minDevices", "must not be above pool.devices", NULL);
+	return 0;
+}
+
 static int check_semantics(const struct ctx *c, struct aah_config *cfg)
 {
 	const struct ynode *trial = ynode_get(cfg->root, "trial");
@@ -514,6 +544,8 @@ static int check_semantics(const struct ctx *c, struct aah_config *cfg)
 	const struct ynode *ca = cfg->tuner.class_args;
 	if (ca && ca->kind != YNODE_MAP)
 		return fail_at(c, ca->line, ca->col, "tuner.classArgs", "must be a mapping", NULL);
+	if (check_pool(c, cfg) < 0)
+		return -1;
 	if (!strcmp(cfg->trial.process_mode, "device") && cfg->trial.gpu_num < 1) {
 		const struct ynode *n = ynode_get(trial, "processMode");
 		return fail_at(c, n->line, n->col, "trial.processMode",

@@ -75,6 +75,7 @@ struct aah_config_trial {
 	long nodes;               /* nodes (ranks) per trial */
 	double timeout;           /* seconds; 0 = none */
 	long retries;
+	int resume_on_retry;      /* pass --resume to a trial run again */
 	char *process_mode;       /* "node" | "device" */
 	char *launch_style;       /* "pytorch" | "tensorflow" */
 	long master_port;         /* 0 = pick a free port (local) / 29500 */
@@ -82,6 +83,13 @@ struct aah_config_trial {
 	char *train_url;
 	int nccl_comm_id;
 	const struct ynode *env;  /* extra environment, a map */
+};
+
+struct aah_config_pool {
+	long devices;             /* the work directory's shared pool; 0 = no pool */
+	long min_devices;         /* per training */
+	long max_devices;         /* per training; 0 = the whole pool */
+	long priority;            /* this experiment's trainings' share weight */
 };
 
 struct aah_config_report {
@@ -117,6 +125,7 @@ struct aah_config {
 	struct aah_config_assessor assessor;
 	struct aah_config_trial trial;
 	struct aah_config_report report;
+	struct aah_config_pool pool;
 
 	/* Backend sections, validated by each backend's own key table. */
 	const struct ynode *local, *docker, *kubernetes, *slurm;

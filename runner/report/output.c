@@ -1,6 +1,8 @@
 /* output.c: the text outputs of a report: terminal summary, results.json
  * (aah-results/1) and the Prometheus text exposition. */
 #include "runner/report/report.h"
+#include "fileio.h" /* fileio_exists */
+#include "runner/ledger.h" /* ledger_read: the device pool */
 #include "util.h"
 
 #include <math.h>
@@ -269,6 +271,37 @@ static void prom_value(struct strbuf *sb, const struct report_exp *exp, const ch
 	strbuf_addf(sb, "\"} %.17g\n", v);
 }
 
+/* The experiment's trainings in the work directory's device pool: each
+ * one's priority, share and the devices it runs on (runner/ledger.h). */
+static void prom_pool(struct strbuf *sb, const struct report_exp *exp)
+{
+	char *wd = xstrfmt("%s/../..", exp->dir);
+	char *journal = xstrfmt("%s/pool/ledger.jsonl", wd);
+	struct ledger l;
+	ledger_init(&l, wd);
+	if (fileio_exists(journal) && ledger_read(&l) == 0) {
+		static const char *const names[3][2] = {
+			{ "aah_pool_priority", "Device pool priority of each running trial." },
+			{ "aah_pool_devices", "Devices of each running trial's share of the pool." },
+			{ "aah_pool_running_on", "Devices each running trial runs on now." },
+		};
+		size_t n = strlen(exp->id);
+		for (int k = 0; k < 3; k++) {
+			prom_head(sb, names[k][0], names[k][1]);
+			for (size_t i = 0; i < l.n; i++) {
+				const struct ledger_training *t = &l.t[i];
+				if (strncmp(t->id, exp->id, n) || t->id[n] != '/')
+					continue;
+				double v = k == 0 ? (double)t->priority : k == 1 ? t->share : t->applied;
+				prom_value(sb, exp, names[k][0], "trial", t->id + n + 1, v);
+			}
+		}
+	}
+	ledger_release(&l);
+	free(journal);
+	free(wd);
+}
+
 void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 		       const struct report_score *sc)
 {
@@ -298,6 +331,7 @@ void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 			prom_value(sb, exp, "aah_trial_images_per_second", "trial", tr->id,
 				   tr->epochs[tr->nepochs - 1].images_per_sec);
 	}
+	prom_pool(sb, exp);
 	prom_head(sb, "aah_trial_best_accuracy", "Best validation accuracy of each trial.");
 	for (size_t i = 0; i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];

@@ -95,6 +95,11 @@ int loader_init(struct loader *l, const struct dataset *ds, int batch, int train
 
 void loader_start_epoch(struct loader *l, int epoch)
 {
+	loader_start_epoch_at(l, epoch, 0);
+}
+
+void loader_start_epoch_at(struct loader *l, int epoch, int first)
+{
 	pthread_mutex_lock(&l->mu);
 	l->n_batches = 0; /* stop claiming, then wait for fills in progress */
 	while (l->in_flight)
@@ -112,7 +117,7 @@ void loader_start_epoch(struct loader *l, int epoch)
 		}
 	}
 	l->epoch = epoch;
-	l->next_fill = l->next_take = 0;
+	l->next_fill = l->next_take = first;
 	l->holding = 0;
 	for (int k = 0; k < LOADER_DEPTH; k++)
 		l->slot_batch[k] = -1;

@@ -46,6 +46,8 @@ int loader_init(struct loader *l, const struct dataset *ds, int batch, int train
 		uint64_t seed, int rank, int world);
 /* Start epoch e (0-based); ends any epoch in progress. */
 void loader_start_epoch(struct loader *l, int epoch);
+/* The same, from batch `first` of the epoch (a trial resumed mid-epoch). */
+void loader_start_epoch_at(struct loader *l, int epoch, int first);
 /* The next batch of the epoch, or NULL at its end. The batch stays valid
  * until the next call. A batch with `error` set failed in a worker thread:
  * its `why` carries that thread's message, which the consumer passes on

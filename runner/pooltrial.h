@@ -1,0 +1,45 @@
+/* pooltrial.h: a trial's place in the work directory's device pool (the
+ * ledger, runner/ledger.h): it joins when submitted, runs on some devices,
+ * and leaves when it settles. Does nothing when pool.devices is 0. */
+#ifndef AAH_POOLTRIAL_H
+#define AAH_POOLTRIAL_H
+
+#include "runner/config/config.h"
+
+/* The training id of a trial in the ledger: "<experiment>/<trial id>".
+ * The caller frees it. */
+char *pooltrial_id(const char *experiment_id, unsigned seq);
+
+/* Trial seq of experiment_id joins the pool of workdir with the config's
+ * priority and bounds; *share gets its devices in the new allocation. */
+int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		   unsigned seq, unsigned *share);
+/* It now runs on `devices`. */
+int pooltrial_applied(const struct aah_config *cfg, const char *workdir,
+		      const char *experiment_id, unsigned seq, unsigned devices);
+/* The exit status of every rank of a trial that stopped at a step boundary
+ * to be relaunched on another world size (aah-trial --elastic; the launch
+ * contract, docs/launch.md). */
+#define POOLTRIAL_EXIT_RESIZE 85
+
+/* Tell the running trial in trial_dir its share when it differs from what
+ * the ledger says it runs on: <trial_dir>/world_size, written atomically
+ * (and only when it says something else). The ledger alone decides, so a
+ * runner resumed after a crash tells the same. */
+int pooltrial_tell(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		   unsigned seq, const char *trial_dir);
+/* Was the trial in trial_dir told a size other than the one the ledger
+ * says it runs on (its world_size file)? */
+int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
+			 const char *experiment_id, unsigned seq, const char *trial_dir);
+/* The devices the ledger says trial seq runs on (0 when none). */
+unsigned pooltrial_running_on(const struct aah_config *cfg, const char *workdir,
+			      const char *experiment_id, unsigned seq);
+/* Write <trial_dir>/world_size = n (before a launch on n ranks). */
+int pooltrial_write_world(const char *trial_dir, unsigned n);
+
+/* It settled: its devices go back to the pool. */
+int pooltrial_leave(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		    unsigned seq);
+
+#endif

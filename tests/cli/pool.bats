@@ -1,0 +1,81 @@
+#!/usr/bin/env bats
+# The device pool shared by the experiments of one work directory: two
+# runner processes, the ledger's shares in status, `aah-runner priority`,
+# a training that ends giving its devices back. The trainings here are the
+# contract stand-in, which never resizes: each keeps the ranks it started
+# on (RUNNING_ON) while the runner tells it its share in world_size
+# (trial_elastic.bats and elastic_pool.bats run the real trainer).
+
+load helpers
+
+setup() { setup_workdir; }
+teardown() { teardown_workdir; }
+
+pool_line() {   # pool_line EXP: the status line of EXP's training in the pool
+	aah-runner status "$1" | grep "^$2/000001 "
+}
+
+ledger_has() {
+	grep -q "$1" "$AAH_WORKDIR/pool/ledger.jsonl" 2>/dev/null
+}
+
+@test "two experiments share 8 devices: 8, 4/4, 3/5 by priority, then 8 when one ends" {
+	write_config a.yml "maxTrialNum: 1" "pool:" "  devices: 8" "  maxDevices: 8"
+	write_config b.yml "maxTrialNum: 1" "pool:" "  devices: 8" "  priority: 5000"
+	TRIAL_SLEEP=3600 aah-runner create -c a.yml -q > a.log 2>&1 &
+	wait_for ledger_has '"shares":{"[a-z0-9]*/000001":8}'
+	a=$(only_experiment)
+	[[ "$(pool_line "$a" "$a")" == *" 5000      8        8" ]]
+	[ "$(grep -c -- '"--elastic"' "$AAH_WORKDIR/experiments/$a/trials/000001/launch.json")" -eq 8 ]
+	TRIAL_SLEEP=3600 aah-runner create -c b.yml -q > b.log 2>&1 &
+	wait_for ledger_has ':4,"[a-z0-9]*/000001":4}'
+	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
+	run aah-runner priority "$b" 10000
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"$a/000001"*"priority 5000"*"devices 3 of 8"* ]]
+	[[ $output == *"$b/000001"*"priority 10000"*"devices 5 of 8"* ]]
+	run aah-runner status "$a"
+	echo "$output"
+	[[ $output == *"device pool: 8 devices, 2 trainings"* ]]
+	[[ "$(pool_line "$a" "$a")" == *" 5000      3        8" ]]
+	[[ "$(pool_line "$a" "$b")" == *" 10000     5        4" ]]
+	# metrics exports them for Prometheus
+	run aah-runner metrics "$a"
+	printf '%s\n' "$output" | grep -qxF "aah_pool_devices{experiment=\"$a\",trial=\"000001\"} 3"
+	printf '%s\n' "$output" | grep -qxF "aah_pool_priority{experiment=\"$a\",trial=\"000001\"} 5000"
+	printf '%s\n' "$output" | grep -qxF "aah_pool_running_on{experiment=\"$a\",trial=\"000001\"} 8"
+	! printf '%s\n' "$output" | grep -q "trial=\"$b"
+	# the runners tell their trials the new shares
+	wait_for grep -qx 3 "$AAH_WORKDIR/experiments/$a/trials/000001/world_size"
+	wait_for grep -qx 5 "$AAH_WORKDIR/experiments/$b/trials/000001/world_size"
+	# a ends: its training leaves and b's grows to the whole pool
+	aah-runner stop "$a"
+	wait_for ledger_has "\"shares\":{\"$b/000001\":8}"
+	[[ "$(pool_line "$b" "$b")" == *" 10000     8        4" ]]
+	aah-runner stop "$b"
+	wait_for ledger_has "\"event\":\"leave\",\"training\":\"$b/000001\""
+	# the allocations, in order
+	grep -o '"shares":{[^}]*}' "$AAH_WORKDIR/pool/ledger.jsonl" | sed "s#$a#A#g; s#$b#B#g" > allocs
+	cat allocs
+	[ "$(tr '\n' ' ' < allocs)" = '"shares":{"A/000001":8} "shares":{"A/000001":4,"B/000001":4} "shares":{"A/000001":3,"B/000001":5} "shares":{"B/000001":8} ' ]
+}
+
+@test "priority: a bad value or an unknown experiment is refused" {
+	run aah-runner priority nosuch 10
+	[ "$status" -eq 1 ]
+	[[ $output == *"no experiment 'nosuch'"* ]]
+	run aah-runner priority nosuch 0
+	[ "$status" -eq 2 ]
+	[[ $output == *"from 1 to 1000000"* ]]
+	run aah-runner priority nosuch
+	[ "$status" -eq 2 ]
+}
+
+@test "pool.minDevices above pool.maxDevices is a config error naming the line" {
+	write_config c.yml "pool:" "  devices: 8" "  minDevices: 4" "  maxDevices: 2"
+	run aah-runner check c.yml
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"c.yml:6:"*"'pool.minDevices' must not be above pool.maxDevices"* ]]
+}
