@@ -152,21 +152,34 @@ static int save_checkpoint(struct trial *t)
 	return rc;
 }
 
+/* The checkpoint at `path` if it is one of this network's (header in *h),
+ * else NULL with the error reported; `whose` names the network. */
+static char *checkpoint_read(const char *path, const struct model *m, struct ckpt_header *h,
+			     const char *whose)
+{
+	char *buf;
+	size_t len, np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
+	if (fileio_read(path, sizeof(*h) + 2 * np + ns + 1, &buf, &len))
+		return NULL;
+	memcpy(h, buf, len < sizeof(*h) ? len : sizeof(*h));
+	if (len != sizeof(*h) + 2 * np + ns || memcmp(h->magic, CKPT_MAGIC, 8) ||
+	    h->n_params != m->n_params || h->n_stats != m->n_stats) {
+		free(buf);
+		error("checkpoint '%s' does not belong to %s", path, whose);
+		return NULL;
+	}
+	return buf;
+}
+
 static int load_checkpoint(struct trial *t)
 {
 	struct model *m = &t->m;
 	struct ckpt_header h;
-	char *buf;
-	size_t len, np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
-	if (fileio_read(t->ckpt_path, sizeof(h) + 2 * np + ns + 1, &buf, &len))
+	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
+	char *buf = checkpoint_read(t->ckpt_path, m, &h,
+				    "this network (delete it or drop --resume)");
+	if (!buf)
 		return -1;
-	memcpy(&h, buf, len < sizeof(h) ? len : sizeof(h));
-	if (len != sizeof(h) + 2 * np + ns || memcmp(h.magic, CKPT_MAGIC, 8) ||
-	    h.n_params != m->n_params || h.n_stats != m->n_stats) {
-		free(buf);
-		return error("checkpoint '%s' does not belong to this network (delete it or drop "
-			     "--resume)", t->ckpt_path);
-	}
 	memcpy(m->params, buf + sizeof(h), np);
 	memcpy(m->velocity, buf + sizeof(h) + np, np);
 	memcpy(m->stats, buf + sizeof(h) + 2 * np, ns);
@@ -193,16 +206,10 @@ static int load_checkpoint(struct trial *t)
 int train_checkpoint_weights(const char *path, struct model *m)
 {
 	struct ckpt_header h;
-	char *buf;
-	size_t len, np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
-	if (fileio_read(path, sizeof(h) + 2 * np + ns + 1, &buf, &len))
+	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
+	char *buf = checkpoint_read(path, m, &h, "the network of its arch.json");
+	if (!buf)
 		return -1;
-	memcpy(&h, buf, len < sizeof(h) ? len : sizeof(h));
-	if (len != sizeof(h) + 2 * np + ns || memcmp(h.magic, "AAHCKPT1", 8) ||
-	    h.n_params != m->n_params || h.n_stats != m->n_stats) {
-		free(buf);
-		return error("checkpoint '%s' does not belong to the network of its arch.json", path);
-	}
 	memcpy(m->params, buf + sizeof(h), np);
 	memcpy(m->stats, buf + sizeof(h) + 2 * np, ns);
 	free(buf);
