@@ -77,6 +77,7 @@ struct aah_config_trial {
 	long retries;
 	char *process_mode;       /* "node" | "device" */
 	char *launch_style;       /* "pytorch" | "tensorflow" */
+	char *launcher;           /* "direct" | "mpi" */
 	long master_port;         /* 0 = pick a free port (local) / 29500 */
 	char *data_url;
 	char *train_url;
