@@ -427,7 +427,7 @@ static cJSON *pod_env(const struct aah_launch *l)
 		if (env_is(entry, "CUDA_VISIBLE_DEVICES") || (l->per_device && per_process_name(entry))) {
 			/* the device plugin (and, per device, the entrypoint) sets these */
 		} else if (env_is(entry, "VC_TASK_INDEX") || env_is(entry, "VK_TASK_INDEX") ||
-			   env_is(entry, "RANK_ID")) {
+			   env_is(entry, "TF_TASK_INDEX") || env_is(entry, "RANK_ID")) {
 			add_env_index(env, name);
 		} else if (env_is(entry, "MA_CURRENT_INSTANCE_NAME")) {
 			char *job = escape_expansion(l->job_name);
