@@ -11,6 +11,13 @@ load helpers
 setup() { setup_workdir; }
 teardown() { teardown_workdir; }
 
+needs_mpirun() {
+	if ! command -v mpirun >/dev/null; then
+		skip "no mpirun here (apt-get install openmpi-bin; scripts/deps.sh installs it)"
+	fi
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+}
+
 mpi_config() {
 	cat > c.yml <<EOF2
 experimentName: mpi
@@ -31,10 +38,7 @@ EOF2
 }
 
 @test "one mpirun starts both ranks of a 2-node trial on the local backend" {
-	if ! command -v mpirun >/dev/null; then
-		skip "no mpirun here (apt-get install openmpi-bin; scripts/deps.sh installs it)"
-	fi
-	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	needs_mpirun
 	mpi_config local
 	run aah-runner check c.yml
 	[ "$status" -eq 0 ]
@@ -66,6 +70,24 @@ EOF2
 	grep '"event":"trial_submitted"' "$AAH_WORKDIR/experiments/$id/journal.jsonl" | grep -vq '"job":"[^"]*,'
 }
 
+@test "stop ends the mpirun and both of its ranks" {
+	needs_mpirun
+	mpi_config local
+	sed -i 's/--warmup_1 1/--warmup_1 500/' c.yml
+	aah-runner create -c c.yml --detach > out.txt
+	id=$(head -1 out.txt)
+	T=$AAH_WORKDIR/experiments/$id/trials/000001
+	# both ranks met and train (each prints its budget line after the rendezvous)
+	two_trained() { [ "$(grep -c "budget 500 epochs" "$T/trial.log")" -eq 2 ]; }
+	WAIT_S=120 wait_for two_trained
+	# the ranks carry the trial directory on their command line (--train_url)
+	[ "$(pgrep -f -- "--train_url $T" | wc -l)" -ge 2 ]
+	aah-runner stop "$id"
+	none_left() { ! pgrep -f -- "$T" >/dev/null; }
+	wait_for none_left
+	grep -q '"event":"trial_finished".*"state":"canceled"' "$AAH_WORKDIR/experiments/$id/journal.jsonl"
+}
+
 @test "check refuses the MPI launcher where the backend cannot start mpirun" {
 	for p in docker kubernetes slurm; do
 		mpi_config $p
@@ -74,6 +96,12 @@ EOF2
 		[ "$status" -ne 0 ]
 		[[ $output == *"c.yml:10:"*"'trial.launcher' mpi runs on the local backend only"*"$p"* ]]
 	done
+	# render, which skips check, refuses too: every pod would be rank 0
+	mpi_config kubernetes
+	printf 'kubernetes:\n  claimName: aah-userhome\n' >> c.yml
+	run aah-runner render -c c.yml
+	[ "$status" -ne 0 ]
+	[[ $output == *"'trial.launcher' mpi runs on the local backend only"* ]]
 }
 
 @test "the MPI launcher needs one process per node in the PyTorch style" {
