@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void launch_command_argv(struct strvec *argv, const char *command)
 {
@@ -119,17 +120,21 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 	strvec_setenv(e, "AAH_EXPERIMENT_DIR", l->expdir);
 	strvec_pushf(e, "MA_NUM_HOSTS=%u", l->nodes);
 	strvec_pushf(e, "VC_WORKER_NUM=%u", l->nodes);
-	strvec_pushf(e, "VC_TASK_INDEX=%u", r->node);
-	strvec_pushf(e, "VK_TASK_INDEX=%u", r->node);
+	if (!l->mpi) {
+		strvec_pushf(e, "VC_TASK_INDEX=%u", r->node);
+		strvec_pushf(e, "VK_TASK_INDEX=%u", r->node);
+	}
 	strvec_setenv(e, "VC_WORKER_HOSTS", hosts);
 	strvec_setenv(e, "MASTER_ADDR", l->hosts[0]);
 	strvec_pushf(e, "MASTER_PORT=%u", l->port);
 	strvec_pushf(e, "MA_NUM_GPUS=%u", l->gpus_per_node);
 	strvec_setenv(e, "MA_TASK_NAME", "worker");
 	strvec_setenv(e, "MA_VJ_NAME", l->job_name);
-	strvec_pushf(e, "MA_CURRENT_INSTANCE_NAME=%s-worker-%u", l->job_name, r->node);
+	if (!l->mpi)
+		strvec_pushf(e, "MA_CURRENT_INSTANCE_NAME=%s-worker-%u", l->job_name, r->node);
 	strvec_pushf(e, "RANK_TABLE_FILE=%s/rank_table.json", l->trial_dir);
-	strvec_pushf(e, "RANK_ID=%u", r->rank);
+	if (!l->mpi)
+		strvec_pushf(e, "RANK_ID=%u", r->rank);
 	strvec_pushf(e, "RANK_SIZE=%u", l->nranks);
 	if (l->per_device)
 		strvec_pushf(e, "DEVICE_ID=%u", local_dev);
@@ -194,8 +199,10 @@ static void add_argv(struct launch_rank *r, const struct aah_launch *l,
 	launch_command_argv(a, cfg->trial.command);
 	strvec_push(a, "--init_method");
 	strvec_pushf(a, "tcp://%s:%u", l->hosts[0], l->port);
-	strvec_push(a, "--rank");
-	strvec_pushf(a, "%u", r->rank);
+	if (!l->mpi) {
+		strvec_push(a, "--rank");
+		strvec_pushf(a, "%u", r->rank);
+	}
 	strvec_push(a, "--world_size");
 	strvec_pushf(a, "%u", l->nranks);
 	if (cfg->trial.data_url) {
@@ -224,6 +231,51 @@ static void add_argv(struct launch_rank *r, const struct aah_launch *l,
 		launch_push_params(a, p->params);
 }
 
+/* ModelArts' MPI form: the hostfile, one line per host with its ranks as
+ * slots, and the one mpirun that starts them. The local backend's nodes
+ * are all 127.0.0.1 and run as one line; elsewhere hosts are named as
+ * ModelArts names them, ${MA_VJ_NAME}-${MA_TASK_NAME}-N.${MA_VJ_NAME}. */
+static void build_mpi(struct aah_launch *l, const struct aah_config *cfg)
+{
+	int local = !strcmp(cfg->platform, "local");
+	unsigned per_node = l->nranks / l->nodes;
+	l->hostfile = xstrfmt("%s/hostfile", l->trial_dir);
+	strvec_init(&l->hostfile_lines);
+	strvec_init(&l->mpirun_argv);
+	if (local)
+		strvec_pushf(&l->hostfile_lines, "127.0.0.1 slots=%u", l->nranks);
+	for (unsigned i = 0; !local && i < l->nodes; i++)
+		strvec_pushf(&l->hostfile_lines, "%s-worker-%u.%s slots=%u", l->job_name, i,
+			     l->job_name, per_node);
+
+	struct strvec *a = &l->mpirun_argv;
+	strvec_push(a, "mpirun");
+	/* Open MPI refuses root unless told; containers run as root. */
+	if (!local || geteuid() == 0)
+		strvec_push(a, "--allow-run-as-root");
+	strvec_push(a, "--oversubscribe");
+	strvec_push(a, "--hostfile");
+	strvec_push(a, l->hostfile);
+	strvec_push(a, "-np");
+	strvec_pushf(a, "%u", l->nranks);
+	strvec_push(a, "--mca");
+	strvec_push(a, "btl");
+	strvec_push(a, "self,tcp");
+	if (local) {
+		strvec_push(a, "--mca");
+		strvec_push(a, "btl_tcp_if_include");
+		strvec_push(a, "lo");
+	}
+	/* The contract's names reach ranks on other hosts too. */
+	const struct strvec *env = &l->ranks[0].env;
+	for (size_t i = 0; i < env->n; i++) {
+		strvec_push(a, "-x");
+		strvec_pushf(a, "%.*s", (int)strcspn(env->v[i], "="), env->v[i]);
+	}
+	for (size_t i = 0; i < l->ranks[0].argv.n; i++)
+		strvec_push(a, l->ranks[0].argv.v[i]);
+}
+
 int launch_build(struct aah_launch *l, const struct launch_params *p)
 {
 	const struct aah_config *cfg = p->cfg;
@@ -243,6 +295,7 @@ int launch_build(struct aah_launch *l, const struct launch_params *p)
 	l->gpus_per_node = (unsigned)cfg->trial.gpu_num;
 	l->per_device = !strcmp(cfg->trial.process_mode, "device");
 	l->tf_style = !strcmp(cfg->trial.launch_style, "tensorflow");
+	l->mpi = !strcmp(cfg->trial.launcher, "mpi");
 	l->port = p->port;
 	l->hosts = xcalloc(l->nodes, sizeof(*l->hosts));
 	for (unsigned i = 0; i < l->nodes; i++)
@@ -263,6 +316,8 @@ int launch_build(struct aah_launch *l, const struct launch_params *p)
 			add_argv(r, l, p);
 		}
 	}
+	if (l->mpi)
+		build_mpi(l, cfg);
 	return 0;
 }
 
@@ -291,6 +346,16 @@ cJSON *launch_to_json(const struct aah_launch *l)
 	cJSON_AddNumberToObject(doc, "gpus_per_node", l->gpus_per_node);
 	cJSON_AddStringToObject(doc, "mode", l->per_device ? "device" : "node");
 	cJSON_AddStringToObject(doc, "style", l->tf_style ? "tensorflow" : "pytorch");
+	if (l->mpi) {
+		cJSON *m = cJSON_AddObjectToObject(doc, "mpi");
+		cJSON_AddStringToObject(m, "hostfile", l->hostfile);
+		cJSON *lines = cJSON_AddArrayToObject(m, "hosts");
+		for (size_t k = 0; k < l->hostfile_lines.n; k++)
+			cJSON_AddItemToArray(lines, cJSON_CreateString(l->hostfile_lines.v[k]));
+		cJSON *argv = cJSON_AddArrayToObject(m, "argv");
+		for (size_t k = 0; k < l->mpirun_argv.n; k++)
+			cJSON_AddItemToArray(argv, cJSON_CreateString(l->mpirun_argv.v[k]));
+	}
 	cJSON *ranks = cJSON_AddArrayToObject(doc, "ranks");
 	for (unsigned i = 0; i < l->nranks; i++) {
 		const struct launch_rank *r = &l->ranks[i];
@@ -354,6 +419,13 @@ int launch_write(const struct aah_launch *l)
 	cJSON_Delete(d2);
 	free(p1);
 	free(p2);
+	if (r == 0 && l->mpi) {
+		struct strbuf sb = STRBUF_INIT;
+		for (size_t k = 0; k < l->hostfile_lines.n; k++)
+			strbuf_addf(&sb, "%s\n", l->hostfile_lines.v[k]);
+		r = fileio_write_atomic_flags(l->hostfile, sb.buf, sb.len, FILEIO_NOSYNC);
+		strbuf_release(&sb);
+	}
 	return r;
 }
 
@@ -374,5 +446,10 @@ void launch_release(struct aah_launch *l)
 	free(l->workdir);
 	free(l->trial_dir);
 	free(l->job_name);
+	if (l->mpi) {
+		free(l->hostfile);
+		strvec_clear(&l->hostfile_lines);
+		strvec_clear(&l->mpirun_argv);
+	}
 	memset(l, 0, sizeof(*l));
 }

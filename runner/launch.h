@@ -34,6 +34,13 @@ struct aah_launch {
 	char **hosts;             /* nodes entries */
 	unsigned nranks;
 	struct launch_rank *ranks;/* nranks entries */
+	/* trial.launcher: mpi (ModelArts' MPI form): one mpirun starts every
+	 * rank; each takes its rank from mpirun's env, so rank-specific names
+	 * and --rank are left out of env and argv. */
+	int mpi;
+	char *hostfile;           /* <trial dir>/hostfile */
+	struct strvec hostfile_lines; /* "<host> slots=<ranks on it>" */
+	struct strvec mpirun_argv;/* mpirun ... <the trial command> */
 };
 
 struct launch_params {

@@ -64,6 +64,15 @@ int backend_validate_config(const struct aah_config *cfg)
 int backend_check_config(const struct aah_config *cfg)
 {
 	const struct aah_backend *b = backend_find(cfg->platform);
+	/* Only the local backend starts the one mpirun yet: the containers of
+	 * the others have no sshd for it to reach the other ranks through. */
+	if (!strcmp(cfg->trial.launcher, "mpi") && strcmp(cfg->platform, "local")) {
+		const struct ynode *n = ynode_get(ynode_get(cfg->root, "trial"), "launcher");
+		return error("%s:%u:%u: 'trial.launcher' mpi runs on the local backend only "
+			     "(%s cannot start mpirun yet; use launcher: direct)",
+			     cfg->path ? cfg->path : "config", n ? n->line : 1, n ? n->col : 1,
+			     cfg->platform);
+	}
 	return b && b->check_config ? b->check_config(cfg) : 0;
 }
 

@@ -1,5 +1,6 @@
 /* local.c: trials as local processes (the embedded default). Each
- * rank is its own session/process group; stdout+stderr go to trial.log.
+ * rank is its own session/process group (with trial.launcher: mpi, the one
+ * mpirun that starts them all is); stdout+stderr go to trial.log.
  * A job id is "<pid>.<starttime>[,<pid>.<starttime>...]": a resumed runner
  * follows processes it did not start by pid and kernel start time. */
 #include "runner/backend/local.h"
@@ -188,13 +189,15 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 						 : xstrfmt("%s/%s", cfg->base_dir, cfg->trial.code_dir);
 	int r = 0;
 
-	j->procs = xcalloc(l->nranks, sizeof(*j->procs));
-	j->start = xcalloc(l->nranks, sizeof(*j->start));
-	for (unsigned i = 0; i < l->nranks && r == 0; i++) {
+	/* trial.launcher: mpi: one mpirun process starts every rank. */
+	unsigned nprocs = l->mpi ? 1 : l->nranks;
+	j->procs = xcalloc(nprocs, sizeof(*j->procs));
+	j->start = xcalloc(nprocs, sizeof(*j->start));
+	for (unsigned i = 0; i < nprocs && r == 0; i++) {
 		struct strvec env = STRVEC_INIT;
 		rank_env(&env, &l->ranks[i]);
 		struct proc_spec spec = {
-			.argv = strvec_view(&l->ranks[i].argv),
+			.argv = strvec_view(l->mpi ? &l->mpirun_argv : &l->ranks[i].argv),
 			.env = strvec_view(&env),
 			.cwd = cwd,
 			.log_path = log,

@@ -16,6 +16,7 @@ static const char *const platforms[] = { "local", "docker", "kubernetes", "slurm
 static const char *const placements[] = { "master", "trial", NULL };
 static const char *const process_modes[] = { "node", "device", NULL };
 static const char *const launch_styles[] = { "pytorch", "tensorflow", NULL };
+static const char *const launchers[] = { "direct", "mpi", NULL };
 const char *const config_precisions[] = { "fp16", "bf16", "fp32", NULL };
 const char *const config_report_rules[] = { "readme", "report.py", NULL };
 const char *const config_epoch_charges[] = { "auto", "aiperf", "images", NULL };
@@ -71,6 +72,8 @@ static const struct cfg_key trial_keys[] = {
 	  "one trainer process per node driving its GPUs, or one per device (RANK_ID per card)" },
 	{ "launchStyle", CFG_ENUM, TRIAL(launch_style), 0, launch_styles, NULL, "pytorch",
 	  "pytorch: --init_method/--rank/--world_size; tensorflow adds --task_index, --ps_hosts, --worker_hosts, --job_name and TF_CONFIG" },
+	{ "launcher", CFG_ENUM, TRIAL(launcher), 0, launchers, NULL, "direct",
+	  "direct: the runner starts every rank itself; mpi: one mpirun over a hostfile starts them (ModelArts' MPI form)" },
 	{ "masterPort", CFG_INT, TRIAL(master_port), CFG_RANGE(0, 65535), NULL, NULL, "0 (free port)",
 	  "rendezvous port on the first host" },
 	{ "dataUrl", CFG_STR, TRIAL(data_url), 0, NULL, NULL, "(none)",
@@ -550,6 +553,12 @@ static int check_semantics(const struct ctx *c, struct aah_config *cfg)
 		const struct ynode *n = ynode_get(trial, "processMode");
 		return fail_at(c, n->line, n->col, "trial.processMode",
 			       "'device' needs trial.gpuNum of at least 1", NULL);
+	}
+	if (!strcmp(cfg->trial.launcher, "mpi") &&
+	    (strcmp(cfg->trial.process_mode, "node") || strcmp(cfg->trial.launch_style, "pytorch"))) {
+		const struct ynode *n = ynode_get(trial, "launcher");
+		return fail_at(c, n->line, n->col, "trial.launcher",
+			       "'mpi' needs trial.processMode 'node' and trial.launchStyle 'pytorch'", NULL);
 	}
 	return 0;
 }

@@ -78,6 +78,7 @@ struct aah_config_trial {
 	int resume_on_retry;      /* pass --resume to a trial run again */
 	char *process_mode;       /* "node" | "device" */
 	char *launch_style;       /* "pytorch" | "tensorflow" */
+	char *launcher;           /* "direct" | "mpi" */
 	long master_port;         /* 0 = pick a free port (local) / 29500 */
 	char *data_url;
 	char *train_url;

@@ -113,6 +113,60 @@ Test(launch, golden_tensorflow_style)
 		     NULL, 2);
 }
 
+/* ModelArts' MPI form on the kubernetes backend: the hostfile names the
+ * hosts as ModelArts does, ${MA_VJ_NAME}-${MA_TASK_NAME}-N.${MA_VJ_NAME}. */
+Test(launch, golden_mpi_kubernetes)
+{
+	check_golden("mpi-kubernetes-2nodes",
+		     "  nodes: 2\n  gpuNum: 8\n  launcher: mpi\ntrainingServicePlatform: kubernetes\n",
+		     NULL, 2);
+}
+
+Test(launch, mpi_runs_one_mpirun_over_the_hostfile)
+{
+	struct aah_config cfg;
+	struct aah_launch l;
+	static const char *const hosts[] = { "h0", "h1", "h2" };
+	load(&cfg, "  nodes: 3\n  launcher: mpi\ntrainingServicePlatform: kubernetes\n");
+	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/", .experiment_id = "x",
+				    .trial_seq = 7, .attempt = 1, .hosts = hosts, .port = 1 };
+	launch_build(&l, &lp);
+	cr_assert(l.mpi);
+	cr_assert_str_eq(l.hostfile, "/e/trials/000007/hostfile");
+	cr_assert_eq(l.hostfile_lines.n, 3);
+	cr_assert_str_eq(l.hostfile_lines.v[2], "aah-x-000007-worker-2.aah-x-000007 slots=1");
+	const struct strvec *a = &l.mpirun_argv;
+	cr_assert_str_eq(a->v[0], "mpirun");
+	cr_assert_str_eq(a->v[1], "--allow-run-as-root"); /* containers run as root */
+	int np = 0;
+	for (size_t i = 0; i + 1 < a->n; i++) {
+		cr_assert_str_neq(a->v[i], "btl_tcp_if_include"); /* loopback only on local */
+		cr_assert_str_neq(a->v[i], "--rank");
+		if (!strcmp(a->v[i], "-np"))
+			np = atoi(a->v[i + 1]);
+	}
+	cr_assert_eq(np, 3);
+	/* The rank comes from mpirun: no rank-specific names in any rank's env. */
+	for (unsigned i = 0; i < l.nranks; i++) {
+		cr_assert_null(strvec_getenv(&l.ranks[i].env, "RANK_ID"));
+		cr_assert_null(strvec_getenv(&l.ranks[i].env, "VC_TASK_INDEX"));
+		cr_assert_str_eq(strvec_getenv(&l.ranks[i].env, "RANK_SIZE"), "3");
+	}
+	launch_release(&l);
+	/* launch_write puts the hostfile beside launch.json, one line a host. */
+	lp.expdir = tmpdir;
+	launch_build(&l, &lp);
+	cr_assert_eq(launch_write(&l), 0);
+	char *text;
+	cr_assert_eq(fileio_read(l.hostfile, 4096, &text, NULL), 0);
+	cr_assert_str_eq(text, "aah-x-000007-worker-0.aah-x-000007 slots=1\n"
+			       "aah-x-000007-worker-1.aah-x-000007 slots=1\n"
+			       "aah-x-000007-worker-2.aah-x-000007 slots=1\n");
+	free(text);
+	launch_release(&l);
+	config_release(&cfg);
+}
+
 Test(launch, per_device_ranks_are_consistent)
 {
 	struct aah_config cfg;
