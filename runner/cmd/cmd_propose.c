@@ -1,6 +1,7 @@
 /* cmd_propose.c: `propose`: the tuner's proposal for one trial, written
  * into its directory; with --exec, then run the trial command with the
- * hyperparameters appended (the tuner placed inside the trial, as AAH). */
+ * hyperparameters appended (the tuner placed inside the trial, as AAH).
+ * The tuner's state is cached in <expdir>/tuner.cache between proposers. */
 #include "runner/cmd/cmd.h"
 #include "fileio.h"
 #include "jsonfile.h"
@@ -75,7 +76,7 @@ int cmd_propose(int argc, const char **argv)
 	char *initial = scheduler_initial_arch(&cfg, e.dir);
 	tc.initial_arch = initial;
 	if (r == 0)
-		r = tuner_propose_experiment(e.dir, &tc, (unsigned)trial);
+		r = tuner_propose_cached(e.dir, e.id, &tc, (unsigned)trial);
 	free(initial);
 	cJSON_Delete(ca);
 	cJSON_Delete(space);

@@ -27,9 +27,8 @@ void gp_release(struct gp *g)
 	gp_init(g);
 }
 
-static void grow(struct gp *g)
+static void reserve(struct gp *g, int cap)
 {
-	int cap = g->cap ? g->cap + g->cap / 2 : 64;   /* packed n^2/2: grow gently */
 	size_t tri = (size_t)cap * ((size_t)cap + 1) / 2;
 	g->L = xrealloc(g->L, tri * sizeof(double));
 	g->kinv = xrealloc(g->kinv, tri * sizeof(double));
@@ -37,6 +36,40 @@ static void grow(struct gp *g)
 	g->alpha = xrealloc(g->alpha, (size_t)cap * sizeof(double));
 	g->jitter = xrealloc(g->jitter, (size_t)cap * sizeof(double));
 	g->cap = cap;
+}
+
+static void grow(struct gp *g)
+{
+	reserve(g, g->cap < 64 ? 64 : g->cap + g->cap / 2);   /* packed n^2/2: grow gently */
+}
+
+size_t gp_state_bytes(int rows)
+{
+	size_t n = (size_t)rows;
+	return (n * (n + 1) + 3 * n) * sizeof(double);
+}
+
+void gp_state_pack(const struct gp *g, unsigned char *out)
+{
+	size_t n = (size_t)g->n, tri = n * (n + 1) / 2 * sizeof(double), vec = n * sizeof(double);
+	memcpy(out, g->L, tri);
+	memcpy(out + tri, g->kinv, tri);
+	memcpy(out + 2 * tri, g->y, vec);
+	memcpy(out + 2 * tri + vec, g->alpha, vec);
+	memcpy(out + 2 * tri + 2 * vec, g->jitter, vec);
+}
+
+void gp_state_unpack(struct gp *g, int rows, const unsigned char *in)
+{
+	size_t n = (size_t)rows, tri = n * (n + 1) / 2 * sizeof(double), vec = n * sizeof(double);
+	if (rows > g->cap)
+		reserve(g, rows + rows / 2);
+	memcpy(g->L, in, tri);
+	memcpy(g->kinv, in + tri, tri);
+	memcpy(g->y, in + 2 * tri, vec);
+	memcpy(g->alpha, in + 2 * tri + vec, vec);
+	memcpy(g->jitter, in + 2 * tri + 2 * vec, vec);
+	g->n = rows;
 }
 
 /* Dot product with four accumulators (fixed order: deterministic). */

@@ -5,6 +5,8 @@
 #ifndef AAH_TUNER_GP_H
 #define AAH_TUNER_GP_H
 
+#include <stddef.h>
+
 struct tpool;
 
 struct gp {
@@ -31,5 +33,13 @@ void gp_set_y(struct gp *g, int i, double y);
 /* Posterior mean and variance at a point with the sparse kernel row. */
 void gp_predict(const struct gp *g, const int *idx, const double *kval, int nnz, double *mean,
 		double *var);
+
+/* The state of the first rows (all of it: gp_state_bytes(g->n)) as bytes
+ * in native order: L, kinv, y, alpha, jitter (the tuner's state cache). */
+size_t gp_state_bytes(int rows);
+void gp_state_pack(const struct gp *g, unsigned char *out);
+/* Replace an empty g's rows by packed ones (escalations, lost and
+ * max_jitter are the caller's). */
+void gp_state_unpack(struct gp *g, int rows, const unsigned char *in);
 
 #endif

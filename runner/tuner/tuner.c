@@ -153,7 +153,7 @@ static int record(struct tuner *t, unsigned seq, cJSON *arch, cJSON *params,
 	}
 	t->hist[i].state = state;
 	t->hist[i].metric = state == TUNER_OBS_DONE ? metric : 0.0;
-	int rc = t->ops->observe ? t->ops->observe(t, i, had ? &old : NULL) : 0;
+	int rc = t->ops->observe && !t->deferred ? t->ops->observe(t, i, had ? &old : NULL) : 0;
 	if (had) {
 		cJSON_Delete(old.arch);
 		cJSON_Delete(old.params);
@@ -189,6 +189,163 @@ int tuner_propose(struct tuner *t, unsigned trial_seq, cJSON **arch, cJSON **par
 		return 0;
 	return record(t, trial_seq, *arch ? cJSON_Duplicate(*arch, 1) : NULL,
 		      *params ? cJSON_Duplicate(*params, 1) : NULL, TUNER_OBS_PENDING, 0.0);
+}
+
+/* ---- the state cache (placement: trial) ------------------------------- */
+
+#define STATE_FORMAT "aah-tuner-state/1"
+
+uint64_t tuner_fnv(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static const char *byte_order(void)
+{
+	const uint16_t one = 1;
+	return *(const unsigned char *)&one ? "little" : "big";
+}
+
+void tuner_defer(struct tuner *t)
+{
+	t->deferred = 1;
+}
+
+/* Observe history entries [from, to) as a one-at-a-time replay would: the
+ * implementation sees the history as it was when each entry arrived. */
+static int observe_range(struct tuner *t, size_t from, size_t to)
+{
+	size_t all = t->nhist;
+	int rc = 0;
+	for (size_t i = from; i < to && rc == 0 && t->ops->observe; i++) {
+		t->nhist = i + 1;
+		rc = t->ops->observe(t, i, NULL);
+	}
+	t->nhist = all;
+	return rc;
+}
+
+/* The header line and payload of a cache file; 1 when they are the state
+ * of this tuner's first observations (installed), 0 with a warning when
+ * not. */
+static int state_read(struct tuner *t, const char *path, const char *key)
+{
+	char *data = NULL;
+	size_t len = 0;
+	cJSON *h = NULL;
+	const char *why = NULL;
+	int ok = 0;
+	if (!fileio_exists(path))
+		return 0;
+	if (fileio_read(path, (size_t)1 << 30, &data, &len) < 0) {
+		why = "unreadable";
+		goto out;
+	}
+	char *nl = memchr(data, '\n', len);
+	if (!nl || !(h = cJSON_ParseWithLength(data, (size_t)(nl - data)))) {
+		why = "no header line";
+		goto out;
+	}
+	const unsigned char *payload = (const unsigned char *)nl + 1;
+	size_t plen = len - (size_t)(nl + 1 - data);
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(h, "format");
+	const cJSON *ex = cJSON_GetObjectItemCaseSensitive(h, "experiment");
+	const cJSON *tn = cJSON_GetObjectItemCaseSensitive(h, "tuner");
+	const cJSON *bo = cJSON_GetObjectItemCaseSensitive(h, "byte_order");
+	const cJSON *no = cJSON_GetObjectItemCaseSensitive(h, "observations");
+	const cJSON *pb = cJSON_GetObjectItemCaseSensitive(h, "payload_bytes");
+	const cJSON *ck = cJSON_GetObjectItemCaseSensitive(h, "checksum");
+	char sum[17];
+	if (!cJSON_IsString(f) || strcmp(f->valuestring, STATE_FORMAT))
+		why = "another format";
+	else if (!cJSON_IsString(ex) || strcmp(ex->valuestring, key))
+		why = "another experiment";
+	else if (!cJSON_IsString(tn) || strcmp(tn->valuestring, t->name))
+		why = "another tuner";
+	else if (!cJSON_IsString(bo) || strcmp(bo->valuestring, byte_order()))
+		why = "another byte order";
+	else if (!cJSON_IsNumber(no) || no->valuedouble < 1 || no->valuedouble > (double)t->nhist)
+		why = "more observations than the history has";
+	else if (!cJSON_IsNumber(pb) || pb->valuedouble != (double)plen)
+		why = "truncated or padded";
+	else if (snprintf(sum, sizeof(sum), "%016llx",
+			  (unsigned long long)tuner_fnv(TUNER_FNV_INIT, payload, plen)) != 16 ||
+		 !cJSON_IsString(ck) || strcmp(ck->valuestring, sum))
+		why = "checksum mismatch";
+	if (why)
+		goto out;
+	size_t n = (size_t)no->valuedouble, all = t->nhist;
+	t->nhist = n;
+	ok = t->ops->state_load(t, h, payload, plen);
+	t->nhist = all;
+	if (ok < 0)
+		ok = 0;
+	if (!ok)
+		why = "it does not match the history";
+	else
+		ok = (int)n;
+out:
+	if (why)
+		warning("tuner: %s: %s; replaying the history", path, why);
+	cJSON_Delete(h);
+	free(data);
+	return ok;
+}
+
+static int state_write(struct tuner *t, size_t n, const char *path, const char *key)
+{
+	size_t all = t->nhist;
+	unsigned char *payload = NULL;
+	size_t plen = 0;
+	cJSON *h = cJSON_CreateObject();
+	char sum[17];
+	cJSON_AddStringToObject(h, "format", STATE_FORMAT);
+	cJSON_AddStringToObject(h, "experiment", key);
+	cJSON_AddStringToObject(h, "tuner", t->name);
+	cJSON_AddStringToObject(h, "byte_order", byte_order());
+	cJSON_AddNumberToObject(h, "observations", (double)n);
+	t->nhist = n;
+	int rc = t->ops->state_save(t, h, &payload, &plen);
+	t->nhist = all;
+	if (rc == 0) {
+		snprintf(sum, sizeof(sum), "%016llx",
+			 (unsigned long long)tuner_fnv(TUNER_FNV_INIT, payload, plen));
+		cJSON_AddNumberToObject(h, "payload_bytes", (double)plen);
+		cJSON_AddStringToObject(h, "checksum", sum);
+		char *line = cJSON_PrintUnformatted(h);
+		size_t hl = strlen(line);
+		char *buf = xmalloc(hl + 1 + plen);
+		memcpy(buf, line, hl);
+		buf[hl] = '\n';
+		memcpy(buf + hl + 1, payload, plen);
+		rc = fileio_write_atomic(path, buf, hl + 1 + plen);
+		free(buf);
+		free(line);
+	}
+	free(payload);
+	cJSON_Delete(h);
+	return rc;
+}
+
+long tuner_catch_up(struct tuner *t, const char *path, const char *key)
+{
+	int cache = path && t->ops->state_save && t->ops->state_load;
+	size_t from = 0, done = 0;
+	t->deferred = 0;
+	while (done < t->nhist && t->hist[done].state != TUNER_OBS_PENDING)
+		done++;
+	if (cache)
+		from = (size_t)state_read(t, path, key);
+	if (observe_range(t, from, done) < 0)
+		return -1;
+	if (cache && done > from && state_write(t, done, path, key) < 0)
+		warning("tuner: cannot write the state cache %s; the next proposer replays", path);
+	if (observe_range(t, done, t->nhist) < 0)
+		return -1;
+	return (long)from;
 }
 
 /* ---- experiment directories ------------------------------------------- */
@@ -286,7 +443,10 @@ int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, co
 	return rc;
 }
 
-int tuner_propose_into(struct tuner *t, const char *expdir, unsigned trial_seq)
+/* Lock, keep a complete proposal, otherwise bring the history up to date
+ * (with the state cache when cache_key is set) and propose. */
+static int propose_locked(struct tuner *t, const char *expdir, unsigned trial_seq,
+			  const char *cache_key)
 {
 	if (trial_seq == 0 || trial_seq > EXPDIR_TRIAL_MAX)
 		return error("tuner: trial sequence number %u is out of range (1..%u)", trial_seq,
@@ -304,7 +464,17 @@ int tuner_propose_into(struct tuner *t, const char *expdir, unsigned trial_seq)
 		rc = load_trial(t, expdir, trial_seq);   /* a live tuner learns it */
 		goto out_unlock;
 	}
-	if (tuner_load_history(t, expdir) < 0 || tuner_propose(t, trial_seq, &arch, &params) < 0)
+	if (cache_key) {
+		char *cache = xstrfmt("%s/tuner.cache", expdir);
+		tuner_defer(t);
+		long got = tuner_load_history(t, expdir) < 0 ? -1 : tuner_catch_up(t, cache, cache_key);
+		free(cache);
+		if (got < 0)
+			goto out_unlock;
+	} else if (tuner_load_history(t, expdir) < 0) {
+		goto out_unlock;
+	}
+	if (tuner_propose(t, trial_seq, &arch, &params) < 0)
 		goto out_unlock;
 	if ((arch || params) && fileio_mkdir_p(dir, 0755) < 0)
 		goto out_unlock;
@@ -323,13 +493,24 @@ out:
 	return rc;
 }
 
+int tuner_propose_into(struct tuner *t, const char *expdir, unsigned trial_seq)
+{
+	return propose_locked(t, expdir, trial_seq, NULL);
+}
+
 int tuner_propose_experiment(const char *expdir, const struct tuner_config *cfg,
 			     unsigned trial_seq)
+{
+	return tuner_propose_cached(expdir, NULL, cfg, trial_seq);
+}
+
+int tuner_propose_cached(const char *expdir, const char *exp_id, const struct tuner_config *cfg,
+			 unsigned trial_seq)
 {
 	struct tuner *t = NULL;
 	if (tuner_create(&t, cfg) < 0)
 		return -1;
-	int rc = tuner_propose_into(t, expdir, trial_seq);
+	int rc = propose_locked(t, expdir, trial_seq, exp_id);
 	tuner_free(t);
 	return rc;
 }

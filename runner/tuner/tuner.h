@@ -60,12 +60,28 @@ int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, co
  * params.json and result.json (no result.json = PENDING). */
 int tuner_load_history(struct tuner *t, const char *expdir);
 
+/* A fresh proposer's replay with the state cache (placement: trial).
+ * tuner_defer(t): observations recorded from now on reach the implementation
+ * only at tuner_catch_up, which takes the longest prefix of the history it
+ * can from the cache file `path` (aah-tuner-state/1 for experiment `key`;
+ * any mismatch, corruption or other experiment: a warning, and the prefix
+ * is replayed), observes the rest in order, and rewrites the cache when the
+ * finished prefix of the history grew. The state is the same as observing
+ * one trial at a time: a proposal does not depend on the cache. Returns the
+ * number of observations taken from the cache, or -1. */
+void tuner_defer(struct tuner *t);
+long tuner_catch_up(struct tuner *t, const char *path, const char *key);
+
 /* The whole of `aah-runner propose`: lock <expdir>/tuner.lock, create the
  * tuner, load the history, propose for trial_seq and write
  * trials/<id>/arch.json and params.json atomically (an existing proposal for
  * that trial is kept, so a retried or resumed trial trains the same thing). */
 int tuner_propose_experiment(const char *expdir, const struct tuner_config *cfg,
 			     unsigned trial_seq);
+/* The same with the state cache <expdir>/tuner.cache keyed by the
+ * experiment id (tuner_catch_up). */
+int tuner_propose_cached(const char *expdir, const char *exp_id, const struct tuner_config *cfg,
+			 unsigned trial_seq);
 
 /* The same with a long-lived tuner (master placement): locks, brings the
  * history up to date (trials already finished or failed in `t` are not read

@@ -37,6 +37,14 @@ struct tuner_ops {
 	int (*propose)(struct tuner *t, unsigned seq, struct trng *rng, cJSON **arch,
 		       cJSON **params);
 	void (*release)(struct tuner *t);             /* NULL: no private state */
+	/* The state cache (tuner.cache, placement: trial); NULL: nothing worth
+	 * caching. state_save: the state after exactly t->nhist observations
+	 * (all finished), as extra header fields and a payload (the caller
+	 * frees it). state_load: install such a state when it matches t->hist
+	 * exactly (1), or leave the tuner untouched and say why (0). */
+	int (*state_save)(const struct tuner *t, cJSON *header, unsigned char **payload, size_t *len);
+	int (*state_load)(struct tuner *t, const cJSON *header, const unsigned char *payload,
+			  size_t len);
 };
 
 struct tuner {
@@ -53,6 +61,7 @@ struct tuner {
 	int inherit_weights;
 	struct tuner_hist *hist;   /* (nhist) in order of first observation */
 	size_t nhist, ahist;
+	int deferred;              /* record() leaves observe to tuner_catch_up */
 	void *priv;                /* the implementation's state */
 };
 
@@ -68,6 +77,10 @@ cJSON *tuner_params_doc(const struct tuner *t, unsigned seq, cJSON *parameters);
 struct tpe_options;
 int tuner_tpe_options(const struct tuner *t, struct tpe_options *o);
 cJSON *tuner_tpe_parameters(const struct tuner *t, const struct tpe_options *o, struct trng *r);
+
+/* FNV-1a over len bytes, continuing from h (start: TUNER_FNV_INIT). */
+#define TUNER_FNV_INIT 1469598103934665603ull
+uint64_t tuner_fnv(uint64_t h, const void *data, size_t len);
 
 /* Counters of the NetworkMorphism tuner (benchmarks, tests). */
 struct tuner_nm_stats {

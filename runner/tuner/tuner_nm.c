@@ -21,6 +21,7 @@
  *   scan of the history, not eight. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,19 +209,61 @@ static double failed_y(const struct tuner *t, const struct nm *nm)
 	return worst;
 }
 
+static void hist_item_reserve(struct nm *nm, size_t idx)
+{
+	if (idx < nm->ahist)
+		return;
+	size_t a = nm->ahist;
+	nm->ahist = idx < 64 ? 128 : 2 * idx;
+	nm->hist_item = xrealloc(nm->hist_item, nm->ahist * sizeof(int));
+	for (size_t i = a; i < nm->ahist; i++)
+		nm->hist_item[i] = -1;
+}
+
+/* The item of history entry idx: 1, or 0 (with a warning) when the search
+ * ignores it. */
+static int make_item(const struct tuner *t, const struct nm *nm, size_t idx, struct nm_item *item)
+{
+	const struct tuner_hist *h = &t->hist[idx];
+	*item = (struct nm_item){ .hist = idx, .row = -1 };
+	if (!h->arch)
+		return 0;
+	char *what = xstrfmt("trial %u arch.json", h->seq);
+	int usable = tgraph_from_json(&item->graph, h->arch, what) == 0;
+	free(what);
+	if (!usable) {
+		warning("network morphism: trial %u: its arch.json is not usable; the search "
+			"ignores it", h->seq);
+		return 0;
+	}
+	if (item->graph.num_classes != nm->start.num_classes ||
+	    memcmp(&item->graph.input, &nm->start.input, sizeof(item->graph.input))) {
+		warning("network morphism: trial %u has another input or class count; ignored", h->seq);
+		tgraph_release(&item->graph);
+		return 0;
+	}
+	tdesc_from_graph(&item->desc, &item->graph);
+	return 1;
+}
+
+static void add_item(struct nm *nm, const struct nm_item *item)
+{
+	if (nm->nitems == nm->aitems) {
+		nm->aitems = nm->aitems ? 2 * nm->aitems : 64;
+		nm->items = xrealloc(nm->items, (size_t)nm->aitems * sizeof(*nm->items));
+	}
+	nm->hist_item[item->hist] = nm->nitems;
+	nm->items[nm->nitems++] = *item;
+	hset_insert(&nm->seen, item->desc.hash);
+}
+
 static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 {
 	struct nm *nm = t->priv;
 	const struct tuner_hist *h = &t->hist[idx];
 	double t0 = util_monotonic();
 	(void)old;
-	if (idx >= nm->ahist) {
-		size_t a = nm->ahist;
-		nm->ahist = idx < 64 ? 128 : 2 * idx;
-		nm->hist_item = xrealloc(nm->hist_item, nm->ahist * sizeof(int));
-		for (size_t i = a; i < nm->ahist; i++)
-			nm->hist_item[i] = -1;
-	}
+	hist_item_reserve(nm, idx);
 	int it = nm->hist_item[idx];
 	if (it >= 0) {   /* a known trial changed state */
 		double y = nm->gp.y[nm->items[it].row];
@@ -232,26 +275,9 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 		nm->stats.observe_seconds += util_monotonic() - t0;
 		return 0;
 	}
-	if (!h->arch)
+	struct nm_item item;
+	if (!make_item(t, nm, idx, &item))
 		return 0;
-	struct nm_item item = { .hist = idx };
-	int quiet_ok;
-	char *what = xstrfmt("trial %u arch.json", h->seq);
-	int usable = tgraph_from_json(&item.graph, h->arch, what) == 0;
-	free(what);
-	if (!usable) {
-		warning("network morphism: trial %u: its arch.json is not usable; the search "
-			"ignores it", h->seq);
-		return 0;
-	}
-	quiet_ok = item.graph.num_classes == nm->start.num_classes &&
-		   !memcmp(&item.graph.input, &nm->start.input, sizeof(item.graph.input));
-	if (!quiet_ok) {
-		warning("network morphism: trial %u has another input or class count; ignored", h->seq);
-		tgraph_release(&item.graph);
-		return 0;
-	}
-	tdesc_from_graph(&item.desc, &item.graph);
 	/* kernel row against every earlier item */
 	size_t n = (size_t)nm->nitems;
 	double *dl = xmalloc((n ? n : 1) * sizeof(double)), *dt = xmalloc((n ? n : 1) * sizeof(double));
@@ -274,15 +300,124 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	free(idxs);
 	free(dt);
 	free(dl);
-	if (nm->nitems == nm->aitems) {
-		nm->aitems = nm->aitems ? 2 * nm->aitems : 64;
-		nm->items = xrealloc(nm->items, (size_t)nm->aitems * sizeof(*nm->items));
-	}
-	nm->hist_item[idx] = nm->nitems;
-	nm->items[nm->nitems++] = item;
-	hset_insert(&nm->seen, item.desc.hash);
+	add_item(nm, &item);
 	nm->stats.observe_seconds += util_monotonic() - t0;
 	return 0;
+}
+
+/* ---- the state cache ----------------------------------------------------- */
+
+/* One observation the cached state covers, as the payload stores it. */
+struct nm_entry {
+	uint32_t seq;
+	int32_t state;
+	int32_t row;       /* GP row, -1: ignored by the search */
+	uint32_t pad;
+	double metric;
+	uint64_t hash;     /* tgraph_hash of its architecture (0 when ignored) */
+};
+
+/* What the cached GP rows depend on besides the history: classArgs (the
+ * cutoff, the optimisation direction, the start model) and the start graph
+ * (tuner.initialArch). */
+static void config_hash(const struct tuner *t, const struct nm *nm, char out[17])
+{
+	char *args = cJSON_PrintUnformatted(t->class_args);
+	uint64_t sh = tgraph_hash(&nm->start);
+	uint64_t h = tuner_fnv(TUNER_FNV_INIT, args, strlen(args));
+	h = tuner_fnv(h, &sh, sizeof(sh));
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+	free(args);
+}
+
+static int nm_state_save(const struct tuner *t, cJSON *header, unsigned char **payload,
+			 size_t *len)
+{
+	const struct nm *nm = t->priv;
+	char cfg[17];
+	size_t head = t->nhist * sizeof(struct nm_entry);
+	config_hash(t, nm, cfg);
+	cJSON_AddStringToObject(header, "config", cfg);
+	cJSON_AddNumberToObject(header, "gp_rows", nm->gp.n);
+	cJSON_AddNumberToObject(header, "gp_escalations", nm->gp.escalations);
+	cJSON_AddNumberToObject(header, "gp_lost", nm->gp.lost);
+	cJSON_AddNumberToObject(header, "gp_max_jitter", nm->gp.max_jitter);
+	*len = head + gp_state_bytes(nm->gp.n);
+	*payload = xcalloc(*len ? *len : 1, 1);
+	for (size_t i = 0; i < t->nhist; i++) {
+		const struct tuner_hist *h = &t->hist[i];
+		int it = i < nm->ahist ? nm->hist_item[i] : -1;
+		struct nm_entry e = { .seq = h->seq, .state = (int32_t)h->state,
+				      .row = it >= 0 ? nm->items[it].row : -1, .metric = h->metric,
+				      .hash = it >= 0 ? nm->items[it].desc.hash : 0 };
+		memcpy(*payload + i * sizeof(e), &e, sizeof(e));
+	}
+	gp_state_pack(&nm->gp, *payload + head);
+	return 0;
+}
+
+static int header_int(const cJSON *header, const char *key, double max, int *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(header, key);
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= max) ||
+	    v->valuedouble != (int)v->valuedouble)
+		return -1;
+	*out = (int)v->valuedouble;
+	return 0;
+}
+
+static int nm_state_load(struct tuner *t, const cJSON *header, const unsigned char *payload,
+			 size_t len)
+{
+	struct nm *nm = t->priv;
+	char cfg[17];
+	int rows, esc, lost;
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(header, "config");
+	const cJSON *mj = cJSON_GetObjectItemCaseSensitive(header, "gp_max_jitter");
+	size_t head = t->nhist * sizeof(struct nm_entry);
+	config_hash(t, nm, cfg);
+	if (nm->nitems || nm->gp.n || !cJSON_IsString(c) || strcmp(c->valuestring, cfg) ||
+	    header_int(header, "gp_rows", (double)t->nhist, &rows) < 0 ||
+	    header_int(header, "gp_escalations", (double)t->nhist, &esc) < 0 ||
+	    header_int(header, "gp_lost", (double)t->nhist, &lost) < 0 || !cJSON_IsNumber(mj) ||
+	    len != head + gp_state_bytes(rows))
+		return 0;
+	/* every covered observation as the history has it now, in order */
+	struct nm_item *items = xcalloc(t->nhist ? t->nhist : 1, sizeof(*items));
+	int nitems = 0, match = 1;
+	for (size_t i = 0; i < t->nhist && match; i++) {
+		const struct tuner_hist *h = &t->hist[i];
+		struct nm_entry e;
+		memcpy(&e, payload + i * sizeof(e), sizeof(e));
+		int usable = make_item(t, nm, i, &items[nitems]);
+		match = e.seq == h->seq && e.state == (int32_t)h->state &&
+			h->state != TUNER_OBS_PENDING &&
+			!memcmp(&e.metric, &h->metric, sizeof(double)) &&
+			(usable ? e.row == nitems && e.hash == items[nitems].desc.hash
+				: e.row == -1 && e.hash == 0);
+		if (usable) {
+			items[nitems].row = nitems;
+			nitems++;
+		}
+	}
+	if (!match || nitems != rows) {
+		for (int i = 0; i < nitems; i++) {
+			tgraph_release(&items[i].graph);
+			tdesc_release(&items[i].desc);
+		}
+		free(items);
+		return 0;
+	}
+	if (t->nhist)
+		hist_item_reserve(nm, t->nhist - 1);
+	for (int i = 0; i < nitems; i++)
+		add_item(nm, &items[i]);
+	free(items);
+	gp_state_unpack(&nm->gp, rows, payload + head);
+	nm->gp.escalations = esc;
+	nm->gp.lost = lost;
+	nm->gp.max_jitter = mj->valuedouble;
+	return 1;
 }
 
 /* ---- annealing ----------------------------------------------------------- */
@@ -752,4 +887,6 @@ const struct tuner_ops tuner_ops_nm = {
 	.observe = nm_observe,
 	.propose = nm_propose,
 	.release = nm_release,
+	.state_save = nm_state_save,
+	.state_load = nm_state_load,
 };

@@ -1,7 +1,9 @@
 /* bench_tuner: NetworkMorphism propose and observe latency against history
  * size, for CnnGenerator-sized and ResNet-50-sized models. Histories are
  * built from the tuner's own morphisms with synthetic accuracies and fed
- * through tuner_observe, exactly as the runner does.
+ * through tuner_observe, exactly as the runner does. Up to n = 1000 also the
+ * proposers of tuner.placement: trial, replaying the history or starting from
+ * the state cache (tuner.cache).
  *
  *   bench_tuner [--sizes 10,100,1000,5000] [--reps 3] [--threads 2] [--models small,resnet]
  *
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runner/tuner/graph.h"
 #include "runner/tuner/morph.h"
@@ -101,6 +104,48 @@ static int observe_model(struct tuner *t, unsigned seq, const struct hist_model 
 	*ms = 1e3 * (util_monotonic() - t0);
 	cJSON_Delete(arch);
 	return rc;
+}
+
+/* A fresh proposer of n models that starts from the state cache (written
+ * by the previous proposer, n - 1 models): the cost of each proposal with
+ * tuner.placement: trial since tuner.cache. Its proposal must equal the
+ * replaying proposer's (arch, params). */
+static int cached_proposer(const struct tuner_config *cfg, const struct hist_model *h, int n,
+			   const cJSON *arch, const cJSON *params)
+{
+	char dir[] = "/tmp/bench-tuner-XXXXXX";
+	if (!mkdtemp(dir))
+		return error_errno("cannot create a temporary directory");
+	char *path = xstrfmt("%s/tuner.cache", dir);
+	double ms, t0 = 0, c0 = 0;
+	long got = -1;
+	cJSON *a = NULL, *p = NULL;
+	for (int pass = 0; pass < 2; pass++) {   /* 0: the previous proposer */
+		struct tuner *f;
+		int m = pass ? n : n - 1;
+		t0 = util_monotonic();
+		c0 = cpu_now();
+		if (tuner_create(&f, cfg) < 0)
+			return -1;
+		tuner_defer(f);
+		for (int i = 0; i < m; i++)
+			if (observe_model(f, (unsigned)i + 1, &h[i], &ms) < 0)
+				return -1;
+		got = tuner_catch_up(f, path, "bench");
+		if (got < 0 || (pass && tuner_propose(f, (unsigned)n + 1, &a, &p) < 0))
+			return -1;
+		tuner_free(f);
+	}
+	int same = cJSON_Compare(a, arch, 1) && cJSON_Compare(p, params, 1);
+	printf("        cached proposer (placement: trial, tuner.cache of n-1 + 1 replayed) at n=%d: "
+	       "%.1f ms wall, %.1f ms cpu (all threads); %ld from the cache; same proposal: %s\n", n,
+	       1e3 * (util_monotonic() - t0), 1e3 * (cpu_now() - c0), got, same ? "yes" : "NO");
+	cJSON_Delete(a);
+	cJSON_Delete(p);
+	unlink(path);
+	rmdir(dir);
+	free(path);
+	return same ? 0 : error("bench_tuner: the cached proposer proposed something else");
 }
 
 static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, int reps,
@@ -201,6 +246,8 @@ static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, in
 			printf("        fresh proposer (placement: trial, history replayed) at n=%d: "
 			       "%.1f ms wall, %.1f ms cpu (all threads)\n", n,
 			       1e3 * (util_monotonic() - t0), 1e3 * (cpu_now() - c0));
+			if (cached_proposer(&cfg, h, n, arch, params) < 0)
+				return -1;
 			cJSON_Delete(arch);
 			cJSON_Delete(params);
 			tuner_free(f);

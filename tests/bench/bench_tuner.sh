@@ -2,7 +2,8 @@
 # Tuner benchmark: NetworkMorphism propose/observe latency at history sizes
 # 10, 100, 1000 and 5000 for CnnGenerator- and ResNet-50-sized models (up to
 # n = 1000 also a fresh proposer that replays the history first, the cost of
-# each proposal with tuner.placement: trial); the
+# each proposal with tuner.placement: trial, and one that starts from the
+# state cache tuner.cache); the
 # table prints the targets and the ratio to them side by side.
 # BENCH_TUNER_ARGS overrides the program's arguments (e.g. "--sizes 10,100").
 set -euo pipefail

@@ -54,6 +54,14 @@ EOF2
 	[[ $output == *"2 started from a parent's weights"* ]]
 	E=$AAH_WORKDIR/experiments/$id
 	[ "$(jq -r '[.trials[] | select(.inherited_from)] | length' "$E/results.json")" -eq 2 ]
+	# the proposers shared the tuner state: trial 3's covered trials 1 and 2,
+	# and its header is the one docs/formats.md documents
+	head -n 1 "$E/tuner.cache" > state.json
+	[ "$(jq -r .observations state.json)" -eq 2 ]
+	run /usr/bin/python3 "$AAH_ROOT/tests/fixtures/docs/check_formats.py" \
+		"$AAH_ROOT/docs/formats.md" aah-tuner-state/1 state.json
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
 
 @test "without tuner.inheritWeights every trial trains from its own initialisation" {
