@@ -118,7 +118,7 @@ running_containers() { [ "$("$AAH_DOCKER" ps -q --filter label=aah.io/experiment
 	[ "$(count_events "$id" trial_finished succeeded)" -eq 3 ]
 	# Each trial ran once, in a container: contract_trial.sh checked the
 	# whole contract and wrote the run log from inside.
-	[ "$(sort "$WORK/runs.log" | tr '\n' ' ')" = "1 1 2 1 3 1 " ]
+	[ "$(sort "$WORK/runs.log" | tr '\n' ' ')" = "1 1 resume=0 2 1 resume=0 3 1 resume=0 " ]
 	for t in 000001 000002 000003; do
 		log=$(exp_dir "$id")/trials/$t/trial.log
 		grep -q '^== rank 0 (container [0-9a-f]*) ==' "$log"
@@ -284,7 +284,7 @@ running_containers() { [ "$("$AAH_DOCKER" ps -q --filter label=aah.io/experiment
 	[ "$(count_events "$id" trial_submitted)" -eq 3 ]
 	[ "$(job_ids "$id" | head -2 | sort | tr '\n' ' ')" = "$before" ]
 	[ "$(count_events "$id" trial_finished succeeded)" -eq 3 ]
-	[ "$(sort "$WORK/runs.log" | tr '\n' ' ')" = "1 1 2 1 3 1 " ]
+	[ "$(sort "$WORK/runs.log" | tr '\n' ' ')" = "1 1 resume=0 2 1 resume=0 3 1 resume=0 " ]
 	[ "$(count_events "$id" runner_started)" -eq 2 ]
 	[ "$(containers_of "$id")" -eq 0 ]
 }
