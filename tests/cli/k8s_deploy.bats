@@ -152,7 +152,9 @@ teardown() { teardown_workdir; }
 	done < <(grep '^COPY ' "$df" | grep -v -- '--from=')
 	[ "$n" -ge 3 ]
 	# The make targets the builder runs exist (make -n fails on an unknown one).
-	targets=$(grep -v '^#' "$df" | grep -o 'make [^&\\]*' | tr ' ' '\n' | grep -vE '^(make|-j.*|[A-Z_]+=.*)$' | sort -u)
+	# (a `make` that starts a command: after RUN or &&, not a package name)
+	targets=$(grep -v '^#' "$df" | grep -oE '(^RUN|&&) +make [^&\\]*' | sed -E 's/^(RUN|&&) +//' |
+		tr ' ' '\n' | grep -vE '^(make|-j.*|[A-Z_]+=.*)$' | sort -u)
 	echo "$targets"
 	[[ $targets == *all* ]] && [[ $targets == *install* ]]
 	for t in $targets; do make -n "$t" >/dev/null; done
