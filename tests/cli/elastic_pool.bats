@@ -36,18 +36,26 @@ reference() {
 	for ((r = n - 1; r >= 0; r--)); do
 		aah-trial --trial_dir "$dir" --arch "$AAH_ROOT/tests/fixtures/arch/cnn_nobn.json" \
 			--threads 1 --global_batch 120 --warmup_1 "$epochs" --train_samples 9600 \
-			--val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --trial_seq 1 \
+			--val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --patience 100 --trial_seq 1 \
 			--rank $r --world_size "$n" --init_method "tcp://127.0.0.1:$port" > "$dir.$r.log" 2>&1 &
 		pids+=($!)
 	done
 	for r in "${pids[@]}"; do wait "$r"; done
 }
 
+one_experiment() {   # the experiment's own directory, not only experiments/
+	[ "$(ls "$AAH_WORKDIR/experiments" 2>/dev/null | wc -l)" -eq 1 ]
+}
+
 two_experiments() {
 	[ "$(ls "$AAH_WORKDIR/experiments" | wc -l)" -eq 2 ]
 }
 
-config() {    # config FILE EPOCHS (the tuner may only pick lr 0.05: the references use it)
+# config FILE EPOCHS (the tuner may only pick lr 0.05: the references use
+# it). No early stop (--patience 100, here and in reference): it would end
+# B before A, and the elastic run and its reference could stop at different
+# epochs, their val_acc differing by the order floats are summed in.
+config() {
 	echo '{"learning_rate": {"_type": "choice", "_value": [0.05]}}' > "$BATS_TEST_TMPDIR/space.json"
 	cat > "$1" <<EOF2
 experimentName: seed
@@ -58,7 +66,7 @@ tuner:
   builtinTunerName: NetworkMorphism
   initialArch: $AAH_ROOT/tests/fixtures/arch/cnn_nobn.json
 trial:
-  command: aah-trial --threads 1 --global_batch 120 --warmup_1 $2 --train_samples 9600 --val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0
+  command: aah-trial --threads 1 --global_batch 120 --warmup_1 $2 --train_samples 9600 --val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --patience 100
 pool:
   devices: 8
 EOF2
@@ -67,10 +75,18 @@ EOF2
 @test "seed scenario: 8 -> 4/4 -> 3/5 -> 0/8, each at a step boundary, losses as uninterrupted" {
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
 	config a.yml 6
-	config b.yml 14     # long enough to still be training when A ends
+	# B must still be training when A ends, or there is no step boundary left
+	# to take the 8 at (docs/pool.md). Epochs here take 0.2 s, a relaunch
+	# several seconds of start-up (every rank decodes the data set), and A
+	# relaunches once more than B after the 3/5 change: with 14 epochs B
+	# often ended first (and the wait for its 8 timed out). In ten runs with
+	# 40, alone or two at a time, B took the 8 in its epoch 8 to 31. More
+	# epochs would widen that margin but not the losses' (60 epochs: 0.0078
+	# of the 1e-2 below, against 0.0044 with 40).
+	config b.yml 40
 	aah-runner create -c a.yml -q > a.log 2>&1 &
 	ra=$!
-	wait_for test -d "$AAH_WORKDIR/experiments"
+	wait_for one_experiment
 	a=$(only_experiment)
 	WAIT_S=120 wait_for applied "$a" 8
 	aah-runner create -c b.yml -q > b.log 2>&1 &
@@ -106,8 +122,8 @@ EOF2
 	! grep -q '"state":"failed"' "$AAH_WORKDIR/experiments/$a/journal.jsonl" "$AAH_WORKDIR/experiments/$b/journal.jsonl"
 	# the uninterrupted references: one rank, the same global batch
 	reference ref6 6 1
-	reference ref14 14 1
-	/usr/bin/python3 - "$A" ref6 "$B" ref14 <<'PY'
+	reference ref40 40 1
+	/usr/bin/python3 - "$A" ref6 "$B" ref40 <<'PY'
 import json, sys
 for run, ref in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
     el = [json.loads(l) for l in open(run + "/metrics.jsonl")]
@@ -129,7 +145,7 @@ PY
 	config b.yml 3
 	aah-runner create -c a.yml -q > a.log 2>&1 &
 	ra=$!
-	wait_for test -d "$AAH_WORKDIR/experiments"
+	wait_for one_experiment
 	a=$(only_experiment)
 	WAIT_S=120 wait_for applied "$a" 8
 	kill -9 "$ra"                  # A's trial runs on, no runner watches it
