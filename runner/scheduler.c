@@ -423,24 +423,15 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	struct trial_rec *t = experiment_trial(s->e, seq);
 	const struct aah_config *cfg = s->cfg;
 	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
-	char **hosts = xcalloc(nodes, sizeof(*hosts));
 	char *dir = expdir_trial_dir(s->e->dir, seq);
 	cJSON *params = NULL;
 	struct aah_launch l;
 	int r = fileio_mkdir_p(dir, 0755);
 	int master = !strcmp(cfg->tuner.placement, "master");
 
-	if (r == 0) {
-		unsigned want = nodes;
-		r = pool_size(s, seq, dir, &want);
-		if (r == 0 && want != nodes) {
-			free(hosts);
-			nodes = want;
-			hosts = xcalloc(nodes, sizeof(*hosts));
-		}
-		if (r > 0)
-			goto out;   /* no devices for it now */
-	}
+	if (r == 0)
+		r = pool_size(s, seq, dir, &nodes);   /* 1: no devices for it now */
+	char **hosts = xcalloc(nodes, sizeof(*hosts));
 	if (r == 0 && master)
 		r = propose(s, seq, &params);
 	if (r == 0)
@@ -477,7 +468,6 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 		}
 		launch_release(&l);
 	}
-out:
 	for (unsigned i = 0; i < nodes; i++)
 		free(hosts[i]);
 	free(hosts);
