@@ -66,7 +66,7 @@ int fileio_read(const char *path, size_t max, char **out, size_t *len)
 	return 0;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int fileio_write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 	while (len) {
@@ -110,7 +110,7 @@ int fileio_write_atomic_flags(const char *path, const void *data, size_t len, un
 		free(tmp);
 		return r;
 	}
-	if (write_all(fd, data, len) < 0 || (sync && fsync(fd) < 0)) {
+	if (fileio_write_all(fd, data, len) < 0 || (sync && fsync(fd) < 0)) {
 		error_errno("cannot write '%s'", tmp);
 		close(fd);
 		unlink(tmp);
@@ -148,7 +148,7 @@ int fileio_append_line_flags(const char *path, const char *line, unsigned flags)
 	memcpy(buf, line, n);
 	buf[n] = '\n';
 	/* One write() so concurrent appenders never interleave within a line. */
-	int r = write_all(fd, buf, n + 1);
+	int r = fileio_write_all(fd, buf, n + 1);
 	free(buf);
 	if (r < 0 || (!(flags & FILEIO_NOSYNC) && fdatasync(fd) < 0)) {
 		error_errno("cannot append to '%s'", path);

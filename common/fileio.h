@@ -20,6 +20,8 @@ int fileio_append_line(const char *path, const char *line);
 #define FILEIO_NOSYNC 1u
 int fileio_write_atomic_flags(const char *path, const void *data, size_t len, unsigned flags);
 int fileio_append_line_flags(const char *path, const char *line, unsigned flags);
+/* write(2) all of data, retrying on EINTR and short writes; -1 with errno. */
+int fileio_write_all(int fd, const void *data, size_t len);
 /* mkdir -p with the given mode. */
 int fileio_mkdir_p(const char *path, unsigned mode);
 int fileio_fsync_dir(const char *dir);

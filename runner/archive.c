@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>           /* the .tar.zst stream, written with its checksum */
 
 #define IO_CHUNK (1u << 18)
 #define MANIFEST_MAX ((size_t)256 << 20)
@@ -165,17 +166,80 @@ static int compression_of(const char *out, enum compression *comp)
 	return 0;
 }
 
-static int add_filter(struct archive *a, enum compression comp)
+/* zstd output: libarchive's zstd filter writes frames without a content
+ * checksum, so a flipped bit that the decoder still accepts (a changed
+ * back-reference can rename a member in the tar header and in MANIFEST
+ * alike) would verify. The tar stream is compressed here instead, one frame
+ * with its XXH64 checksum, which every zstd decoder checks. */
+struct zsink {
+	int fd;
+	ZSTD_CStream *z;
+	unsigned char *buf;         /* compressed bytes on their way to fd */
+	size_t cap;
+};
+
+static int zsink_drain(struct zsink *s, ZSTD_inBuffer *in, ZSTD_EndDirective end)
+{
+	size_t left;
+	do {
+		ZSTD_outBuffer out = { s->buf, s->cap, 0 };
+		left = ZSTD_compressStream2(s->z, &out, in, end);
+		if (ZSTD_isError(left))
+			return error("zstd: %s", ZSTD_getErrorName(left));
+		if (out.pos && fileio_write_all(s->fd, s->buf, out.pos) < 0)
+			return error_errno("cannot write the archive");
+	} while (in->pos < in->size || (end == ZSTD_e_end && left));
+	return 0;
+}
+
+static la_ssize_t zsink_write(struct archive *a, void *data, const void *buf, size_t len)
+{
+	(void)a;
+	ZSTD_inBuffer in = { buf, len, 0 };
+	return zsink_drain(data, &in, ZSTD_e_continue) < 0 ? -1 : (la_ssize_t)len;
+}
+
+static int zsink_close(struct archive *a, void *data)
+{
+	(void)a;
+	ZSTD_inBuffer in = { NULL, 0, 0 };
+	return zsink_drain(data, &in, ZSTD_e_end) < 0 ? ARCHIVE_FATAL : ARCHIVE_OK;
+}
+
+static int zsink_init(struct zsink *s, int fd)
+{
+	s->fd = fd;
+	s->cap = ZSTD_CStreamOutSize();
+	s->buf = xmalloc(s->cap);
+	s->z = ZSTD_createCStream();
+	if (!s->z ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(s->z, ZSTD_c_compressionLevel, 3)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(s->z, ZSTD_c_checksumFlag, 1)))
+		return error("cannot set up zstd compression");
+	return 0;
+}
+
+static void zsink_release(struct zsink *s)
+{
+	ZSTD_freeCStream(s->z);
+	free(s->buf);
+}
+
+/* Open a for writing into fd: zstd through s, gzip through libarchive. */
+static int open_output(struct archive *a, enum compression comp, int fd, struct zsink *s)
 {
 	int r = ARCHIVE_OK;
-	if (comp == COMP_ZSTD) {
-		r = archive_write_add_filter_zstd(a);
-		if (r == ARCHIVE_OK)      /* the level zstd(1) uses by default */
-			r = archive_write_set_filter_option(a, "zstd", "compression-level", "3");
-	} else if (comp == COMP_GZIP) {
+	if (comp == COMP_GZIP)
 		r = archive_write_add_filter_gzip(a);
-	}
-	return r == ARCHIVE_OK ? 0 : error("cannot set up compression: %s", archive_error_string(a));
+	if (r != ARCHIVE_OK)
+		return error("cannot set up compression: %s", archive_error_string(a));
+	if (comp != COMP_ZSTD)
+		r = archive_write_open_fd(a, fd);
+	else if (zsink_init(s, fd) < 0)
+		return -1;
+	else
+		r = archive_write_open2(a, s, NULL, zsink_write, zsink_close, NULL);
+	return r == ARCHIVE_OK ? 0 : error("%s", archive_error_string(a));
 }
 
 /* Write every chunk the reader thread hands over. */
@@ -213,6 +277,7 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 		return -1;
 	}
 	struct collector c = { .prefix = base_name(root), .st = stats };
+	struct zsink zs = { 0 };
 	strbuf_init(&c.manifest, MANIFEST_MAX);
 	char *tmp = xstrfmt("%s.tmp.%ld", out, (long)getpid());
 	int r = -1, outfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -229,12 +294,10 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 	 * cheap to write as pax's for many small files */
 	if (archive_form_set_format(c.a) < 0)
 		goto out;
-	if (add_filter(c.a, comp) < 0)
-		goto out;
 	archive_write_set_bytes_per_block(c.a, 64 * 1024);
 	archive_write_set_bytes_in_last_block(c.a, 1);
-	if (archive_write_open_fd(c.a, outfd) != ARCHIVE_OK) {
-		error("cannot open '%s' for writing: %s", tmp, archive_error_string(c.a));
+	if (open_output(c.a, comp, outfd, &zs) < 0) {
+		error("cannot open '%s' for writing", tmp);
 		goto out;
 	}
 	struct stat skip[2] = { ost };
@@ -271,6 +334,7 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 out:
 	if (c.a)
 		archive_write_free(c.a);
+	zsink_release(&zs);
 	if (outfd >= 0)
 		close(outfd);
 	if (r < 0)
