@@ -660,6 +660,25 @@ static cJSON *candidate_meta(const struct tuner *t, const struct search *s, int 
 	return meta;
 }
 
+/* With weight inheritance a child starts from its parent's checkpoint, so
+ * only a finished trial can be a parent: a morph of a trial still training
+ * would start from random weights, and a morphed network trained from
+ * scratch can be far worse than its parent (a quickstart child of the
+ * running start network never left chance). Without inheritance every
+ * trial of the history may be expanded, as in NNI. */
+static int can_parent(const struct tuner *t, const struct nm *nm, int item)
+{
+	return !t->inherit_weights || t->hist[nm->items[item].hist].state == TUNER_OBS_DONE;
+}
+
+static int any_parent(const struct tuner *t, const struct nm *nm)
+{
+	for (int i = 0; i < nm->nitems; i++)
+		if (can_parent(t, nm, i))
+			return 1;
+	return 0;
+}
+
 static cJSON *search_arch(struct tuner *t, struct trng *r)
 {
 	struct nm *nm = t->priv;
@@ -674,7 +693,8 @@ static cJSON *search_arch(struct tuner *t, struct trng *r)
 	struct heap h = { 0 };
 	unsigned long order = 0;
 	for (int i = 0; i < nm->nitems; i++)
-		heap_push(&h, (struct nm_elem){ nm->gp.y[nm->items[i].row], i, -1, order++ });
+		if (can_parent(t, nm, i))
+			heap_push(&h, (struct nm_elem){ nm->gp.y[nm->items[i].row], i, -1, order++ });
 	double temp = 1.0, opt = -INFINITY;
 	int best = -1;
 	while (h.n && temp > nm->t_min) {
@@ -687,16 +707,19 @@ static cJSON *search_arch(struct tuner *t, struct trng *r)
 	}
 	/* Nothing new from the annealing (tiny spaces): random chains from the
 	 * best trials until something is new. */
-	for (int tries = 0; best < 0 && tries < 64 && nm->nitems; tries++) {
+	for (int tries = 0; best < 0 && tries < 64 && any_parent(t, nm); tries++) {
 		struct nm_elem e = { 0, (int)trng_below(r, (uint64_t)nm->nitems), -1, order++ };
 		if (tries < nm->nitems) {   /* prefer the best ones first */
 			double bv = -INFINITY;
 			for (int i = 0; i < nm->nitems; i++)
-				if (nm->gp.y[nm->items[i].row] > bv && !(tries & 1)) {
+				if (can_parent(t, nm, i) && nm->gp.y[nm->items[i].row] > bv &&
+				    !(tries & 1)) {
 					bv = nm->gp.y[nm->items[i].row];
 					e.item = i;
 				}
 		}
+		if (!can_parent(t, nm, e.item))
+			continue;
 		expand(&s, &e, r, &h, &order, &opt, &best);
 	}
 	cJSON *doc = NULL;
@@ -732,7 +755,11 @@ static int nm_propose(struct tuner *t, unsigned seq, struct trng *rng, cJSON **a
 {
 	struct nm *nm = t->priv;
 	double t0 = util_monotonic();
-	if (nm->nitems == 0 && !hset_has(&nm->seen, tgraph_hash(&nm->start))) {
+	/* The start network; again, with another seed and hyperparameters, for
+	 * the slots that open before any trial has finished when children
+	 * inherit weights (a child needs a trained parent). */
+	int first = nm->nitems == 0 && !hset_has(&nm->seen, tgraph_hash(&nm->start));
+	if (first || (t->inherit_weights && !any_parent(t, nm))) {
 		cJSON *meta = cJSON_CreateObject();
 		cJSON_AddStringToObject(meta, "tuner", "NetworkMorphism");
 		cJSON_AddStringToObject(meta, "start", nm->start_name);

@@ -357,6 +357,69 @@ Test(tuner_search, nm_concurrent_pending_proposals_differ)
 	cJSON_Delete(ca);
 }
 
+static unsigned parent_of(const cJSON *arch)
+{
+	const cJSON *meta = cJSON_GetObjectItem(arch, "meta");
+	const cJSON *p = cJSON_GetObjectItem(meta, "parent_trial");
+	return cJSON_IsNumber(p) ? (unsigned)p->valuedouble : 0;
+}
+
+/* With weight inheritance a child needs a finished parent: before any trial
+ * has finished the slots train the start network (each with its own seed
+ * and hyperparameters), and a trial still training is never a parent. The
+ * quickstart's trial 2 used to be a morph of the running trial 1, trained
+ * from random weights, and never left chance accuracy. */
+Test(tuner_search, nm_inheriting_children_have_finished_parents, .timeout = 60)
+{
+	cJSON *ca = class_args("");
+	struct tuner_config cfg = { .name = "NetworkMorphism", .class_args = ca, .seed = 9,
+				    .threads = 1, .inherit_weights = 1 };
+	struct tuner *t;
+	cr_assert_eq(tuner_create(&t, &cfg), 0, "%s", util_last_error());
+	enum { N = 12 };
+	cJSON *arch[N + 1], *params[N + 1];
+	int done[N + 1] = { 0 };
+	for (unsigned s = 1; s <= N; s++) {
+		cr_assert_eq(tuner_propose(t, s, &arch[s], &params[s]), 0, "%s", util_last_error());
+		unsigned p = parent_of(arch[s]);
+		int any_done = 0;
+		for (unsigned k = 1; k < s; k++)
+			any_done |= done[k];
+		if (!any_done) {
+			cr_assert_eq(p, 0, "trial %u morphs trial %u before any trial finished", s, p);
+			cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(arch[s], "meta"),
+							     "start")->valuestring, "cnn");
+		} else {
+			cr_assert(p >= 1 && p < s && done[p], "trial %u's parent %u has not finished",
+				  s, p);
+		}
+		/* trials 1 and 2 stay pending until trial 4 is proposed; then
+		 * every even trial finishes at once and every odd one stays pending */
+		if (s == 3 || s == 4) {
+			unsigned k = s - 2;
+			struct tuner_observation o = { k, arch[k], params[k], TUNER_OBS_DONE, 0.8 + 0.01 * k };
+			cr_assert_eq(tuner_observe(t, &o), 0);
+			done[k] = 1;
+		}
+		if (s > 4 && s % 2 == 0) {
+			struct tuner_observation o = { s, arch[s], params[s], TUNER_OBS_DONE, 0.85 };
+			cr_assert_eq(tuner_observe(t, &o), 0);
+			done[s] = 1;
+		} else if (!done[s]) {
+			struct tuner_observation o = { s, arch[s], params[s], TUNER_OBS_PENDING, 0 };
+			cr_assert_eq(tuner_observe(t, &o), 0);
+		}
+	}
+	cr_assert_eq(parent_of(arch[2]), 0);
+	cr_assert_eq(parent_of(arch[3]), 0);
+	for (unsigned s = 1; s <= N; s++) {
+		cJSON_Delete(arch[s]);
+		cJSON_Delete(params[s]);
+	}
+	tuner_free(t);
+	cJSON_Delete(ca);
+}
+
 static struct tuner_nm_stats last_stats;   /* of the last propose_after_history */
 
 /* Build a history, then ask two fresh tuners for the same trial. */
