@@ -35,7 +35,7 @@ struct replay {
 static size_t training_index(struct replay *r, const char *id)
 {
 	struct report_pool *p = r->p;
-	for (size_t i = 0; i < p->n; i++)
+	for (size_t i = p->n; i-- > 0;)   /* the trainings in the pool now joined last */
 		if (!strcmp(p->t[i].id, id))
 			return i;
 	if (p->n == r->alloc) {
@@ -75,7 +75,8 @@ static int history_line(const struct ledger *l, const char *event, double ts,
 {
 	struct replay *r = arg;
 	r->p->devices = l->devices;
-	for (size_t k = 0; k < l->n; k++) {
+	int priorities = event && (!strcmp(event, "join") || !strcmp(event, "priority"));
+	for (size_t k = 0; priorities && k < l->n; k++) {
 		size_t i = training_index(r, l->t[k].id);   /* may move r->p->t */
 		struct report_pool_training *t = &r->p->t[i];
 		if (!t->priority_first)
