@@ -261,6 +261,10 @@ Test(report_pool, report_html_draws_a_line_per_training_and_a_marker_per_change)
 	const char *end = strstr(svg, "</svg>");
 	cr_assert_not_null(end);
 	end += strlen("</svg>");
+	static const char bad[] = "<svg><g><text x=\"1>a</text></g></svg>";
+	static const char crossed[] = "<svg><g><circle/></svg></g>";
+	cr_assert_neq(nests(bad, bad + sizeof(bad) - 1), 0);   /* the checker can fail */
+	cr_assert_neq(nests(crossed, crossed + sizeof(crossed) - 1), 0);
 	cr_assert_eq(nests(svg, end), 0);
 	char *chart = xstrndup(svg, (size_t)(end - svg));
 	cr_assert_eq(count(chart, "<polyline class=\"pool-line"), 3);
