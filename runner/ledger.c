@@ -200,6 +200,38 @@ int ledger_read(struct ledger *l)
 	return 0;
 }
 
+struct history {
+	struct ledger *l;
+	ledger_history_fn *fn;
+	void *arg;
+};
+
+static int history_line(const cJSON *line, void *arg)
+{
+	struct history *h = arg;
+	const char *ev = NULL, *id = NULL;
+	double ts = 0;
+	apply_line(line, h->l);
+	util_set_quiet(1);
+	json_get_string("ledger", line, "event", 1, &ev);
+	json_get_string("ledger", line, "training", 1, &id);
+	json_get_number("ledger", line, "ts", 1, &ts);
+	util_set_quiet(0);
+	return h->fn(h->l, ev, ts, id, h->arg);
+}
+
+int ledger_history(struct ledger *l, ledger_history_fn *fn, void *arg)
+{
+	int fd = lock(l);
+	if (fd < 0)
+		return -1;
+	struct history h = { l, fn, arg };
+	clear_state(l);
+	int r = fileio_exists(l->journal) ? jsonfile_read_lines(l->journal, history_line, &h) : 0;
+	fileio_unlock(fd);
+	return r;
+}
+
 /* Append one event (fields consumed) and apply it as replay would. */
 static int append(struct ledger *l, const char *event, cJSON *f)
 {

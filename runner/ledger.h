@@ -62,6 +62,16 @@ int ledger_set_priority(struct ledger *l, const char *id, long priority);
 /* Training id now runs with `devices`. */
 int ledger_applied(struct ledger *l, const char *id, unsigned devices);
 
+/* Replay the journal (under the lock) one line at a time: after each line
+ * is applied, fn sees l as that line leaves it, with the line's event
+ * ("pool", "join", ..., NULL for a line this version skips), ts and
+ * training (NULL when the line names none). What the report draws the
+ * pool's history from. A non-zero return from fn stops the replay and is
+ * returned. */
+typedef int ledger_history_fn(const struct ledger *l, const char *event, double ts,
+			      const char *training, void *arg);
+int ledger_history(struct ledger *l, ledger_history_fn *fn, void *arg);
+
 /* The training of that id in l as last read, or NULL. */
 const struct ledger_training *ledger_find(const struct ledger *l, const char *id);
 

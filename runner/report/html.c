@@ -1,8 +1,9 @@
 /* html.c: report.html, one self-contained page: inline CSS and SVG, no
  * script, nothing fetched from the network. Every chart is an <svg> with an
  * id (chart-error, chart-score, chart-regulated, chart-timeline,
- * chart-accuracy, chart-util) whose data points carry a class, so a test (or
- * a reader's tool) can find them in the DOM. */
+ * chart-accuracy, chart-util, and chart-pool where the experiment used a
+ * device pool) whose data points carry a class, so a test (or a reader's
+ * tool) can find them in the DOM. */
 #include "runner/report/report.h"
 #include "util.h"
 
@@ -334,6 +335,106 @@ static void chart_util(struct strbuf *sb, const struct report_exp *exp)
 	svg_close(sb);
 }
 
+/* A marker of a pool event at (x, y): grow a triangle up, shrink one down,
+ * preempt a cross, resume a circle; start and end are the line's ends. */
+static void pool_marker(struct strbuf *sb, enum report_pool_kind kind, double x, double y)
+{
+	const char *k = report_pool_kind_name(kind);
+	switch (kind) {
+	case REPORT_POOL_GROW:
+	case REPORT_POOL_SHRINK: {
+		double d = kind == REPORT_POOL_GROW ? -5 : 5;
+		strbuf_addf(sb, "<polygon class=\"pool-ev %s\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\">",
+			    k, x, y + d, x - 4.5, y - d * 0.6, x + 4.5, y - d * 0.6);
+		break;
+	}
+	case REPORT_POOL_PREEMPT:
+		strbuf_addf(sb, "<path class=\"pool-ev %s\" d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\">",
+			    k, x - 4, y - 4, x + 4, y + 4, x - 4, y + 4, x + 4, y - 4);
+		break;
+	case REPORT_POOL_RESUME:
+		strbuf_addf(sb, "<circle class=\"pool-ev %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\">", k, x, y);
+		break;
+	default:
+		return;
+	}
+	strbuf_addf(sb, "<title>%s</title></%s>\n", k,
+		    kind == REPORT_POOL_RESUME ? "circle" : kind == REPORT_POOL_PREEMPT ? "path" : "polygon");
+}
+
+/* Devices held by each training of the pool over time: a step line each
+ * (this experiment's drawn thicker), markers where it grew, shrank, was
+ * preempted or resumed. Lines at the same height are drawn 2 px apart. */
+static void chart_pool(struct strbuf *sb, const struct report_exp *exp, double clock)
+{
+	const struct report_pool *p = &exp->pool;
+	if (!p->devices)
+		return;
+	svg_open(sb, "chart-pool", "Devices of the pool held by each training over time "
+		 "(this experiment's thicker)");
+	double end = isinf(p->to) ? clock : p->to;
+	for (size_t e = 0; e < p->nev; e++)
+		end = fmax(end, p->ev[e].ts);
+	double scale = end - p->from < 3600 ? 1 : 3600;
+	struct axis x = axis_make(0, (end - p->from) / scale, 1, 0);
+	struct axis y = axis_make(0, p->devices, 1, 0);
+	axes(sb, &x, &y, scale == 1 ? "seconds since the experiment was created"
+				    : "hours since the experiment was created", "devices held", NULL, NULL);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct report_pool_training *t = &p->t[i];
+		double dy = ((double)i - (p->n - 1) / 2.0) * 2.0;
+		unsigned d = 0;
+		size_t k = 0;
+		for (; k < t->nsteps && t->steps[k].ts <= p->from; k++)
+			d = t->steps[k].devices;
+		double px = x_of(&x, 0), py = y_of(&y, d) + dy, lx = px, ly = d ? py : NAN;
+		strbuf_addf(sb, "<polyline class=\"pool-line c%zu%s\" points=\"%.1f,%.1f", i % 8,
+			    t->mine ? " mine" : "", px, py);
+		for (; k < t->nsteps && t->steps[k].ts <= end; k++) {
+			px = x_of(&x, (t->steps[k].ts - p->from) / scale);
+			strbuf_addf(sb, " %.1f,%.1f", px, py);
+			py = y_of(&y, t->steps[k].devices) + dy;
+			strbuf_addf(sb, " %.1f,%.1f", px, py);
+			if (isnan(ly) && t->steps[k].devices) {
+				lx = px;
+				ly = py;
+			}
+		}
+		strbuf_addf(sb, " %.1f,%.1f\"><title>[%zu] ", x_of(&x, (end - p->from) / scale), py, i + 1);
+		strbuf_addstr_html(sb, t->id);
+		strbuf_addf(sb, ", priority %ld</title></polyline>\n", t->priority_last);
+		strbuf_addf(sb, "<text class=\"pool-label c%zu\" x=\"%.1f\" y=\"%.1f\">[%zu]</text>\n",
+			    i % 8, lx + 3, (isnan(ly) ? y_of(&y, 0) : ly) - 4, i + 1);
+	}
+	for (size_t e = 0; e < p->nev; e++) {
+		const struct report_pool_event *ev = &p->ev[e];
+		double dy = ((double)ev->training - (p->n - 1) / 2.0) * 2.0;
+		pool_marker(sb, ev->kind, x_of(&x, (ev->ts - p->from) / scale), y_of(&y, ev->to) + dy);
+	}
+	static const enum report_pool_kind legend[] = { REPORT_POOL_GROW, REPORT_POOL_SHRINK,
+							REPORT_POOL_PREEMPT, REPORT_POOL_RESUME };
+	for (size_t k = 0; k < ARRAY_SIZE(legend); k++) {
+		double lx = W - MR - 300 + 75 * (double)k;
+		strbuf_addf(sb, "<g class=\"pool-legend\">");
+		pool_marker(sb, legend[k], lx, MT - 12);
+		strbuf_addf(sb, "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">%s</text></g>\n", lx + 8,
+			    MT - 8, report_pool_kind_name(legend[k]));
+	}
+	svg_close(sb);
+	strbuf_addstr(sb, "<ol id=\"pool-trainings\">\n");
+	for (size_t i = 0; i < p->n; i++) {
+		const struct report_pool_training *t = &p->t[i];
+		strbuf_addf(sb, "<li class=\"c%zu%s\">", i % 8, t->mine ? " mine" : "");
+		strbuf_addstr_html(sb, t->id);
+		strbuf_addf(sb, ", priority %ld", t->priority_first);
+		if (t->priority_last != t->priority_first)
+			strbuf_addf(sb, " &rarr; %ld", t->priority_last);
+		strbuf_addstr(sb, t->mine ? " (this experiment)</li>\n" : "</li>\n");
+	}
+	strbuf_addf(sb, "</ol>\n<p>A pool of %u devices, from the work directory's "
+		    "pool/ledger.jsonl (docs/pool.md).</p>\n", p->devices);
+}
+
 static void arch_table(struct strbuf *sb, const struct report_exp *exp)
 {
 	strbuf_addstr(sb, "<h2>Best architecture</h2>\n");
@@ -423,7 +524,15 @@ static const char css[] =
 	"svg .trial-pt{fill:#3182bd;fill-opacity:.6}svg .trial-pt.best{fill:#d62728;fill-opacity:1}"
 	"svg .cpu{stroke:#1f77b4;fill:#1f77b4}svg .mem{stroke:#2ca02c;fill:#2ca02c}"
 	"svg .gpu{stroke:#d62728;fill:#d62728}svg polyline.util{fill:none;stroke-width:1.5}"
-	"svg text.legend{stroke:none}";
+	"svg text.legend{stroke:none}"
+	"svg .pool-line{fill:none;stroke-width:1.5;stroke-opacity:.75}svg .pool-line.mine{stroke-width:3;"
+	"stroke-opacity:1}svg .pool-ev{stroke:#222;stroke-width:1;fill:#fff}svg .pool-ev.grow{fill:#2ca02c}"
+	"svg .pool-ev.shrink{fill:#ff7f0e}svg .pool-ev.preempt{stroke:#d62728;stroke-width:2}"
+	"svg .pool-ev.resume{fill:#9467bd}.c0{stroke:#1f77b4;color:#1f77b4}.c1{stroke:#d62728;color:#d62728}"
+	".c2{stroke:#2ca02c;color:#2ca02c}.c3{stroke:#9467bd;color:#9467bd}.c4{stroke:#8c564b;"
+	"color:#8c564b}.c5{stroke:#e377c2;color:#e377c2}.c6{stroke:#7f7f7f;color:#7f7f7f}"
+	".c7{stroke:#bcbd22;color:#bcbd22}svg text.pool-label{stroke:none;fill:currentColor;font-size:11px}"
+	"li.mine{font-weight:bold}";
 
 void report_html(struct strbuf *sb, const struct report_exp *exp,
 		 const struct report_options *opt, const struct report_score *sc)
@@ -481,6 +590,7 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 	chart_timeline(sb, exp, clock);
 	chart_accuracy(sb, exp);
 	chart_util(sb, exp);
+	chart_pool(sb, exp, clock);
 	arch_table(sb, exp);
 	sample_table(sb, sc);
 	strbuf_addstr(sb, "</body></html>\n");

@@ -338,8 +338,13 @@ int report_load(const char *dir, struct report_exp *exp)
 			r = -1;
 		free(p);
 	}
-	if (r == 0)
+	if (r == 0) {
+		char *wd = xstrfmt("%s/../..", exp->dir);
+		if (report_pool_load(&exp->pool, wd, exp->id, exp->created) < 0)
+			warning("the report leaves the device pool out: %s", util_last_error());
+		free(wd);
 		return 0;
+	}
 fail:
 	report_exp_release(exp);
 	return -1;
@@ -353,6 +358,7 @@ void report_exp_release(struct report_exp *exp)
 	free(exp->util);
 	free(exp->dir);
 	cJSON_Delete(exp->best_arch);
+	report_pool_release(&exp->pool);
 	memset(exp, 0, sizeof(*exp));
 	exp->best = -1;
 }

@@ -140,6 +140,7 @@ void report_summary(struct strbuf *sb, const struct report_exp *exp,
 		strbuf_addch(sb, '\n');
 	}
 	free(idle);
+	report_pool_summary(sb, &exp->pool);
 	if (exp->best >= 0) {
 		const struct report_trial *b = &exp->trials[exp->best];
 		strbuf_addf(sb, "  Best trial:            %s (accuracy %.2f%%", b->id, 100 * b->best_acc);
@@ -302,6 +303,34 @@ static void prom_pool(struct strbuf *sb, const struct report_exp *exp)
 	free(wd);
 }
 
+/* How often each training of the experiment changed its devices, by kind:
+ * a counter over the ledger's history (runner/report/pool.c). */
+static void prom_pool_events(struct strbuf *sb, const struct report_exp *exp)
+{
+	const struct report_pool *p = &exp->pool;
+	if (!p->devices)
+		return;
+	strbuf_addstr(sb, "# HELP aah_pool_events_total Device pool changes of each trial by kind "
+		      "(start, grow, shrink, preempt, resume, end).\n"
+		      "# TYPE aah_pool_events_total counter\n");
+	size_t n = strlen(exp->id);
+	for (size_t i = 0; i < p->n; i++) {
+		if (!p->t[i].mine)
+			continue;
+		for (int k = 0; k < REPORT_POOL_NKINDS; k++) {
+			unsigned count = 0;
+			for (size_t e = 0; e < p->nev; e++)
+				count += p->ev[e].training == i && p->ev[e].kind == (enum report_pool_kind)k;
+			strbuf_addstr(sb, "aah_pool_events_total{experiment=\"");
+			prom_label(sb, exp->id);
+			strbuf_addstr(sb, "\",trial=\"");
+			prom_label(sb, p->t[i].id + n + 1);
+			strbuf_addf(sb, "\",kind=\"%s\"} %u\n", report_pool_kind_name((enum report_pool_kind)k),
+				    count);
+		}
+	}
+}
+
 void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 		       const struct report_score *sc)
 {
@@ -332,6 +361,7 @@ void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 				   tr->epochs[tr->nepochs - 1].images_per_sec);
 	}
 	prom_pool(sb, exp);
+	prom_pool_events(sb, exp);
 	prom_head(sb, "aah_trial_best_accuracy", "Best validation accuracy of each trial.");
 	for (size_t i = 0; i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];

@@ -38,6 +38,58 @@ struct report_util {
 	double gpu;     /* mean GPU utilisation percent; -1 when no GPU data */
 };
 
+/* The device pool as an experiment saw it (runner/report/pool.c, from
+ * <workdir>/pool/ledger.jsonl): every training that held devices of the
+ * pool during the experiment's life, what it held over time, and each
+ * change, by kind. */
+enum report_pool_kind {
+	REPORT_POOL_START,      /* first devices */
+	REPORT_POOL_GROW,
+	REPORT_POOL_SHRINK,
+	REPORT_POOL_PREEMPT,    /* its share went to 0: it stops at a step boundary */
+	REPORT_POOL_RESUME,     /* devices again after a preemption or a retry */
+	REPORT_POOL_END,        /* it left the pool (finished, failed, stopped) */
+	REPORT_POOL_NKINDS
+};
+
+struct report_pool_step {
+	double ts;
+	unsigned devices;       /* held from ts on */
+};
+
+struct report_pool_training {
+	char *id;                       /* "<experiment>/<trial>" */
+	int mine;                       /* a training of the reported experiment */
+	long priority_first, priority_last;
+	struct report_pool_step *steps; /* (nsteps), ts order */
+	size_t nsteps;
+};
+
+struct report_pool_event {
+	double ts;
+	size_t training;                /* index into report_pool.t */
+	enum report_pool_kind kind;
+	unsigned from, to;              /* devices held before and after */
+};
+
+struct report_pool {
+	unsigned devices;               /* the pool's size; 0: the experiment used none */
+	double from, to;                /* the experiment's life; to: INFINITY while it is in the pool */
+	struct report_pool_training *t; /* (n), in the order they joined the pool */
+	size_t n;
+	struct report_pool_event *ev;   /* (nev), within from..to, ledger order */
+	size_t nev;
+};
+
+/* The pool of workdir as experiment_id (created at `created`) saw it; no
+ * ledger, or no training of the experiment in it, leaves p->devices 0. */
+int report_pool_load(struct report_pool *p, const char *workdir, const char *experiment_id,
+		     double created);
+void report_pool_release(struct report_pool *p);
+const char *report_pool_kind_name(enum report_pool_kind kind);
+/* The text report's Pool section (nothing without a pool). */
+void report_pool_summary(struct strbuf *sb, const struct report_pool *p);
+
 struct report_exp {
 	char *dir;                      /* absolute experiment directory */
 	char id[32];
@@ -51,6 +103,7 @@ struct report_exp {
 	long best;                      /* index of the most accurate trial; -1 none */
 	cJSON *best_arch;               /* that trial's arch.json, or NULL; owned */
 	int done;                       /* journal has experiment_done */
+	struct report_pool pool;        /* devices 0: no device pool */
 };
 
 /* Idle fraction of each slot from the experiment's creation to its last

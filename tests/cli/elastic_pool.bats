@@ -14,7 +14,8 @@
 # the differences seen are 2e-3 to 6e-3 after two epochs, and an
 # uninterrupted 8-rank run differs from the 1-rank one by as much. A
 # trainer that restarted an epoch or lost one fails the epoch and FLOPs
-# checks whatever the tolerance.
+# checks whatever the tolerance. B's report then shows the same sequence,
+# in its Pool section and its chart of devices per training.
 
 load helpers
 
@@ -137,6 +138,31 @@ for run, ref in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
     r = json.load(open(run + "/result.json"))
     assert r["status"] == "succeeded" and r["epochs_run"] == len(full), r
 PY
+	# the report of B (whose life saw every change) lists them: devices held
+	# by A/B 8/0 when B was created, then 4/4, 3/5 and 0/8, by kind
+	run aah-runner report "$b"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	held=" $(grep -o 'held [0-9/]*$' <<< "$output" | cut -d' ' -f2 | tr '\n' ' ')"
+	echo "held:$held"
+	[[ $held =~ ^\ 8/0\ .*\ 4/4\ .*\ 3/5\ .*\ 0/8\  ]]
+	grep -Eq "start +\* $b/000001  0 -> 4  " <<< "$output"
+	grep -Eq "shrink +$a/000001  8 -> 4  " <<< "$output"
+	grep -Eq "shrink +$a/000001  4 -> 3  " <<< "$output"
+	grep -Eq "grow +\* $b/000001  4 -> 5  " <<< "$output"
+	grep -Eq "end +$a/000001  3 -> 0  " <<< "$output"
+	grep -Eq "grow +\* $b/000001  5 -> 8  " <<< "$output"
+	! grep -Eq "(preempt|resume) " <<< "$output" || false
+	# and draws them: a line per training, a marker per grow and shrink
+	# (each kind once more in the legend)
+	H=$AAH_WORKDIR/experiments/$b/report.html
+	grep -q '<svg id="chart-pool"' "$H"
+	[ "$(grep -o '<polyline class="pool-line' "$H" | wc -l)" -eq 2 ]
+	[ "$(grep -o 'class="pool-ev grow"' "$H" | wc -l)" -eq 3 ]
+	[ "$(grep -o 'class="pool-ev shrink"' "$H" | wc -l)" -eq 3 ]
+	run aah-runner metrics "$b"
+	[[ $output == *"aah_pool_events_total{experiment=\"$b\",trial=\"000001\",kind=\"grow\"} 2"* ]]
+	[[ $output == *"aah_pool_events_total{experiment=\"$b\",trial=\"000001\",kind=\"preempt\"} 0"* ]]
 }
 
 @test "a runner killed while the pool is reallocated resumes to the same shares, nothing lost or run twice" {
