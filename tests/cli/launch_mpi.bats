@@ -7,6 +7,7 @@
 # and argv in tests/unit/test_launch.c; no cluster runs it here.
 
 load helpers
+load mpi
 
 setup() { setup_workdir; }
 teardown() { teardown_workdir; }
@@ -16,25 +17,6 @@ needs_mpirun() {
 		skip "no mpirun here (apt-get install openmpi-bin; scripts/deps.sh installs it)"
 	fi
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
-}
-
-mpi_config() {
-	cat > c.yml <<EOF2
-experimentName: mpi
-maxTrialNum: 1
-trialConcurrency: 1
-trainingServicePlatform: $1
-searchSpacePath: $AAH_ROOT/examples/quickstart-search-space.json
-tuner:
-  builtinTunerName: Random
-trial:
-  nodes: 2
-  launcher: mpi
-  command: echo "mpi rank \$OMPI_COMM_WORLD_RANK of \$OMPI_COMM_WORLD_SIZE";
-           exec aah-trial --dataset /usr/share/datasets/fashion-mnist --threads 1
-           --arch $AAH_ROOT/examples/fashion-mnist-cnn.json --batch_size 32
-           --warmup_1 1 --train_samples 256 --val_samples 128
-EOF2
 }
 
 @test "one mpirun starts both ranks of a 2-node trial on the local backend" {
