@@ -133,12 +133,13 @@ static void remove_all(const struct docker_priv *p, const struct strvec *ids)
 	strbuf_release(&err);
 }
 
-/* mode, and owner docker.user where that is a numeric uid[:gid] (the
- * container's user must read its keys and write its pid file). */
+/* mode, and owner docker.user where that is a numeric uid[:gid] and the
+ * runner is root (only root gives files away): the container's user must
+ * read its keys and write its pid file. */
 static int own_path(const char *path, unsigned mode, const char *user)
 {
 	unsigned uid, gid;
-	int n = user && strspn(user, "0123456789:") == strlen(user)
+	int n = geteuid() == 0 && user && strspn(user, "0123456789:") == strlen(user)
 			? sscanf(user, "%u:%u", &uid, &gid) : 0;
 	if (chmod(path, mode) < 0)
 		return error_errno("chmod %s", path);
