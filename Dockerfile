@@ -92,20 +92,31 @@ RUN apt-get update && cd /tmp && apt-get download docker.io \
     && rm -rf /tmp/docker.io* /var/lib/apt/lists/*
 
 # ---- runtime bases ------------------------------------------------------------------
+# Both trial bases carry sshd and Open MPI's mpirun (the distribution's
+# openssh-server and openmpi-bin) for trial.launcher: mpi, where the launcher
+# container runs mpirun over ssh to workers that run sshd (entrypoint mode
+# AAH_SSHD; keys come per trial from the runner, none are in the image: the
+# host keys the package generates are removed).
 FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu${UBUNTU_VERSION} AS trial-base-cuda
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        openssh-server openssh-client openmpi-bin \
+    && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
 
 FROM ${DEBIAN_IMAGE} AS trial-base-cpu
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        dataset-fashion-mnist \
-    && rm -rf /var/lib/apt/lists/*
+        dataset-fashion-mnist openssh-server openssh-client openmpi-bin \
+    && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 FROM ${DEBIAN_IMAGE} AS master-base-cpu
 
 # ---- trial: aah-trial + aah-runner ---------------------------------------------------
+# aah's password is '*' (none matches, but not locked: sshd without PAM
+# refuses a locked account even for a key); /run/sshd is sshd's privilege
+# separation directory when it runs as root.
 FROM trial-base-${BASE} AS trial
 RUN (userdel -r ubuntu 2>/dev/null || true) \
-    && groupadd --gid 1000 aah && useradd --uid 1000 --gid 1000 --create-home aah \
-    && mkdir -p /userhome && chown 1000:1000 /userhome
+    && groupadd --gid 1000 aah && useradd --uid 1000 --gid 1000 --create-home --password '*' aah \
+    && mkdir -p /userhome /run/sshd && chown 1000:1000 /userhome && chmod 0755 /run/sshd
 COPY --from=builder /out/usr/local/bin/aah-trial /out/usr/local/bin/aah-runner /usr/local/bin/
 COPY --from=builder /out/usr/local/lib/aah/ /usr/local/lib/aah/
 COPY docker/trial-entrypoint.sh /usr/local/bin/aah-trial-entrypoint

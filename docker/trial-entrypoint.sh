@@ -9,6 +9,15 @@
 #   RANK_ID = VC_TASK_INDEX * G + d, DEVICE_ID = d, CUDA_VISIBLE_DEVICES = d
 # and the value after --rank replaced by its RANK_ID; wait for all of them and
 # exit with the first non-zero status (SIGTERM is passed on to them).
+#
+# MPI mode (trial.launcher: mpi, AAH_MPI_ROLE set by the docker backend;
+# keys and configs in AAH_MPI_SSH_DIR, made per attempt by the runner):
+#   worker    the command is sshd -D; it runs until the launcher writes
+#             $AAH_MPI_SSH_DIR/done (then exit 0) or sshd dies (its status).
+#   launcher  waits until the sshd of each of the AAH_MPI_WORKERS workers has
+#             written its pid file (it listens then; at most AAH_MPI_WAIT_S
+#             seconds, default 120), runs the command (mpirun), writes done
+#             and exits with mpirun's status.
 set -eu
 
 contract() {
@@ -25,6 +34,53 @@ if [ $# -eq 0 ]; then
 	echo "aah-entrypoint: no trial command given (the Job's args are the command)" >&2
 	exit 2
 fi
+
+mpi_worker() {
+	contract "$@"
+	"$@" &
+	sshd=$!
+	trap 'kill -TERM $sshd 2>/dev/null || true' TERM INT
+	while kill -0 "$sshd" 2>/dev/null && [ ! -e "$AAH_MPI_SSH_DIR/done" ]; do
+		sleep 0.5
+	done
+	if [ -e "$AAH_MPI_SSH_DIR/done" ]; then
+		kill -TERM "$sshd" 2>/dev/null || true
+		wait "$sshd" || true
+		exit 0
+	fi
+	wait "$sshd" && rc=0 || rc=$?
+	echo "aah-entrypoint: sshd exited with status $rc before the launcher was done" >&2
+	exit "$rc"
+}
+
+mpi_launcher() {
+	contract "$@"
+	limit=${AAH_MPI_WAIT_S:-120} waited=0 i=1
+	while [ "$i" -le "${AAH_MPI_WORKERS:-0}" ]; do
+		while [ ! -s "$AAH_MPI_SSH_DIR/sshd-$i.pid" ]; do
+			if [ "$waited" -ge $((limit * 10)) ]; then
+				echo "aah-entrypoint: the sshd of worker $i did not start within $limit s" >&2
+				exit 1
+			fi
+			sleep 0.1
+			waited=$((waited + 1))
+		done
+		i=$((i + 1))
+	done
+	"$@" && rc=0 || rc=$?
+	: > "$AAH_MPI_SSH_DIR/done"
+	exit "$rc"
+}
+
+case ${AAH_MPI_ROLE:-} in
+'') ;;
+worker) mpi_worker "$@" ;;
+launcher) mpi_launcher "$@" ;;
+*)
+	echo "aah-entrypoint: AAH_MPI_ROLE='$AAH_MPI_ROLE' is neither launcher nor worker" >&2
+	exit 2
+	;;
+esac
 
 procs=${AAH_PROCS_PER_POD:-1}
 case $procs in

@@ -231,6 +231,11 @@ static void add_argv(struct launch_rank *r, const struct aah_launch *l,
 		launch_push_params(a, p->params);
 }
 
+char *launch_mpi_host(const struct aah_launch *l, unsigned node)
+{
+	return xstrfmt("%s-worker-%u.%s", l->job_name, node, l->job_name);
+}
+
 /* ModelArts' MPI form: the hostfile, one line per host with its ranks as
  * slots, and the one mpirun that starts them. The local backend's nodes
  * are all 127.0.0.1 and run as one line; elsewhere hosts are named as
@@ -244,9 +249,11 @@ static void build_mpi(struct aah_launch *l, const struct aah_config *cfg)
 	strvec_init(&l->mpirun_argv);
 	if (local)
 		strvec_pushf(&l->hostfile_lines, "127.0.0.1 slots=%u", l->nranks);
-	for (unsigned i = 0; !local && i < l->nodes; i++)
-		strvec_pushf(&l->hostfile_lines, "%s-worker-%u.%s slots=%u", l->job_name, i,
-			     l->job_name, per_node);
+	for (unsigned i = 0; !local && i < l->nodes; i++) {
+		char *host = launch_mpi_host(l, i);
+		strvec_pushf(&l->hostfile_lines, "%s slots=%u", host, per_node);
+		free(host);
+	}
 
 	struct strvec *a = &l->mpirun_argv;
 	strvec_push(a, "mpirun");

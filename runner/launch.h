@@ -79,6 +79,10 @@ void launch_command_argv(struct strvec *argv, const char *command);
  * attempt of a trial gets the same seed. */
 unsigned long launch_trial_seed(long experiment_seed, unsigned trial_seq);
 
+/* ModelArts' name of node N in the MPI form,
+ * ${MA_VJ_NAME}-${MA_TASK_NAME}-N.${MA_VJ_NAME}. The caller frees it. */
+char *launch_mpi_host(const struct aah_launch *l, unsigned node);
+
 /* Append hyperparameters as --name=value (numbers in shortest form). */
 void launch_push_params(struct strvec *argv, const cJSON *params);
 

@@ -7,12 +7,15 @@
  * Tested against a real engine (tests/cli/docker_engine.bats). */
 #include "runner/backend/docker.h"
 #include "fileio.h"
+#include "runner/ssh_keys.h"
 #include "strbuf.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_RANKS 1024
 
@@ -130,12 +133,89 @@ static void remove_all(const struct docker_priv *p, const struct strvec *ids)
 	strbuf_release(&err);
 }
 
+/* mode, and owner docker.user where that is a numeric uid[:gid] and the
+ * runner is root (only root gives files away): the container's user must
+ * read its keys and write its pid file. */
+static int own_path(const char *path, unsigned mode, const char *user)
+{
+	unsigned uid, gid;
+	int n = geteuid() == 0 && user && strspn(user, "0123456789:") == strlen(user)
+			? sscanf(user, "%u:%u", &uid, &gid) : 0;
+	if (chmod(path, mode) < 0)
+		return error_errno("chmod %s", path);
+	if (n >= 1 && chown(path, uid, n == 2 ? gid : (gid_t)-1) < 0)
+		return error_errno("chown %s to %s", path, user);
+	return 0;
+}
+
+static int ssh_file(const struct docker_mpi *m, const char *name, const struct strbuf *text,
+		    unsigned mode, const char *user)
+{
+	char *path = xstrfmt("%s/%s", m->ssh_dir, name);
+	int r = fileio_write_atomic_flags(path, text->buf, text->len, FILEIO_NOSYNC);
+	if (r == 0)
+		r = own_path(path, mode, user);
+	free(path);
+	return r;
+}
+
+/* <trial dir>/ssh, made anew for every attempt: a key pair for mpirun's
+ * ssh, one for the workers' sshd, and the configs (docker.h). */
+static int mpi_prepare(const struct docker_priv *p, const struct aah_launch *l,
+		       struct docker_mpi *m)
+{
+	struct strbuf id = STRBUF_INIT, id_pub = STRBUF_INIT, hk = STRBUF_INIT,
+		      hk_pub = STRBUF_INIT, text = STRBUF_INIT;
+	m->ssh_dir = xstrfmt("%s/ssh", l->trial_dir);
+	m->ports = xcalloc(l->nodes, sizeof(*m->ports));
+	int r = 0;
+	for (unsigned i = 1; i < l->nodes && r == 0; i++)
+		if (!(m->ports[i] = backend_free_port()))
+			r = error("no free TCP port for the sshd of node %u", i);
+	if (r == 0 && (fileio_remove_tree(m->ssh_dir) < 0 || fileio_mkdir_p(m->ssh_dir, 0700) < 0))
+		r = -1;
+	const char *user = p->dc.user;
+	if (r == 0)
+		r = ssh_keypair_new(&id, &id_pub) < 0 || ssh_keypair_new(&hk, &hk_pub) < 0 ? -1 : 0;
+	if (r == 0)
+		r = ssh_file(m, "id_ecdsa", &id, 0600, user);
+	if (r == 0) {
+		strbuf_addf(&id_pub, " aah-%s-launcher\n", l->job_name);
+		r = ssh_file(m, "authorized_keys", &id_pub, 0644, user);
+	}
+	if (r == 0)
+		r = ssh_file(m, "host_ecdsa_key", &hk, 0600, user);
+	if (r == 0) {
+		docker_mpi_known_hosts(l, m, hk_pub.buf, &text);
+		r = ssh_file(m, "known_hosts", &text, 0644, user);
+	}
+	if (r == 0) {
+		strbuf_reset(&text);
+		docker_mpi_ssh_config(l, m, &text);
+		r = ssh_file(m, "config", &text, 0644, user);
+	}
+	if (r == 0) {
+		strbuf_reset(&text);
+		docker_mpi_sshd_config(m, &text);
+		r = ssh_file(m, "sshd_config", &text, 0644, user);
+	}
+	if (r == 0) /* the containers write their pid and done files into it */
+		r = own_path(m->ssh_dir, 0700, user);
+	strbuf_release(&id);
+	strbuf_release(&id_pub);
+	strbuf_release(&hk);
+	strbuf_release(&hk_pub);
+	strbuf_release(&text);
+	return r;
+}
+
 static int docker_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
 {
 	struct docker_priv *p = ctx->priv;
 	struct strvec ids = STRVEC_INIT, names = STRVEC_INIT;
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT, jid = STRBUF_INIT;
-	int r = 0;
+	struct docker_mpi mpi = { NULL, NULL };
+	int r = l->mpi ? mpi_prepare(p, l, &mpi) : 0;
 
 	/* Containers of this trial left by a runner that died before journaling. */
 	for (unsigned i = 0; i < l->nranks; i++) {
@@ -146,7 +226,8 @@ static int docker_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l
 	remove_all(p, &names);
 	for (unsigned i = 0; i < l->nranks && r == 0; i++) {
 		struct strvec argv = STRVEC_INIT;
-		r = docker_create_argv(&p->dc, l, i, p->code_dir, &argv);
+		r = l->mpi ? docker_create_mpi_argv(&p->dc, l, &mpi, i, p->code_dir, &argv)
+			   : docker_create_argv(&p->dc, l, i, p->code_dir, &argv);
 		int code = r == 0 ? run(p, &argv, &out, &err) : -1;
 		if (r == 0 && code != 0)
 			r = code < 0 ? -1 : error("docker create for rank %u failed: %s", i, err.buf);
@@ -175,6 +256,8 @@ static int docker_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l
 	strbuf_release(&out);
 	strbuf_release(&err);
 	strbuf_release(&jid);
+	free(mpi.ssh_dir);
+	free(mpi.ports);
 	return r;
 }
 

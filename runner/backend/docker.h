@@ -6,6 +6,7 @@
 #include "runner/backend/backend.h"
 #include "runner/config/config.h"
 #include "runner/launch.h"
+#include "strbuf.h"
 #include "strvec.h"
 
 struct docker_config {
@@ -35,6 +36,37 @@ char *docker_container_name(const struct aah_launch *l, unsigned rank);
  * `docker run -d`). code_dir: the working directory inside. */
 int docker_create_argv(const struct docker_config *dc, const struct aah_launch *l, unsigned rank,
 		       const char *code_dir, struct strvec *argv);
+
+/* trial.launcher: mpi in containers (ModelArts' MPI form). Rank 0's
+ * container is the launcher: it runs the contract's mpirun once every
+ * worker's sshd listens. The others are workers: sshd alone, on a port of
+ * their own (all share the host network), bound to a loopback address of
+ * their own, which their ModelArts host name resolves to in every
+ * container (--add-host). Keys, known_hosts and both configs are made per
+ * attempt by the runner in <trial dir>/ssh (docker_mpi_write_ssh). */
+struct docker_mpi {
+	char *ssh_dir;            /* <trial dir>/ssh */
+	unsigned *ports;          /* sshd port of node i; ports[0] is unused */
+};
+
+/* The loopback address node N's host name resolves to: 127.0.0.1 for the
+ * launcher (Open MPI starts its ranks without ssh), 127.0.0.2 and on for
+ * the workers (a 127.0.0.1 name would count as mpirun's own host). */
+char *docker_mpi_address(unsigned node);
+
+/* The texts of <ssh dir>/config (mpirun's ssh client), known_hosts
+ * (host_pub under each worker's [name]:port) and sshd_config. */
+void docker_mpi_ssh_config(const struct aah_launch *l, const struct docker_mpi *m,
+			   struct strbuf *sb);
+void docker_mpi_known_hosts(const struct aah_launch *l, const struct docker_mpi *m,
+			    const char *host_pub, struct strbuf *sb);
+void docker_mpi_sshd_config(const struct docker_mpi *m, struct strbuf *sb);
+
+/* docker create for one rank of an MPI trial: the launcher's or a worker's
+ * container (see struct docker_mpi). */
+int docker_create_mpi_argv(const struct docker_config *dc, const struct aah_launch *l,
+			   const struct docker_mpi *m, unsigned rank, const char *code_dir,
+			   struct strvec *argv);
 
 /* One container's state out of `docker inspect`. */
 struct docker_state {

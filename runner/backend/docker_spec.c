@@ -80,8 +80,66 @@ static char *inside_devices(const char *gpus)
 	return strbuf_detach(&sb, NULL);
 }
 
-int docker_create_argv(const struct docker_config *dc, const struct aah_launch *l, unsigned rank,
-		       const char *code_dir, struct strvec *argv)
+char *docker_mpi_address(unsigned node)
+{
+	unsigned n = node + 1;
+	return xstrfmt("127.%u.%u.%u", (n >> 16) & 255, (n >> 8) & 255, n & 255);
+}
+
+void docker_mpi_ssh_config(const struct aah_launch *l, const struct docker_mpi *m,
+			   struct strbuf *sb)
+{
+	strbuf_addf(sb, "# ssh of mpirun in the launcher container (trial.launcher: mpi)\n");
+	for (unsigned i = 1; i < l->nodes; i++) {
+		char *host = launch_mpi_host(l, i);
+		strbuf_addf(sb, "Host %s\n    Port %u\n", host, m->ports[i]);
+		free(host);
+	}
+	strbuf_addf(sb, "Host *\n"
+			"    IdentityFile %s/id_ecdsa\n"
+			"    IdentitiesOnly yes\n"
+			"    UserKnownHostsFile %s/known_hosts\n"
+			"    GlobalKnownHostsFile /dev/null\n"
+			"    StrictHostKeyChecking yes\n"
+			"    BatchMode yes\n"
+			"    PasswordAuthentication no\n"
+			"    ConnectTimeout 30\n"
+			"    LogLevel ERROR\n",
+		    m->ssh_dir, m->ssh_dir);
+}
+
+void docker_mpi_known_hosts(const struct aah_launch *l, const struct docker_mpi *m,
+			    const char *host_pub, struct strbuf *sb)
+{
+	for (unsigned i = 1; i < l->nodes; i++) {
+		char *host = launch_mpi_host(l, i);
+		strbuf_addf(sb, "[%s]:%u %s\n", host, m->ports[i], host_pub);
+		free(host);
+	}
+}
+
+void docker_mpi_sshd_config(const struct docker_mpi *m, struct strbuf *sb)
+{
+	/* Keys only. StrictModes is off: the trial directory's parents (a
+	 * shared /userhome) need not be owned by the container's user. */
+	strbuf_addf(sb, "# sshd of the worker containers (trial.launcher: mpi); each adds\n"
+			"# -o ListenAddress=<its loopback address>:<its port> -o PidFile=...\n"
+			"HostKey %s/host_ecdsa_key\n"
+			"AuthorizedKeysFile %s/authorized_keys\n"
+			"PubkeyAuthentication yes\n"
+			"PasswordAuthentication no\n"
+			"KbdInteractiveAuthentication no\n"
+			"PermitRootLogin prohibit-password\n"
+			"StrictModes no\n"
+			"UsePAM no\n"
+			"X11Forwarding no\n"
+			"AllowTcpForwarding no\n",
+		    m->ssh_dir, m->ssh_dir);
+}
+
+static int create_argv(const struct docker_config *dc, const struct aah_launch *l,
+		       const struct docker_mpi *m, unsigned rank, const char *code_dir,
+		       struct strvec *argv)
 {
 	const struct launch_rank *r = &l->ranks[rank];
 	const char *gpus = strvec_getenv(&r->env, "CUDA_VISIBLE_DEVICES");
@@ -111,6 +169,33 @@ int docker_create_argv(const struct docker_config *dc, const struct aah_launch *
 	}
 	if (dc->run_args && push_list(argv, dc->run_args, "docker.runArgs", NULL) < 0)
 		goto fail;
+	if (m) {
+		char *self = launch_mpi_host(l, r->node);
+		strvec_pushf(argv, "--hostname=%s", self);
+		free(self);
+		for (unsigned i = 0; i < l->nodes; i++) {
+			char *host = launch_mpi_host(l, i), *addr = docker_mpi_address(i);
+			strvec_pushf(argv, "--add-host=%s:%s", host, addr);
+			free(host);
+			free(addr);
+		}
+		strvec_push(argv, "-e");
+		strvec_pushf(argv, "AAH_MPI_SSH_DIR=%s", m->ssh_dir);
+		strvec_push(argv, "-e");
+		strvec_pushf(argv, "AAH_MPI_ROLE=%s", r->node ? "worker" : "launcher");
+		if (!r->node) {
+			strvec_push(argv, "-e");
+			strvec_pushf(argv, "AAH_MPI_WORKERS=%u", l->nodes - 1);
+			strvec_push(argv, "-e");
+			strvec_pushf(argv, "OMPI_MCA_plm_rsh_agent=ssh -F %s/config", m->ssh_dir);
+			strvec_push(argv, "-e");
+			strvec_push(argv, "OMPI_MCA_plm_rsh_no_tree_spawn=1");
+			/* ModelArts' names are FQDNs: Open MPI would ssh to the
+			 * first label alone. */
+			strvec_push(argv, "-e");
+			strvec_push(argv, "OMPI_MCA_orte_keep_fqdn_hostnames=1");
+		}
+	}
 	for (size_t i = 0; i < r->env.n; i++) {
 		const char *e = r->env.v[i];
 		if (gpus && !strncmp(e, "CUDA_VISIBLE_DEVICES=", 21)) {
@@ -125,13 +210,41 @@ int docker_create_argv(const struct docker_config *dc, const struct aah_launch *
 		strvec_push(argv, e);
 	}
 	strvec_push(argv, dc->image);
-	for (size_t i = 0; i < r->argv.n; i++)
-		strvec_push(argv, r->argv.v[i]);
+	if (m && r->node) {
+		char *addr = docker_mpi_address(r->node);
+		strvec_push(argv, "/usr/sbin/sshd");
+		strvec_push(argv, "-D");
+		strvec_push(argv, "-e");
+		strvec_push(argv, "-f");
+		strvec_pushf(argv, "%s/sshd_config", m->ssh_dir);
+		strvec_push(argv, "-o");
+		strvec_pushf(argv, "ListenAddress=%s:%u", addr, m->ports[r->node]);
+		strvec_push(argv, "-o");
+		strvec_pushf(argv, "PidFile=%s/sshd-%u.pid", m->ssh_dir, r->node);
+		free(addr);
+	} else {
+		const struct strvec *cmd = m ? &l->mpirun_argv : &r->argv;
+		for (size_t i = 0; i < cmd->n; i++)
+			strvec_push(argv, cmd->v[i]);
+	}
 	free(name);
 	return 0;
 fail:
 	free(name);
 	return -1;
+}
+
+int docker_create_argv(const struct docker_config *dc, const struct aah_launch *l, unsigned rank,
+		       const char *code_dir, struct strvec *argv)
+{
+	return create_argv(dc, l, NULL, rank, code_dir, argv);
+}
+
+int docker_create_mpi_argv(const struct docker_config *dc, const struct aah_launch *l,
+			   const struct docker_mpi *m, unsigned rank, const char *code_dir,
+			   struct strvec *argv)
+{
+	return create_argv(dc, l, m, rank, code_dir, argv);
 }
 
 static void copy_str(char *dst, size_t n, const cJSON *item)

@@ -12,26 +12,8 @@ load ../docker/common
 setup_file() { docker_file_setup; }
 teardown_file() { docker_file_teardown; }
 
-setup() {
-	docker_skip_if_down
-	setup_workdir
-	RUNNER_PID=
-}
-
-teardown() {
-	if [ -n "${RUNNER_PID:-}" ]; then kill -9 "$RUNNER_PID" 2>/dev/null || true; fi
-	if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -n "${WORK:-}" ]; then
-		echo "--- docker ps -a:"; "$AAH_DOCKER" ps -a 2>&1
-		for f in "$AAH_WORKDIR"/experiments/*/journal.jsonl; do [ -f "$f" ] && tail -n 20 "$f"; done
-		for f in "$AAH_WORKDIR"/experiments/*/trials/*/trial.log; do
-			[ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }
-		done
-	fi
-	# This test's containers (the engine is ours alone).
-	ids=$("$AAH_DOCKER" ps -aq --filter label=aah.io/experiment 2>/dev/null)
-	[ -z "$ids" ] || "$AAH_DOCKER" rm -f $ids >/dev/null 2>&1
-	[ -z "${WORK:-}" ] || { cd / && rm -rf "$WORK"; }
-}
+setup() { docker_test_setup; }
+teardown() { docker_test_teardown; }
 
 # docker_config FILE [top-level lines...]: trial lines in TRIAL_YAML, extra
 # docker lines in DOCKER_YAML. Default image: the base image with the source

@@ -7,6 +7,7 @@
 # and argv in tests/unit/test_launch.c; no cluster runs it here.
 
 load helpers
+load mpi
 
 setup() { setup_workdir; }
 teardown() { teardown_workdir; }
@@ -16,25 +17,6 @@ needs_mpirun() {
 		skip "no mpirun here (apt-get install openmpi-bin; scripts/deps.sh installs it)"
 	fi
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
-}
-
-mpi_config() {
-	cat > c.yml <<EOF2
-experimentName: mpi
-maxTrialNum: 1
-trialConcurrency: 1
-trainingServicePlatform: $1
-searchSpacePath: $AAH_ROOT/examples/quickstart-search-space.json
-tuner:
-  builtinTunerName: Random
-trial:
-  nodes: 2
-  launcher: mpi
-  command: echo "mpi rank \$OMPI_COMM_WORLD_RANK of \$OMPI_COMM_WORLD_SIZE";
-           exec aah-trial --dataset /usr/share/datasets/fashion-mnist --threads 1
-           --arch $AAH_ROOT/examples/fashion-mnist-cnn.json --batch_size 32
-           --warmup_1 1 --train_samples 256 --val_samples 128
-EOF2
 }
 
 @test "one mpirun starts both ranks of a 2-node trial on the local backend" {
@@ -89,19 +71,25 @@ EOF2
 }
 
 @test "check refuses the MPI launcher where the backend cannot start mpirun" {
-	for p in docker kubernetes slurm; do
+	for p in kubernetes slurm; do
 		mpi_config $p
 		run aah-runner check c.yml
 		echo "$output"
 		[ "$status" -ne 0 ]
-		[[ $output == *"c.yml:10:"*"'trial.launcher' mpi runs on the local backend only"*"$p"* ]]
+		[[ $output == *"c.yml:10:"*"'trial.launcher' mpi runs on the local and docker backends only"*"$p"* ]]
 	done
+	# docker starts it in rank 0's container (tests/cli/docker_mpi.bats)
+	mpi_config docker
+	printf 'docker:\n  image: aah-trial:cpu\n' >> c.yml
+	run aah-runner check c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
 	# render, which skips check, refuses too: every pod would be rank 0
 	mpi_config kubernetes
 	printf 'kubernetes:\n  claimName: aah-userhome\n' >> c.yml
 	run aah-runner render -c c.yml
 	[ "$status" -ne 0 ]
-	[[ $output == *"'trial.launcher' mpi runs on the local backend only"* ]]
+	[[ $output == *"'trial.launcher' mpi runs on the local and docker backends only"* ]]
 }
 
 @test "the MPI launcher needs one process per node in the PyTorch style" {

@@ -40,6 +40,35 @@ docker_skip_if_down() {
 	if [ -f "$DOCKER_SKIP_FILE" ]; then skip "$(cat "$DOCKER_SKIP_FILE")"; fi
 }
 
+# setup and teardown of each test: skip where the engine is down, a fresh
+# work dir; on failure, what the containers, journals and trial logs say;
+# then this test's containers and work dir go (the engine is ours alone).
+# A test that starts a runner in the background keeps its pid in RUNNER_PID.
+docker_test_setup() {
+	docker_skip_if_down
+	setup_workdir
+	RUNNER_PID=
+}
+
+docker_test_teardown() {
+	local c f ids
+	if [ -n "${RUNNER_PID:-}" ]; then kill -9 "$RUNNER_PID" 2>/dev/null || true; fi
+	if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -n "${WORK:-}" ]; then
+		echo "--- docker ps -a:"; "$AAH_DOCKER" ps -a 2>&1
+		for c in $("$AAH_DOCKER" ps -aq --filter label=aah.io/experiment 2>/dev/null); do
+			echo "--- docker logs $c:"; "$AAH_DOCKER" logs "$c" 2>&1 | tail -n 30
+		done
+		for f in "$AAH_WORKDIR"/experiments/*/journal.jsonl; do [ -f "$f" ] && tail -n 20 "$f"; done
+		for f in "$AAH_WORKDIR"/experiments/*/trials/*/trial.log; do
+			[ -f "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }
+		done
+	fi
+	ids=$("$AAH_DOCKER" ps -aq --filter label=aah.io/experiment 2>/dev/null)
+	# shellcheck disable=SC2086 # a list of ids
+	[ -z "$ids" ] || "$AAH_DOCKER" rm -f $ids >/dev/null 2>&1
+	[ -z "${WORK:-}" ] || { cd / && rm -rf "$WORK"; }
+}
+
 # The CPU images, built with `make images` from the offline base (cached in
 # the engine's data root under the build tree; a fresh tree builds cold).
 # Always `make images`: BuildKit's cache makes it quick when nothing changed,

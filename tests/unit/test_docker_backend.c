@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "runner/config/config.h"
 #include "runner/backend/docker.h"
 #include "runner/launch.h"
+#include "runner/ssh_keys.h"
 #include "strbuf.h"
 #include "util.h"
 
@@ -66,15 +69,29 @@ static void check_golden(const char *name, const char *config, const char *gpus)
 		.params = NULL,
 	};
 	cr_assert_eq(launch_build(&l, &lp), 0);
+	/* trial.launcher: mpi: the launcher's and the workers' containers, and
+	 * the ssh files beside them (a made-up host key). */
+	unsigned ports[] = { 0, 40001 };
+	struct docker_mpi m = { xstrfmt("%s/ssh", l.trial_dir), ports };
 	for (unsigned r = 0; r < l.nranks; r++) {
 		struct strvec argv = STRVEC_INIT;
-		cr_assert_eq(docker_create_argv(&dc, &l, r, "/userhome/AIPerf", &argv), 0, "%s",
-			     util_last_error());
+		int rc = l.mpi ? docker_create_mpi_argv(&dc, &l, &m, r, "/userhome/AIPerf", &argv)
+			       : docker_create_argv(&dc, &l, r, "/userhome/AIPerf", &argv);
+		cr_assert_eq(rc, 0, "%s", util_last_error());
 		strbuf_addf(&got, "# rank %u\n", r);
 		for (size_t i = 0; i < argv.n; i++)
 			strbuf_addf(&got, "%s\n", argv.v[i]);
 		strvec_clear(&argv);
 	}
+	if (l.mpi) {
+		strbuf_addf(&got, "# ssh/config\n");
+		docker_mpi_ssh_config(&l, &m, &got);
+		strbuf_addf(&got, "# ssh/known_hosts\n");
+		docker_mpi_known_hosts(&l, &m, "ecdsa-sha2-nistp256 AAAAhostkey", &got);
+		strbuf_addf(&got, "# ssh/sshd_config\n");
+		docker_mpi_sshd_config(&m, &got);
+	}
+	free(m.ssh_dir);
 	char *path = xstrfmt(FIX "%s.argv", name), *want = NULL;
 	if (getenv("AAH_UPDATE_GOLDEN"))
 		cr_assert_eq(fileio_write_atomic(path, got.buf, got.len), 0);
@@ -113,6 +130,57 @@ Test(docker, golden_per_device)
 		     "experimentName: golden\ntrainingServicePlatform: docker\n"
 		     "trial:\n  command: aah-trial\n  gpuNum: 2\n  processMode: device\n",
 		     "4,5");
+}
+
+Test(docker, golden_mpi_2nodes)
+{
+	check_golden("mpi-2nodes",
+		     "experimentName: golden\ntrainingServicePlatform: docker\n"
+		     "trial:\n  command: aah-trial --dataset fashion\n  nodes: 2\n  launcher: mpi\n"
+		     "docker:\n  image: aah-trial:cpu\n  user: \"0:0\"\n",
+		     NULL);
+}
+
+Test(docker, mpi_addresses_are_loopback_and_distinct)
+{
+	const unsigned nodes[] = { 0, 1, 254, 255, 1023 };
+	const char *want[] = { "127.0.0.1", "127.0.0.2", "127.0.0.255", "127.0.1.0", "127.0.4.0" };
+	for (size_t i = 0; i < 5; i++) {
+		char *a = docker_mpi_address(nodes[i]);
+		cr_assert_str_eq(a, want[i]);
+		free(a);
+	}
+}
+
+/* OpenSSH itself reads the private key and derives the same public line
+ * (ssh-keygen -y), and two pairs differ. */
+Test(docker, ssh_keypair_is_read_by_openssh)
+{
+	if (access("/usr/bin/ssh-keygen", X_OK) != 0)
+		cr_skip_test("no /usr/bin/ssh-keygen here (openssh-client)");
+	struct strbuf priv = STRBUF_INIT, pub = STRBUF_INIT, priv2 = STRBUF_INIT,
+		      pub2 = STRBUF_INIT;
+	cr_assert_eq(ssh_keypair_new(&priv, &pub), 0, "%s", util_last_error());
+	cr_assert_eq(ssh_keypair_new(&priv2, &pub2), 0, "%s", util_last_error());
+	cr_assert(!strncmp(pub.buf, "ecdsa-sha2-nistp256 AAAA", 24), "%s", pub.buf);
+	cr_assert_str_neq(pub.buf, pub2.buf);
+	char *path = xstrfmt("%s/id_ecdsa", tmpdir);
+	cr_assert_eq(fileio_write_atomic(path, priv.buf, priv.len), 0);
+	cr_assert_eq(chmod(path, 0600), 0);
+	char *cmd = xstrfmt("/usr/bin/ssh-keygen -y -f %s", path);
+	FILE *f = popen(cmd, "r");
+	char line[512] = "";
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_assert_eq(pclose(f), 0);
+	line[strcspn(line, "\n")] = '\0';
+	cr_assert_str_eq(line, pub.buf);
+	free(cmd);
+	free(path);
+	strbuf_release(&priv);
+	strbuf_release(&pub);
+	strbuf_release(&priv2);
+	strbuf_release(&pub2);
 }
 
 Test(docker, mounts_must_be_a_list)
