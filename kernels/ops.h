@@ -108,6 +108,10 @@ enum {
 	OPS_CAP_GPU = 1u << 2,
 };
 
+/* Element types of casts: fp32, and bf16 and fp16 stored as their 16-bit
+ * patterns (uint16_t). */
+enum ops_dtype { OPS_F32, OPS_BF16, OPS_F16 };
+
 struct ops_backend {
 	const char *name;
 	unsigned caps;
@@ -127,6 +131,12 @@ struct ops_backend {
 		   float *v, float lr, float mu, float wd);
 	/* y[i] += x[i]: gradient accumulation for tensors with several users. */
 	int (*accumulate)(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+	/* y = x converted from xt to yt over count values: fp32 -> bf16 or fp16
+	 * rounds to nearest, ties to even (fp16: overflow to inf, subnormals
+	 * kept), the way back is exact; NaN stays a NaN (its payload may not).
+	 * One side is OPS_F32. NULL: the backend has no casts. */
+	int (*cast)(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+		    enum ops_dtype yt);
 };
 
 /* The static table of backends; ops_backend_find("cpu") etc. */

@@ -258,6 +258,27 @@ int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 	return cuda_end(ctx);
 }
 
+int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+	      enum ops_dtype yt)
+{
+	int kind = xt == OPS_F32 && yt == OPS_BF16   ? CUK_F32_TO_BF16
+		   : xt == OPS_BF16 && yt == OPS_F32 ? CUK_BF16_TO_F32
+		   : xt == OPS_F32 && yt == OPS_F16  ? CUK_F32_TO_F16
+		   : xt == OPS_F16 && yt == OPS_F32  ? CUK_F16_TO_F32
+						     : -1;
+	if (kind < 0)
+		return error("cast from type %d to type %d: one side must be fp32, the other bf16 or fp16",
+			     (int)xt, (int)yt);
+	size_t xb = count * (xt == OPS_F32 ? 4 : 2), yb = count * (yt == OPS_F32 ? 4 : 2);
+	void *dx, *dy;
+	if (!count)
+		return 0;
+	if (cuda_begin(ctx) || cuda_in(ctx, x, xb, &dx) || cuda_out(ctx, y, yb, 0, &dy))
+		return -1;
+	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, kind, dx, dy));
+	return cuda_end(ctx);
+}
+
 const struct ops_backend ops_cuda_backend = {
 	.name = "cuda",
 	.caps = OPS_CAP_FP32 | OPS_CAP_GPU,
@@ -280,4 +301,5 @@ const struct ops_backend ops_cuda_backend = {
 	.loss = cuda_loss,
 	.sgd = cuda_sgd,
 	.accumulate = cuda_accumulate,
+	.cast = cuda_cast,
 };
