@@ -119,6 +119,9 @@ struct ops_backend {
 	void (*fini)(struct ops_ctx *ctx);
 	/* "fp32" or "bf16": -1 when this machine cannot run it natively. */
 	int (*set_precision)(struct ops_ctx *ctx, const char *precision);
+	/* What `--precision auto` runs on this machine, decided once the
+	 * backend has started; NULL: "fp32". */
+	const char *(*default_precision)(struct ops_ctx *ctx);
 	const struct ops_layer_ops *layer[OPS_NTYPES];  /* NULL: unsupported */
 	/* Softmax cross-entropy with label smoothing over (n, classes) logits:
 	 * dlogits = d(mean loss)/d(logits); adds the summed loss and the number
@@ -138,6 +141,12 @@ struct ops_backend {
 	int (*cast)(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 		    enum ops_dtype yt);
 };
+
+/* The precision `--precision auto` gives on ctx's backend (a started one). */
+const char *ops_precision_auto(struct ops_ctx *ctx);
+/* A GPU's default: bf16 from compute capability 8.0 (Ampere, Hopper: bf16
+ * tensor cores), fp32 below. */
+const char *ops_gpu_precision(int cc_major);
 
 /* The static table of backends; ops_backend_find("cpu") etc. */
 const struct ops_backend *ops_backend_find(const char *name);

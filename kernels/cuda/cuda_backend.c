@@ -65,16 +65,41 @@ static void cuda_fini(struct ops_ctx *ctx)
 	ctx->priv = NULL;
 }
 
-/* fp32 only so far: conv2d runs cuDNN with CUDNN_FMA_MATH and dense
- * cuBLASLt with CUBLAS_COMPUTE_32F (no TF32), so "fp32" is what ran. bf16
- * with fp32 master weights is not written yet (docs/cuda.md). */
+/* The device's compute capability major (-1 after error()). */
+static int cc_major(struct ops_ctx *ctx)
+{
+	int major = 0;
+	CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+					  cuda_ctx(ctx)->device));
+	return major;
+}
+
+/* fp32: conv2d runs cuDNN with CUDNN_FMA_MATH and dense cuBLASLt with
+ * CUBLAS_COMPUTE_32F (no TF32). bf16 (compute capability 8.0 and up):
+ * convolutions read bf16 copies of their inputs and weights on tensor cores
+ * with fp32 accumulation (cuda_conv.c), every other op stays fp32, as on
+ * the CPU backend; weights, gradients and optimiser state are fp32 (the
+ * master copies). fp16 needs the loss scale driven by the trainer
+ * (kernels/loss_scale.h is written, the trainer does not use it yet). */
 static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 {
-	if (!strcmp(precision, "fp32")) {
-		ctx->bf16 = 0;
+	ctx->bf16 = 0;
+	if (!strcmp(precision, "fp32"))
 		return 0;
-	}
-	return error("precision '%s' is not available on the cuda backend yet (fp32)", precision);
+	if (strcmp(precision, "bf16"))
+		return error("precision '%s' is not available on the cuda backend yet (fp32, bf16)",
+			     precision);
+	int major = cc_major(ctx);
+	if (major < 0 || strcmp(ops_gpu_precision(major), "bf16"))
+		return error("precision 'bf16' needs an NVIDIA GPU of compute capability 8.0 or "
+			     "newer (Ampere, Hopper); this one is %d.x: use fp32", major);
+	ctx->bf16 = 1;
+	return 0;
+}
+
+static const char *cuda_default_precision(struct ops_ctx *ctx)
+{
+	return ops_gpu_precision(cc_major(ctx));
 }
 
 /* ---- staging ----------------------------------------------------------------- */
@@ -281,10 +306,11 @@ int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype x
 
 const struct ops_backend ops_cuda_backend = {
 	.name = "cuda",
-	.caps = OPS_CAP_FP32 | OPS_CAP_GPU,
+	.caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_GPU,
 	.init = cuda_init,
 	.fini = cuda_fini,
 	.set_precision = cuda_set_precision,
+	.default_precision = cuda_default_precision,
 	.layer = {
 		[OPS_CONV2D] = &cuda_conv_ops,
 		[OPS_BATCHNORM] = &cuda_bn_ops,
