@@ -42,6 +42,16 @@ int ops_conv_algo_parse(const char *name)
 	return -1;
 }
 
+const char *ops_precision_auto(struct ops_ctx *ctx)
+{
+	return ctx->be->default_precision ? ctx->be->default_precision(ctx) : "fp32";
+}
+
+const char *ops_gpu_precision(int cc_major)
+{
+	return cc_major >= 8 ? "bf16" : "fp32";
+}
+
 int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed)
 {
 	memset(ctx, 0, sizeof(*ctx));

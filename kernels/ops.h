@@ -108,6 +108,10 @@ enum {
 	OPS_CAP_GPU = 1u << 2,
 };
 
+/* Element types of casts: fp32, and bf16 and fp16 stored as their 16-bit
+ * patterns (uint16_t). */
+enum ops_dtype { OPS_F32, OPS_BF16, OPS_F16 };
+
 struct ops_backend {
 	const char *name;
 	unsigned caps;
@@ -115,6 +119,9 @@ struct ops_backend {
 	void (*fini)(struct ops_ctx *ctx);
 	/* "fp32" or "bf16": -1 when this machine cannot run it natively. */
 	int (*set_precision)(struct ops_ctx *ctx, const char *precision);
+	/* What `--precision auto` runs on this machine, decided once the
+	 * backend has started; NULL: "fp32". */
+	const char *(*default_precision)(struct ops_ctx *ctx);
 	const struct ops_layer_ops *layer[OPS_NTYPES];  /* NULL: unsupported */
 	/* Softmax cross-entropy with label smoothing over (n, classes) logits:
 	 * dlogits = d(mean loss)/d(logits); adds the summed loss and the number
@@ -127,7 +134,19 @@ struct ops_backend {
 		   float *v, float lr, float mu, float wd);
 	/* y[i] += x[i]: gradient accumulation for tensors with several users. */
 	int (*accumulate)(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+	/* y = x converted from xt to yt over count values: fp32 -> bf16 or fp16
+	 * rounds to nearest, ties to even (fp16: overflow to inf, subnormals
+	 * kept), the way back is exact; NaN stays a NaN (its payload may not).
+	 * One side is OPS_F32. NULL: the backend has no casts. */
+	int (*cast)(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+		    enum ops_dtype yt);
 };
+
+/* The precision `--precision auto` gives on ctx's backend (a started one). */
+const char *ops_precision_auto(struct ops_ctx *ctx);
+/* A GPU's default: bf16 from compute capability 8.0 (Ampere, Hopper: bf16
+ * tensor cores), fp32 below. */
+const char *ops_gpu_precision(int cc_major);
 
 /* The static table of backends; ops_backend_find("cpu") etc. */
 const struct ops_backend *ops_backend_find(const char *name);

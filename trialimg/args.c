@@ -57,7 +57,7 @@ static const struct spec table[] = {
 	{"--trial_dir", NULL, "AAH_TRIAL_DIR", K_STR, F(trial_dir), NULL, NULL, "where metrics.jsonl, result.json, checkpoint/ go (default: cwd)"},
 	{"--threads", NULL, "AAH_THREADS,OMP_NUM_THREADS", K_INT, F(threads), RANGE(0, ARGS_MAX_THREADS), "0", "compute threads (0: all cores)"},
 	{"--seed", NULL, "AAH_SEED", K_INT, F(seed), RANGE(0, 4294967295), "1", "seed of initialisation, shuffling, augmentation and dropout"},
-	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), NULL, "fp32", "compute precision: fp32, or bf16 convolutions where a quick trial run of oneDNN's bf16 kernel works on this machine (ref: bf16 emulated everywhere)"},
+	{"--precision", NULL, "AAH_PRECISION", K_STR, F(precision), NULL, "auto", "compute precision: fp32; bf16 convolutions (fp32 master weights) where a quick trial run of oneDNN's bf16 kernel works on this machine, on a cuda GPU of compute capability 8.0 or newer, and emulated on ref; auto: bf16 on such a GPU, fp32 elsewhere. result.json records what ran"},
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), NULL, "cpu", "compute backend of kernels/ops.h: cpu (oneDNN), cuda (NVIDIA GPU: cuDNN, cuBLASLt and CUDA kernels, fp32; in builds that found nvcc and cuDNN), or ref (kernels/ref, the plain-C reference ops every backend is tested against: single-threaded and slow, for checking a result)"},
 	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), NULL, "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
 	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), NULL, "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
@@ -381,8 +381,9 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 		return error("rank %d is outside world size %d", a->rank, a->world_size);
 	if (a->slave < 1)
 		return error("--slave must be at least 1");
-	if (strcmp(a->precision, "fp32") && strcmp(a->precision, "bf16") && strcmp(a->precision, "fp16"))
-		return error("--precision %s: must be fp32, bf16 or fp16", a->precision);
+	if (strcmp(a->precision, "auto") && strcmp(a->precision, "fp32") &&
+	    strcmp(a->precision, "bf16") && strcmp(a->precision, "fp16"))
+		return error("--precision %s: must be auto, fp32, bf16 or fp16", a->precision);
 	if (ops_conv_algo_parse(a->conv_algo) < 0)
 		return error("--conv_algo %s: must be one of %s", a->conv_algo, OPS_CONV_ALGO_NAMES);
 	return resolve_rendezvous(a);

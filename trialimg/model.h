@@ -29,6 +29,8 @@ struct model_layer {
 	float *act, *dact;       /* (batch, out) */
 };
 
+#define MODEL_BLOCK_ALIGN 256
+
 struct model {
 	struct ops_shape input;
 	int num_classes;
@@ -42,6 +44,10 @@ struct model {
 	float *params, *grads, *velocity; /* (n_params) each */
 	size_t n_stats;
 	float *stats;                /* batchnorm running + batch statistics */
+	void *block;                 /* params, grads, velocity, stats in this order,
+				      * carved from one allocation (kernels/carve.h),
+				      * each at a multiple of MODEL_BLOCK_ALIGN */
+	size_t block_bytes;
 	float *acts, *dacts;         /* activations and their gradients */
 	float *scratch;              /* fan-out gradients: (max_in, batch, max tensor) */
 	uint8_t *masks;              /* dropout masks */

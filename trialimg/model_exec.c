@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/carve.h"
 #include "trialimg/model.h"
 #include "util.h"
 
@@ -42,11 +43,21 @@ int model_alloc(struct model *m, int batch, uint64_t seed)
 	m->batch = batch;
 	m->n_params = nw + nb;
 	m->n_decayed = nw;
-	m->params = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
-	m->grads = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
-	m->velocity = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
 	m->n_stats = nstats;
-	m->stats = xcalloc(nstats ? nstats : 1, sizeof(float));
+	/* the training state in one block, carved once (kernels/carve.h) */
+	struct carve lay;
+	size_t np = (m->n_params ? m->n_params : 1) * sizeof(float);
+	int ip, ig, iv, is;
+	if (carve_init(&lay, MODEL_BLOCK_ALIGN) || (ip = carve_add(&lay, "parameters", np)) < 0 ||
+	    (ig = carve_add(&lay, "gradients", np)) < 0 || (iv = carve_add(&lay, "velocities", np)) < 0 ||
+	    (is = carve_add(&lay, "batchnorm statistics", (nstats ? nstats : 1) * sizeof(float))) < 0)
+		return -1;
+	m->block_bytes = lay.total;
+	m->block = xcalloc(1, lay.total);
+	m->params = carve_at(&lay, m->block, ip);
+	m->grads = carve_at(&lay, m->block, ig);
+	m->velocity = carve_at(&lay, m->block, iv);
+	m->stats = carve_at(&lay, m->block, is);
 	m->acts = xmalloc(nact * sizeof(float));
 	m->dacts = xmalloc(nact * sizeof(float));
 	m->masks = xmalloc(nmask ? nmask : 1);
@@ -210,10 +221,7 @@ void model_release(struct model *m, struct ops_ctx *ctx)
 		free(L->in_shapes);
 	}
 	free(m->layers);
-	free(m->params);
-	free(m->grads);
-	free(m->velocity);
-	free(m->stats);
+	free(m->block);
 	free(m->acts);
 	free(m->dacts);
 	free(m->masks);

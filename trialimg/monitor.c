@@ -26,6 +26,9 @@
 typedef struct nvml_device *nvml_device_t;
 struct nvml_utilization { unsigned gpu, memory; };
 struct nvml_memory { unsigned long long total, free, used; };
+/* nvmlUtilization_t and nvmlMemory_t (v1) as NVML's API reference gives them */
+_Static_assert(sizeof(struct nvml_utilization) == 8, "nvmlUtilization_t is two unsigned ints");
+_Static_assert(sizeof(struct nvml_memory) == 24, "nvmlMemory_t is three unsigned long longs");
 
 struct nvml {
 	void *lib;
@@ -36,6 +39,7 @@ struct nvml {
 	int (*util)(nvml_device_t, struct nvml_utilization *);
 	int (*mem)(nvml_device_t, struct nvml_memory *);
 	int (*power)(nvml_device_t, unsigned *);
+	char status[256];            /* "ok", or "unavailable: <why>" */
 	unsigned ngpus;
 	nvml_device_t dev[MAX_GPUS];
 };
@@ -65,24 +69,39 @@ static int sym(void *lib, const char *name, void *fnptr)
 	return 0;
 }
 
+/* Load NVML; on any failure n->lib stays NULL and n->status says why (the
+ * dlerror text, the missing symbol, or nvmlInit's return code). */
 static void nvml_open(struct nvml *n)
 {
+	static const char *const names[] = {
+		"nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetCount_v2",
+		"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetUtilizationRates",
+		"nvmlDeviceGetMemoryInfo", "nvmlDeviceGetPowerUsage",
+	};
 	const char *name = getenv("AAH_NVML_LIB");
 	memset(n, 0, sizeof(*n));
 	n->lib = dlopen(name && *name ? name : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!n->lib)
-		return;
-	unsigned count = 0;
-	if (sym(n->lib, "nvmlInit_v2", &n->init) || sym(n->lib, "nvmlShutdown", &n->shutdown) ||
-	    sym(n->lib, "nvmlDeviceGetCount_v2", &n->count) ||
-	    sym(n->lib, "nvmlDeviceGetHandleByIndex_v2", &n->handle) ||
-	    sym(n->lib, "nvmlDeviceGetUtilizationRates", &n->util) ||
-	    sym(n->lib, "nvmlDeviceGetMemoryInfo", &n->mem) ||
-	    sym(n->lib, "nvmlDeviceGetPowerUsage", &n->power) || n->init() != 0) {
-		dlclose(n->lib);
-		memset(n, 0, sizeof(*n));
+	if (!n->lib) {
+		const char *why = dlerror();
+		snprintf(n->status, sizeof(n->status), "unavailable: %s", why ? why : "dlopen failed");
 		return;
 	}
+	void *fns[] = { &n->init, &n->shutdown, &n->count, &n->handle, &n->util, &n->mem, &n->power };
+	char why[200] = "";
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names) && !why[0]; i++)
+		if (sym(n->lib, names[i], fns[i]))
+			snprintf(why, sizeof(why), "no %s in the library", names[i]);
+	int rc = why[0] ? 0 : n->init();
+	if (rc)
+		snprintf(why, sizeof(why), "nvmlInit_v2 returned %d", rc);
+	if (why[0]) {
+		dlclose(n->lib);
+		memset(n, 0, sizeof(*n));
+		snprintf(n->status, sizeof(n->status), "unavailable: %s", why);
+		return;
+	}
+	xstrlcpy(n->status, "ok", sizeof(n->status));
+	unsigned count = 0;
 	if (n->count(&count) != 0)
 		count = 0;
 	for (unsigned i = 0; i < count && n->ngpus < MAX_GPUS; i++)
@@ -177,7 +196,10 @@ static void add_net(struct strbuf *sb)
 
 static void add_gpus(struct strbuf *sb, struct nvml *n)
 {
-	strbuf_addstr(sb, ",\"gpus\":[");
+	strbuf_addstr(sb, ",\"nvml\":\"");
+	for (const char *c = n->status; *c; c++)      /* dlerror text: keep the JSON valid */
+		strbuf_addch(sb, *c == '"' || *c == '\\' || (unsigned char)*c < 0x20 ? '\'' : *c);
+	strbuf_addstr(sb, "\",\"gpus\":[");
 	for (unsigned i = 0; i < n->ngpus; i++) {
 		struct nvml_utilization u = { 0, 0 };
 		struct nvml_memory m = { 0, 0, 0 };
@@ -315,6 +337,11 @@ void monitor_stop(struct monitor *m)
 	pthread_mutex_destroy(&m->lock);
 	free(m->path);
 	free(m);
+}
+
+const char *monitor_nvml_status(const struct monitor *m)
+{
+	return m->nvml.status;
 }
 
 int monitor_gpu_count(const struct monitor *m)

@@ -16,6 +16,9 @@ struct monitor;
 struct monitor *monitor_start(const char *dir, double interval_s);
 /* Write the last sample, join the thread, free m. NULL is allowed. */
 void monitor_stop(struct monitor *m);
+/* "ok" when NVML loaded, else "unavailable: <why>" (dlerror's text, the
+ * missing symbol, or nvmlInit_v2's code); every line carries it as "nvml". */
+const char *monitor_nvml_status(const struct monitor *m);
 /* Number of GPUs NVML reported (0 without NVML). */
 int monitor_gpu_count(const struct monitor *m);
 /* Lines written so far. */

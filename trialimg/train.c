@@ -20,6 +20,7 @@
 
 struct trial {
 	const struct args *a;
+	const char *precision;      /* what the backend runs: --precision, auto resolved */
 	struct ops_ctx ops;
 	int ops_ok;
 	struct model m;
@@ -234,7 +235,9 @@ static int write_result(struct trial *t, const char *status, const char *reason)
 	cJSON_AddNumberToObject(r, "eval_flops", t->eval_flops);
 	cJSON_AddNumberToObject(r, "total_flops", t->train_flops + t->eval_flops);
 	cJSON_AddNumberToObject(r, "wall_seconds", t->wall_before + util_monotonic() - t->t0);
-	cJSON_AddStringToObject(r, "precision", t->a->precision ? t->a->precision : "fp32");
+	/* what ran; before the backend decided "auto", the fp32 it starts in */
+	const char *prec = t->precision ? t->precision : t->a->precision;
+	cJSON_AddStringToObject(r, "precision", prec && strcmp(prec, "auto") ? prec : "fp32");
 	cJSON *dev = cJSON_AddArrayToObject(r, "devices");
 	long cores = t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN);
 	/* a GPU backend that started trains on the first visible device (the
@@ -275,6 +278,7 @@ static int write_metrics(struct trial *t, const struct epoch_stats *s)
 	cJSON_AddNumberToObject(j, "eval_flops", t->eval_flops);
 	cJSON_AddNumberToObject(j, "timestamp", util_now());
 	cJSON_AddNumberToObject(j, "rank", t->rank);
+	cJSON_AddStringToObject(j, "precision", t->precision);
 	int rc = jsonfile_append(t->metrics_path, j);
 	cJSON_Delete(j);
 	return rc;
@@ -475,8 +479,10 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (ops_ctx_init(&t->ops, a->backend, a->threads, (uint64_t)a->seed * 7919 + t->rank))
 		return -1;
 	t->ops_ok = 1;
-	if (t->ops.be->set_precision(&t->ops, a->precision))
+	const char *prec = strcmp(a->precision, "auto") ? a->precision : ops_precision_auto(&t->ops);
+	if (t->ops.be->set_precision(&t->ops, prec))
 		return -1;
+	t->precision = prec;
 	t->ops.conv_algo = ops_conv_algo_parse(a->conv_algo); /* args_parse checked it */
 	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
 	int workers = a->num_parallel_calls > 0 ? a->num_parallel_calls : 1;

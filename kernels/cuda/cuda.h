@@ -32,6 +32,11 @@ cudaError_t cuk_relu_fwd(cudaStream_t s, size_t count, const float *x, float *y)
 cudaError_t cuk_relu_bwd(cudaStream_t s, size_t count, const float *x, const float *dy, float *dx);
 cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y);
 cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x);
+/* Casts over count values (kind: CUK_CAST_*): fp32 -> bf16/fp16 with CUDA's
+ * round-to-nearest-even conversions, and back (exact); 16-bit values are
+ * their bit patterns. */
+enum { CUK_F32_TO_BF16, CUK_BF16_TO_F32, CUK_F32_TO_F16, CUK_F16_TO_F32 };
+cudaError_t cuk_cast(cudaStream_t s, size_t count, int kind, const void *x, void *y);
 /* SGD with momentum over one flat block of count values. */
 cudaError_t cuk_sgd(cudaStream_t s, size_t count, float *w, const float *g, float *v, float lr,
 		    float mu, float wd);
@@ -202,6 +207,8 @@ int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, cons
 int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	     float mu, float wd);
 int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+	      enum ops_dtype yt);
 #endif /* __CUDACC__ */
 
 #endif

@@ -65,16 +65,41 @@ static void cuda_fini(struct ops_ctx *ctx)
 	ctx->priv = NULL;
 }
 
-/* fp32 only so far: conv2d runs cuDNN with CUDNN_FMA_MATH and dense
- * cuBLASLt with CUBLAS_COMPUTE_32F (no TF32), so "fp32" is what ran. bf16
- * with fp32 master weights is not written yet (docs/cuda.md). */
+/* The device's compute capability major (-1 after error()). */
+static int cc_major(struct ops_ctx *ctx)
+{
+	int major = 0;
+	CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+					  cuda_ctx(ctx)->device));
+	return major;
+}
+
+/* fp32: conv2d runs cuDNN with CUDNN_FMA_MATH and dense cuBLASLt with
+ * CUBLAS_COMPUTE_32F (no TF32). bf16 (compute capability 8.0 and up):
+ * convolutions read bf16 copies of their inputs and weights on tensor cores
+ * with fp32 accumulation (cuda_conv.c), every other op stays fp32, as on
+ * the CPU backend; weights, gradients and optimiser state are fp32 (the
+ * master copies). fp16 needs the loss scale driven by the trainer
+ * (kernels/loss_scale.h is written, the trainer does not use it yet). */
 static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 {
-	if (!strcmp(precision, "fp32")) {
-		ctx->bf16 = 0;
+	ctx->bf16 = 0;
+	if (!strcmp(precision, "fp32"))
 		return 0;
-	}
-	return error("precision '%s' is not available on the cuda backend yet (fp32)", precision);
+	if (strcmp(precision, "bf16"))
+		return error("precision '%s' is not available on the cuda backend yet (fp32, bf16)",
+			     precision);
+	int major = cc_major(ctx);
+	if (major < 0 || strcmp(ops_gpu_precision(major), "bf16"))
+		return error("precision 'bf16' needs an NVIDIA GPU of compute capability 8.0 or "
+			     "newer (Ampere, Hopper); this one is %d.x: use fp32", major);
+	ctx->bf16 = 1;
+	return 0;
+}
+
+static const char *cuda_default_precision(struct ops_ctx *ctx)
+{
+	return ops_gpu_precision(cc_major(ctx));
 }
 
 /* ---- staging ----------------------------------------------------------------- */
@@ -258,12 +283,34 @@ int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 	return cuda_end(ctx);
 }
 
+int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+	      enum ops_dtype yt)
+{
+	int kind = xt == OPS_F32 && yt == OPS_BF16   ? CUK_F32_TO_BF16
+		   : xt == OPS_BF16 && yt == OPS_F32 ? CUK_BF16_TO_F32
+		   : xt == OPS_F32 && yt == OPS_F16  ? CUK_F32_TO_F16
+		   : xt == OPS_F16 && yt == OPS_F32  ? CUK_F16_TO_F32
+						     : -1;
+	if (kind < 0)
+		return error("cast from type %d to type %d: one side must be fp32, the other bf16 or fp16",
+			     (int)xt, (int)yt);
+	size_t xb = count * (xt == OPS_F32 ? 4 : 2), yb = count * (yt == OPS_F32 ? 4 : 2);
+	void *dx, *dy;
+	if (!count)
+		return 0;
+	if (cuda_begin(ctx) || cuda_in(ctx, x, xb, &dx) || cuda_out(ctx, y, yb, 0, &dy))
+		return -1;
+	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, kind, dx, dy));
+	return cuda_end(ctx);
+}
+
 const struct ops_backend ops_cuda_backend = {
 	.name = "cuda",
-	.caps = OPS_CAP_FP32 | OPS_CAP_GPU,
+	.caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_GPU,
 	.init = cuda_init,
 	.fini = cuda_fini,
 	.set_precision = cuda_set_precision,
+	.default_precision = cuda_default_precision,
 	.layer = {
 		[OPS_CONV2D] = &cuda_conv_ops,
 		[OPS_BATCHNORM] = &cuda_bn_ops,
@@ -280,4 +327,5 @@ const struct ops_backend ops_cuda_backend = {
 	.loss = cuda_loss,
 	.sgd = cuda_sgd,
 	.accumulate = cuda_accumulate,
+	.cast = cuda_cast,
 };

@@ -10,7 +10,11 @@
  * its own, its gradient a per-channel sum (cuda_kernels.cu).
  *
  * Math is CUDNN_FMA_MATH: true fp32, no TF32, so the results meet ref's
- * fp32 tolerance. Algorithms come from cuDNN's heuristics
+ * fp32 tolerance. With ctx->bf16 (--precision bf16) x, w and dy are cast to
+ * bf16 copies (cuk_cast), cuDNN computes on tensor cores with fp32
+ * accumulation (bf16 descriptors, fp32 compute type) into bf16 y, dx and
+ * dw, which are cast back: weights, their gradients and the activations the
+ * other layers see stay fp32 (the master copies). Algorithms come from cuDNN's heuristics
  * (cudnnGet*Algorithm_v7) once per batch size: with --conv_algo direct the
  * implicit-GEMM ones where cuDNN lists them as usable, else its first. */
 #include <stdlib.h>
@@ -20,6 +24,7 @@
 /* A layer's descriptors and algorithms for one batch size (l->priv). */
 struct conv_plan {
 	int n;
+	int bf16;               /* descriptors and buffers in bf16 */
 	int padded;             /* uneven padding: x goes through a (hp, wp) frame */
 	int hp, wp;
 	cudnnTensorDescriptor_t x, y;
@@ -105,6 +110,8 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, stru
 	const struct ops_shape *s = &l->in[0];
 	int pad_h = c->pad_t, pad_w = c->pad_l, h = s->h, w = s->w;
 	p->n = n;
+	p->bf16 = ctx->bf16;
+	cudnnDataType_t dt = p->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 	p->padded = c->pad_t != c->pad_b || c->pad_l != c->pad_r;
 	if (p->padded) {
 		p->hp = h + c->pad_t + c->pad_b;
@@ -115,14 +122,15 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, stru
 	CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
 	CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
 	CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-	CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, s->c, h, w));
-	CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n,
-					       l->out.c, l->out.h, l->out.w));
-	CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, c->units,
-					       s->c, c->kernel, c->kernel));
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NHWC, dt, n, s->c, h, w));
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NHWC, dt, n, l->out.c, l->out.h,
+					       l->out.w));
+	CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, dt, CUDNN_TENSOR_NHWC, c->units, s->c, c->kernel,
+					       c->kernel));
 	CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, pad_h, pad_w, c->stride, c->stride, 1, 1,
 						    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv,
+						p->bf16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 	int on, oc, oh, ow;
 	CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &on, &oc, &oh, &ow));
 	if (on != n || oc != l->out.c || oh != l->out.h || ow != l->out.w)
@@ -135,7 +143,7 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, stru
 static int plan_of(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan **out)
 {
 	struct conv_plan *p = l->priv;
-	if (!p || p->n != n) {
+	if (!p || p->n != n || p->bf16 != ctx->bf16) {
 		plan_free(p);
 		l->priv = p = xcalloc(1, sizeof(*p));
 		if (plan_init(ctx, l, n, p)) {
@@ -163,6 +171,42 @@ static int framed(struct ops_ctx *ctx, const struct ops_layer *l, const struct c
 	return 0;
 }
 
+/* With bf16: a bf16 copy of count fp32 values at x in scratch (*out = x
+ * without). */
+static int low(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *x, void **out)
+{
+	*out = x;
+	if (!p->bf16)
+		return 0;
+	if (cuda_scratch(ctx, count * 2, out))
+		return -1;
+	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, CUK_F32_TO_BF16, x, *out));
+	return 0;
+}
+
+/* Where cuDNN writes count values meant for the fp32 y: y itself, or a
+ * bf16 scratch buffer that high() then casts into y. */
+static int low_out(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *y,
+		   void **out)
+{
+	*out = y;
+	return p->bf16 ? cuda_scratch(ctx, count * 2, out) : 0;
+}
+
+static int high(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *lo, void *y)
+{
+	if (p->bf16)
+		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, CUK_BF16_TO_F32, lo, y));
+	return 0;
+}
+
+/* Values in x as cuDNN reads it (in its frame when padded unevenly). */
+static size_t framed_count(const struct ops_layer *l, const struct conv_plan *p, int n)
+{
+	const struct ops_shape *s = &l->in[0];
+	return p->padded ? (size_t)n * p->hp * p->wp * s->c : (size_t)n * ops_shape_size(s);
+}
+
 static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 			float *y, int train)
 {
@@ -171,16 +215,19 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	struct conv_plan *p;
 	size_t nx = (size_t)n * ops_shape_size(&l->in[0]), ny = (size_t)n * ops_shape_size(&l->out);
 	size_t nw = (size_t)l->cfg.units * l->cfg.kernel * l->cfg.kernel * l->in[0].c;
-	void *gx, *gxf, *gw, *gb = NULL, *gy, *ws;
+	void *gx, *gxf, *gw, *gb = NULL, *gy, *ws, *lx, *lw, *ly;
 	const float one = 1, zero = 0;
 	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], nx * 4, &gx) ||
 	    cuda_in(ctx, l->w, nw * 4, &gw) ||
 	    (l->cfg.bias && cuda_in(ctx, l->b, (size_t)l->cfg.units * 4, &gb)) ||
 	    cuda_out(ctx, y, ny * 4, 0, &gy) || cuda_scratch(ctx, p->ws, &ws) ||
-	    framed(ctx, l, p, n, gx, &gxf))
+	    framed(ctx, l, p, n, gx, &gxf) || low(ctx, p, framed_count(l, p, n), gxf, &lx) ||
+	    low(ctx, p, nw, gw, &lw) || low_out(ctx, p, ny, gy, &ly))
 		return -1;
-	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, p->x, gxf, p->w, gw, p->conv, p->fwd, ws,
-					    p->ws, &zero, p->y, gy));
+	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, p->x, lx, p->w, lw, p->conv, p->fwd, ws,
+					    p->ws, &zero, p->y, ly));
+	if (high(ctx, p, ny, ly, gy))
+		return -1;
 	if (gb)
 		CUDA_LAUNCH(cuk_bias_add(c->stream, ny / l->cfg.units, l->cfg.units, gb, gy));
 	return cuda_end(ctx);
@@ -195,26 +242,34 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	struct conv_plan *p;
 	size_t nx = (size_t)n * ops_shape_size(s), ny = (size_t)n * ops_shape_size(&l->out);
 	size_t nw = (size_t)l->cfg.units * l->cfg.kernel * l->cfg.kernel * s->c;
-	void *gx, *gxf, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *ws, *acc;
+	void *gx, *gxf, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *ws, *acc, *lx, *lw, *ldy, *ldw;
 	const float one = 1, zero = 0;
+	size_t nxf;
 	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], nx * 4, &gx) ||
 	    cuda_in(ctx, l->w, nw * 4, &gw) || cuda_in(ctx, dy, ny * 4, &gdy) ||
 	    cuda_out(ctx, l->dw, nw * 4, 0, &gdw) ||
 	    (l->cfg.bias && cuda_out(ctx, l->db, (size_t)l->cfg.units * 4, 0, &gdb)) ||
 	    cuda_out(ctx, dx[0], nx * 4, 0, &gdx) || cuda_scratch(ctx, p->ws, &ws) ||
 	    cuda_scratch(ctx, (size_t)l->cfg.units * sizeof(double), &acc) ||
-	    framed(ctx, l, p, n, gx, &gxf))
+	    framed(ctx, l, p, n, gx, &gxf) ||
+	    low(ctx, p, nxf = framed_count(l, p, n), gxf, &lx) || low(ctx, p, ny, gdy, &ldy) ||
+	    low_out(ctx, p, nw, gdw, &ldw))
 		return -1;
-	if (gdb)
+	if (gdb)   /* from the fp32 dy: the bias is not part of the bf16 convolution */
 		CUDA_LAUNCH(cuk_channel_sum(c->stream, ny / l->cfg.units, l->cfg.units, gdy, acc, gdb));
-	CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->dnn, &one, p->x, gxf, p->y, gdy, p->conv,
-						   p->bwd_filter, ws, p->ws, &zero, p->w, gdw));
+	CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->dnn, &one, p->x, lx, p->y, ldy, p->conv,
+						   p->bwd_filter, ws, p->ws, &zero, p->w, ldw));
+	if (high(ctx, p, nw, ldw, gdw))
+		return -1;
 	if (gdx) {
-		void *gdxf = gdx;   /* the input gradient in the frame, then cropped */
-		if (p->padded && cuda_scratch(ctx, (size_t)n * p->hp * p->wp * s->c * 4, &gdxf))
+		void *gdxf = gdx, *ldx;   /* the input gradient in the frame, then cropped */
+		if ((p->padded && cuda_scratch(ctx, nxf * 4, &gdxf)) || low(ctx, p, nw, gw, &lw) ||
+		    low_out(ctx, p, nxf, gdxf, &ldx))
 			return -1;
-		CUDNN_CHECK(cudnnConvolutionBackwardData(c->dnn, &one, p->w, gw, p->y, gdy, p->conv,
-							 p->bwd_data, ws, p->ws, &zero, p->x, gdxf));
+		CUDNN_CHECK(cudnnConvolutionBackwardData(c->dnn, &one, p->w, lw, p->y, ldy, p->conv,
+							 p->bwd_data, ws, p->ws, &zero, p->x, ldx));
+		if (high(ctx, p, nxf, ldx, gdxf))
+			return -1;
 		if (p->padded)
 			CUDA_LAUNCH(cuk_crop(c->stream, n, s->h, s->w, s->c, p->hp, p->wp, l->cfg.pad_t,
 					     l->cfg.pad_l, gdxf, gdx));

@@ -8,6 +8,8 @@
  * additions varies from run to run by a rounding of double, far below the
  * fp32 results. Pool backward scatters with float atomicAdd (a value is in
  * at most ceil(K/S)^2 windows). */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda.h"
@@ -46,6 +48,22 @@ __global__ void copy_k(size_t count, const float *x, float *y)
 __global__ void accumulate_k(size_t count, float *y, const float *x)
 {
 	FOR_EACH(i, count) y[i] = y[i] + x[i];
+}
+
+__global__ void cast_k(size_t count, int kind, const void *x, void *y)
+{
+	const float *xf = (const float *)x;
+	const unsigned short *xh = (const unsigned short *)x;
+	float *yf = (float *)y;
+	unsigned short *yh = (unsigned short *)y;
+	FOR_EACH(i, count) {
+		switch (kind) {
+		case CUK_F32_TO_BF16: yh[i] = __bfloat16_as_ushort(__float2bfloat16_rn(xf[i])); break;
+		case CUK_BF16_TO_F32: yf[i] = __bfloat162float(__ushort_as_bfloat16(xh[i])); break;
+		case CUK_F32_TO_F16: yh[i] = __half_as_ushort(__float2half_rn(xf[i])); break;
+		default: yf[i] = __half2float(__ushort_as_half(xh[i])); break;
+		}
+	}
 }
 
 __global__ void sgd_k(size_t count, float *w, const float *g, float *v, float lr, float mu,
@@ -451,6 +469,12 @@ cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y)
 cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x)
 {
 	accumulate_k<<<blocks_for(count), THREADS, 0, s>>>(count, y, x);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_cast(cudaStream_t s, size_t count, int kind, const void *x, void *y)
+{
+	cast_k<<<blocks_for(count), THREADS, 0, s>>>(count, kind, x, y);
 	return cudaGetLastError();
 }
 

@@ -20,6 +20,17 @@ static inline size_t ref_at(const struct ops_shape *s, int i, int y, int x, int 
 /* The value bf16 stores for v: fp32 rounded to 8 significant bits, to
  * nearest, ties to even (what oneDNN's and CUDA's conversions do). */
 float ref_bf16_round(float v);
+/* The casts that define the `cast` op (ref_cast.c). fp32 -> 16 bits rounds
+ * to nearest, ties to even; a NaN gives a quiet NaN with the same sign and
+ * the top payload bits; fp16 overflows to inf (from 65520 up) and keeps
+ * subnormals (down to 2^-24; 2^-25 and below round to zero). The way back
+ * to fp32 is exact. */
+uint16_t ref_f32_to_bf16(float v);
+float ref_bf16_to_f32(uint16_t h);
+uint16_t ref_f32_to_f16(float v);
+float ref_f16_to_f32(uint16_t h);
+int ref_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+	     enum ops_dtype yt);
 
 /* Ops defined in the per-family files. */
 extern const struct ops_layer_ops ref_conv_ops;                 /* ref_conv.c */

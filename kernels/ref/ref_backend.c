@@ -32,17 +32,7 @@ static int ref_set_precision(struct ops_ctx *ctx, const char *precision)
 
 float ref_bf16_round(float v)
 {
-	uint32_t u;
-	memcpy(&u, &v, sizeof(u));
-	if ((u & 0x7f800000u) == 0x7f800000u) {   /* inf stays, NaN stays a NaN */
-		if (u & 0x007fffffu)
-			u |= 0x00400000u;
-	} else {                                   /* add half an ulp of bf16, ties to even */
-		u += 0x7fffu + ((u >> 16) & 1u);
-	}
-	u &= 0xffff0000u;                          /* keep sign, exponent, 7 mantissa bits */
-	memcpy(&v, &u, sizeof(v));
-	return v;
+	return ref_bf16_to_f32(ref_f32_to_bf16(v));
 }
 
 const struct ops_backend ops_ref_backend = {
@@ -67,4 +57,5 @@ const struct ops_backend ops_ref_backend = {
 	.loss = ref_loss,
 	.sgd = ref_sgd,
 	.accumulate = ref_accumulate,
+	.cast = ref_cast,
 };

@@ -43,6 +43,7 @@ need = ["format", "epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr
 for i, l in enumerate(lines):
     assert l["format"] == "aah-metrics/1" and l["epoch"] == i + 1, l
     assert all(k in l for k in need), l
+    assert l["precision"] == "fp32", l     # --precision auto on the CPU backend
 assert lines[1]["train_flops"] > lines[0]["train_flops"] > 0
 r = json.load(open(t + "/result.json"))
 assert r["format"] == "aah-result/1" and r["status"] == "succeeded", r
@@ -222,6 +223,7 @@ PY
 	if [ "$status" -eq 0 ]; then
 		echo "# bf16 ran on this machine" >&3
 		[ "$(json "$T/bf16/result.json" 'd["precision"]')" = bf16 ]
+		[ "$(grep -c '"precision":"bf16"' "$T/bf16/metrics.jsonl")" -ge 1 ]
 		$PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["best_val_acc"] >= 0.75, r' \
 			"$T/bf16/result.json"
 	else

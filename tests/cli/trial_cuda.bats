@@ -53,6 +53,9 @@ PY
 	[[ $output == *" T cuk_bn_stats"* ]]
 	[[ $output == *"cudnnConvolutionForward"* ]]
 	[[ $output == *"cublasLtMatmul"* ]]
+	# the casts of mixed precision and the bf16 convolution's descriptors
+	[[ $output == *" T cuk_cast"* ]]
+	[[ $output == *" T cuda_cast"* ]]
 	# and every op slot of the table is filled (the unit test
 	# kernels::every_backend_has_every_op checks the table's contents)
 	run aah-trial --help

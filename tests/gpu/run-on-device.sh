@@ -11,9 +11,12 @@
 #
 # 1. every op of the cuda backend against kernels/ref (test_kernels_ref), the
 #    model net through it (test_kernels_refnet), the training run against
-#    the CPU's (test_kernels_train_gpu): a cuda case reported "skipped: no
-#    CUDA device" there is a failure;
-# 2. compute-sanitizer memcheck on the op tests;
+#    the CPU's (test_kernels_train_gpu), the casts (test_kernels_cast),
+#    --precision auto's pick (test_precision), NVML on the real GPU
+#    (test_monitor_sampling): a cuda case reported "skipped: no CUDA
+#    device" there is a failure;
+# 2. compute-sanitizer memcheck and racecheck on test_kernels_ref and
+#    test_kernels_cast;
 # 3. training images/s of aah (bench_train, AAH_BACKEND=cuda) beside
 #    PyTorch on the same GPU, net and batch (bench_train_torch.py --device
 #    cuda), for each arch in GPU_ARCHS (aah-arch/1 files).
@@ -22,7 +25,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${AAH_BUILD:-build}
 LIBS=$BUILD/gpu-libs
-TESTS=(test_kernels_ref test_kernels_refnet test_kernels_train_gpu)
+TESTS=(test_kernels_ref test_kernels_refnet test_kernels_train_gpu test_kernels_cast test_precision
+	test_monitor_sampling)
+SANITIZED=(test_kernels_ref test_kernels_cast)
 BATCH=${GPU_BATCH:-256} STEPS=${GPU_STEPS:-20} WARMUP=${GPU_WARMUP:-5}
 GPU_ARCHS=${GPU_ARCHS:-"tests/fixtures/arch/cnn2.json tests/fixtures/arch/resnet_small.json"}
 
@@ -85,13 +90,16 @@ done
 
 # 2. compute-sanitizer on the op tests (Criterion runs each test in a child)
 if command -v compute-sanitizer >/dev/null; then
-	for tool in memcheck racecheck; do
-		compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
-			"$BUILD/tests/unit/test_kernels_ref" --jobs 1 >"${OUT:-/tmp}/sanitizer-$tool.txt" 2>&1
-		rc=$?
-		say "compute-sanitizer $tool on test_kernels_ref: exit $rc;" \
-			"$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "${OUT:-/tmp}/sanitizer-$tool.txt" | sort | uniq -c | tr -s ' ' | head -3)"
-		if [ "$rc" -ne 0 ]; then fail=1; fi
+	for t in "${SANITIZED[@]}"; do
+		for tool in memcheck racecheck; do
+			log=${OUT:-/tmp}/sanitizer-$t-$tool.txt
+			compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
+				"$BUILD/tests/unit/$t" --jobs 1 >"$log" 2>&1
+			rc=$?
+			say "compute-sanitizer $tool on $t: exit $rc;" \
+				"$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -s ' ' | head -3)"
+			if [ "$rc" -ne 0 ]; then fail=1; fi
+		done
 	done
 else
 	say "compute-sanitizer: not installed here"

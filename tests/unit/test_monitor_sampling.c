@@ -164,6 +164,10 @@ Test(monitor, samples_match_proc_and_see_a_busy_core)
 		cr_assert(used > 0 && used < 100);
 		cr_assert_geq(num(d, "net", "rx_bytes"), 0);
 		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus")), 0);
+		/* dlopen's own reason, naming the library it could not open */
+		const char *nv = cJSON_GetStringValue(cJSON_GetObjectItem(d, "nvml"));
+		cr_assert(nv && !strncmp(nv, "unavailable: /nonexistent/libnvidia-ml.so.1: ", 45) &&
+			  strstr(nv, "No such file"), "nvml: %s", nv ? nv : "(none)");
 		cr_assert_geq(num(d, "monitor_cpu_s", NULL), 0);
 	}
 	/* one core spun for the whole time: at least half a core's share */
@@ -195,22 +199,39 @@ Test(monitor, stop_is_prompt_and_writes_the_last_interval)
 	free(dir);
 }
 
+/* The real NVML where there is one (the GPU test: skipped here, where the
+ * default libnvidia-ml.so.1 is absent, after checking the line says why). */
 Test(monitor, nvml_on_this_machine)
 {
+	unsetenv("AAH_NVML_LIB");
 	struct monitor *m = monitor_start(tmpdir, 10);
 	cr_assert_not_null(m);
 	int n = monitor_gpu_count(m);
+	char *status = xstrdup(monitor_nvml_status(m));
 	monitor_stop(m);
 	struct lines l;
 	read_lines(tmpdir, &l);
 	cr_assert_eq(l.n, 1);
-	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(l.doc[0], "gpus")), n);
-	if (n == 0)
-		cr_log_info("NVML (libnvidia-ml.so.1) is not available here: GPU sampling not exercised");
-	else
-		cr_assert(cJSON_IsNumber(cJSON_GetObjectItem(
-			cJSON_GetArrayItem(cJSON_GetObjectItem(l.doc[0], "gpus"), 0), "util_pct")));
+	const cJSON *gpus = cJSON_GetObjectItem(l.doc[0], "gpus");
+	cr_assert_eq(cJSON_GetArraySize(gpus), n);
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(l.doc[0], "nvml")), status);
+	if (strcmp(status, "ok")) {
+		cr_assert_eq(n, 0);
+		cr_assert(!strncmp(status, "unavailable: ", 13) && strlen(status) > 13, "%s", status);
+		free_lines(&l);
+		cr_skip_test("skipped: no NVML on this machine (%s)", status);
+	}
+	cr_assert_gt(n, 0, "NVML loaded but reports no GPU");
+	for (int i = 0; i < n; i++) {
+		const cJSON *g = cJSON_GetArrayItem(gpus, i);
+		double util = num(g, "util_pct", NULL), used = num(g, "mem_used_bytes", NULL);
+		double total = num(g, "mem_total_bytes", NULL), watts = num(g, "power_w", NULL);
+		cr_assert(util >= 0 && util <= 100, "gpu %d util %g", i, util);
+		cr_assert(total > (1ull << 30) && used <= total, "gpu %d memory %g of %g", i, used, total);
+		cr_assert(watts > 0 && watts < 5000, "gpu %d power %g W", i, watts);
+	}
 	free_lines(&l);
+	free(status);
 }
 
 Test(monitor, bad_arguments)
@@ -246,20 +267,62 @@ Test(monitor, the_report_plots_what_the_monitor_writes)
 	free(dir);
 }
 
-/* The NVML path, against a stand-in library with two GPUs (this machine has
- * no NVIDIA driver): dlopen, the symbols, the readings in the lines, and the
- * GPU line in the report. */
-Test(monitor, gpu_readings_through_a_stand_in_nvml)
+/* Build tests/fixtures/report/fake_nvml.c (NVML's ABI, fixed readings) into
+ * tmpdir/name, with -D<define> when define is given; skips the test where
+ * cc cannot (run from the repository root). */
+static char *build_stand_in(const char *name, const char *define)
 {
-	char *so = xstrfmt("%s/libfake-nvml.so", tmpdir);
-	const char *argv[] = { "cc", "-shared", "-fPIC", "-o", so,
+	char *so = xstrfmt("%s/%s", tmpdir, name);
+	char *def = xstrfmt("-D%s", define ? define : "FAKE_NVML");
+	const char *argv[] = { "cc", "-shared", "-fPIC", def, "-o", so,
 			       "tests/fixtures/report/fake_nvml.c", NULL };
 	pid_t pid;
 	int status = -1;
 	if (posix_spawnp(&pid, "cc", NULL, NULL, (char *const *)argv, environ) == 0)
 		waitpid(pid, &status, 0);
+	free(def);
 	if (status != 0)
 		cr_skip_test("skipped: cannot build the stand-in NVML (cc, run from the repository root)");
+	return so;
+}
+
+/* An NVML that loads but cannot be used: the line says which part failed,
+ * has no GPUs, and sampling goes on. */
+static void expect_unavailable(const char *define, const char *why)
+{
+	char *so = build_stand_in("libbroken-nvml.so", define);
+	setenv("AAH_NVML_LIB", so, 1);
+	char *dir = xstrfmt("%s/%s", tmpdir, define);
+	struct monitor *m = monitor_start(dir, 0.02);
+	unsetenv("AAH_NVML_LIB");
+	cr_assert_not_null(m);
+	cr_assert_eq(monitor_gpu_count(m), 0);
+	wait_lines(dir, 2);
+	monitor_stop(m);
+	struct lines l;
+	read_lines(dir, &l);
+	for (size_t i = 0; i < l.n; i++) {
+		cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(l.doc[i], "nvml")), why);
+		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(l.doc[i], "gpus")), 0);
+		cr_assert_gt(num(l.doc[i], "mem", "total_bytes"), 0);
+	}
+	free_lines(&l);
+	free(dir);
+	free(so);
+}
+
+Test(monitor, nvml_without_a_symbol_or_failing_init_is_reported)
+{
+	expect_unavailable("FAKE_NO_POWER", "unavailable: no nvmlDeviceGetPowerUsage in the library");
+	expect_unavailable("FAKE_INIT_FAILS", "unavailable: nvmlInit_v2 returned 9");
+}
+
+/* The NVML path, against a stand-in library with two GPUs (this machine has
+ * no NVIDIA driver): dlopen, the symbols, the readings in the lines, and the
+ * GPU line in the report. */
+Test(monitor, gpu_readings_through_a_stand_in_nvml)
+{
+	char *so = build_stand_in("libfake-nvml.so", NULL);
 	setenv("AAH_NVML_LIB", so, 1);
 	char *dir = fx_exp_create(tmpdir, "exp00001", util_now() - 5);
 	char *dev = xstrfmt("%s/trials/000001/device_info", dir);
@@ -267,12 +330,14 @@ Test(monitor, gpu_readings_through_a_stand_in_nvml)
 	unsetenv("AAH_NVML_LIB");
 	cr_assert_not_null(m);
 	cr_assert_eq(monitor_gpu_count(m), 2);
+	cr_assert_str_eq(monitor_nvml_status(m), "ok");
 	wait_lines(dev, 2);
 	monitor_stop(m);
 	struct lines l;
 	read_lines(dev, &l);
 	cr_assert_geq(l.n, 2);
 	const cJSON *gpus = cJSON_GetObjectItem(l.doc[0], "gpus");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(l.doc[0], "nvml")), "ok");
 	cr_assert_eq(cJSON_GetArraySize(gpus), 2);
 	const cJSON *g1 = cJSON_GetArrayItem(gpus, 1);
 	cr_assert_eq(num(g1, "index", NULL), 1);

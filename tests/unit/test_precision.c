@@ -1,0 +1,57 @@
+/* Unit tests for `--precision auto`: which precision each backend picks
+ * (kernels/ops.c). The GPU rule is a function of the compute capability,
+ * tested here without a GPU; the cuda backend's own pick needs a device
+ * ("skipped: no CUDA device ..." without one). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#ifdef AAH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "kernels/ops.h"
+#include "util.h"
+
+Test(precision, gpus_from_ampere_on_default_to_bf16)
+{
+	cr_assert_str_eq(ops_gpu_precision(6), "fp32");    /* Pascal */
+	cr_assert_str_eq(ops_gpu_precision(7), "fp32");    /* Volta, Turing: no bf16 */
+	cr_assert_str_eq(ops_gpu_precision(8), "bf16");    /* Ampere, Ada */
+	cr_assert_str_eq(ops_gpu_precision(9), "bf16");    /* Hopper */
+	cr_assert_str_eq(ops_gpu_precision(10), "bf16");   /* Blackwell */
+	cr_assert_str_eq(ops_gpu_precision(-1), "fp32");   /* could not ask */
+}
+
+Test(precision, cpu_and_ref_default_to_fp32)
+{
+	static const char *const names[] = { "cpu", "ref" };
+	for (int i = 0; i < 2; i++) {
+		struct ops_ctx ctx;
+		cr_assert_eq(ops_ctx_init(&ctx, names[i], 1, 1), 0, "%s", util_last_error());
+		cr_assert_str_eq(ops_precision_auto(&ctx), "fp32", "%s", names[i]);
+		cr_assert_eq(ctx.be->set_precision(&ctx, ops_precision_auto(&ctx)), 0);
+		cr_assert_eq(ctx.bf16, 0);
+		ops_ctx_release(&ctx);
+	}
+}
+
+Test(precision, cuda_picks_by_its_device)
+{
+#ifndef AAH_HAVE_CUDA
+	cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA)");
+#else
+	struct ops_ctx ctx;
+	util_set_quiet(1);
+	if (ops_ctx_init(&ctx, "cuda", 1, 1))
+		cr_skip_test("skipped: %s", util_last_error());
+	int major = 0;
+	cr_assert_eq(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+	const char *p = ops_precision_auto(&ctx);
+	cr_assert_str_eq(p, ops_gpu_precision(major));
+	cr_assert_eq(ctx.be->set_precision(&ctx, p), 0, "%s", util_last_error());
+	cr_assert_eq(ctx.bf16, !strcmp(p, "bf16"));
+	cr_assert_lt(ctx.be->set_precision(&ctx, "fp16"), 0);
+	cr_assert(strstr(util_last_error(), "'fp16' is not available on the cuda backend"));
+	ops_ctx_release(&ctx);
+#endif
+}
