@@ -42,6 +42,10 @@ reference() {
 	for r in "${pids[@]}"; do wait "$r"; done
 }
 
+epochs_past() {   # epochs_past TRIAL_DIR N: its metrics have more than N epochs
+	[ "$(cat "$1/metrics.jsonl" 2>/dev/null | wc -l)" -gt "$2" ]
+}
+
 one_experiment() {   # the experiment's own directory, not only experiments/
 	[ "$(ls "$AAH_WORKDIR/experiments" 2>/dev/null | wc -l)" -eq 1 ]
 }
@@ -106,7 +110,7 @@ PY
 }
 
 seed_scenario() {
-	local ra rb a b A B
+	local ra rb a b A B epochs
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
 	config a.yml 6
 	# B must still be training when A ends, or there is no step boundary left
@@ -129,6 +133,13 @@ seed_scenario() {
 	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
 	WAIT_S=120 wait_for applied "$b" 4
 	WAIT_S=120 wait_for applied "$a" 4
+	# A's ranks on 4 train before B's priority changes: else the 3/5 change
+	# reaches them while they still start up (load the data), and A pays
+	# two start-ups back to back while B, long since running, trains on; a
+	# container's start-up under load made B finish first (docker_pool).
+	A=$AAH_WORKDIR/experiments/$a/trials/000001
+	epochs=$(cat "$A/metrics.jsonl" 2>/dev/null | wc -l)
+	WAIT_S=120 wait_for epochs_past "$A" "$epochs"
 	aah-runner priority "$b" 10000
 	WAIT_S=120 wait_for applied "$a" 3
 	WAIT_S=120 wait_for applied "$b" 5
@@ -146,6 +157,18 @@ seed_scenario() {
 	grep -o '"shares":{[^}]*}' "$AAH_WORKDIR/pool/ledger.jsonl" | sed "s#$a#A#g; s#$b#B#g" > allocs
 	cat allocs
 	[ "$(tr '\n' ' ' < allocs)" = '"shares":{"A/000001":8} "shares":{"A/000001":4,"B/000001":4} "shares":{"A/000001":3,"B/000001":5} "shares":{"B/000001":8} ' ]
+	# never more devices in use than the pool has: a training grows (or a
+	# newcomer starts) only on devices the others have given back
+	/usr/bin/python3 - "$AAH_WORKDIR/pool/ledger.jsonl" <<'PY'
+import json, sys
+on = {}
+for l in map(json.loads, open(sys.argv[1])):
+    if l["event"] == "applied":
+        on[l["training"]] = l["devices"]
+    elif l["event"] == "leave":
+        on.pop(l["training"], None)
+    assert sum(on.values()) <= 8, ("oversubscribed", l["seq"], on)
+PY
 	# each change at a step boundary, seen by the ranks themselves
 	grep -q "world size 8 -> 4 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
 	grep -q "world size 4 -> 3 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
