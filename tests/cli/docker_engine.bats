@@ -22,10 +22,7 @@ teardown() {
 	if [ -n "${RUNNER_PID:-}" ]; then kill -9 "$RUNNER_PID" 2>/dev/null || true; fi
 	if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -n "${WORK:-}" ]; then
 		echo "--- docker ps -a:"; "$AAH_DOCKER" ps -a 2>&1
-		for f in "$AAH_WORKDIR"/experiments/*/journal.jsonl; do [ -f "$f" ] && tail -n 20 "$f"; done
-		for f in "$AAH_WORKDIR"/experiments/*/trials/*/trial.log; do
-			[ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }
-		done
+		dump_experiments 20
 	fi
 	# This test's containers (the engine is ours alone).
 	ids=$("$AAH_DOCKER" ps -aq --filter label=aah.io/experiment 2>/dev/null)

@@ -18,17 +18,10 @@ teardown() { teardown_workdir; }
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
 	config a.yml 6
 	config b.yml 3
-	aah-runner create -c a.yml -q > a.log 2>&1 &
-	ra=$!
-	wait_for one_experiment
-	a=$(only_experiment)
-	WAIT_S=120 wait_for applied "$a" 8
+	start_a
 	kill -9 "$ra"                  # A's trial runs on, no runner watches it
 	wait "$ra" 2>/dev/null || true
-	aah-runner create -c b.yml -q > b.log 2>&1 &
-	rb=$!
-	wait_for two_experiments
-	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
+	start_b
 	# the reallocation is journaled; nobody has told A's trial yet
 	WAIT_S=120 wait_for ledger_has ":4,\"$b/000001\":4}"
 	A=$AAH_WORKDIR/experiments/$a/trials/000001

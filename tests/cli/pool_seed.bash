@@ -109,8 +109,26 @@ print("# resize cost on %s, ledger alloc to applied: %s" % (platform, ", ".join(
 PY
 }
 
+# start_a: training A's runner (a.yml) in the background, $ra; its
+# experiment $a, once its trial runs on the whole pool.
+start_a() {
+	aah-runner create -c a.yml -q > a.log 2>&1 &
+	ra=$!
+	wait_for one_experiment
+	a=$(only_experiment)
+	WAIT_S=120 wait_for applied "$a" 8
+}
+
+# start_b: training B's runner (b.yml), $rb; its experiment $b.
+start_b() {
+	aah-runner create -c b.yml -q > b.log 2>&1 &
+	rb=$!
+	wait_for two_experiments
+	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
+}
+
 seed_scenario() {
-	local ra rb a b A B epochs
+	local A B epochs
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
 	config a.yml 6
 	# B must still be training when A ends, or there is no step boundary left
@@ -122,15 +140,8 @@ seed_scenario() {
 	# epochs would widen that margin but not the losses' (60 epochs: 0.0078
 	# of the 1e-2 below, against 0.0044 with 40).
 	config b.yml 40
-	aah-runner create -c a.yml -q > a.log 2>&1 &
-	ra=$!
-	wait_for one_experiment
-	a=$(only_experiment)
-	WAIT_S=120 wait_for applied "$a" 8
-	aah-runner create -c b.yml -q > b.log 2>&1 &
-	rb=$!
-	wait_for two_experiments
-	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
+	start_a
+	start_b
 	WAIT_S=120 wait_for applied "$b" 4
 	WAIT_S=120 wait_for applied "$a" 4
 	# A's ranks on 4 train before B's priority changes: else the 3/5 change
