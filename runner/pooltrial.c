@@ -15,6 +15,20 @@ char *pooltrial_id(const char *experiment_id, unsigned seq)
 	return xstrfmt("%s/%s", experiment_id, expdir_trial_id(seq, id));
 }
 
+/* A share is launched only on devices nobody runs on: until the trainings
+ * told to shrink have stopped at their step boundary and been relaunched
+ * smaller (their `applied`), the one that grows into their devices waits
+ * (0). So the pool is never oversubscribed, and a newcomer does not train
+ * beside ranks that have yet to give its devices back. */
+static unsigned free_for(const struct ledger *l, const char *id, unsigned share)
+{
+	unsigned held = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->t[i].id, id))
+			held += l->t[i].applied;
+	return held + share <= l->devices ? share : 0;
+}
+
 int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, unsigned *share)
 {
@@ -30,7 +44,7 @@ int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char
 	ledger_init(&l, workdir);
 	int r = ledger_join(&l, devices, id, p->priority, (unsigned)p->min_devices, max);
 	if (r == 0)
-		*share = ledger_find(&l, id)->share;
+		*share = free_for(&l, id, ledger_find(&l, id)->share);
 	ledger_release(&l);
 	free(id);
 	return r;

@@ -79,7 +79,8 @@ static int slurm_init(struct aah_backend_ctx *ctx)
 		return -1;
 	p->tool = (struct backend_tool){ .name = "slurm", .missing = "is slurm-client installed?",
 					 .timeout = p->sc.command_timeout };
-	if (cfg->trial.nodes % p->sc.tasks_per_node)
+	/* A pool's trials run on their shares, packed at launch (slurm_spec.c). */
+	if (cfg->pool.devices <= 0 && cfg->trial.nodes % p->sc.tasks_per_node)
 		return error("slurm: trial.nodes (%ld) is not a multiple of slurm.tasksPerNode (%ld)",
 			     cfg->trial.nodes, p->sc.tasks_per_node);
 	if (p->sc.runner) {

@@ -26,7 +26,8 @@ const struct cfg_key slurm_config_keys[] = {
 	{ "timeLimit", CFG_DURATION, SC(time_limit), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "(trial.timeout)",
 	  "sbatch --time (rounded up to minutes); 0 takes trial.timeout, and none when both are 0" },
 	{ "tasksPerNode", CFG_INT, SC(tasks_per_node), CFG_RANGE(1, 1024), NULL, NULL, "1",
-	  "trial nodes packed onto one Slurm node (trial.nodes must be a multiple)" },
+	  "trial nodes packed onto one Slurm node (trial.nodes must be a multiple); in a device "
+	  "pool the most, the job taking the largest count up to it that divides the share" },
 	{ "sbatchArgs", CFG_ANY, SC(sbatch_args), 0, NULL, NULL, "[]",
 	  "extra sbatch arguments, a list of strings (e.g. [--constraint=a100, --exclusive])" },
 	{ "runner", CFG_STR, SC(runner), 0, NULL, NULL, "(this aah-runner)",
@@ -64,16 +65,34 @@ static int directive(struct strbuf *out, const char *opt, const char *value)
 }
 
 /* Slurm tasks on one Slurm node: ranks of a trial node times nodes packed. */
-static unsigned tasks_per_slurm_node(const struct slurm_config *sc, const struct aah_launch *l)
+static unsigned tasks_per_slurm_node(const struct aah_launch *l, unsigned per)
 {
 	unsigned ranks_per_node = l->nranks / l->nodes;
-	return ranks_per_node * (unsigned)sc->tasks_per_node;
+	return ranks_per_node * per;
+}
+
+/* Trial nodes on one Slurm node. A trial of a device pool runs on its
+ * share, any number: tasksPerNode is then the most, and the job takes the
+ * largest count up to it that divides the share (3 of tasksPerNode 8: one
+ * Slurm node with 3 tasks), so that every Slurm node holds as many ranks
+ * (what slurm-launch maps ranks to hosts by). */
+static unsigned nodes_per_job_node(const struct slurm_config *sc, const struct aah_config *cfg,
+				   unsigned nodes)
+{
+	unsigned per = (unsigned)sc->tasks_per_node;
+	if (cfg->pool.devices <= 0 || !nodes)
+		return per;
+	if (per > nodes)
+		per = nodes;
+	while (nodes % per)
+		per--;
+	return per;
 }
 
 int slurm_script_build(const struct slurm_config *sc, const struct aah_config *cfg,
 		       const struct aah_launch *l, const char *code_dir, struct strbuf *out)
 {
-	unsigned per = (unsigned)sc->tasks_per_node;
+	unsigned per = nodes_per_job_node(sc, cfg, l->nodes);
 	if (l->nodes % per)
 		return error("slurm: trial.nodes (%u) is not a multiple of slurm.tasksPerNode (%u)",
 			     l->nodes, per);
@@ -90,7 +109,7 @@ int slurm_script_build(const struct slurm_config *sc, const struct aah_config *c
 	r |= directive(out, "--job-name", l->job_name);
 	snprintf(buf, sizeof(buf), "%u", slurm_nodes);
 	r |= directive(out, "--nodes", buf);
-	snprintf(buf, sizeof(buf), "%u", tasks_per_slurm_node(sc, l));
+	snprintf(buf, sizeof(buf), "%u", tasks_per_slurm_node(l, per));
 	r |= directive(out, "--ntasks-per-node", buf);
 	snprintf(buf, sizeof(buf), "%ld", sc->cpus_per_task);
 	r |= directive(out, "--cpus-per-task", buf);

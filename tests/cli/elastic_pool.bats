@@ -1,185 +1,27 @@
 #!/usr/bin/env bats
-# The seed scenario of issue 16 on the local backend: a pool of 8 slots
-# standing in for GPUs, two experiments (two runner processes), the real
-# aah-trial on CPU ranks (a tiny net, a slice of Fashion-MNIST). Training A
-# gets 8; B arrives at the same priority: 4/4; B's priority goes from 5000
-# to 10000: 3/5; A finishes: B grows to 8. Each change reaches the ranks at
-# a step boundary (their own log says at which step), nothing restarts
-# from zero or counts twice (the LR and the FLOPs of every epoch equal an
-# uninterrupted run's: the same steps), and each training's losses match an
-# uninterrupted run of one rank with the same global batch
-# (--global_batch 120 = 8x15 = 4x30 = 3x40 = 5x24) within 1e-2. Why not
-# closer: what differs is the order floats are summed in (per-rank batch
-# sizes, the ranks of the allreduce), which SGD at lr 0.05 carries forward;
-# the differences seen are 2e-3 to 6e-3 after two epochs, and an
-# uninterrupted 8-rank run differs from the 1-rank one by as much. A
-# trainer that restarted an epoch or lost one fails the epoch and FLOPs
-# checks whatever the tolerance. B's report then shows the same sequence,
-# in its Pool section and its chart of devices per training.
+# The seed scenario of issue 16 on the local backend, 8 slots standing in
+# for GPUs (the scenario and its assertions: tests/cli/pool_seed.bash,
+# shared with slurm_pool.bats and docker_pool.bats), and a runner killed
+# while the pool is reallocated.
 
 load helpers
+load pool_seed
 
 setup() { setup_workdir; }
 teardown() { teardown_workdir; }
 
-ledger_has() {
-	grep -q "$1" "$AAH_WORKDIR/pool/ledger.jsonl" 2>/dev/null
-}
-
-applied() {   # applied EXP DEVICES: the ledger says EXP's training runs on DEVICES
-	ledger_has "\"event\":\"applied\",\"training\":\"$1/000001\",\"devices\":$2}"
-}
-
-# reference DIR EPOCHS RANKS: an uninterrupted run of RANKS local ranks
-reference() {
-	local dir=$1 epochs=$2 n=$3 r pids=() port
-	port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	for ((r = n - 1; r >= 0; r--)); do
-		aah-trial --trial_dir "$dir" --arch "$AAH_ROOT/tests/fixtures/arch/cnn_nobn.json" \
-			--threads 1 --global_batch 120 --warmup_1 "$epochs" --train_samples 9600 \
-			--val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --patience 100 --trial_seq 1 \
-			--rank $r --world_size "$n" --init_method "tcp://127.0.0.1:$port" > "$dir.$r.log" 2>&1 &
-		pids+=($!)
-	done
-	for r in "${pids[@]}"; do wait "$r"; done
-}
-
-one_experiment() {   # the experiment's own directory, not only experiments/
-	[ "$(ls "$AAH_WORKDIR/experiments" 2>/dev/null | wc -l)" -eq 1 ]
-}
-
-two_experiments() {
-	[ "$(ls "$AAH_WORKDIR/experiments" | wc -l)" -eq 2 ]
-}
-
-# config FILE EPOCHS (the tuner may only pick lr 0.05: the references use
-# it). No early stop (--patience 100, here and in reference): it would end
-# B before A, and the elastic run and its reference could stop at different
-# epochs, their val_acc differing by the order floats are summed in.
-config() {
-	echo '{"learning_rate": {"_type": "choice", "_value": [0.05]}}' > "$BATS_TEST_TMPDIR/space.json"
-	cat > "$1" <<EOF2
-experimentName: seed
-maxTrialNum: 1
-trainingServicePlatform: local
-searchSpacePath: $BATS_TEST_TMPDIR/space.json
-tuner:
-  builtinTunerName: NetworkMorphism
-  initialArch: $AAH_ROOT/tests/fixtures/arch/cnn_nobn.json
-trial:
-  command: aah-trial --threads 1 --global_batch 120 --warmup_1 $2 --train_samples 9600 --val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --patience 100
-pool:
-  devices: 8
-EOF2
-}
-
 @test "seed scenario: 8 -> 4/4 -> 3/5 -> 0/8, each at a step boundary, losses as uninterrupted" {
-	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
-	config a.yml 6
-	# B must still be training when A ends, or there is no step boundary left
-	# to take the 8 at (docs/pool.md). Epochs here take 0.2 s, a relaunch
-	# several seconds of start-up (every rank decodes the data set), and A
-	# relaunches once more than B after the 3/5 change: with 14 epochs B
-	# often ended first (and the wait for its 8 timed out). In ten runs with
-	# 40, alone or two at a time, B took the 8 in its epoch 8 to 31. More
-	# epochs would widen that margin but not the losses' (60 epochs: 0.0078
-	# of the 1e-2 below, against 0.0044 with 40).
-	config b.yml 40
-	aah-runner create -c a.yml -q > a.log 2>&1 &
-	ra=$!
-	wait_for one_experiment
-	a=$(only_experiment)
-	WAIT_S=120 wait_for applied "$a" 8
-	aah-runner create -c b.yml -q > b.log 2>&1 &
-	rb=$!
-	wait_for two_experiments
-	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
-	WAIT_S=120 wait_for applied "$b" 4
-	WAIT_S=120 wait_for applied "$a" 4
-	aah-runner priority "$b" 10000
-	WAIT_S=120 wait_for applied "$a" 3
-	WAIT_S=120 wait_for applied "$b" 5
-	wait "$ra"
-	WAIT_S=120 wait_for applied "$b" 8 || {
-		tail -n 4 "$AAH_WORKDIR/pool/ledger.jsonl" "$AAH_WORKDIR/experiments/$b/trials/000001/trial.log" \
-			"$AAH_WORKDIR/experiments/$b/journal.jsonl"
-		false
-	}
-	wait "$rb"
-	cat a.log b.log
-	A=$AAH_WORKDIR/experiments/$a/trials/000001
-	B=$AAH_WORKDIR/experiments/$b/trials/000001
-	# the allocations, in order
-	grep -o '"shares":{[^}]*}' "$AAH_WORKDIR/pool/ledger.jsonl" | sed "s#$a#A#g; s#$b#B#g" > allocs
-	cat allocs
-	[ "$(tr '\n' ' ' < allocs)" = '"shares":{"A/000001":8} "shares":{"A/000001":4,"B/000001":4} "shares":{"A/000001":3,"B/000001":5} "shares":{"B/000001":8} ' ]
-	# each change at a step boundary, seen by the ranks themselves
-	grep -q "world size 8 -> 4 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
-	grep -q "world size 4 -> 3 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
-	grep -q "world size 4 -> 5 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$B/trial.log"
-	grep -q "world size 5 -> 8 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$B/trial.log"
-	grep -q '"state":"succeeded"' "$AAH_WORKDIR/experiments/$a/journal.jsonl"
-	grep -q '"state":"succeeded"' "$AAH_WORKDIR/experiments/$b/journal.jsonl"
-	! grep -q '"state":"failed"' "$AAH_WORKDIR/experiments/$a/journal.jsonl" "$AAH_WORKDIR/experiments/$b/journal.jsonl"
-	# the uninterrupted references: one rank, the same global batch
-	reference ref6 6 1
-	reference ref40 40 1
-	/usr/bin/python3 - "$A" ref6 "$B" ref40 <<'PY'
-import json, sys
-for run, ref in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
-    el = [json.loads(l) for l in open(run + "/metrics.jsonl")]
-    full = [json.loads(l) for l in open(ref + "/metrics.jsonl")]
-    assert [l["epoch"] for l in el] == list(range(1, len(full) + 1)), (run, el)
-    for a, b in zip(full, el):
-        for k in ("train_loss", "val_loss"):
-            assert abs(a[k] - b[k]) < 1e-2, (run, a["epoch"], k, a[k], b[k])
-        for k in ("lr", "train_flops"):
-            assert abs(a[k] - b[k]) <= 1e-9 * max(1, abs(a[k])), (run, k, a[k], b[k])
-    r = json.load(open(run + "/result.json"))
-    assert r["status"] == "succeeded" and r["epochs_run"] == len(full), r
-PY
-	# the report of B (whose life saw every change) lists them: devices held
-	# by A/B 8/0 when B was created, then 4/4, 3/5 and 0/8, by kind
-	run aah-runner report "$b"
-	echo "$output"
-	[ "$status" -eq 0 ]
-	held=" $(grep -o 'held [0-9/]*$' <<< "$output" | cut -d' ' -f2 | tr '\n' ' ')"
-	echo "held:$held"
-	[[ $held =~ ^\ 8/0\ .*\ 4/4\ .*\ 3/5\ .*\ 0/8\  ]]
-	grep -Eq "start +\* $b/000001  0 -> 4  " <<< "$output"
-	grep -Eq "shrink +$a/000001  8 -> 4  " <<< "$output"
-	grep -Eq "shrink +$a/000001  4 -> 3  " <<< "$output"
-	grep -Eq "grow +\* $b/000001  4 -> 5  " <<< "$output"
-	grep -Eq "end +$a/000001  3 -> 0  " <<< "$output"
-	grep -Eq "grow +\* $b/000001  5 -> 8  " <<< "$output"
-	! grep -Eq "(preempt|resume) " <<< "$output" || false
-	# and draws them: a line per training, a marker per grow and shrink
-	# (each kind once more in the legend)
-	H=$AAH_WORKDIR/experiments/$b/report.html
-	grep -q '<svg id="chart-pool"' "$H"
-	[ "$(grep -o '<polyline class="pool-line' "$H" | wc -l)" -eq 2 ]
-	[ "$(grep -o 'class="pool-ev grow"' "$H" | wc -l)" -eq 3 ]
-	[ "$(grep -o 'class="pool-ev shrink"' "$H" | wc -l)" -eq 3 ]
-	run aah-runner metrics "$b"
-	[[ $output == *"aah_pool_events_total{experiment=\"$b\",trial=\"000001\",kind=\"grow\"} 2"* ]]
-	[[ $output == *"aah_pool_events_total{experiment=\"$b\",trial=\"000001\",kind=\"preempt\"} 0"* ]]
+	seed_scenario
 }
 
 @test "a runner killed while the pool is reallocated resumes to the same shares, nothing lost or run twice" {
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
 	config a.yml 6
 	config b.yml 3
-	aah-runner create -c a.yml -q > a.log 2>&1 &
-	ra=$!
-	wait_for one_experiment
-	a=$(only_experiment)
-	WAIT_S=120 wait_for applied "$a" 8
+	start_a
 	kill -9 "$ra"                  # A's trial runs on, no runner watches it
 	wait "$ra" 2>/dev/null || true
-	aah-runner create -c b.yml -q > b.log 2>&1 &
-	rb=$!
-	wait_for two_experiments
-	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
+	start_b
 	# the reallocation is journaled; nobody has told A's trial yet
 	WAIT_S=120 wait_for ledger_has ":4,\"$b/000001\":4}"
 	A=$AAH_WORKDIR/experiments/$a/trials/000001

@@ -22,6 +22,17 @@ teardown_workdir() {
 	rm -rf "$WORK"
 }
 
+# dump_experiments N: the last lines of every journal and N of every
+# trial log of the work directory (a failed test's teardown).
+dump_experiments() {
+	local f
+	for f in "$AAH_WORKDIR"/experiments/*/journal.jsonl; do [ -f "$f" ] && tail -n 20 "$f"; done
+	for f in "$AAH_WORKDIR"/experiments/*/trials/*/trial.log; do
+		[ -f "$f" ] && { echo "--- $f"; tail -n "$1" "$f"; }
+	done
+	return 0
+}
+
 # write_config FILE [extra top-level YAML lines...] (trial section via TRIAL_YAML)
 write_config() {
 	local f=$1; shift

@@ -35,10 +35,7 @@ teardown() {
 	squeue -h -o %i 2>/dev/null | while read -r j; do scancel "$j" 2>/dev/null; done
 	if [ -z "${BATS_TEST_COMPLETED:-}" ]; then
 		echo "--- squeue -t all:"; squeue -t all 2>&1
-		for f in "$AAH_WORKDIR"/experiments/*/journal.jsonl; do [ -f "$f" ] && tail -n 20 "$f"; done
-		for f in "$AAH_WORKDIR"/experiments/*/trials/*/trial.log; do
-			[ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }
-		done
+		dump_experiments 20
 		slurm_cluster_logs "$SLURM_TEST_DIR"
 	fi
 	cd / && rm -rf "$WORK"

@@ -51,17 +51,14 @@ docker_test_setup() {
 }
 
 docker_test_teardown() {
-	local c f ids
+	local c ids
 	if [ -n "${RUNNER_PID:-}" ]; then kill -9 "$RUNNER_PID" 2>/dev/null || true; fi
 	if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -n "${WORK:-}" ]; then
 		echo "--- docker ps -a:"; "$AAH_DOCKER" ps -a 2>&1
 		for c in $("$AAH_DOCKER" ps -aq --filter label=aah.io/experiment 2>/dev/null); do
 			echo "--- docker logs $c:"; "$AAH_DOCKER" logs "$c" 2>&1 | tail -n 30
 		done
-		for f in "$AAH_WORKDIR"/experiments/*/journal.jsonl; do [ -f "$f" ] && tail -n 20 "$f"; done
-		for f in "$AAH_WORKDIR"/experiments/*/trials/*/trial.log; do
-			[ -f "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }
-		done
+		dump_experiments 40
 	fi
 	ids=$("$AAH_DOCKER" ps -aq --filter label=aah.io/experiment 2>/dev/null)
 	# shellcheck disable=SC2086 # a list of ids

@@ -10,7 +10,8 @@
 #   slurm_ctld_stop DIR / slurm_ctld_start DIR   # the controller alone (jobs
 #                             # survive through its state save location)
 #
-# Knobs: SLURM_TEST_CPUS (default: nproc, at least 2); SLURM_TEST_GPUS
+# Knobs: SLURM_TEST_CPUS (default: nproc, at least 2; more than nproc is
+# declared with SlurmdParameters=config_overrides); SLURM_TEST_GPUS
 # (default 2: fake GPUs as GRES, character devices $DIR/dev/gpu<i>, so --gres and
 # CUDA_VISIBLE_DEVICES go through Slurm's real GRES code); SLURM_TEST_SCHED
 # (a SchedulerParameters value, e.g. batch_sched_delay=0; default: Slurm's).
@@ -121,6 +122,11 @@ GresTypes=gpu
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus Gres=gpu:$gpus State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
+	# More CPUs than the machine has (a pool of 8 slots on 2 cores): slurmd
+	# registers the configured count instead of draining the node for it.
+	if [ "$cpus" -gt "$(nproc)" ]; then
+		echo "SlurmdParameters=config_overrides" >> "$dir/slurm.conf"
+	fi
 	if [ -n "${SLURM_TEST_SCHED:-}" ]; then
 		echo "SchedulerParameters=$SLURM_TEST_SCHED" >> "$dir/slurm.conf"
 	fi

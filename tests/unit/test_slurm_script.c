@@ -350,3 +350,35 @@ Test(slurm, host_substitution)
 	cr_assert_str_eq(s, "@aah-host-9@ @aah-host-x@ a@b");
 	free(s);
 }
+
+/* A trial of a device pool runs on its share (3, 5, ...): tasksPerNode is
+ * the most per Slurm node, the job packs the share evenly under it. */
+Test(slurm, pool_share_packs_under_tasks_per_node)
+{
+	static const struct { unsigned per, share, slurm_nodes, tasks; } cases[] = {
+		{ 8, 3, 1, 3 }, { 8, 5, 1, 5 }, { 8, 8, 1, 8 }, { 4, 8, 2, 4 }, { 4, 6, 2, 3 }, { 4, 5, 5, 1 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct aah_config cfg;
+		struct slurm_config sc;
+		struct aah_launch l;
+		struct strbuf script = STRBUF_INIT;
+		char *text = xstrfmt("trial:\n  command: t\n  nodes: %u\npool:\n  devices: 8\n"
+				     "slurm:\n  tasksPerNode: %u\n", cases[i].share, cases[i].per);
+		load(&cfg, text);
+		cr_assert_eq(parse_slurm(&cfg, &sc), 0, "%s", util_last_error());
+		build(&cfg, &l);
+		cr_assert_eq(slurm_script_build(&sc, &cfg, &l, "/c", &script), 0, "%s", util_last_error());
+		char *nodes = xstrfmt("#SBATCH --nodes=%u\n", cases[i].slurm_nodes);
+		char *tasks = xstrfmt("#SBATCH --ntasks-per-node=%u\n", cases[i].tasks);
+		cr_assert(strstr(script.buf, nodes) && strstr(script.buf, tasks), "share %u per %u:\n%s",
+			  cases[i].share, cases[i].per, script.buf);
+		free(nodes);
+		free(tasks);
+		free(text);
+		strbuf_release(&script);
+		launch_release(&l);
+		config_release_section(slurm_config_keys, &sc);
+		config_release(&cfg);
+	}
+}
