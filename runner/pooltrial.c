@@ -36,20 +36,6 @@ int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char
 	return r;
 }
 
-int pooltrial_applied(const struct aah_config *cfg, const char *workdir,
-		      const char *experiment_id, unsigned seq, unsigned devices)
-{
-	if (cfg->pool.devices <= 0)
-		return 0;
-	char *id = pooltrial_id(experiment_id, seq);
-	struct ledger l;
-	ledger_init(&l, workdir);
-	int r = ledger_applied(&l, id, devices);
-	ledger_release(&l);
-	free(id);
-	return r;
-}
-
 int pooltrial_write_world(const char *trial_dir, unsigned n)
 {
 	char *p = xstrfmt("%s/world_size", trial_dir), *want = xstrfmt("%u\n", n), *have = NULL;
@@ -66,11 +52,27 @@ int pooltrial_write_world(const char *trial_dir, unsigned n)
 	return r;
 }
 
-/* The ledger's record of trial seq: *share and *on (0 when absent). */
-static int lookup(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
-		  unsigned seq, unsigned *share, unsigned *on)
+int pooltrial_claim(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		    unsigned seq, unsigned *got)
 {
-	*share = *on = 0;
+	*got = 0;
+	if (cfg->pool.devices <= 0)
+		return 0;
+	char *id = pooltrial_id(experiment_id, seq);
+	struct ledger l;
+	ledger_init(&l, workdir);
+	int r = ledger_claim(&l, id, got);
+	ledger_release(&l);
+	free(id);
+	return r;
+}
+
+/* The ledger's record of trial seq: *share, *on and the devices *free for
+ * it (0 when absent). */
+static int lookup(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		  unsigned seq, unsigned *share, unsigned *on, unsigned *free_now)
+{
+	*share = *on = *free_now = 0;
 	if (cfg->pool.devices <= 0)
 		return 0;
 	char *id = pooltrial_id(experiment_id, seq);
@@ -81,6 +83,7 @@ static int lookup(const struct aah_config *cfg, const char *workdir, const char 
 	if (t) {
 		*share = t->share;
 		*on = t->applied;
+		*free_now = ledger_free_for(&l, id);
 	}
 	ledger_release(&l);
 	free(id);
@@ -90,15 +93,15 @@ static int lookup(const struct aah_config *cfg, const char *workdir, const char 
 unsigned pooltrial_running_on(const struct aah_config *cfg, const char *workdir,
 			      const char *experiment_id, unsigned seq)
 {
-	unsigned share, on;
-	return lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0 ? 0 : on;
+	unsigned share, on, free_now;
+	return lookup(cfg, workdir, experiment_id, seq, &share, &on, &free_now) < 0 ? 0 : on;
 }
 
 int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
 			 const char *experiment_id, unsigned seq, const char *trial_dir)
 {
-	unsigned share, on;
-	if (lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0 || !on)
+	unsigned share, on, free_now;
+	if (lookup(cfg, workdir, experiment_id, seq, &share, &on, &free_now) < 0 || !on)
 		return 0;
 	char *p = xstrfmt("%s/world_size", trial_dir), *text = NULL;
 	size_t len;
@@ -114,10 +117,12 @@ int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
 int pooltrial_tell(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, const char *trial_dir)
 {
-	unsigned share, on;
-	if (lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0)
+	unsigned share, on, free_now;
+	if (lookup(cfg, workdir, experiment_id, seq, &share, &on, &free_now) < 0)
 		return -1;
-	return on && share != on ? pooltrial_write_world(trial_dir, share) : 0;
+	/* A grower waits, running on what it has, until the others have given
+	 * its devices back at their own step boundaries. */
+	return on && share != on && share <= free_now ? pooltrial_write_world(trial_dir, share) : 0;
 }
 
 int pooltrial_leave(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
