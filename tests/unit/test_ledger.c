@@ -1,7 +1,9 @@
 /* Unit tests for runner/ledger.c: the seed scenario through the journal,
  * every reader replaying to the same shares, a torn last line (a writer
  * killed mid-append), experiment-wide priorities, a pool size that does not
- * match, and several processes joining at once under the lock. */
+ * match, several processes joining at once under the lock, and devices
+ * that move only at the shrinker's step boundary (never more held than the
+ * pool, no device id held twice). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,7 +183,7 @@ Test(ledger, concurrent_runners_lose_nothing)
 	ledger_release(&l);
 }
 
-/* What a training runs on after ledger_claim, as a fresh reader sees it. */
+/* The devices training id may be launched on now (ledger_claim). */
 static unsigned claim(struct ledger *l, const char *id)
 {
 	unsigned got = 99;
