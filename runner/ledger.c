@@ -481,11 +481,12 @@ int ledger_claim(struct ledger *l, const char *id, unsigned *got)
 	struct ledger_training *t = find(l, id);
 	int r = 0;
 	if (t) {
-		unsigned free_now = ledger_free_for(l, id), n;
-		if (t->share <= free_now)
-			n = t->share;
-		else    /* the others still hold its share: it runs on what it has */
-			n = t->applied <= free_now ? t->applied : 0;
+		/* Giving back needs nothing; a larger share waits until the
+		 * others hold no more than the rest, and meanwhile it runs on
+		 * what it has (0: it waits). */
+		unsigned n = t->share;
+		if (n > t->applied && n > ledger_free_for(l, id))
+			n = t->applied;
 		if (n != t->applied)
 			r = append_applied(l, t, n);
 		*got = r == 0 ? n : 0;

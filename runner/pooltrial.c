@@ -122,7 +122,8 @@ int pooltrial_tell(const struct aah_config *cfg, const char *workdir, const char
 		return -1;
 	/* A grower waits, running on what it has, until the others have given
 	 * its devices back at their own step boundaries. */
-	return on && share != on && share <= free_now ? pooltrial_write_world(trial_dir, share) : 0;
+	int told = on && (share < on || (share > on && share <= free_now));
+	return told ? pooltrial_write_world(trial_dir, share) : 0;
 }
 
 int pooltrial_leave(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
