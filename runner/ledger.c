@@ -3,6 +3,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/devpool.h"
+#include "strbuf.h"
 #include "util.h"
 
 #include <errno.h>
@@ -21,8 +22,10 @@ void ledger_init(struct ledger *l, const char *workdir)
 
 static void clear_state(struct ledger *l)
 {
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
 		free(l->t[i].id);
+		free(l->t[i].ids);
+	}
 	for (size_t i = 0; i < l->nprio; i++)
 		free(l->prio[i].id);
 	free(l->t);
@@ -79,6 +82,86 @@ static long override_for(const struct ledger *l, const char *tid)
 	return p;
 }
 
+/* ---- devices held ------------------------------------------------------------ */
+
+unsigned ledger_free_for(const struct ledger *l, const char *id)
+{
+	unsigned held = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->t[i].id, id))
+			held += l->t[i].applied;
+	return held < l->devices ? l->devices - held : 0;
+}
+
+/* Which devices t runs n on: those of its own it holds first, then the
+ * lowest nobody else holds. ids in a line (NULL: none, or an older
+ * version's line) are taken as they are when each is in the pool and free
+ * for t. */
+static void hold_ids(struct ledger *l, struct ledger_training *t, unsigned n, const cJSON *ids)
+{
+	unsigned devices = l->devices > n ? l->devices : n;
+	char *taken = xcalloc(devices, 1);
+	unsigned *pick = xcalloc(n ? n : 1, sizeof(*pick)), k = 0;
+	for (size_t i = 0; i < l->n; i++)
+		for (unsigned j = 0; strcmp(l->t[i].id, t->id) && j < l->t[i].applied; j++)
+			if (l->t[i].ids[j] < devices)
+				taken[l->t[i].ids[j]] = 1;
+	const cJSON *it;
+	int given = cJSON_GetArraySize(ids) == (int)n;
+	const cJSON *from = given ? ids : NULL;
+	cJSON_ArrayForEach(it, from) {
+		double v = cJSON_IsNumber(it) ? it->valuedouble : -1;
+		given &= v >= 0 && v < devices && !taken[(unsigned)v];
+		if (given)
+			taken[pick[k++] = (unsigned)v] = 1;
+	}
+	if (!given) {   /* recomputed: its own first, then the lowest free */
+		for (unsigned j = 0; j < k; j++)
+			taken[pick[j]] = 0;
+		k = 0;
+		for (unsigned j = 0; j < t->applied && k < n; j++)
+			if (t->ids[j] < devices && !taken[t->ids[j]])
+				taken[pick[k++] = t->ids[j]] = 1;
+		for (unsigned d = 0; d < devices && k < n; d++)
+			if (!taken[d])
+				taken[pick[k++] = d] = 1;
+		/* A line of a runner that ran it on devices others held (before
+		 * devices moved at step boundaries): what it ran on, shared. */
+		for (unsigned d = 0; k < n; d = (d + 1) % devices)
+			pick[k++] = d;
+	}
+	free(taken);
+	free(t->ids);
+	t->ids = pick;
+	t->applied = n;
+}
+
+char *ledger_ids_text(const struct ledger_training *t)
+{
+	struct strbuf sb = STRBUF_INIT;
+	unsigned top = 0;
+	for (unsigned j = 0; j < t->applied; j++)
+		top = t->ids[j] + 1 > top ? t->ids[j] + 1 : top;
+	char *have = xcalloc(top ? top : 1, 1);
+	for (unsigned j = 0; j < t->applied; j++)
+		have[t->ids[j]] = 1;
+	for (unsigned d = 0; d < top; d++) {
+		if (!have[d])
+			continue;
+		unsigned e = d;
+		while (e + 1 < top && have[e + 1])
+			e++;
+		strbuf_addf(&sb, "%s%u", sb.len ? "," : "", d);
+		if (e > d)
+			strbuf_addf(&sb, "-%u", e);
+		d = e;
+	}
+	free(have);
+	if (!sb.len)
+		strbuf_addstr(&sb, "-");
+	return strbuf_detach(&sb, NULL);
+}
+
 /* ---- replay ---------------------------------------------------------------- */
 
 static int apply_line(const cJSON *line, void *arg)
@@ -115,6 +198,7 @@ static int apply_line(const cJSON *line, void *arg)
 		struct ledger_training *t = find(l, id);
 		if (t) {
 			free(t->id);
+			free(t->ids);
 			*t = l->t[--l->n];
 		}
 	} else if (!strcmp(ev, "priority")) {
@@ -143,7 +227,7 @@ static int apply_line(const cJSON *line, void *arg)
 		   !json_get_number("ledger", line, "devices", 0, &v)) {
 		struct ledger_training *t = find(l, id);
 		if (t)
-			t->applied = (unsigned)v;
+			hold_ids(l, t, (unsigned)v, cJSON_GetObjectItemCaseSensitive(line, "ids"));
 	}
 	return 0;
 }
@@ -361,16 +445,51 @@ int ledger_set_priority(struct ledger *l, const char *id, long priority)
 	return r < 0 ? -1 : changed;
 }
 
+/* Journal that t runs on n devices, with their ids. */
+static int append_applied(struct ledger *l, struct ledger_training *t, unsigned n)
+{
+	struct ledger_training next = { .id = t->id, .applied = t->applied };
+	next.ids = xcalloc(t->applied ? t->applied : 1, sizeof(*next.ids));
+	memcpy(next.ids, t->ids, t->applied * sizeof(*next.ids));
+	hold_ids(l, &next, n, NULL);
+	cJSON *f = training_fields(t->id);
+	cJSON_AddNumberToObject(f, "devices", n);
+	cJSON *ids = cJSON_AddArrayToObject(f, "ids");
+	for (unsigned j = 0; j < next.applied; j++)
+		cJSON_AddItemToArray(ids, cJSON_CreateNumber(next.ids[j]));
+	free(next.ids);
+	return append(l, "applied", f);
+}
+
 int ledger_applied(struct ledger *l, const char *id, unsigned devices)
 {
 	int fd = lock(l);
 	if (fd < 0)
 		return -1;
+	struct ledger_training *t = find(l, id);
+	int r = t ? append_applied(l, t, devices) : 0;
+	fileio_unlock(fd);
+	return r;
+}
+
+int ledger_claim(struct ledger *l, const char *id, unsigned *got)
+{
+	*got = 0;
+	int fd = lock(l);
+	if (fd < 0)
+		return -1;
+	struct ledger_training *t = find(l, id);
 	int r = 0;
-	if (find(l, id)) {
-		cJSON *f = training_fields(id);
-		cJSON_AddNumberToObject(f, "devices", devices);
-		r = append(l, "applied", f);
+	if (t) {
+		/* Giving back needs nothing; a larger share waits until the
+		 * others hold no more than the rest, and meanwhile it runs on
+		 * what it has (0: it waits). */
+		unsigned n = t->share;
+		if (n > t->applied && n > ledger_free_for(l, id))
+			n = t->applied;
+		if (n != t->applied)
+			r = append_applied(l, t, n);
+		*got = r == 0 ? n : 0;
 	}
 	fileio_unlock(fd);
 	return r;

@@ -19,6 +19,7 @@ struct ledger_training {
 	unsigned long arrival;    /* journal seq of its join */
 	unsigned share;           /* devices of the last journaled allocation */
 	unsigned applied;         /* devices it last ran with; 0 = not started */
+	unsigned *ids;            /* (applied) which of the pool's devices, 0-based */
 };
 
 struct ledger_override {
@@ -59,8 +60,21 @@ int ledger_leave(struct ledger *l, const char *id);
  * come) of an experiment; the shares are recomputed. Returns the number of
  * trainings it changed now. */
 int ledger_set_priority(struct ledger *l, const char *id, long priority);
-/* Training id now runs with `devices`. */
+/* Training id now runs with `devices` (the lowest ids nobody else holds,
+ * its own first). */
 int ledger_applied(struct ledger *l, const char *id, unsigned devices);
+
+/* Devices move at the shrinker's step boundary: a training may run on no
+ * more than the pool less what the others hold (their last `applied`). */
+unsigned ledger_free_for(const struct ledger *l, const char *id);
+/* Before training id is (re)launched: under the lock, it takes its share
+ * when that many devices are free for it, else it keeps what it holds (or
+ * waits with 0); a share of 0 gives its devices back. What it gets is
+ * journaled (`applied`, with the device ids) when it changed. *got: the
+ * devices it may run on now; 0 = it waits. */
+int ledger_claim(struct ledger *l, const char *id, unsigned *got);
+/* The device ids t holds, as "0-3,6" ("-" for none). The caller frees it. */
+char *ledger_ids_text(const struct ledger_training *t);
 
 /* Replay the journal (under the lock) one line at a time: after each line
  * is applied, fn sees l as that line leaves it, with the line's event

@@ -15,20 +15,6 @@ char *pooltrial_id(const char *experiment_id, unsigned seq)
 	return xstrfmt("%s/%s", experiment_id, expdir_trial_id(seq, id));
 }
 
-/* A share is launched only on devices nobody runs on: until the trainings
- * told to shrink have stopped at their step boundary and been relaunched
- * smaller (their `applied`), the one that grows into their devices waits
- * (0). So the pool is never oversubscribed, and a newcomer does not train
- * beside ranks that have yet to give its devices back. */
-static unsigned free_for(const struct ledger *l, const char *id, unsigned share)
-{
-	unsigned held = 0;
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->t[i].id, id))
-			held += l->t[i].applied;
-	return held + share <= l->devices ? share : 0;
-}
-
 int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, unsigned *share)
 {
@@ -44,21 +30,7 @@ int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char
 	ledger_init(&l, workdir);
 	int r = ledger_join(&l, devices, id, p->priority, (unsigned)p->min_devices, max);
 	if (r == 0)
-		*share = free_for(&l, id, ledger_find(&l, id)->share);
-	ledger_release(&l);
-	free(id);
-	return r;
-}
-
-int pooltrial_applied(const struct aah_config *cfg, const char *workdir,
-		      const char *experiment_id, unsigned seq, unsigned devices)
-{
-	if (cfg->pool.devices <= 0)
-		return 0;
-	char *id = pooltrial_id(experiment_id, seq);
-	struct ledger l;
-	ledger_init(&l, workdir);
-	int r = ledger_applied(&l, id, devices);
+		*share = ledger_find(&l, id)->share;
 	ledger_release(&l);
 	free(id);
 	return r;
@@ -80,11 +52,27 @@ int pooltrial_write_world(const char *trial_dir, unsigned n)
 	return r;
 }
 
-/* The ledger's record of trial seq: *share and *on (0 when absent). */
-static int lookup(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
-		  unsigned seq, unsigned *share, unsigned *on)
+int pooltrial_claim(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		    unsigned seq, unsigned *got)
 {
-	*share = *on = 0;
+	*got = 0;
+	if (cfg->pool.devices <= 0)
+		return 0;
+	char *id = pooltrial_id(experiment_id, seq);
+	struct ledger l;
+	ledger_init(&l, workdir);
+	int r = ledger_claim(&l, id, got);
+	ledger_release(&l);
+	free(id);
+	return r;
+}
+
+/* The ledger's record of trial seq: *share, *on and the devices *free for
+ * it (0 when absent). */
+static int lookup(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		  unsigned seq, unsigned *share, unsigned *on, unsigned *free_now)
+{
+	*share = *on = *free_now = 0;
 	if (cfg->pool.devices <= 0)
 		return 0;
 	char *id = pooltrial_id(experiment_id, seq);
@@ -95,6 +83,7 @@ static int lookup(const struct aah_config *cfg, const char *workdir, const char 
 	if (t) {
 		*share = t->share;
 		*on = t->applied;
+		*free_now = ledger_free_for(&l, id);
 	}
 	ledger_release(&l);
 	free(id);
@@ -104,15 +93,15 @@ static int lookup(const struct aah_config *cfg, const char *workdir, const char 
 unsigned pooltrial_running_on(const struct aah_config *cfg, const char *workdir,
 			      const char *experiment_id, unsigned seq)
 {
-	unsigned share, on;
-	return lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0 ? 0 : on;
+	unsigned share, on, free_now;
+	return lookup(cfg, workdir, experiment_id, seq, &share, &on, &free_now) < 0 ? 0 : on;
 }
 
 int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
 			 const char *experiment_id, unsigned seq, const char *trial_dir)
 {
-	unsigned share, on;
-	if (lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0 || !on)
+	unsigned share, on, free_now;
+	if (lookup(cfg, workdir, experiment_id, seq, &share, &on, &free_now) < 0 || !on)
 		return 0;
 	char *p = xstrfmt("%s/world_size", trial_dir), *text = NULL;
 	size_t len;
@@ -128,10 +117,13 @@ int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
 int pooltrial_tell(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, const char *trial_dir)
 {
-	unsigned share, on;
-	if (lookup(cfg, workdir, experiment_id, seq, &share, &on) < 0)
+	unsigned share, on, free_now;
+	if (lookup(cfg, workdir, experiment_id, seq, &share, &on, &free_now) < 0)
 		return -1;
-	return on && share != on ? pooltrial_write_world(trial_dir, share) : 0;
+	/* A grower waits, running on what it has, until the others have given
+	 * its devices back at their own step boundaries. */
+	int told = on && (share < on || (share > on && share <= free_now));
+	return told ? pooltrial_write_world(trial_dir, share) : 0;
 }
 
 int pooltrial_leave(const struct aah_config *cfg, const char *workdir, const char *experiment_id,

@@ -14,9 +14,11 @@ char *pooltrial_id(const char *experiment_id, unsigned seq);
  * priority and bounds; *share gets its devices in the new allocation. */
 int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, unsigned *share);
-/* It now runs on `devices`. */
-int pooltrial_applied(const struct aah_config *cfg, const char *workdir,
-		      const char *experiment_id, unsigned seq, unsigned devices);
+/* Before a launch: trial seq takes its share when the others have given
+ * those devices back, else keeps what it holds (runner/ledger.h,
+ * ledger_claim); *got: the devices to launch it on, 0 = it waits. */
+int pooltrial_claim(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		    unsigned seq, unsigned *got);
 /* The exit status of every rank of a trial that stopped at a step boundary
  * to be relaunched on another world size (aah-trial --elastic; the launch
  * contract, docs/launch.md). */
@@ -24,8 +26,9 @@ int pooltrial_applied(const struct aah_config *cfg, const char *workdir,
 
 /* Tell the running trial in trial_dir its share when it differs from what
  * the ledger says it runs on: <trial_dir>/world_size, written atomically
- * (and only when it says something else). The ledger alone decides, so a
- * runner resumed after a crash tells the same. */
+ * (and only when it says something else). A larger share is told only
+ * once the others gave its devices back (their `applied`). The ledger alone
+ * decides, so a runner resumed after a crash tells the same. */
 int pooltrial_tell(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, const char *trial_dir);
 /* Was the trial in trial_dir told a size other than the one the ledger

@@ -295,7 +295,6 @@ struct submit_arg {
 	struct sched *s;
 	unsigned seq;
 	unsigned slot;
-	unsigned nodes;
 };
 
 /* ---- the device pool (runner/pooltrial.h) ---------------------------------- */
@@ -305,19 +304,21 @@ static int in_pool(const struct sched *s)
 	return s->cfg->pool.devices > 0;
 }
 
-/* Before a launch: the trial joins the pool (once) and runs on its share,
- * told through <trial_dir>/world_size. 1: no devices for it now, it waits. */
+/* Before a launch: the trial joins the pool (once) and runs on what the
+ * ledger gives it (its share once nobody else holds those devices), told
+ * through <trial_dir>/world_size. 1: no devices for it now, it waits. */
 static int pool_size(struct sched *s, unsigned seq, const char *dir, unsigned *nodes)
 {
-	unsigned share;
+	unsigned share, got;
 	if (!in_pool(s))
 		return 0;
-	if (pooltrial_join(s->cfg, s->workdir, s->e->id, seq, &share) < 0)
+	if (pooltrial_join(s->cfg, s->workdir, s->e->id, seq, &share) < 0 ||
+	    pooltrial_claim(s->cfg, s->workdir, s->e->id, seq, &got) < 0)
 		return -1;
-	if (!share)
+	if (!got)
 		return 1;
-	*nodes = share;
-	return pooltrial_write_world(dir, share);
+	*nodes = got;
+	return pooltrial_write_world(dir, got);
 }
 
 /* Every poll of a running trial: a new share reaches it as world_size. */
@@ -359,14 +360,6 @@ static int pool_resized(struct sched *s, unsigned seq, const struct aah_job_stat
 	return r < 0 ? -1 : 1;
 }
 
-/* A submitted trial: the ledger records what it runs on. */
-static int pool_enter(struct sched *s, unsigned seq, unsigned nodes)
-{
-	if (!in_pool(s))
-		return 0;
-	return pooltrial_applied(s->cfg, s->workdir, s->e->id, seq, nodes);
-}
-
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 {
 	(void)ctx;
@@ -378,9 +371,7 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 	cJSON_AddNumberToObject(f, "slot", a->slot);
 	if (a->s->slots[a->slot].gpus)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
-	if (experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f) < 0)
-		return -1;
-	return pool_enter(a->s, a->seq, a->nodes);
+	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
 }
 
 static int propose(struct sched *s, unsigned seq, cJSON **params_out)
@@ -456,7 +447,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 		launch_build(&l, &lp);
 		r = launch_write(&l);
 		if (r == 0) {
-			struct submit_arg a = { s, seq, slot, nodes };
+			struct submit_arg a = { s, seq, slot };
 			char *job = NULL;
 			s->bctx.on_submitted = on_submitted;
 			s->bctx.on_submitted_arg = &a;

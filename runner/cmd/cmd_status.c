@@ -121,7 +121,8 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 }
 
 /* The work directory's device pool: each training's priority and devices
- * (its share in the last allocation, and what it runs with). */
+ * (its share in the last allocation, and what it runs with: how many, and
+ * which). */
 static void render_pool(struct strbuf *sb, const struct experiment *e,
 			const struct aah_config *cfg)
 {
@@ -134,9 +135,12 @@ static void render_pool(struct strbuf *sb, const struct experiment *e,
 		strbuf_addf(sb, "\ndevice pool: %u devices, %zu training%s\n", l.devices, l.n,
 			    l.n == 1 ? "" : "s");
 		strbuf_addf(sb, "%-24s %-9s %-8s %s\n", "TRAINING", "PRIORITY", "DEVICES", "RUNNING_ON");
-		for (size_t i = 0; i < l.n; i++)
-			strbuf_addf(sb, "%-24s %-9ld %-8u %u\n", l.t[i].id, l.t[i].priority,
-				    l.t[i].share, l.t[i].applied);
+		for (size_t i = 0; i < l.n; i++) {
+			char *ids = ledger_ids_text(&l.t[i]);
+			strbuf_addf(sb, "%-24s %-9ld %-8u %u (%s)\n", l.t[i].id, l.t[i].priority,
+				    l.t[i].share, l.t[i].applied, ids);
+			free(ids);
+		}
 	}
 	ledger_release(&l);
 	free(wd);

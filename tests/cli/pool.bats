@@ -4,8 +4,8 @@
 # a training that ends giving its devices back. The trainings here are the
 # contract stand-in, which never resizes: each keeps the ranks it started
 # on (RUNNING_ON) while the runner tells it its share in world_size, so a
-# share that needs its devices waits (trial_elastic.bats and
-# elastic_pool.bats run the real trainer).
+# training whose share is held by one that never gives it back waits
+# (trial_elastic.bats and elastic_pool.bats run the real trainer).
 
 load helpers
 
@@ -26,7 +26,7 @@ ledger_has() {
 	TRIAL_SLEEP=3600 aah-runner create -c a.yml -q > a.log 2>&1 &
 	wait_for ledger_has '"shares":{"[a-z0-9]*/000001":8}'
 	a=$(only_experiment)
-	[[ "$(pool_line "$a" "$a")" == *" 5000      8        8" ]]
+	[[ "$(pool_line "$a" "$a")" == *" 5000      8        8 (0-7)" ]]
 	[ "$(grep -c -- '"--elastic"' "$AAH_WORKDIR/experiments/$a/trials/000001/launch.json")" -eq 8 ]
 	TRIAL_SLEEP=3600 aah-runner create -c b.yml -q > b.log 2>&1 &
 	wait_for ledger_has ':4,"[a-z0-9]*/000001":4}'
@@ -39,25 +39,25 @@ ledger_has() {
 	run aah-runner status "$a"
 	echo "$output"
 	[[ $output == *"device pool: 8 devices, 2 trainings"* ]]
-	[[ "$(pool_line "$a" "$a")" == *" 5000      3        8" ]]
-	# b waits: its share is launched only on devices a gives back, and the
-	# stand-in never does (docs/pool.md)
-	[[ "$(pool_line "$a" "$b")" == *" 10000     5        0" ]]
+	[[ "$(pool_line "$a" "$a")" == *" 5000      3        8 (0-7)" ]]
+	# b's share is on devices a still runs on: b waits, not launched
+	[[ "$(pool_line "$a" "$b")" == *" 10000     5        0 (-)" ]]
+	[ ! -e "$AAH_WORKDIR/experiments/$b/trials/000001/world_size" ]
 	# metrics exports them for Prometheus
 	run aah-runner metrics "$a"
 	printf '%s\n' "$output" | grep -qxF "aah_pool_devices{experiment=\"$a\",trial=\"000001\"} 3"
 	printf '%s\n' "$output" | grep -qxF "aah_pool_priority{experiment=\"$a\",trial=\"000001\"} 5000"
 	printf '%s\n' "$output" | grep -qxF "aah_pool_running_on{experiment=\"$a\",trial=\"000001\"} 8"
 	! printf '%s\n' "$output" | grep -q "trial=\"$b"
-	# the runners tell their trials the new shares
+	# the runner tells its trial the new share
 	wait_for grep -qx 3 "$AAH_WORKDIR/experiments/$a/trials/000001/world_size"
-	[ ! -e "$AAH_WORKDIR/experiments/$b/trials/000001/world_size" ]
 	[ "$(count_events "$b" trial_submitted)" -eq 0 ]
-	# a ends: its training leaves and b's grows to the whole pool
+	# a ends: its training leaves and b's starts on the whole pool
 	aah-runner stop "$a"
 	wait_for ledger_has "\"shares\":{\"$b/000001\":8}"
-	b_on_8() { [[ "$(pool_line "$b" "$b")" == *" 10000     8        8" ]]; }
-	wait_for b_on_8
+	wait_for ledger_has "\"event\":\"applied\",\"training\":\"$b/000001\",\"devices\":8,"
+	[[ "$(pool_line "$b" "$b")" == *" 10000     8        8 (0-7)" ]]
+	[ "$(grep -c -- '"--elastic"' "$AAH_WORKDIR/experiments/$b/trials/000001/launch.json")" -eq 8 ]
 	aah-runner stop "$b"
 	wait_for ledger_has "\"event\":\"leave\",\"training\":\"$b/000001\""
 	# the allocations, in order

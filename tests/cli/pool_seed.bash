@@ -25,7 +25,71 @@ ledger_has() {
 }
 
 applied() {   # applied EXP DEVICES: the ledger says EXP's training runs on DEVICES
-	ledger_has "\"event\":\"applied\",\"training\":\"$1/000001\",\"devices\":$2}"
+	ledger_has "\"event\":\"applied\",\"training\":\"$1/000001\",\"devices\":$2[,}]"
+}
+
+# held_within_pool LEDGER: replayed line by line, the devices held (each
+# training's last `applied`, until it leaves) never add up to more than the
+# pool, and no device id is held by two trainings at once. Prints, to fd 3,
+# each grower's wait: from the allocation that raised its share to the line
+# that freed the devices (the shrinker's `applied`, or a `leave`) and to its
+# own `applied` at the larger size.
+held_within_pool() {
+	/usr/bin/python3 - "$1" <<'PY' >&3
+import json, sys
+pool, held, ids, share, pending, order, seq = 0, {}, {}, {}, {}, [], []
+for n, text in enumerate(open(sys.argv[1]), 1):
+    l = json.loads(text)
+    ev, t, ts = l["event"], l.get("training"), l["ts"]
+    if ev == "pool":
+        pool = l["devices"]
+    elif ev == "leave":
+        held.pop(t, None); ids.pop(t, None); share.pop(t, None)
+    elif ev == "alloc":
+        share = dict(l["shares"])
+        for k, v in share.items():
+            if v > held.get(k, 0) and pending.get(k, (0, 0, 0, None))[1] != v:
+                pending[k] = (ts, v, held.get(k, 0), None)
+    elif ev == "applied":
+        held[t], ids[t] = l["devices"], l.get("ids")
+    order += [t] if ev == "join" else []
+    now = "/".join(str(held.get(k, 0)) for k in order)
+    if ev in ("applied", "leave") and (not seq or seq[-1] != now):
+        seq.append(now)
+    total = sum(held.values())
+    assert total <= pool, "line %d: %d devices held of %d: %s" % (n, total, pool, held)
+    assert all(ids[k] is not None and len(ids[k]) == held[k] for k in ids), (n, ids)
+    seen = [d for k in ids for d in ids[k]]
+    assert len(seen) == len(set(seen)), "line %d: a device held twice: %s" % (n, ids)
+    assert all(0 <= d < pool for d in seen), (n, ids)
+    for k, (t0, want, was, freed) in list(pending.items()):
+        if freed is None and pool - (total - held.get(k, 0)) >= want:
+            pending[k] = (t0, want, was, ts)
+        if ev == "applied" and t == k and held[k] == want:
+            print("# grow %s %d -> %d: devices free after %.2f s, running on them after %.2f s"
+                  % (k.split("/")[0][:8], was, want, pending[k][3] - t0, ts - t0))
+            del pending[k]
+print("# held, in the order they joined:", " ".join(seq))
+PY
+}
+
+# status_ids_apart EXP: the device ids status shows the trainings running
+# on (RUNNING_ON "3 (0-2)") are within the pool and none is listed twice
+status_ids_apart() {
+	aah-runner status "$1" | /usr/bin/python3 -c '
+import re, sys
+held = []
+for m in re.finditer(r"^\S+/\d+ +\d+ +\d+ +(\d+) \(([-0-9,]+)\)$", sys.stdin.read(), re.M):
+    ids = []
+    for part in m.group(2).split(","):
+        if part != "-":
+            lo, _, hi = part.partition("-")
+            ids += range(int(lo), int(hi or lo) + 1)
+    assert len(ids) == int(m.group(1)), m.group(0)
+    held += ids
+print("status: devices held", sorted(held))
+assert held and len(held) == len(set(held)) and all(0 <= d < 8 for d in held), held
+'
 }
 
 # reference DIR EPOCHS RANKS: an uninterrupted run of RANKS local ranks
@@ -142,6 +206,7 @@ seed_scenario() {
 	start_b
 	WAIT_S=120 wait_for applied "$b" 4
 	WAIT_S=120 wait_for applied "$a" 4
+	status_ids_apart "$b"
 	aah-runner priority "$b" 10000
 	WAIT_S=120 wait_for applied "$a" 3
 	WAIT_S=120 wait_for applied "$b" 5
@@ -159,18 +224,10 @@ seed_scenario() {
 	grep -o '"shares":{[^}]*}' "$AAH_WORKDIR/pool/ledger.jsonl" | sed "s#$a#A#g; s#$b#B#g" > allocs
 	cat allocs
 	[ "$(tr '\n' ' ' < allocs)" = '"shares":{"A/000001":8} "shares":{"A/000001":4,"B/000001":4} "shares":{"A/000001":3,"B/000001":5} "shares":{"B/000001":8} ' ]
-	# never more devices in use than the pool has: a training grows (or a
-	# newcomer starts) only on devices the others have given back
-	/usr/bin/python3 - "$AAH_WORKDIR/pool/ledger.jsonl" <<'PY'
-import json, sys
-on = {}
-for l in map(json.loads, open(sys.argv[1])):
-    if l["event"] == "applied":
-        on[l["training"]] = l["devices"]
-    elif l["event"] == "leave":
-        on.pop(l["training"], None)
-    assert sum(on.values()) <= 8, ("oversubscribed", l["seq"], on)
-PY
+	# devices move at the shrinker's step boundary: replayed line by line,
+	# never more held than the pool, no device of two trainings at once (a
+	# training grows, or a newcomer starts, only on devices given back)
+	held_within_pool "$AAH_WORKDIR/pool/ledger.jsonl"
 	# each change at a step boundary, seen by the ranks themselves
 	grep -q "world size 8 -> 4 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
 	grep -q "world size 4 -> 3 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
