@@ -84,10 +84,11 @@ int slurm_script_build(const struct slurm_config *sc, const struct aah_config *c
 
 	strbuf_addstr(out, "#!/bin/sh\n");
 	strbuf_addstr(out, "# aah trial job, written by aah-runner; submitted as\n"
-			   "#   sbatch [options] slurm.sh <aah-runner> <trial dir>\n"
-			   "# srun starts one task per rank; in each, `aah-runner slurm-launch`\n"
-			   "# turns SLURM_PROCID and SLURM_JOB_NODELIST into the launch contract\n"
-			   "# (trial.launcher: mpi: `slurm-launch --mpi` runs one mpirun instead).\n");
+			   "#   sbatch [options] slurm.sh <aah-runner> <trial dir>\n");
+	strbuf_addstr(out, l->mpi ? "# `aah-runner slurm-launch --mpi` writes the hostfile from\n"
+				    "# SLURM_JOB_NODELIST and runs one mpirun that starts every rank.\n"
+				  : "# srun starts one task per rank; in each, `aah-runner slurm-launch`\n"
+				    "# turns SLURM_PROCID and SLURM_JOB_NODELIST into the launch contract.\n");
 	r |= directive(out, "--job-name", l->job_name);
 	snprintf(buf, sizeof(buf), "%u", slurm_nodes);
 	r |= directive(out, "--nodes", buf);
