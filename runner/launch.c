@@ -238,11 +238,13 @@ char *launch_mpi_host(const struct aah_launch *l, unsigned node)
 
 /* ModelArts' MPI form: the hostfile, one line per host with its ranks as
  * slots, and the one mpirun that starts them. The local backend's nodes
- * are all 127.0.0.1 and run as one line; elsewhere hosts are named as
- * ModelArts names them, ${MA_VJ_NAME}-${MA_TASK_NAME}-N.${MA_VJ_NAME}. */
+ * are all 127.0.0.1 and run as one line; Slurm's are its allocation's;
+ * elsewhere hosts are named as ModelArts names them,
+ * ${MA_VJ_NAME}-${MA_TASK_NAME}-N.${MA_VJ_NAME}. */
 static void build_mpi(struct aah_launch *l, const struct aah_config *cfg)
 {
 	int local = !strcmp(cfg->platform, "local");
+	int slurm = !strcmp(cfg->platform, "slurm");
 	unsigned per_node = l->nranks / l->nodes;
 	l->hostfile = xstrfmt("%s/hostfile", l->trial_dir);
 	strvec_init(&l->hostfile_lines);
@@ -250,7 +252,8 @@ static void build_mpi(struct aah_launch *l, const struct aah_config *cfg)
 	if (local)
 		strvec_pushf(&l->hostfile_lines, "127.0.0.1 slots=%u", l->nranks);
 	for (unsigned i = 0; !local && i < l->nodes; i++) {
-		char *host = launch_mpi_host(l, i);
+		/* slurm: placeholders; slurm-launch --mpi writes the real hosts */
+		char *host = slurm ? xstrdup(l->hosts[i]) : launch_mpi_host(l, i);
 		strvec_pushf(&l->hostfile_lines, "%s slots=%u", host, per_node);
 		free(host);
 	}

@@ -65,12 +65,13 @@ int backend_check_config(const struct aah_config *cfg)
 {
 	const struct aah_backend *b = backend_find(cfg->platform);
 	/* The local and docker backends start the one mpirun (docker: in rank
-	 * 0's container, over ssh to sshd in the others); the others have no
-	 * sshd for it to reach the other ranks through. */
+	 * 0's container, over ssh to sshd in the others), slurm in the batch
+	 * step over the allocation; kubernetes has no sshd for it to reach the
+	 * other ranks through. */
 	if (!strcmp(cfg->trial.launcher, "mpi") && strcmp(cfg->platform, "local") &&
-	    strcmp(cfg->platform, "docker")) {
+	    strcmp(cfg->platform, "docker") && strcmp(cfg->platform, "slurm")) {
 		const struct ynode *n = ynode_get(ynode_get(cfg->root, "trial"), "launcher");
-		return error("%s:%u:%u: 'trial.launcher' mpi runs on the local and docker backends only "
+		return error("%s:%u:%u: 'trial.launcher' mpi runs on the local, docker and slurm backends only "
 			     "(%s cannot start mpirun yet; use launcher: direct)",
 			     cfg->path ? cfg->path : "config", n ? n->line : 1, n ? n->col : 1,
 			     cfg->platform);

@@ -754,7 +754,7 @@ int kubernetes_spec_trial(const struct aah_config *cfg, const struct kubernetes_
 	/* Its pods have no sshd for mpirun, and an mpi contract leaves the
 	 * rank to mpirun: rendered, every pod would be rank 0. */
 	if (l->mpi)
-		return error("%s: 'trial.launcher' mpi runs on the local and docker backends only "
+		return error("%s: 'trial.launcher' mpi runs on the local, docker and slurm backends only "
 			     "(kubernetes cannot start mpirun yet; use launcher: direct)",
 			     cfg->path ? cfg->path : "config");
 	cJSON *env = pod_env(l), *args = pod_args(l);

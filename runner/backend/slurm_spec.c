@@ -103,9 +103,11 @@ int slurm_script_build(const struct slurm_config *sc, const struct aah_config *c
 
 	strbuf_addstr(out, "#!/bin/sh\n");
 	strbuf_addstr(out, "# aah trial job, written by aah-runner; submitted as\n"
-			   "#   sbatch [options] slurm.sh <aah-runner> <trial dir>\n"
-			   "# srun starts one task per rank; in each, `aah-runner slurm-launch`\n"
-			   "# turns SLURM_PROCID and SLURM_JOB_NODELIST into the launch contract.\n");
+			   "#   sbatch [options] slurm.sh <aah-runner> <trial dir>\n");
+	strbuf_addstr(out, l->mpi ? "# `aah-runner slurm-launch --mpi` writes the hostfile from\n"
+				    "# SLURM_JOB_NODELIST and runs one mpirun that starts every rank.\n"
+				  : "# srun starts one task per rank; in each, `aah-runner slurm-launch`\n"
+				    "# turns SLURM_PROCID and SLURM_JOB_NODELIST into the launch contract.\n");
 	r |= directive(out, "--job-name", l->job_name);
 	snprintf(buf, sizeof(buf), "%u", slurm_nodes);
 	r |= directive(out, "--nodes", buf);
@@ -140,9 +142,13 @@ int slurm_script_build(const struct slurm_config *sc, const struct aah_config *c
 	strbuf_addstr(out,
 		      "set -u\n"
 		      "echo \"aah: slurm job $SLURM_JOB_ID on $SLURM_JOB_NODELIST "
-		      "($SLURM_NTASKS tasks)\"\n"
-		      "exec srun --kill-on-bad-exit=1 --cpus-per-task=\"${SLURM_CPUS_PER_TASK:-1}\" \\\n"
-		      "\t\"$1\" slurm-launch \"$2\"\n");
+		      "($SLURM_NTASKS tasks)\"\n");
+	if (l->mpi) /* ModelArts' MPI form: one mpirun over the allocation */
+		strbuf_addstr(out, "exec \"$1\" slurm-launch --mpi \"$2\"\n");
+	else
+		strbuf_addstr(out,
+			      "exec srun --kill-on-bad-exit=1 --cpus-per-task=\"${SLURM_CPUS_PER_TASK:-1}\" \\\n"
+			      "\t\"$1\" slurm-launch \"$2\"\n");
 	return r ? -1 : 0;
 }
 

@@ -150,20 +150,71 @@ static int build_rank(const cJSON *doc, const char *what, const char *dir, long 
 	return r;
 }
 
+/* trial.launcher: mpi: the hostfile of the job's real hosts, each with its
+ * share of the tasks as slots, and mpirun's argv with the real names in
+ * place of the placeholders (args held rank 0's argv; it is replaced). */
+static int build_mpirun(const cJSON *doc, const char *what, long ntasks, struct strvec *args)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "mpi");
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(m, "argv");
+	const char *hostfile = NULL;
+	double nodes_d = 0;
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 ||
+	    json_get_string(what, m, "hostfile", 0, &hostfile) < 0 ||
+	    json_get_number(what, doc, "nodes", 0, &nodes_d) < 0)
+		return error("%s: no mpirun in this launch contract (trial.launcher is not mpi)", what);
+	struct strvec hosts = STRVEC_INIT;
+	if (job_hosts(&hosts) < 0)
+		return -1;
+	unsigned per = (unsigned)nodes_d / (unsigned)hosts.n;
+	struct strbuf text = STRBUF_INIT;
+	int r = 0;
+	if (ntasks % (long)hosts.n)
+		r = error("slurm-launch: %ld tasks do not fit evenly on %zu Slurm nodes", ntasks,
+			  hosts.n);
+	for (size_t i = 0; r == 0 && i < hosts.n; i++)
+		strbuf_addf(&text, "%s slots=%ld\n", hosts.v[i], ntasks / (long)hosts.n);
+	if (r == 0)
+		r = fileio_write_atomic(hostfile, text.buf, text.len);
+	strvec_clear(args);
+	const cJSON *it;
+	cJSON_ArrayForEach(it, a) {
+		if (r == 0 && !cJSON_IsString(it))
+			r = error("%s: mpi.argv holds a non-string", what);
+		if (r < 0)
+			break;
+		char *val = slurm_subst_hosts(it->valuestring, hosts.v, (unsigned)hosts.n, per ? per : 1);
+		strvec_push(args, val);
+		free(val);
+	}
+	strbuf_release(&text);
+	strvec_clear(&hosts);
+	return r;
+}
+
 int cmd_slurm_launch(int argc, const char **argv)
 {
+	int mpi = argc == 3 && !strcmp(argv[1], "--mpi");
+	if (mpi) {
+		argv++;
+		argc--;
+	}
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: aah-runner slurm-launch <trial-dir>\n"
+		fprintf(stderr, "usage: aah-runner slurm-launch [--mpi] <trial-dir>\n"
 				"Run by srun inside a trial's Slurm job: starts rank $SLURM_PROCID "
-				"of the trial's launch.json.\n");
+				"of the trial's launch.json.\n"
+				"--mpi: run once by the batch script instead: starts the contract's "
+				"mpirun over the job's hosts.\n");
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
-	long procid, ntasks, nodeid, localid = 0;
-	if (env_long("SLURM_PROCID", 1L << 20, &procid) < 0 ||
+	long procid = 0, ntasks, nodeid = 0, localid = 0;
+	/* With --mpi this is the batch step on the job's first node: rank 0's
+	 * environment is every rank's, and mpirun starts the ranks. */
+	if ((!mpi && env_long("SLURM_PROCID", 1L << 20, &procid) < 0) ||
 	    env_long("SLURM_NTASKS", 1L << 20, &ntasks) < 0 ||
-	    env_long("SLURM_NODEID", 1L << 20, &nodeid) < 0)
+	    (!mpi && env_long("SLURM_NODEID", 1L << 20, &nodeid) < 0))
 		return 1;
-	if (getenv("SLURM_LOCALID"))
+	if (!mpi && getenv("SLURM_LOCALID"))
 		env_long("SLURM_LOCALID", 1L << 20, &localid);
 	if (procid >= ntasks) {
 		error("slurm-launch: SLURM_PROCID %ld is not below SLURM_NTASKS %ld", procid, ntasks);
@@ -177,6 +228,8 @@ int cmd_slurm_launch(int argc, const char **argv)
 		r = jsonfile_check_format(path, doc, "aah-launch", 1);
 	if (r == 0)
 		r = build_rank(doc, path, argv[1], procid, ntasks, nodeid, localid, &env, &args);
+	if (r == 0 && mpi)
+		r = build_mpirun(doc, path, ntasks, &args);
 	cJSON_Delete(doc);
 	free(path);
 	if (r < 0)

@@ -3,6 +3,7 @@
 # Debian's packages, started on loopback for this file (tests/slurm/).
 
 load helpers
+load mpi
 source "$AAH_ROOT/tests/slurm/cluster.bash"
 PATH="$AAH_ROOT/tests/fixtures/slurm:$PATH"
 
@@ -142,6 +143,55 @@ PY
 	# The rank table names the real host, not the placeholder.
 	grep -qE '"server_id":[[:space:]]*"localhost"' "$d/rank_table.json"
 	! grep -q '@aah-host-' "$d/rank_table.json"
+}
+
+# mpi_slurm_config: mpi.bash's 2-node MPI trial, both nodes packed on the
+# one Slurm node (2 tasks), polled fast.
+mpi_slurm_config() {
+	mpi_config slurm
+	printf 'slurm:\n  pollInterval: 0.5s\n  tasksPerNode: 2\n' >> c.yml
+}
+
+@test "slurm: trial.launcher mpi: one mpirun in the batch step starts both ranks" {
+	command -v mpirun >/dev/null || skip "no mpirun here (apt-get install openmpi-bin)"
+	mpi_slurm_config
+	run timeout 300 aah-runner create -c c.yml --seed 5
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	d=$(exp_dir "$id")/trials/000001
+	cat "$d/trial.log"
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
+	[ "$(jq -r .world_size "$d/result.json")" -eq 2 ]
+	grep -qx "mpi rank 0 of 2" "$d/trial.log"
+	grep -qx "mpi rank 1 of 2" "$d/trial.log"
+	# one allocation of 2 tasks; its batch step runs mpirun, no srun per rank
+	grep -q '^#SBATCH --ntasks-per-node=2$' "$d/slurm.sh"
+	grep -q 'slurm-launch --mpi' "$d/slurm.sh"
+	! grep -q '^exec srun' "$d/slurm.sh"
+	# the hostfile names the allocation's real host with its 2 slots
+	[ "$(cat "$d/hostfile")" = "localhost slots=2" ]
+	[ "$(jq -r '.mpi.argv[0]' "$d/launch.json")" = mpirun ]
+	[ "$(job_ids "$id" | wc -l)" -eq 1 ]
+}
+
+@test "slurm: trial.launcher mpi: stop ends the job, its mpirun and both ranks" {
+	command -v mpirun >/dev/null || skip "no mpirun here (apt-get install openmpi-bin)"
+	mpi_slurm_config
+	sed -i 's/--warmup_1 1/--warmup_1 500/' c.yml
+	aah-runner create -c c.yml --detach > out.txt
+	id=$(head -1 out.txt)
+	d=$(exp_dir "$id")/trials/000001
+	two_trained() { [ "$(grep -c "budget 500 epochs" "$d/trial.log" 2>/dev/null)" -eq 2 ]; }
+	wait_until 180 two_trained
+	[ "$(pgrep -f -- "--train_url $d" | wc -l)" -ge 2 ]
+	pgrep -f -- "mpirun .*$d/hostfile" >/dev/null
+	aah-runner stop "$id"
+	none_left() { ! pgrep -f -- "$d" >/dev/null; }
+	wait_until 60 none_left
+	no_job() { [ -z "$(squeue -h -o %i)" ]; }
+	wait_until 60 no_job
+	grep -q '"event":"trial_finished".*"state":"canceled"' "$(exp_dir "$id")/journal.jsonl"
 }
 
 @test "slurm: GPUs come from Slurm's GRES (--gres=gpu:G), and win over the runner's slot numbers" {

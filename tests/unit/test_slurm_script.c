@@ -131,6 +131,17 @@ Test(slurm, golden_2nodes_8gpus)
 		     "  sbatchArgs: [--exclusive, --constraint=ib]\n");
 }
 
+/* ModelArts' MPI form: the batch step runs one slurm-launch --mpi (which
+ * execs mpirun over the allocation), no srun per rank. */
+Test(slurm, golden_mpi_2nodes)
+{
+	check_golden("mpi-2nodes",
+		     "experimentName: golden\n"
+		     "trainingServicePlatform: slurm\n"
+		     "trial:\n  command: aah-trial --dataset fashion\n  nodes: 2\n  launcher: mpi\n"
+		     "slurm:\n  tasksPerNode: 2\n");
+}
+
 Test(slurm, packed_nodes_and_time_override)
 {
 	struct aah_config cfg;
