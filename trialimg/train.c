@@ -403,6 +403,10 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	}
 	t->resume_batch = 0;
 	memset(t->carry, 0, sizeof(t->carry));
+	/* the epoch's LR is its last step's; a trial resized at the last step
+	 * of an epoch resumes with none of it left to run */
+	if (t->step)
+		s->lr = (float)train_lr(a, t->step - 1, t->total_steps);
 	while ((b = loader_next(&t->tl))) {
 		if (*stop)
 			return 1;
