@@ -15,17 +15,18 @@
 
 enum { N = 4, H = 8, W = 8, C = 3, K = 10 };
 
-/* c0 reads the NHWC input; c0..ap may stay blocked (conv, batchnorm+relu,
+/* 32 channels: with 16, nChw16c and NHWC are the same bytes.
+ * c0 reads the NHWC input; c0..ap may stay blocked (conv, batchnorm+relu,
  * add+relu, max pooling, a standalone relu, average pooling); dropout,
  * flatten and concat take NHWC only, so c2 converts back and gp's rank-2
  * output is NHWC. */
 static const char *net =
 	"{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":3},"
 	"\"num_classes\":10,\"output\":\"out\",\"layers\":["
-	"{\"id\":\"c0\",\"type\":\"conv2d\",\"inputs\":[\"input\"],\"filters\":16,\"kernel\":3,\"padding\":\"same\"},"
+	"{\"id\":\"c0\",\"type\":\"conv2d\",\"inputs\":[\"input\"],\"filters\":32,\"kernel\":3,\"padding\":\"same\"},"
 	"{\"id\":\"b0\",\"type\":\"batchnorm\",\"inputs\":[\"c0\"]},"
 	"{\"id\":\"r0\",\"type\":\"relu\",\"inputs\":[\"b0\"]},"
-	"{\"id\":\"c1\",\"type\":\"conv2d\",\"inputs\":[\"r0\"],\"filters\":16,\"kernel\":3,\"padding\":\"same\",\"bias\":false},"
+	"{\"id\":\"c1\",\"type\":\"conv2d\",\"inputs\":[\"r0\"],\"filters\":32,\"kernel\":3,\"padding\":\"same\",\"bias\":false},"
 	"{\"id\":\"b1\",\"type\":\"batchnorm\",\"inputs\":[\"c1\"]},"
 	"{\"id\":\"ad\",\"type\":\"add\",\"inputs\":[\"b1\",\"r0\"]},"
 	"{\"id\":\"ar\",\"type\":\"relu\",\"inputs\":[\"ad\"]},"
