@@ -129,6 +129,11 @@ static int one_layout(enum ops_type t)
 	return t != OPS_CONV2D && t != OPS_GLOBAL_AVG_POOL;
 }
 
+static int takes_blocked(const struct ops_backend *be, enum ops_type t)
+{
+	return be->layer[t] && be->layer[t]->blocked;
+}
+
 void model_layouts(struct model *m, struct ops_ctx *ctx)
 {
 	const struct ops_backend *be = ctx->be;
@@ -136,14 +141,14 @@ void model_layouts(struct model *m, struct ops_ctx *ctx)
 	lay[0] = OPS_NHWC;
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
-		lay[i + 1] = !ctx->nhwc_only && be->layer[L->op.cfg.type]->blocked && !L->rank2 &&
+		lay[i + 1] = !ctx->nhwc_only && takes_blocked(be, L->op.cfg.type) && !L->rank2 &&
 					     ops_blockable(&L->op.out)
 				     ? OPS_BLOCKED16
 				     : OPS_NHWC;
 	}
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
-		if (!be->layer[L->op.cfg.type]->blocked)
+		if (!takes_blocked(be, L->op.cfg.type))
 			for (int k = 0; k < L->op.n_in; k++)
 				lay[L->inputs[k]] = OPS_NHWC;
 	}
@@ -173,7 +178,8 @@ void model_layouts(struct model *m, struct ops_ctx *ctx)
 			same &= L->in_layouts[k] == lay[L->inputs[k]];
 		/* its plans hold the old layouts (a plan of another backend is not
 		 * this one's to free: a model runs on one backend) */
-		if (!same && (!m->layout_be || m->layout_be == be) && be->layer[L->op.cfg.type]->release)
+		if (!same && (!m->layout_be || m->layout_be == be) && be->layer[L->op.cfg.type] &&
+		    be->layer[L->op.cfg.type]->release)
 			be->layer[L->op.cfg.type]->release(ctx, &L->op);
 		L->op.out_layout = lay[i + 1];
 		for (int k = 0; k < L->op.n_in; k++)
