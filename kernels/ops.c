@@ -80,6 +80,26 @@ void ops_ctx_release(struct ops_ctx *ctx)
 	ctx->be = NULL;
 }
 
+void ops_layout_convert(float *dst, enum ops_layout to, const float *src,
+			enum ops_layout from, int n, const struct ops_shape *s)
+{
+	size_t hw = (size_t)s->h * s->w, C = (size_t)s->c;
+	if (to == from) {
+		memcpy(dst, src, sizeof(float) * n * hw * C);
+		return;
+	}
+	for (size_t i = 0; i < (size_t)n; i++)
+		for (size_t p = 0; p < hw; p++)
+			for (size_t ch = 0; ch < C; ch++) {
+				size_t nhwc = (i * hw + p) * C + ch;
+				size_t blk = ((i * C / 16 + ch / 16) * hw + p) * 16 + ch % 16;
+				if (to == OPS_BLOCKED16)
+					dst[blk] = src[nhwc];
+				else
+					dst[nhwc] = src[blk];
+			}
+}
+
 /* splitmix64: a tiny counter-based generator for dropout masks. */
 static uint64_t mix64(uint64_t x)
 {

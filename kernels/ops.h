@@ -38,6 +38,22 @@ static inline size_t ops_shape_size(const struct ops_shape *s)
 	return (size_t)s->h * (size_t)s->w * (size_t)s->c;
 }
 
+/* How a batch of activations lies in memory. NHWC (above) is the contract
+ * of every op. BLOCKED16 is oneDNN's nChw16c for c a multiple of 16, the
+ * same size: the channels in blocks of 16, batch first, then the block,
+ * then NHWC of its 16 channels: element (i, y, x, ch) lives at
+ * (((i*c/16 + ch/16)*h + y)*w + x)*16 + ch%16, i.e. an NHWC batch of
+ * n*c/16 samples of 16 channels. An op is handed a BLOCKED16 tensor (input,
+ * output and their gradients alike) only when its ops_layer_ops.blocked is
+ * set; the model picks the layouts (trialimg/model_exec.c). */
+enum ops_layout { OPS_NHWC, OPS_BLOCKED16 };
+
+/* Whether a tensor of shape s may be BLOCKED16. */
+static inline int ops_blockable(const struct ops_shape *s)
+{
+	return s->c % 16 == 0 && s->h * s->w > 1;
+}
+
 /* Static description of one layer. */
 struct ops_layer_cfg {
 	enum ops_type type;
@@ -59,6 +75,10 @@ struct ops_layer {
 	int n_in;
 	const struct ops_shape *in;         /* (n_in) input shapes */
 	struct ops_shape out;
+	/* layouts of the inputs (n_in; NULL: all NHWC) and of the output; an
+	 * op's gradients share the layouts of the tensors they belong to */
+	const enum ops_layout *in_layout;
+	enum ops_layout out_layout;
 	/* parameters and their gradients (NULL when the type has none) */
 	float *w, *dw;      /* conv2d: (Cout, K, K, Cin); dense: (units, Cin) */
 	float *b, *db;      /* conv2d, dense: (Cout) */
@@ -77,6 +97,7 @@ struct ops_ctx {
 	uint64_t step;      /* the trainer's global step */
 	int bf16;           /* convolutions compute in bf16 (fp32 master weights) */
 	int conv_algo;      /* OPS_CONV_* */
+	int nhwc_only;      /* the model keeps every activation NHWC */
 	void *priv;
 };
 
@@ -92,7 +113,16 @@ struct ops_layer_ops {
 			const float *const *x, const float *y, const float *dy,
 			float *const *dx);
 	void (*release)(struct ops_ctx *ctx, struct ops_layer *l);
+	/* Reads and writes OPS_BLOCKED16 tensors too. Every op but conv2d and
+	 * global_avg_pool (whose rank-2 output stays NHWC) then takes its
+	 * inputs and output in one layout. */
+	int blocked;
 };
+
+static inline enum ops_layout ops_in_layout(const struct ops_layer *l, int k)
+{
+	return l->in_layout ? l->in_layout[k] : OPS_NHWC;
+}
 
 /* How convolutions compute: AUTO lets the backend use a faster algorithm
  * (Winograd on the CPU) where it has one for the layer; DIRECT never. */
@@ -147,6 +177,10 @@ const char *ops_precision_auto(struct ops_ctx *ctx);
 /* A GPU's default: bf16 from compute capability 8.0 (Ampere, Hopper: bf16
  * tensor cores), fp32 below. */
 const char *ops_gpu_precision(int cc_major);
+/* Converts n samples of shape s between NHWC and BLOCKED16 (plain C; the
+ * model never needs it, tests and tools do). dst and src do not overlap. */
+void ops_layout_convert(float *dst, enum ops_layout to, const float *src,
+			enum ops_layout from, int n, const struct ops_shape *s);
 
 /* The static table of backends; ops_backend_find("cpu") etc. */
 const struct ops_backend *ops_backend_find(const char *name);

@@ -80,6 +80,7 @@ void model_build(struct model *m, const struct arch *a)
 	m->num_classes = a->num_classes;
 	m->n_layers = n;
 	m->layers = xcalloc((size_t)n, sizeof(*m->layers));
+	m->layouts = xcalloc((size_t)n + 1, sizeof(enum ops_layout));
 	for (int s = 0; s < n; s++)
 		pos[a->order[s]] = s;
 	for (int s = 0; s < n; s++) {
@@ -93,6 +94,8 @@ void model_build(struct model *m, const struct arch *a)
 		L->inputs = xcalloc((size_t)r->n_in, sizeof(int));
 		L->in_shapes = xcalloc((size_t)r->n_in, sizeof(struct ops_shape));
 		L->op.in = L->in_shapes;
+		L->in_layouts = xcalloc((size_t)r->n_in, sizeof(enum ops_layout));
+		L->op.in_layout = L->in_layouts;
 		for (int k = 0; k < r->n_in; k++) {
 			L->inputs[k] = r->in[k] ? pos[r->in[k] - 1] + 1 : 0;
 			L->in_shapes[k] = L->inputs[k] ? m->layers[L->inputs[k] - 1].op.out : m->input;

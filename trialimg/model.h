@@ -26,7 +26,8 @@ struct model_layer {
 	int n_users;             /* layers reading this output */
 	int fused;               /* relu folded into the batchnorm before it:
 				  * act/dact alias that layer's, no op runs */
-	float *act, *dact;       /* (batch, out) */
+	float *act, *dact;       /* (batch, out), in layout op.out_layout */
+	enum ops_layout *in_layouts; /* (op.n_in), op.in_layout points here */
 };
 
 #define MODEL_BLOCK_ALIGN 256
@@ -56,6 +57,11 @@ struct model {
 	int max_in;
 	const float **xs;            /* (max_in) input pointers of one op call */
 	float **dxs;                 /* (max_in) input-gradient pointers */
+	/* the layouts of the tensors (n_layers + 1), picked on the first pass
+	 * for the backend and its nhwc_only (model_layouts) */
+	enum ops_layout *layouts;
+	const struct ops_backend *layout_be;
+	int layout_nhwc_only;
 	double *prof;                /* optional (n_layers, 2): seconds in forward,
 				      * backward; set by the caller, who frees it */
 };
@@ -76,6 +82,14 @@ void model_default_arch(struct arch *a, int h, int w, int c, int classes);
 /* Allocate the blocks for batches of up to `batch` samples and initialise
  * the parameters from seed (He / Glorot uniform, zero biases, BN 1/0). */
 int model_alloc(struct model *m, int batch, uint64_t seed);
+/* Picks each activation's layout for ctx's backend: OPS_BLOCKED16 where
+ * the tensor's c is a multiple of 16, its producer and all its readers
+ * take blocked tensors and, for the ops that keep one layout (all but
+ * conv2d and global_avg_pool), the other tensors of that op are blocked
+ * too; OPS_NHWC everywhere else, so the input, flatten, dense, concat and
+ * dropout see NHWC and conversions happen only inside the convolutions at
+ * those edges. model_forward calls it when the backend changes. */
+void model_layouts(struct model *m, struct ops_ctx *ctx);
 /* Forward n samples of x (n, input) to the logits model_logits(m). */
 int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, int train);
 const float *model_logits(const struct model *m);

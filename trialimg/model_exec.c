@@ -134,10 +134,78 @@ static const float *tensor(const struct model *m, const float *x, int t)
 	return t ? m->layers[t - 1].act : x;
 }
 
+/* Whether ops of type t keep their inputs and output in one layout. */
+static int one_layout(enum ops_type t)
+{
+	return t != OPS_CONV2D && t != OPS_GLOBAL_AVG_POOL;
+}
+
+static int takes_blocked(const struct ops_backend *be, enum ops_type t)
+{
+	return be->layer[t] && be->layer[t]->blocked;
+}
+
+void model_layouts(struct model *m, struct ops_ctx *ctx)
+{
+	const struct ops_backend *be = ctx->be;
+	enum ops_layout *lay = m->layouts;
+	lay[0] = OPS_NHWC;
+	for (int i = 0; i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		lay[i + 1] = !ctx->nhwc_only && takes_blocked(be, L->op.cfg.type) && !L->rank2 &&
+					     ops_blockable(&L->op.out)
+				     ? OPS_BLOCKED16
+				     : OPS_NHWC;
+	}
+	for (int i = 0; i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		if (!takes_blocked(be, L->op.cfg.type))
+			for (int k = 0; k < L->op.n_in; k++)
+				lay[L->inputs[k]] = OPS_NHWC;
+	}
+	for (int changed = 1; changed;) { /* one NHWC tensor makes its op's others NHWC */
+		changed = 0;
+		for (int i = 0; i < m->n_layers; i++) {
+			struct model_layer *L = &m->layers[i];
+			if (!one_layout(L->op.cfg.type))
+				continue;
+			int nhwc = lay[i + 1] == OPS_NHWC, all = nhwc;
+			for (int k = 0; k < L->op.n_in; k++) {
+				nhwc |= lay[L->inputs[k]] == OPS_NHWC;
+				all &= lay[L->inputs[k]] == OPS_NHWC;
+			}
+			if (!nhwc || all)
+				continue;
+			lay[i + 1] = OPS_NHWC;
+			for (int k = 0; k < L->op.n_in; k++)
+				lay[L->inputs[k]] = OPS_NHWC;
+			changed = 1;
+		}
+	}
+	for (int i = 0; i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		int same = L->op.out_layout == lay[i + 1];
+		for (int k = 0; k < L->op.n_in; k++)
+			same &= L->in_layouts[k] == lay[L->inputs[k]];
+		/* its plans hold the old layouts (a plan of another backend is not
+		 * this one's to free: a model runs on one backend) */
+		if (!same && (!m->layout_be || m->layout_be == be) && be->layer[L->op.cfg.type] &&
+		    be->layer[L->op.cfg.type]->release)
+			be->layer[L->op.cfg.type]->release(ctx, &L->op);
+		L->op.out_layout = lay[i + 1];
+		for (int k = 0; k < L->op.n_in; k++)
+			L->in_layouts[k] = lay[L->inputs[k]];
+	}
+	m->layout_be = be;
+	m->layout_nhwc_only = ctx->nhwc_only;
+}
+
 int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, int train)
 {
 	if (n > m->batch)
 		BUG("batch %d over capacity %d", n, m->batch);
+	if (m->layout_be != ctx->be || m->layout_nhwc_only != ctx->nhwc_only)
+		model_layouts(m, ctx);
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
 		if (L->fused)
@@ -219,9 +287,11 @@ void model_release(struct model *m, struct ops_ctx *ctx)
 		free(L->id);
 		free(L->inputs);
 		free(L->in_shapes);
+		free(L->in_layouts);
 	}
 	free(m->layers);
 	free(m->block);
+	free(m->layouts);
 	free(m->acts);
 	free(m->dacts);
 	free(m->masks);

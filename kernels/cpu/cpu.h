@@ -29,6 +29,8 @@ static inline struct cpu_ctx *cpu_ctx(struct ops_ctx *ctx)
 
 /* (n, h, w, c) activation in NHWC: a 4-D descriptor in dnnl's NCHW order. */
 int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s);
+/* The same in either layout (BLOCKED16: nChw16c). */
+int cpu_md_act(dnnl_memory_desc_t *md, int n, const struct ops_shape *s, enum ops_layout layout);
 /* (n, c) rank-2 descriptor, c = h*w*c of the shape. */
 int cpu_md_nc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s);
 int cpu_md_1d(dnnl_memory_desc_t *md, int len);

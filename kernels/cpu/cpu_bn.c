@@ -1,4 +1,4 @@
-/* cpu_bn.c: batch normalisation on oneDNN (per channel, NHWC), with the
+/* cpu_bn.c: batch normalisation on oneDNN (per channel, NHWC or nChw16c), with the
  * running statistics updated here: run = m*run + (1-m)*batch, where the
  * batch variance is the unbiased one (count/(count-1)), as PyTorch does. */
 #include <stdlib.h>
@@ -37,7 +37,7 @@ static int bn_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct bn_p
 	float eps = l->cfg.eps;
 	int rc = -1;
 
-	if (cpu_md_nhwc(&data, n, &l->in[0]) || cpu_md_1d(&ch, l->in[0].c))
+	if (cpu_md_act(&data, n, &l->in[0], ops_in_layout(l, 0)) || cpu_md_1d(&ch, l->in[0].c))
 		return -1;
 	dnnl_batch_normalization_desc_t fd, id, bd;
 	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(&fd, dnnl_forward_training, &data,
@@ -161,4 +161,5 @@ const struct ops_layer_ops cpu_bn_ops = {
 	.forward = bn_forward,
 	.backward = bn_backward,
 	.release = bn_release,
+	.blocked = 1,
 };

@@ -8,8 +8,9 @@
  * has them (ctx->conv_algo OPS_CONV_AUTO, fp32, channel counts in and out
  * that are multiples of 16): they do 1.5x fewer operations per pass than
  * the direct kernels, which already run near the cores' peak, and pay for
- * converting the NHWC activations and gradients to and from the blocked
- * layout they need. */
+ * converting NHWC activations and gradients to and from the blocked
+ * layout they need, which the model spares them where it keeps the
+ * activations blocked (OPS_BLOCKED16) from layer to layer. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,9 +64,14 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	dnnl_dims_t dd_ = {n, l->out.c, l->out.h, l->out.w};
 	dnnl_primitive_desc_t fpd = NULL, dpd = NULL, wpd = NULL;
 	int wino = alg == dnnl_convolution_winograd;
+	/* blocked activations: let oneDNN pick its layouts too (the xfers
+	 * convert where they differ), as a mix of NHWC and nChw16c may have
+	 * only its reference kernel */
+	int any = wino || ops_in_layout(l, 0) == OPS_BLOCKED16 || l->out_layout == OPS_BLOCKED16;
 	int rc = -1;
 
-	if (cpu_md_nhwc(&src, n, &l->in[0]) || cpu_md_nhwc(&dst, n, &l->out) ||
+	if (cpu_md_act(&src, n, &l->in[0], ops_in_layout(l, 0)) ||
+	    cpu_md_act(&dst, n, &l->out, l->out_layout) ||
 	    cpu_md_1d(&b, c->units))
 		return -1;
 	dnnl_data_type_t lp = ctx->bf16 ? dnnl_bf16 : dnnl_f32;
@@ -74,11 +80,11 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_user, 4, wd, dnnl_f32, dnnl_ohwi));
 	src_c = dsrc_c = src;
 	dst_c = ddst_c = dst;
-	if (ctx->bf16 || wino) {
+	if (ctx->bf16 || any) {
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&src_c, 4, sd, lp, dnnl_format_tag_any));
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&ddst_c, 4, dd_, lp, dnnl_format_tag_any));
 	}
-	if (wino) {
+	if (any) {
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dst_c, 4, dd_, dnnl_f32, dnnl_format_tag_any));
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dsrc_c, 4, sd, dnnl_f32, dnnl_format_tag_any));
 	}
@@ -242,4 +248,5 @@ const struct ops_layer_ops cpu_conv_ops = {
 	.forward = conv_forward,
 	.backward = conv_backward,
 	.release = conv_release,
+	.blocked = 1,
 };

@@ -10,6 +10,14 @@ int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s)
 	return 0;
 }
 
+int cpu_md_act(dnnl_memory_desc_t *md, int n, const struct ops_shape *s, enum ops_layout layout)
+{
+	dnnl_dims_t d = {n, s->c, s->h, s->w};
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32,
+						layout == OPS_BLOCKED16 ? dnnl_nChw16c : dnnl_nhwc));
+	return 0;
+}
+
 int cpu_md_nc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s)
 {
 	dnnl_dims_t d = {n, (dnnl_dim_t)ops_shape_size(s)};

@@ -190,6 +190,7 @@ const struct ops_layer_ops cpu_add_ops = {
 	.name = "elementwise sum",
 	.forward = add_forward,
 	.backward = add_backward,
+	.blocked = 1,   /* elementwise over inputs and output of one layout */
 };
 
 const struct ops_layer_ops cpu_concat_ops = {

@@ -32,7 +32,10 @@ static int pool_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct po
 	dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
 	int rc = -1;
 
-	if (cpu_md_nhwc(&src, n, &l->in[0]) || cpu_md_nhwc(&dst, n, &l->out))
+	/* global average pooling's (n, c, 1, 1) output is the same bytes in
+	 * either layout; oneDNN's fast kernels want it in the input's */
+	enum ops_layout dl = c->type == OPS_GLOBAL_AVG_POOL ? ops_in_layout(l, 0) : l->out_layout;
+	if (cpu_md_act(&src, n, &l->in[0], ops_in_layout(l, 0)) || cpu_md_act(&dst, n, &l->out, dl))
 		return -1;
 	if (c->type == OPS_RELU) {
 		dnnl_eltwise_desc_t fd, bd;
@@ -142,6 +145,7 @@ const struct ops_layer_ops cpu_avgpool_ops = {
 	.forward = pool_forward,
 	.backward = pool_backward,
 	.release = pool_release,
+	.blocked = 1,
 };
 
 const struct ops_layer_ops cpu_gap_ops = {
@@ -150,6 +154,7 @@ const struct ops_layer_ops cpu_gap_ops = {
 	.forward = pool_forward,
 	.backward = pool_backward,
 	.release = pool_release,
+	.blocked = 1,
 };
 
 const struct ops_layer_ops cpu_relu_ops = {
@@ -158,4 +163,5 @@ const struct ops_layer_ops cpu_relu_ops = {
 	.forward = pool_forward,
 	.backward = pool_backward,
 	.release = pool_release,
+	.blocked = 1,
 };

@@ -2,9 +2,12 @@
  * table: forward, loss, backward and SGD update on a fixed random batch
  * (the same measurement bench_train_torch.py makes for PyTorch).
  * usage: bench_train ARCH [batch] [threads] [steps] [warmup]
- * AAH_BACKEND picks another op table (cuda: tests/gpu/run-on-device.sh). */
+ * AAH_BACKEND picks another op table (cuda: tests/gpu/run-on-device.sh);
+ * AAH_LAYOUT=nhwc keeps every activation NHWC (ops_ctx.nhwc_only), the
+ * layout before activations stayed blocked between layers. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "trialimg/model.h"
 #include "util.h"
@@ -24,6 +27,8 @@ int main(int argc, char **argv)
 		die("precision %s is not available here", getenv("AAH_PRECISION"));
 	if (getenv("AAH_CONV_ALGO") && (ctx.conv_algo = ops_conv_algo_parse(getenv("AAH_CONV_ALGO"))) < 0)
 		die("AAH_CONV_ALGO %s: must be one of %s", getenv("AAH_CONV_ALGO"), OPS_CONV_ALGO_NAMES);
+	if (getenv("AAH_LAYOUT"))
+		ctx.nhwc_only = !strcmp(getenv("AAH_LAYOUT"), "nhwc");
 	size_t per = ops_shape_size(&m.input);
 	float *x = xmalloc(sizeof(float) * per * batch), *dz = xmalloc(sizeof(float) * batch * m.num_classes);
 	int *y = xmalloc(sizeof(int) * batch);
