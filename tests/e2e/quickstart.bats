@@ -44,14 +44,20 @@ events = [json.loads(l) for l in open(exp + "/journal.jsonl")]
 done = [e for e in events if e["event"] == "trial_finished" and e["state"] in ("succeeded", "early_stopped")]
 print("completed trials:", len(done))
 assert len(done) >= 3, done
-hashes = []
+# The start network trains once per slot that opened before any trial
+# finished (a child inherits from a finished parent: docs/tuner.md); every
+# other proposal is new.
+starts, hashes = [], []
 for t in sorted(os.listdir(exp + "/trials")):
     p = f"{exp}/trials/{t}/arch.json"
     if os.path.exists(p):
         arch = json.load(open(p))
-        hashes.append(json.dumps(arch["layers"], sort_keys=True))
-print("proposals:", len(hashes), "distinct:", len(set(hashes)))
-assert len(hashes) >= 3 and len(set(hashes)) == len(hashes), "a proposal repeated an earlier one"
+        h = json.dumps(arch["layers"], sort_keys=True)
+        (starts if "start" in arch.get("meta", {}) else hashes).append(h)
+print("start network trials:", len(starts), "proposals:", len(hashes), "distinct:", len(set(hashes)))
+assert 1 <= len(starts) <= 2 and len(set(starts)) == 1, "the start network more than once per slot"
+assert len(hashes) >= 2 and len(set(hashes)) == len(hashes), "a proposal repeated an earlier one"
+assert not set(hashes) & set(starts), "a proposal repeated the start network"
 best, points = 0.0, []
 for e in events:
     if e["event"] == "trial_finished" and "best_val_acc" in e:
