@@ -43,6 +43,7 @@ static const struct spec table[] = {
 	{"--warmup_2", NULL, NULL, K_INT, F(warmup_2), RANGE(1, 100000), "30", "epoch budget of round 1 (AIPerf)"},
 	{"--warmup_3", NULL, NULL, K_INT, F(warmup_3), RANGE(1, 100000), "45", "epoch budget of round 2 (AIPerf)"},
 	{"--inherited_epochs", NULL, NULL, K_INT, F(inherited_epochs), RANGE(0, 100000), "0", "epoch budget of a trial that starts from its parent's weights (morph.json beside arch.json; 0: the staged budget above)"},
+	{"--inherited_lr_scale", NULL, NULL, K_NUM, F(inherited_lr_scale), RANGE(0, 1), "1", "learning rate of such a trial, as a fraction of the one it would start from (--initial_lr or the tuner's): it fine-tunes weights that are already trained"},
 	{"--initial_lr", NULL, NULL, K_NUM, F(initial_lr), RANGE(0, 100), "0.1", "learning rate at the first step (AIPerf)"},
 	{"--final_lr", NULL, NULL, K_NUM, F(final_lr), RANGE(0, 100), "0", "learning rate the cosine decay ends at (AIPerf)"},
 	{"--smooth_factor", NULL, NULL, K_NUM, F(smooth_factor), RANGE(0, 1), "0.1", "label smoothing (AIPerf)"},

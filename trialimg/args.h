@@ -12,6 +12,7 @@ struct args {
 	double batch_scale;      /* AIPerf: the tuner's batch_size times this (0: off) */
 	int epochs, warmup_1, warmup_2, warmup_3;
 	int inherited_epochs;    /* budget of a trial that inherits weights; 0 = staged */
+	double inherited_lr_scale; /* its learning rate, as a fraction of the usual one */
 	double initial_lr, final_lr, smooth_factor;
 	char *train_data_dir, *val_data_dir, *ip;
 	int slave, num_parallel_calls;

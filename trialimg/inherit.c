@@ -282,22 +282,27 @@ int inherit_map(struct model *child, const struct model *parent, const cJSON *re
 	return rc;
 }
 
-int inherit_from_parent(struct model *m, const char *trial_dir, uint64_t seed,
-			char parent_id[16])
+/* The parent named by trial_dir's morph.json: 1 with *rec, the parent's
+ * arch.json and checkpoint paths and parent_id set when it has both, 0 when
+ * there is no record or (with a warning) the parent has no checkpoint, -1
+ * on a bad record. */
+static int find_parent(const char *trial_dir, cJSON **rec, char **pa, char **pc,
+		       char parent_id[16])
 {
 	char *rp = xstrfmt("%s/morph.json", trial_dir);
-	cJSON *rec = NULL;
 	int rc = 0;
+	*rec = NULL;
+	*pa = *pc = NULL;
 	parent_id[0] = '\0';
 	if (!fileio_exists(rp)) {
 		free(rp);
 		return 0;
 	}
-	if (jsonfile_read(rp, &rec) < 0) {
+	if (jsonfile_read(rp, rec) < 0) {
 		free(rp);
 		return -1;
 	}
-	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(rec, "parent_trial");
+	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(*rec, "parent_trial");
 	if (!cJSON_IsString(pt) || !*pt->valuestring || strchr(pt->valuestring, '/') ||
 	    strlen(pt->valuestring) >= 16) {
 		rc = error("%s: parent_trial must be a trial id such as \"000003\"", rp);
@@ -306,24 +311,56 @@ int inherit_from_parent(struct model *m, const char *trial_dir, uint64_t seed,
 	char *td = xstrdup(trial_dir);
 	char *pdir = xstrfmt("%s/%s", dirname(td), pt->valuestring);
 	free(td);
-	char *pa = xstrfmt("%s/arch.json", pdir), *pc = xstrfmt("%s/checkpoint/state.bin", pdir);
-	struct model p = { 0 };
-	if (!fileio_exists(pa) || !fileio_exists(pc)) {
+	*pa = xstrfmt("%s/arch.json", pdir);
+	*pc = xstrfmt("%s/checkpoint/state.bin", pdir);
+	free(pdir);
+	if (!fileio_exists(*pa) || !fileio_exists(*pc)) {
 		warning("%s: trial %s has no arch.json or checkpoint: training from scratch", rp,
 			pt->valuestring);
-	} else if (model_load(&p, pa) < 0 || model_alloc(&p, 1, 0) < 0 ||
-		   train_checkpoint_weights(pc, &p) < 0 || inherit_map(m, &p, rec, seed, 0.05f) < 0) {
-		rc = -1;
 	} else {
 		snprintf(parent_id, 16, "%s", pt->valuestring);
 		rc = 1;
 	}
+out:
+	if (rc != 1) {
+		cJSON_Delete(*rec);
+		free(*pa);
+		free(*pc);
+		*rec = NULL;
+		*pa = *pc = NULL;
+	}
+	free(rp);
+	return rc;
+}
+
+int inherit_from_parent(struct model *m, const char *trial_dir, uint64_t seed,
+			char parent_id[16])
+{
+	cJSON *rec;
+	char *pa, *pc;
+	int rc = find_parent(trial_dir, &rec, &pa, &pc, parent_id);
+	if (rc != 1)
+		return rc;
+	struct model p = { 0 };
+	if (model_load(&p, pa) < 0 || model_alloc(&p, 1, 0) < 0 ||
+	    train_checkpoint_weights(pc, &p) < 0 || inherit_map(m, &p, rec, seed, 0.05f) < 0) {
+		parent_id[0] = '\0';
+		rc = -1;
+	}
 	model_release(&p, NULL);
 	free(pc);
 	free(pa);
-	free(pdir);
-out:
 	cJSON_Delete(rec);
-	free(rp);
+	return rc;
+}
+
+int inherit_parent_id(const char *trial_dir, char parent_id[16])
+{
+	cJSON *rec;
+	char *pa, *pc;
+	int rc = find_parent(trial_dir, &rec, &pa, &pc, parent_id);
+	free(pc);
+	free(pa);
+	cJSON_Delete(rec);
 	return rc;
 }

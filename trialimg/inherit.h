@@ -28,4 +28,8 @@ int inherit_map(struct model *child, const struct model *parent, const cJSON *re
 int inherit_from_parent(struct model *m, const char *trial_dir, uint64_t seed,
 			char parent_id[16]);
 
+/* What inherit_from_parent would answer, without touching any weights: a
+ * trial resumed from its own checkpoint still started from its parent's. */
+int inherit_parent_id(const char *trial_dir, char parent_id[16]);
+
 #endif

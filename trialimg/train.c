@@ -41,6 +41,7 @@ struct trial {
 	double carry[3];
 	char *metrics_path, *result_path, *ckpt_dir, *ckpt_path;
 	char inherited_from[16];      /* parent trial id when the weights are inherited */
+	double lr_scale;              /* --inherited_lr_scale when inherited, else 1 */
 };
 
 int train_epoch_budget(const struct args *a, int *patience)
@@ -406,13 +407,13 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	/* the epoch's LR is its last step's; a trial resized at the last step
 	 * of an epoch resumes with none of it left to run */
 	if (t->step)
-		s->lr = (float)train_lr(a, t->step - 1, t->total_steps);
+		s->lr = (float)(t->lr_scale * train_lr(a, t->step - 1, t->total_steps));
 	while ((b = loader_next(&t->tl))) {
 		if (*stop)
 			return 1;
 		if (b->error)
 			return error("cannot read a training batch: %s", b->why);
-		float lr = (float)train_lr(a, t->step, t->total_steps);
+		float lr = (float)(t->lr_scale * train_lr(a, t->step, t->total_steps));
 		t->ops.step = (uint64_t)t->step;
 		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
 		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
@@ -493,14 +494,20 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
 	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1))
 		return -1;
-	if (!(a->resume && fileio_exists(t->ckpt_path)) &&
-	    inherit_from_parent(&t->m, a->trial_dir, (uint64_t)a->seed, t->inherited_from) < 0)
+	/* resumed from its own checkpoint, a child keeps its inherited budget,
+	 * learning rate and record, but not its parent's weights */
+	if (a->resume && fileio_exists(t->ckpt_path)
+		    ? inherit_parent_id(a->trial_dir, t->inherited_from) < 0
+		    : inherit_from_parent(&t->m, a->trial_dir, (uint64_t)a->seed,
+					  t->inherited_from) < 0)
 		return -1;
 	t->budget = train_epoch_budget(a, &t->patience);
 	if (t->inherited_from[0] && a->inherited_epochs > 0)
 		t->budget = a->inherited_epochs;
+	t->lr_scale = t->inherited_from[0] ? a->inherited_lr_scale : 1.0;
 	if (t->inherited_from[0])
-		printf("aah-trial: starts from the weights of trial %s (morph.json)\n", t->inherited_from);
+		printf("aah-trial: starts from the weights of trial %s (morph.json), learning rate "
+		       "x%g\n", t->inherited_from, t->lr_scale);
 	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
 	t->total_steps = t->steps_per_epoch * t->budget;
 	if (a->resume && fileio_exists(t->ckpt_path) && load_checkpoint(t))

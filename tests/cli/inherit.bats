@@ -75,3 +75,34 @@ EOF2
 	[ "$(jq -r .inherited_from "$T/000002/result.json")" = "null" ]
 	[ "$(wc -l < "$T/000002/metrics.jsonl")" -eq 2 ]
 }
+
+# A child stopped after one epoch and run again with --resume (a retry, a
+# resize or `aah-runner resume` does that) continues from its own
+# checkpoint: its budget, learning rate and inherited_from stay those of a
+# child, not those of a trial started from scratch.
+@test "a resumed child keeps its inherited budget, learning rate and parent" {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	inherit_config true
+	sed -i 's/maxTrialNum: 3/maxTrialNum: 2/' c.yml
+	run aah-runner create -c c.yml --seed 3
+	[ "$status" -eq 0 ]
+	T=$AAH_WORKDIR/experiments/${lines[0]}/trials
+	p=$(jq -r .parent_trial "$T/000002/morph.json")
+	rm -rf "$T/000002/checkpoint" "$T/000002/metrics.jsonl" "$T/000002/result.json"
+	# warmup 2 for a start from scratch, 3 for a child at half the rate
+	set -- --dataset /usr/share/datasets/fashion-mnist --threads 1 --batch_size 64 \
+		--warmup_1 2 --epochs 2 --inherited_epochs 3 --inherited_lr_scale 0.5 \
+		--learning_rate 0.02 --train_samples 512 --val_samples 128 --trial_dir "$T/000002"
+	run aah-trial "$@" --max_epochs 1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"starts from the weights of trial $p (morph.json), learning rate x0.5"* ]]
+	run aah-trial "$@" --resume
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"budget 3 epochs"* ]]
+	[ "$(wc -l < "$T/000002/metrics.jsonl")" -eq 3 ]
+	[ "$(jq -r .inherited_from "$T/000002/result.json")" = "$p" ]
+	# the cosine from 0.5 x 0.02 over 3 epochs: each epoch's LR below 0.01
+	jq -e -s 'all(.[]; .lr <= 0.01 + 1e-9) and .[0].lr > 0.005' "$T/000002/metrics.jsonl"
+}
