@@ -57,6 +57,7 @@ struct launch_params {
 	unsigned nodes;           /* ranks (nodes) of this run; 0 = trial.nodes */
 	int elastic;              /* in a device pool: pass --elastic */
 	const cJSON *params;      /* hyperparameters (object), or NULL */
+	double deadline;          /* Unix time the experiment's budget ends: AAH_DEADLINE; 0 = none */
 	/* Tuner placed in the trial: run "<runner> propose ... --exec --" first. */
 	const char *propose_runner; /* path of aah-runner, or NULL for none */
 };

@@ -90,6 +90,15 @@ static double elapsed(const struct sched *s)
 	return s->e->run_seconds + (util_now() - s->e->session_start);
 }
 
+/* trial.fitExecDuration: the Unix time maxExecDuration ends (0: none). */
+static double fit_deadline(const struct sched *s)
+{
+	double budget = s->cfg->max_exec_duration;
+	if (!s->cfg->trial.fit_exec_duration || budget <= 0)
+		return 0;
+	return util_now() + budget - elapsed(s);
+}
+
 static void fmt_duration(char *buf, size_t n, double sec)
 {
 	long t = (long)(sec + 0.5);
@@ -442,6 +451,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.nodes = nodes,
 			.elastic = in_pool(s),
 			.params = params,
+			.deadline = fit_deadline(s),
 			.propose_runner = master ? NULL : s->opts->runner_exe,
 		};
 		launch_build(&l, &lp);

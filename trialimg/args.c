@@ -69,6 +69,7 @@ static const struct spec table[] = {
 	{"--elastic", NULL, NULL, K_BOOL, F(elastic), NULL, "0", "at each step boundary follow <trial_dir>/world_size: on a new size save a mid-epoch checkpoint and exit 85, to be relaunched on it with --resume (global batch kept)"},
 	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), RANGE(0, 86400), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},
 	{"--trial_seq", NULL, "AAH_TRIAL_SEQ", K_INT, F(trial_seq), RANGE(0, 999999), "0", "1-based trial sequence number (default: params.json trial_seq, else AAH_TRIAL_ID, else 1)"},
+	{"--deadline", NULL, "AAH_DEADLINE", K_NUM, F(deadline), RANGE(0, 1e11), "0", "Unix time (seconds) by which the trial should be done: the epoch budget shrinks to the epochs that still fit, judged from the slowest epoch so far (in the first, from its first eighth), and the cosine LR schedule with it, so that the last epoch ends annealed instead of being canceled (0: none; the runner sets it under trial.fitExecDuration)"},
 	{"--max_epochs", NULL, NULL, K_INT, F(max_epochs), RANGE(0, 100000), "0", "stop after this many epochs in total; the LR schedule still spans the budget (0: none)"},
 	{"--train_samples", NULL, NULL, K_INT, F(train_samples), RANGE(0, 1000000000), "0", "use only the first N training samples (0: all)"},
 	{"--val_samples", NULL, NULL, K_INT, F(val_samples), RANGE(0, 1000000000), "0", "use only the first N validation samples (0: all)"},

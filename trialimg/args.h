@@ -24,6 +24,7 @@ struct args {
 	long seed;
 	double weight_decay, momentum;
 	double monitor_interval; /* seconds between resource samples (0: off) */
+	double deadline;         /* Unix time to be done by (0: none) */
 	/* hyperparameters from the tuner (--name=value and params.json) */
 	double dropout_rate, learning_rate;
 	int kernel_size;

@@ -42,6 +42,10 @@ struct trial {
 	char *metrics_path, *result_path, *ckpt_dir, *ckpt_path;
 	char inherited_from[16];      /* parent trial id when the weights are inherited */
 	double lr_scale;              /* --inherited_lr_scale when inherited, else 1 */
+	/* --deadline: the slowest epoch this run has timed (0: none yet), and
+	 * whether the budget was cut to fit */
+	double slowest_epoch;
+	int deadline_cut;
 };
 
 int train_epoch_budget(const struct args *a, int *patience)
@@ -50,6 +54,20 @@ int train_epoch_budget(const struct args *a, int *patience)
 	if (patience)
 		*patience = a->patience > 0 ? a->patience : (6 + 2 * round < 20 ? 6 + 2 * round : 20);
 	return round == 0 ? a->warmup_1 : round == 1 ? a->warmup_2 : round == 2 ? a->warmup_3 : a->epochs;
+}
+
+int train_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
+			  double left_in_epoch)
+{
+	if (epoch_seconds <= 0)
+		return budget;
+	int under_way = left_in_epoch > 0;
+	double spare = remaining - left_in_epoch;
+	double fit = spare > 0 ? floor(spare / epoch_seconds) : 0;
+	if (fit > budget)    /* also keeps a far deadline from overflowing */
+		fit = budget;
+	int b = done + under_way + (int)fit;
+	return b < budget ? b : budget;
 }
 
 double train_lr(const struct args *a, long t, long total)
@@ -197,6 +215,13 @@ static int load_checkpoint(struct trial *t)
 	t->wall_before = h.wall;
 	t->resume_batch = h.resume_batch;
 	memcpy(t->carry, h.carry, sizeof(t->carry));
+	/* an earlier run cut the budget to a deadline: the LR schedule goes on
+	 * along the shorter cosine it was following */
+	if (t->a->deadline > 0 && h.budget > 0 && h.budget < t->budget) {
+		t->budget = h.budget;
+		t->total_steps = t->steps_per_epoch * t->budget;
+		t->deadline_cut = 1;
+	}
 	if (t->resume_batch)
 		printf("aah-trial: resumed from '%s' in epoch %d after batch %d, %d rank(s)\n",
 		       t->ckpt_path, t->epoch + 1, t->resume_batch, t->world);
@@ -387,6 +412,50 @@ static int elastic_step(struct trial *t, const struct epoch_stats *s, int done)
 	return saved ? 1 : -1;
 }
 
+/* ---- the deadline ---------------------------------------------------------- */
+
+/* Seconds from an epoch of `m` on these data to the next: its training steps
+ * and rank 0's evaluation, estimated from the training time of `steps`
+ * steps (the evaluation runs the forward pass alone). */
+static double epoch_estimate(const struct trial *t, double seconds, long steps)
+{
+	const struct model *m = &t->m;
+	double train = seconds / (double)steps * (double)t->steps_per_epoch;
+	double eval = (double)t->va.n * m->flops_fwd /
+		((double)t->steps_per_epoch * t->batch * t->world * (m->flops_fwd + m->flops_bwd));
+	return train * (1.0 + eval);
+}
+
+/* Under --deadline: the budget that still fits, decided by rank 0 from its
+ * clock and followed by every rank; epoch_seconds is the epoch estimate
+ * and left_in_epoch what the epoch under way still needs (0 between
+ * epochs). A cut shortens the cosine schedule with it. Returns the budget,
+ * or -1 on a communication error. */
+static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_epoch)
+{
+	/* epochs vary with the other work on the machine and the checkpoint
+	 * written after each: leave a twentieth to spare */
+	const double margin = 1.05;
+	int budget = t->budget;
+	if (t->rank == 0) {
+		double remaining = t->a->deadline - util_now();
+		budget = train_deadline_budget(t->epoch, t->budget, remaining,
+					       epoch_seconds * margin, left_in_epoch * margin);
+		if (budget < t->budget)
+			printf("aah-trial: deadline in %.0f s at %.1f s per epoch: budget %d -> %d "
+			       "epochs\n", remaining, epoch_seconds, t->budget, budget);
+		fflush(stdout);
+	}
+	if (t->dist && dist_broadcast(t->dist, &budget, sizeof(budget)))
+		return -1;
+	if (budget < t->budget) {
+		t->budget = budget;
+		t->total_steps = t->steps_per_epoch * budget;
+		t->deadline_cut = 1;
+	}
+	return budget;
+}
+
 /* ---- the loop ------------------------------------------------------------ */
 
 static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
@@ -396,6 +465,15 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	const struct loader_batch *b;
 	double t0 = util_monotonic();
 	int done = t->resume_batch;   /* batches of this epoch run */
+	/* with a deadline and no epoch timed yet, an eighth of the epoch gives
+	 * the first estimate, timed from the end of its first step (which
+	 * also sets up the kernels) */
+	int first = done + 1, probe = 0;
+	double t_first = t0;
+	if (a->deadline > 0 && !t->slowest_epoch) {
+		long p = t->steps_per_epoch / 8;
+		probe = first + (int)(p > 0 ? p : 1);
+	}
 	loader_start_epoch_at(&t->tl, t->epoch, done);
 	if (t->rank == 0) {           /* what a mid-epoch checkpoint carried */
 		s->loss += t->carry[0];
@@ -430,6 +508,14 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		int resize = elastic_step(t, s, ++done);
 		if (resize)
 			return resize < 0 ? -1 : 2;
+		if (done == first)
+			t_first = util_monotonic();
+		if (done == probe && done < t->steps_per_epoch) {
+			double est = epoch_estimate(t, util_monotonic() - t_first, done - first);
+			double left = est * (double)(t->steps_per_epoch - done) / t->steps_per_epoch;
+			if (fit_deadline(t, est, left) < 0)
+				return -1;
+		}
 	}
 	if (t->dist) { /* global sums; running statistics averaged over ranks */
 		float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
@@ -521,8 +607,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	fflush(stdout);
 	*status = "succeeded";
 	*reason = "budget";
-	int last = a->max_epochs > 0 && a->max_epochs < t->budget ? a->max_epochs : t->budget;
-	while (t->epoch < last) {
+	/* the budget can shrink under way (--deadline) */
+	while (t->epoch < (a->max_epochs > 0 && a->max_epochs < t->budget ? a->max_epochs : t->budget)) {
 		struct epoch_stats s = {0};
 		double t0 = util_monotonic();
 		int rc = train_epoch(t, &s, stop);
@@ -578,7 +664,20 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 			printf("aah-trial: early stop: no better val_acc for %d epochs\n", t->bad_epochs);
 			break;
 		}
+		if (s.seconds > t->slowest_epoch)
+			t->slowest_epoch = s.seconds;
+		if (a->deadline > 0 && t->epoch < t->budget) {
+			int b = fit_deadline(t, t->slowest_epoch, 0);
+			if (b < 0)
+				return -1;
+			if (b == t->epoch) {
+				printf("aah-trial: stopped: no further epoch fits before the deadline\n");
+				break;
+			}
+		}
 	}
+	if (t->deadline_cut && !strcmp(*reason, "budget"))
+		*reason = "deadline";
 	return 0;
 }
 

@@ -11,6 +11,12 @@
 /* AIPerf's staged budget: round = (trial_seq - 1) / slave picks warmup_1,
  * warmup_2, warmup_3 or epochs; patience min(6 + 2*round, 20). */
 int train_epoch_budget(const struct args *a, int *patience);
+/* --deadline: the epoch budget that fits `remaining` seconds, `done` epochs
+ * complete, at epoch_seconds each; left_in_epoch is what the epoch under way
+ * still needs (0 between epochs: the epoch under way always finishes).
+ * Never above budget; between epochs, done means none fits. */
+int train_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
+			  double left_in_epoch);
 /* Learning rate at step t of T: cosine from initial_lr to final_lr. */
 double train_lr(const struct args *a, long t, long total);
 /* The parameters and batchnorm statistics of a checkpoint (written by a

@@ -80,6 +80,8 @@ static const struct cfg_key trial_keys[] = {
 	  "passed as --data_url (ModelArts)" },
 	{ "trainUrl", CFG_STR, TRIAL(train_url), 0, NULL, NULL, "(the trial directory)",
 	  "passed as --train_url (ModelArts)" },
+	{ "fitExecDuration", CFG_BOOL, TRIAL(fit_exec_duration), 0, NULL, NULL, "false",
+	  "export AAH_DEADLINE, the time maxExecDuration ends, so that a trial shortens its epoch budget and LR schedule to finish before it" },
 	{ "ncclCommId", CFG_BOOL, TRIAL(nccl_comm_id), 0, NULL, NULL, "false",
 	  "also export NCCL_COMM_ID=<first host>:<port>" },
 	{ "env", CFG_ANY, TRIAL(env), 0, NULL, NULL, "{}",

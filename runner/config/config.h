@@ -83,6 +83,7 @@ struct aah_config_trial {
 	char *data_url;
 	char *train_url;
 	int nccl_comm_id;
+	int fit_exec_duration;    /* export AAH_DEADLINE (maxExecDuration's end) */
 	const struct ynode *env;  /* extra environment, a map */
 };
 

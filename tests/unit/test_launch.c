@@ -167,6 +167,31 @@ Test(launch, mpi_runs_one_mpirun_over_the_hostfile)
 	config_release(&cfg);
 }
 
+/* trial.fitExecDuration: every rank gets the experiment's end in whole
+ * seconds, rounded down (a trial fits into it, never past it). */
+Test(launch, deadline_is_exported_in_whole_seconds_rounded_down)
+{
+	struct aah_config cfg;
+	struct aah_launch l;
+	static const char *const hosts[] = { "h0", "h1" };
+	load(&cfg, "  nodes: 2\n");
+	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/", .experiment_id = "x",
+				    .trial_seq = 1, .attempt = 1, .hosts = hosts, .port = 1,
+				    .deadline = 1795552151.9 };
+	cr_assert_eq(launch_build(&l, &lp), 0);
+	for (unsigned r = 0; r < l.nranks; r++) {
+		const char *v = strvec_getenv(&l.ranks[r].env, "AAH_DEADLINE");
+		cr_assert_not_null(v, "rank %u", r);
+		cr_assert_str_eq(v, "1795552151");
+	}
+	launch_release(&l);
+	lp.deadline = 0;
+	cr_assert_eq(launch_build(&l, &lp), 0);
+	cr_assert_null(strvec_getenv(&l.ranks[0].env, "AAH_DEADLINE"));
+	launch_release(&l);
+	config_release(&cfg);
+}
+
 Test(launch, per_device_ranks_are_consistent)
 {
 	struct aah_config cfg;

@@ -213,6 +213,26 @@ Test(args, aiperf_epoch_budget_and_lr)
 	args_release(&a);
 }
 
+/* --deadline: the budget that fits what is left of the time, between
+ * epochs and within one. */
+Test(args, deadline_budget_counts_the_epochs_that_fit)
+{
+	/* between epochs: 2 done, 100 s left at 30 s each: 3 more */
+	cr_assert_eq(train_deadline_budget(2, 10, 100, 30, 0), 5);
+	/* never above the budget, however far the deadline */
+	cr_assert_eq(train_deadline_budget(2, 10, 1e12, 30, 0), 10);
+	cr_assert_eq(train_deadline_budget(2, 4, 100, 30, 0), 4);
+	/* passed, or too close for one more: the epochs done */
+	cr_assert_eq(train_deadline_budget(2, 10, -5, 30, 0), 2);
+	cr_assert_eq(train_deadline_budget(2, 10, 29.9, 30, 0), 2);
+	/* within an epoch that needs 20 s more: it finishes, then 80 s fit 2 */
+	cr_assert_eq(train_deadline_budget(0, 10, 100, 30, 20), 3);
+	cr_assert_eq(train_deadline_budget(0, 10, 10, 30, 20), 1);
+	cr_assert_eq(train_deadline_budget(0, 10, -10, 30, 20), 1);
+	/* nothing timed: the budget stands */
+	cr_assert_eq(train_deadline_budget(1, 10, 5, 0, 0), 10);
+}
+
 /* Issue 13 #7: every number argument has a range; a value outside it, from
  * the command line, the environment or params.json, is refused naming the
  * argument and the range (--threads 100000 segfaulted in libgomp, --epochs
