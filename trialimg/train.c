@@ -28,7 +28,7 @@ struct trial {
 	struct loader tl, vl;
 	struct dist *dist;
 	int rank, world, batch, budget, patience;
-	long steps_per_epoch, total_steps, step;
+	long steps_per_epoch, step;
 	int epoch;                    /* epochs completed */
 	double best_acc, final_acc;
 	int best_epoch, bad_epochs;
@@ -219,7 +219,6 @@ static int load_checkpoint(struct trial *t)
 	 * along the shorter cosine it was following */
 	if (t->a->deadline > 0 && h.budget > 0 && h.budget < t->budget) {
 		t->budget = h.budget;
-		t->total_steps = t->steps_per_epoch * t->budget;
 		t->deadline_cut = 1;
 	}
 	if (t->resume_batch)
@@ -450,13 +449,26 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 		return -1;
 	if (budget < t->budget) {
 		t->budget = budget;
-		t->total_steps = t->steps_per_epoch * budget;
 		t->deadline_cut = 1;
 	}
 	return budget;
 }
 
 /* ---- the loop ------------------------------------------------------------ */
+
+/* The LR of a step: the cosine over the budget as it stands (a deadline
+ * can shorten it), scaled for an inheriting child. */
+static float step_lr(const struct trial *t, long step)
+{
+	return (float)(t->lr_scale * train_lr(t->a, step, t->steps_per_epoch * t->budget));
+}
+
+/* Epochs this run trains to: the budget, or --max_epochs when smaller. */
+static int last_epoch(const struct trial *t)
+{
+	int max = t->a->max_epochs;
+	return max > 0 && max < t->budget ? max : t->budget;
+}
 
 static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
 {
@@ -485,13 +497,13 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	/* the epoch's LR is its last step's; a trial resized at the last step
 	 * of an epoch resumes with none of it left to run */
 	if (t->step)
-		s->lr = (float)(t->lr_scale * train_lr(a, t->step - 1, t->total_steps));
+		s->lr = step_lr(t, t->step - 1);
 	while ((b = loader_next(&t->tl))) {
 		if (*stop)
 			return 1;
 		if (b->error)
 			return error("cannot read a training batch: %s", b->why);
-		float lr = (float)(t->lr_scale * train_lr(a, t->step, t->total_steps));
+		float lr = step_lr(t, t->step);
 		t->ops.step = (uint64_t)t->step;
 		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
 		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
@@ -580,9 +592,10 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
 	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1))
 		return -1;
+	int resumed = a->resume && fileio_exists(t->ckpt_path);
 	/* resumed from its own checkpoint, a child keeps its inherited budget,
 	 * learning rate and record, but not its parent's weights */
-	if (a->resume && fileio_exists(t->ckpt_path)
+	if (resumed
 		    ? inherit_parent_id(a->trial_dir, t->inherited_from) < 0
 		    : inherit_from_parent(&t->m, a->trial_dir, (uint64_t)a->seed,
 					  t->inherited_from) < 0)
@@ -595,8 +608,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		printf("aah-trial: starts from the weights of trial %s (morph.json), learning rate "
 		       "x%g\n", t->inherited_from, t->lr_scale);
 	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
-	t->total_steps = t->steps_per_epoch * t->budget;
-	if (a->resume && fileio_exists(t->ckpt_path) && load_checkpoint(t))
+	if (resumed && load_checkpoint(t))
 		return -1;
 	if (a->resume && trim_metrics(t))
 		return -1;
@@ -607,8 +619,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	fflush(stdout);
 	*status = "succeeded";
 	*reason = "budget";
-	/* the budget can shrink under way (--deadline) */
-	while (t->epoch < (a->max_epochs > 0 && a->max_epochs < t->budget ? a->max_epochs : t->budget)) {
+	while (t->epoch < last_epoch(t)) {   /* a deadline can shrink the budget */
 		struct epoch_stats s = {0};
 		double t0 = util_monotonic();
 		int rc = train_epoch(t, &s, stop);
