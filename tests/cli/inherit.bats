@@ -27,6 +27,15 @@ trial:
 EOF2
 }
 
+# create_two INHERIT: a two-trial experiment (seed 3), its trials in $T
+create_two() {
+	inherit_config "$1"
+	sed -i 's/maxTrialNum: 3/maxTrialNum: 2/' c.yml
+	run aah-runner create -c c.yml --seed 3
+	[ "$status" -eq 0 ]
+	T=$AAH_WORKDIR/experiments/${lines[0]}/trials
+}
+
 @test "children start from their parent's weights and say so" {
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
 	inherit_config true
@@ -66,11 +75,7 @@ EOF2
 
 @test "without tuner.inheritWeights every trial trains from its own initialisation" {
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
-	inherit_config false
-	sed -i 's/maxTrialNum: 3/maxTrialNum: 2/' c.yml
-	run aah-runner create -c c.yml --seed 3
-	[ "$status" -eq 0 ]
-	T=$AAH_WORKDIR/experiments/${lines[0]}/trials
+	create_two false
 	[ ! -f "$T/000002/morph.json" ]
 	[ "$(jq -r .inherited_from "$T/000002/result.json")" = "null" ]
 	[ "$(wc -l < "$T/000002/metrics.jsonl")" -eq 2 ]
@@ -82,11 +87,7 @@ EOF2
 # child, not those of a trial started from scratch.
 @test "a resumed child keeps its inherited budget, learning rate and parent" {
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
-	inherit_config true
-	sed -i 's/maxTrialNum: 3/maxTrialNum: 2/' c.yml
-	run aah-runner create -c c.yml --seed 3
-	[ "$status" -eq 0 ]
-	T=$AAH_WORKDIR/experiments/${lines[0]}/trials
+	create_two true
 	p=$(jq -r .parent_trial "$T/000002/morph.json")
 	rm -rf "$T/000002/checkpoint" "$T/000002/metrics.jsonl" "$T/000002/result.json"
 	# warmup 2 for a start from scratch, 3 for a child at half the rate
