@@ -57,17 +57,20 @@ int train_epoch_budget(const struct args *a, int *patience)
 }
 
 int train_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
-			  double left_in_epoch)
+			  double left_in_epoch, int grow)
 {
 	if (epoch_seconds <= 0)
 		return budget;
 	int under_way = left_in_epoch > 0;
 	double spare = remaining - left_in_epoch;
 	double fit = spare > 0 ? floor(spare / epoch_seconds) : 0;
-	if (fit > budget)    /* also keeps a far deadline from overflowing */
-		fit = budget;
+	if (fit > 2.0 * budget)    /* also keeps a far deadline from overflowing */
+		fit = 2.0 * budget;
 	int b = done + under_way + (int)fit;
-	return b < budget ? b : budget;
+	if (b <= budget)
+		return b;
+	/* b - budget epochs would be left after this budget */
+	return grow && b - budget < budget ? b : budget;
 }
 
 double train_lr(const struct args *a, long t, long total)
@@ -215,11 +218,11 @@ static int load_checkpoint(struct trial *t)
 	t->wall_before = h.wall;
 	t->resume_batch = h.resume_batch;
 	memcpy(t->carry, h.carry, sizeof(t->carry));
-	/* an earlier run cut the budget to a deadline: the LR schedule goes on
-	 * along the shorter cosine it was following */
-	if (t->a->deadline > 0 && h.budget > 0 && h.budget < t->budget) {
+	/* an earlier run fitted the budget to a deadline: the LR schedule goes
+	 * on along the cosine it was following */
+	if (t->a->deadline > 0 && h.budget > 0 && h.budget != t->budget) {
+		t->deadline_cut = h.budget < t->budget;
 		t->budget = h.budget;
-		t->deadline_cut = 1;
 	}
 	if (t->resume_batch)
 		printf("aah-trial: resumed from '%s' in epoch %d after batch %d, %d rank(s)\n",
@@ -428,9 +431,11 @@ static double epoch_estimate(const struct trial *t, double seconds, long steps)
 /* Under --deadline: the budget that still fits, decided by rank 0 from its
  * clock and followed by every rank; epoch_seconds is the epoch estimate
  * and left_in_epoch what the epoch under way still needs (0 between
- * epochs). A cut shortens the cosine schedule with it. Returns the budget,
+ * epochs). `grow` lets the budget take the end of the run (only from the
+ * first estimate of a run's first epoch, while the schedule is at its
+ * start). The cosine schedule follows the new budget. Returns the budget,
  * or -1 on a communication error. */
-static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_epoch)
+static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_epoch, int grow)
 {
 	/* epochs vary with the other work on the machine and the checkpoint
 	 * written after each: leave a twentieth to spare */
@@ -439,18 +444,17 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 	if (t->rank == 0) {
 		double remaining = t->a->deadline - util_now();
 		budget = train_deadline_budget(t->epoch, t->budget, remaining,
-					       epoch_seconds * margin, left_in_epoch * margin);
-		if (budget < t->budget)
+					       epoch_seconds * margin, left_in_epoch * margin, grow);
+		if (budget != t->budget)
 			printf("aah-trial: deadline in %.0f s at %.1f s per epoch: budget %d -> %d "
 			       "epochs\n", remaining, epoch_seconds, t->budget, budget);
 		fflush(stdout);
 	}
 	if (t->dist && dist_broadcast(t->dist, &budget, sizeof(budget)))
 		return -1;
-	if (budget < t->budget) {
-		t->budget = budget;
+	if (budget < t->budget)
 		t->deadline_cut = 1;
-	}
+	t->budget = budget;
 	return budget;
 }
 
@@ -525,7 +529,9 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		if (done == probe && done < t->steps_per_epoch) {
 			double est = epoch_estimate(t, util_monotonic() - t_first, done - first);
 			double left = est * (double)(t->steps_per_epoch - done) / t->steps_per_epoch;
-			if (fit_deadline(t, est, left) < 0)
+			/* grow only a run that started with the schedule */
+			int grow = t->epoch == 0 && first == 1;
+			if (fit_deadline(t, est, left, grow) < 0)
 				return -1;
 		}
 	}
@@ -619,7 +625,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	fflush(stdout);
 	*status = "succeeded";
 	*reason = "budget";
-	while (t->epoch < last_epoch(t)) {   /* a deadline can shrink the budget */
+	while (t->epoch < last_epoch(t)) {   /* a deadline can change the budget */
 		struct epoch_stats s = {0};
 		double t0 = util_monotonic();
 		int rc = train_epoch(t, &s, stop);
@@ -678,7 +684,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		if (s.seconds > t->slowest_epoch)
 			t->slowest_epoch = s.seconds;
 		if (a->deadline > 0 && t->epoch < t->budget) {
-			int b = fit_deadline(t, t->slowest_epoch, 0);
+			int b = fit_deadline(t, t->slowest_epoch, 0, 0);
 			if (b < 0)
 				return -1;
 			if (b == t->epoch) {

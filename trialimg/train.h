@@ -14,9 +14,12 @@ int train_epoch_budget(const struct args *a, int *patience);
 /* --deadline: the epoch budget that fits `remaining` seconds, `done` epochs
  * complete, at epoch_seconds each; left_in_epoch is what the epoch under way
  * still needs (0 between epochs: the epoch under way always finishes).
- * Never above budget; between epochs, done means none fits. */
+ * Between epochs, done means none fits. Never above budget, unless `grow`
+ * and the time the budget would leave holds less than another budget: then
+ * the epochs that fit (under twice the budget), so that the trial takes the
+ * end of the run instead of leaving it to a trial too short to matter. */
 int train_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
-			  double left_in_epoch);
+			  double left_in_epoch, int grow);
 /* Learning rate at step t of T: cosine from initial_lr to final_lr. */
 double train_lr(const struct args *a, long t, long total);
 /* The parameters and batchnorm statistics of a checkpoint (written by a

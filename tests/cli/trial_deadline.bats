@@ -88,3 +88,44 @@ PY
 	[ "$(ls "$AAH_WORKDIR"/experiments/*/trials/000001/launch.json | wc -l)" -eq 2 ]
 	[ "$(grep -l AAH_DEADLINE "$AAH_WORKDIR"/experiments/*/trials/*/launch.json | wc -l)" -eq 1 ]
 }
+
+@test "a resumed trial follows the budget in its checkpoint, also one above its own" {
+	# the first run's schedule spans 6 epochs (as a budget of 4 grown to 6)
+	run "${TRAIN[@]}" --warmup_1 6 --max_epochs 1 --deadline $(($(date +%s) + 86400))
+	[ "$status" -eq 0 ]
+	run "${TRAIN[@]}" --resume --deadline $(($(date +%s) + 86400))
+	echo "$output"
+	[ "$status" -eq 0 ]
+	check 'r["epochs_run"] == 6 and r["stop_reason"] == "budget" and m[-1]["lr"] == 0'
+}
+
+# The one case with a deadline between near and far. It is set from an
+# epoch timed on this machine just before: about 5 epochs after the
+# first's first eighth, so a budget of 4 would leave 1 to 3 epochs
+# unused, and grows into them (a wide window: 4 to 7 epochs' worth).
+@test "a budget whose end would leave less than another budget grows into it, only from its start" {
+	TRAIN+=(--train_samples 16384)
+	t0=$(date +%s.%N)
+	run "${TRAIN[@]}" --warmup_1 1
+	[ "$status" -eq 0 ]
+	read -r E S < <(python3 -c "import json,sys,time; m=json.loads(open(sys.argv[1]).readline()); \
+		e=m['epoch_seconds']; print(e, time.time() - float(sys.argv[2]) - e)" "$T/metrics.jsonl" "$t0")
+	echo "epoch $E s, start-up $S s"
+	rm -rf "$T"/*
+	deadline=$(python3 -c "import time,sys; e,s=map(float,sys.argv[1:]); print(time.time() + s + 6.3 * e)" "$E" "$S")
+	run "${TRAIN[@]}" --deadline "$deadline"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	echo "$output" > "$BATS_TEST_TMPDIR/o"; [[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]
+	check 'r["status"] == "succeeded" and m[-1]["lr"] == 0'
+	# a run resumed after its first epoch keeps the schedule it started
+	rm -rf "$T"/*
+	run "${TRAIN[@]}" --max_epochs 1
+	[ "$status" -eq 0 ]
+	deadline=$(python3 -c "import time,sys; e,s=map(float,sys.argv[1:]); print(time.time() + s + 5.4 * e)" "$E" "$S")
+	run "${TRAIN[@]}" --resume --deadline "$deadline"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output != *"budget 4 -> "* ]]
+	check 'r["epochs_run"] == 4 and r["stop_reason"] == "budget"'
+}
