@@ -17,7 +17,7 @@ int train_epoch_budget(const struct args *a, int *patience);
  * Between epochs, done means none fits. Never above budget, unless `grow`
  * and the time the budget would leave holds less than another budget: then
  * the epochs that fit (under twice the budget), so that the trial takes the
- * end of the run instead of leaving it to a trial too short to matter. */
+ * end of the run instead of leaving it to trials cut to an epoch or two. */
 int train_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
 			  double left_in_epoch, int grow);
 /* Learning rate at step t of T: cosine from initial_lr to final_lr. */
