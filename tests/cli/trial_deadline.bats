@@ -22,6 +22,19 @@ teardown() {
 	if [ -n "${WORK:-}" ]; then teardown_workdir; fi
 }
 
+# lrs: the LR of every epoch in metrics.jsonl, on one line
+lrs() {
+	python3 -c "import json,sys; print(' '.join(str(json.loads(l)['lr']) for l in open(sys.argv[1])))" \
+		"$T/metrics.jsonl"
+}
+
+# after_epochs N: the Unix time a start-up ($S seconds) and N epochs ($E
+# seconds each) from now
+after_epochs() {
+	python3 -c "import time,sys; e,s,n=map(float,sys.argv[1:]); print(time.time() + s + n * e)" \
+		"$E" "$S" "$1"
+}
+
 # check EXPR: a Python assertion over result.json `r` and the metrics lines `m`
 check() {
 	python3 - "$T" "$1" <<'PY'
@@ -47,14 +60,12 @@ PY
 @test "a deadline a day away changes nothing: the same schedule and stop reason as none" {
 	run "${TRAIN[@]}" --warmup_1 2
 	[ "$status" -eq 0 ]
-	python3 -c "import json,sys; print(' '.join(str(json.loads(l)['lr']) for l in open(sys.argv[1])))" \
-		"$T/metrics.jsonl" > "$T/lr-none"
+	lrs > "$T/lr-none"
 	AAH_DEADLINE=$(($(date +%s) + 86400)) run "${TRAIN[@]}" --warmup_1 2
 	[ "$status" -eq 0 ]
 	[[ $output != *"deadline in"* ]]
 	check 'r["stop_reason"] == "budget" and r["epochs_run"] == 2'
-	python3 -c "import json,sys; print(' '.join(str(json.loads(l)['lr']) for l in open(sys.argv[1])))" \
-		"$T/metrics.jsonl" > "$T/lr-day"
+	lrs > "$T/lr-day"
 	cmp "$T/lr-none" "$T/lr-day"
 }
 
@@ -112,17 +123,17 @@ PY
 		e=m['epoch_seconds']; print(e, time.time() - float(sys.argv[2]) - e)" "$T/metrics.jsonl" "$t0")
 	echo "epoch $E s, start-up $S s"
 	rm -rf "$T"/*
-	deadline=$(python3 -c "import time,sys; e,s=map(float,sys.argv[1:]); print(time.time() + s + 6.3 * e)" "$E" "$S")
+	deadline=$(after_epochs 6.3)
 	run "${TRAIN[@]}" --deadline "$deadline"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	echo "$output" > "$BATS_TEST_TMPDIR/o"; [[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]
+	[[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]
 	check 'r["status"] == "succeeded" and m[-1]["lr"] == 0'
 	# a run resumed after its first epoch keeps the schedule it started
 	rm -rf "$T"/*
 	run "${TRAIN[@]}" --max_epochs 1
 	[ "$status" -eq 0 ]
-	deadline=$(python3 -c "import time,sys; e,s=map(float,sys.argv[1:]); print(time.time() + s + 5.4 * e)" "$E" "$S")
+	deadline=$(after_epochs 5.4)
 	run "${TRAIN[@]}" --resume --deadline "$deadline"
 	echo "$output"
 	[ "$status" -eq 0 ]
