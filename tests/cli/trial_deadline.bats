@@ -113,7 +113,11 @@ PY
 # The one case with a deadline between near and far. It is set from an
 # epoch timed on this machine just before: about 5 epochs after the
 # first's first eighth, so a budget of 4 would leave 1 to 3 epochs
-# unused, and grows into them (a wide window: 4 to 7 epochs' worth).
+# unused, and grows into them (a wide window: 4 to 7 epochs' worth). One
+# process here can run a third slower or faster than the one before it,
+# which moves the deadline out of the window; then the epochs of the run
+# that missed time the next try (three at most). A trainer that never
+# grows fails all three.
 @test "a budget whose end would leave less than another budget grows into it, only from its start" {
 	TRAIN+=(--train_samples 16384)
 	t0=$(date +%s.%N)
@@ -121,12 +125,17 @@ PY
 	[ "$status" -eq 0 ]
 	read -r E S < <(python3 -c "import json,sys,time; m=json.loads(open(sys.argv[1]).readline()); \
 		e=m['epoch_seconds']; print(e, time.time() - float(sys.argv[2]) - e)" "$T/metrics.jsonl" "$t0")
-	echo "epoch $E s, start-up $S s"
-	rm -rf "$T"/*
-	deadline=$(after_epochs 6.3)
-	run "${TRAIN[@]}" --deadline "$deadline"
-	echo "$output"
-	[ "$status" -eq 0 ]
+	for try in 1 2 3; do
+		echo "try $try: epoch $E s, start-up $S s"
+		rm -rf "$T"/*
+		deadline=$(after_epochs 6.3)
+		run "${TRAIN[@]}" --deadline "$deadline"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		if [[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]; then break; fi
+		E=$(python3 -c "import json,sys; e=sorted(json.loads(l)['epoch_seconds'] for l in open(sys.argv[1])); \
+			print(e[len(e) // 2])" "$T/metrics.jsonl")
+	done
 	[[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]
 	check 'r["status"] == "succeeded" and m[-1]["lr"] == 0'
 	# a run resumed after its first epoch keeps the schedule it started
