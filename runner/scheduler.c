@@ -91,7 +91,7 @@ static double elapsed(const struct sched *s)
 }
 
 /* trial.fitExecDuration: the Unix time maxExecDuration ends (0: none). */
-static double fit_deadline(const struct sched *s)
+static double exec_deadline(const struct sched *s)
 {
 	double budget = s->cfg->max_exec_duration;
 	if (!s->cfg->trial.fit_exec_duration || budget <= 0)
@@ -451,7 +451,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.nodes = nodes,
 			.elastic = in_pool(s),
 			.params = params,
-			.deadline = fit_deadline(s),
+			.deadline = exec_deadline(s),
 			.propose_runner = master ? NULL : s->opts->runner_exe,
 		};
 		launch_build(&l, &lp);

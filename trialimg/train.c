@@ -461,7 +461,7 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 /* ---- the loop ------------------------------------------------------------ */
 
 /* The LR of a step: the cosine over the budget as it stands (a deadline
- * can shorten it), scaled for an inheriting child. */
+ * can shorten or lengthen it), scaled for an inheriting child. */
 static float step_lr(const struct trial *t, long step)
 {
 	return (float)(t->lr_scale * train_lr(t->a, step, t->steps_per_epoch * t->budget));
