@@ -89,13 +89,19 @@ struct ops_layer {
 	void *priv;                         /* backend state */
 };
 
+/* Element types of casts: fp32, and bf16 and fp16 stored as their 16-bit
+ * patterns (uint16_t). */
+enum ops_dtype { OPS_F32, OPS_BF16, OPS_F16 };
+
 /* Backend-wide state: the engine, the stream, the threads. */
 struct ops_ctx {
 	const struct ops_backend *be;
 	int threads;
 	uint64_t seed;      /* dropout masks derive from (seed, step, layer) */
 	uint64_t step;      /* the trainer's global step */
-	int bf16;           /* convolutions compute in bf16 (fp32 master weights) */
+	enum ops_dtype conv_type; /* convolutions read copies of their operands in
+				   * this type (bf16, fp16) and write fp32; weights
+				   * stay fp32 (the master copies) */
 	int conv_algo;      /* OPS_CONV_* */
 	int nhwc_only;      /* the model keeps every activation NHWC */
 	void *priv;
@@ -136,18 +142,15 @@ enum {
 	OPS_CAP_FP32 = 1u << 0,
 	OPS_CAP_BF16 = 1u << 1,
 	OPS_CAP_GPU = 1u << 2,
+	OPS_CAP_FP16 = 1u << 3,     /* --precision fp16 (on a capable device) */
 };
-
-/* Element types of casts: fp32, and bf16 and fp16 stored as their 16-bit
- * patterns (uint16_t). */
-enum ops_dtype { OPS_F32, OPS_BF16, OPS_F16 };
 
 struct ops_backend {
 	const char *name;
 	unsigned caps;
 	int (*init)(struct ops_ctx *ctx);
 	void (*fini)(struct ops_ctx *ctx);
-	/* "fp32" or "bf16": -1 when this machine cannot run it natively. */
+	/* "fp32", "bf16" or "fp16": -1 when this machine cannot run it. */
 	int (*set_precision)(struct ops_ctx *ctx, const char *precision);
 	/* What `--precision auto` runs on this machine, decided once the
 	 * backend has started; NULL: "fp32". */

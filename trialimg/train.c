@@ -1,6 +1,7 @@
 /* train.c: the training loop of one trial. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>   /* offsetof */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "fileio.h"   /* fileio_write_atomic, fileio_read, fileio_mkdir_p */
 #include "jsonfile.h" /* jsonfile_append, jsonfile_write */
+#include "kernels/loss_scale.h"
 #include "trialimg/data/loader.h"
 #include "trialimg/dist.h"
 #include "trialimg/inherit.h"
@@ -46,6 +48,9 @@ struct trial {
 	 * whether the budget was cut to fit */
 	double slowest_epoch;
 	int deadline_cut;
+	/* --precision fp16: the loss is scaled by ls.scale before backward */
+	int scaled;
+	struct loss_scale ls;
 };
 
 int train_epoch_budget(const struct args *a, int *patience)
@@ -148,8 +153,15 @@ struct ckpt_header {
 	double best_acc, final_acc, train_flops, eval_flops, wall;
 	int32_t global_batch, resume_batch;   /* batches of epoch `epoch` done */
 	double carry[3];
+	/* from AAHCKPT3 on: the fp16 loss scale (0 in other precisions) */
+	float loss_scale;
+	int32_t loss_scale_good;
+	int64_t loss_scale_steps, loss_scale_skipped;
 };
-#define CKPT_MAGIC "AAHCKPT2"
+#define CKPT_MAGIC "AAHCKPT3"
+/* A checkpoint written before the loss scale: its header ends at carry. */
+#define CKPT_MAGIC_2 "AAHCKPT2"
+#define CKPT_HEADER_2 offsetof(struct ckpt_header, loss_scale)
 
 static int save_checkpoint(struct trial *t)
 {
@@ -162,6 +174,8 @@ static int save_checkpoint(struct trial *t)
 		.wall = t->wall_before + util_monotonic() - t->t0,
 		.global_batch = t->global_batch, .resume_batch = t->resume_batch,
 		.carry = { t->carry[0], t->carry[1], t->carry[2] },
+		.loss_scale = t->scaled ? t->ls.scale : 0, .loss_scale_good = t->ls.good,
+		.loss_scale_steps = t->ls.steps, .loss_scale_skipped = t->ls.skipped,
 	};
 	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
 	size_t len = sizeof(h) + 2 * np + ns;
@@ -175,22 +189,31 @@ static int save_checkpoint(struct trial *t)
 	return rc;
 }
 
-/* The checkpoint at `path` if it is one of this network's (header in *h),
+/* The checkpoint at `path` if it is one of this network's (header in *h,
+ * zero past an AAHCKPT2 header's end; *data: where the tensors start),
  * else NULL with the error reported; `whose` names the network. */
 static char *checkpoint_read(const char *path, const struct model *m, struct ckpt_header *h,
-			     const char *whose)
+			     const char **data, const char *whose)
 {
 	char *buf;
 	size_t len, np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
 	if (fileio_read(path, sizeof(*h) + 2 * np + ns + 1, &buf, &len))
 		return NULL;
-	memcpy(h, buf, len < sizeof(*h) ? len : sizeof(*h));
-	if (len != sizeof(*h) + 2 * np + ns || memcmp(h->magic, CKPT_MAGIC, 8) ||
-	    h->n_params != m->n_params || h->n_stats != m->n_stats) {
+	size_t hl = 0;   /* the header's length, by its magic */
+	if (len >= 8 && !memcmp(buf, CKPT_MAGIC, 8))
+		hl = sizeof(*h);
+	else if (len >= 8 && !memcmp(buf, CKPT_MAGIC_2, 8))
+		hl = CKPT_HEADER_2;
+	memset(h, 0, sizeof(*h));
+	if (hl && len == hl + 2 * np + ns)
+		memcpy(h, buf, hl);
+	if (!hl || len != hl + 2 * np + ns || h->n_params != m->n_params ||
+	    h->n_stats != m->n_stats) {
 		free(buf);
 		error("checkpoint '%s' does not belong to %s", path, whose);
 		return NULL;
 	}
+	*data = buf + hl;
 	return buf;
 }
 
@@ -199,13 +222,14 @@ static int load_checkpoint(struct trial *t)
 	struct model *m = &t->m;
 	struct ckpt_header h;
 	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
-	char *buf = checkpoint_read(t->ckpt_path, m, &h,
+	const char *data;
+	char *buf = checkpoint_read(t->ckpt_path, m, &h, &data,
 				    "this network (delete it or drop --resume)");
 	if (!buf)
 		return -1;
-	memcpy(m->params, buf + sizeof(h), np);
-	memcpy(m->velocity, buf + sizeof(h) + np, np);
-	memcpy(m->stats, buf + sizeof(h) + 2 * np, ns);
+	memcpy(m->params, data, np);
+	memcpy(m->velocity, data + np, np);
+	memcpy(m->stats, data + 2 * np, ns);
 	free(buf);
 	t->epoch = h.epoch;
 	t->best_epoch = h.best_epoch;
@@ -218,6 +242,12 @@ static int load_checkpoint(struct trial *t)
 	t->wall_before = h.wall;
 	t->resume_batch = h.resume_batch;
 	memcpy(t->carry, h.carry, sizeof(t->carry));
+	if (t->scaled && h.loss_scale >= t->ls.min_scale && h.loss_scale <= t->ls.max_scale) {
+		t->ls.scale = h.loss_scale;    /* the scale fp16 had found, not a new start */
+		t->ls.good = h.loss_scale_good;
+		t->ls.steps = h.loss_scale_steps;
+		t->ls.skipped = h.loss_scale_skipped;
+	}
 	/* an earlier run fitted the budget to a deadline: the LR schedule goes
 	 * on along the cosine it was following */
 	if (t->a->deadline > 0 && h.budget > 0 && h.budget != t->budget) {
@@ -236,11 +266,12 @@ int train_checkpoint_weights(const char *path, struct model *m)
 {
 	struct ckpt_header h;
 	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
-	char *buf = checkpoint_read(path, m, &h, "the network of its arch.json");
+	const char *data;
+	char *buf = checkpoint_read(path, m, &h, &data, "the network of its arch.json");
 	if (!buf)
 		return -1;
-	memcpy(m->params, buf + sizeof(h), np);
-	memcpy(m->stats, buf + sizeof(h) + 2 * np, ns);
+	memcpy(m->params, data, np);
+	memcpy(m->stats, data + 2 * np, ns);
 	free(buf);
 	return 0;
 }
@@ -266,6 +297,8 @@ static int write_result(struct trial *t, const char *status, const char *reason)
 	/* what ran; before the backend decided "auto", the fp32 it starts in */
 	const char *prec = t->precision ? t->precision : t->a->precision;
 	cJSON_AddStringToObject(r, "precision", prec && strcmp(prec, "auto") ? prec : "fp32");
+	if (t->scaled)
+		cJSON_AddNumberToObject(r, "skipped_steps", (double)t->ls.skipped);
 	cJSON *dev = cJSON_AddArrayToObject(r, "devices");
 	long cores = t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN);
 	/* a GPU backend that started trains on the first visible device (the
@@ -307,6 +340,10 @@ static int write_metrics(struct trial *t, const struct epoch_stats *s)
 	cJSON_AddNumberToObject(j, "timestamp", util_now());
 	cJSON_AddNumberToObject(j, "rank", t->rank);
 	cJSON_AddStringToObject(j, "precision", t->precision);
+	if (t->scaled) {
+		cJSON_AddNumberToObject(j, "loss_scale", t->ls.scale);
+		cJSON_AddNumberToObject(j, "skipped_steps", (double)t->ls.skipped);
+	}
 	int rc = jsonfile_append(t->metrics_path, j);
 	cJSON_Delete(j);
 	return rc;
@@ -368,7 +405,8 @@ static int elastic_batch(struct trial *t)
 		return error_errno("cannot open '%s'", t->ckpt_path);
 	size_t got = fread(&h, 1, sizeof(h), f);
 	fclose(f);
-	if (got != sizeof(h) || memcmp(h.magic, CKPT_MAGIC, 8) || h.global_batch < 1)
+	if (got < CKPT_HEADER_2 || (memcmp(h.magic, CKPT_MAGIC, 8) && memcmp(h.magic, CKPT_MAGIC_2, 8)) ||
+	    h.global_batch < 1)
 		return 0;     /* load_checkpoint says what is wrong with it */
 	if (h.global_batch % t->world)
 		return error("the global batch %d of '%s' does not split over %d ranks", h.global_batch,
@@ -474,6 +512,26 @@ static int last_epoch(const struct trial *t)
 	return max > 0 && max < t->budget ? max : t->budget;
 }
 
+/* fp16: the backward pass starts from the gradient of the loss times the
+ * scale, which lifts small gradients out of fp16's underflow. */
+static void scale_loss(struct trial *t, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		t->dlogits[i] *= t->ls.scale;
+}
+
+/* Whether this step's gradients are to be applied: always, except in fp16,
+ * where they are unscaled when finite and the step skipped (the scale
+ * halved) when not. Every rank decides alike: the allreduce has given them
+ * the same gradients. */
+static int apply_step(struct trial *t)
+{
+	if (!t->scaled)
+		return 1;
+	float scale = t->ls.scale;
+	return loss_scale_update(&t->ls, loss_scale_unscale(t->m.grads, t->m.n_params, scale));
+}
+
 static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
 {
 	const struct args *a = t->a;
@@ -511,12 +569,16 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		t->ops.step = (uint64_t)t->step;
 		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
 		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
-				    (float)a->smooth_factor, t->dlogits, &s->loss, &s->correct) ||
-		    model_backward(m, &t->ops, b->x, b->n, t->dlogits))
+				    (float)a->smooth_factor, t->dlogits, &s->loss, &s->correct))
+			return -1;
+		if (t->scaled)
+			scale_loss(t, b->n * m->num_classes);
+		if (model_backward(m, &t->ops, b->x, b->n, t->dlogits))
 			return -1;
 		if (t->dist && dist_allreduce_mean(t->dist, m->grads, m->n_params))
 			return -1;
-		if (model_update(m, &t->ops, lr, (float)a->momentum, (float)a->weight_decay))
+		if (apply_step(t) &&
+		    model_update(m, &t->ops, lr, (float)a->momentum, (float)a->weight_decay))
 			return -1;
 		s->seen += b->n;
 		s->lr = lr;
@@ -592,6 +654,9 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (t->ops.be->set_precision(&t->ops, prec))
 		return -1;
 	t->precision = prec;
+	t->scaled = !strcmp(prec, "fp16");
+	if (t->scaled && loss_scale_init(&t->ls, (float)a->loss_scale, a->loss_scale_interval))
+		return -1;
 	t->ops.conv_algo = ops_conv_algo_parse(a->conv_algo); /* args_parse checked it */
 	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
 	int workers = a->num_parallel_calls > 0 ? a->num_parallel_calls : 1;

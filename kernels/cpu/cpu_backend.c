@@ -128,15 +128,15 @@ static int bf16_probe(struct ops_ctx *ctx, char *why, size_t len)
 static int cpu_set_precision(struct ops_ctx *ctx, const char *precision)
 {
 	char why[256];
-	ctx->bf16 = 0;
+	ctx->conv_type = OPS_F32;
 	if (!strcmp(precision, "fp32"))
 		return 0;
 	if (strcmp(precision, "bf16"))
-		return error("precision '%s' is not available on the CPU backend (fp32, bf16)",
-			     precision);
+		return error("precision '%s' is not available on the CPU backend (fp32, bf16; "
+			     "fp16 runs on cuda, and emulated on ref)", precision);
 	if (bf16_probe(ctx, why, sizeof(why)))
 		return error("precision 'bf16' is not available here: %s; use fp32", why);
-	ctx->bf16 = 1;
+	ctx->conv_type = OPS_BF16;
 	return 0;
 }
 

@@ -1,8 +1,8 @@
 /* cpu_conv.c: conv2d forward and backward on oneDNN (NHWC activations,
  * weights kept as (Cout, K, K, Cin) and converted to oneDNN's preferred
- * layout around each primitive). With ctx->bf16 the convolution reads bf16
- * copies of its input, weights and output gradient (oneDNN's layout of
- * choice) and writes fp32 outputs and fp32 weight gradients.
+ * layout around each primitive). With conv_type OPS_BF16 the convolution
+ * reads bf16 copies of its input, weights and output gradient (oneDNN's
+ * layout of choice) and writes fp32 outputs and fp32 weight gradients.
  *
  * 3x3 stride-1 layers use oneDNN's Winograd F(4x4, 3x3) kernels where it
  * has them (ctx->conv_algo OPS_CONV_AUTO, fp32, channel counts in and out
@@ -74,13 +74,13 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	    cpu_md_act(&dst, n, &l->out, l->out_layout) ||
 	    cpu_md_1d(&b, c->units))
 		return -1;
-	dnnl_data_type_t lp = ctx->bf16 ? dnnl_bf16 : dnnl_f32;
+	dnnl_data_type_t lp = ctx->conv_type == OPS_BF16 ? dnnl_bf16 : dnnl_f32;
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wd, lp, dnnl_format_tag_any));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dw_any, 4, wd, dnnl_f32, dnnl_format_tag_any));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_user, 4, wd, dnnl_f32, dnnl_ohwi));
 	src_c = dsrc_c = src;
 	dst_c = ddst_c = dst;
-	if (ctx->bf16 || any) {
+	if (ctx->conv_type == OPS_BF16 || any) {
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&src_c, 4, sd, lp, dnnl_format_tag_any));
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&ddst_c, 4, dd_, lp, dnnl_format_tag_any));
 	}
@@ -153,8 +153,8 @@ static int conv_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct co
 {
 	const struct ops_layer_cfg *c = &l->cfg;
 	/* oneDNN also offers Winograd for a few input channels, where it loses */
-	if (ctx->conv_algo != OPS_CONV_DIRECT && !ctx->bf16 && c->kernel == 3 && c->stride == 1 &&
-	    l->in[0].c % 16 == 0 && c->units % 16 == 0) {
+	if (ctx->conv_algo != OPS_CONV_DIRECT && ctx->conv_type == OPS_F32 && c->kernel == 3 &&
+	    c->stride == 1 && l->in[0].c % 16 == 0 && c->units % 16 == 0) {
 		int rc = conv_build_alg(ctx, l, n, p, dnnl_convolution_winograd);
 		if (rc <= 0)
 			return rc;
@@ -200,7 +200,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	if (!p)
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
 	/* the forward converted x[0] for this step already (bf16); fp32 reads it */
-	if ((!ctx->bf16 && cpu_xfer_run(ctx, &p->src_f, x[0])) ||
+	if ((ctx->conv_type == OPS_F32 && cpu_xfer_run(ctx, &p->src_f, x[0])) ||
 	    (p->src_w_own && cpu_xfer_run(ctx, &p->src_w, x[0])))
 		return -1;
 	if (dx[0]) {

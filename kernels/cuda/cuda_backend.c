@@ -75,25 +75,31 @@ static int cc_major(struct ops_ctx *ctx)
 }
 
 /* fp32: conv2d runs cuDNN with CUDNN_FMA_MATH and dense cuBLASLt with
- * CUBLAS_COMPUTE_32F (no TF32). bf16 (compute capability 8.0 and up):
- * convolutions read bf16 copies of their inputs and weights on tensor cores
- * with fp32 accumulation (cuda_conv.c), every other op stays fp32, as on
- * the CPU backend; weights, gradients and optimiser state are fp32 (the
- * master copies). fp16 needs the loss scale driven by the trainer
- * (kernels/loss_scale.h is written, the trainer does not use it yet). */
+ * CUBLAS_COMPUTE_32F (no TF32). bf16 (compute capability 8.0 and up) and
+ * fp16 (7.0 and up: Volta's tensor cores): convolutions read 16-bit copies
+ * of their inputs and weights on tensor cores with fp32 accumulation
+ * (cuda_conv.c), every other op stays fp32, as on the CPU backend; weights,
+ * gradients and optimiser state are fp32 (the master copies). fp16 trains
+ * under the trainer's dynamic loss scale (kernels/loss_scale.h). */
 static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 {
-	ctx->bf16 = 0;
+	ctx->conv_type = OPS_F32;
 	if (!strcmp(precision, "fp32"))
 		return 0;
-	if (strcmp(precision, "bf16"))
-		return error("precision '%s' is not available on the cuda backend yet (fp32, bf16)",
+	int bf16 = !strcmp(precision, "bf16");
+	if (!bf16 && strcmp(precision, "fp16"))
+		return error("precision '%s' is not available on the cuda backend (fp32, bf16, fp16)",
 			     precision);
 	int major = cc_major(ctx);
-	if (major < 0 || strcmp(ops_gpu_precision(major), "bf16"))
+	if (major < 0)
+		return -1;
+	if (bf16 && strcmp(ops_gpu_precision(major), "bf16"))
 		return error("precision 'bf16' needs an NVIDIA GPU of compute capability 8.0 or "
-			     "newer (Ampere, Hopper); this one is %d.x: use fp32", major);
-	ctx->bf16 = 1;
+			     "newer (Ampere, Hopper); this one is %d.x: use fp16 or fp32", major);
+	if (!bf16 && major < 7)
+		return error("precision 'fp16' needs an NVIDIA GPU of compute capability 7.0 or "
+			     "newer (tensor cores); this one is %d.x: use fp32", major);
+	ctx->conv_type = bf16 ? OPS_BF16 : OPS_F16;
 	return 0;
 }
 
@@ -306,7 +312,7 @@ int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype x
 
 const struct ops_backend ops_cuda_backend = {
 	.name = "cuda",
-	.caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_GPU,
+	.caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_FP16 | OPS_CAP_GPU,
 	.init = cuda_init,
 	.fini = cuda_fini,
 	.set_precision = cuda_set_precision,

@@ -10,11 +10,13 @@
  * its own, its gradient a per-channel sum (cuda_kernels.cu).
  *
  * Math is CUDNN_FMA_MATH: true fp32, no TF32, so the results meet ref's
- * fp32 tolerance. With ctx->bf16 (--precision bf16) x, w and dy are cast to
- * bf16 copies (cuk_cast), cuDNN computes on tensor cores with fp32
- * accumulation (bf16 descriptors, fp32 compute type) into bf16 y, dx and
- * dw, which are cast back: weights, their gradients and the activations the
- * other layers see stay fp32 (the master copies). Algorithms come from cuDNN's heuristics
+ * fp32 tolerance. With ctx->conv_type bf16 or fp16 (--precision) x, w and dy
+ * are cast to 16-bit copies (cuk_cast), cuDNN computes on tensor cores with
+ * fp32 accumulation (16-bit descriptors, fp32 compute type) into 16-bit y,
+ * dx and dw, which are cast back: weights, their gradients and the
+ * activations the other layers see stay fp32 (the master copies). In fp16 a
+ * value past 65504 becomes inf, which the trainer's loss scale catches in
+ * the gradients. Algorithms come from cuDNN's heuristics
  * (cudnnGet*Algorithm_v7) once per batch size: with --conv_algo direct the
  * implicit-GEMM ones where cuDNN lists them as usable, else its first. */
 #include <stdlib.h>
@@ -24,7 +26,7 @@
 /* A layer's descriptors and algorithms for one batch size (l->priv). */
 struct conv_plan {
 	int n;
-	int bf16;               /* descriptors and buffers in bf16 */
+	enum ops_dtype type;    /* descriptors and buffers: fp32, bf16 or fp16 */
 	int padded;             /* uneven padding: x goes through a (hp, wp) frame */
 	int hp, wp;
 	cudnnTensorDescriptor_t x, y;
@@ -110,8 +112,10 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, stru
 	const struct ops_shape *s = &l->in[0];
 	int pad_h = c->pad_t, pad_w = c->pad_l, h = s->h, w = s->w;
 	p->n = n;
-	p->bf16 = ctx->bf16;
-	cudnnDataType_t dt = p->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+	p->type = ctx->conv_type;
+	cudnnDataType_t dt = p->type == OPS_BF16  ? CUDNN_DATA_BFLOAT16
+			     : p->type == OPS_F16 ? CUDNN_DATA_HALF
+						  : CUDNN_DATA_FLOAT;
 	p->padded = c->pad_t != c->pad_b || c->pad_l != c->pad_r;
 	if (p->padded) {
 		p->hp = h + c->pad_t + c->pad_b;
@@ -130,7 +134,8 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, stru
 	CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, pad_h, pad_w, c->stride, c->stride, 1, 1,
 						    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
 	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv,
-						p->bf16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+						p->type != OPS_F32 ? CUDNN_TENSOR_OP_MATH
+								   : CUDNN_FMA_MATH));
 	int on, oc, oh, ow;
 	CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &on, &oc, &oh, &ow));
 	if (on != n || oc != l->out.c || oh != l->out.h || ow != l->out.w)
@@ -143,7 +148,7 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, stru
 static int plan_of(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan **out)
 {
 	struct conv_plan *p = l->priv;
-	if (!p || p->n != n || p->bf16 != ctx->bf16) {
+	if (!p || p->n != n || p->type != ctx->conv_type) {
 		plan_free(p);
 		l->priv = p = xcalloc(1, sizeof(*p));
 		if (plan_init(ctx, l, n, p)) {
@@ -171,32 +176,34 @@ static int framed(struct ops_ctx *ctx, const struct ops_layer *l, const struct c
 	return 0;
 }
 
-/* With bf16: a bf16 copy of count fp32 values at x in scratch (*out = x
- * without). */
+/* In bf16 or fp16: a 16-bit copy of count fp32 values at x in scratch
+ * (*out = x in fp32). */
 static int low(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *x, void **out)
 {
 	*out = x;
-	if (!p->bf16)
+	if (p->type == OPS_F32)
 		return 0;
 	if (cuda_scratch(ctx, count * 2, out))
 		return -1;
-	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, CUK_F32_TO_BF16, x, *out));
+	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count,
+			     p->type == OPS_BF16 ? CUK_F32_TO_BF16 : CUK_F32_TO_F16, x, *out));
 	return 0;
 }
 
 /* Where cuDNN writes count values meant for the fp32 y: y itself, or a
- * bf16 scratch buffer that high() then casts into y. */
+ * 16-bit scratch buffer that high() then casts into y. */
 static int low_out(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *y,
 		   void **out)
 {
 	*out = y;
-	return p->bf16 ? cuda_scratch(ctx, count * 2, out) : 0;
+	return p->type != OPS_F32 ? cuda_scratch(ctx, count * 2, out) : 0;
 }
 
 static int high(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *lo, void *y)
 {
-	if (p->bf16)
-		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, CUK_BF16_TO_F32, lo, y));
+	if (p->type != OPS_F32)
+		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count,
+				     p->type == OPS_BF16 ? CUK_BF16_TO_F32 : CUK_F16_TO_F32, lo, y));
 	return 0;
 }
 
@@ -255,7 +262,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	    low(ctx, p, nxf = framed_count(l, p, n), gxf, &lx) || low(ctx, p, ny, gdy, &ldy) ||
 	    low_out(ctx, p, nw, gdw, &ldw))
 		return -1;
-	if (gdb)   /* from the fp32 dy: the bias is not part of the bf16 convolution */
+	if (gdb)   /* from the fp32 dy: the bias is not part of the 16-bit convolution */
 		CUDA_LAUNCH(cuk_channel_sum(c->stream, ny / l->cfg.units, l->cfg.units, gdy, acc, gdb));
 	CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->dnn, &one, p->x, lx, p->y, ldy, p->conv,
 						   p->bwd_filter, ws, p->ws, &zero, p->w, ldw));

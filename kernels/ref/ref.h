@@ -20,6 +20,9 @@ static inline size_t ref_at(const struct ops_shape *s, int i, int y, int x, int 
 /* The value bf16 stores for v: fp32 rounded to 8 significant bits, to
  * nearest, ties to even (what oneDNN's and CUDA's conversions do). */
 float ref_bf16_round(float v);
+/* The value fp16 stores for v: 11 significant bits, inf from 65520 up,
+ * subnormals down to 2^-24 (ref_f32_to_f16 below). */
+float ref_f16_round(float v);
 /* The casts that define the `cast` op (ref_cast.c). fp32 -> 16 bits rounds
  * to nearest, ties to even; a NaN gives a quiet NaN with the same sign and
  * the top payload bits; fp16 overflows to inf (from 65520 up) and keeps

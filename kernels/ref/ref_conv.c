@@ -14,9 +14,12 @@
  *   dw[o, ky, kx, c] = sum over i, oy, ox of g[i, oy, ox, o] * x[i, oy*S + ky - pad_t, ox*S + kx - pad_l, c]
  *   db[o]            = sum over i, oy, ox of g[i, oy, ox, o]
  *
- * With ctx->bf16, x, w and g are rounded to bf16 before use, as the CPU
- * backend hands oneDNN bf16 copies of them; the sums stay in double and
- * the results are fp32, as there. */
+ * With ctx->conv_type bf16 or fp16, x, w and g are rounded to that type
+ * before use, as the CPU and cuda backends hand oneDNN and cuDNN such
+ * copies of them; the sums stay in double. In bf16 the results are fp32,
+ * as oneDNN writes them; in fp16 y (before the bias), dx and dw are
+ * rounded to fp16, as cuDNN writes them there: a sum past 65504 becomes
+ * inf, which is what the trainer's loss scale watches for. */
 #include <stdlib.h>
 
 #include "kernels/ref/ref.h"
@@ -44,18 +47,25 @@ static size_t w_count(const struct ops_layer *l)
 }
 
 /* A tensor of count values as the convolution reads it: v itself in fp32;
- * with ctx->bf16 a rounded copy, returned in *copy too for the caller to
+ * in bf16 or fp16 a rounded copy, returned in *copy too for the caller to
  * free (*copy is NULL otherwise). */
 static const float *operand(const struct ops_ctx *ctx, const float *v, size_t count,
 			    float **copy)
 {
 	*copy = NULL;
-	if (!ctx->bf16)
+	if (ctx->conv_type == OPS_F32)
 		return v;
+	float (*round)(float) = ctx->conv_type == OPS_BF16 ? ref_bf16_round : ref_f16_round;
 	*copy = xmalloc(count * sizeof(float));
 	for (size_t i = 0; i < count; i++)
-		(*copy)[i] = ref_bf16_round(v[i]);
+		(*copy)[i] = round(v[i]);
 	return *copy;
+}
+
+/* A sum as the backend stores it: fp32, or fp16's value in fp16. */
+static float result(const struct ops_ctx *ctx, double sum)
+{
+	return ctx->conv_type == OPS_F16 ? ref_f16_round((float)sum) : (float)sum;
 }
 
 static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
@@ -72,7 +82,7 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 		for (int oy = 0; oy < os->h; oy++)
 			for (int ox = 0; ox < os->w; ox++)
 				for (int o = 0; o < os->c; o++) {
-					double sum = c->bias ? l->b[o] : 0.0;
+					double sum = 0.0;
 					for (int ky = 0; ky < c->kernel; ky++)
 						for (int kx = 0; kx < c->kernel; kx++) {
 							int iy, ix;
@@ -82,7 +92,8 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 								sum += (double)in[ref_at(is, i, iy, ix, ci)] *
 								       w[w_at(l, o, ky, kx, ci)];
 						}
-					y[ref_at(os, i, oy, ox, o)] = (float)sum;
+					y[ref_at(os, i, oy, ox, o)] =
+						result(ctx, sum) + (c->bias ? l->b[o] : 0.0f);
 				}
 	free(x_copy);
 	free(w_copy);
@@ -127,9 +138,9 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 				}
 
 	for (size_t k = 0; sx && k < nx; k++)
-		dx[0][k] = (float)sx[k];
+		dx[0][k] = result(ctx, sx[k]);
 	for (size_t k = 0; k < nw; k++)
-		l->dw[k] = (float)sw[k];
+		l->dw[k] = result(ctx, sw[k]);
 	for (int o = 0; c->bias && o < os->c; o++)
 		l->db[o] = (float)sb[o];
 	free(sx);

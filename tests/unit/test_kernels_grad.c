@@ -242,7 +242,7 @@ static void conv_pair_run(struct conv_pair *c, const int bf16[2], const int conv
 	for (int k = 0; k < 2; k++) {
 		struct ops_ctx ctx;
 		cr_assert_eq(ops_ctx_init(&ctx, "cpu", c->threads, 1), 0);
-		ctx.bf16 = bf16[k];
+		ctx.conv_type = bf16[k] ? OPS_BF16 : OPS_F32;
 		ctx.conv_algo = conv_algo[k];
 		struct ops_layer l = {
 			.cfg = {.type = OPS_CONV2D, .kernel = 3, .stride = 1, .pad_t = 1,

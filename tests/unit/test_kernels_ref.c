@@ -7,7 +7,9 @@
  * Every backend in the table is covered without a change here (cuda too,
  * when the build found nvcc and cuDNN): a backend that cannot start on this
  * machine ("skipped: no CUDA device ..." for cuda on a machine without a
- * GPU), lacks an op, or lacks bf16 is reported as a skipped run saying so.
+ * GPU), lacks an op, or lacks bf16 is reported as a skipped run saying so;
+ * fp16 cases run only on backends with OPS_CAP_FP16 (cuda, and ref's
+ * emulation: the CPU backend has no fp16 at all).
  * Where a device exists the comparison runs in full. The CPU backend must
  * have every op. */
 #include <criterion/criterion.h>
@@ -18,7 +20,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
-#include "kernels/ref/ref.h" /* ref_bf16_round */
+#include "kernels/ref/ref.h" /* ref_bf16_round, ref_f16_round */
 #include "util.h"
 
 enum kind { LAYER, LOSS, SGD, ACCUMULATE };
@@ -32,7 +34,7 @@ struct ref_case {
 	int train;                  /* 0: an inference forward only, no backward */
 	int no_dx;                  /* backward with no input gradient wanted */
 	int conv_algo;              /* OPS_CONV_AUTO or OPS_CONV_DIRECT */
-	int bf16;                   /* precision "bf16", else "fp32" */
+	enum ops_dtype type;        /* precision: OPS_F32 (0), OPS_BF16, OPS_F16 */
 	int count;                  /* LOSS: classes (n samples); SGD, ACCUMULATE: values */
 	float smoothing;            /* LOSS */
 };
@@ -69,12 +71,19 @@ static const struct ref_case cases[] = {
 	{"conv2d 2x2/2 valid odd 5x5x3->2x2x4", CONV(2, 2, 0, 0, 0, 0, 4, 1),
 	 .n = 2, .n_in = 1, .in = {{5, 5, 3}}, .out = {2, 2, 4}, .train = 1},
 	{"bf16 conv2d 3x3/1 same 6x6x8->8", CONV(3, 1, 1, 1, 1, 1, 8, 1),
-	 .n = 2, .n_in = 1, .in = {{6, 6, 8}}, .out = {6, 6, 8}, .train = 1, .bf16 = 1},
+	 .n = 2, .n_in = 1, .in = {{6, 6, 8}}, .out = {6, 6, 8}, .train = 1, .type = OPS_BF16},
 	{"bf16 conv2d 3x3/2 same odd 7x6x3->4x3x5", CONV(3, 2, 1, 0, 1, 1, 5, 1),
-	 .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5}, .train = 1, .bf16 = 1},
+	 .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5}, .train = 1, .type = OPS_BF16},
 	{"bf16 conv2d 1x1/1 valid 5x5x7->3, no bias, no input gradient",
 	 CONV(1, 1, 0, 0, 0, 0, 3, 0), .n = 2, .n_in = 1, .in = {{5, 5, 7}}, .out = {5, 5, 3},
-	 .train = 1, .no_dx = 1, .bf16 = 1},
+	 .train = 1, .no_dx = 1, .type = OPS_BF16},
+	{"fp16 conv2d 3x3/1 same 6x6x8->8", CONV(3, 1, 1, 1, 1, 1, 8, 1),
+	 .n = 2, .n_in = 1, .in = {{6, 6, 8}}, .out = {6, 6, 8}, .train = 1, .type = OPS_F16},
+	{"fp16 conv2d 3x3/2 same odd 7x6x3->4x3x5", CONV(3, 2, 1, 0, 1, 1, 5, 1),
+	 .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5}, .train = 1, .type = OPS_F16},
+	{"fp16 conv2d 1x1/1 valid 5x5x7->3, no bias, no input gradient",
+	 CONV(1, 1, 0, 0, 0, 0, 3, 0), .n = 2, .n_in = 1, .in = {{5, 5, 7}}, .out = {5, 5, 3},
+	 .train = 1, .no_dx = 1, .type = OPS_F16},
 
 	{"batchnorm training 3x3x4", .kind = LAYER,
 	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f},
@@ -193,9 +202,15 @@ struct tol {
  * the order of the backend's sums is left (the CPU backend's emulated bf16
  * kernels agree to the fp32 tolerance, cpu_bf16_conv_matches_ref_emulation);
  * this tolerance lets a fast kernel keep its partial sums less exactly, by
- * a few bf16 roundings (2^-9 each) of the result. */
+ * a few bf16 roundings (2^-9 each) of the result. fp16 (11 significant
+ * bits to bf16's 8) is held to the same. */
 static const struct tol fp32_tol = {1e-4, 1e-3};
 static const struct tol bf16_tol = {2e-3, 1e-2};
+
+static const char *type_name(enum ops_dtype t)
+{
+	return t == OPS_BF16 ? "bf16" : t == OPS_F16 ? "fp16" : "fp32";
+}
 
 /* Asserts every value of a (the backend) is close to b (ref). */
 static void expect_close(const char *be, const struct ref_case *c, const char *tensor,
@@ -446,7 +461,8 @@ ParameterizedTestParameters(kernels_ref, op_matches_ref)
 	struct run *runs = cr_malloc(sizeof(*runs) * nb * ARRAY_SIZE(cases));
 	for (size_t b = 0; b < nb; b++)
 		for (size_t c = 0; strcmp(be[b]->name, "ref") && c < ARRAY_SIZE(cases); c++)
-			runs[n++] = (struct run){b, c};
+			if (cases[c].type != OPS_F16 || (be[b]->caps & OPS_CAP_FP16))
+				runs[n++] = (struct run){b, c};
 	return cr_make_param_array(struct run, runs, n, free_runs);
 }
 
@@ -456,7 +472,7 @@ static int setup(struct ops_ctx *ctx, const struct ref_case *c)
 {
 	ctx->step = 3;
 	ctx->conv_algo = c->conv_algo;
-	return ctx->be->set_precision(ctx, c->bf16 ? "bf16" : "fp32");
+	return ctx->be->set_precision(ctx, type_name(c->type));
 }
 
 static void ref_context(struct ops_ctx *ref, const struct ref_case *c)
@@ -506,9 +522,9 @@ ParameterizedTest(struct run *run, kernels_ref, op_matches_ref)
 	}
 	if (setup(&ctx, c))
 		cr_skip_test("skipped: %s has no %s on this machine (%s): %s", be->name,
-			     c->bf16 ? "bf16" : "fp32", util_last_error(), c->what);
+			     type_name(c->type), util_last_error(), c->what);
 	ref_context(&ref, c);
-	check_case(c, &ctx, &ref, c->bf16 ? bf16_tol : fp32_tol);
+	check_case(c, &ctx, &ref, c->type != OPS_F32 ? bf16_tol : fp32_tol);
 	ops_ctx_release(&ref);
 	ops_ctx_release(&ctx);
 }
@@ -527,15 +543,15 @@ Test(kernels_ref, cpu_bf16_conv_matches_ref_emulation)
 	int checked = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		const struct ref_case *c = &cases[i];
-		if (!c->bf16)
+		if (c->type != OPS_BF16)
 			continue;
 		struct ops_ctx ctx, ref;
 		cr_assert_eq(ops_ctx_init(&ctx, "cpu", 2, 7), 0);
 		ctx.step = 3;
 		ctx.conv_algo = c->conv_algo;
-		ctx.bf16 = 1;
+		ctx.conv_type = OPS_BF16;
 		ref_context(&ref, c);
-		cr_assert(ref.bf16);
+		cr_assert_eq(ref.conv_type, OPS_BF16);
 		check_case(c, &ctx, &ref, fp32_tol);
 		ops_ctx_release(&ref);
 		ops_ctx_release(&ctx);
@@ -544,13 +560,15 @@ Test(kernels_ref, cpu_bf16_conv_matches_ref_emulation)
 	cr_assert_geq(checked, 2);
 }
 
-/* ref's bf16 conv2d is its fp32 conv2d on bf16-rounded input and weights,
- * and differs from fp32 on the raw ones by more than the fp32 tolerance. */
-Test(kernels_ref, ref_bf16_emulation_rounds)
+/* ref's 16-bit conv2d is its fp32 conv2d on input and weights rounded to
+ * the type, and differs from fp32 on the raw ones. In fp16 the result is
+ * rounded too (as cuDNN writes it), so the case has no bias. */
+static void emulation_rounds(enum ops_dtype type, float (*round)(float))
 {
 	const struct ref_case *c = NULL;
+	int bias = type == OPS_BF16;
 	for (size_t i = 0; i < ARRAY_SIZE(cases) && !c; i++)
-		if (cases[i].bf16 && cases[i].cfg.bias)
+		if (cases[i].type == type && cases[i].cfg.bias == bias)
 			c = &cases[i];
 	cr_assert_not_null(c);
 	struct ops_ctx ref;
@@ -558,30 +576,45 @@ Test(kernels_ref, ref_bf16_emulation_rounds)
 	rng_state = 5;
 	struct inputs in;
 	inputs_init(&in, c);
-	struct side bf, raw, rounded;   /* bf16; fp32 on x, w; fp32 on rounded x, w */
-	side_init(&bf, c, &in);
+	struct side lo, raw, rounded;   /* 16-bit; fp32 on x, w; fp32 on rounded x, w */
+	side_init(&lo, c, &in);
 	side_init(&raw, c, &in);
 	side_init(&rounded, c, &in);
 	size_t nx = (size_t)c->n * ops_shape_size(&c->in[0]), ny = (size_t)c->n * ops_shape_size(&c->out);
 	float *xr = copy_of(in.x[0], nx);
 	for (size_t i = 0; i < nx; i++)
-		xr[i] = ref_bf16_round(xr[i]);
+		xr[i] = round(xr[i]);
 	for (size_t i = 0; i < in.nparam[0]; i++)
-		rounded.param[0][i] = ref_bf16_round(rounded.param[0][i]);
+		rounded.param[0][i] = round(rounded.param[0][i]);
 	const float *xs[1] = {in.x[0]}, *xrs[1] = {xr};
 	const struct ops_layer_ops *op = ref.be->layer[OPS_CONV2D];
-	cr_assert_eq(op->forward(&ref, &bf.l, c->n, xs, bf.y, 1), 0);
+	cr_assert_eq(op->forward(&ref, &lo.l, c->n, xs, lo.y, 1), 0);
 	cr_assert_eq(ref.be->set_precision(&ref, "fp32"), 0);
 	cr_assert_eq(op->forward(&ref, &raw.l, c->n, xs, raw.y, 1), 0);
 	cr_assert_eq(op->forward(&ref, &rounded.l, c->n, xrs, rounded.y, 1), 0);
-	size_t outside = 0;
+	size_t outside = 0, moved = 0;
 	for (size_t i = 0; i < ny; i++) {
-		cr_assert_eq(bf.y[i], rounded.y[i], "y[%zu]: bf16 %.9g, fp32 of rounded %.9g", i,
-			     (double)bf.y[i], (double)rounded.y[i]);
-		outside += fabs(bf.y[i] - raw.y[i]) > fp32_tol.atol + fp32_tol.rtol * fabs(raw.y[i]);
+		float want = type == OPS_F16 ? round(rounded.y[i]) : rounded.y[i];
+		cr_assert_eq(lo.y[i], want, "y[%zu]: %s %.9g, fp32 of rounded %.9g", i,
+			     type_name(type), (double)lo.y[i], (double)want);
+		outside += fabs(lo.y[i] - raw.y[i]) > fp32_tol.atol + fp32_tol.rtol * fabs(raw.y[i]);
+		moved += lo.y[i] != raw.y[i];
 	}
-	cr_assert_gt(outside, ny / 4, "bf16 moved only %zu of %zu values past the fp32 tolerance",
-		     outside, ny);
+	if (type == OPS_BF16)
+		cr_assert_gt(outside, ny / 4, "bf16 moved only %zu of %zu values past the fp32 "
+			     "tolerance", outside, ny);
+	cr_assert_gt(moved, ny / 2, "%s moved only %zu of %zu values", type_name(type), moved, ny);
+	free(xr);
+	side_release(&lo, &ref);
+	side_release(&raw, &ref);
+	side_release(&rounded, &ref);
+	inputs_release(&in);
+	ops_ctx_release(&ref);
+}
+
+Test(kernels_ref, ref_bf16_emulation_rounds)
+{
+	emulation_rounds(OPS_BF16, ref_bf16_round);
 	/* round to nearest, ties to even; inf and NaN stay */
 	cr_assert_eq(ref_bf16_round(1.0f), 1.0f);
 	cr_assert_eq(ref_bf16_round(1.0f + 0x1p-8f), 1.0f);                   /* tie: to even */
@@ -589,10 +622,20 @@ Test(kernels_ref, ref_bf16_emulation_rounds)
 	cr_assert_eq(ref_bf16_round(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);
 	cr_assert_eq(ref_bf16_round(-3.0f - 0x1p-9f), -3.0f);
 	cr_assert(isinf(ref_bf16_round(INFINITY)) && isnan(ref_bf16_round(NAN)));
-	free(xr);
-	side_release(&bf, &ref);
-	side_release(&raw, &ref);
-	side_release(&rounded, &ref);
-	inputs_release(&in);
-	ops_ctx_release(&ref);
+}
+
+/* fp16's range is what the loss scale works around: 65504 is its largest
+ * value, 65520 and up round to inf, 2^-24 is its smallest and 2^-25 rounds
+ * (a tie) to zero. */
+Test(kernels_ref, ref_fp16_emulation_rounds)
+{
+	emulation_rounds(OPS_F16, ref_f16_round);
+	cr_assert_eq(ref_f16_round(1.0f + 0x1p-11f), 1.0f);                   /* tie: to even */
+	cr_assert_eq(ref_f16_round(1.0f + 0x1p-11f + 0x1p-20f), 1.0f + 0x1p-10f);
+	cr_assert_eq(ref_f16_round(65519.0f), 65504.0f);
+	cr_assert(isinf(ref_f16_round(65520.0f)) && ref_f16_round(65520.0f) > 0);
+	cr_assert(isinf(ref_f16_round(-1e6f)) && ref_f16_round(-1e6f) < 0);
+	cr_assert_eq(ref_f16_round(0x1p-24f), 0x1p-24f);
+	cr_assert_eq(ref_f16_round(0x1p-25f), 0.0f);
+	cr_assert(isnan(ref_f16_round(NAN)));
 }

@@ -30,9 +30,30 @@ Test(precision, cpu_and_ref_default_to_fp32)
 		cr_assert_eq(ops_ctx_init(&ctx, names[i], 1, 1), 0, "%s", util_last_error());
 		cr_assert_str_eq(ops_precision_auto(&ctx), "fp32", "%s", names[i]);
 		cr_assert_eq(ctx.be->set_precision(&ctx, ops_precision_auto(&ctx)), 0);
-		cr_assert_eq(ctx.bf16, 0);
+		cr_assert_eq(ctx.conv_type, OPS_F32);
 		ops_ctx_release(&ctx);
 	}
+}
+
+/* fp16: emulated on ref, on cuda from compute capability 7.0, never on the
+ * CPU backend, which says where it runs. */
+Test(precision, fp16_on_ref_not_on_cpu)
+{
+	struct ops_ctx ctx;
+	cr_assert_eq(ops_ctx_init(&ctx, "ref", 1, 1), 0, "%s", util_last_error());
+	cr_assert_eq(ctx.be->set_precision(&ctx, "fp16"), 0, "%s", util_last_error());
+	cr_assert_eq(ctx.conv_type, OPS_F16);
+	cr_assert(ctx.be->caps & OPS_CAP_FP16);
+	ops_ctx_release(&ctx);
+	util_set_quiet(1);
+	cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 1), 0, "%s", util_last_error());
+	cr_assert_lt(ctx.be->set_precision(&ctx, "fp16"), 0);
+	cr_assert(strstr(util_last_error(), "'fp16' is not available on the CPU backend"),
+		  "%s", util_last_error());
+	cr_assert(strstr(util_last_error(), "fp16 runs on cuda"), "%s", util_last_error());
+	cr_assert_eq(ctx.conv_type, OPS_F32);
+	cr_assert(!(ctx.be->caps & OPS_CAP_FP16));
+	ops_ctx_release(&ctx);
 }
 
 Test(precision, cuda_picks_by_its_device)
@@ -49,9 +70,10 @@ Test(precision, cuda_picks_by_its_device)
 	const char *p = ops_precision_auto(&ctx);
 	cr_assert_str_eq(p, ops_gpu_precision(major));
 	cr_assert_eq(ctx.be->set_precision(&ctx, p), 0, "%s", util_last_error());
-	cr_assert_eq(ctx.bf16, !strcmp(p, "bf16"));
-	cr_assert_lt(ctx.be->set_precision(&ctx, "fp16"), 0);
-	cr_assert(strstr(util_last_error(), "'fp16' is not available on the cuda backend"));
+	cr_assert_eq(ctx.conv_type, !strcmp(p, "bf16") ? OPS_BF16 : OPS_F32);
+	cr_assert_eq(ctx.be->set_precision(&ctx, "fp16"), major >= 7 ? 0 : -1, "%s",
+		     util_last_error());
+	cr_assert_eq(ctx.conv_type, major >= 7 ? OPS_F16 : OPS_F32);
 	ops_ctx_release(&ctx);
 #endif
 }
