@@ -2,7 +2,10 @@
  * table: forward, loss, backward and SGD update on a fixed random batch
  * (the same measurement bench_train_torch.py makes for PyTorch).
  * usage: bench_train ARCH [batch] [threads] [steps] [warmup]
- * AAH_BACKEND picks another op table (cuda: tests/gpu/run-on-device.sh);
+ * AAH_BACKEND picks another op table (cuda: tests/gpu/run-on-device.sh),
+ * AAH_PRECISION its precision (fp16 without the trainer's loss scale: the
+ * same work, for timing); AAH_BENCH_FLOPS=1 prints the training FLOPs per
+ * image to stderr;
  * AAH_LAYOUT=nhwc keeps every activation NHWC (ops_ctx.nhwc_only), the
  * layout before activations stayed blocked between layers. */
 #include <stdio.h>
@@ -63,6 +66,8 @@ int main(int argc, char **argv)
 			t_update += util_monotonic() - tu;
 	}
 	double dt = util_monotonic() - t0;
+	if (getenv("AAH_BENCH_FLOPS"))   /* AIPerf's (docs/trainer.md), for MFU */
+		fprintf(stderr, "train_flops_per_image %.6g\n", m.flops_fwd + m.flops_bwd);
 	printf("%.1f\n", (double)batch * steps / dt);
 	if (m.prof) {  /* per-layer milliseconds per step, to stderr */
 		for (int k = 0; k < m.n_layers; k++)

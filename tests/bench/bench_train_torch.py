@@ -3,7 +3,7 @@
 file (same layers, NHWC semantics, TensorFlow-style 'same' padding), then
 either times training steps (--mode bench) or trains on Fashion-MNIST
 (--mode train) with the schedule aah-trial uses, for comparisons."""
-import argparse, gzip, json, math, time
+import argparse, gzip, json, math, sys, time
 
 import numpy as np
 import torch
@@ -121,7 +121,13 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--device", default="cpu",
-                   help="bench mode: cpu, or cuda (fp32, channels_last, as aah's cuda backend)")
+                   help="bench mode: cpu, or cuda (channels_last)")
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="bench mode on cuda: fp32 (TF32 off, as aah's cuda backend), or AMP "
+                        "autocast in bf16, or fp16 with a GradScaler")
+    p.add_argument("--compile", action="store_true",
+                   help="bench mode: torch.compile the network (falls back, saying so, where "
+                        "it fails)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -135,12 +141,22 @@ def main():
         x = torch.randn(a.batch, ic["channels"], ic["height"], ic["width"])
         y = torch.randint(0, arch["num_classes"], (a.batch,))
         if dev.type == "cuda":
-            # aah's cuda backend is fp32 without TF32 so far: the same here
+            # fp32 as aah's cuda backend computes it: no TF32
             torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.benchmark = True
             net = net.to(dev, memory_format=torch.channels_last)
             x = x.to(dev, memory_format=torch.channels_last)
             y = y.to(dev)
             opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=0.9, weight_decay=1e-4)
+        amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
+        # torch.cuda.amp's: also in Debian's torch 1.13, which the CPU bench uses
+        scaler = torch.cuda.amp.GradScaler() if a.precision == "fp16" else None
+        step_net = net
+        if a.compile:
+            try:
+                step_net = torch.compile(net)
+            except Exception as e:  # an old torch, or no compiler for this device
+                print(f"torch.compile failed, eager: {e}", file=sys.stderr)
         net.train()
         for i in range(a.warmup + a.steps):
             if i == a.warmup:
@@ -148,8 +164,18 @@ def main():
                     torch.cuda.synchronize()
                 t0 = time.perf_counter()
             opt.zero_grad()
-            loss_fn(net(x), y).backward()
-            opt.step()
+            if amp is None:
+                loss = loss_fn(step_net(x), y)
+            else:
+                with torch.autocast(dev.type, dtype=amp):
+                    loss = loss_fn(step_net(x), y)
+            if scaler is None:
+                loss.backward()
+                opt.step()
+            else:
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
         if dev.type == "cuda":
             torch.cuda.synchronize()
         dt = time.perf_counter() - t0

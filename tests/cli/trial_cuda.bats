@@ -61,3 +61,20 @@ PY
 	run aah-trial --help
 	[[ $output == *"cuda"* ]]
 }
+
+@test "the GPU benchmark's ResNet-50 is AIPerf's start graph at 224x224, as aah-runner proposes it" {
+	AAH_BUILD=$AAH_BUILD run "$AAH_ROOT/tests/gpu/resnet50-arch.sh" "$T/resnet50.json"
+	[ "$status" -eq 0 ]
+	/usr/bin/python3 - "$T/resnet50.json" <<'PY'
+import collections, json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "aah-arch/1", d["format"]
+assert d["input"] == {"height": 224, "width": 224, "channels": 3}, d["input"]
+assert d["num_classes"] == 1000, d["num_classes"]
+n = collections.Counter(l["type"] for l in d["layers"])
+# 1 stem + 16 bottlenecks x 3 + 4 projection shortcuts; one add per block
+assert n["conv2d"] == 53 and n["add"] == 16 and n["dense"] == 1, n
+assert n["batchnorm"] == 53 and n["global_avg_pool"] == 1 and n["maxpool"] == 1, n
+print("# resnet50.json:", dict(n))
+PY
+}

@@ -6,7 +6,8 @@
 #   here:   make -j2 all unit bench-bins && tests/gpu/run-on-device.sh --collect
 #           (the binaries below, stripped, and the shared libraries they
 #           need beside CUDA's (docker/collect-libs.sh) into build-gpu/,
-#           about 50 MiB: under the device tool's 64 MiB carry)
+#           about 55 MiB: under the device tool's 64 MiB carry; and
+#           resnet50.json, by tests/gpu/resnet50-arch.sh)
 #   there:  AAH_BUILD=build-gpu tests/gpu/run-on-device.sh   (carry: build-gpu)
 #
 # 1. every op of the cuda backend against kernels/ref (test_kernels_ref), the
@@ -18,8 +19,13 @@
 # 2. compute-sanitizer memcheck and racecheck on test_kernels_ref and
 #    test_kernels_cast;
 # 3. training images/s of aah (bench_train, AAH_BACKEND=cuda) beside
-#    PyTorch on the same GPU, net and batch (bench_train_torch.py --device
-#    cuda), for each arch in GPU_ARCHS (aah-arch/1 files).
+#    PyTorch on the same GPU, net, batch and precision (bench_train_torch.py
+#    --device cuda: AMP autocast in bf16 or fp16, channels_last,
+#    torch.compile where it works), for each arch in GPU_ARCHS (aah-arch/1
+#    files; by default AIPerf's ResNet-50 start graph at 224x224, which
+#    --collect writes with aah-runner, then cnn2 and resnet_small), and
+#    MFU: AIPerf's training FLOPs per image x images/s over the GPU's dense
+#    bf16 peak (GPU_PEAK_TFLOPS, else from the device's name).
 # Results also go to $OUT/gpu-report.txt when $OUT is set. Exit 1 on a failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,7 +35,9 @@ TESTS=(test_kernels_ref test_kernels_refnet test_kernels_train_gpu test_kernels_
 	test_monitor_sampling)
 SANITIZED=(test_kernels_ref test_kernels_cast)
 BATCH=${GPU_BATCH:-256} STEPS=${GPU_STEPS:-20} WARMUP=${GPU_WARMUP:-5}
-GPU_ARCHS=${GPU_ARCHS:-"tests/fixtures/arch/cnn2.json tests/fixtures/arch/resnet_small.json"}
+PRECISION=${GPU_PRECISION:-bf16}
+R50=$BUILD/resnet50.json
+GPU_ARCHS=${GPU_ARCHS:-"$([ -f "$R50" ] && echo "$R50") tests/fixtures/arch/cnn2.json tests/fixtures/arch/resnet_small.json"}
 
 if [ "${1:-}" = --collect ]; then
 	dest=build-gpu
@@ -40,6 +48,7 @@ if [ "${1:-}" = --collect ]; then
 	done
 	docker/collect-libs.sh "$dest/gpu-libs" "${bins[@]/#/$BUILD/}" || exit 1
 	strip --strip-unneeded "$dest"/gpu-libs/* 2>/dev/null
+	tests/gpu/resnet50-arch.sh "$dest/resnet50.json" || exit 1
 	du -sh "$dest"
 	exit 0
 fi
@@ -106,13 +115,31 @@ else
 	fail=1
 fi
 
-# 3. images/s, aah beside PyTorch (fp32 both: aah's cuda backend has no bf16 yet)
-say "$(printf '%-40s %6s %12s %12s %7s' arch batch aah_img/s torch_img/s ratio)"
+# 3. images/s, aah beside PyTorch in the same precision, and MFU
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$name" in   # dense bf16 tensor-core peak, TFLOPS
+*H100*PCIe*) peak=756 ;;
+*H100* | *H200* | *H800* | *GH200*) peak=989.4 ;;
+*A100*) peak=312 ;;
+*) peak= ;;
+esac
+peak=${GPU_PEAK_TFLOPS:-$peak}
+say "precision $PRECISION; MFU over ${peak:-an unknown} TFLOPS (dense bf16 peak of $name)"
+say "$(printf '%-40s %6s %12s %12s %7s %8s %8s' arch batch aah_img/s torch_img/s ratio aah_mfu torch_mfu)"
 for f in $GPU_ARCHS; do
-	aah=$(AAH_BACKEND=cuda "$BUILD/bench/bench_train" "$f" "$BATCH" 1 "$STEPS" "$WARMUP" 2>&1 | tail -1)
+	out=$(AAH_BACKEND=cuda AAH_PRECISION=$PRECISION AAH_BENCH_FLOPS=1 \
+		"$BUILD/bench/bench_train" "$f" "$BATCH" 1 "$STEPS" "$WARMUP" 2>&1)
+	aah=$(tail -1 <<<"$out")
+	flops=$(sed -n 's/^train_flops_per_image //p' <<<"$out")
 	torch=$($PY tests/bench/bench_train_torch.py --arch "$f" --device cuda --batch "$BATCH" \
-		--steps "$STEPS" --warmup "$WARMUP" 2>&1 | tail -1)
-	ratio=$($PY -c "print(f'{float(\"$aah\") / float(\"$torch\"):.2f}x')" 2>/dev/null || echo "?")
-	say "$(printf '%-40s %6s %12s %12s %7s' "$f" "$BATCH" "$aah" "$torch" "$ratio")"
+		--steps "$STEPS" --warmup "$WARMUP" --precision "$PRECISION" --compile 2>&1 | tail -1)
+	row=$($PY - "$aah" "$torch" "${flops:-nan}" "${peak:-nan}" <<'PY' 2>/dev/null || echo "? ? ?"
+import sys
+aah, torch, flops, peak = (float(v) for v in sys.argv[1:])
+mfu = lambda ips: f"{100 * flops * ips / (peak * 1e12):.1f}%"
+print(f"{aah / torch:.2f}x", mfu(aah), mfu(torch))
+PY
+)
+	say "$(printf '%-40s %6s %12s %12s %7s %8s %8s' "$f" "$BATCH" "$aah" "$torch" $row)"
 done
 exit $fail
