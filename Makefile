@@ -57,7 +57,7 @@ RUNNER_LIBS := -lyaml -lcjson -larchive -lzstd -lz -lcrypto -lpthread -lm
 TRIAL_LIBS  := -lcjson -ldnnl -ljpeg -lz -lpthread -lm
 
 ifeq ($(AAH_CUDA),1)
-CFLAGS_ALL  += -DAAH_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include
+CFLAGS_ALL  += -DAAH_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include $(if $(HAVE_NCCL),-DAAH_HAVE_NCCL=1)
 TRIAL_LINK  := $(LIB_CUDA) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublasLt -lcublas -lcudart $(if $(HAVE_NCCL),-lnccl) -lstdc++
 # Ampere and Hopper; kernels/cuda/cuda_kernels.cu is the one nvcc unit.
 CUDA_ARCHS  ?= 80 90

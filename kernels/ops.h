@@ -173,6 +173,14 @@ struct ops_backend {
 	 * One side is OPS_F32. NULL: the backend has no casts. */
 	int (*cast)(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 		    enum ops_dtype yt);
+	/* Data parallel on the device (NCCL on cuda); NULL where the trainer's
+	 * CPU ring averages the gradients. comm_init makes this context rank
+	 * `rank` of `world`: share(arg, id, len) must hand rank 0's id of len
+	 * bytes to every rank (the trainer's rendezvous does). */
+	int (*comm_init)(struct ops_ctx *ctx, int rank, int world,
+			 int (*share)(void *arg, void *id, size_t len), void *arg);
+	/* buf <- the mean of buf over the ranks, count values. */
+	int (*allreduce_mean)(struct ops_ctx *ctx, float *buf, size_t count);
 };
 
 /* The precision `--precision auto` gives on ctx's backend (a started one). */

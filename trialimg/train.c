@@ -48,6 +48,9 @@ struct trial {
 	 * whether the budget was cut to fit */
 	double slowest_epoch;
 	int deadline_cut;
+	/* the gradients' mean over the ranks is the backend's (NCCL), not
+	 * the CPU ring's */
+	int device_comm;
 	/* --precision fp16: the loss is scaled by ls.scale before backward */
 	int scaled;
 	struct loss_scale ls;
@@ -512,6 +515,21 @@ static int last_epoch(const struct trial *t)
 	return max > 0 && max < t->budget ? max : t->budget;
 }
 
+/* The gradients' mean over the ranks: on the device where the backend
+ * joined the ranks (NCCL), else on the CPU ring. */
+static int allreduce_grads(struct trial *t)
+{
+	if (t->device_comm)
+		return t->ops.be->allreduce_mean(&t->ops, t->m.grads, t->m.n_params);
+	return dist_allreduce_mean(t->dist, t->m.grads, t->m.n_params);
+}
+
+/* Rank 0's communicator id to every rank, over the rendezvous's ring. */
+static int share_comm_id(void *arg, void *id, size_t len)
+{
+	return dist_broadcast(arg, id, len);
+}
+
 /* fp16: the backward pass starts from the gradient of the loss times the
  * scale, which lifts small gradients out of fp16's underflow. */
 static void scale_loss(struct trial *t, size_t count)
@@ -575,7 +593,7 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 			scale_loss(t, b->n * m->num_classes);
 		if (model_backward(m, &t->ops, b->x, b->n, t->dlogits))
 			return -1;
-		if (t->dist && dist_allreduce_mean(t->dist, m->grads, m->n_params))
+		if (t->dist && allreduce_grads(t))
 			return -1;
 		if (apply_step(t) &&
 		    model_update(m, &t->ops, lr, (float)a->momentum, (float)a->weight_decay))
@@ -654,6 +672,11 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (t->ops.be->set_precision(&t->ops, prec))
 		return -1;
 	t->precision = prec;
+	if (t->dist && t->ops.be->comm_init) {
+		if (t->ops.be->comm_init(&t->ops, t->rank, t->world, share_comm_id, t->dist))
+			return -1;
+		t->device_comm = 1;
+	}
 	t->scaled = !strcmp(prec, "fp16");
 	if (t->scaled && loss_scale_init(&t->ls, (float)a->loss_scale, a->loss_scale_interval))
 		return -1;

@@ -144,6 +144,7 @@ struct cuda_ctx {
 	int nspill;
 	struct cuda_stage st[CUDA_MAX_STAGES];
 	int nst;
+	void *comm;         /* ncclComm_t of a data-parallel trial (cuda_nccl.c) */
 };
 
 #define CUDA_CHECK(call)                                                               \
@@ -209,6 +210,11 @@ int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float 
 int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
 int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 	      enum ops_dtype yt);
+/* NCCL (cuda_nccl.c; NULL in the op table of a build without nccl.h). */
+int cuda_comm_init(struct ops_ctx *ctx, int rank, int world,
+		   int (*share)(void *arg, void *id, size_t len), void *arg);
+int cuda_allreduce_mean(struct ops_ctx *ctx, float *buf, size_t count);
+void cuda_comm_free(struct cuda_ctx *c);
 #endif /* __CUDACC__ */
 
 #endif

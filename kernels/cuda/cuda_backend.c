@@ -53,6 +53,7 @@ static void cuda_fini(struct ops_ctx *ctx)
 		return;
 	if (c->stream)
 		cudaStreamSynchronize(c->stream);
+	cuda_comm_free(c);
 	cudaFree(c->arena);
 	free_spills(c);
 	if (c->lt)
@@ -334,4 +335,8 @@ const struct ops_backend ops_cuda_backend = {
 	.sgd = cuda_sgd,
 	.accumulate = cuda_accumulate,
 	.cast = cuda_cast,
+#ifdef AAH_HAVE_NCCL
+	.comm_init = cuda_comm_init,
+	.allreduce_mean = cuda_allreduce_mean,
+#endif
 };

@@ -56,6 +56,15 @@ PY
 	# the casts of mixed precision and the bf16 convolution's descriptors
 	[[ $output == *" T cuk_cast"* ]]
 	[[ $output == *" T cuda_cast"* ]]
+	# NCCL's data parallelism where make found nccl.h, and aah-trial links it
+	if [[ $info == *"nccl=none"* ]]; then
+		echo "# no nccl.h: the CPU ring averages gradients on cuda too" >&3
+	else
+		[[ $output == *" T cuda_allreduce_mean"* ]]
+		[[ $output == *"U ncclAllReduce"* ]]
+		[[ $output == *"U ncclCommInitRank"* ]]
+		ldd "$AAH_ROOT/$AAH_BUILD/aah-trial" | grep -q 'libnccl'
+	fi
 	# and every op slot of the table is filled (the unit test
 	# kernels::every_backend_has_every_op checks the table's contents)
 	run aah-trial --help

@@ -2,11 +2,13 @@
  * the same run on the CPU backend: the same net (conv, batchnorm + relu,
  * maxpool, residual add, global average pool, dense), the same initial
  * weights and the same batches, 30 SGD steps; the GPU run's loss curve must
- * follow the CPU run's step by step. On a machine without a GPU each
- * backend is reported as "skipped: no CUDA device". */
+ * follow the CPU run's step by step. And a backend's own data parallelism
+ * (NCCL) over one rank. On a machine without a GPU each backend is
+ * reported as "skipped: no CUDA device". */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/ops.h" /* ops_backends, OPS_CAP_GPU */
@@ -111,4 +113,63 @@ Test(kernels_gpu, training_loss_follows_the_cpu_run)
 	}
 	if (!ran)
 		cr_skip_test("skipped: %s", gpus ? "no CUDA device" : "no GPU backend in this build");
+}
+
+/* What the trainer's rendezvous would hand the other ranks. */
+struct shared {
+	int calls;
+	size_t len;
+	unsigned char id[256];
+};
+
+static int share(void *arg, void *id, size_t len)
+{
+	struct shared *sh = arg;
+	sh->calls++;
+	sh->len = len;
+	memcpy(sh->id, id, len < sizeof(sh->id) ? len : sizeof(sh->id));
+	return 0;
+}
+
+/* A communicator of one rank: rank 0 makes the id and shares it, the
+ * mean over one rank is the buffer itself, and the runner's NCCL_COMM_ID
+ * (which would make NCCL listen on the rendezvous's port) is cleared. Two
+ * ranks need two GPUs: tests/gpu/run-on-device.sh's machines have one. */
+Test(kernels_gpu, device_allreduce_over_one_rank)
+{
+	size_t nb;
+	const struct ops_backend *const *be = ops_backends(&nb);
+	int ran = 0;
+	util_set_quiet(1);
+	for (size_t b = 0; b < nb; b++) {
+		if (!be[b]->comm_init)
+			continue;
+		struct ops_ctx ctx;
+		if (ops_ctx_init(&ctx, be[b]->name, 1, 1)) {
+			fprintf(stderr, "skipped: %s [backend %s]: the allreduce\n", util_last_error(),
+				be[b]->name);
+			continue;
+		}
+		setenv("NCCL_COMM_ID", "127.0.0.1:1", 1);
+		struct shared sh = {0};
+		cr_assert_eq(be[b]->comm_init(&ctx, 0, 1, share, &sh), 0, "%s", util_last_error());
+		cr_assert_null(getenv("NCCL_COMM_ID"));
+		cr_assert_eq(sh.calls, 1);
+		cr_assert_gt(sh.len, 0);
+		size_t nonzero = 0;
+		for (size_t i = 0; i < sh.len && i < sizeof(sh.id); i++)
+			nonzero += sh.id[i] != 0;
+		cr_assert_gt(nonzero, 0, "rank 0 shared an empty id");
+		float buf[1000];
+		for (int i = 0; i < 1000; i++)
+			buf[i] = (float)i * 0.25f - 7;
+		cr_assert_eq(be[b]->allreduce_mean(&ctx, buf, 1000), 0, "%s", util_last_error());
+		for (int i = 0; i < 1000; i++)
+			cr_assert_eq(buf[i], (float)i * 0.25f - 7, "buf[%d] = %g", i, (double)buf[i]);
+		cr_assert_lt(be[b]->comm_init(&ctx, 0, 1, share, &sh), 0, "a second communicator");
+		ops_ctx_release(&ctx);
+		ran++;
+	}
+	if (!ran)
+		cr_skip_test("skipped: no CUDA device (or no backend with its own allreduce)");
 }
