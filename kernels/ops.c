@@ -42,6 +42,22 @@ int ops_conv_algo_parse(const char *name)
 	return -1;
 }
 
+int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes)
+{
+	return ctx->be->resident ? ctx->be->resident(ctx, p, bytes) : 0;
+}
+
+int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device)
+{
+	return ctx->be->sync ? ctx->be->sync(ctx, p, bytes, to_device) : 0;
+}
+
+void ops_forget(struct ops_ctx *ctx, void *p)
+{
+	if (ctx->be->forget)
+		ctx->be->forget(ctx, p);
+}
+
 const char *ops_precision_auto(struct ops_ctx *ctx)
 {
 	return ctx->be->default_precision ? ctx->be->default_precision(ctx) : "fp32";

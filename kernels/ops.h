@@ -173,6 +173,17 @@ struct ops_backend {
 	 * One side is OPS_F32. NULL: the backend has no casts. */
 	int (*cast)(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 		    enum ops_dtype yt);
+	/* Device residency (cuda); NULL on backends whose ops work in host
+	 * memory. resident: from now on the backend keeps the bytes at p on its
+	 * device, copied there now; ops given pointers into them use the device
+	 * copy in place, and the host copy goes stale. sync brings the host copy
+	 * up to date (to_device 0) or, after the host wrote there, the device's
+	 * (1). forget drops the device copy of the block made resident at p,
+	 * before the host frees it. ops_resident, ops_sync and ops_forget below
+	 * call them where they exist. */
+	int (*resident)(struct ops_ctx *ctx, void *p, size_t bytes);
+	int (*sync)(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
+	void (*forget)(struct ops_ctx *ctx, void *p);
 	/* Data parallel on the device (NCCL on cuda); NULL where the trainer's
 	 * CPU ring averages the gradients. comm_init makes this context rank
 	 * `rank` of `world`: share(arg, id, len) must hand rank 0's id of len
@@ -182,6 +193,13 @@ struct ops_backend {
 	/* buf <- the mean of buf over the ranks, count values. */
 	int (*allreduce_mean)(struct ops_ctx *ctx, float *buf, size_t count);
 };
+
+/* ops_backend.resident, .sync and .forget where the backend has them;
+ * nothing (0) otherwise: the host copy is the only one. */
+int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes);
+int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
+void ops_forget(struct ops_ctx *ctx, void *p);
+enum { OPS_TO_HOST = 0, OPS_TO_DEVICE = 1 };
 
 /* The precision `--precision auto` gives on ctx's backend (a started one). */
 const char *ops_precision_auto(struct ops_ctx *ctx);

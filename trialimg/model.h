@@ -49,9 +49,10 @@ struct model {
 				      * carved from one allocation (kernels/carve.h),
 				      * each at a multiple of MODEL_BLOCK_ALIGN */
 	size_t block_bytes;
-	float *acts, *dacts;         /* activations and their gradients */
+	float *acts, *dacts;         /* activations and their gradients: (n_acts) each */
+	size_t n_acts, n_masks;
 	float *scratch;              /* fan-out gradients: (max_in, batch, max tensor) */
-	uint8_t *masks;              /* dropout masks */
+	uint8_t *masks;              /* dropout masks: (n_masks) */
 	size_t scratch_stride;
 	char *seen;                  /* (n_layers+1) backward bookkeeping */
 	int max_in;
@@ -98,6 +99,12 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 		   const float *dlogits);
 /* One SGD step over every parameter (weight decay on weights only). */
 int model_update(struct model *m, struct ops_ctx *ctx, float lr, float momentum, float wd);
+/* The model's memory kept on ctx's device from now on, where the backend
+ * can (ops_resident: cuda); call it once the host has written the weights
+ * (initialised, inherited or loaded). The host copies of params, grads,
+ * velocity and stats are then stale until ops_sync(..., OPS_TO_HOST), and
+ * a host write to them needs ops_sync(..., OPS_TO_DEVICE). */
+int model_resident(struct model *m, struct ops_ctx *ctx);
 void model_release(struct model *m, struct ops_ctx *ctx);
 /* Index of a layer by id, -1 when absent. */
 int model_find(const struct model *m, const char *id);

@@ -58,6 +58,8 @@ int model_alloc(struct model *m, int batch, uint64_t seed)
 	m->grads = carve_at(&lay, m->block, ig);
 	m->velocity = carve_at(&lay, m->block, iv);
 	m->stats = carve_at(&lay, m->block, is);
+	m->n_acts = nact;
+	m->n_masks = nmask;
 	m->acts = xmalloc(nact * sizeof(float));
 	m->dacts = xmalloc(nact * sizeof(float));
 	m->masks = xmalloc(nmask ? nmask : 1);
@@ -231,7 +233,10 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 {
 	struct model_layer *O = &m->layers[m->output];
 	memset(m->seen, 0, m->n_layers + 1);
-	memcpy(O->dact, dlogits, (size_t)n * m->num_classes * sizeof(float));
+	size_t nd = (size_t)n * m->num_classes * sizeof(float);
+	memcpy(O->dact, dlogits, nd);
+	if (ops_sync(ctx, O->dact, nd, OPS_TO_DEVICE))
+		return -1;
 	m->seen[m->output + 1] = 1;
 	for (int i = m->n_layers - 1; i >= 0; i--) {
 		struct model_layer *L = &m->layers[i];
@@ -278,8 +283,21 @@ int model_update(struct model *m, struct ops_ctx *ctx, float lr, float momentum,
 			    momentum, 0.0f);
 }
 
+int model_resident(struct model *m, struct ops_ctx *ctx)
+{
+	size_t f = sizeof(float);
+	return ops_resident(ctx, m->block, m->block_bytes) ||
+	       ops_resident(ctx, m->acts, m->n_acts * f) ||
+	       ops_resident(ctx, m->dacts, m->n_acts * f) ||
+	       ops_resident(ctx, m->scratch, (size_t)m->max_in * m->scratch_stride * f) ||
+	       ops_resident(ctx, m->masks, m->n_masks) ? -1 : 0;
+}
+
 void model_release(struct model *m, struct ops_ctx *ctx)
 {
+	void *blocks[] = { m->block, m->acts, m->dacts, m->scratch, m->masks };
+	for (size_t k = 0; ctx && k < sizeof(blocks) / sizeof(blocks[0]); k++)
+		ops_forget(ctx, blocks[k]);
 	for (int i = 0; m->layers && i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
 		if (ctx && ctx->be->layer[L->op.cfg.type]->release)

@@ -169,6 +169,8 @@ struct ckpt_header {
 static int save_checkpoint(struct trial *t)
 {
 	struct model *m = &t->m;
+	if (t->ops_ok && ops_sync(&t->ops, m->block, m->block_bytes, OPS_TO_HOST))
+		return -1;
 	struct ckpt_header h = {
 		.magic = CKPT_MAGIC, .n_params = m->n_params, .n_stats = m->n_stats,
 		.epoch = t->epoch, .best_epoch = t->best_epoch, .bad_epochs = t->bad_epochs,
@@ -388,6 +390,20 @@ static int trim_metrics(const struct trial *t)
 
 /* ---- elastic world size ---------------------------------------------------- */
 
+/* Batchnorm running statistics averaged over the ranks (on the CPU ring,
+ * through the host copy where the model is on a device). */
+static int allreduce_stats(struct trial *t)
+{
+	struct model *m = &t->m;
+	size_t bytes = m->n_stats * sizeof(float);
+	if (!m->n_stats)
+		return 0;
+	if (ops_sync(&t->ops, m->stats, bytes, OPS_TO_HOST) ||
+	    dist_allreduce_mean(t->dist, m->stats, m->n_stats))
+		return -1;
+	return ops_sync(&t->ops, m->stats, bytes, OPS_TO_DEVICE);
+}
+
 /* The global batch is kept across world sizes: from the checkpoint a trial
  * resumes from (each rank then takes global / world), else --global_batch,
  * else batch_size x world. The global batches, the steps per epoch and so the LR schedule are
@@ -434,8 +450,7 @@ static int elastic_step(struct trial *t, const struct epoch_stats *s, int done)
 	if (target < 0 || target == t->world || (target > 0 && t->global_batch % target))
 		return 0;     /* nothing asked, or a size the global batch does not split over */
 	float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
-	if (t->dist && (dist_allreduce_mean(t->dist, sums, 3) ||
-			(t->m.n_stats && dist_allreduce_mean(t->dist, t->m.stats, t->m.n_stats))))
+	if (t->dist && (dist_allreduce_mean(t->dist, sums, 3) || allreduce_stats(t)))
 		return -1;
 	for (int k = 0; k < 3; k++)
 		t->carry[k] = (double)sums[k] * t->world;
@@ -519,9 +534,14 @@ static int last_epoch(const struct trial *t)
  * joined the ranks (NCCL), else on the CPU ring. */
 static int allreduce_grads(struct trial *t)
 {
+	float *g = t->m.grads;
+	size_t n = t->m.n_params;
 	if (t->device_comm)
-		return t->ops.be->allreduce_mean(&t->ops, t->m.grads, t->m.n_params);
-	return dist_allreduce_mean(t->dist, t->m.grads, t->m.n_params);
+		return t->ops.be->allreduce_mean(&t->ops, g, n);
+	if (ops_sync(&t->ops, g, n * sizeof(float), OPS_TO_HOST) ||
+	    dist_allreduce_mean(t->dist, g, n))
+		return -1;
+	return ops_sync(&t->ops, g, n * sizeof(float), OPS_TO_DEVICE);
 }
 
 /* Rank 0's communicator id to every rank, over the rendezvous's ring. */
@@ -538,16 +558,23 @@ static void scale_loss(struct trial *t, size_t count)
 		t->dlogits[i] *= t->ls.scale;
 }
 
-/* Whether this step's gradients are to be applied: always, except in fp16,
- * where they are unscaled when finite and the step skipped (the scale
- * halved) when not. Every rank decides alike: the allreduce has given them
- * the same gradients. */
+/* Whether this step's gradients are to be applied (1, or 0; -1 on error):
+ * always, except in fp16, where they are unscaled when finite and the step
+ * skipped (the scale halved) when not. Every rank decides alike: the
+ * allreduce has given them the same gradients. The check runs on the host
+ * copy (brought from the device where the model lives there). */
 static int apply_step(struct trial *t)
 {
 	if (!t->scaled)
 		return 1;
-	float scale = t->ls.scale;
-	return loss_scale_update(&t->ls, loss_scale_unscale(t->m.grads, t->m.n_params, scale));
+	float scale = t->ls.scale, *g = t->m.grads;
+	size_t bytes = t->m.n_params * sizeof(float);
+	if (ops_sync(&t->ops, g, bytes, OPS_TO_HOST))
+		return -1;
+	int finite = loss_scale_unscale(g, t->m.n_params, scale);
+	if (finite && ops_sync(&t->ops, g, bytes, OPS_TO_DEVICE))
+		return -1;
+	return loss_scale_update(&t->ls, finite);
 }
 
 static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
@@ -595,8 +622,9 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 			return -1;
 		if (t->dist && allreduce_grads(t))
 			return -1;
-		if (apply_step(t) &&
-		    model_update(m, &t->ops, lr, (float)a->momentum, (float)a->weight_decay))
+		int apply = apply_step(t);
+		if (apply < 0 ||
+		    (apply && model_update(m, &t->ops, lr, (float)a->momentum, (float)a->weight_decay)))
 			return -1;
 		s->seen += b->n;
 		s->lr = lr;
@@ -617,8 +645,7 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	}
 	if (t->dist) { /* global sums; running statistics averaged over ranks */
 		float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
-		if (dist_allreduce_mean(t->dist, sums, 3) ||
-		    (m->n_stats && dist_allreduce_mean(t->dist, m->stats, m->n_stats)))
+		if (dist_allreduce_mean(t->dist, sums, 3) || allreduce_stats(t))
 			return -1;
 		s->loss = (double)sums[0] * t->world;
 		s->correct = lround((double)sums[1] * t->world);
@@ -703,6 +730,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		       "x%g\n", t->inherited_from, t->lr_scale);
 	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
 	if (resumed && load_checkpoint(t))
+		return -1;
+	if (model_resident(&t->m, &t->ops))   /* the weights are final: to the device */
 		return -1;
 	if (a->resume && trim_metrics(t))
 		return -1;

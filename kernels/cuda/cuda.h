@@ -130,6 +130,14 @@ struct cuda_stage {
 
 #define CUDA_MAX_STAGES 24
 #define CUDA_MAX_SPILLS 8
+#define CUDA_MAX_MIRRORS 8
+
+/* Host memory the backend keeps on the device (ops_backend.resident): ops
+ * use dev + (p - host) for a pointer p inside it, with no copy. */
+struct cuda_mirror {
+	char *host, *dev;
+	size_t bytes;
+};
 
 struct cuda_ctx {
 	int device;
@@ -145,6 +153,9 @@ struct cuda_ctx {
 	struct cuda_stage st[CUDA_MAX_STAGES];
 	int nst;
 	void *comm;         /* ncclComm_t of a data-parallel trial (cuda_nccl.c) */
+	struct cuda_mirror mirror[CUDA_MAX_MIRRORS];
+	int nmirror;
+	int staged_only;    /* AAH_CUDA_STAGED=1: resident() keeps nothing */
 };
 
 #define CUDA_CHECK(call)                                                               \

@@ -31,6 +31,8 @@ static int cuda_init(struct ops_ctx *ctx)
 		return error("no CUDA device: the cuda backend needs an NVIDIA GPU (%s)",
 			     e != cudaSuccess ? cudaGetErrorString(e) : "the driver lists none");
 	ctx->priv = xcalloc(1, sizeof(struct cuda_ctx));
+	const char *staged = getenv("AAH_CUDA_STAGED");
+	cuda_ctx(ctx)->staged_only = staged && !strcmp(staged, "1");
 	if (cuda_open(ctx)) {
 		cuda_fini(ctx);
 		return -1;
@@ -54,6 +56,8 @@ static void cuda_fini(struct ops_ctx *ctx)
 	if (c->stream)
 		cudaStreamSynchronize(c->stream);
 	cuda_comm_free(c);
+	for (int k = 0; k < c->nmirror; k++)
+		cudaFree(c->mirror[k].dev);
 	cudaFree(c->arena);
 	free_spills(c);
 	if (c->lt)
@@ -168,6 +172,22 @@ static int device_address(const void *p, void **dev)
 	return 0;
 }
 
+/* The mirror holding bytes at p (NULL: none); a range that starts in one
+ * and runs past its end is a caller's bug. */
+static const struct cuda_mirror *mirror_of(const struct cuda_ctx *c, const void *p, size_t bytes)
+{
+	const char *q = p;
+	for (int k = 0; k < c->nmirror; k++) {
+		const struct cuda_mirror *m = &c->mirror[k];
+		if (q < m->host || q >= m->host + m->bytes)
+			continue;
+		if (bytes > (size_t)(m->host + m->bytes - q))
+			BUG("cuda: %zu bytes at %p run past the end of a resident block", bytes, p);
+		return m;
+	}
+	return NULL;
+}
+
 static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, int out,
 		 void **dev)
 {
@@ -175,6 +195,11 @@ static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, 
 	*dev = NULL;
 	if (!p)
 		return 0;
+	const struct cuda_mirror *m = mirror_of(c, p, bytes);
+	if (m) {   /* resident: the device copy is the current one */
+		*dev = m->dev + ((const char *)p - m->host);
+		return 0;
+	}
 	if (device_address(p, dev))
 		return -1;
 	if (*dev)
@@ -222,6 +247,61 @@ int cuda_end(struct ops_ctx *ctx)
 		CUDA_CHECK(cudaStreamSynchronize(c->stream));
 	c->nst = 0;
 	return 0;
+}
+
+/* ---- device residency ---------------------------------------------------------- */
+
+/* The model's blocks (parameters to statistics, activations, their
+ * gradients, scratch, masks) live on the device from here on: one
+ * cudaMalloc each, filled from the host once; ops then read and write them
+ * in place and the step moves nothing over PCIe but the batch, the labels,
+ * the logits' gradient and the loss read. */
+static int cuda_resident(struct ops_ctx *ctx, void *p, size_t bytes)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	if (c->staged_only || !p || !bytes)
+		return 0;
+	if (mirror_of(c, p, 1) || mirror_of(c, (char *)p + bytes - 1, 1))
+		return error("cuda: a block made resident twice");
+	if (c->nmirror == CUDA_MAX_MIRRORS)
+		return error("cuda: more than %d resident blocks", CUDA_MAX_MIRRORS);
+	struct cuda_mirror *m = &c->mirror[c->nmirror];
+	CUDA_CHECK(cudaMalloc((void **)&m->dev, bytes));
+	m->host = p;
+	m->bytes = bytes;
+	c->nmirror++;
+	CUDA_CHECK(cudaMemcpyAsync(m->dev, p, bytes, cudaMemcpyHostToDevice, c->stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	return 0;
+}
+
+/* The host copy of bytes at p brought up to date (to_device 0), or the
+ * device copy after the host wrote there (1); not resident: nothing. */
+static int cuda_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	const struct cuda_mirror *m = p && bytes ? mirror_of(c, p, bytes) : NULL;
+	if (!m)
+		return 0;
+	char *d = m->dev + ((char *)p - m->host);
+	if (to_device)
+		CUDA_CHECK(cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, c->stream));
+	else
+		CUDA_CHECK(cudaMemcpyAsync(p, d, bytes, cudaMemcpyDeviceToHost, c->stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	return 0;
+}
+
+static void cuda_forget(struct ops_ctx *ctx, void *p)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	for (int k = 0; k < c->nmirror; k++)
+		if (c->mirror[k].host == p) {
+			cudaStreamSynchronize(c->stream);   /* no op may still use it */
+			cudaFree(c->mirror[k].dev);
+			c->mirror[k] = c->mirror[--c->nmirror];
+			return;
+		}
 }
 
 /* ---- loss, SGD, accumulate ------------------------------------------------------ */
@@ -335,6 +415,9 @@ const struct ops_backend ops_cuda_backend = {
 	.sgd = cuda_sgd,
 	.accumulate = cuda_accumulate,
 	.cast = cuda_cast,
+	.resident = cuda_resident,
+	.sync = cuda_sync,
+	.forget = cuda_forget,
 #ifdef AAH_HAVE_NCCL
 	.comm_init = cuda_comm_init,
 	.allreduce_mean = cuda_allreduce_mean,

@@ -32,6 +32,8 @@ int main(int argc, char **argv)
 		die("AAH_CONV_ALGO %s: must be one of %s", getenv("AAH_CONV_ALGO"), OPS_CONV_ALGO_NAMES);
 	if (getenv("AAH_LAYOUT"))
 		ctx.nhwc_only = !strcmp(getenv("AAH_LAYOUT"), "nhwc");
+	if (model_resident(&m, &ctx))   /* on the device, as aah-trial keeps it */
+		die("cannot keep '%s' on the device", argv[1]);
 	size_t per = ops_shape_size(&m.input);
 	float *x = xmalloc(sizeof(float) * per * batch), *dz = xmalloc(sizeof(float) * batch * m.num_classes);
 	int *y = xmalloc(sizeof(int) * batch);
