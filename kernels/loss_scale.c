@@ -31,16 +31,6 @@ int loss_scale_finite(const float *g, size_t count)
 	return 1;
 }
 
-int loss_scale_unscale(float *g, size_t count, float scale)
-{
-	if (!loss_scale_finite(g, count))
-		return 0;
-	float inv = 1.0f / scale;   /* exact for a power of two, as 65536 and its steps are */
-	for (size_t i = 0; i < count; i++)
-		g[i] *= inv;
-	return 1;
-}
-
 int loss_scale_update(struct loss_scale *s, int finite)
 {
 	s->steps++;

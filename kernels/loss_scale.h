@@ -27,10 +27,6 @@ struct loss_scale {
 int loss_scale_init(struct loss_scale *s, float initial, int interval);
 /* 1 when every one of count values is finite. */
 int loss_scale_finite(const float *g, size_t count);
-/* The scaled gradients g back to true ones: 1 when all count values are
- * finite, each then multiplied by 1/scale; 0 (g untouched) when one is
- * not. */
-int loss_scale_unscale(float *g, size_t count, float scale);
 /* After the backward pass: finite says whether the scaled gradients were
  * all finite. Returns 1 when the step is to be applied (gradients times
  * 1/scale as it was before this call: pass that to the optimiser), 0 when

@@ -167,6 +167,11 @@ struct ops_backend {
 		   float *v, float lr, float mu, float wd);
 	/* y[i] += x[i]: gradient accumulation for tensors with several users. */
 	int (*accumulate)(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+	/* fp16's loss scale: *finite = whether all count values of g are
+	 * finite; when they are, g[i] *= inv (1/scale). When not, g is left
+	 * undefined: the trainer skips the step, and the next backward pass
+	 * overwrites it. */
+	int (*unscale)(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
 	/* y = x converted from xt to yt over count values: fp32 -> bf16 or fp16
 	 * rounds to nearest, ties to even (fp16: overflow to inf, subnormals
 	 * kept), the way back is exact; NaN stays a NaN (its payload may not).

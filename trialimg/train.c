@@ -561,18 +561,14 @@ static void scale_loss(struct trial *t, size_t count)
 /* Whether this step's gradients are to be applied (1, or 0; -1 on error):
  * always, except in fp16, where they are unscaled when finite and the step
  * skipped (the scale halved) when not. Every rank decides alike: the
- * allreduce has given them the same gradients. The check runs on the host
- * copy (brought from the device where the model lives there). */
+ * allreduce has given them the same gradients. The backend's unscale op
+ * works where the gradients are (on the device for a resident model). */
 static int apply_step(struct trial *t)
 {
 	if (!t->scaled)
 		return 1;
-	float scale = t->ls.scale, *g = t->m.grads;
-	size_t bytes = t->m.n_params * sizeof(float);
-	if (ops_sync(&t->ops, g, bytes, OPS_TO_HOST))
-		return -1;
-	int finite = loss_scale_unscale(g, t->m.n_params, scale);
-	if (finite && ops_sync(&t->ops, g, bytes, OPS_TO_DEVICE))
+	int finite;
+	if (t->ops.be->unscale(&t->ops, t->m.n_params, t->m.grads, 1.0f / t->ls.scale, &finite))
 		return -1;
 	return loss_scale_update(&t->ls, finite);
 }

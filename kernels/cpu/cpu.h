@@ -77,6 +77,7 @@ int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const
 int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	    float mu, float wd);
 int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+int cpu_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
 /* Over count floats, on oneDNN's threads (the primitives come from oneDNN's
  * primitive cache after the first call): dst = a + b, or relu(a + b);
  * dst = src; dx = dy where y > 0 (y a relu output). */

@@ -162,4 +162,5 @@ const struct ops_backend ops_cpu_backend = {
 	.loss = cpu_loss,
 	.sgd = cpu_sgd,
 	.accumulate = cpu_accumulate,
+	.unscale = cpu_unscale,
 };

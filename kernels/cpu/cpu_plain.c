@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu.h"
+#include "kernels/loss_scale.h" /* loss_scale_finite */
 
 static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 			   const float *const *x, float *y, int train)
@@ -176,6 +177,17 @@ int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *
 int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 {
 	return cpu_flat_add(ctx, count, y, y, x, 0);
+}
+
+/* One thread: a pass over the gradients once a step, next to a backward
+ * pass over the whole batch. */
+int cpu_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite)
+{
+	(void)ctx;
+	*finite = loss_scale_finite(g, count);
+	for (size_t k = 0; *finite && k < count; k++)
+		g[k] *= inv;
+	return 0;
 }
 
 const struct ops_layer_ops cpu_dropout_ops = {

@@ -32,6 +32,9 @@ cudaError_t cuk_relu_fwd(cudaStream_t s, size_t count, const float *x, float *y)
 cudaError_t cuk_relu_bwd(cudaStream_t s, size_t count, const float *x, const float *dy, float *dx);
 cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y);
 cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x);
+/* g[i] *= inv over count values; *bad = 1 where one is inf or NaN (the
+ * caller zeroes it first). */
+cudaError_t cuk_unscale(cudaStream_t s, size_t count, float *g, float inv, int *bad);
 /* Casts over count values (kind: CUK_CAST_*): fp32 -> bf16/fp16 with CUDA's
  * round-to-nearest-even conversions, and back (exact); 16-bit values are
  * their bit patterns. */
@@ -219,6 +222,7 @@ int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, cons
 int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	     float mu, float wd);
 int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
 int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 	      enum ops_dtype yt);
 /* NCCL (cuda_nccl.c; NULL in the op table of a build without nccl.h). */

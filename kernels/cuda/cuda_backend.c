@@ -370,6 +370,27 @@ int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 	return cuda_end(ctx);
 }
 
+/* One pass over the gradients, and one int read back: the step's only wait
+ * besides the loss. */
+int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	void *dg, *dbad;
+	int bad = 0;
+	*finite = 1;
+	if (!count)
+		return 0;
+	if (cuda_begin(ctx) || cuda_out(ctx, g, count * sizeof(float), 1, &dg) ||
+	    cuda_out(ctx, &bad, sizeof(bad), 0, &dbad))
+		return -1;
+	CUDA_CHECK(cudaMemsetAsync(dbad, 0, sizeof(bad), c->stream));
+	CUDA_LAUNCH(cuk_unscale(c->stream, count, dg, inv, dbad));
+	if (cuda_end(ctx))
+		return -1;
+	*finite = !bad;
+	return 0;
+}
+
 int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 	      enum ops_dtype yt)
 {
@@ -414,6 +435,7 @@ const struct ops_backend ops_cuda_backend = {
 	.loss = cuda_loss,
 	.sgd = cuda_sgd,
 	.accumulate = cuda_accumulate,
+	.unscale = cuda_unscale,
 	.cast = cuda_cast,
 	.resident = cuda_resident,
 	.sync = cuda_sync,

@@ -50,6 +50,17 @@ __global__ void accumulate_k(size_t count, float *y, const float *x)
 	FOR_EACH(i, count) y[i] = y[i] + x[i];
 }
 
+/* Every thread that meets an inf or a NaN stores the same 1. */
+__global__ void unscale_k(size_t count, float *g, float inv, int *bad)
+{
+	FOR_EACH(i, count) {
+		float v = g[i];
+		if (!isfinite(v))
+			*bad = 1;
+		g[i] = v * inv;
+	}
+}
+
 __global__ void cast_k(size_t count, int kind, const void *x, void *y)
 {
 	const float *xf = (const float *)x;
@@ -469,6 +480,12 @@ cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y)
 cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x)
 {
 	accumulate_k<<<blocks_for(count), THREADS, 0, s>>>(count, y, x);
+	return cudaGetLastError();
+}
+
+cudaError_t cuk_unscale(cudaStream_t s, size_t count, float *g, float inv, int *bad)
+{
+	unscale_k<<<blocks_for(count), THREADS, 0, s>>>(count, g, inv, bad);
 	return cudaGetLastError();
 }
 

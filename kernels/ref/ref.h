@@ -49,5 +49,6 @@ int ref_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const
 int ref_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	    float mu, float wd);
 int ref_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+int ref_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
 
 #endif

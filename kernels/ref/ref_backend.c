@@ -70,5 +70,6 @@ const struct ops_backend ops_ref_backend = {
 	.loss = ref_loss,
 	.sgd = ref_sgd,
 	.accumulate = ref_accumulate,
+	.unscale = ref_unscale,
 	.cast = ref_cast,
 };

@@ -67,3 +67,16 @@ int ref_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 		y[k] = y[k] + x[k];
 	return 0;
 }
+
+/* finite = no g[k] is inf or NaN; then g[k] = g[k] * inv. */
+int ref_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite)
+{
+	(void)ctx;
+	*finite = 1;
+	for (size_t k = 0; k < count; k++)
+		if (isinf(g[k]) || isnan(g[k]))
+			*finite = 0;
+	for (size_t k = 0; *finite && k < count; k++)
+		g[k] = g[k] * inv;
+	return 0;
+}

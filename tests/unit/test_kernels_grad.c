@@ -18,7 +18,8 @@ Test(kernels, every_backend_has_every_op)
 	cr_assert_gt(nb, 0);
 	for (size_t i = 0; i < nb; i++) {
 		cr_assert(be[i]->init && be[i]->fini && be[i]->loss && be[i]->sgd &&
-			  be[i]->accumulate, "backend %s lacks a required op", be[i]->name);
+			  be[i]->accumulate && be[i]->unscale, "backend %s lacks a required op",
+			  be[i]->name);
 		for (int t = 0; t < OPS_NTYPES; t++) {
 			const struct ops_layer_ops *o = be[i]->layer[t];
 			cr_assert_not_null(o, "%s: no op in slot %d", be[i]->name, t);

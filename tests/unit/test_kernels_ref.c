@@ -23,7 +23,7 @@
 #include "kernels/ref/ref.h" /* ref_bf16_round, ref_f16_round */
 #include "util.h"
 
-enum kind { LAYER, LOSS, SGD, ACCUMULATE };
+enum kind { LAYER, LOSS, SGD, ACCUMULATE, UNSCALE };
 
 struct ref_case {
 	const char *what;           /* named in every failure and skip */
@@ -35,7 +35,7 @@ struct ref_case {
 	int no_dx;                  /* backward with no input gradient wanted */
 	int conv_algo;              /* OPS_CONV_AUTO or OPS_CONV_DIRECT */
 	enum ops_dtype type;        /* precision: OPS_F32 (0), OPS_BF16, OPS_F16 */
-	int count;                  /* LOSS: classes (n samples); SGD, ACCUMULATE: values */
+	int count;                  /* LOSS: classes (n samples); SGD, ACCUMULATE, UNSCALE: values */
 	float smoothing;            /* LOSS */
 };
 
@@ -161,6 +161,8 @@ static const struct ref_case cases[] = {
 	{"loss 7 x 10 classes, no smoothing", .kind = LOSS, .n = 7, .count = 10},
 	{"sgd over 37 values", .kind = SGD, .count = 37},
 	{"accumulate over 101 values", .kind = ACCUMULATE, .count = 101},
+	{"fp16 loss-scale unscale of 1000 gradients, finite and with an inf or a NaN",
+	 .kind = UNSCALE, .count = 1000},
 };
 
 /* ---- inputs ---------------------------------------------------------------- */
@@ -442,6 +444,39 @@ static void check_accumulate(const struct ref_case *c, struct ops_ctx *ctx, stru
 	free(y), free(x), free(ry);
 }
 
+/* Gradients scaled by 2^16 and back: finite ones are multiplied by 1/scale
+ * as ref multiplies them (exactly: a power of two); one inf, -inf or NaN
+ * anywhere, at the ends or inside, and neither says finite. */
+static void check_unscale(const struct ref_case *c, struct ops_ctx *ctx, struct ops_ctx *ref)
+{
+	size_t n = (size_t)c->count;
+	float *g = random_tensor(n, -65536, 65536), *rg = copy_of(g, n);
+	int finite = -1, ref_finite = -1;
+	cr_assert_eq(ctx->be->unscale(ctx, n, g, 0x1p-16f, &finite), 0, "%s", util_last_error());
+	cr_assert_eq(ref->be->unscale(ref, n, rg, 0x1p-16f, &ref_finite), 0);
+	cr_assert(finite == 1 && ref_finite == 1, "%s: finite %d, ref %d", ctx->be->name, finite,
+		  ref_finite);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(g[i], rg[i], "%s: g[%zu] %.9g, ref %.9g", ctx->be->name, i,
+			     (double)g[i], (double)rg[i]);
+	const float bad[] = { INFINITY, -INFINITY, NAN };
+	const size_t at[] = { 0, n / 2, n - 1 };
+	for (size_t b = 0; b < ARRAY_SIZE(bad); b++)
+		for (size_t k = 0; k < ARRAY_SIZE(at); k++) {
+			float *h = random_tensor(n, -1, 1);
+			h[at[k]] = bad[b];
+			finite = -1;
+			cr_assert_eq(ctx->be->unscale(ctx, n, h, 0.5f, &finite), 0);
+			cr_assert_eq(finite, 0, "%s: %g at %zu taken as finite", ctx->be->name,
+				     (double)bad[b], at[k]);
+			h[at[k]] = bad[b];   /* undefined after a non-finite call: set again */
+			cr_assert_eq(ref->be->unscale(ref, n, h, 0.5f, &ref_finite), 0);
+			cr_assert_eq(ref_finite, 0);
+			free(h);
+		}
+	free(g), free(rg);
+}
+
 /* ---- the runs: every backend but ref, times every case -------------------------- */
 
 struct run {
@@ -497,6 +532,9 @@ static void check_case(const struct ref_case *c, struct ops_ctx *ctx, struct ops
 		break;
 	case ACCUMULATE:
 		check_accumulate(c, ctx, ref);
+		break;
+	case UNSCALE:
+		check_unscale(c, ctx, ref);
 		break;
 	}
 }

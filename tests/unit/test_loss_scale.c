@@ -69,17 +69,3 @@ Test(loss_scale, refuses_bad_settings)
 	cr_assert_lt(loss_scale_init(&s, 1024, 0), 0);
 	cr_assert(strstr(util_last_error(), "growth interval 0"));
 }
-
-Test(loss_scale, unscales_finite_gradients_only)
-{
-	float g[4] = { 65536, -3 * 65536.0f, 0x1p-8f, 0 };
-	cr_assert_eq(loss_scale_unscale(g, 4, 65536), 1);
-	cr_assert_eq(g[0], 1);
-	cr_assert_eq(g[1], -3);
-	cr_assert_eq(g[2], 0x1p-24f);
-	cr_assert_eq(g[3], 0);
-	float h[3] = { 2, NAN, 4 };
-	cr_assert_eq(loss_scale_unscale(h, 3, 2), 0);
-	cr_assert_eq(h[0], 2, "a skipped step's gradients are left as they were");
-	cr_assert_eq(h[2], 4);
-}
