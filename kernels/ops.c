@@ -7,6 +7,7 @@
 
 extern const struct ops_backend ops_cpu_backend; /* kernels/cpu/cpu_backend.c */
 extern const struct ops_backend ops_ref_backend; /* kernels/ref/ref_backend.c */
+extern const struct ops_backend ops_refdev_backend; /* kernels/ref/ref_device.c */
 #if AAH_HAVE_CUDA
 extern const struct ops_backend ops_cuda_backend; /* kernels/cuda/cuda_backend.c */
 #endif
@@ -14,6 +15,7 @@ extern const struct ops_backend ops_cuda_backend; /* kernels/cuda/cuda_backend.c
 static const struct ops_backend *const backends[] = {
 	&ops_cpu_backend,
 	&ops_ref_backend,
+	&ops_refdev_backend,
 #if AAH_HAVE_CUDA
 	&ops_cuda_backend,
 #endif

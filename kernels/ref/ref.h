@@ -35,6 +35,11 @@ float ref_f16_to_f32(uint16_t h);
 int ref_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 	     enum ops_dtype yt);
 
+/* The ref op table (ref_backend.c): refdev (ref_device.c) runs its ops. */
+extern const struct ops_backend ops_ref_backend;
+/* fp32, or bf16 / fp16 emulated: ref's precision, and refdev's. */
+int ref_set_precision(struct ops_ctx *ctx, const char *precision);
+
 /* Ops defined in the per-family files. */
 extern const struct ops_layer_ops ref_conv_ops;                 /* ref_conv.c */
 extern const struct ops_layer_ops ref_dense_ops;                /* ref_dense.c */

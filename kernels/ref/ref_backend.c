@@ -24,7 +24,7 @@ static void ref_fini(struct ops_ctx *ctx)
  * to oneDNN or cuDNN and get fp32 results; every other op stays fp32, as
  * there. fp16's range is what the trainer's loss scale is for: a value
  * beyond 65504 rounds to inf here as on the GPU. */
-static int ref_set_precision(struct ops_ctx *ctx, const char *precision)
+int ref_set_precision(struct ops_ctx *ctx, const char *precision)
 {
 	static const struct { const char *name; enum ops_dtype type; } types[] = {
 		{ "fp32", OPS_F32 }, { "bf16", OPS_BF16 }, { "fp16", OPS_F16 },
