@@ -424,8 +424,9 @@ static int elastic_batch(struct trial *t)
 		return error_errno("cannot open '%s'", t->ckpt_path);
 	size_t got = fread(&h, 1, sizeof(h), f);
 	fclose(f);
-	if (got < CKPT_HEADER_2 || (memcmp(h.magic, CKPT_MAGIC, 8) && memcmp(h.magic, CKPT_MAGIC_2, 8)) ||
-	    h.global_batch < 1)
+	int known = got >= CKPT_HEADER_2 &&
+		    (!memcmp(h.magic, CKPT_MAGIC, 8) || !memcmp(h.magic, CKPT_MAGIC_2, 8));
+	if (!known || h.global_batch < 1)
 		return 0;     /* load_checkpoint says what is wrong with it */
 	if (h.global_batch % t->world)
 		return error("the global batch %d of '%s' does not split over %d ranks", h.global_batch,
