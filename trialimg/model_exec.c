@@ -296,7 +296,7 @@ int model_resident(struct model *m, struct ops_ctx *ctx)
 void model_release(struct model *m, struct ops_ctx *ctx)
 {
 	void *blocks[] = { m->block, m->acts, m->dacts, m->scratch, m->masks };
-	for (size_t k = 0; ctx && k < sizeof(blocks) / sizeof(blocks[0]); k++)
+	for (size_t k = 0; ctx && k < ARRAY_SIZE(blocks); k++)
 		ops_forget(ctx, blocks[k]);
 	for (int i = 0; m->layers && i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];

@@ -166,6 +166,17 @@ struct ckpt_header {
 #define CKPT_MAGIC_2 "AAHCKPT2"
 #define CKPT_HEADER_2 offsetof(struct ckpt_header, loss_scale)
 
+/* The length of the header that starts the len bytes at buf, by its
+ * magic: 0 when they are no checkpoint this trainer reads. */
+static size_t ckpt_header_len(const void *buf, size_t len)
+{
+	if (len >= CKPT_HEADER_2 && !memcmp(buf, CKPT_MAGIC, 8))
+		return sizeof(struct ckpt_header);
+	if (len >= CKPT_HEADER_2 && !memcmp(buf, CKPT_MAGIC_2, 8))
+		return CKPT_HEADER_2;
+	return 0;
+}
+
 static int save_checkpoint(struct trial *t)
 {
 	struct model *m = &t->m;
@@ -204,11 +215,7 @@ static char *checkpoint_read(const char *path, const struct model *m, struct ckp
 	size_t len, np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
 	if (fileio_read(path, sizeof(*h) + 2 * np + ns + 1, &buf, &len))
 		return NULL;
-	size_t hl = 0;   /* the header's length, by its magic */
-	if (len >= 8 && !memcmp(buf, CKPT_MAGIC, 8))
-		hl = sizeof(*h);
-	else if (len >= 8 && !memcmp(buf, CKPT_MAGIC_2, 8))
-		hl = CKPT_HEADER_2;
+	size_t hl = ckpt_header_len(buf, len);
 	memset(h, 0, sizeof(*h));
 	if (hl && len == hl + 2 * np + ns)
 		memcpy(h, buf, hl);
@@ -390,18 +397,20 @@ static int trim_metrics(const struct trial *t)
 
 /* ---- elastic world size ---------------------------------------------------- */
 
-/* Batchnorm running statistics averaged over the ranks (on the CPU ring,
- * through the host copy where the model is on a device). */
+/* buf <- its mean over the ranks on the CPU ring, n values of the model's
+ * memory: through the host copy where the model is on a device. */
+static int ring_mean(struct trial *t, float *buf, size_t n)
+{
+	if (ops_sync(&t->ops, buf, n * sizeof(float), OPS_TO_HOST) ||
+	    dist_allreduce_mean(t->dist, buf, n))
+		return -1;
+	return ops_sync(&t->ops, buf, n * sizeof(float), OPS_TO_DEVICE);
+}
+
+/* Batchnorm running statistics averaged over the ranks. */
 static int allreduce_stats(struct trial *t)
 {
-	struct model *m = &t->m;
-	size_t bytes = m->n_stats * sizeof(float);
-	if (!m->n_stats)
-		return 0;
-	if (ops_sync(&t->ops, m->stats, bytes, OPS_TO_HOST) ||
-	    dist_allreduce_mean(t->dist, m->stats, m->n_stats))
-		return -1;
-	return ops_sync(&t->ops, m->stats, bytes, OPS_TO_DEVICE);
+	return t->m.n_stats ? ring_mean(t, t->m.stats, t->m.n_stats) : 0;
 }
 
 /* The global batch is kept across world sizes: from the checkpoint a trial
@@ -424,9 +433,7 @@ static int elastic_batch(struct trial *t)
 		return error_errno("cannot open '%s'", t->ckpt_path);
 	size_t got = fread(&h, 1, sizeof(h), f);
 	fclose(f);
-	int known = got >= CKPT_HEADER_2 &&
-		    (!memcmp(h.magic, CKPT_MAGIC, 8) || !memcmp(h.magic, CKPT_MAGIC_2, 8));
-	if (!known || h.global_batch < 1)
+	if (!ckpt_header_len(&h, got) || h.global_batch < 1)
 		return 0;     /* load_checkpoint says what is wrong with it */
 	if (h.global_batch % t->world)
 		return error("the global batch %d of '%s' does not split over %d ranks", h.global_batch,
@@ -535,14 +542,9 @@ static int last_epoch(const struct trial *t)
  * joined the ranks (NCCL), else on the CPU ring. */
 static int allreduce_grads(struct trial *t)
 {
-	float *g = t->m.grads;
-	size_t n = t->m.n_params;
 	if (t->device_comm)
-		return t->ops.be->allreduce_mean(&t->ops, g, n);
-	if (ops_sync(&t->ops, g, n * sizeof(float), OPS_TO_HOST) ||
-	    dist_allreduce_mean(t->dist, g, n))
-		return -1;
-	return ops_sync(&t->ops, g, n * sizeof(float), OPS_TO_DEVICE);
+		return t->ops.be->allreduce_mean(&t->ops, t->m.grads, t->m.n_params);
+	return ring_mean(t, t->m.grads, t->m.n_params);
 }
 
 /* Rank 0's communicator id to every rank, over the rendezvous's ring. */

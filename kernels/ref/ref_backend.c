@@ -29,7 +29,7 @@ int ref_set_precision(struct ops_ctx *ctx, const char *precision)
 	static const struct { const char *name; enum ops_dtype type; } types[] = {
 		{ "fp32", OPS_F32 }, { "bf16", OPS_BF16 }, { "fp16", OPS_F16 },
 	};
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
 		if (!strcmp(precision, types[i].name)) {
 			ctx->conv_type = types[i].type;
 			return 0;

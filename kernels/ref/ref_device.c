@@ -114,7 +114,7 @@ static struct ops_layer on_device(struct ops_ctx *ctx, const struct ops_layer *l
 	struct ops_layer t = *l;
 	float **f[] = { &t.w, &t.dw, &t.b, &t.db, &t.gamma, &t.dgamma, &t.beta, &t.dbeta,
 			&t.run_mean, &t.run_var, &t.save_mean, &t.save_var };
-	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+	for (size_t k = 0; k < ARRAY_SIZE(f); k++)
 		*f[k] = dev(ctx, *f[k]);
 	t.mask = dev(ctx, t.mask);
 	return t;
