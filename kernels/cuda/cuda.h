@@ -225,6 +225,9 @@ int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
 int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
 int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 	      enum ops_dtype yt);
+/* The CUK_* kind of cuk_cast from xt to yt; -1 unless one side is fp32 and
+ * the other bf16 or fp16. */
+int cuda_cast_kind(enum ops_dtype xt, enum ops_dtype yt);
 /* NCCL (cuda_nccl.c; NULL in the op table of a build without nccl.h). */
 int cuda_comm_init(struct ops_ctx *ctx, int rank, int world,
 		   int (*share)(void *arg, void *id, size_t len), void *arg);

@@ -391,14 +391,19 @@ int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *fi
 	return 0;
 }
 
+int cuda_cast_kind(enum ops_dtype xt, enum ops_dtype yt)
+{
+	return xt == OPS_F32 && yt == OPS_BF16   ? CUK_F32_TO_BF16
+	       : xt == OPS_BF16 && yt == OPS_F32 ? CUK_BF16_TO_F32
+	       : xt == OPS_F32 && yt == OPS_F16  ? CUK_F32_TO_F16
+	       : xt == OPS_F16 && yt == OPS_F32  ? CUK_F16_TO_F32
+						 : -1;
+}
+
 int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 	      enum ops_dtype yt)
 {
-	int kind = xt == OPS_F32 && yt == OPS_BF16   ? CUK_F32_TO_BF16
-		   : xt == OPS_BF16 && yt == OPS_F32 ? CUK_BF16_TO_F32
-		   : xt == OPS_F32 && yt == OPS_F16  ? CUK_F32_TO_F16
-		   : xt == OPS_F16 && yt == OPS_F32  ? CUK_F16_TO_F32
-						     : -1;
+	int kind = cuda_cast_kind(xt, yt);
 	if (kind < 0)
 		return error("cast from type %d to type %d: one side must be fp32, the other bf16 or fp16",
 			     (int)xt, (int)yt);

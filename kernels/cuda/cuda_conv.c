@@ -185,8 +185,8 @@ static int low(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, voi
 		return 0;
 	if (cuda_scratch(ctx, count * 2, out))
 		return -1;
-	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count,
-			     p->type == OPS_BF16 ? CUK_F32_TO_BF16 : CUK_F32_TO_F16, x, *out));
+	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, cuda_cast_kind(OPS_F32, p->type), x,
+			     *out));
 	return 0;
 }
 
@@ -202,8 +202,8 @@ static int low_out(struct ops_ctx *ctx, const struct conv_plan *p, size_t count,
 static int high(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *lo, void *y)
 {
 	if (p->type != OPS_F32)
-		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count,
-				     p->type == OPS_BF16 ? CUK_BF16_TO_F32 : CUK_F16_TO_F32, lo, y));
+		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, cuda_cast_kind(p->type, OPS_F32),
+				     lo, y));
 	return 0;
 }
 
