@@ -98,24 +98,28 @@ void ops_ctx_release(struct ops_ctx *ctx)
 	ctx->be = NULL;
 }
 
+/* Where element (i, p = y*w + x, ch) of a batch lies in b-wide channel
+ * blocks (NHWC: one block of all C channels). */
+static size_t layout_index(size_t b, size_t i, size_t p, size_t ch, size_t hw, size_t C)
+{
+	return ((i * C / b + ch / b) * hw + p) * b + ch % b;
+}
+
 void ops_layout_convert(float *dst, enum ops_layout to, const float *src,
 			enum ops_layout from, int n, const struct ops_shape *s)
 {
 	size_t hw = (size_t)s->h * s->w, C = (size_t)s->c;
+	size_t bt = to == OPS_NHWC ? C : (size_t)ops_layout_block(to);
+	size_t bf = from == OPS_NHWC ? C : (size_t)ops_layout_block(from);
 	if (to == from) {
 		memcpy(dst, src, sizeof(float) * n * hw * C);
 		return;
 	}
 	for (size_t i = 0; i < (size_t)n; i++)
 		for (size_t p = 0; p < hw; p++)
-			for (size_t ch = 0; ch < C; ch++) {
-				size_t nhwc = (i * hw + p) * C + ch;
-				size_t blk = ((i * C / 16 + ch / 16) * hw + p) * 16 + ch % 16;
-				if (to == OPS_BLOCKED16)
-					dst[blk] = src[nhwc];
-				else
-					dst[nhwc] = src[blk];
-			}
+			for (size_t ch = 0; ch < C; ch++)
+				dst[layout_index(bt, i, p, ch, hw, C)] =
+					src[layout_index(bf, i, p, ch, hw, C)];
 }
 
 /* splitmix64: a tiny counter-based generator for dropout masks. */

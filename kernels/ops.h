@@ -39,19 +39,28 @@ static inline size_t ops_shape_size(const struct ops_shape *s)
 }
 
 /* How a batch of activations lies in memory. NHWC (above) is the contract
- * of every op. BLOCKED16 is oneDNN's nChw16c for c a multiple of 16, the
- * same size: the channels in blocks of 16, batch first, then the block,
- * then NHWC of its 16 channels: element (i, y, x, ch) lives at
- * (((i*c/16 + ch/16)*h + y)*w + x)*16 + ch%16, i.e. an NHWC batch of
- * n*c/16 samples of 16 channels. An op is handed a BLOCKED16 tensor (input,
- * output and their gradients alike) only when its ops_layer_ops.blocked is
- * set; the model picks the layouts (trialimg/model_exec.c). */
-enum ops_layout { OPS_NHWC, OPS_BLOCKED16 };
+ * of every op. BLOCKED8 and BLOCKED16 are oneDNN's nChw8c and nChw16c for c
+ * a multiple of the block width B, the same size: the channels in blocks of
+ * B, batch first, then the block, then NHWC of its B channels: element
+ * (i, y, x, ch) lives at (((i*c/B + ch/B)*h + y)*w + x)*B + ch%B, i.e. an
+ * NHWC batch of n*c/B samples of B channels. A backend names the one
+ * blocked layout its ops take in ops_ctx.blocked (the CPU backend: the
+ * width of the vector registers oneDNN's kernels use on this machine); an
+ * op is handed such a tensor (input, output and their gradients alike) only
+ * when its ops_layer_ops.blocked is set; the model picks the layouts
+ * (trialimg/model_exec.c). */
+enum ops_layout { OPS_NHWC, OPS_BLOCKED8, OPS_BLOCKED16 };
 
-/* Whether a tensor of shape s may be BLOCKED16. */
-static inline int ops_blockable(const struct ops_shape *s)
+/* The channel block width of a layout: 1 for NHWC. */
+static inline int ops_layout_block(enum ops_layout layout)
 {
-	return s->c % 16 == 0 && s->h * s->w > 1;
+	return layout == OPS_BLOCKED16 ? 16 : layout == OPS_BLOCKED8 ? 8 : 1;
+}
+
+/* Whether a tensor of shape s may be kept in blocked layout `layout`. */
+static inline int ops_blockable(const struct ops_shape *s, enum ops_layout layout)
+{
+	return layout != OPS_NHWC && s->c % ops_layout_block(layout) == 0 && s->h * s->w > 1;
 }
 
 /* Static description of one layer. */
@@ -104,6 +113,8 @@ struct ops_ctx {
 				   * stay fp32 (the master copies) */
 	int conv_algo;      /* OPS_CONV_* */
 	int nhwc_only;      /* the model keeps every activation NHWC */
+	enum ops_layout blocked; /* the blocked layout this backend's blocked
+				  * ops take, set by its init; OPS_NHWC: none */
 	void *priv;
 };
 
@@ -119,7 +130,7 @@ struct ops_layer_ops {
 			const float *const *x, const float *y, const float *dy,
 			float *const *dx);
 	void (*release)(struct ops_ctx *ctx, struct ops_layer *l);
-	/* Reads and writes OPS_BLOCKED16 tensors too. Every op but conv2d and
+	/* Reads and writes tensors in ctx->blocked too. Every op but conv2d and
 	 * global_avg_pool (whose rank-2 output stays NHWC) then takes its
 	 * inputs and output in one layout. */
 	int blocked;
@@ -150,12 +161,18 @@ struct ops_backend {
 	unsigned caps;
 	int (*init)(struct ops_ctx *ctx);
 	void (*fini)(struct ops_ctx *ctx);
-	/* "fp32", "bf16" or "fp16": -1 when this machine cannot run it. */
+	/* "fp32", "bf16" or "fp16": -1 when this machine cannot run it; 1 when
+	 * it runs fp32 instead (the CPU backend's bf16 on a CPU without bf16
+	 * kernels), the reason left as the last error (util.h). */
 	int (*set_precision)(struct ops_ctx *ctx, const char *precision);
 	/* What `--precision auto` runs on this machine, decided once the
 	 * backend has started; NULL: "fp32". */
 	const char *(*default_precision)(struct ops_ctx *ctx);
 	const struct ops_layer_ops *layer[OPS_NTYPES];  /* NULL: unsupported */
+	/* The first of the ops built so far that runs a slow reference kernel,
+	 * named with its kernel ("batch_normalization (bnorm_ref:any)"); NULL
+	 * when there is none, or the backend keeps no such record. */
+	const char *(*slow_path)(struct ops_ctx *ctx);
 	/* Softmax cross-entropy with label smoothing over (n, classes) logits:
 	 * dlogits = d(mean loss)/d(logits); adds the summed loss and the number
 	 * of correct argmax predictions. dlogits may be NULL (evaluation). */
@@ -211,8 +228,8 @@ const char *ops_precision_auto(struct ops_ctx *ctx);
 /* A GPU's default: bf16 from compute capability 8.0 (Ampere, Hopper: bf16
  * tensor cores), fp32 below. */
 const char *ops_gpu_precision(int cc_major);
-/* Converts n samples of shape s between NHWC and BLOCKED16 (plain C; the
- * model never needs it, tests and tools do). dst and src do not overlap. */
+/* Converts n samples of shape s between any two layouts (plain C; the model
+ * never needs it, tests and tools do). dst and src do not overlap. */
 void ops_layout_convert(float *dst, enum ops_layout to, const float *src,
 			enum ops_layout from, int n, const struct ops_shape *s);
 

@@ -59,10 +59,11 @@ struct model {
 	const float **xs;            /* (max_in) input pointers of one op call */
 	float **dxs;                 /* (max_in) input-gradient pointers */
 	/* the layouts of the tensors (n_layers + 1), picked on the first pass
-	 * for the backend and its nhwc_only (model_layouts) */
+	 * for the backend, its nhwc_only and its blocked layout (model_layouts) */
 	enum ops_layout *layouts;
 	const struct ops_backend *layout_be;
 	int layout_nhwc_only;
+	enum ops_layout layout_blocked;
 	double *prof;                /* optional (n_layers, 2): seconds in forward,
 				      * backward; set by the caller, who frees it */
 };
@@ -83,8 +84,8 @@ void model_default_arch(struct arch *a, int h, int w, int c, int classes);
 /* Allocate the blocks for batches of up to `batch` samples and initialise
  * the parameters from seed (He / Glorot uniform, zero biases, BN 1/0). */
 int model_alloc(struct model *m, int batch, uint64_t seed);
-/* Picks each activation's layout for ctx's backend: OPS_BLOCKED16 where
- * the tensor's c is a multiple of 16, its producer and all its readers
+/* Picks each activation's layout for ctx's backend: its blocked layout
+ * (ctx->blocked) where the tensor's c is a multiple of the block width, its producer and all its readers
  * take blocked tensors and, for the ops that keep one layout (all but
  * conv2d and global_avg_pool), the other tensors of that op are blocked
  * too; OPS_NHWC everywhere else, so the input, flatten, dense, concat and

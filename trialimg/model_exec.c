@@ -155,8 +155,8 @@ void model_layouts(struct model *m, struct ops_ctx *ctx)
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
 		lay[i + 1] = !ctx->nhwc_only && takes_blocked(be, L->op.cfg.type) && !L->rank2 &&
-					     ops_blockable(&L->op.out)
-				     ? OPS_BLOCKED16
+					     ops_blockable(&L->op.out, ctx->blocked)
+				     ? ctx->blocked
 				     : OPS_NHWC;
 	}
 	for (int i = 0; i < m->n_layers; i++) {
@@ -200,13 +200,15 @@ void model_layouts(struct model *m, struct ops_ctx *ctx)
 	}
 	m->layout_be = be;
 	m->layout_nhwc_only = ctx->nhwc_only;
+	m->layout_blocked = ctx->blocked;
 }
 
 int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, int train)
 {
 	if (n > m->batch)
 		BUG("batch %d over capacity %d", n, m->batch);
-	if (m->layout_be != ctx->be || m->layout_nhwc_only != ctx->nhwc_only)
+	if (m->layout_be != ctx->be || m->layout_nhwc_only != ctx->nhwc_only ||
+	    m->layout_blocked != ctx->blocked)
 		model_layouts(m, ctx);
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];

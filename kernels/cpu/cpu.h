@@ -12,6 +12,12 @@
 struct cpu_ctx {
 	dnnl_engine_t eng;
 	dnnl_stream_t stream;
+	/* the first primitive built on one of oneDNN's reference kernels,
+	 * "batch_normalization (bnorm_ref:any)"; empty while there is none */
+	char slow[160];
+	/* set by the trainer's bf16 (set_precision): a convolution whose bf16
+	 * kernel would be a reference one runs in fp32 instead (cpu_conv.c) */
+	int bf16_jit_only;
 };
 
 #define DNNL_CHECK(call)                                                        \
@@ -27,9 +33,12 @@ static inline struct cpu_ctx *cpu_ctx(struct ops_ctx *ctx)
 	return ctx->priv;
 }
 
+/* oneDNN's thread count (OpenMP's, where libgomp is loaded); 0: as is. */
+void cpu_set_threads(int threads);
+
 /* (n, h, w, c) activation in NHWC: a 4-D descriptor in dnnl's NCHW order. */
 int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s);
-/* The same in either layout (BLOCKED16: nChw16c). */
+/* The same in any layout (BLOCKED8: nChw8c, BLOCKED16: nChw16c). */
 int cpu_md_act(dnnl_memory_desc_t *md, int n, const struct ops_shape *s, enum ops_layout layout);
 /* (n, c) rank-2 descriptor, c = h*w*c of the shape. */
 int cpu_md_nc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s);
@@ -57,7 +66,11 @@ void cpu_xfer_release(struct cpu_xfer *x);
 
 int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
 		  const_dnnl_primitive_desc_t hint);
-int cpu_prim_create(dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd);
+/* Also notes in ctx's slow[] the first one that runs a reference kernel. */
+int cpu_prim_create(struct ops_ctx *ctx, dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd);
+/* Whether an implementation name is one of oneDNN's reference kernels
+ * ("ref:any", "bnorm_ref:any"): correct, and tens of times slower. */
+int cpu_impl_is_ref(const char *impl);
 int cpu_exec(struct ops_ctx *ctx, dnnl_primitive_t p, int nargs, const dnnl_exec_arg_t *args);
 void cpu_mem_free(dnnl_memory_t *m);
 void cpu_prim_free(dnnl_primitive_t *p);

@@ -49,8 +49,8 @@ static int bn_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct bn_p
 	if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &ipd, &id, NULL) ||
 	    cpu_pd_create(ctx, &bpd, &bd, fpd))
 		goto out;
-	if (cpu_prim_create(&p->fwd, fpd) || cpu_prim_create(&p->inf, ipd) ||
-	    cpu_prim_create(&p->bwd, bpd))
+	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->inf, ipd) ||
+	    cpu_prim_create(ctx, &p->bwd, bpd))
 		goto out;
 	const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
 	if (ws && ws->ndims > 0 &&

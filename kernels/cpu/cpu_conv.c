@@ -3,6 +3,9 @@
  * layout around each primitive). With conv_type OPS_BF16 the convolution
  * reads bf16 copies of its input, weights and output gradient (oneDNN's
  * layout of choice) and writes fp32 outputs and fp32 weight gradients.
+ * Under the trainer's bf16 (cpu_ctx.bf16_jit_only) a layer for which oneDNN
+ * has only its reference bf16 kernel (a first layer of one input channel
+ * on AMX) computes in fp32 instead: more precise, and as fast as the rest.
  *
  * 3x3 stride-1 layers use oneDNN's Winograd F(4x4, 3x3) kernels where it
  * has them (ctx->conv_algo OPS_CONV_AUTO, fp32, channel counts in and out
@@ -10,7 +13,7 @@
  * the direct kernels, which already run near the cores' peak, and pay for
  * converting NHWC activations and gradients to and from the blocked
  * layout they need, which the model spares them where it keeps the
- * activations blocked (OPS_BLOCKED16) from layer to layer. */
+ * activations blocked (ctx->blocked) from layer to layer. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +30,7 @@ struct conv_plan {
 	struct cpu_xfer src_f, src_w, ddst_d, ddst_w;
 	int src_w_own, ddst_w_own;  /* src_w / ddst_w differ from src_f / ddst_d */
 	int winograd;
+	enum ops_dtype type;    /* what the convolutions read: fp32 or bf16 */
 };
 
 static void conv_free_plan(struct conv_plan *p)
@@ -50,10 +54,24 @@ static void conv_free_plan(struct conv_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* Builds the three primitives with algorithm alg; Winograd lets oneDNN pick
- * the activation layouts too. Returns 1 when oneDNN has no such kernel. */
+/* Whether any of the primitive descriptors runs a reference kernel. */
+static int any_ref(const_dnnl_primitive_desc_t *pds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *impl = "";
+		dnnl_primitive_desc_query(pds[i], dnnl_query_impl_info_str, 0, &impl);
+		if (cpu_impl_is_ref(impl))
+			return 1;
+	}
+	return 0;
+}
+
+/* Builds the three primitives with algorithm alg reading operands of type
+ * t; Winograd lets oneDNN pick the activation layouts too. Returns 1 when
+ * oneDNN has no such kernel (Winograd), or only a reference one where
+ * fast is asked for. */
 static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan *p,
-			  dnnl_alg_kind_t alg)
+			  dnnl_alg_kind_t alg, enum ops_dtype t, int fast)
 {
 	const struct ops_layer_cfg *c = &l->cfg;
 	dnnl_memory_desc_t src, dst, w_any, w_user, b, src_c, dst_c, ddst_c, dsrc_c, dw_any;
@@ -65,22 +83,22 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	dnnl_primitive_desc_t fpd = NULL, dpd = NULL, wpd = NULL;
 	int wino = alg == dnnl_convolution_winograd;
 	/* blocked activations: let oneDNN pick its layouts too (the xfers
-	 * convert where they differ), as a mix of NHWC and nChw16c may have
+	 * convert where they differ), as a mix of NHWC and blocked may have
 	 * only its reference kernel */
-	int any = wino || ops_in_layout(l, 0) == OPS_BLOCKED16 || l->out_layout == OPS_BLOCKED16;
+	int any = wino || ops_in_layout(l, 0) != OPS_NHWC || l->out_layout != OPS_NHWC;
 	int rc = -1;
 
 	if (cpu_md_act(&src, n, &l->in[0], ops_in_layout(l, 0)) ||
 	    cpu_md_act(&dst, n, &l->out, l->out_layout) ||
 	    cpu_md_1d(&b, c->units))
 		return -1;
-	dnnl_data_type_t lp = ctx->conv_type == OPS_BF16 ? dnnl_bf16 : dnnl_f32;
+	dnnl_data_type_t lp = t == OPS_BF16 ? dnnl_bf16 : dnnl_f32;
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wd, lp, dnnl_format_tag_any));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dw_any, 4, wd, dnnl_f32, dnnl_format_tag_any));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_user, 4, wd, dnnl_f32, dnnl_ohwi));
 	src_c = dsrc_c = src;
 	dst_c = ddst_c = dst;
-	if (ctx->conv_type == OPS_BF16 || any) {
+	if (t == OPS_BF16 || any) {
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&src_c, 4, sd, lp, dnnl_format_tag_any));
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&ddst_c, 4, dd_, lp, dnnl_format_tag_any));
 	}
@@ -105,10 +123,14 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 			goto out;
 		}
 	} else if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &dpd, &dd, fpd) ||
-		   cpu_pd_create(ctx, &wpd, &bd, fpd))
+		   cpu_pd_create(ctx, &wpd, &bd, fpd)) {
 		goto out;
-	if (cpu_prim_create(&p->fwd, fpd) || cpu_prim_create(&p->bwd_d, dpd) ||
-	    cpu_prim_create(&p->bwd_w, wpd))
+	} else if (fast && any_ref((const_dnnl_primitive_desc_t[]){fpd, dpd, wpd}, 3)) {
+		rc = 1;
+		goto out;
+	}
+	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->bwd_d, dpd) ||
+	    cpu_prim_create(ctx, &p->bwd_w, wpd))
 		goto out;
 	if (cpu_xfer_init(ctx, &p->w_fwd, &w_user,
 			  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1) ||
@@ -139,6 +161,7 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 		goto out;
 	p->n = n;
 	p->winograd = wino;
+	p->type = t;
 	rc = 0;
 out:
 	cpu_pd_free(&fpd);
@@ -152,14 +175,21 @@ out:
 static int conv_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan *p)
 {
 	const struct ops_layer_cfg *c = &l->cfg;
+	int rc;
 	/* oneDNN also offers Winograd for a few input channels, where it loses */
 	if (ctx->conv_algo != OPS_CONV_DIRECT && ctx->conv_type == OPS_F32 && c->kernel == 3 &&
 	    c->stride == 1 && l->in[0].c % 16 == 0 && c->units % 16 == 0) {
-		int rc = conv_build_alg(ctx, l, n, p, dnnl_convolution_winograd);
+		rc = conv_build_alg(ctx, l, n, p, dnnl_convolution_winograd, OPS_F32, 0);
 		if (rc <= 0)
 			return rc;
 	}
-	return conv_build_alg(ctx, l, n, p, dnnl_convolution_direct);
+	if (ctx->conv_type == OPS_BF16) {
+		rc = conv_build_alg(ctx, l, n, p, dnnl_convolution_direct, OPS_BF16,
+				    cpu_ctx(ctx)->bf16_jit_only);
+		if (rc <= 0)
+			return rc;
+	}
+	return conv_build_alg(ctx, l, n, p, dnnl_convolution_direct, OPS_F32, 0);
 }
 
 static struct conv_plan *conv_plan(struct ops_ctx *ctx, struct ops_layer *l, int n)
@@ -200,7 +230,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	if (!p)
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
 	/* the forward converted x[0] for this step already (bf16); fp32 reads it */
-	if ((ctx->conv_type == OPS_F32 && cpu_xfer_run(ctx, &p->src_f, x[0])) ||
+	if ((p->type == OPS_F32 && cpu_xfer_run(ctx, &p->src_f, x[0])) ||
 	    (p->src_w_own && cpu_xfer_run(ctx, &p->src_w, x[0])))
 		return -1;
 	if (dx[0]) {

@@ -51,8 +51,8 @@ static int dense_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct d
 	if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &dpd, &dd, fpd) ||
 	    cpu_pd_create(ctx, &wpd, &bd, fpd))
 		goto out;
-	if (cpu_prim_create(&p->fwd, fpd) || cpu_prim_create(&p->bwd_d, dpd) ||
-	    cpu_prim_create(&p->bwd_w, wpd))
+	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->bwd_d, dpd) ||
+	    cpu_prim_create(ctx, &p->bwd_w, wpd))
 		goto out;
 	if (cpu_xfer_init(ctx, &p->w_fwd, &w_user,
 			  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1) ||

@@ -1,7 +1,18 @@
 /* cpu_dnnl.c: oneDNN engine, stream and the memory helpers of kernels/cpu. */
+#include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu.h"
+
+/* oneDNN on Debian runs on OpenMP (libgomp, loaded with libdnnl); the
+ * thread count is set through it when the symbol is there. */
+void cpu_set_threads(int threads)
+{
+	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+	if (set && threads > 0)
+		set(threads);
+}
 
 int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s)
 {
@@ -13,8 +24,10 @@ int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s)
 int cpu_md_act(dnnl_memory_desc_t *md, int n, const struct ops_shape *s, enum ops_layout layout)
 {
 	dnnl_dims_t d = {n, s->c, s->h, s->w};
-	DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32,
-						layout == OPS_BLOCKED16 ? dnnl_nChw16c : dnnl_nhwc));
+	dnnl_format_tag_t tag = layout == OPS_BLOCKED16 ? dnnl_nChw16c
+				: layout == OPS_BLOCKED8 ? dnnl_nChw8c
+							 : dnnl_nhwc;
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, tag));
 	return 0;
 }
 
@@ -72,8 +85,15 @@ int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *de
 	return 0;
 }
 
-int cpu_prim_create(dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd)
+int cpu_prim_create(struct ops_ctx *ctx, dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd)
 {
+	struct cpu_ctx *c = cpu_ctx(ctx);
+	const char *impl = "";
+	dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
+	dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+	dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
+	if (!c->slow[0] && cpu_impl_is_ref(impl))
+		snprintf(c->slow, sizeof(c->slow), "%s (%s)", dnnl_prim_kind2str(kind), impl);
 	DNNL_CHECK(dnnl_primitive_create(p, pd));
 	return 0;
 }
@@ -103,7 +123,7 @@ int cpu_xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_des
 		DNNL_CHECK(dnnl_reorder_primitive_desc_create(&pd, user, eng, inner, eng, NULL));
 	else
 		DNNL_CHECK(dnnl_reorder_primitive_desc_create(&pd, inner, eng, user, eng, NULL));
-	int rc = cpu_prim_create(&x->prim, pd);
+	int rc = cpu_prim_create(ctx, &x->prim, pd);
 	dnnl_primitive_desc_destroy(pd);
 	return rc;
 }
@@ -197,7 +217,7 @@ static int flat_op(struct ops_ctx *ctx, enum flat_kind kind, size_t count, float
 		dnnl_primitive_desc_destroy(hint);
 	if (st != dnnl_success)
 		return error("cannot build an elementwise oneDNN primitive: %s", dnnl_status2str(st));
-	rc = cpu_prim_create(&prim, pd);
+	rc = cpu_prim_create(ctx, &prim, pd);
 	dnnl_primitive_desc_destroy(pd);
 	if (rc || cpu_mem(ctx, &ma, &md) || cpu_mem(ctx, &mdst, &md) ||
 	    (b && cpu_mem(ctx, &mb, &md)) || cpu_set(ma, a) || cpu_set(mdst, dst) ||

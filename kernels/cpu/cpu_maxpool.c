@@ -1,5 +1,5 @@
-/* cpu_maxpool.c: max pooling in plain C over NHWC (a BLOCKED16 batch is an
- * NHWC batch of n*c/16 samples of 16 channels). oneDNN 2.6's NHWC max
+/* cpu_maxpool.c: max pooling in plain C over NHWC (a blocked batch of block
+ * width B is an NHWC batch of n*c/B samples of B channels). oneDNN 2.6's NHWC max
  * pooling runs its small-channel windows at a fifth of memory speed (1.7 ms
  * forward for a 64x28x28x32 batch, where these loops take 0.3 ms), so the
  * channel loop here is left to the compiler's vectorizer. The forward pass
@@ -110,9 +110,9 @@ static int maxpool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 {
 	(void)ctx;
 	const struct ops_shape *s = &l->in[0], *o = &l->out;
-	const int blocked = ops_in_layout(l, 0) == OPS_BLOCKED16;
-	const int C = blocked ? 16 : s->c, k = l->cfg.kernel;
-	const int nb = blocked ? n * (s->c / 16) : n; /* samples of C channels */
+	const int blk = ops_layout_block(ops_in_layout(l, 0));
+	const int C = blk > 1 ? blk : s->c, k = l->cfg.kernel;
+	const int nb = n * (s->c / C); /* samples of C channels */
 	if (k * k > 256)
 		return error("maxpool: kernel %d is over 16", k);
 	struct maxpool_state *st = l->priv;
@@ -162,9 +162,9 @@ static int maxpool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	if (!dx[0])
 		return 0;
 	const struct ops_shape *s = &l->in[0], *o = &l->out;
-	const int blocked = ops_in_layout(l, 0) == OPS_BLOCKED16;
-	const int C = blocked ? 16 : s->c, k = l->cfg.kernel;
-	const int nb = blocked ? n * (s->c / 16) : n; /* samples of C channels */
+	const int blk = ops_layout_block(ops_in_layout(l, 0));
+	const int C = blk > 1 ? blk : s->c, k = l->cfg.kernel;
+	const int nb = n * (s->c / C); /* samples of C channels */
 	struct maxpool_state *st = l->priv;
 	if (!st || st->cap < (size_t)n * ops_shape_size(o))
 		return error("maxpool: backward without a training forward pass");

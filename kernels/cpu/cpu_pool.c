@@ -67,7 +67,7 @@ static int pool_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct po
 			goto out;
 		}
 	}
-	if (cpu_prim_create(&p->fwd, fpd) || cpu_prim_create(&p->bwd, bpd))
+	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->bwd, bpd))
 		goto out;
 	if (cpu_mem(ctx, &p->src, &src) || cpu_mem(ctx, &p->dst, &dst) ||
 	    cpu_mem(ctx, &p->diff_src, &src) || cpu_mem(ctx, &p->diff_dst, &dst))

@@ -1,9 +1,10 @@
-/* Activations kept blocked (OPS_BLOCKED16, oneDNN's nChw16c) between layers:
- * the layout conversion itself, the layouts the model picks, and a net with
- * every op that takes blocked tensors, trained one step through the model
- * on each backend that has such ops, against the same net on the reference
- * backend (all NHWC): every activation, every gradient of an activation and
- * of a parameter. */
+/* Activations kept blocked (OPS_BLOCKED8/16, oneDNN's nChw8c/nChw16c)
+ * between layers: the layout conversion itself, the layouts the model picks,
+ * and a net with every op that takes blocked tensors, trained one step
+ * through the model on each backend that has such ops, in the layout the
+ * backend picked for this machine and in both block widths, against the
+ * same net on the reference backend (all NHWC): every activation, every
+ * gradient of an activation and of a parameter. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -51,7 +52,7 @@ Test(layout, convert_places_each_element_as_documented)
 {
 	struct ops_shape s = {.h = 2, .w = 3, .c = 32};
 	enum { n = 2, count = n * 2 * 3 * 32 };
-	static float a[count], b[count], back[count];
+	static float a[count], b[count], back[count], b8[count];
 	for (int i = 0; i < count; i++)
 		a[i] = (float)i;
 	ops_layout_convert(b, OPS_BLOCKED16, a, OPS_NHWC, n, &s);
@@ -60,9 +61,19 @@ Test(layout, convert_places_each_element_as_documented)
 	cr_assert_eq(b[113], 49.0f);
 	ops_layout_convert(back, OPS_NHWC, b, OPS_BLOCKED16, n, &s);
 	cr_assert_eq(memcmp(a, back, sizeof(a)), 0);
-	cr_assert(ops_blockable(&s));
-	cr_assert(!ops_blockable(&(struct ops_shape){.h = 2, .w = 3, .c = 24}));
-	cr_assert(!ops_blockable(&(struct ops_shape){.h = 1, .w = 1, .c = 32}));
+	/* width 8: (((0*4 + 2)*2 + 0)*3 + 1)*8 + 1 = 105 */
+	ops_layout_convert(b8, OPS_BLOCKED8, a, OPS_NHWC, n, &s);
+	cr_assert_eq(b8[105], 49.0f);
+	/* blocked to blocked of another width, and back to NHWC */
+	ops_layout_convert(b8, OPS_BLOCKED8, b, OPS_BLOCKED16, n, &s);
+	cr_assert_eq(b8[105], 49.0f);
+	ops_layout_convert(back, OPS_NHWC, b8, OPS_BLOCKED8, n, &s);
+	cr_assert_eq(memcmp(a, back, sizeof(a)), 0);
+	cr_assert(ops_blockable(&s, OPS_BLOCKED16));
+	cr_assert(!ops_blockable(&s, OPS_NHWC));
+	cr_assert(!ops_blockable(&(struct ops_shape){.h = 2, .w = 3, .c = 24}, OPS_BLOCKED16));
+	cr_assert(ops_blockable(&(struct ops_shape){.h = 2, .w = 3, .c = 24}, OPS_BLOCKED8));
+	cr_assert(!ops_blockable(&(struct ops_shape){.h = 1, .w = 1, .c = 32}, OPS_BLOCKED8));
 }
 
 static struct model_layer *layer(struct model *m, const char *id)
@@ -108,7 +119,8 @@ static void setup_model(struct model *m)
 		m->params[i] = 0.5f + 0.5f * frand();
 }
 
-static void blocked_matches_reference(const struct ops_backend *be)
+/* forced: the blocked layout to run in (OPS_NHWC: the backend's own). */
+static void blocked_matches_reference(const struct ops_backend *be, enum ops_layout forced)
 {
 	struct model m, r;
 	struct ops_ctx ctx, ref;
@@ -122,6 +134,10 @@ static void blocked_matches_reference(const struct ops_backend *be)
 			util_last_error());
 		return;
 	}
+	if (forced != OPS_NHWC)
+		ctx.blocked = forced;
+	cr_assert_neq(ctx.blocked, OPS_NHWC, "%s has blocked ops but picked no blocked layout",
+		      be->name);
 	cr_assert_eq(ops_ctx_init(&ref, "ref", 1, 11), 0);
 	setup_model(&m);
 	setup_model(&r);
@@ -133,18 +149,22 @@ static void blocked_matches_reference(const struct ops_backend *be)
 		g[i] = frand();
 	step(&m, &ctx, x, g);
 	step(&r, &ref, x, g);
+	/* in the layout the backend picked for this machine, every op of the
+	 * net (avgpool, add, dropout, concat too) on a jit kernel */
+	if (forced == OPS_NHWC && be->slow_path)
+		cr_assert_null(be->slow_path(&ctx), "%s: %s", be->name, be->slow_path(&ctx));
 
 	/* the layouts picked: blocked from c0 to ap, NHWC at the edges */
 	const char *blocked[] = {"c0", "b0", "r0", "c1", "b1", "ad", "ar", "mp", "rl", "ap"};
 	const char *nhwc[] = {"c2", "gp", "dr", "fl", "cc", "out"};
 	for (size_t i = 0; i < ARRAY_SIZE(blocked); i++)
-		cr_assert_eq(layer(&m, blocked[i])->op.out_layout, OPS_BLOCKED16, "%s: %s not blocked",
+		cr_assert_eq(layer(&m, blocked[i])->op.out_layout, ctx.blocked, "%s: %s not blocked",
 			     be->name, blocked[i]);
 	for (size_t i = 0; i < ARRAY_SIZE(nhwc); i++)
 		cr_assert_eq(layer(&m, nhwc[i])->op.out_layout, OPS_NHWC, "%s: %s not NHWC", be->name,
 			     nhwc[i]);
 	cr_assert_eq(layer(&m, "c0")->op.in_layout[0], OPS_NHWC);
-	cr_assert_eq(layer(&m, "c2")->op.in_layout[0], OPS_BLOCKED16);
+	cr_assert_eq(layer(&m, "c2")->op.in_layout[0], ctx.blocked);
 	for (int i = 0; i < r.n_layers; i++)
 		cr_assert_eq(r.layers[i].op.out_layout, OPS_NHWC, "ref: %s", r.layers[i].id);
 
@@ -178,5 +198,14 @@ Test(layout, blocked_net_matches_reference)
 	size_t nb;
 	const struct ops_backend *const *be = ops_backends(&nb);
 	for (size_t i = 0; i < nb; i++)
-		blocked_matches_reference(be[i]);
+		blocked_matches_reference(be[i], OPS_NHWC);
+}
+
+/* Both block widths on every machine: a width whose kernels this CPU lacks
+ * runs oneDNN's reference ones, slow and still exact. */
+Test(layout, both_block_widths_match_reference)
+{
+	const struct ops_backend *cpu = ops_backend_find("cpu");
+	blocked_matches_reference(cpu, OPS_BLOCKED8);
+	blocked_matches_reference(cpu, OPS_BLOCKED16);
 }
