@@ -92,6 +92,7 @@ static const struct spec table[] = {
 	{NULL, NULL, "VC_WORKER_HOSTS", K_STR, F(worker_hosts), NULL, NULL, "comma-joined hosts in rank order (Volcano)"},
 	{NULL, NULL, "AAH_EXPERIMENT_ID", K_STR, F(experiment_id), NULL, NULL, "experiment id (logged)"},
 	{NULL, NULL, "AAH_TRIAL_ID", K_STR, F(trial_id), NULL, NULL, "trial id; its number is the default trial_seq"},
+	{"--probe", NULL, NULL, K_BOOL, F(probe), NULL, "0", "print what this machine gives the cpu backend (CPU model, the ISA oneDNN dispatches to, the activation layout of its fast kernels, bf16 and Winograd convolutions) and exit"},
 	{"--help", "-h", NULL, K_BOOL, F(help), NULL, "0", "print this table and exit"},
 };
 
@@ -101,7 +102,7 @@ void args_usage(FILE *f)
 {
 	fprintf(f, "usage: aah-trial --trial_dir DIR [--arch FILE] [--params FILE] [--name=value | --name value]...\n"
 		   "       aah-trial --arch FILE | --params FILE [...]   (the trial directory is then the current one)\n"
-		   "       aah-trial --help\n");
+		   "       aah-trial --probe | --help\n");
 }
 
 void args_help(FILE *f)
@@ -332,7 +333,7 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 	for (int k = 0; k < n_unknown; k++)
 		free(unknown[k]);
 	free(unknown);
-	if (rc || a->help)
+	if (rc || a->help || a->probe)
 		return rc;
 
 	if (!a->trial_dir && !a->train_url && !a->arch && !a->params) {

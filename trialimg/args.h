@@ -36,6 +36,7 @@ struct args {
 	double dist_timeout;
 	char *master_addr, *master_port, *nccl_comm_id, *worker_hosts, *experiment_id, *trial_id;
 	int help;
+	int probe;
 	int usage;               /* nothing to train was named: print the usage, exit 2 */
 	/* which table entries were set, and from where (ARGS_FROM_*) */
 	unsigned char from[64];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/cpu_probe.h" /* --probe */
 #include "trialimg/args.h"
 #include "trialimg/train.h"
 #include "trialimg/elastic.h" /* ELASTIC_EXIT_RESIZE */
@@ -15,6 +16,32 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+}
+
+/* --probe: one "name: value" line per fact, the same answers the cpu
+ * backend and the tests use. */
+static void print_probe(void)
+{
+	static const struct {
+		const char *name;
+		enum cpu_feature f;
+	} feats[] = {
+		{"bf16", CPU_FEAT_BF16_TRAIN},
+		{"winograd", CPU_FEAT_WINOGRAD},
+	};
+	static const char *const layouts[] = {
+		[OPS_NHWC] = "nhwc", [OPS_BLOCKED8] = "nChw8c", [OPS_BLOCKED16] = "nChw16c",
+	};
+	char why[256];
+	printf("cpu: %s\n", cpu_probe_model());
+	printf("onednn_isa: %s\n", cpu_probe_isa());
+	printf("layout: %s\n", layouts[cpu_probe_layout()]);
+	for (size_t i = 0; i < ARRAY_SIZE(feats); i++) {
+		if (cpu_probe_has(feats[i].f, why, sizeof(why)))
+			printf("%s: yes\n", feats[i].name);
+		else
+			printf("%s: no (%s)\n", feats[i].name, why);
+	}
 }
 
 static const char *env_get(const char *name)
@@ -46,6 +73,11 @@ int main(int argc, char **argv)
 	}
 	if (a.help) {
 		args_help(stdout);
+		args_release(&a);
+		return 0;
+	}
+	if (a.probe) {
+		print_probe();
 		args_release(&a);
 		return 0;
 	}

@@ -576,6 +576,16 @@ static int apply_step(struct trial *t)
 	return loss_scale_update(&t->ls, finite);
 }
 
+/* Once, after the first step: an op that runs one of the backend's slow
+ * reference kernels makes the whole trial tens of times slower. */
+static void warn_slow_path(struct trial *t)
+{
+	const char *slow = t->ops.be->slow_path ? t->ops.be->slow_path(&t->ops) : NULL;
+	if (slow)
+		printf("aah-trial: warning: %s runs %s on a slow reference kernel on this "
+		       "machine\n", t->ops.be->name, slow);
+}
+
 static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atomic_t *stop)
 {
 	const struct args *a = t->a;
@@ -633,6 +643,8 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 			return resize < 0 ? -1 : 2;
 		if (done == first)
 			t_first = util_monotonic();
+		if (done == 1 && t->epoch == 0)
+			warn_slow_path(t);
 		if (done == probe && done < t->steps_per_epoch) {
 			double est = epoch_estimate(t, util_monotonic() - t_first, done - first);
 			double left = est * (double)(t->steps_per_epoch - done) / t->steps_per_epoch;
@@ -695,8 +707,13 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		return -1;
 	t->ops_ok = 1;
 	const char *prec = strcmp(a->precision, "auto") ? a->precision : ops_precision_auto(&t->ops);
-	if (t->ops.be->set_precision(&t->ops, prec))
+	int ran = t->ops.be->set_precision(&t->ops, prec);
+	if (ran < 0)
 		return -1;
+	if (ran > 0) { /* the backend runs fp32 instead; result.json records that */
+		printf("aah-trial: --precision %s: %s; training in fp32\n", prec, util_last_error());
+		prec = "fp32";
+	}
 	t->precision = prec;
 	if (t->dist && t->ops.be->comm_init) {
 		if (t->ops.be->comm_init(&t->ops, t->rank, t->world, share_comm_id, t->dist))
