@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test suite and end with one line: "N passed, N failed[, N skipped]".
-#   unit: build/tests/unit/test_* (Criterion, TAP output)
+#   unit: build/tests/unit/test_* (Criterion, TAP output); the kernel and
+#         trainer suites again as unit-avx2/ with oneDNN capped at AVX2
 #   fuzz: every tests/fuzz/fuzz_<name>.c target over its corpus
 #         (tests/fuzz/run.sh regress; AAH_FUZZ_BUILD, default build-fuzz,
 #         holds the targets `make fuzz-bins` built; unbuilt ones are skipped)
@@ -40,9 +41,25 @@ run_suite() {  # name, then the command
 	grep -E '^ok .*# (SKIP|skip)' "$out" | sed 's/^/    /' | head -10
 }
 
+# The machine, as the trainer's own probe sees it: every timing and skip
+# below depends on it (docs/cpu.md).
+probe() { "$AAH_BUILD/aah-trial" --probe 2>/dev/null | sed -n "s/^$1: //p"; }
+echo "test machine: $(probe cpu); oneDNN ISA $(probe onednn_isa), layout $(probe layout)," \
+	"bf16 $(probe bf16)"
+echo "second pass: oneDNN capped at AVX2: ISA $(ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 probe onednn_isa)," \
+	"layout $(ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 probe layout)"
+
 for t in "$AAH_BUILD"/tests/unit/test_*; do
 	[ -x "$t" ] || continue
 	run_suite "unit/$(basename "$t")" "$t" --tap=/dev/stdout --jobs 1
+done
+# The kernel and trainer suites once more with oneDNN capped at AVX2
+# (ONEDNN_MAX_CPU_ISA; DNNL_MAX_CPU_ISA for older builds), so that an
+# AVX-512 machine proves the AVX2 path too.
+for t in "$AAH_BUILD"/tests/unit/test_{kernels_*,trial_model,trial_train,precision,inherit,carve}; do
+	[ -x "$t" ] || continue
+	run_suite "unit-avx2/$(basename "$t")" env ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 \
+		"$t" --tap=/dev/stdout --jobs 1
 done
 for t in tests/fuzz/fuzz_*.c; do
 	[ -f "$t" ] || continue
