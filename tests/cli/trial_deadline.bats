@@ -119,7 +119,18 @@ PY
 # that missed time the next try (three at most). A trainer that never
 # grows fails all three.
 @test "a budget whose end would leave less than another budget grows into it, only from its start" {
-	TRAIN+=(--train_samples 16384)
+	# epochs of about 3 s on this machine, whatever its speed (an AVX2 CPU
+	# trains at half an AVX-512 one's rate, a fixed count took 97 s an epoch
+	# there): the size comes from a measured epoch of the setup's 1024
+	# images, in whole batches, 2048 to 16384
+	run "${TRAIN[@]}" --warmup_1 1
+	[ "$status" -eq 0 ]
+	read -r e samples < <(python3 -c "import json,sys; m=json.loads(open(sys.argv[1]).readline()); \
+		e=m['epoch_seconds']; print(e, min(16384, max(2048, int(3.0 * 1024 / e) // 64 * 64)))" \
+		"$T/metrics.jsonl")
+	echo "measured: 1024 images in $e s: $samples images an epoch"
+	rm -rf "$T"/*
+	TRAIN+=(--train_samples "$samples")
 	t0=$(date +%s.%N)
 	run "${TRAIN[@]}" --warmup_1 1
 	[ "$status" -eq 0 ]
