@@ -14,20 +14,35 @@ if ! $PY -c 'import torch' 2>/dev/null; then
 	exit 0
 fi
 [ -x "$BUILD/bench/bench_train" ] || make --no-print-directory "$BUILD/bench/bench_train" >/dev/null
-printf '%-14s %6s %8s %12s %12s %7s\n' arch batch threads aah_img/s torch_img/s ratio
-for arch in cnn2 resnet_small; do
-	f=tests/fixtures/arch/$arch.json
-	# for both: on a shared machine spinning threads
-	# would measure the neighbours, not the code
-	a=() t=()
-	for ((r = 0; r < ROUNDS; r++)); do
-		a+=("$("$BUILD/bench/bench_train" "$f" "$BATCH" "$THREADS" "$STEPS" 5)")
-		t+=("$($PY tests/bench/bench_train_torch.py --arch "$f" \
-			--batch "$BATCH" --threads "$THREADS" --steps "$STEPS" --warmup 5)")
+# Natively, then with both sides capped at AVX2 (oneDNN's ISA for aah and
+# for PyTorch's bundled oneDNN, ATen's kernels too), so an AVX-512 machine
+# also measures what an AVX2 one gets; BENCH_ISAS picks (native AVX2).
+bench_isa() {  # native | AVX2
+	local isa=$1 env=()
+	[ "$isa" = native ] || env=(env ONEDNN_MAX_CPU_ISA="$isa" DNNL_MAX_CPU_ISA="$isa"
+		ATEN_CPU_CAPABILITY="${isa,,}")
+	local probe
+	probe=$("${env[@]}" "$BUILD/aah-trial" --probe 2>/dev/null | sed -n 's/^onednn_isa: //p')
+	echo "--- $isa: $("$BUILD/aah-trial" --probe 2>/dev/null | sed -n 's/^cpu: //p'), oneDNN ISA $probe"
+	printf '%-14s %6s %8s %12s %12s %7s\n' arch batch threads aah_img/s torch_img/s ratio
+	for arch in cnn2 resnet_small; do
+		f=tests/fixtures/arch/$arch.json
+		# for both: on a shared machine spinning threads
+		# would measure the neighbours, not the code
+		a=() t=()
+		for ((r = 0; r < ROUNDS; r++)); do
+			a+=("$("${env[@]}" "$BUILD/bench/bench_train" "$f" "$BATCH" "$THREADS" "$STEPS" 5)")
+			t+=("$("${env[@]}" $PY tests/bench/bench_train_torch.py --arch "$f" \
+				--batch "$BATCH" --threads "$THREADS" --steps "$STEPS" --warmup 5)")
+		done
+		aah=$(printf '%s\n' "${a[@]}" | sort -g | sed -n "$(((ROUNDS + 1) / 2))p")
+		torch=$(printf '%s\n' "${t[@]}" | sort -g | sed -n "$(((ROUNDS + 1) / 2))p")
+		ratio=$($PY -c "print(f'{$aah / $torch:.2f}x')")
+		printf '%-14s %6s %8s %12s %12s %7s   (aah: %s; torch: %s)\n' "$arch" "$BATCH" "$THREADS" \
+			"$aah" "$torch" "$ratio" "${a[*]}" "${t[*]}"
 	done
-	aah=$(printf '%s\n' "${a[@]}" | sort -g | sed -n "$(((ROUNDS + 1) / 2))p")
-	torch=$(printf '%s\n' "${t[@]}" | sort -g | sed -n "$(((ROUNDS + 1) / 2))p")
-	ratio=$($PY -c "print(f'{$aah / $torch:.2f}x')")
-	printf '%-14s %6s %8s %12s %12s %7s   (aah: %s; torch: %s)\n' "$arch" "$BATCH" "$THREADS" \
-		"$aah" "$torch" "$ratio" "${a[*]}" "${t[*]}"
+}
+[ -x "$BUILD/aah-trial" ] || make --no-print-directory "$BUILD/aah-trial" >/dev/null
+for isa in ${BENCH_ISAS:-native AVX2}; do
+	bench_isa "$isa"
 done
