@@ -54,6 +54,12 @@ only_experiment() {
 	ls "$AAH_WORKDIR/experiments"
 }
 
+# has_experiment: an experiment's own directory exists (the experiments
+# directory is made first, so waiting for that one alone races its id)
+has_experiment() {
+	[ -n "$(ls -A "$AAH_WORKDIR/experiments" 2>/dev/null)" ]
+}
+
 journal() {
 	cat "$AAH_WORKDIR/experiments/$1/journal.jsonl"
 }

@@ -55,7 +55,7 @@ starts() { grep -c '^start ' "$RUNS" || true; }
 	TRIAL_COMMAND=$WORK/trial.sh write_config c.yml "maxTrialNum: 1"
 	aah-runner create -c c.yml -q > create.log 2>&1 &
 	runner=$!
-	wait_for "the experiment" test -d "$AAH_WORKDIR/experiments"
+	wait_for "the experiment" has_experiment
 	id=$(only_experiment)
 	wait_for "the trial's submission" has_events "$id" trial_submitted 1
 	wait_for "the trial's start" test -s "$RUNS"
@@ -119,7 +119,7 @@ if os.fork() == 0:
 time.sleep(600)   # never wait(): children stay zombies
 PY
 	HELPER_PID=$!
-	wait_for "the experiment" test -d "$AAH_WORKDIR/experiments"
+	wait_for "the experiment" has_experiment
 	id=$(only_experiment)
 	wait_for "the trial's start" test -s "$RUNS"
 	wait_for "the runner's pid" has_events "$id" runner_started 1

@@ -25,7 +25,7 @@ trial:
 EOF2
 	aah-runner create -c c.yml -q > runner.log 2>&1 &
 	runner=$!
-	wait_for test -d "$AAH_WORKDIR/experiments"
+	wait_for has_experiment
 	id=$(only_experiment)
 	T=$AAH_WORKDIR/experiments/$id/trials/000001
 	# The checkpoint of epoch 1 is written after its metrics line: once it is
