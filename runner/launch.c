@@ -239,14 +239,14 @@ char *launch_mpi_host(const struct aah_launch *l, unsigned node)
 }
 
 /* ModelArts' MPI form: the hostfile, one line per host with its ranks as
- * slots, and the one mpirun that starts them. The local backend's nodes
- * are all 127.0.0.1 and run as one line; Slurm's are its allocation's;
- * elsewhere hosts are named as ModelArts names them,
+ * slots, and the one mpirun that starts them. The hosts are the backend's
+ * (enum launch_mpi_hosts): all 127.0.0.1 as one line (local), the placed
+ * ones (Slurm's allocation), or named as ModelArts names them,
  * ${MA_VJ_NAME}-${MA_TASK_NAME}-N.${MA_VJ_NAME}. */
-static void build_mpi(struct aah_launch *l, const struct aah_config *cfg)
+static void build_mpi(struct aah_launch *l, enum launch_mpi_hosts how)
 {
-	int local = !strcmp(cfg->platform, "local");
-	int slurm = !strcmp(cfg->platform, "slurm");
+	int local = how == LAUNCH_MPI_LOOPBACK;
+	int slurm = how == LAUNCH_MPI_PLACED;
 	unsigned per_node = l->nranks / l->nodes;
 	l->hostfile = xstrfmt("%s/hostfile", l->trial_dir);
 	strvec_init(&l->hostfile_lines);
@@ -329,7 +329,7 @@ int launch_build(struct aah_launch *l, const struct launch_params *p)
 		}
 	}
 	if (l->mpi)
-		build_mpi(l, cfg);
+		build_mpi(l, p->mpi_hosts);
 	return 0;
 }
 

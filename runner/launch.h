@@ -43,6 +43,15 @@ struct aah_launch {
 	struct strvec mpirun_argv;/* mpirun ... <the trial command> */
 };
 
+/* How trial.launcher: mpi's hostfile names a trial's hosts: the backend
+ * says (struct aah_backend's mpi_hosts). */
+enum launch_mpi_hosts {
+	LAUNCH_MPI_NAMED,         /* as ModelArts names them: <job>-worker-N.<job> */
+	LAUNCH_MPI_LOOPBACK,      /* every rank on this host: one 127.0.0.1 line */
+	LAUNCH_MPI_PLACED,        /* the hosts the backend placed (Slurm: placeholders
+				   * its launcher replaces with the allocation's) */
+};
+
 struct launch_params {
 	const struct aah_config *cfg;
 	const char *expdir;       /* absolute */
@@ -56,6 +65,7 @@ struct launch_params {
 	int resume;               /* run before: pass --resume */
 	unsigned nodes;           /* ranks (nodes) of this run; 0 = trial.nodes */
 	int elastic;              /* in a device pool: pass --elastic */
+	enum launch_mpi_hosts mpi_hosts; /* the backend's way (launcher: mpi) */
 	const cJSON *params;      /* hyperparameters (object), or NULL */
 	double deadline;          /* Unix time the experiment's budget ends: AAH_DEADLINE; 0 = none */
 	/* Tuner placed in the trial: run "<runner> propose ... --exec --" first. */

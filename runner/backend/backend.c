@@ -6,6 +6,7 @@
 #include "runner/backend/local.h"      /* backend_local */
 #include "runner/backend/slurm.h"      /* backend_slurm */
 #include "runner/proc.h" /* proc_run_capture, PROC_TIMEOUT_STATUS */
+#include "strbuf.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -19,11 +20,37 @@
 
 const struct aah_backend *const aah_backends[] = {
 	&backend_local,
+	&backend_docker,
 	&backend_kubernetes,
 	&backend_slurm,
-	&backend_docker,
 	NULL,
 };
+
+const char *config_platform(size_t i, const char **help)
+{
+	for (size_t k = 0; k < i; k++)
+		if (!aah_backends[k])
+			return NULL;
+	const struct aah_backend *b = aah_backends[i];
+	if (help)
+		*help = b ? b->help : NULL;
+	return b ? b->name : NULL;
+}
+
+char *backend_names_with(unsigned caps)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t n = 0, total = 0;
+	for (const struct aah_backend *const *b = aah_backends; *b; b++)
+		total += ((*b)->caps & caps) == caps;
+	for (const struct aah_backend *const *b = aah_backends; *b; b++) {
+		if (((*b)->caps & caps) != caps)
+			continue;
+		n++;
+		strbuf_addf(&sb, "%s%s", n == 1 ? "" : n == total ? " and " : ", ", (*b)->name);
+	}
+	return strbuf_detach(&sb, NULL);
+}
 
 static const char *const job_state_names[] = {
 	[AAH_JOB_PENDING] = "pending",   [AAH_JOB_RUNNING] = "running",
@@ -64,17 +91,19 @@ int backend_validate_config(const struct aah_config *cfg)
 int backend_check_config(const struct aah_config *cfg)
 {
 	const struct aah_backend *b = backend_find(cfg->platform);
-	/* The local and docker backends start the one mpirun (docker: in rank
-	 * 0's container, over ssh to sshd in the others), slurm in the batch
-	 * step over the allocation; kubernetes has no sshd for it to reach the
+	/* A backend with AAH_CAP_MPI starts the one mpirun (docker: in rank 0's
+	 * container, over ssh to sshd in the others; slurm: in the batch step
+	 * over the allocation); kubernetes has no sshd for it to reach the
 	 * other ranks through. */
-	if (!strcmp(cfg->trial.launcher, "mpi") && strcmp(cfg->platform, "local") &&
-	    strcmp(cfg->platform, "docker") && strcmp(cfg->platform, "slurm")) {
+	if (!strcmp(cfg->trial.launcher, "mpi") && b && !(b->caps & AAH_CAP_MPI)) {
 		const struct ynode *n = ynode_get(ynode_get(cfg->root, "trial"), "launcher");
-		return error("%s:%u:%u: 'trial.launcher' mpi runs on the local, docker and slurm backends only "
-			     "(%s cannot start mpirun yet; use launcher: direct)",
-			     cfg->path ? cfg->path : "config", n ? n->line : 1, n ? n->col : 1,
-			     cfg->platform);
+		char *can = backend_names_with(AAH_CAP_MPI);
+		error("%s:%u:%u: 'trial.launcher' mpi runs on the %s backends only "
+		      "(%s cannot start mpirun yet; use launcher: direct)",
+		      cfg->path ? cfg->path : "config", n ? n->line : 1, n ? n->col : 1, can,
+		      cfg->platform);
+		free(can);
+		return -1;
 	}
 	return b && b->check_config ? b->check_config(cfg) : 0;
 }

@@ -13,6 +13,8 @@
 #define AAH_CAP_GPU       2u  /* can hand GPUs to a trial */
 #define AAH_CAP_REATTACH  4u  /* a resumed runner can follow jobs it did not start */
 #define AAH_CAP_CONTAINER 8u  /* trials run in containers (images) */
+#define AAH_CAP_MPI       16u /* can start trial.launcher: mpi's one mpirun */
+#define AAH_CAP_ELASTIC   32u /* relaunches a pool trial on a new world size (--elastic) */
 
 enum aah_job_state {
 	AAH_JOB_PENDING,
@@ -46,9 +48,15 @@ struct aah_backend_ctx {
 	int submitted_called;       /* set by backend_notify_submitted */
 };
 
+/* Everything generic code knows of a backend is in its entry: its name
+ * (trainingServicePlatform's value and its config section's key), what it
+ * can do (caps), how its MPI hostfile names hosts, and its config keys.
+ * Generic code asks these, never the name. */
 struct aah_backend {
-	const char *name;           /* trainingServicePlatform value */
+	const char *name;           /* trainingServicePlatform value and section key */
+	const char *help;           /* its section's line in docs/config.md */
 	unsigned caps;              /* AAH_CAP_* */
+	enum launch_mpi_hosts mpi_hosts; /* with AAH_CAP_MPI: the hostfile's host names */
 	const struct cfg_key *config_keys; /* its config section, or NULL */
 	size_t config_size;         /* size of the struct config_keys fill */
 	int (*init)(struct aah_backend_ctx *ctx);
@@ -69,10 +77,15 @@ struct aah_backend {
 	int (*check_config)(const struct aah_config *cfg);
 };
 
-/* The registry: one static table, ended by NULL. Each backend_<name> is
- * declared in its own runner/backend/<name>.h. */
+/* The registry: one static table, ended by NULL; the first is the default
+ * platform. Each backend_<name> is declared in its own runner/backend/<name>.h.
+ * It also defines config.h's config_platform. */
 extern const struct aah_backend *const aah_backends[];
 const struct aah_backend *backend_find(const char *name);
+
+/* The names of the backends with every capability of caps, "a, b and c"
+ * (the caller frees it). */
+char *backend_names_with(unsigned caps);
 
 /* Check each backend's config section against its key table. */
 int backend_validate_config(const struct aah_config *cfg);

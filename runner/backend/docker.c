@@ -70,7 +70,8 @@ static int docker_init(struct aah_backend_ctx *ctx)
 	struct docker_priv *p = xcalloc(1, sizeof(*p));
 	const struct aah_config *cfg = ctx->cfg;
 	ctx->priv = p;
-	if (config_parse_section(cfg, "docker", cfg->docker, docker_config_keys, &p->dc) < 0)
+	if (config_parse_section(cfg, "docker", config_section(cfg, "docker"),
+				 docker_config_keys, &p->dc) < 0)
 		return -1;
 	p->tool = (struct backend_tool){ .name = "docker", .missing = "is it installed?",
 					 .timeout = p->dc.command_timeout };
@@ -406,7 +407,9 @@ static void docker_fini(struct aah_backend_ctx *ctx)
 
 const struct aah_backend backend_docker = {
 	.name = "docker",
-	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER,
+	.help = "Docker backend settings",
+	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER | AAH_CAP_MPI | AAH_CAP_ELASTIC,
+	.mpi_hosts = LAUNCH_MPI_NAMED,
 	.config_keys = docker_config_keys,
 	.config_size = sizeof(struct docker_config),
 	.init = docker_init,

@@ -37,10 +37,11 @@ int docker_check_config(const struct aah_config *cfg)
 {
 	struct docker_config dc;
 	memset(&dc, 0, sizeof(dc));
-	int r = config_parse_section(cfg, "docker", cfg->docker, docker_config_keys, &dc);
+	int r = config_parse_section(cfg, "docker", config_section(cfg, "docker"),
+				     docker_config_keys, &dc);
 	const char *im = dc.image;
 	if (r == 0 && (!im || !*im || strcspn(im, " \t\n") != strlen(im))) {
-		const struct ynode *n = ynode_get(cfg->docker, "image");
+		const struct ynode *n = ynode_get(config_section(cfg, "docker"), "image");
 		r = error("%s:%u:%u: 'docker.image' must be an image reference without blanks",
 			  cfg->path ? cfg->path : "config", n ? n->line : 1, n ? n->col : 1);
 	}

@@ -547,7 +547,9 @@ static int kubernetes_check_config(const struct aah_config *cfg)
 
 const struct aah_backend backend_kubernetes = {
 	.name = "kubernetes",
-	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER,
+	.help = "Kubernetes backend settings",
+	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER | AAH_CAP_ELASTIC,
+	.mpi_hosts = LAUNCH_MPI_NAMED,
 	.config_keys = kubernetes_config_keys,
 	.config_size = sizeof(struct kubernetes_config),
 	.init = kubernetes_init,

@@ -210,7 +210,7 @@ static int check_tolerations(const struct aah_config *cfg, const struct ynode *n
 
 int kubernetes_config_load(const struct aah_config *cfg, struct kubernetes_config *kc)
 {
-	const struct ynode *sec = cfg->kubernetes;
+	const struct ynode *sec = config_section(cfg, "kubernetes");
 	memset(kc, 0, sizeof(*kc));
 	if (config_parse_section(cfg, "kubernetes", sec, kubernetes_config_keys, kc) < 0)
 		goto fail;

@@ -357,7 +357,9 @@ static void local_fini(struct aah_backend_ctx *ctx)
 
 const struct aah_backend backend_local = {
 	.name = "local",
-	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH,
+	.help = "local backend settings (none yet)",
+	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_MPI | AAH_CAP_ELASTIC,
+	.mpi_hosts = LAUNCH_MPI_LOOPBACK,
 	.config_keys = NULL,
 	.init = local_init,
 	.submit = local_submit,

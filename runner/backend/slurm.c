@@ -75,7 +75,8 @@ static int slurm_init(struct aah_backend_ctx *ctx)
 	struct slurm_priv *p = xcalloc(1, sizeof(*p));
 	const struct aah_config *cfg = ctx->cfg;
 	ctx->priv = p;
-	if (config_parse_section(cfg, "slurm", cfg->slurm, slurm_config_keys, &p->sc) < 0)
+	if (config_parse_section(cfg, "slurm", config_section(cfg, "slurm"),
+				 slurm_config_keys, &p->sc) < 0)
 		return -1;
 	p->tool = (struct backend_tool){ .name = "slurm", .missing = "is slurm-client installed?",
 					 .timeout = p->sc.command_timeout };
@@ -418,7 +419,9 @@ static void slurm_fini(struct aah_backend_ctx *ctx)
 
 const struct aah_backend backend_slurm = {
 	.name = "slurm",
-	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH,
+	.help = "Slurm backend settings",
+	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_MPI | AAH_CAP_ELASTIC,
+	.mpi_hosts = LAUNCH_MPI_PLACED,
 	.config_keys = slurm_config_keys,
 	.config_size = sizeof(struct slurm_config),
 	.init = slurm_init,

@@ -9,10 +9,10 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const platforms[] = { "local", "docker", "kubernetes", "slurm", NULL };
 static const char *const placements[] = { "master", "trial", NULL };
 static const char *const process_modes[] = { "node", "device", NULL };
 static const char *const launch_styles[] = { "pytorch", "tensorflow", NULL };
@@ -134,8 +134,8 @@ const struct cfg_key config_keys[] = {
 	  "0 (unlimited)", "experiment budget (s/m/h/d); running trials are then stopped" },
 	{ "maxTrialNum", CFG_INT, TOP(max_trial_num), CFG_RANGE(1, 999999), NULL, NULL, "99999",
 	  "most trials to run" },
-	{ "trainingServicePlatform", CFG_ENUM, TOP(platform), 0, platforms, NULL, "local",
-	  "backend: local, docker, kubernetes or slurm" },
+	{ "trainingServicePlatform", CFG_PLATFORM, TOP(platform), 0, NULL, NULL,
+	  "(the first backend of the registry)", "backend that runs the trials" },
 	{ "searchSpacePath", CFG_STR, TOP(search_space_path), 0, NULL, NULL, "(none)",
 	  "NNI search_space.json, relative to the config file" },
 	{ "useAnnotation", CFG_BOOL, TOP(use_annotation), 0, NULL, NULL, "false",
@@ -151,10 +151,6 @@ const struct cfg_key config_keys[] = {
 	{ "trial", CFG_SECTION, TOP(trial), CFG_REQUIRED, NULL, trial_keys, NULL, "what each trial runs" },
 	{ "report", CFG_SECTION, TOP(report), 0, NULL, report_keys, NULL, "score and validity rules" },
 	{ "pool", CFG_SECTION, TOP(pool), 0, NULL, pool_keys, NULL, "the shared device pool and this experiment's share" },
-	{ "local", CFG_ANY, TOP(local), 0, NULL, NULL, "{}", "local backend settings" },
-	{ "docker", CFG_ANY, TOP(docker), 0, NULL, NULL, "{}", "Docker backend settings" },
-	{ "kubernetes", CFG_ANY, TOP(kubernetes), 0, NULL, NULL, "{}", "Kubernetes backend settings" },
-	{ "slurm", CFG_ANY, TOP(slurm), 0, NULL, NULL, "{}", "Slurm backend settings" },
 	{ NULL },
 };
 
@@ -345,7 +341,7 @@ char *config_describe_type(const struct cfg_key *k)
 	static const char *const names[] = {
 		[CFG_STR] = "string", [CFG_INT] = "integer", [CFG_NUM] = "number",
 		[CFG_BOOL] = "bool", [CFG_DURATION] = "duration", [CFG_ENUM] = "choice",
-		[CFG_SECTION] = "section", [CFG_ANY] = "mapping",
+		[CFG_SECTION] = "section", [CFG_ANY] = "mapping", [CFG_PLATFORM] = "choice",
 	};
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addstr(&sb, names[k->type]);
@@ -478,7 +474,7 @@ static void release_table(const struct cfg_key *keys, char *base)
 {
 	for (const struct cfg_key *k = keys; k->name; k++) {
 		void *dst = base + k->offset;
-		if (k->type == CFG_STR || k->type == CFG_ENUM) {
+		if (k->type == CFG_STR || k->type == CFG_ENUM || k->type == CFG_PLATFORM) {
 			free(*(char **)dst);
 			*(char **)dst = NULL;
 		} else if (k->type == CFG_ANY) {
@@ -565,9 +561,54 @@ static int check_semantics(const struct ctx *c, struct aah_config *cfg)
 	return 0;
 }
 
+void config_top_keys(struct config_top *t)
+{
+	size_t n = 0, np = 0;
+	const char *name, *help;
+	memset(t, 0, sizeof(*t));
+	for (; (name = config_platform(np, &help)); np++) {
+		if (np == CONFIG_MAX_PLATFORMS)
+			BUG("more backends than CONFIG_MAX_PLATFORMS");
+		t->names[np] = name;
+	}
+	if (!np)
+		BUG("no backend in the registry");
+	snprintf(t->def, sizeof(t->def), "%s", t->names[0]);
+	for (const struct cfg_key *k = config_keys; k->name; k++) {
+		if (n + np + 1 >= ARRAY_SIZE(t->keys))
+			BUG("config_top.keys is too small");
+		t->keys[n] = *k;
+		if (k->type == CFG_PLATFORM) {
+			t->keys[n].type = CFG_ENUM;
+			t->keys[n].choices = t->names;
+			t->keys[n].def = t->def;
+		}
+		n++;
+	}
+	for (size_t i = 0; i < np; i++, n++) {
+		config_platform(i, &help);
+		t->keys[n] = (struct cfg_key){
+			.name = t->names[i], .type = CFG_ANY,
+			.offset = offsetof(struct aah_config, sections) + i * sizeof(struct ynode *),
+			.def = "{}", .help = help,
+		};
+	}
+}
+
+const struct ynode *config_section(const struct aah_config *cfg, const char *name)
+{
+	const char *p;
+	for (size_t i = 0; i < CONFIG_MAX_PLATFORMS && (p = config_platform(i, NULL)); i++)
+		if (!strcmp(p, name))
+			return cfg->sections[i];
+	BUG("no backend '%s' in the registry", name);
+}
+
 int config_load(const char *path, struct aah_config *cfg)
 {
 	struct ctx c = { .file = path };
+	struct config_top top;
+	config_top_keys(&top);
 	memset(cfg, 0, sizeof(*cfg));
 	if (yamltree_load(path, &cfg->root) < 0)
 		return -1;
@@ -581,7 +622,7 @@ int config_load(const char *path, struct aah_config *cfg)
 		      cfg->root->col);
 		goto fail;
 	}
-	if (parse_table(&c, "", cfg->root, config_keys, (char *)cfg, 1, 1) < 0 ||
+	if (parse_table(&c, "", cfg->root, top.keys, (char *)cfg, 1, 1) < 0 ||
 	    check_semantics(&c, cfg) < 0)
 		goto fail;
 	if (cfg->workdir) {
@@ -598,7 +639,9 @@ fail:
 
 void config_release(struct aah_config *cfg)
 {
-	release_table(config_keys, (char *)cfg);
+	struct config_top top;
+	config_top_keys(&top);
+	release_table(top.keys, (char *)cfg);
 	ynode_free(cfg->root);
 	free(cfg->path);
 	free(cfg->name);

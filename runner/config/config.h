@@ -19,6 +19,8 @@ enum cfg_type {
 	CFG_SECTION,  /* nested table, stored at offset */
 	CFG_ANY,      /* const struct ynode * (free-form, e.g. classArgs): a copy the
 		       * struct owns; NULL when empty */
+	CFG_PLATFORM, /* char *, the name of a backend (config_platform); absent: the
+		       * first backend's */
 };
 
 /* What a value must be beyond its type: present, or a number within
@@ -104,6 +106,8 @@ struct aah_config_report {
 	char *epoch_charge;       /* config_epoch_charges */
 };
 
+#define CONFIG_MAX_PLATFORMS 8
+
 struct aah_config {
 	char *path;               /* the file it came from, absolute */
 	char *name;               /* the same as the user named it: messages use it */
@@ -129,8 +133,10 @@ struct aah_config {
 	struct aah_config_report report;
 	struct aah_config_pool pool;
 
-	/* Backend sections, validated by each backend's own key table. */
-	const struct ynode *local, *docker, *kubernetes, *slurm;
+	/* Backend sections, in the registry's order (config_platform), each a
+	 * copy of the top-level mapping named after its backend, or NULL;
+	 * validated by each backend's own key table; read with config_section. */
+	const struct ynode *sections[CONFIG_MAX_PLATFORMS];
 };
 
 /* report.rules and report.epochCharge values, NULL-terminated. */
@@ -139,8 +145,30 @@ extern const char *const config_epoch_charges[];
 /* Precision names, lowest first (report.minPrecision), NULL-terminated. */
 extern const char *const config_precisions[];
 
-/* The top-level key table (ended by { NULL }). */
+/* The platforms a config may name (trainingServicePlatform) and whose
+ * top-level sections it may hold: backend i's name and its section's one
+ * line of help, NULL past the last; the first is the default. The backend
+ * registry defines it (runner/backend/backend.c), so that this module names
+ * no backend. */
+const char *config_platform(size_t i, const char **help);
+
+/* The whole top-level key table: config_keys, and one free-form section per
+ * platform (into aah_config.sections). */
+struct config_top {
+	struct cfg_key keys[40];
+	const char *names[CONFIG_MAX_PLATFORMS + 1];   /* trainingServicePlatform's choices */
+	char def[64];                                  /* its default: the first platform */
+};
+/* Fill *t; it holds no allocation. */
+void config_top_keys(struct config_top *t);
+
+/* The top-level keys config.yml's own code reads (ended by { NULL }); the
+ * platform's sections come from config_top_keys. */
 extern const struct cfg_key config_keys[];
+
+/* The section of backend `name` (a copy of config.yml's mapping), or NULL
+ * when the config has none. */
+const struct ynode *config_section(const struct aah_config *cfg, const char *name);
 
 /* Load and validate a config file. Errors name file:line:col and the key.
  * On success the caller releases *cfg with config_release. */

@@ -3,6 +3,7 @@
  * the timeout status, a hook between runs, a missing program). The tools
  * are small sh scripts that log each run to a file. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,4 +191,86 @@ Test(backend_table, every_backend_has_its_required_operations)
 	}
 	cr_assert_eq(n, 4, "local, kubernetes, slurm and docker");
 	cr_assert_null(backend_find("nope"));
+}
+
+/* ---- backends describe themselves: generic code names none -------------- */
+
+struct name_scan {
+	int hits;
+	size_t files;
+};
+
+/* Every .c and .h under dir (but runner/backend/, the backends' own room):
+ * a backend's name as a string literal ("docker") is a hit. */
+static void scan_for_names(const char *dir, struct name_scan *sc)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d, "cannot list '%s' (run from the repository root)", dir);
+	for (struct dirent *de; (de = readdir(d));) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *path = xstrfmt("%s/%s", dir, de->d_name);
+		size_t len = strlen(de->d_name);
+		if (de->d_type == DT_DIR) {
+			if (strcmp(path, "runner/backend"))
+				scan_for_names(path, sc);
+		} else if (len > 2 && (!strcmp(de->d_name + len - 2, ".c") ||
+				       !strcmp(de->d_name + len - 2, ".h"))) {
+			char *text;
+			cr_assert_eq(fileio_read(path, 0, &text, NULL), 0, "%s", path);
+			sc->files++;
+			for (const struct aah_backend *const *b = aah_backends; *b; b++) {
+				char *lit = xstrfmt("\"%s\"", (*b)->name);
+				for (const char *at = text; (at = strstr(at, lit)); at++) {
+					cr_log_error("%s names the backend %s: ask its entry's "
+						     "capabilities instead", path, lit);
+					sc->hits++;
+				}
+				free(lit);
+			}
+			free(text);
+		}
+		free(path);
+	}
+	closedir(d);
+}
+
+Test(backend_table, no_backend_name_is_spelled_outside_its_room)
+{
+	struct name_scan sc = { 0 };
+	const char *rooms[] = { "runner", "common", "trialimg", "kernels" };
+	for (size_t i = 0; i < sizeof(rooms) / sizeof(rooms[0]); i++)
+		scan_for_names(rooms[i], &sc);
+	cr_assert_gt(sc.files, 100, "scanned only %zu files", sc.files);
+	cr_assert_eq(sc.hits, 0, "%d backend names spelled outside runner/backend/", sc.hits);
+}
+
+Test(backend_table, every_entry_describes_itself)
+{
+	for (const struct aah_backend *const *b = aah_backends; *b; b++) {
+		cr_assert((*b)->help && *(*b)->help, "%s has no help line", (*b)->name);
+		const char *help = NULL;
+		size_t i = (size_t)(b - aah_backends);
+		cr_assert_str_eq(config_platform(i, &help), (*b)->name);
+		cr_assert_eq(help, (*b)->help);
+		if ((*b)->mpi_hosts != LAUNCH_MPI_NAMED)
+			cr_assert((*b)->caps & AAH_CAP_MPI,
+				  "%s names MPI hosts but cannot start mpirun", (*b)->name);
+	}
+	size_t n = 0;
+	while (aah_backends[n])
+		n++;
+	cr_assert_null(config_platform(n, NULL));
+}
+
+Test(backend_table, the_mpi_refusal_lists_the_capable_backends)
+{
+	char *can = backend_names_with(AAH_CAP_MPI);
+	for (const struct aah_backend *const *b = aah_backends; *b; b++)
+		cr_assert_eq(!!strstr(can, (*b)->name), !!((*b)->caps & AAH_CAP_MPI), "%s: %s",
+			     (*b)->name, can);
+	free(can);
+	char *all = backend_names_with(0);
+	cr_assert(strstr(all, " and "), "%s", all);
+	free(all);
 }

@@ -262,7 +262,9 @@ Test(config, reference_documents_every_key)
 	char *doc;
 	cr_assert_eq(fileio_read("docs/config.md", 0, &doc, NULL), 0);
 	struct doc_check c = { doc, 0 };
-	config_walk_keys(config_keys, "", check_key, &c);
+	struct config_top top;
+	config_top_keys(&top);
+	config_walk_keys(top.keys, "", check_key, &c);
 	for (const struct aah_backend *const *b = aah_backends; *b; b++)
 		if ((*b)->config_keys)
 			config_walk_keys((*b)->config_keys, (*b)->name, check_key, &c);
@@ -433,8 +435,10 @@ Test(config, documented_defaults_are_the_applied_ones)
 	struct aah_config cfg;
 	char *p = write_config(MINIMAL);
 	cr_assert_eq(config_load(p, &cfg), 0, "%s", util_last_error());
-	size_t want = count_keys(config_keys);
-	check_table(&c, "", config_keys, (const char *)&cfg);
+	struct config_top top;
+	config_top_keys(&top);
+	size_t want = count_keys(top.keys);
+	check_table(&c, "", top.keys, (const char *)&cfg);
 	/* Each backend parses its section as its init does; no section here. */
 	for (const struct aah_backend *const *b = aah_backends; *b; b++) {
 		if (!(*b)->config_keys)
@@ -482,7 +486,9 @@ Test(config, documented_ranges_are_the_checked_ones)
 	int wrong = 0;
 	cr_assert_eq(fileio_read("docs/config.md", 0, &doc, NULL), 0);
 	const void *arg[2] = { doc, &wrong };
-	config_walk_keys(config_keys, "", check_type, arg);
+	struct config_top top;
+	config_top_keys(&top);
+	config_walk_keys(top.keys, "", check_type, arg);
 	for (const struct aah_backend *const *b = aah_backends; *b; b++)
 		if ((*b)->config_keys)
 			config_walk_keys((*b)->config_keys, (*b)->name, check_type, arg);

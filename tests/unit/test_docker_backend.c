@@ -54,7 +54,8 @@ static void check_golden(const char *name, const char *config, const char *gpus)
 	static const char *const hosts[] = { "127.0.0.1", "127.0.0.1" };
 	load(&cfg, config);
 	memset(&dc, 0, sizeof(dc));
-	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0,
+	cr_assert_eq(config_parse_section(&cfg, "docker", config_section(&cfg, "docker"),
+					  docker_config_keys, &dc), 0,
 		     "%s", util_last_error());
 	struct launch_params lp = {
 		.cfg = &cfg,
@@ -191,7 +192,8 @@ Test(docker, mounts_must_be_a_list)
 	static const char *const hosts[] = { "127.0.0.1" };
 	load(&cfg, "trial:\n  command: t\ndocker:\n  mounts: /a:/a\n");
 	memset(&dc, 0, sizeof(dc));
-	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0);
+	cr_assert_eq(config_parse_section(&cfg, "docker", config_section(&cfg, "docker"),
+					  docker_config_keys, &dc), 0);
 	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/w",
 				    .experiment_id = "x", .trial_seq = 1, .attempt = 1,
 				    .hosts = hosts, .port = 1 };
@@ -215,7 +217,8 @@ static char *rank0_argv(const char *section)
 	char *text = xstrfmt("trial:\n  command: t\n%s", section);
 	load(&cfg, text);
 	memset(&dc, 0, sizeof(dc));
-	cr_assert_eq(config_parse_section(&cfg, "docker", cfg.docker, docker_config_keys, &dc), 0,
+	cr_assert_eq(config_parse_section(&cfg, "docker", config_section(&cfg, "docker"),
+					  docker_config_keys, &dc), 0,
 		     "%s", util_last_error());
 	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/w",
 				    .experiment_id = "x", .trial_seq = 1, .attempt = 1,

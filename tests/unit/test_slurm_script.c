@@ -45,7 +45,8 @@ static void load(struct aah_config *cfg, const char *text)
 static int parse_slurm(const struct aah_config *cfg, struct slurm_config *sc)
 {
 	memset(sc, 0, sizeof(*sc));
-	return config_parse_section(cfg, "slurm", cfg->slurm, slurm_config_keys, sc);
+	return config_parse_section(cfg, "slurm", config_section(cfg, "slurm"), slurm_config_keys,
+				    sc);
 }
 
 static void build(struct aah_config *cfg, struct aah_launch *l)
