@@ -74,10 +74,51 @@ char *expdir_trial_dir(const char *expdir, unsigned seq)
 	return xstrfmt("%s/trials/%s", expdir, expdir_trial_id(seq, id));
 }
 
-char *expdir_trial_file(const char *expdir, unsigned seq, const char *file)
+static const char *const file_names[EXPDIR_NFILES] = {
+	[EXPDIR_ARCH] = "arch.json",
+	[EXPDIR_PARAMS] = "params.json",
+	[EXPDIR_MORPH] = "morph.json",
+	[EXPDIR_RESULT] = "result.json",
+	[EXPDIR_METRICS] = "metrics.jsonl",
+	[EXPDIR_LAUNCH] = "launch.json",
+	[EXPDIR_RANK_TABLE] = "rank_table.json",
+	[EXPDIR_HOSTFILE] = "hostfile",
+	[EXPDIR_TRIAL_LOG] = "trial.log",
+};
+
+const char *expdir_file_name(enum expdir_file f)
+{
+	if ((unsigned)f >= EXPDIR_NFILES || !file_names[f])
+		BUG("no trial file %d", (int)f);
+	return file_names[f];
+}
+
+char *expdir_file(const char *trial_dir, enum expdir_file f)
+{
+	return xstrfmt("%s/%s", trial_dir, expdir_file_name(f));
+}
+
+char *expdir_trial_file(const char *expdir, unsigned seq, enum expdir_file f)
 {
 	char id[EXPDIR_TRIAL_ID_SIZE];
-	return xstrfmt("%s/trials/%s/%s", expdir, expdir_trial_id(seq, id), file);
+	return xstrfmt("%s/trials/%s/%s", expdir, expdir_trial_id(seq, id), expdir_file_name(f));
+}
+
+char *expdir_workdir(const char *expdir)
+{
+	char *dir = realpath(expdir, NULL);
+	if (!dir)
+		dir = fileio_absolute(expdir);
+	for (int up = 0; up < 2; up++) {   /* <id>, then experiments/ */
+		char *slash = strrchr(dir, '/');
+		if (!slash || slash == dir) {
+			dir[1] = '\0';
+			dir[0] = '/';
+			break;
+		}
+		*slash = '\0';
+	}
+	return dir;
 }
 
 static int cmp_uint(const void *a, const void *b)
@@ -434,7 +475,7 @@ int expdir_journal_has_job(const char *expdir, const char *part)
 
 static char *result_path(const char *trial_dir)
 {
-	return xstrfmt("%s/result.json", trial_dir);
+	return expdir_file(trial_dir, EXPDIR_RESULT);
 }
 
 int expdir_result_read(const char *trial_dir, struct expdir_result *res)
@@ -527,7 +568,7 @@ static int metrics_line(const cJSON *line, void *arg)
 
 int expdir_metrics_read(const char *trial_dir, struct expdir_epoch **epochs, size_t *n)
 {
-	char *p = xstrfmt("%s/metrics.jsonl", trial_dir);
+	char *p = expdir_file(trial_dir, EXPDIR_METRICS);
 	struct epochs es = { NULL, 0, 0 };
 	int r = fileio_exists(p) ? jsonfile_read_lines(p, metrics_line, &es) : 0;
 	free(p);

@@ -47,8 +47,29 @@ const char *expdir_trial_id(unsigned seq, char buf[EXPDIR_TRIAL_ID_SIZE]);
 int expdir_trial_seq(const char *id, unsigned *seq);
 /* <expdir>/trials/<id>. The caller frees it. */
 char *expdir_trial_dir(const char *expdir, unsigned seq);
-/* <expdir>/trials/<id>/<file>. The caller frees it. */
-char *expdir_trial_file(const char *expdir, unsigned seq, const char *file);
+/* The files of a trial directory (docs/formats.md), named in one table. */
+enum expdir_file {
+	EXPDIR_ARCH,              /* arch.json: the network (aah-arch/1), the tuner's */
+	EXPDIR_PARAMS,            /* params.json: the hyperparameters, written last */
+	EXPDIR_MORPH,             /* morph.json: how it grew from its parent (aah-morph/1) */
+	EXPDIR_RESULT,            /* result.json (aah-result/1), the trainer's */
+	EXPDIR_METRICS,           /* metrics.jsonl (aah-metrics/1), the trainer's */
+	EXPDIR_LAUNCH,            /* launch.json: the launch contract */
+	EXPDIR_RANK_TABLE,        /* rank_table.json */
+	EXPDIR_HOSTFILE,          /* hostfile: trial.launcher mpi's */
+	EXPDIR_TRIAL_LOG,         /* trial.log: every rank's output */
+	EXPDIR_NFILES
+};
+/* The file's name in a trial directory ("arch.json"). */
+const char *expdir_file_name(enum expdir_file f);
+/* <trial_dir>/<the file's name>. The caller frees it. */
+char *expdir_file(const char *trial_dir, enum expdir_file f);
+/* <expdir>/trials/<id>/<the file's name>. The caller frees it. */
+char *expdir_trial_file(const char *expdir, unsigned seq, enum expdir_file f);
+/* The work directory that holds an experiment directory
+ * (<workdir>/experiments/<id>), absolute and resolved when it exists.
+ * The caller frees it. */
+char *expdir_workdir(const char *expdir);
 /* The sequence numbers of the trial directories under <expdir>/trials, in
  * increasing order, into *seqs (the caller frees it); other names are
  * skipped. 0 (nothing when there is no trials/ yet), or -1. */

@@ -159,7 +159,7 @@ static int populate(struct experiment *e, const struct aah_config *cfg, const ch
 	free(p);
 	const char *ia = cfg->tuner.initial_arch;
 	if (r == 0 && ia && *ia) {
-		char *from = ia[0] == '/' ? xstrdup(ia) : xstrfmt("%s/%s", cfg->base_dir, ia);
+		char *from = config_resolve(cfg, ia);
 		p = xstrfmt("%s/initial_arch.json", e->dir);
 		r = copy_file(from, p);
 		free(p);
@@ -214,6 +214,7 @@ int experiment_create(struct experiment *e, const struct aah_config *cfg, const 
 		int err = fileio_exists(dir) ? EEXIST : errno;
 		free(dir);
 		free(e->dir);
+	free(e->workdir);
 		e->dir = NULL;
 		if (err != EEXIST || tries > 100) {
 			errno = err;
@@ -231,6 +232,7 @@ int experiment_create(struct experiment *e, const struct aah_config *cfg, const 
 		free(e->dir);
 		e->dir = dir;
 		dir = NULL;
+		e->workdir = expdir_workdir(e->dir);
 		r = fileio_fsync_dir(base);
 	}
 	if (r < 0) {
@@ -248,6 +250,7 @@ int experiment_open(struct experiment *e, const char *dir)
 	memset(e, 0, sizeof(*e));
 	e->lock_fd = -1;
 	e->dir = fileio_absolute(dir);
+	e->workdir = expdir_workdir(e->dir);
 	if (expdir_info_read(e->dir, &info) < 0) {
 		experiment_release(e);
 		return -1;

@@ -30,6 +30,7 @@ struct trial_rec {
 struct experiment {
 	char *id;
 	char *dir;                /* absolute experiment directory */
+	char *workdir;            /* the work directory holding it, absolute (expdir_workdir) */
 	char *name;
 	double created;
 	unsigned long next_event; /* seq of the next journal line */

@@ -134,7 +134,9 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 	strvec_setenv(e, "MA_VJ_NAME", l->job_name);
 	if (!l->mpi)
 		strvec_pushf(e, "MA_CURRENT_INSTANCE_NAME=%s-worker-%u", l->job_name, r->node);
-	strvec_pushf(e, "RANK_TABLE_FILE=%s/rank_table.json", l->trial_dir);
+	char *rank_table = expdir_file(l->trial_dir, EXPDIR_RANK_TABLE);
+	strvec_setenv(e, "RANK_TABLE_FILE", rank_table);
+	free(rank_table);
 	if (!l->mpi)
 		strvec_pushf(e, "RANK_ID=%u", r->rank);
 	strvec_pushf(e, "RANK_SIZE=%u", l->nranks);
@@ -248,7 +250,7 @@ static void build_mpi(struct aah_launch *l, enum launch_mpi_hosts how)
 	int local = how == LAUNCH_MPI_LOOPBACK;
 	int slurm = how == LAUNCH_MPI_PLACED;
 	unsigned per_node = l->nranks / l->nodes;
-	l->hostfile = xstrfmt("%s/hostfile", l->trial_dir);
+	l->hostfile = expdir_file(l->trial_dir, EXPDIR_HOSTFILE);
 	strvec_init(&l->hostfile_lines);
 	strvec_init(&l->mpirun_argv);
 	if (local)
@@ -302,6 +304,7 @@ int launch_build(struct aah_launch *l, const struct launch_params *p)
 	l->expdir = xstrdup(p->expdir);
 	l->workdir = xstrdup(p->workdir);
 	l->trial_dir = expdir_trial_dir(p->expdir, p->trial_seq);
+	l->cwd = config_resolve(cfg, cfg->trial.code_dir);
 	l->job_name = xstrfmt("aah-%s-%s", p->experiment_id, l->trial_id);
 	l->nodes = p->nodes ? p->nodes : (unsigned)cfg->trial.nodes;
 	l->gpus_per_node = (unsigned)cfg->trial.gpu_num;
@@ -421,8 +424,8 @@ int launch_write(const struct aah_launch *l)
 {
 	if (fileio_mkdir_p(l->trial_dir, 0755) < 0)
 		return -1;
-	char *p1 = xstrfmt("%s/launch.json", l->trial_dir);
-	char *p2 = xstrfmt("%s/rank_table.json", l->trial_dir);
+	char *p1 = expdir_file(l->trial_dir, EXPDIR_LAUNCH);
+	char *p2 = expdir_file(l->trial_dir, EXPDIR_RANK_TABLE);
 	cJSON *d1 = launch_to_json(l), *d2 = rank_table_json(l);
 	/* Rewritten at every submission, so a power cut costs nothing. */
 	int r = jsonfile_write_flags(p1, d1, FILEIO_NOSYNC) < 0 ||
@@ -457,6 +460,7 @@ void launch_release(struct aah_launch *l)
 	free(l->expdir);
 	free(l->workdir);
 	free(l->trial_dir);
+	free(l->cwd);
 	free(l->job_name);
 	if (l->mpi) {
 		free(l->hostfile);

@@ -23,6 +23,8 @@ struct aah_launch {
 	unsigned trial_seq;
 	unsigned attempt;
 	char *trial_dir;
+	char *cwd;                /* the trial's working directory: trial.codeDir, resolved
+				   * against the config's folder (config_resolve) */
 	char *expdir;
 	char *workdir;
 	char *job_name;           /* "aah-<exp>-<trial>", DNS-1123 label */

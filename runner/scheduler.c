@@ -35,7 +35,7 @@ struct sched {
 	int stop;                 /* a stop was requested */
 	int timeup;               /* maxExecDuration reached */
 	double last_progress;     /* util_monotonic() of the last progress line */
-	char *workdir;            /* the experiments' parent, absolute */
+	const char *workdir;      /* the experiments' parent, absolute (the experiment's) */
 	unsigned settled_this_session;
 	/* Master placement: the next new trial's proposal, made while every
 	 * slot trains, so that a slot that frees up is refilled at once. */
@@ -82,7 +82,7 @@ char *scheduler_initial_arch(const struct aah_config *cfg, const char *expdir)
 	const char *p = cfg->tuner.initial_arch;
 	if (!p || !*p)
 		return NULL;
-	return p[0] == '/' ? xstrdup(p) : xstrfmt("%s/%s", cfg->base_dir, p);
+	return config_resolve(cfg, p);
 }
 
 static double elapsed(const struct sched *s)
@@ -112,7 +112,7 @@ static void fmt_duration(char *buf, size_t n, double sec)
  * " from 000003", or "" when it has none (the start network, other tuners). */
 static void parent_note(const struct sched *s, unsigned seq, char *buf, size_t n)
 {
-	char *p = expdir_trial_file(s->e->dir, seq, "arch.json");
+	char *p = expdir_trial_file(s->e->dir, seq, EXPDIR_ARCH);
 	cJSON *arch = NULL;
 	buf[0] = '\0';
 	util_set_quiet(1);
@@ -236,7 +236,7 @@ static int observe(struct sched *s, unsigned seq)
 		return 0;
 	struct trial_rec *t = experiment_trial(s->e, seq);
 	char *dir = expdir_trial_dir(s->e->dir, seq);
-	char *pa = xstrfmt("%s/arch.json", dir), *pp = xstrfmt("%s/params.json", dir);
+	char *pa = expdir_file(dir, EXPDIR_ARCH), *pp = expdir_file(dir, EXPDIR_PARAMS);
 	cJSON *arch = NULL, *params = NULL;
 	util_set_quiet(1);
 	if (fileio_exists(pa))
@@ -386,7 +386,7 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 static int propose(struct sched *s, unsigned seq, cJSON **params_out)
 {
 	char *dir = expdir_trial_dir(s->e->dir, seq);
-	char *pa = xstrfmt("%s/arch.json", dir), *pp = xstrfmt("%s/params.json", dir);
+	char *pa = expdir_file(dir, EXPDIR_ARCH), *pp = expdir_file(dir, EXPDIR_PARAMS);
 	cJSON *arch = NULL, *params = NULL;
 	int r = 0;
 	*params_out = NULL;
@@ -686,12 +686,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, &old);
 
-	char *parent = xstrfmt("%s/../..", e->dir);
-	s.workdir = realpath(parent, NULL);
-	if (!s.workdir)
-		s.workdir = parent;
-	else
-		free(parent);
+	s.workdir = e->workdir;
 	s.last_progress = util_monotonic();
 	s.nslots = (unsigned)cfg->trial_concurrency;
 	s.slots = xcalloc(s.nslots, sizeof(*s.slots));
@@ -754,7 +749,6 @@ out:
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);
-	free(s.workdir);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }

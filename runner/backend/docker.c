@@ -8,6 +8,7 @@
 #include "runner/backend/docker.h"
 #include "fileio.h"
 #include "runner/ssh_keys.h"
+#include "runner/expdir.h" /* expdir_file */
 #include "strbuf.h"
 #include "util.h"
 
@@ -33,7 +34,6 @@ struct djob {
 struct docker_priv {
 	struct docker_config dc;
 	struct backend_tool tool;  /* docker commands: no retries */
-	char *code_dir;
 	struct djob *jobs;
 };
 
@@ -75,9 +75,6 @@ static int docker_init(struct aah_backend_ctx *ctx)
 		return -1;
 	p->tool = (struct backend_tool){ .name = "docker", .missing = "is it installed?",
 					 .timeout = p->dc.command_timeout };
-	p->code_dir = cfg->trial.code_dir[0] == '/'
-			      ? xstrdup(cfg->trial.code_dir)
-			      : xstrfmt("%s/%s", cfg->base_dir, cfg->trial.code_dir);
 	return 0;
 }
 
@@ -227,8 +224,8 @@ static int docker_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l
 	remove_all(p, &names);
 	for (unsigned i = 0; i < l->nranks && r == 0; i++) {
 		struct strvec argv = STRVEC_INIT;
-		r = l->mpi ? docker_create_mpi_argv(&p->dc, l, &mpi, i, p->code_dir, &argv)
-			   : docker_create_argv(&p->dc, l, i, p->code_dir, &argv);
+		r = l->mpi ? docker_create_mpi_argv(&p->dc, l, &mpi, i, l->cwd, &argv)
+			   : docker_create_argv(&p->dc, l, i, l->cwd, &argv);
 		int code = r == 0 ? run(p, &argv, &out, &err) : -1;
 		if (r == 0 && code != 0)
 			r = code < 0 ? -1 : error("docker create for rank %u failed: %s", i, err.buf);
@@ -330,7 +327,7 @@ static int docker_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 /* docker logs of every rank, appended to trial.log, then docker rm -f. */
 static int collect(struct docker_priv *p, struct djob *j, const char *trial_dir)
 {
-	char *log = xstrfmt("%s/trial.log", trial_dir);
+	char *log = expdir_file(trial_dir, EXPDIR_TRIAL_LOG);
 	struct strbuf text = STRBUF_INIT, out = STRBUF_INIT, err = STRBUF_INIT;
 	for (size_t i = 0; i < j->ctrs.n; i++) {
 		struct strvec argv = STRVEC_INIT;
@@ -400,7 +397,6 @@ static void docker_fini(struct aah_backend_ctx *ctx)
 		djob_free(j);
 	}
 	config_release_section(docker_config_keys, &p->dc);
-	free(p->code_dir);
 	free(p);
 	ctx->priv = NULL;
 }

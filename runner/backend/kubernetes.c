@@ -489,7 +489,7 @@ static int kubernetes_reap(struct aah_backend_ctx *ctx, const char *name, const 
 	cJSON_ArrayForEach(it, items)
 		pods[k++] = it;
 	qsort(pods, n, sizeof(*pods), compare_index);
-	char *path = xstrfmt("%s/trial.log", trial_dir), *old = NULL;
+	char *path = expdir_file(trial_dir, EXPDIR_TRIAL_LOG), *old = NULL;
 	size_t oldlen = 0;
 	struct strbuf log = STRBUF_INIT;
 	if (fileio_exists(path) && fileio_read(path, 0, &old, &oldlen) == 0)

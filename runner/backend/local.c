@@ -183,10 +183,8 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	struct local_priv *priv = ctx->priv;
 	struct local_job *j = xcalloc(1, sizeof(*j));
 	struct strbuf id = STRBUF_INIT;
-	char *log = xstrfmt("%s/trial.log", l->trial_dir);
-	const struct aah_config *cfg = ctx->cfg;
-	char *cwd = cfg->trial.code_dir[0] == '/' ? xstrdup(cfg->trial.code_dir)
-						 : xstrfmt("%s/%s", cfg->base_dir, cfg->trial.code_dir);
+	char *log = expdir_file(l->trial_dir, EXPDIR_TRIAL_LOG);
+	const char *cwd = l->cwd;   /* trial.codeDir, resolved by the contract */
 	int r = 0;
 
 	/* trial.launcher: mpi: one mpirun process starts every rank. */
@@ -230,7 +228,6 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 		for (unsigned i = 0; i < j->nprocs; i++)
 			proc_terminate(&j->procs[i], 0);
 	free(log);
-	free(cwd);
 	if (r < 0) {
 		strbuf_release(&id);
 		job_free(j);

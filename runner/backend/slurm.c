@@ -29,7 +29,6 @@ struct slurm_priv {
 	struct slurm_config sc;
 	struct backend_tool tool;  /* sbatch, squeue, sacct, scontrol, scancel */
 	char *runner;
-	char *code_dir;
 	double last_query;        /* util_monotonic() of the last squeue */
 	struct sjob *jobs;
 };
@@ -91,9 +90,6 @@ static int slurm_init(struct aah_backend_ctx *ctx)
 		if (!p->runner)
 			return error_errno("slurm: cannot find this program's path; set slurm.runner");
 	}
-	p->code_dir = cfg->trial.code_dir[0] == '/'
-			      ? xstrdup(cfg->trial.code_dir)
-			      : xstrfmt("%s/%s", cfg->base_dir, cfg->trial.code_dir);
 	return 0;
 }
 
@@ -190,7 +186,7 @@ static int slurm_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	struct strvec argv = STRVEC_INIT;
 	char *path = xstrfmt("%s/slurm.sh", l->trial_dir);
 	char id[32] = "";
-	int r = slurm_script_build(&p->sc, ctx->cfg, l, p->code_dir, &script);
+	int r = slurm_script_build(&p->sc, ctx->cfg, l, l->cwd, &script);
 	if (r == 0)
 		r = fileio_write_atomic(path, script.buf, script.len);
 	if (r == 0)
@@ -412,7 +408,6 @@ static void slurm_fini(struct aah_backend_ctx *ctx)
 	}
 	config_release_section(slurm_config_keys, &p->sc);
 	free(p->runner);
-	free(p->code_dir);
 	free(p);
 	ctx->priv = NULL;
 }

@@ -3,6 +3,7 @@
  * Nothing here runs a program, so all of it is unit-tested. */
 #include "runner/backend/slurm.h"
 #include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/expdir.h" /* expdir_file */
 #include "util.h"
 
 #include <ctype.h>
@@ -132,7 +133,7 @@ int slurm_script_build(const struct slurm_config *sc, const struct aah_config *c
 		slurm_format_time(limit, buf, sizeof(buf));
 		r |= directive(out, "--time", buf);
 	}
-	char *log = xstrfmt("%s/trial.log", l->trial_dir);
+	char *log = expdir_file(l->trial_dir, EXPDIR_TRIAL_LOG);
 	r |= directive(out, "--output", log);
 	free(log);
 	r |= directive(out, "--open-mode", "append");

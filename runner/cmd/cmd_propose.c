@@ -9,6 +9,7 @@
 #include "runner/cmd/options.h"
 #include "runner/scheduler.h"
 #include "runner/tuner/tuner.h"
+#include "runner/expdir.h" /* expdir_file */
 #include "util.h"
 
 #include <errno.h>
@@ -20,7 +21,7 @@
 static int exec_trial(const char *expdir, unsigned seq, const char **cmd)
 {
 	struct strvec argv = STRVEC_INIT;
-	char *pp = expdir_trial_file(expdir, seq, "params.json");
+	char *pp = expdir_trial_file(expdir, seq, EXPDIR_PARAMS);
 	strvec_pushv(&argv, cmd);
 	if (fileio_exists(pp)) {
 		cJSON *doc;

@@ -8,6 +8,7 @@
 #include "runner/launch.h"
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
+#include "runner/expdir.h" /* expdir_file */
 #include "util.h"
 
 #include <stdio.h>
@@ -17,7 +18,7 @@
 /* Hyperparameters already proposed for the trial, if any. */
 static cJSON *trial_params(const char *expdir, unsigned seq)
 {
-	char *p = expdir_trial_file(expdir, seq, "params.json");
+	char *p = expdir_trial_file(expdir, seq, EXPDIR_PARAMS);
 	cJSON *doc = NULL, *params = NULL;
 	if (fileio_exists(p) && jsonfile_read(p, &doc) == 0)
 		params = cJSON_DetachItemFromObjectCaseSensitive(doc, "parameters");
@@ -114,11 +115,7 @@ int cmd_render(int argc, const char **argv)
 		struct experiment e;
 		if (cmd_open_experiment(workdir, experiment, &e, &cfg) < 0)
 			return 1;
-		char *wd = xstrfmt("%s/../..", e.dir), *real = realpath(wd, NULL);
-		rc = render(&cfg, e.id, e.dir, real ? real : wd, (unsigned)trial, (unsigned)attempt,
-			    format);
-		free(real);
-		free(wd);
+		rc = render(&cfg, e.id, e.dir, e.workdir, (unsigned)trial, (unsigned)attempt, format);
 		experiment_release(&e);
 	} else {
 		if (cmd_load_config(config, &cfg) < 0)

@@ -8,6 +8,7 @@
 #include "jsonfile.h"
 #include "runner/cmd/cmd.h" /* cmd_slurm_launch */
 #include "runner/backend/slurm.h" /* slurm_subst_hosts; backend_run_tool */
+#include "runner/expdir.h" /* expdir_file */
 #include "util.h"
 
 #include <stdio.h>
@@ -57,7 +58,7 @@ static int job_hosts(struct strvec *hosts)
  * text atomically before its own trial starts. */
 static int write_rank_table(const char *dir, char *const *hosts, unsigned nhosts, unsigned per)
 {
-	char *path = xstrfmt("%s/rank_table.json", dir), *text = NULL;
+	char *path = expdir_file(dir, EXPDIR_RANK_TABLE), *text = NULL;
 	int r = fileio_read(path, 0, &text, NULL);
 	if (r == 0 && strstr(text, "@aah-host-")) {
 		char *real = slurm_subst_hosts(text, hosts, nhosts, per);
@@ -220,7 +221,7 @@ int cmd_slurm_launch(int argc, const char **argv)
 		error("slurm-launch: SLURM_PROCID %ld is not below SLURM_NTASKS %ld", procid, ntasks);
 		return 1;
 	}
-	char *path = xstrfmt("%s/launch.json", argv[1]);
+	char *path = expdir_file(argv[1], EXPDIR_LAUNCH);
 	cJSON *doc = NULL;
 	struct strvec env = STRVEC_INIT, args = STRVEC_INIT;
 	int r = jsonfile_read(path, &doc);

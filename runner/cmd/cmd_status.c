@@ -128,7 +128,7 @@ static void render_pool(struct strbuf *sb, const struct experiment *e,
 {
 	if (cfg->pool.devices <= 0)
 		return;
-	char *wd = xstrfmt("%s/../..", e->dir);
+	const char *wd = e->workdir;
 	struct ledger l;
 	ledger_init(&l, wd);
 	if (ledger_read(&l) == 0) {
@@ -143,7 +143,6 @@ static void render_pool(struct strbuf *sb, const struct experiment *e,
 		}
 	}
 	ledger_release(&l);
-	free(wd);
 }
 
 int cmd_status(int argc, const char **argv)

@@ -626,8 +626,7 @@ int config_load(const char *path, struct aah_config *cfg)
 	    check_semantics(&c, cfg) < 0)
 		goto fail;
 	if (cfg->workdir) {
-		char *abs = cfg->workdir[0] == '/' ? xstrdup(cfg->workdir)
-						   : xstrfmt("%s/%s", cfg->base_dir, cfg->workdir);
+		char *abs = config_resolve(cfg, cfg->workdir);
 		free(cfg->workdir);
 		cfg->workdir = abs;
 	}
@@ -665,9 +664,12 @@ char *config_search_space_file(const struct aah_config *cfg)
 {
 	if (!cfg->search_space_path || !*cfg->search_space_path)
 		return NULL;
-	if (cfg->search_space_path[0] == '/')
-		return xstrdup(cfg->search_space_path);
-	return xstrfmt("%s/%s", cfg->base_dir, cfg->search_space_path);
+	return config_resolve(cfg, cfg->search_space_path);
+}
+
+char *config_resolve(const struct aah_config *cfg, const char *path)
+{
+	return path[0] == '/' ? xstrdup(path) : xstrfmt("%s/%s", cfg->base_dir, path);
 }
 
 int config_error_at(const struct aah_config *cfg, const char *key, const char *fmt, ...)

@@ -191,6 +191,11 @@ int config_search_space(const struct aah_config *cfg, cJSON **out);
  * file's start when the key is absent). Returns -1. */
 int config_error_at(const struct aah_config *cfg, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* A path as the config writes it, resolved against the config's folder
+ * (an absolute one as it is): the one resolver of the config's paths
+ * (workdir, searchSpacePath, tuner.initialArch, trial.codeDir). The caller
+ * frees it. */
+char *config_resolve(const struct aah_config *cfg, const char *path);
 /* Absolute path of searchSpacePath, or NULL. The caller frees it. */
 char *config_search_space_file(const struct aah_config *cfg);
 

@@ -231,7 +231,7 @@ static int load_monitor(const char *trialdir, struct util_acc *u)
  * none (0) for a trial without one (a shell trial). */
 static int load_arch(const char *trialdir, struct report_trial *tr)
 {
-	char *p = xstrfmt("%s/arch.json", trialdir);
+	char *p = expdir_file(trialdir, EXPDIR_ARCH);
 	struct arch a;
 	int r = 0;
 	if (fileio_exists(p)) {
@@ -300,6 +300,7 @@ int report_load(const char *dir, struct report_exp *exp)
 	memset(exp, 0, sizeof(*exp));
 	exp->best = -1;
 	exp->dir = fileio_absolute(dir);
+	exp->workdir = expdir_workdir(exp->dir);
 	if (load_experiment_json(exp->dir, exp) < 0)
 		goto fail;
 
@@ -333,16 +334,14 @@ int report_load(const char *dir, struct report_exp *exp)
 	if (!exp->start)
 		exp->start = exp->created;
 	if (r == 0 && exp->best >= 0) {
-		char *p = expdir_trial_file(exp->dir, exp->trials[exp->best].seq, "arch.json");
+		char *p = expdir_trial_file(exp->dir, exp->trials[exp->best].seq, EXPDIR_ARCH);
 		if (fileio_exists(p) && jsonfile_read(p, &exp->best_arch) < 0)
 			r = -1;
 		free(p);
 	}
 	if (r == 0) {
-		char *wd = xstrfmt("%s/../..", exp->dir);
-		if (report_pool_load(&exp->pool, wd, exp->id, exp->created) < 0)
+		if (report_pool_load(&exp->pool, exp->workdir, exp->id, exp->created) < 0)
 			warning("the report leaves the device pool out: %s", util_last_error());
-		free(wd);
 		return 0;
 	}
 fail:
@@ -357,6 +356,7 @@ void report_exp_release(struct report_exp *exp)
 	free(exp->trials);
 	free(exp->util);
 	free(exp->dir);
+	free(exp->workdir);
 	cJSON_Delete(exp->best_arch);
 	report_pool_release(&exp->pool);
 	memset(exp, 0, sizeof(*exp));

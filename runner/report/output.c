@@ -276,7 +276,7 @@ static void prom_value(struct strbuf *sb, const struct report_exp *exp, const ch
  * one's priority, share and the devices it runs on (runner/ledger.h). */
 static void prom_pool(struct strbuf *sb, const struct report_exp *exp)
 {
-	char *wd = xstrfmt("%s/../..", exp->dir);
+	const char *wd = exp->workdir;
 	char *journal = xstrfmt("%s/pool/ledger.jsonl", wd);
 	struct ledger l;
 	ledger_init(&l, wd);
@@ -300,7 +300,6 @@ static void prom_pool(struct strbuf *sb, const struct report_exp *exp)
 	}
 	ledger_release(&l);
 	free(journal);
-	free(wd);
 }
 
 /* How often each training of the experiment changed its devices, by kind:

@@ -92,6 +92,7 @@ void report_pool_summary(struct strbuf *sb, const struct report_pool *p);
 
 struct report_exp {
 	char *dir;                      /* absolute experiment directory */
+	char *workdir;                  /* the work directory holding it (expdir_workdir) */
 	char id[32];
 	char name[128];
 	double created;                 /* experiment.json "created" */

@@ -351,9 +351,9 @@ long tuner_catch_up(struct tuner *t, const char *path, const char *key)
 /* ---- experiment directories ------------------------------------------- */
 
 /* Read trials/<id>/<file> if it exists: 0 with *out NULL when absent. */
-static int read_optional(const char *dir, const char *file, cJSON **out)
+static int read_optional(const char *dir, enum expdir_file file, cJSON **out)
 {
-	char *path = xstrfmt("%s/%s", dir, file);
+	char *path = expdir_file(dir, file);
 	int rc = 0;
 	*out = NULL;
 	if (fileio_exists(path))
@@ -379,7 +379,7 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq)
 	cJSON *arch = NULL, *params = NULL;
 	struct expdir_result res;
 	int rc = -1;
-	if (read_optional(dir, "arch.json", &arch) < 0 || read_optional(dir, "params.json", &params) < 0)
+	if (read_optional(dir, EXPDIR_ARCH, &arch) < 0 || read_optional(dir, EXPDIR_PARAMS, &params) < 0)
 		goto out;
 	if (!arch && !params) {   /* a trial directory without a proposal yet */
 		rc = 0;
@@ -425,18 +425,18 @@ int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, co
 	cJSON *morph = meta ? cJSON_DetachItemFromObjectCaseSensitive(meta, "morph") : NULL;
 	int rc = 0;
 	if (morph && t->inherit_weights) {
-		char *p = xstrfmt("%s/morph.json", dir);
+		char *p = expdir_file(dir, EXPDIR_MORPH);
 		rc = jsonfile_write(p, morph);
 		free(p);
 	}
 	cJSON_Delete(morph);
 	if (rc == 0 && arch) {
-		char *p = xstrfmt("%s/arch.json", dir);
+		char *p = expdir_file(dir, EXPDIR_ARCH);
 		rc = jsonfile_write(p, arch);
 		free(p);
 	}
 	if (rc == 0 && params) {
-		char *p = xstrfmt("%s/params.json", dir);
+		char *p = expdir_file(dir, EXPDIR_PARAMS);
 		rc = jsonfile_write(p, params);
 		free(p);
 	}
@@ -453,8 +453,8 @@ static int propose_locked(struct tuner *t, const char *expdir, unsigned trial_se
 			     EXPDIR_TRIAL_MAX);
 	char *lockpath = xstrfmt("%s/tuner.lock", expdir);
 	char *dir = expdir_trial_dir(expdir, trial_seq);
-	char *arch_path = xstrfmt("%s/arch.json", dir);
-	char *params_path = xstrfmt("%s/params.json", dir);
+	char *arch_path = expdir_file(dir, EXPDIR_ARCH);
+	char *params_path = expdir_file(dir, EXPDIR_PARAMS);
 	cJSON *arch = NULL, *params = NULL;
 	int rc = -1;
 	int fd = fileio_lock(lockpath);

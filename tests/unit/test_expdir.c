@@ -124,9 +124,25 @@ Test(expdir, trial_ids_and_paths)
 	char *d = expdir_trial_dir("/x/exp", 7);
 	cr_assert_str_eq(d, "/x/exp/trials/000007");
 	free(d);
-	d = expdir_trial_file("/x/exp", 12, "params.json");
+	d = expdir_trial_file("/x/exp", 12, EXPDIR_PARAMS);
 	cr_assert_str_eq(d, "/x/exp/trials/000012/params.json");
 	free(d);
+	d = expdir_file("/x/t", EXPDIR_TRIAL_LOG);
+	cr_assert_str_eq(d, "/x/t/trial.log");
+	free(d);
+	for (int f = 0; f < EXPDIR_NFILES; f++)
+		cr_assert(strchr(expdir_file_name((enum expdir_file)f), '.') ||
+			  !strcmp(expdir_file_name((enum expdir_file)f), "hostfile"));
+}
+
+Test(expdir, the_work_directory_is_two_levels_up)
+{
+	char *w = expdir_workdir("/nonexistent-aah/work/experiments/abc");
+	cr_assert_str_eq(w, "/nonexistent-aah/work");
+	free(w);
+	w = expdir_workdir("/experiments/abc");
+	cr_assert_str_eq(w, "/");
+	free(w);
 }
 
 Test(expdir, trial_list_is_sorted_and_skips_other_names)
