@@ -5,6 +5,7 @@
 #include "jsonfile.h"
 #include "runner/backend/backend.h"
 #include "runner/launch.h"
+#include "runner/outcome.h" /* outcome_read: the figures of a settled trial */
 #include "runner/pooltrial.h" /* pooltrial_join, pooltrial_leave: the device pool */
 #include "strbuf.h"
 #include "util.h"
@@ -176,7 +177,8 @@ static cJSON *trial_fields(unsigned seq, unsigned attempt)
 
 /* ---- settling a finished job --------------------------------------------- */
 
-struct outcome {
+/* How a job ended, as the journal's trial_finished records it. */
+struct settled {
 	enum trial_state state;
 	double best_acc;
 	double flops;
@@ -184,11 +186,16 @@ struct outcome {
 };
 
 static void read_result(const struct sched *s, unsigned seq, const struct aah_job_status *st,
-			struct outcome *o)
+			struct settled *o)
 {
 	char *dir = expdir_trial_dir(s->e->dir, seq);
-	struct expdir_result res;
-	int have = expdir_result_read(dir, &res);
+	/* The figures are the trial's outcome (runner/outcome.h), the one rule
+	 * `status`, `report` and the tuner read too. */
+	struct outcome out;
+	if (outcome_read(s->e->dir, seq, TRIAL_UNKNOWN, 0, &out) < 0)
+		warning("trial %u: %s", seq, util_last_error());
+	const struct expdir_result res = out.result;
+	int have = out.have_result;
 	int ok_result = have > 0 &&
 			(res.status == TRIAL_SUCCEEDED || res.status == TRIAL_EARLY_STOPPED);
 	/* The result on disk decides when the exit status is unknowable (lost),
@@ -197,8 +204,9 @@ static void read_result(const struct sched *s, unsigned seq, const struct aah_jo
 	int result_decides = st->state == AAH_JOB_LOST || st->state == AAH_JOB_CANCELED ||
 			     st->state == AAH_JOB_TIMEOUT;
 	int ok_exit = st->state == AAH_JOB_SUCCEEDED || (result_decides && ok_result);
-	o->best_acc = have > 0 ? res.best_val_acc : NAN;
-	o->flops = have > 0 ? res.total_flops : 0;
+	o->best_acc = out.best_acc;
+	o->flops = out.flops;
+	outcome_release(&out);
 	if (ok_exit && ok_result) {
 		o->state = res.status;
 		o->reason[0] = '\0';
@@ -235,6 +243,7 @@ static int observe(struct sched *s, unsigned seq)
 	if (!s->tuner)
 		return 0;
 	struct trial_rec *t = experiment_trial(s->e, seq);
+	int learnable = outcome_learnable(t->state, t->best_acc);   /* as journaled */
 	char *dir = expdir_trial_dir(s->e->dir, seq);
 	char *pa = expdir_file(dir, EXPDIR_ARCH), *pp = expdir_file(dir, EXPDIR_PARAMS);
 	cJSON *arch = NULL, *params = NULL;
@@ -248,8 +257,8 @@ static int observe(struct sched *s, unsigned seq)
 		.trial_seq = seq,
 		.arch = arch,
 		.params = params,
-		.state = isnan(t->best_acc) ? TUNER_OBS_FAILED : TUNER_OBS_DONE,
-		.metric = isnan(t->best_acc) ? 0 : t->best_acc,
+		.state = learnable ? TUNER_OBS_DONE : TUNER_OBS_FAILED,
+		.metric = learnable ? t->best_acc : 0,
 	};
 	int r = tuner_observe(s->tuner, &obs);
 	cJSON_Delete(arch);
@@ -272,7 +281,7 @@ static int record_retry(struct sched *s, unsigned seq, unsigned attempt, const c
 static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st)
 {
 	struct trial_rec *t = experiment_trial(s->e, seq);
-	struct outcome o;
+	struct settled o;
 	read_result(s, seq, st, &o);
 	if (s->stop && o.state == TRIAL_CANCELED)
 		snprintf(o.reason, sizeof(o.reason), "stopped");

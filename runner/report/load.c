@@ -7,7 +7,8 @@
 #include "arch.h" /* arch_load: a trial's FLOPs per image */
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/expdir.h" /* expdir_replay, expdir_result_read, expdir_trial_epochs */
+#include "runner/expdir.h" /* expdir_replay, expdir_trial_dir */
+#include "runner/outcome.h" /* outcome_read: a trial's state and figures */
 #include "util.h"
 
 #include <dirent.h>
@@ -115,18 +116,27 @@ static int journal_event(const struct expdir_event *ev, void *arg)
 
 /* ---- per-trial files ---- */
 
-/* Apply result.json (res, read) to the trial: everything but the figures,
- * which come from the epochs (expdir_trial_epochs). */
-static void apply_result(const struct expdir_result *res, struct report_trial *tr)
+/* Apply the trial's outcome (runner/outcome.h: the one rule for its state
+ * and figures) and what else its result.json says. */
+static void apply_outcome(struct outcome *o, struct report_trial *tr)
 {
-	if (res->precision[0])
-		xstrlcpy(tr->precision, res->precision, sizeof(tr->precision));
-	xstrlcpy(tr->inherited_from, res->inherited_from, sizeof(tr->inherited_from));
-	if (!tr->reason[0] && res->stop_reason[0])
-		xstrlcpy(tr->reason, res->stop_reason, sizeof(tr->reason));
-	tr->on_gpu = res->on_gpu;
-	if (tr->state == TRIAL_UNKNOWN)
-		tr->state = res->status;
+	if (o->have_result > 0) {
+		const struct expdir_result *res = &o->result;
+		xstrlcpy(tr->inherited_from, res->inherited_from, sizeof(tr->inherited_from));
+		if (!tr->reason[0] && res->stop_reason[0])
+			xstrlcpy(tr->reason, res->stop_reason, sizeof(tr->reason));
+	}
+	if (o->precision[0])
+		xstrlcpy(tr->precision, o->precision, sizeof(tr->precision));
+	tr->on_gpu = o->on_gpu;
+	tr->state = o->state;
+	tr->epochs = o->epochs;          /* the trial takes them */
+	tr->nepochs = o->nepochs;
+	o->epochs = NULL;
+	o->nepochs = 0;
+	if (!isnan(o->best_acc))
+		tr->best_acc = o->best_acc;
+	tr->flops = o->flops;
 }
 
 struct util_acc {
@@ -250,19 +260,11 @@ static int load_arch(const char *trialdir, struct report_trial *tr)
 static int load_trial(const char *expdir, struct report_trial *tr, struct util_acc *u)
 {
 	char *dir = expdir_trial_dir(expdir, tr->seq);
-	struct expdir_result res;
-	int have = expdir_result_read(dir, &res);
-	int r = have < 0 ? -1 : 0;
-	if (have > 0)
-		apply_result(&res, tr);
+	struct outcome o;
+	int r = outcome_read(expdir, tr->seq, tr->state, tr->finished, &o);
 	if (r == 0)
-		r = expdir_trial_epochs(dir, have > 0 ? &res : NULL, tr->finished, &tr->epochs,
-					&tr->nepochs);
-	for (size_t i = 0; r == 0 && i < tr->nepochs; i++) {
-		if (tr->epochs[i].val_acc > tr->best_acc)
-			tr->best_acc = tr->epochs[i].val_acc;
-		tr->flops = tr->epochs[i].flops;
-	}
+		apply_outcome(&o, tr);
+	outcome_release(&o);
 	if (r == 0)
 		r = load_arch(dir, tr);
 	if (r == 0)

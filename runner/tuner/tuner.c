@@ -9,7 +9,8 @@
 
 #include "fileio.h"    /* fileio_lock, fileio_mkdir_p, fileio_exists */
 #include "jsonfile.h"  /* jsonfile_read, jsonfile_write */
-#include "runner/expdir.h" /* expdir_trial_dir, expdir_trial_list, expdir_result_read */
+#include "runner/expdir.h" /* expdir_trial_dir, expdir_trial_list, expdir_replay */
+#include "runner/outcome.h" /* outcome_read, outcome_learnable: what a trial achieved */
 #include "tuner_int.h"
 #include "util.h"
 
@@ -370,14 +371,16 @@ static const struct tuner_hist *find_hist(const struct tuner *t, unsigned seq)
 	return NULL;
 }
 
-static int load_trial(struct tuner *t, const char *expdir, unsigned seq)
+/* Learn trial seq; settled: its final state in the journal, or
+ * TRIAL_UNKNOWN while the runner has not settled it (result.json's status
+ * then stands in, as the runner will read it). */
+static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum trial_state settled)
 {
 	const struct tuner_hist *known = find_hist(t, seq);
 	if (known && known->state != TUNER_OBS_PENDING)
 		return 0;   /* finished trials do not change */
 	char *dir = expdir_trial_dir(expdir, seq);
 	cJSON *arch = NULL, *params = NULL;
-	struct expdir_result res;
 	int rc = -1;
 	if (read_optional(dir, EXPDIR_ARCH, &arch) < 0 || read_optional(dir, EXPDIR_PARAMS, &params) < 0)
 		goto out;
@@ -387,18 +390,21 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq)
 	}
 	enum tuner_obs_state state = TUNER_OBS_PENDING;
 	double metric = 0.0;
-	int have = expdir_result_read(dir, &res);
-	if (have < 0) {
+	struct outcome o;
+	int held = util_hold_errors(1);
+	int bad = outcome_read(expdir, seq, settled, 0, &o) < 0;
+	util_hold_errors(held);
+	if (bad && o.have_result < 0) {
 		/* a torn or foreign result: the trial failed as far as we know */
 		char id[EXPDIR_TRIAL_ID_SIZE];
 		warning("tuner: trial %s: unreadable result.json counts as failed",
 			expdir_trial_id(seq, id));
 		state = TUNER_OBS_FAILED;
-	} else if (have > 0) {
-		int ok = res.status == TRIAL_SUCCEEDED || res.status == TRIAL_EARLY_STOPPED;
-		state = ok && !isnan(res.best_val_acc) ? TUNER_OBS_DONE : TUNER_OBS_FAILED;
-		metric = state == TUNER_OBS_DONE ? res.best_val_acc : 0.0;
+	} else if (o.have_result > 0 || expdir_state_final(settled)) {
+		state = outcome_learnable(o.state, o.best_acc) ? TUNER_OBS_DONE : TUNER_OBS_FAILED;
+		metric = state == TUNER_OBS_DONE ? o.best_acc : 0.0;
 	}
+	outcome_release(&o);
 	rc = record(t, seq, arch, params, state, metric);
 	arch = params = NULL;
 out:
@@ -408,14 +414,47 @@ out:
 	return rc;
 }
 
+/* Each trial's final state in the journal, indexed by sequence number;
+ * TRIAL_UNKNOWN while it is not settled. */
+struct settled_states {
+	enum trial_state *v;
+	size_t n;
+};
+
+static int note_settled(const struct expdir_event *ev, void *arg)
+{
+	struct settled_states *ss = arg;
+	if (!ev->trial_seq)
+		return 0;
+	if (ev->trial_seq >= ss->n) {
+		size_t n = ss->n ? ss->n : 64;
+		while (n <= ev->trial_seq)
+			n *= 2;
+		ss->v = xrealloc(ss->v, n * sizeof(*ss->v));
+		for (size_t i = ss->n; i < n; i++)
+			ss->v[i] = TRIAL_UNKNOWN;
+		ss->n = n;
+	}
+	if (ev->kind == EXPDIR_EV_TRIAL_FINISHED)
+		ss->v[ev->trial_seq] = ev->state;
+	else if (ev->kind != EXPDIR_EV_UNKNOWN)
+		ss->v[ev->trial_seq] = TRIAL_UNKNOWN;   /* created, submitted or retried */
+	return 0;
+}
+
 int tuner_load_history(struct tuner *t, const char *expdir)
 {
 	unsigned *seqs;
 	size_t n;
+	struct settled_states ss = { NULL, 0 };
+	if (expdir_journal_exists(expdir) && expdir_replay(expdir, note_settled, &ss) < 0)
+		warning("tuner: the journal cannot be read; trials count by their result.json: %s",
+			util_last_error());
 	int rc = expdir_trial_list(expdir, &seqs, &n);
 	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = load_trial(t, expdir, seqs[i]);
+		rc = load_trial(t, expdir, seqs[i], seqs[i] < ss.n ? ss.v[seqs[i]] : TRIAL_UNKNOWN);
 	free(seqs);
+	free(ss.v);
 	return rc;
 }
 
@@ -425,18 +464,18 @@ int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, co
 	cJSON *morph = meta ? cJSON_DetachItemFromObjectCaseSensitive(meta, "morph") : NULL;
 	int rc = 0;
 	if (morph && t->inherit_weights) {
-		char *p = expdir_file(dir, EXPDIR_MORPH);
+		char *p = xstrfmt("%s/morph.json", dir);
 		rc = jsonfile_write(p, morph);
 		free(p);
 	}
 	cJSON_Delete(morph);
 	if (rc == 0 && arch) {
-		char *p = expdir_file(dir, EXPDIR_ARCH);
+		char *p = xstrfmt("%s/arch.json", dir);
 		rc = jsonfile_write(p, arch);
 		free(p);
 	}
 	if (rc == 0 && params) {
-		char *p = expdir_file(dir, EXPDIR_PARAMS);
+		char *p = xstrfmt("%s/params.json", dir);
 		rc = jsonfile_write(p, params);
 		free(p);
 	}
@@ -453,15 +492,15 @@ static int propose_locked(struct tuner *t, const char *expdir, unsigned trial_se
 			     EXPDIR_TRIAL_MAX);
 	char *lockpath = xstrfmt("%s/tuner.lock", expdir);
 	char *dir = expdir_trial_dir(expdir, trial_seq);
-	char *arch_path = expdir_file(dir, EXPDIR_ARCH);
-	char *params_path = expdir_file(dir, EXPDIR_PARAMS);
+	char *arch_path = xstrfmt("%s/arch.json", dir);
+	char *params_path = xstrfmt("%s/params.json", dir);
 	cJSON *arch = NULL, *params = NULL;
 	int rc = -1;
 	int fd = fileio_lock(lockpath);
 	if (fd < 0)
 		goto out;
 	if (fileio_exists(params_path)) {   /* params.json is written last: proposal complete */
-		rc = load_trial(t, expdir, trial_seq);   /* a live tuner learns it */
+		rc = load_trial(t, expdir, trial_seq, TRIAL_UNKNOWN);   /* a live tuner learns it */
 		goto out_unlock;
 	}
 	if (cache_key) {

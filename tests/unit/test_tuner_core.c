@@ -256,6 +256,31 @@ Test(tuner_core, load_history_reads_states)
 	tuner_free(t);
 }
 
+/* The tuner reads a trial's outcome by the one rule (runner/outcome.h): the
+ * epochs of metrics.jsonl over result.json's figures, and the journal's
+ * final state over result.json's status. */
+Test(tuner_core, load_history_reads_the_outcome_rule)
+{
+	write_file("trials/000001/params.json", "{\"format\":\"aah-params/1\",\"trial_seq\":1,\"parameters\":{}}");
+	write_file("trials/000001/result.json", "{\"format\":\"aah-result/1\",\"status\":\"succeeded\",\"best_val_acc\":0.91}");
+	write_file("trials/000001/metrics.jsonl", "{\"timestamp\":1,\"val_acc\":0.55}\n{\"timestamp\":2,\"val_acc\":0.62}\n");
+	write_file("trials/000002/params.json", "{\"format\":\"aah-params/1\",\"trial_seq\":2,\"parameters\":{}}");
+	write_file("trials/000002/result.json", "{\"format\":\"aah-result/1\",\"status\":\"succeeded\",\"best_val_acc\":0.8}");
+	/* the runner failed trial 2 (its exit status), whatever its result.json says */
+	write_file("journal.jsonl",
+		   "{\"seq\":0,\"ts\":1,\"event\":\"trial_created\",\"trial_seq\":2}\n"
+		   "{\"seq\":1,\"ts\":2,\"event\":\"trial_finished\",\"trial_seq\":2,\"state\":\"failed\"}\n");
+	struct tuner *t;
+	struct tuner_config cfg = { .name = "Random", .seed = 1 };
+	cr_assert_eq(tuner_create(&t, &cfg), 0);
+	cr_assert_eq(tuner_load_history(t, tmpdir), 0, "%s", util_last_error());
+	cr_assert_eq(t->nhist, 2);
+	cr_assert_eq(t->hist[0].state, TUNER_OBS_DONE);
+	cr_assert_float_eq(t->hist[0].metric, 0.62, 1e-12);
+	cr_assert_eq(t->hist[1].state, TUNER_OBS_FAILED);
+	tuner_free(t);
+}
+
 Test(tuner_core, propose_experiment_writes_and_keeps)
 {
 	cJSON *space = fixture("aiperf-thu-imagenet-search_space.json");
