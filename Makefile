@@ -3,9 +3,12 @@
 # Sources are found by wildcard, so a new .c file in a module folder needs no
 # edit here. Each folder becomes one static library:
 #   common/        -> build/libaahcommon.a   (shared by both binaries)
-#   runner/ and its rooms (cmd/ config/ backend/ report/) -> build/libaahrunner.a
-#                     (minus runner/cmd/main.c)
+#   runner/ and its rooms (cmd/ config/ backend/ report/ pool/ archive/)
+#                  -> build/libaahrunner.a (minus runner/cmd/main.c)
 #   runner/tuner/  -> build/libaahtuner.a
+#   runner/store/  -> build/libaahstore.a    (the experiment directory's formats)
+# The runner's libraries depend one way, runner -> tuner -> store -> common,
+# and link in that order without a --start-group.
 #   kernels/ + kernels/ref/ + kernels/cpu/ -> build/libaahkernels.a
 #   kernels/cuda/  -> build/libaahcuda.a      (only when nvcc + cuDNN are found)
 #   trialimg/ + trialimg/data/ -> build/libaahtrial.a (minus trialimg/main.c)
@@ -37,7 +40,8 @@ AAH_CUDA ?= $(if $(and $(NVCC),$(HAVE_CUDNN)),1,0)
 # ---- sources ----------------------------------------------------------------
 COMMON_SRCS  := $(wildcard common/*.c)
 TUNER_SRCS   := $(wildcard runner/tuner/*.c)
-RUNNER_SRCS  := $(filter-out runner/cmd/main.c $(TUNER_SRCS),$(wildcard runner/*.c runner/*/*.c))
+STORE_SRCS   := $(wildcard runner/store/*.c)
+RUNNER_SRCS  := $(filter-out runner/cmd/main.c $(TUNER_SRCS) $(STORE_SRCS),$(wildcard runner/*.c runner/*/*.c))
 KERNEL_SRCS  := $(wildcard kernels/*.c kernels/ref/*.c kernels/cpu/*.c)
 TRIAL_SRCS   := $(filter-out trialimg/main.c,$(wildcard trialimg/*.c trialimg/data/*.c))
 CUDA_CSRCS   := $(wildcard kernels/cuda/*.c)
@@ -49,6 +53,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_COMMON  := $(BUILD)/libaahcommon.a
 LIB_RUNNER  := $(BUILD)/libaahrunner.a
 LIB_TUNER   := $(BUILD)/libaahtuner.a
+LIB_STORE   := $(BUILD)/libaahstore.a
 LIB_KERNELS := $(BUILD)/libaahkernels.a
 LIB_TRIAL   := $(BUILD)/libaahtrial.a
 LIB_CUDA    := $(BUILD)/libaahcuda.a
@@ -108,16 +113,17 @@ endef
 $(eval $(call mklib,$(LIB_COMMON),$(call obj,$(COMMON_SRCS))))
 $(eval $(call mklib,$(LIB_RUNNER),$(call obj,$(RUNNER_SRCS))))
 $(eval $(call mklib,$(LIB_TUNER),$(call obj,$(TUNER_SRCS))))
+$(eval $(call mklib,$(LIB_STORE),$(call obj,$(STORE_SRCS))))
 $(eval $(call mklib,$(LIB_KERNELS),$(call obj,$(KERNEL_SRCS))))
 $(eval $(call mklib,$(LIB_TRIAL),$(call obj,$(TRIAL_SRCS))))
 $(eval $(call mklib,$(LIB_CUDA),$(call obj,$(CUDA_CSRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CUSRCS))))
 
-RUNNER_ARCHIVES := $(LIB_RUNNER) $(LIB_TUNER) $(LIB_COMMON)
+RUNNER_ARCHIVES := $(LIB_RUNNER) $(LIB_TUNER) $(LIB_STORE) $(LIB_COMMON)
 TRIAL_ARCHIVES  := $(LIB_TRIAL) $(LIB_KERNELS) $(if $(filter 1,$(AAH_CUDA)),$(LIB_CUDA)) $(LIB_COMMON)
 
 $(RUNNER_BIN): $(call obj,runner/cmd/main.c) $(RUNNER_ARCHIVES)
 	$(call say,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(RUNNER_ARCHIVES) -Wl,--end-group $(RUNNER_LIBS)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(RUNNER_ARCHIVES) $(RUNNER_LIBS)
 
 $(TRIAL_BIN): $(call obj,trialimg/main.c) $(TRIAL_ARCHIVES)
 	$(call say,LINK,$@)
@@ -128,7 +134,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \
-	  -Wl,--start-group $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES) -Wl,--end-group \
+	  $(LIB_RUNNER) $(LIB_TUNER) $(LIB_STORE) -Wl,--start-group $(TRIAL_ARCHIVES) -Wl,--end-group \
 	  $(TRIAL_LINK) -lcriterion $(sort $(RUNNER_LIBS) $(TRIAL_LIBS))
 
 unit: $(UNIT_BINS)
@@ -140,7 +146,7 @@ $(BUILD)/bench/%: tests/bench/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
 	@mkdir -p $(dir $@)
 	$(call say,BENCH,$@)
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \
-	  -Wl,--start-group $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES) -Wl,--end-group \
+	  $(LIB_RUNNER) $(LIB_TUNER) $(LIB_STORE) -Wl,--start-group $(TRIAL_ARCHIVES) -Wl,--end-group \
 	  $(TRIAL_LINK) $(sort $(RUNNER_LIBS) $(TRIAL_LIBS))
 
 bench-bins: $(BENCH_BINS)
@@ -194,7 +200,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(call obj,tests/fuzz/fuzz.c) $(if $(filter driv
 	$(call say,FUZZ,$@)
 	$(Q)$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(call obj,tests/fuzz/fuzz.c) $(FUZZ_LINK) \
 	  $(filter $(FUZZ_TRIAL_OBJS),$^) \
-	  -Wl,--start-group $(RUNNER_ARCHIVES) -Wl,--end-group $(RUNNER_LIBS)
+	  $(RUNNER_ARCHIVES) $(RUNNER_LIBS)
 
 # Each target for FUZZ_S seconds, from its corpus; crashes land in
 # $(FUZZ_BUILD)/fuzz/crashes/<target>/ (docs: tests/fuzz/README.md).

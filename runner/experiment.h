@@ -1,6 +1,6 @@
 /* experiment.h: an experiment in memory, as its runner and `status` see it:
  * create the directory, open it by replaying the journal, record events.
- * The files and their formats are expdir's (runner/expdir.h). */
+ * The files and their formats are expdir's (runner/store/expdir.h). */
 #ifndef AAH_EXPERIMENT_H
 #define AAH_EXPERIMENT_H
 
@@ -9,7 +9,7 @@
 
 #include "runner/config/config.h"
 #include "strvec.h"
-#include "runner/expdir.h" /* enum trial_state, enum expdir_event_kind, expdir_trial_dir */
+#include "runner/store/expdir.h" /* enum trial_state, enum expdir_event_kind, expdir_trial_dir */
 
 struct trial_rec {
 	unsigned seq;             /* 1-based; the trial id is expdir_trial_id(seq) */

@@ -1,6 +1,6 @@
 /* launch.c: the launch contract for every rank of a trial. */
 #include "runner/launch.h"
-#include "runner/expdir.h" /* expdir_trial_id, expdir_trial_dir */
+#include "runner/store/expdir.h" /* expdir_trial_id, expdir_trial_dir */
 #include "fileio.h"
 #include "jsonfile.h"
 #include "strbuf.h"

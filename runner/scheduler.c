@@ -5,8 +5,8 @@
 #include "jsonfile.h"
 #include "runner/backend/backend.h"
 #include "runner/launch.h"
-#include "runner/outcome.h" /* outcome_read: the figures of a settled trial */
-#include "runner/pooltrial.h" /* pooltrial_join, pooltrial_leave: the device pool */
+#include "runner/store/outcome.h" /* outcome_read: the figures of a settled trial */
+#include "runner/pool/pooltrial.h" /* pooltrial_join, pooltrial_leave: the device pool */
 #include "strbuf.h"
 #include "util.h"
 
@@ -189,7 +189,7 @@ static void read_result(const struct sched *s, unsigned seq, const struct aah_jo
 			struct settled *o)
 {
 	char *dir = expdir_trial_dir(s->e->dir, seq);
-	/* The figures are the trial's outcome (runner/outcome.h), the one rule
+	/* The figures are the trial's outcome (runner/store/outcome.h), the one rule
 	 * `status`, `report` and the tuner read too. */
 	struct outcome out;
 	if (outcome_read(s->e->dir, seq, TRIAL_UNKNOWN, 0, &out) < 0)
@@ -315,7 +315,7 @@ struct submit_arg {
 	unsigned slot;
 };
 
-/* ---- the device pool (runner/pooltrial.h) ---------------------------------- */
+/* ---- the device pool (runner/pool/pooltrial.h) ---------------------------------- */
 
 static int in_pool(const struct sched *s)
 {

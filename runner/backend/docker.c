@@ -8,7 +8,7 @@
 #include "runner/backend/docker.h"
 #include "fileio.h"
 #include "runner/ssh_keys.h"
-#include "runner/expdir.h" /* expdir_file */
+#include "runner/store/expdir.h" /* expdir_file */
 #include "strbuf.h"
 #include "util.h"
 

@@ -8,7 +8,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/backend/kubernetes.h" /* kubernetes_*: config, names, documents, Job state */
-#include "runner/expdir.h" /* expdir_trial_seq, expdir_result_visible */
+#include "runner/store/expdir.h" /* expdir_trial_seq, expdir_result_visible */
 #include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"

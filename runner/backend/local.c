@@ -5,7 +5,7 @@
  * follows processes it did not start by pid and kernel start time. */
 #include "runner/backend/local.h"
 #include "fileio.h"
-#include "runner/expdir.h" /* expdir_journal_has_job */
+#include "runner/store/expdir.h" /* expdir_journal_has_job */
 #include "runner/proc.h"
 #include "strbuf.h"
 #include "util.h"

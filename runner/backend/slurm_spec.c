@@ -3,7 +3,7 @@
  * Nothing here runs a program, so all of it is unit-tested. */
 #include "runner/backend/slurm.h"
 #include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
-#include "runner/expdir.h" /* expdir_file */
+#include "runner/store/expdir.h" /* expdir_file */
 #include "util.h"
 
 #include <ctype.h>

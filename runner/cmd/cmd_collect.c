@@ -1,6 +1,6 @@
 /* cmd_collect.c: `aah-runner collect <experiment>`: every log of an
  * experiment in one archive with a SHA-256 manifest, optionally signed. */
-#include "runner/archive.h"
+#include "runner/archive/archive.h"
 #include "runner/cmd/options.h"
 #include "runner/report/report_cmds.h"
 #include "runner/config/workdir.h"

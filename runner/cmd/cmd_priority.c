@@ -1,11 +1,11 @@
 /* cmd_priority.c: `aah-runner priority <experiment>[/<trial>] N`: change
  * the share weight of an experiment's trainings, or of one, in the work
- * directory's device pool (runner/ledger.h); prints the shares after. */
+ * directory's device pool (runner/pool/ledger.h); prints the shares after. */
 #include "runner/cmd/cmd.h"
 #include "fileio.h"
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
-#include "runner/ledger.h"
+#include "runner/pool/ledger.h"
 #include "util.h"
 
 #include <stdio.h>

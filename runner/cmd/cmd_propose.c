@@ -9,7 +9,7 @@
 #include "runner/cmd/options.h"
 #include "runner/scheduler.h"
 #include "runner/tuner/tuner.h"
-#include "runner/expdir.h" /* expdir_file */
+#include "runner/store/expdir.h" /* expdir_file */
 #include "util.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
 #include "runner/launch.h"
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
-#include "runner/expdir.h" /* expdir_file */
+#include "runner/store/expdir.h" /* expdir_file */
 #include "util.h"
 
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include "jsonfile.h"
 #include "runner/cmd/cmd.h" /* cmd_slurm_launch */
 #include "runner/backend/slurm.h" /* slurm_subst_hosts; backend_run_tool */
-#include "runner/expdir.h" /* expdir_file */
+#include "runner/store/expdir.h" /* expdir_file */
 #include "util.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #include "fileio.h"
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
-#include "runner/ledger.h" /* ledger_read: the device pool's shares */
+#include "runner/pool/ledger.h" /* ledger_read: the device pool's shares */
 #include "strbuf.h"
 #include "util.h"
 

@@ -1,6 +1,6 @@
 /* cmd_verify.c: `aah-runner verify <archive>`: recompute every digest of an
  * archive made by collect, check its signature, name what differs. */
-#include "runner/archive.h"
+#include "runner/archive/archive.h"
 #include "runner/cmd/options.h"
 #include "runner/report/report_cmds.h"
 #include "util.h"

@@ -113,7 +113,7 @@ static const struct cfg_key report_keys[] = {
 #define POOL(f) offsetof(struct aah_config_pool, f)
 static const struct cfg_key pool_keys[] = {
 	{ "devices", CFG_INT, POOL(devices), CFG_RANGE(0, 65536), NULL, NULL, "0 (no pool)",
-	  "devices of the pool every experiment of the work directory shares (runner/ledger.h)" },
+	  "devices of the pool every experiment of the work directory shares (runner/pool/ledger.h)" },
 	{ "minDevices", CFG_INT, POOL(min_devices), CFG_RANGE(1, 65536), NULL, NULL, "1",
 	  "fewest devices a training of this experiment runs on; it waits until they are free" },
 	{ "maxDevices", CFG_INT, POOL(max_devices), CFG_RANGE(0, 65536), NULL, NULL, "0 (the whole pool)",

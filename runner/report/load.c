@@ -1,14 +1,14 @@
 /* load.c: read an experiment directory into a struct report_exp: the
  * journal replayed, and every trial's metrics, result, arch and monitor
  * samples; the start of AIPerf's clock (the earliest trial start). Works on a running experiment: files that do not exist yet are
- * skipped, torn last lines too. The formats are read through runner/expdir.h;
+ * skipped, torn last lines too. The formats are read through runner/store/expdir.h;
  * only the monitor samples (aah-monitor/1, device_info/) are the report's. */
 #include "runner/report/report.h"
 #include "arch.h" /* arch_load: a trial's FLOPs per image */
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/expdir.h" /* expdir_replay, expdir_trial_dir */
-#include "runner/outcome.h" /* outcome_read: a trial's state and figures */
+#include "runner/store/expdir.h" /* expdir_replay, expdir_trial_dir */
+#include "runner/store/outcome.h" /* outcome_read: a trial's state and figures */
 #include "util.h"
 
 #include <dirent.h>
@@ -116,7 +116,7 @@ static int journal_event(const struct expdir_event *ev, void *arg)
 
 /* ---- per-trial files ---- */
 
-/* Apply the trial's outcome (runner/outcome.h: the one rule for its state
+/* Apply the trial's outcome (runner/store/outcome.h: the one rule for its state
  * and figures) and what else its result.json says. */
 static void apply_outcome(struct outcome *o, struct report_trial *tr)
 {

@@ -2,7 +2,7 @@
  * (aah-results/1) and the Prometheus text exposition. */
 #include "runner/report/report.h"
 #include "fileio.h" /* fileio_exists */
-#include "runner/ledger.h" /* ledger_read: the device pool */
+#include "runner/pool/ledger.h" /* ledger_read: the device pool */
 #include "util.h"
 
 #include <math.h>
@@ -273,7 +273,7 @@ static void prom_value(struct strbuf *sb, const struct report_exp *exp, const ch
 }
 
 /* The experiment's trainings in the work directory's device pool: each
- * one's priority, share and the devices it runs on (runner/ledger.h). */
+ * one's priority, share and the devices it runs on (runner/pool/ledger.h). */
 static void prom_pool(struct strbuf *sb, const struct report_exp *exp)
 {
 	const char *wd = exp->workdir;

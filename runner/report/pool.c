@@ -1,11 +1,11 @@
 /* pool.c: the device pool's history as an experiment saw it, replayed from
- * the work directory's ledger (runner/ledger.h): the devices each training
+ * the work directory's ledger (runner/pool/ledger.h): the devices each training
  * ran on over time (its `applied` lines; 0 from its `leave`, or from an
  * `alloc` that gives it nothing while it runs), each change with its kind,
  * and the text report's Pool section. */
 #include "runner/report/report.h"
 #include "fileio.h" /* fileio_exists */
-#include "runner/ledger.h" /* ledger_history */
+#include "runner/pool/ledger.h" /* ledger_history */
 #include "util.h"
 
 #include <math.h>

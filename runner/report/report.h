@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-#include "runner/expdir.h" /* enum trial_state, struct expdir_epoch */
+#include "runner/store/expdir.h" /* enum trial_state, struct expdir_epoch */
 #include "strbuf.h"
 
 struct report_trial {

@@ -4,7 +4,7 @@
 
 #include "morph.h"
 #include "morph_record.h"
-#include "runner/expdir.h"   /* expdir_trial_id */
+#include "runner/store/expdir.h"   /* expdir_trial_id */
 #include "util.h"
 
 const char *morph_init_name(int init)

@@ -9,8 +9,8 @@
 
 #include "fileio.h"    /* fileio_lock, fileio_mkdir_p, fileio_exists */
 #include "jsonfile.h"  /* jsonfile_read, jsonfile_write */
-#include "runner/expdir.h" /* expdir_trial_dir, expdir_trial_list, expdir_replay */
-#include "runner/outcome.h" /* outcome_read, outcome_learnable: what a trial achieved */
+#include "runner/store/expdir.h" /* expdir_trial_dir, expdir_trial_list, expdir_replay */
+#include "runner/store/outcome.h" /* outcome_read, outcome_learnable: what a trial achieved */
 #include "tuner_int.h"
 #include "util.h"
 

@@ -13,7 +13,7 @@
 
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/archive.h"
+#include "runner/archive/archive.h"
 #include "runner/report/report.h"
 #include "trialimg/monitor.h"
 #include "util.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# A trial's outcome is read by one rule (runner/outcome.h, docs/formats.md
+# A trial's outcome is read by one rule (runner/store/outcome.h, docs/formats.md
 # "A trial's outcome"): a trial whose result.json and metrics.jsonl
 # disagree gets the same best accuracy and FLOPs from the journal the
 # scheduler writes, `status`, `report` (its summary and results.json),

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "runner/archive.h" /* archive_verify */
+#include "runner/archive/archive.h" /* archive_verify */
 
 static const char pubkey_pem[] =
 	"-----BEGIN PUBLIC KEY-----\n"

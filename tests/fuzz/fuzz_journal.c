@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "runner/expdir.h" /* expdir_replay, struct expdir_event */
+#include "runner/store/expdir.h" /* expdir_replay, struct expdir_event */
 
 static int visit(const struct expdir_event *ev, void *arg)
 {

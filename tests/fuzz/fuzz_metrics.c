@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "runner/expdir.h" /* expdir_metrics_read */
+#include "runner/store/expdir.h" /* expdir_metrics_read */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "runner/expdir.h" /* expdir_result_read */
+#include "runner/store/expdir.h" /* expdir_result_read */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

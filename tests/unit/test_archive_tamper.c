@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runner/archive.h"
+#include "runner/archive/archive.h"
 #include "tests/fixtures/report/fixture.h"
 
 static char tmpdir[64];

@@ -1,10 +1,10 @@
-/* Unit tests for runner/devpool.c: the seed scenario of issue 16 (8
+/* Unit tests for runner/pool/devpool.c: the seed scenario of issue 16 (8
  * devices: 8, then 4/4, then 3/5 at priorities 5000/10000, then 0/8), and
  * the edges: more trainings than devices, a minimum above the fair share,
  * every maximum reached, ties. */
 #include <criterion/criterion.h>
 
-#include "runner/devpool.h"
+#include "runner/pool/devpool.h"
 
 #define T(prio, mn, mx, arr) { .priority = (prio), .min = (mn), .max = (mx), .arrival = (arr) }
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "runner/expdir.h"
+#include "runner/store/expdir.h"
 #include "runner/experiment.h"
 #include "strvec.h"
 #include "util.h"

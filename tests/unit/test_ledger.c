@@ -1,4 +1,4 @@
-/* Unit tests for runner/ledger.c: the seed scenario through the journal,
+/* Unit tests for runner/pool/ledger.c: the seed scenario through the journal,
  * every reader replaying to the same shares, a torn last line (a writer
  * killed mid-append), experiment-wide priorities, a pool size that does not
  * match, several processes joining at once under the lock, and devices
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "runner/ledger.h"
+#include "runner/pool/ledger.h"
 #include "util.h"
 
 static char tmpdir[64];

@@ -1,5 +1,5 @@
 /* Unit tests for runner/report/pool.c and the pool chart of report.html: a
- * ledger written by the real ledger code (runner/ledger.c) through the seed
+ * ledger written by the real ledger code (runner/pool/ledger.c) through the seed
  * scenario, a preemption by a training that needs the whole pool, and a
  * retried training that rejoins; the events, their kinds and the step
  * points each experiment's report sees, the window of its life, the Pool
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner/ledger.h"
+#include "runner/pool/ledger.h"
 #include "runner/report/report.h"
 #include "tests/fixtures/report/fixture.h"
 

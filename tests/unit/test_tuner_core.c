@@ -256,7 +256,7 @@ Test(tuner_core, load_history_reads_states)
 	tuner_free(t);
 }
 
-/* The tuner reads a trial's outcome by the one rule (runner/outcome.h): the
+/* The tuner reads a trial's outcome by the one rule (runner/store/outcome.h): the
  * epochs of metrics.jsonl over result.json's figures, and the journal's
  * final state over result.json's status. */
 Test(tuner_core, load_history_reads_the_outcome_rule)

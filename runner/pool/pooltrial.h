@@ -1,5 +1,5 @@
 /* pooltrial.h: a trial's place in the work directory's device pool (the
- * ledger, runner/ledger.h): it joins when submitted, runs on some devices,
+ * ledger, runner/pool/ledger.h): it joins when submitted, runs on some devices,
  * and leaves when it settles. Does nothing when pool.devices is 0. */
 #ifndef AAH_POOLTRIAL_H
 #define AAH_POOLTRIAL_H
@@ -15,7 +15,7 @@ char *pooltrial_id(const char *experiment_id, unsigned seq);
 int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		   unsigned seq, unsigned *share);
 /* Before a launch: trial seq takes its share when the others have given
- * those devices back, else keeps what it holds (runner/ledger.h,
+ * those devices back, else keeps what it holds (runner/pool/ledger.h,
  * ledger_claim); *got: the devices to launch it on, 0 = it waits. */
 int pooltrial_claim(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		    unsigned seq, unsigned *got);

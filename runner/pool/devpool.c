@@ -1,6 +1,6 @@
 /* devpool.c: fair share of a device pool (water filling, then the largest
  * remainders). */
-#include "runner/devpool.h"
+#include "runner/pool/devpool.h"
 #include "util.h"
 
 #include <math.h>

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "runner/expdir.h" /* enum trial_state, struct expdir_result, struct expdir_epoch */
+#include "runner/store/expdir.h" /* enum trial_state, struct expdir_result, struct expdir_epoch */
 
 struct outcome {
 	enum trial_state state;   /* the journal's, else result.json's; TRIAL_UNKNOWN */

@@ -3,7 +3,7 @@
  * names and contents; this covers every other byte: tar header fields,
  * padding, the end blocks, and whatever follows them or the compressed
  * stream (`cat a.tar.zst b.tar.zst` decompresses as one stream). */
-#include "runner/archive_form.h"
+#include "runner/archive/archive_form.h"
 #include "util.h"
 
 #include <archive.h>        /* libarchive: archive_write_* (the headers collect writes) */

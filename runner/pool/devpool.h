@@ -1,6 +1,6 @@
 /* devpool.h: fair share of a device pool: each training's devices,
  * proportional to its priority within its own minimum and maximum. Pure:
- * no files, no clock; the ledger (runner/ledger.h) keeps the state. */
+ * no files, no clock; the ledger (runner/pool/ledger.h) keeps the state. */
 #ifndef AAH_DEVPOOL_H
 #define AAH_DEVPOOL_H
 

@@ -1,8 +1,8 @@
 /* ledger.c: the device pool's journal: replay, locked appends, shares. */
-#include "runner/ledger.h"
+#include "runner/pool/ledger.h"
 #include "fileio.h"
 #include "jsonfile.h"
-#include "runner/devpool.h"
+#include "runner/pool/devpool.h"
 #include "strbuf.h"
 #include "util.h"
 

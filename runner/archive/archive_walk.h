@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#include "runner/archive.h"
+#include "runner/archive/archive.h"
 #include "strbuf.h"
 
 struct archive_walk_item {

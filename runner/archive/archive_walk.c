@@ -1,5 +1,5 @@
 /* archive_walk.c: collect's reader thread (see archive_walk.h). */
-#include "runner/archive_walk.h"
+#include "runner/archive/archive_walk.h"
 #include "util.h"
 
 #include <dirent.h>

@@ -1,8 +1,8 @@
 /* archive.c: collect an experiment directory into one archive with a
  * SHA-256 MANIFEST (and an Ed25519 signature over it), and verify one. */
-#include "runner/archive.h"
-#include "runner/archive_form.h" /* archive_form_entry, archive_form_check */
-#include "runner/archive_walk.h" /* archive_walk_start, _next, _finish */
+#include "runner/archive/archive.h"
+#include "runner/archive/archive_form.h" /* archive_form_entry, archive_form_check */
+#include "runner/archive/archive_walk.h" /* archive_walk_start, _next, _finish */
 #include "fileio.h"
 #include "util.h"
 

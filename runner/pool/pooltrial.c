@@ -1,7 +1,7 @@
 /* pooltrial.c: a trial's membership of the device pool. */
-#include "runner/pooltrial.h"
-#include "runner/expdir.h" /* expdir_trial_id */
-#include "runner/ledger.h"
+#include "runner/pool/pooltrial.h"
+#include "runner/store/expdir.h" /* expdir_trial_id */
+#include "runner/pool/ledger.h"
 #include "util.h"
 
 #include "fileio.h"

@@ -1,6 +1,6 @@
 /* outcome.c: a trial's outcome from its directory and the journal's state:
  * the one rule of outcome.h. */
-#include "runner/outcome.h"
+#include "runner/store/outcome.h"
 #include "util.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* expdir.c: the experiment directory's formats: state and event names,
  * trial paths, the journal, experiment.json, result.json, metrics.jsonl. */
-#include "runner/expdir.h"
+#include "runner/store/expdir.h"
 #include "fileio.h"   /* fileio_exists, FILEIO_* */
 #include "jsonfile.h" /* jsonfile_read_lines, json_get_* */
 #include "util.h"
