@@ -31,108 +31,12 @@
 #include "morph.h"
 #include "nni_graph.h" /* nni_graph_load: tuner.initialArch */
 #include "morph_record.h"
+#include "hset.h"  /* hset_insert, hset_has: architectures seen */
 #include "pool.h"
 #include "tpe.h"
 #include "tuner_int.h"
+#include "tuner_nm_int.h" /* struct nm, its items; the state cache (tuner_nm_cache.c) */
 #include "util.h"
-
-#define NM_STEP 3.0   /* largest main-chain distance of one morphism (deeper: 3 layers) */
-
-struct nm_item {
-	size_t hist;           /* index into t->hist */
-	struct tgraph graph;
-	struct tdesc desc;
-	int row;               /* GP row */
-};
-
-struct nm_cand {
-	struct tgraph graph;
-	struct tdesc desc;
-	int parent_item;       /* history item this chain starts from */
-	int parent_cand;       /* previous candidate in the chain, or -1 */
-	int kind;              /* morphism from the parent */
-	double delta;          /* main-chain distance to the parent */
-	double mean, std, acq;
-};
-
-struct nm_elem {
-	double value;
-	int item, cand;        /* one of them is >= 0 */
-	unsigned long order;   /* insertion order: ties pop first-in first */
-};
-
-struct hset {
-	uint64_t *keys;        /* 0 = empty (hash 0 is remapped to 1) */
-	size_t cap, n;
-};
-
-struct nm {
-	struct tpe_options tpe;
-	struct gp gp;
-	struct nm_item *items;
-	int nitems, aitems;
-	int *hist_item;        /* (ahist) t->hist index -> item, -1 */
-	size_t ahist;
-	struct hset seen;      /* hashes of every trial's architecture */
-	struct tgraph start;
-	const char *start_name;
-	struct morph_limits lim;
-	double beta, t_min, cooling, cutoff;
-	int n_neighbours;
-	int pruning;           /* classArgs.search_pruning: 0 = scan everything (tests) */
-	struct tpool *pool;
-	struct tuner_nm_stats stats;
-};
-
-/* ---- hash set ------------------------------------------------------------ */
-
-static void hset_insert(struct hset *s, uint64_t k);
-
-static void hset_grow(struct hset *s)
-{
-	struct hset o = *s;
-	s->cap = o.cap ? 2 * o.cap : 256;
-	s->keys = xcalloc(s->cap, sizeof(uint64_t));
-	s->n = 0;
-	for (size_t i = 0; i < o.cap; i++)
-		if (o.keys[i])
-			hset_insert(s, o.keys[i]);
-	free(o.keys);
-}
-
-static void hset_insert(struct hset *s, uint64_t k)
-{
-	k = k ? k : 1;
-	if (2 * (s->n + 1) > s->cap)
-		hset_grow(s);
-	size_t i = (size_t)(k * 0x9e3779b97f4a7c15ULL) & (s->cap - 1);
-	while (s->keys[i] && s->keys[i] != k)
-		i = (i + 1) & (s->cap - 1);
-	if (!s->keys[i]) {
-		s->keys[i] = k;
-		s->n++;
-	}
-}
-
-static int hset_has(const struct hset *s, uint64_t k)
-{
-	k = k ? k : 1;
-	if (!s->cap)
-		return 0;
-	size_t i = (size_t)(k * 0x9e3779b97f4a7c15ULL) & (s->cap - 1);
-	while (s->keys[i]) {
-		if (s->keys[i] == k)
-			return 1;
-		i = (i + 1) & (s->cap - 1);
-	}
-	return 0;
-}
-
-static void hset_release(struct hset *s)
-{
-	free(s->keys);
-	memset(s, 0, sizeof(*s));
-}
 
 /* ---- distance scans ------------------------------------------------------ */
 
@@ -209,7 +113,7 @@ static double failed_y(const struct tuner *t, const struct nm *nm)
 	return worst;
 }
 
-static void hist_item_reserve(struct nm *nm, size_t idx)
+void nm_hist_item_reserve(struct nm *nm, size_t idx)
 {
 	if (idx < nm->ahist)
 		return;
@@ -220,9 +124,7 @@ static void hist_item_reserve(struct nm *nm, size_t idx)
 		nm->hist_item[i] = -1;
 }
 
-/* The item of history entry idx: 1, or 0 (with a warning) when the search
- * ignores it. */
-static int make_item(const struct tuner *t, const struct nm *nm, size_t idx, struct nm_item *item)
+int nm_make_item(const struct tuner *t, const struct nm *nm, size_t idx, struct nm_item *item)
 {
 	const struct tuner_hist *h = &t->hist[idx];
 	*item = (struct nm_item){ .hist = idx, .row = -1 };
@@ -246,7 +148,7 @@ static int make_item(const struct tuner *t, const struct nm *nm, size_t idx, str
 	return 1;
 }
 
-static void add_item(struct nm *nm, const struct nm_item *item)
+void nm_add_item(struct nm *nm, const struct nm_item *item)
 {
 	if (nm->nitems == nm->aitems) {
 		nm->aitems = nm->aitems ? 2 * nm->aitems : 64;
@@ -263,7 +165,7 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	const struct tuner_hist *h = &t->hist[idx];
 	double t0 = util_monotonic();
 	(void)old;
-	hist_item_reserve(nm, idx);
+	nm_hist_item_reserve(nm, idx);
 	int it = nm->hist_item[idx];
 	if (it >= 0) {   /* a known trial changed state */
 		double y = nm->gp.y[nm->items[it].row];
@@ -276,7 +178,7 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 		return 0;
 	}
 	struct nm_item item;
-	if (!make_item(t, nm, idx, &item))
+	if (!nm_make_item(t, nm, idx, &item))
 		return 0;
 	/* kernel row against every earlier item */
 	size_t n = (size_t)nm->nitems;
@@ -300,124 +202,9 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	free(idxs);
 	free(dt);
 	free(dl);
-	add_item(nm, &item);
+	nm_add_item(nm, &item);
 	nm->stats.observe_seconds += util_monotonic() - t0;
 	return 0;
-}
-
-/* ---- the state cache ----------------------------------------------------- */
-
-/* One observation the cached state covers, as the payload stores it. */
-struct nm_entry {
-	uint32_t seq;
-	int32_t state;
-	int32_t row;       /* GP row, -1: ignored by the search */
-	uint32_t pad;
-	double metric;
-	uint64_t hash;     /* tgraph_hash of its architecture (0 when ignored) */
-};
-
-/* What the cached GP rows depend on besides the history: classArgs (the
- * cutoff, the optimisation direction, the start model) and the start graph
- * (tuner.initialArch). */
-static void config_hash(const struct tuner *t, const struct nm *nm, char out[17])
-{
-	char *args = cJSON_PrintUnformatted(t->class_args);
-	uint64_t sh = tgraph_hash(&nm->start);
-	uint64_t h = tuner_fnv(TUNER_FNV_INIT, args, strlen(args));
-	h = tuner_fnv(h, &sh, sizeof(sh));
-	snprintf(out, 17, "%016llx", (unsigned long long)h);
-	free(args);
-}
-
-static int nm_state_save(const struct tuner *t, cJSON *header, unsigned char **payload,
-			 size_t *len)
-{
-	const struct nm *nm = t->priv;
-	char cfg[17];
-	size_t head = t->nhist * sizeof(struct nm_entry);
-	config_hash(t, nm, cfg);
-	cJSON_AddStringToObject(header, "config", cfg);
-	cJSON_AddNumberToObject(header, "gp_rows", nm->gp.n);
-	cJSON_AddNumberToObject(header, "gp_escalations", nm->gp.escalations);
-	cJSON_AddNumberToObject(header, "gp_lost", nm->gp.lost);
-	cJSON_AddNumberToObject(header, "gp_max_jitter", nm->gp.max_jitter);
-	*len = head + gp_state_bytes(nm->gp.n);
-	*payload = xcalloc(*len ? *len : 1, 1);
-	for (size_t i = 0; i < t->nhist; i++) {
-		const struct tuner_hist *h = &t->hist[i];
-		int it = i < nm->ahist ? nm->hist_item[i] : -1;
-		struct nm_entry e = { .seq = h->seq, .state = (int32_t)h->state,
-				      .row = it >= 0 ? nm->items[it].row : -1, .metric = h->metric,
-				      .hash = it >= 0 ? nm->items[it].desc.hash : 0 };
-		memcpy(*payload + i * sizeof(e), &e, sizeof(e));
-	}
-	gp_state_pack(&nm->gp, *payload + head);
-	return 0;
-}
-
-static int header_int(const cJSON *header, const char *key, double max, int *out)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(header, key);
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= max) ||
-	    v->valuedouble != (int)v->valuedouble)
-		return -1;
-	*out = (int)v->valuedouble;
-	return 0;
-}
-
-static int nm_state_load(struct tuner *t, const cJSON *header, const unsigned char *payload,
-			 size_t len)
-{
-	struct nm *nm = t->priv;
-	char cfg[17];
-	int rows, esc, lost;
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(header, "config");
-	const cJSON *mj = cJSON_GetObjectItemCaseSensitive(header, "gp_max_jitter");
-	size_t head = t->nhist * sizeof(struct nm_entry);
-	config_hash(t, nm, cfg);
-	if (nm->nitems || nm->gp.n || !cJSON_IsString(c) || strcmp(c->valuestring, cfg) ||
-	    header_int(header, "gp_rows", (double)t->nhist, &rows) < 0 ||
-	    header_int(header, "gp_escalations", (double)t->nhist, &esc) < 0 ||
-	    header_int(header, "gp_lost", (double)t->nhist, &lost) < 0 || !cJSON_IsNumber(mj) ||
-	    len != head + gp_state_bytes(rows))
-		return 0;
-	/* every covered observation as the history has it now, in order */
-	struct nm_item *items = xcalloc(t->nhist ? t->nhist : 1, sizeof(*items));
-	int nitems = 0, match = 1;
-	for (size_t i = 0; i < t->nhist && match; i++) {
-		const struct tuner_hist *h = &t->hist[i];
-		struct nm_entry e;
-		memcpy(&e, payload + i * sizeof(e), sizeof(e));
-		int usable = make_item(t, nm, i, &items[nitems]);
-		match = e.seq == h->seq && e.state == (int32_t)h->state &&
-			h->state != TUNER_OBS_PENDING &&
-			!memcmp(&e.metric, &h->metric, sizeof(double)) &&
-			(usable ? e.row == nitems && e.hash == items[nitems].desc.hash
-				: e.row == -1 && e.hash == 0);
-		if (usable) {
-			items[nitems].row = nitems;
-			nitems++;
-		}
-	}
-	if (!match || nitems != rows) {
-		for (int i = 0; i < nitems; i++) {
-			tgraph_release(&items[i].graph);
-			tdesc_release(&items[i].desc);
-		}
-		free(items);
-		return 0;
-	}
-	if (t->nhist)
-		hist_item_reserve(nm, t->nhist - 1);
-	for (int i = 0; i < nitems; i++)
-		add_item(nm, &items[i]);
-	free(items);
-	gp_state_unpack(&nm->gp, rows, payload + head);
-	nm->gp.escalations = esc;
-	nm->gp.lost = lost;
-	nm->gp.max_jitter = mj->valuedouble;
-	return 1;
 }
 
 /* ---- annealing ----------------------------------------------------------- */

@@ -1,0 +1,73 @@
+/* tuner_nm_int.h: what the network morphism tuner's files share: its state
+ * (struct nm: the GP over the history's items) and the calls between the
+ * search (tuner_nm.c) and the state cache (tuner_nm_cache.c). */
+#ifndef AAH_TUNER_NM_INT_H
+#define AAH_TUNER_NM_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distance.h" /* struct tdesc */
+#include "gp.h"
+#include "graph.h"
+#include "hset.h"
+#include "morph.h"    /* struct morph_limits */
+#include "tpe.h"
+#include "tuner_int.h"
+
+#define NM_STEP 3.0   /* largest main-chain distance of one morphism (deeper: 3 layers) */
+
+struct nm_item {
+	size_t hist;           /* index into t->hist */
+	struct tgraph graph;
+	struct tdesc desc;
+	int row;               /* GP row */
+};
+
+struct nm_cand {
+	struct tgraph graph;
+	struct tdesc desc;
+	int parent_item;       /* history item this chain starts from */
+	int parent_cand;       /* previous candidate in the chain, or -1 */
+	int kind;              /* morphism from the parent */
+	double delta;          /* main-chain distance to the parent */
+	double mean, std, acq;
+};
+
+struct nm_elem {
+	double value;
+	int item, cand;        /* one of them is >= 0 */
+	unsigned long order;   /* insertion order: ties pop first-in first */
+};
+
+struct nm {
+	struct tpe_options tpe;
+	struct gp gp;
+	struct nm_item *items;
+	int nitems, aitems;
+	int *hist_item;        /* (ahist) t->hist index -> item, -1 */
+	size_t ahist;
+	struct hset seen;      /* hashes of every trial's architecture */
+	struct tgraph start;
+	const char *start_name;
+	struct morph_limits lim;
+	double beta, t_min, cooling, cutoff;
+	int n_neighbours;
+	int pruning;           /* classArgs.search_pruning: 0 = scan everything (tests) */
+	struct tpool *pool;
+	struct tuner_nm_stats stats;
+};
+
+/* Make room in nm->hist_item for history entry idx. */
+void nm_hist_item_reserve(struct nm *nm, size_t idx);
+/* The item of history entry idx: 1, or 0 (with a warning) when the search
+ * ignores it. */
+int nm_make_item(const struct tuner *t, const struct nm *nm, size_t idx, struct nm_item *item);
+/* Add an item (nm takes it) as the next GP row's. */
+void nm_add_item(struct nm *nm, const struct nm_item *item);
+
+/* The state cache (tuner_ops.state_save and state_load). */
+int nm_state_save(const struct tuner *t, cJSON *header, unsigned char **payload, size_t *len);
+int nm_state_load(struct tuner *t, const cJSON *header, const unsigned char *payload, size_t len);
+
+#endif
