@@ -6,6 +6,7 @@
  * its input references to find the parent weight of each input channel and
  * divides it among the input channels that carry the same parent channel. */
 #include <libgen.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "trialimg/inherit.h"
-#include "trialimg/train.h"  /* train_checkpoint_weights */
+#include "trialimg/checkpoint.h" /* checkpoint_weights: the parent's */
 #include "util.h"
 
 enum init { IN_NONE, IN_INHERIT, IN_RANDOM, IN_IDENTITY, IN_ZERO };
@@ -343,7 +344,7 @@ int inherit_from_parent(struct model *m, const char *trial_dir, uint64_t seed,
 		return rc;
 	struct model p = { 0 };
 	if (model_load(&p, pa) < 0 || model_alloc(&p, 1, 0) < 0 ||
-	    train_checkpoint_weights(pc, &p) < 0 || inherit_map(m, &p, rec, seed, 0.05f) < 0) {
+	    checkpoint_weights(pc, &p) < 0 || inherit_map(m, &p, rec, seed, 0.05f) < 0) {
 		parent_id[0] = '\0';
 		rc = -1;
 	}

@@ -1,7 +1,6 @@
 /* train.c: the training loop of one trial. */
 #include <errno.h>
 #include <math.h>
-#include <stddef.h>   /* offsetof */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +9,13 @@
 #include "fileio.h"   /* fileio_write_atomic, fileio_read, fileio_mkdir_p */
 #include "jsonfile.h" /* jsonfile_append, jsonfile_write */
 #include "kernels/loss_scale.h"
+#include "trialimg/checkpoint.h" /* checkpoint_write, checkpoint_load, checkpoint_peek */
 #include "trialimg/data/loader.h"
 #include "trialimg/dist.h"
-#include "trialimg/inherit.h"
+#include "trialimg/inherit.h" /* inherit_weights */
 #include "trialimg/elastic.h" /* elastic_target, ELASTIC_EXIT_RESIZE */
 #include "trialimg/model.h"
+#include "trialimg/schedule.h" /* the epoch budget, the deadline's, the LR */
 #include "trialimg/train.h"
 #include "trialimg/monitor.h" /* monitor_start, monitor_stop */
 #include "strbuf.h"
@@ -55,39 +56,6 @@ struct trial {
 	int scaled;
 	struct loss_scale ls;
 };
-
-int train_epoch_budget(const struct args *a, int *patience)
-{
-	int round = (a->trial_seq - 1) / a->slave;
-	if (patience)
-		*patience = a->patience > 0 ? a->patience : (6 + 2 * round < 20 ? 6 + 2 * round : 20);
-	return round == 0 ? a->warmup_1 : round == 1 ? a->warmup_2 : round == 2 ? a->warmup_3 : a->epochs;
-}
-
-int train_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
-			  double left_in_epoch, int grow)
-{
-	if (epoch_seconds <= 0)
-		return budget;
-	int under_way = left_in_epoch > 0;
-	double spare = remaining - left_in_epoch;
-	double fit = spare > 0 ? floor(spare / epoch_seconds) : 0;
-	if (fit > 2.0 * budget)    /* also keeps a far deadline from overflowing */
-		fit = 2.0 * budget;
-	int b = done + under_way + (int)fit;
-	if (b <= budget)
-		return b;
-	/* b - budget epochs would be left after this budget */
-	return grow && b - budget < budget ? b : budget;
-}
-
-double train_lr(const struct args *a, long t, long total)
-{
-	if (total <= 1)
-		return a->initial_lr;
-	double p = (double)t / (double)(total - 1);
-	return a->final_lr + (a->initial_lr - a->final_lr) * 0.5 * (1.0 + cos(M_PI * p));
-}
 
 /* Tuner hyperparameters that change the network: every dropout's rate;
  * the kernel of conv layers past the 175th layer (AIPerf's rule). */
@@ -146,36 +114,7 @@ out:
 	return rc;
 }
 
-/* ---- checkpoint ------------------------------------------------------------ */
-
-struct ckpt_header {
-	char magic[8];
-	uint64_t n_params, n_stats;
-	int32_t epoch, best_epoch, bad_epochs, budget;
-	int64_t step;
-	double best_acc, final_acc, train_flops, eval_flops, wall;
-	int32_t global_batch, resume_batch;   /* batches of epoch `epoch` done */
-	double carry[3];
-	/* from AAHCKPT3 on: the fp16 loss scale (0 in other precisions) */
-	float loss_scale;
-	int32_t loss_scale_good;
-	int64_t loss_scale_steps, loss_scale_skipped;
-};
-#define CKPT_MAGIC "AAHCKPT3"
-/* A checkpoint written before the loss scale: its header ends at carry. */
-#define CKPT_MAGIC_2 "AAHCKPT2"
-#define CKPT_HEADER_2 offsetof(struct ckpt_header, loss_scale)
-
-/* The length of the header that starts the len bytes at buf, by its
- * magic: 0 when they are no checkpoint this trainer reads. */
-static size_t ckpt_header_len(const void *buf, size_t len)
-{
-	if (len >= CKPT_HEADER_2 && !memcmp(buf, CKPT_MAGIC, 8))
-		return sizeof(struct ckpt_header);
-	if (len >= CKPT_HEADER_2 && !memcmp(buf, CKPT_MAGIC_2, 8))
-		return CKPT_HEADER_2;
-	return 0;
-}
+/* ---- checkpoint (the file: trialimg/checkpoint.c) ----------------------------- */
 
 static int save_checkpoint(struct trial *t)
 {
@@ -183,7 +122,7 @@ static int save_checkpoint(struct trial *t)
 	if (t->ops_ok && ops_sync(&t->ops, m->block, m->block_bytes, OPS_TO_HOST))
 		return -1;
 	struct ckpt_header h = {
-		.magic = CKPT_MAGIC, .n_params = m->n_params, .n_stats = m->n_stats,
+		.n_params = m->n_params, .n_stats = m->n_stats,
 		.epoch = t->epoch, .best_epoch = t->best_epoch, .bad_epochs = t->bad_epochs,
 		.budget = t->budget, .step = t->step, .best_acc = t->best_acc,
 		.final_acc = t->final_acc, .train_flops = t->train_flops, .eval_flops = t->eval_flops,
@@ -193,56 +132,15 @@ static int save_checkpoint(struct trial *t)
 		.loss_scale = t->scaled ? t->ls.scale : 0, .loss_scale_good = t->ls.good,
 		.loss_scale_steps = t->ls.steps, .loss_scale_skipped = t->ls.skipped,
 	};
-	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
-	size_t len = sizeof(h) + 2 * np + ns;
-	char *buf = xmalloc(len);
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), m->params, np);
-	memcpy(buf + sizeof(h) + np, m->velocity, np);
-	memcpy(buf + sizeof(h) + 2 * np, m->stats, ns);
-	int rc = fileio_mkdir_p(t->ckpt_dir, 0755) || fileio_write_atomic(t->ckpt_path, buf, len) ? -1 : 0;
-	free(buf);
-	return rc;
-}
-
-/* The checkpoint at `path` if it is one of this network's (header in *h,
- * zero past an AAHCKPT2 header's end; *data: where the tensors start),
- * else NULL with the error reported; `whose` names the network. */
-static char *checkpoint_read(const char *path, const struct model *m, struct ckpt_header *h,
-			     const char **data, const char *whose)
-{
-	char *buf;
-	size_t len, np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
-	if (fileio_read(path, sizeof(*h) + 2 * np + ns + 1, &buf, &len))
-		return NULL;
-	size_t hl = ckpt_header_len(buf, len);
-	memset(h, 0, sizeof(*h));
-	if (hl && len == hl + 2 * np + ns)
-		memcpy(h, buf, hl);
-	if (!hl || len != hl + 2 * np + ns || h->n_params != m->n_params ||
-	    h->n_stats != m->n_stats) {
-		free(buf);
-		error("checkpoint '%s' does not belong to %s", path, whose);
-		return NULL;
-	}
-	*data = buf + hl;
-	return buf;
+	return checkpoint_write(t->ckpt_dir, t->ckpt_path, &h, m);
 }
 
 static int load_checkpoint(struct trial *t)
 {
 	struct model *m = &t->m;
 	struct ckpt_header h;
-	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
-	const char *data;
-	char *buf = checkpoint_read(t->ckpt_path, m, &h, &data,
-				    "this network (delete it or drop --resume)");
-	if (!buf)
+	if (checkpoint_load(t->ckpt_path, m, &h, "this network (delete it or drop --resume)") < 0)
 		return -1;
-	memcpy(m->params, data, np);
-	memcpy(m->velocity, data + np, np);
-	memcpy(m->stats, data + 2 * np, ns);
-	free(buf);
 	t->epoch = h.epoch;
 	t->best_epoch = h.best_epoch;
 	t->bad_epochs = h.bad_epochs;
@@ -271,20 +169,6 @@ static int load_checkpoint(struct trial *t)
 		       t->ckpt_path, t->epoch + 1, t->resume_batch, t->world);
 	else
 		printf("aah-trial: resumed from '%s' after epoch %d\n", t->ckpt_path, t->epoch);
-	return 0;
-}
-
-int train_checkpoint_weights(const char *path, struct model *m)
-{
-	struct ckpt_header h;
-	size_t np = m->n_params * sizeof(float), ns = m->n_stats * sizeof(float);
-	const char *data;
-	char *buf = checkpoint_read(path, m, &h, &data, "the network of its arch.json");
-	if (!buf)
-		return -1;
-	memcpy(m->params, data, np);
-	memcpy(m->stats, data + 2 * np, ns);
-	free(buf);
 	return 0;
 }
 
@@ -428,12 +312,10 @@ static int elastic_batch(struct trial *t)
 	if (!t->a->resume || !fileio_exists(t->ckpt_path))
 		return 0;
 	struct ckpt_header h;
-	FILE *f = fopen(t->ckpt_path, "rb");
-	if (!f)
-		return error_errno("cannot open '%s'", t->ckpt_path);
-	size_t got = fread(&h, 1, sizeof(h), f);
-	fclose(f);
-	if (!ckpt_header_len(&h, got) || h.global_batch < 1)
+	int got = checkpoint_peek(t->ckpt_path, &h);
+	if (got < 0)
+		return -1;
+	if (!got || h.global_batch < 1)
 		return 0;     /* load_checkpoint says what is wrong with it */
 	if (h.global_batch % t->world)
 		return error("the global batch %d of '%s' does not split over %d ranks", h.global_batch,
@@ -507,7 +389,7 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 	int budget = t->budget;
 	if (t->rank == 0) {
 		double remaining = t->a->deadline - util_now();
-		budget = train_deadline_budget(t->epoch, t->budget, remaining,
+		budget = schedule_deadline_budget(t->epoch, t->budget, remaining,
 					       epoch_seconds * margin, left_in_epoch * margin, grow);
 		if (budget != t->budget)
 			printf("aah-trial: deadline in %.0f s at %.1f s per epoch: budget %d -> %d "
@@ -528,7 +410,7 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
  * can shorten or lengthen it), scaled for an inheriting child. */
 static float step_lr(const struct trial *t, long step)
 {
-	return (float)(t->lr_scale * train_lr(t->a, step, t->steps_per_epoch * t->budget));
+	return (float)(t->lr_scale * schedule_lr(t->a, step, t->steps_per_epoch * t->budget));
 }
 
 /* Epochs this run trains to: the budget, or --max_epochs when smaller. */
@@ -737,7 +619,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		    : inherit_from_parent(&t->m, a->trial_dir, (uint64_t)a->seed,
 					  t->inherited_from) < 0)
 		return -1;
-	t->budget = train_epoch_budget(a, &t->patience);
+	t->budget = schedule_epoch_budget(a, &t->patience);
 	if (t->inherited_from[0] && a->inherited_epochs > 0)
 		t->budget = a->inherited_epochs;
 	t->lr_scale = t->inherited_from[0] ? a->inherited_lr_scale : 1.0;

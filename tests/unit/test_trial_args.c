@@ -8,6 +8,7 @@
 
 #include "fileio.h"
 #include "trialimg/args.h"
+#include "trialimg/schedule.h"
 #include "trialimg/train.h"
 #include "util.h"
 
@@ -191,7 +192,7 @@ Test(args, aiperf_epoch_budget_and_lr)
 	int budget[8], pat[8];
 	for (int s = 1; s <= 8; s++) {
 		a.trial_seq = s;
-		budget[s - 1] = train_epoch_budget(&a, &pat[s - 1]);
+		budget[s - 1] = schedule_epoch_budget(&a, &pat[s - 1]);
 	}
 	int want[8] = {1, 1, 2, 2, 3, 3, 4, 4}, want_pat[8] = {6, 6, 8, 8, 10, 10, 12, 12};
 	for (int i = 0; i < 8; i++) {
@@ -200,13 +201,13 @@ Test(args, aiperf_epoch_budget_and_lr)
 	}
 	a.trial_seq = 100;
 	int p;
-	train_epoch_budget(&a, &p);
+	schedule_epoch_budget(&a, &p);
 	cr_assert_eq(p, 20, "AIPerf caps patience at 20");
-	cr_assert_float_eq(train_lr(&a, 0, 100), 0.1, 1e-12);
-	cr_assert_float_eq(train_lr(&a, 99, 100), 0.001, 1e-12);
+	cr_assert_float_eq(schedule_lr(&a, 0, 100), 0.1, 1e-12);
+	cr_assert_float_eq(schedule_lr(&a, 99, 100), 0.001, 1e-12);
 	double prev = 1;
 	for (long t = 0; t < 100; t++) {
-		double lr = train_lr(&a, t, 100);
+		double lr = schedule_lr(&a, t, 100);
 		cr_assert_leq(lr, prev);
 		prev = lr;
 	}
@@ -218,21 +219,21 @@ Test(args, aiperf_epoch_budget_and_lr)
 Test(args, deadline_budget_counts_the_epochs_that_fit)
 {
 	/* between epochs: 2 done, 100 s left at 30 s each: 3 more */
-	cr_assert_eq(train_deadline_budget(2, 10, 100, 30, 0, 0), 5);
+	cr_assert_eq(schedule_deadline_budget(2, 10, 100, 30, 0, 0), 5);
 	/* never above the budget, however far the deadline */
-	cr_assert_eq(train_deadline_budget(2, 10, 1e12, 30, 0, 0), 10);
-	cr_assert_eq(train_deadline_budget(2, 4, 100, 30, 0, 0), 4);
+	cr_assert_eq(schedule_deadline_budget(2, 10, 1e12, 30, 0, 0), 10);
+	cr_assert_eq(schedule_deadline_budget(2, 4, 100, 30, 0, 0), 4);
 	/* passed, or too close for one more: the epochs done */
-	cr_assert_eq(train_deadline_budget(2, 10, -5, 30, 0, 0), 2);
-	cr_assert_eq(train_deadline_budget(2, 10, 29.9, 30, 0, 0), 2);
+	cr_assert_eq(schedule_deadline_budget(2, 10, -5, 30, 0, 0), 2);
+	cr_assert_eq(schedule_deadline_budget(2, 10, 29.9, 30, 0, 0), 2);
 	/* within an epoch that needs 20 s more: it finishes, then 80 s fit 2 */
-	cr_assert_eq(train_deadline_budget(0, 10, 100, 30, 20, 0), 3);
-	cr_assert_eq(train_deadline_budget(0, 10, 10, 30, 20, 0), 1);
-	cr_assert_eq(train_deadline_budget(0, 10, -10, 30, 20, 0), 1);
+	cr_assert_eq(schedule_deadline_budget(0, 10, 100, 30, 20, 0), 3);
+	cr_assert_eq(schedule_deadline_budget(0, 10, 10, 30, 20, 0), 1);
+	cr_assert_eq(schedule_deadline_budget(0, 10, -10, 30, 20, 0), 1);
 	/* nothing timed: the budget stands */
-	cr_assert_eq(train_deadline_budget(1, 10, 5, 0, 0, 0), 10);
+	cr_assert_eq(schedule_deadline_budget(1, 10, 5, 0, 0, 0), 10);
 	/* a cut is the same with growth allowed */
-	cr_assert_eq(train_deadline_budget(0, 10, 100, 30, 20, 1), 3);
+	cr_assert_eq(schedule_deadline_budget(0, 10, 100, 30, 20, 1), 3);
 }
 
 /* Growth: a budget of 4 whose end would leave 1 to 3 epochs takes them; 4
@@ -240,17 +241,17 @@ Test(args, deadline_budget_counts_the_epochs_that_fit)
 Test(args, deadline_budget_grows_into_an_end_too_short_for_another)
 {
 	/* in the first epoch, 10 s of it left, then 170 s: 1 + 5 */
-	cr_assert_eq(train_deadline_budget(0, 4, 180, 30, 10, 1), 6);
-	cr_assert_eq(train_deadline_budget(0, 4, 180, 30, 10, 0), 4);
+	cr_assert_eq(schedule_deadline_budget(0, 4, 180, 30, 10, 1), 6);
+	cr_assert_eq(schedule_deadline_budget(0, 4, 180, 30, 10, 0), 4);
 	/* exactly the budget, or one more */
-	cr_assert_eq(train_deadline_budget(0, 4, 110, 30, 10, 1), 4);
-	cr_assert_eq(train_deadline_budget(0, 4, 140, 30, 10, 1), 5);
+	cr_assert_eq(schedule_deadline_budget(0, 4, 110, 30, 10, 1), 4);
+	cr_assert_eq(schedule_deadline_budget(0, 4, 140, 30, 10, 1), 5);
 	/* 7 fit: 3 left after the budget, taken; 8 fit: 4 left, not */
-	cr_assert_eq(train_deadline_budget(0, 4, 200, 30, 10, 1), 7);
-	cr_assert_eq(train_deadline_budget(0, 4, 230, 30, 10, 1), 4);
+	cr_assert_eq(schedule_deadline_budget(0, 4, 200, 30, 10, 1), 7);
+	cr_assert_eq(schedule_deadline_budget(0, 4, 230, 30, 10, 1), 4);
 	/* a far deadline, and one that does not overflow */
-	cr_assert_eq(train_deadline_budget(0, 4, 1e12, 30, 10, 1), 4);
-	cr_assert_eq(train_deadline_budget(0, 100000, 1e300, 1e-300, 0, 1), 100000);
+	cr_assert_eq(schedule_deadline_budget(0, 4, 1e12, 30, 10, 1), 4);
+	cr_assert_eq(schedule_deadline_budget(0, 100000, 1e300, 1e-300, 0, 1), 100000);
 }
 
 /* Issue 13 #7: every number argument has a range; a value outside it, from

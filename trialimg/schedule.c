@@ -1,0 +1,37 @@
+/* schedule.c: AIPerf's training schedule of one trial (schedule.h). */
+#include "trialimg/schedule.h"
+
+#include <math.h>
+
+int schedule_epoch_budget(const struct args *a, int *patience)
+{
+	int round = (a->trial_seq - 1) / a->slave;
+	if (patience)
+		*patience = a->patience > 0 ? a->patience : (6 + 2 * round < 20 ? 6 + 2 * round : 20);
+	return round == 0 ? a->warmup_1 : round == 1 ? a->warmup_2 : round == 2 ? a->warmup_3 : a->epochs;
+}
+
+int schedule_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
+			     double left_in_epoch, int grow)
+{
+	if (epoch_seconds <= 0)
+		return budget;
+	int under_way = left_in_epoch > 0;
+	double spare = remaining - left_in_epoch;
+	double fit = spare > 0 ? floor(spare / epoch_seconds) : 0;
+	if (fit > 2.0 * budget)    /* also keeps a far deadline from overflowing */
+		fit = 2.0 * budget;
+	int b = done + under_way + (int)fit;
+	if (b <= budget)
+		return b;
+	/* b - budget epochs would be left after this budget */
+	return grow && b - budget < budget ? b : budget;
+}
+
+double schedule_lr(const struct args *a, long t, long total)
+{
+	if (total <= 1)
+		return a->initial_lr;
+	double p = (double)t / (double)(total - 1);
+	return a->final_lr + (a->initial_lr - a->final_lr) * 0.5 * (1.0 + cos(M_PI * p));
+}

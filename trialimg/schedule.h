@@ -1,0 +1,24 @@
+/* schedule.h: AIPerf's training schedule of one trial, pure: the staged
+ * epoch budget and patience, the budget that fits a deadline, and the
+ * cosine learning rate. */
+#ifndef AAH_SCHEDULE_H
+#define AAH_SCHEDULE_H
+
+#include "trialimg/args.h"
+
+/* AIPerf's staged budget: round = (trial_seq - 1) / slave picks warmup_1,
+ * warmup_2, warmup_3 or epochs; patience min(6 + 2*round, 20). */
+int schedule_epoch_budget(const struct args *a, int *patience);
+/* --deadline: the epoch budget that fits `remaining` seconds, `done` epochs
+ * complete, at epoch_seconds each; left_in_epoch is what the epoch under way
+ * still needs (0 between epochs: the epoch under way always finishes).
+ * Between epochs, done means none fits. Never above budget, unless `grow`
+ * and the time the budget would leave holds less than another budget: then
+ * the epochs that fit (under twice the budget), so that the trial takes the
+ * end of the run instead of leaving it to trials cut to an epoch or two. */
+int schedule_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
+			     double left_in_epoch, int grow);
+/* Learning rate at step t of T: cosine from initial_lr to final_lr. */
+double schedule_lr(const struct args *a, long t, long total);
+
+#endif
