@@ -237,6 +237,14 @@ void fileio_unlock(int fd)
 	}
 }
 
+char *fileio_self_exe(void)
+{
+	char *p = realpath("/proc/self/exe", NULL);
+	if (!p)
+		error_errno("cannot find this program's path in /proc/self/exe");
+	return p;
+}
+
 char *fileio_absolute(const char *path)
 {
 	if (path[0] == '/')

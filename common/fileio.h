@@ -34,5 +34,8 @@ int fileio_lock(const char *path);
 void fileio_unlock(int fd);
 /* Absolute form of a path (need not exist). The caller frees the result. */
 char *fileio_absolute(const char *path);
+/* The absolute path of the running program (/proc/self/exe resolved), or
+ * NULL with the error set. The caller frees it. */
+char *fileio_self_exe(void);
 
 #endif

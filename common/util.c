@@ -20,9 +20,11 @@ void util_set_progname(const char *name)
 	progname = name;
 }
 
-void util_set_quiet(int q)
+int util_set_quiet(int q)
 {
+	int was = quiet;
 	quiet = q;
+	return was;
 }
 
 const char *util_last_error(void)

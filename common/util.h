@@ -34,9 +34,12 @@ noreturn void bug_at(const char *file, int line, const char *fmt, ...)
 
 /* Program name used as the message prefix ("aah-runner", "aah-trial"). */
 void util_set_progname(const char *name);
-/* Tests silence library errors while they provoke them on purpose. It holds
- * for every thread (set it before starting any); die() prints anyway. */
-void util_set_quiet(int quiet);
+/* Silence errors and warnings (tests that provoke them on purpose; code
+ * that tries something that may fail). It holds for every thread (set it
+ * before starting any); die() prints anyway. Returns the value before, for
+ * the caller to restore: `int was = util_set_quiet(1); ... util_set_quiet(was);`
+ * nests, so that a library call never turns a caller's silence off. */
+int util_set_quiet(int quiet);
 /* This thread's last message from error(), error_errno() or warning() (""
  * before the first); valid until this thread's next one. */
 const char *util_last_error(void);

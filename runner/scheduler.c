@@ -116,7 +116,7 @@ static void parent_note(const struct sched *s, unsigned seq, char *buf, size_t n
 	char *p = expdir_trial_file(s->e->dir, seq, EXPDIR_ARCH);
 	cJSON *arch = NULL;
 	buf[0] = '\0';
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	if (fileio_exists(p) && jsonfile_read(p, &arch) == 0) {
 		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(arch, "meta");
 		const cJSON *pt = cJSON_GetObjectItemCaseSensitive(meta, "parent_trial");
@@ -124,7 +124,7 @@ static void parent_note(const struct sched *s, unsigned seq, char *buf, size_t n
 		if (cJSON_IsNumber(pt) && pt->valuedouble >= 1 && pt->valuedouble <= EXPDIR_TRIAL_MAX)
 			snprintf(buf, n, " from %s", expdir_trial_id((unsigned)pt->valuedouble, id));
 	}
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	cJSON_Delete(arch);
 	free(p);
 }
@@ -247,12 +247,12 @@ static int observe(struct sched *s, unsigned seq)
 	char *dir = expdir_trial_dir(s->e->dir, seq);
 	char *pa = expdir_file(dir, EXPDIR_ARCH), *pp = expdir_file(dir, EXPDIR_PARAMS);
 	cJSON *arch = NULL, *params = NULL;
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	if (fileio_exists(pa))
 		jsonfile_read(pa, &arch);
 	if (fileio_exists(pp))
 		jsonfile_read(pp, &params);
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	struct tuner_observation obs = {
 		.trial_seq = seq,
 		.arch = arch,
@@ -543,10 +543,10 @@ static void propose_ahead(struct sched *s)
 		if (s->e->trials[i].state == TRIAL_QUEUED)
 			return;   /* the next slot goes to a queued trial */
 	unsigned seq = s->created + 1;
-	util_set_quiet(1);   /* said again, loudly, if it fails when the trial is made */
+	int was_quiet = util_set_quiet(1);   /* said again, loudly, if it fails when the trial is made */
 	if (tuner_propose(s->tuner, seq, &s->ahead_arch, &s->ahead_params) == 0)
 		s->ahead_seq = seq;
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 }
 
 /* ---- the loop --------------------------------------------------------------- */

@@ -23,16 +23,6 @@
 #define IO_CHUNK (1u << 18)
 #define MANIFEST_MAX ((size_t)256 << 20)
 
-static void hex(const unsigned char *d, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[d[i] >> 4];
-		out[2 * i + 1] = digits[d[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 static const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');
@@ -383,7 +373,7 @@ static int read_member(struct archive *a, EVP_MD_CTX *md, unsigned char *buf, ch
 	unsigned char d[EVP_MAX_MD_SIZE];
 	unsigned dl = 0;
 	EVP_DigestFinal_ex(md, d, &dl);
-	hex(d, dl, digest);
+	archive_walk_hex(d, dl, digest);
 	return 0;
 }
 

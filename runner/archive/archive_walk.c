@@ -90,7 +90,7 @@ static int push(struct archive_walk *w, struct archive_walk_item *it)
 	return 0;
 }
 
-static void hex(const unsigned char *d, size_t n, char *out)
+void archive_walk_hex(const unsigned char *d, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";
 	for (size_t i = 0; i < n; i++) {
@@ -152,7 +152,7 @@ static int walk_file(struct archive_walk *w, int fd, const struct stat *st, cons
 	unsigned dl = 0;
 	char h[2 * EVP_MAX_MD_SIZE + 1];
 	EVP_DigestFinal_ex(w->md, d, &dl);
-	hex(d, dl, h);
+	archive_walk_hex(d, dl, h);
 	strbuf_addf(w->manifest, "%s  %s\n", h, rel);
 	w->stats->files++;
 	w->stats->bytes += (uint64_t)st->st_size;

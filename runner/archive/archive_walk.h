@@ -39,4 +39,8 @@ void archive_walk_item_free(struct archive_walk *w, struct archive_walk_item *it
  * when the walk failed (the error was reported). */
 int archive_walk_finish(struct archive_walk *w);
 
+/* The n bytes at d as lowercase hex into out (2n + 1 bytes): a digest as
+ * the manifest writes it; collect and verify both use it. */
+void archive_walk_hex(const unsigned char *d, size_t n, char *out);
+
 #endif

@@ -198,9 +198,9 @@ static void delete_service(struct kubernetes_priv *p, const char *job, long retr
 {
 	const char *const svc[] = { "delete", "service", job, "--ignore-not-found", "--wait=false",
 				    NULL };
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	kubectl(p, svc, NULL, NULL, retries);
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 }
 
 static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
@@ -229,9 +229,9 @@ static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launc
 			const char *const del[] = { "delete", "job", name, "--ignore-not-found",
 						    "--wait=false", NULL };
 			if (k != KUBECTL_EXISTS) {
-				util_set_quiet(1);
+				int was_quiet = util_set_quiet(1);
 				kubectl(p, del, NULL, NULL, 0);
-				util_set_quiet(0);
+				util_set_quiet(was_quiet);
 				delete_service(p, name, 0);
 			}
 			r = -1;
@@ -328,9 +328,9 @@ static void pod_story(struct kubernetes_priv *p, const char *job, char *buf, siz
 {
 	cJSON *doc;
 	buf[0] = '\0';
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	int r = get_pods(p, job, &doc);
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	if (r < 0)
 		return;
 	const cJSON *pod;

@@ -40,9 +40,9 @@ static int proc_stat(pid_t pid, char *state, unsigned long long *start)
 {
 	char path[64], *text;
 	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	int r = fileio_read(path, 4096, &text, NULL);
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	if (r < 0)
 		return -1;
 	char *p = strrchr(text, ')');
@@ -143,7 +143,7 @@ static int journaled_orphan(void *arg)
 	if (proc_start_time(getpid(), &start) < 0)
 		return 0;
 	snprintf(self, sizeof(self), "%ld.%llu", (long)getpid(), start);
-	util_set_quiet(1);
+	util_set_quiet(1);   /* in the held child, which execs or exits next */
 	return expdir_journal_has_job(expdir, self);
 }
 
@@ -169,9 +169,9 @@ static int start_failed(const struct proc *p, const char *log)
 	const char *key = p->failed_step == PROC_STEP_CWD ? "trial.codeDir" : "trial.command";
 	char *msg = xstrfmt("%s (check %s)", util_last_error(), key);
 	char *line = xstrfmt("aah-runner: %s", msg);
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	fileio_append_line(log, line);
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	error("%s", msg);
 	free(line);
 	free(msg);
@@ -218,9 +218,9 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	if (r == 0)
 		r = backend_notify_submitted(ctx, id.buf);
 	for (unsigned i = 0; i < j->nprocs && r == 0; i++) {
-		util_set_quiet(1); /* start_failed says it, with the key */
+		int was_quiet = util_set_quiet(1); /* start_failed says it, with the key */
 		int released = proc_release(&j->procs[i]);
-		util_set_quiet(0);
+		util_set_quiet(was_quiet);
 		if (released < 0)
 			r = start_failed(&j->procs[i], log);
 	}

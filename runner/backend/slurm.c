@@ -86,9 +86,11 @@ static int slurm_init(struct aah_backend_ctx *ctx)
 	if (p->sc.runner) {
 		p->runner = xstrdup(p->sc.runner);
 	} else {
-		p->runner = realpath("/proc/self/exe", NULL);
+		int held = util_hold_errors(1);
+		p->runner = fileio_self_exe();
+		util_hold_errors(held);
 		if (!p->runner)
-			return error_errno("slurm: cannot find this program's path; set slurm.runner");
+			return error("slurm: %s; set slurm.runner", util_last_error());
 	}
 	return 0;
 }

@@ -128,12 +128,10 @@ int cmd_open_experiment(const char *workdir, const char *arg, struct experiment 
 
 static char *self_exe(void)
 {
-	char buf[4096];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return xstrdup("aah-runner");
-	buf[n] = '\0';
-	return xstrdup(buf);
+	int was = util_set_quiet(1);
+	char *p = fileio_self_exe();
+	util_set_quiet(was);
+	return p ? p : xstrdup("aah-runner");
 }
 
 /* Fork into the background; the child's output goes to runner.log. Returns

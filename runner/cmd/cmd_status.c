@@ -228,9 +228,9 @@ int cmd_list(int argc, const char **argv)
 	for (size_t i = 0; i < count; i++) {
 		char *dir = xstrfmt("%s/%s", base, names[i]);
 		struct experiment e;
-		util_set_quiet(1);
+		int was_quiet = util_set_quiet(1);
 		int r = experiment_open(&e, dir);
-		util_set_quiet(0);
+		util_set_quiet(was_quiet);
 		if (r == 0) {
 			struct counts c = count_trials(&e);
 			char acc[16] = "-", created[32];

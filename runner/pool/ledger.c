@@ -164,71 +164,120 @@ char *ledger_ids_text(const struct ledger_training *t)
 
 /* ---- replay ---------------------------------------------------------------- */
 
+/* One line's event applied to the state, one function per event; a line
+ * that lacks what its event needs changes nothing. */
+static void ev_pool(struct ledger *l, const cJSON *line, const char *id)
+{
+	double v;
+	(void)id;
+	if (!json_get_number("ledger", line, "devices", 0, &v))
+		l->devices = (unsigned)v;
+}
+
+static void ev_join(struct ledger *l, const cJSON *line, const char *id)
+{
+	if (find(l, id))
+		return;
+	long p = 1, mn = 1, mx = 1;
+	json_get_int(l->journal, line, "priority", 0, 1, LEDGER_PRIORITY_MAX, &p);
+	json_get_int(l->journal, line, "min", 0, 1, 1 << 20, &mn);
+	json_get_int(l->journal, line, "max", 0, 1, 1 << 20, &mx);
+	l->t = xrealloc(l->t, (l->n + 1) * sizeof(*l->t));
+	struct ledger_training *t = &l->t[l->n++];
+	memset(t, 0, sizeof(*t));
+	t->id = xstrdup(id);
+	long o = override_for(l, id);
+	t->priority = o ? o : p;
+	t->min = (unsigned)mn;
+	t->max = (unsigned)(mx < mn ? mn : mx);
+	t->arrival = l->next_seq;
+}
+
+static void ev_leave(struct ledger *l, const cJSON *line, const char *id)
+{
+	struct ledger_training *t = find(l, id);
+	(void)line;
+	if (t) {
+		free(t->id);
+		free(t->ids);
+		*t = l->t[--l->n];
+	}
+}
+
+static void ev_priority(struct ledger *l, const cJSON *line, const char *id)
+{
+	const char *target = NULL;
+	long p = 0;
+	(void)id;
+	if (json_get_string(l->journal, line, "target", 0, &target) ||
+	    json_get_int(l->journal, line, "priority", 0, 1, LEDGER_PRIORITY_MAX, &p))
+		return;
+	l->prio = xrealloc(l->prio, (l->nprio + 1) * sizeof(*l->prio));
+	l->prio[l->nprio].id = xstrdup(target);
+	l->prio[l->nprio++].priority = p;
+	for (size_t i = 0; i < l->n; i++)
+		if (covers(target, l->t[i].id))
+			l->t[i].priority = override_for(l, l->t[i].id);
+}
+
+static void ev_alloc(struct ledger *l, const cJSON *line, const char *id)
+{
+	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(line, "shares"), *it;
+	(void)id;
+	for (size_t i = 0; i < l->n; i++)
+		l->t[i].share = 0;
+	cJSON_ArrayForEach(it, sh) {
+		struct ledger_training *t = find(l, it->string);
+		if (t && cJSON_IsNumber(it))
+			t->share = (unsigned)it->valuedouble;
+	}
+	l->allocations++;
+}
+
+static void ev_applied(struct ledger *l, const cJSON *line, const char *id)
+{
+	double v;
+	if (json_get_number("ledger", line, "devices", 0, &v))
+		return;
+	struct ledger_training *t = find(l, id);
+	if (t)
+		hold_ids(l, t, (unsigned)v, cJSON_GetObjectItemCaseSensitive(line, "ids"));
+}
+
+/* The events of aah-ledger/1 (docs/pool.md), like expdir.c's table. */
+static const struct {
+	const char *name;
+	int needs_training;       /* the line must name its "training" */
+	void (*apply)(struct ledger *l, const cJSON *line, const char *id);
+} events[] = {
+	{ "pool", 0, ev_pool },
+	{ "join", 1, ev_join },
+	{ "leave", 1, ev_leave },
+	{ "priority", 0, ev_priority },
+	{ "alloc", 0, ev_alloc },
+	{ "applied", 1, ev_applied },
+};
+
 static int apply_line(const cJSON *line, void *arg)
 {
 	struct ledger *l = arg;
 	const char *ev = NULL, *id = NULL;
-	double seq = -1, v = 0;
-	util_set_quiet(1);
+	double seq = -1;
+	int was_quiet = util_set_quiet(1);
 	json_get_string("ledger", line, "event", 0, &ev);
 	json_get_string("ledger", line, "training", 1, &id);
 	json_get_number("ledger", line, "seq", 1, &seq);
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	if (seq >= 0)
 		l->next_seq = (unsigned long)seq + 1;
 	if (!ev)
 		return 0;     /* what a later version adds, this one skips */
-	if (!strcmp(ev, "pool") && !json_get_number("ledger", line, "devices", 0, &v)) {
-		l->devices = (unsigned)v;
-	} else if (!strcmp(ev, "join") && id && !find(l, id)) {
-		long p = 1, mn = 1, mx = 1;
-		json_get_int(l->journal, line, "priority", 0, 1, LEDGER_PRIORITY_MAX, &p);
-		json_get_int(l->journal, line, "min", 0, 1, 1 << 20, &mn);
-		json_get_int(l->journal, line, "max", 0, 1, 1 << 20, &mx);
-		l->t = xrealloc(l->t, (l->n + 1) * sizeof(*l->t));
-		struct ledger_training *t = &l->t[l->n++];
-		memset(t, 0, sizeof(*t));
-		t->id = xstrdup(id);
-		long o = override_for(l, id);
-		t->priority = o ? o : p;
-		t->min = (unsigned)mn;
-		t->max = (unsigned)(mx < mn ? mn : mx);
-		t->arrival = l->next_seq;
-	} else if (!strcmp(ev, "leave") && id) {
-		struct ledger_training *t = find(l, id);
-		if (t) {
-			free(t->id);
-			free(t->ids);
-			*t = l->t[--l->n];
+	for (size_t i = 0; i < ARRAY_SIZE(events); i++)
+		if (!strcmp(ev, events[i].name)) {
+			if (id || !events[i].needs_training)
+				events[i].apply(l, line, id);
+			break;
 		}
-	} else if (!strcmp(ev, "priority")) {
-		const char *target = NULL;
-		long p = 0;
-		if (json_get_string(l->journal, line, "target", 0, &target) ||
-		    json_get_int(l->journal, line, "priority", 0, 1, LEDGER_PRIORITY_MAX, &p))
-			return 0;
-		l->prio = xrealloc(l->prio, (l->nprio + 1) * sizeof(*l->prio));
-		l->prio[l->nprio].id = xstrdup(target);
-		l->prio[l->nprio++].priority = p;
-		for (size_t i = 0; i < l->n; i++)
-			if (covers(target, l->t[i].id))
-				l->t[i].priority = override_for(l, l->t[i].id);
-	} else if (!strcmp(ev, "alloc")) {
-		const cJSON *sh = cJSON_GetObjectItemCaseSensitive(line, "shares"), *it;
-		for (size_t i = 0; i < l->n; i++)
-			l->t[i].share = 0;
-		cJSON_ArrayForEach(it, sh) {
-			struct ledger_training *t = find(l, it->string);
-			if (t && cJSON_IsNumber(it))
-				t->share = (unsigned)it->valuedouble;
-		}
-		l->allocations++;
-	} else if (!strcmp(ev, "applied") && id &&
-		   !json_get_number("ledger", line, "devices", 0, &v)) {
-		struct ledger_training *t = find(l, id);
-		if (t)
-			hold_ids(l, t, (unsigned)v, cJSON_GetObjectItemCaseSensitive(line, "ids"));
-	}
 	return 0;
 }
 
@@ -296,11 +345,11 @@ static int history_line(const cJSON *line, void *arg)
 	const char *ev = NULL, *id = NULL;
 	double ts = 0;
 	apply_line(line, h->l);
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	json_get_string("ledger", line, "event", 1, &ev);
 	json_get_string("ledger", line, "training", 1, &id);
 	json_get_number("ledger", line, "ts", 1, &ts);
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	return h->fn(h->l, ev, ts, id, h->arg);
 }
 

@@ -41,9 +41,9 @@ int pooltrial_write_world(const char *trial_dir, unsigned n)
 	char *p = xstrfmt("%s/world_size", trial_dir), *want = xstrfmt("%u\n", n), *have = NULL;
 	size_t len = 0;
 	int r = 0;
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	int same = fileio_exists(p) && fileio_read(p, 64, &have, &len) == 0 && !strcmp(have, want);
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	if (!same)
 		r = fileio_write_atomic(p, want, strlen(want));
 	free(have);
@@ -105,10 +105,10 @@ int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
 		return 0;
 	char *p = xstrfmt("%s/world_size", trial_dir), *text = NULL;
 	size_t len;
-	util_set_quiet(1);
+	int was_quiet = util_set_quiet(1);
 	int told = fileio_exists(p) && fileio_read(p, 64, &text, &len) == 0 &&
 		   strtoul(text, NULL, 10) != on;
-	util_set_quiet(0);
+	util_set_quiet(was_quiet);
 	free(text);
 	free(p);
 	return told;

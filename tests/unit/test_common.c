@@ -1,5 +1,6 @@
 /* Unit tests for common/: strbuf, fileio, jsonfile, util. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "strbuf.h"
+#include "trialimg/elastic.h" /* elastic_target: a library call that is quiet for a moment */
 #include "util.h"
 
 static char tmpdir[64];
@@ -232,4 +234,24 @@ Test(common, last_error_is_per_thread)
 			     "thread %d read another message %d of %d times, first '%s'", job[k].id,
 			     job[k].wrong, job[k].n, job[k].seen);
 	cr_assert_str_eq(util_last_error(), "the main thread's own error");
+}
+
+/* util_set_quiet nests: a library call that silences itself for a moment
+ * (here the trainer's read of world_size) leaves a caller's silence on.
+ * Before, it set quiet to 0 on its way out and the caller's next warning
+ * printed. */
+static void setup_stderr(void)
+{
+	setup();
+	cr_redirect_stderr();
+}
+
+Test(common, quiet_nests_through_a_library_call, .init = setup_stderr)
+{
+	int outer = util_set_quiet(1);
+	cr_assert_eq(elastic_target("/nonexistent-aah-dir"), -1);
+	warning("must stay silent");
+	fflush(stderr);
+	cr_assert_eq(util_set_quiet(outer), 1, "a library call turned quiet off");
+	cr_assert_stderr_eq_str("");
 }
