@@ -464,18 +464,18 @@ int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, co
 	cJSON *morph = meta ? cJSON_DetachItemFromObjectCaseSensitive(meta, "morph") : NULL;
 	int rc = 0;
 	if (morph && t->inherit_weights) {
-		char *p = xstrfmt("%s/morph.json", dir);
+		char *p = expdir_file(dir, EXPDIR_MORPH);
 		rc = jsonfile_write(p, morph);
 		free(p);
 	}
 	cJSON_Delete(morph);
 	if (rc == 0 && arch) {
-		char *p = xstrfmt("%s/arch.json", dir);
+		char *p = expdir_file(dir, EXPDIR_ARCH);
 		rc = jsonfile_write(p, arch);
 		free(p);
 	}
 	if (rc == 0 && params) {
-		char *p = xstrfmt("%s/params.json", dir);
+		char *p = expdir_file(dir, EXPDIR_PARAMS);
 		rc = jsonfile_write(p, params);
 		free(p);
 	}
@@ -492,8 +492,8 @@ static int propose_locked(struct tuner *t, const char *expdir, unsigned trial_se
 			     EXPDIR_TRIAL_MAX);
 	char *lockpath = xstrfmt("%s/tuner.lock", expdir);
 	char *dir = expdir_trial_dir(expdir, trial_seq);
-	char *arch_path = xstrfmt("%s/arch.json", dir);
-	char *params_path = xstrfmt("%s/params.json", dir);
+	char *arch_path = expdir_file(dir, EXPDIR_ARCH);
+	char *params_path = expdir_file(dir, EXPDIR_PARAMS);
 	cJSON *arch = NULL, *params = NULL;
 	int rc = -1;
 	int fd = fileio_lock(lockpath);

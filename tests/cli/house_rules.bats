@@ -94,3 +94,12 @@ for m in missing:
 sys.exit(1 if missing or n < 100 else 0)
 PY
 }
+
+@test "the runner names a trial's files through expdir, and rebuilds no work directory by hand" {
+	# enum expdir_file (runner/store/expdir.c) is the one table of their names
+	files='arch\.json|params\.json|morph\.json|result\.json|metrics\.jsonl|launch\.json|rank_table\.json|hostfile|trial\.log'
+	hits=$(grep -rnE "\"%s/($files)\"" runner --include=*.c --include=*.h | grep -v '^runner/store/' || true)
+	[ -z "$hits" ] || { echo "by hand: $hits"; false; }
+	hits=$(grep -rn '/\.\./\.\.' runner --include=*.c --include=*.h || true)
+	[ -z "$hits" ] || { echo "by hand: $hits"; false; }
+}
