@@ -499,7 +499,8 @@ static int append_applied(struct ledger *l, struct ledger_training *t, unsigned 
 {
 	struct ledger_training next = { .id = t->id, .applied = t->applied };
 	next.ids = xcalloc(t->applied ? t->applied : 1, sizeof(*next.ids));
-	memcpy(next.ids, t->ids, t->applied * sizeof(*next.ids));
+	if (t->applied)    /* t->ids is NULL until the training holds a device */
+		memcpy(next.ids, t->ids, t->applied * sizeof(*next.ids));
 	hold_ids(l, &next, n, NULL);
 	cJSON *f = training_fields(t->id);
 	cJSON_AddNumberToObject(f, "devices", n);

@@ -81,6 +81,38 @@ assert len(errs) >= 1
 assert all(b <= a + 1e-9 for a, b in zip(errs, errs[1:])), errs
 assert r["final"]["score_flops"] > 0
 PY
+	# status, the journal and the report read every trial's outcome by one
+	# rule (runner/store/outcome.h): the same best accuracy for each trial
+	run aah-runner status "$id"
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" > "$WORK/status.txt"
+	/usr/bin/python3 - "$exp" "$WORK/status.txt" <<'PY'
+import json, sys
+exp, status = sys.argv[1], sys.argv[2]
+report = {t["id"]: t for t in json.load(open(exp + "/results.json"))["trials"]}
+journal = {}
+for l in open(exp + "/journal.jsonl"):
+    e = json.loads(l)
+    if e["event"] == "trial_finished":
+        journal[e["trial"]] = e
+shown = {}
+for line in open(status):
+    f = line.split()
+    if f and len(f[0]) == 6 and f[0].isdigit():
+        shown[f[0]] = f[7]          # the BEST_ACC column
+checked = 0
+for tid, e in journal.items():
+    r = report[tid]
+    if "best_val_acc" not in e:
+        assert r["epochs"] == 0 and shown[tid] == "-", (tid, e, r, shown[tid])
+        continue
+    assert abs(e["best_val_acc"] - r["best_acc"]) < 1e-12, (tid, e, r)
+    assert abs(e["flops"] - r["flops"]) <= 1e-9 * max(1.0, r["flops"]), (tid, e, r)
+    assert shown[tid] == "%.4f" % r["best_acc"], (tid, shown[tid], r["best_acc"])
+    checked += 1
+print("trials whose status, journal and report agree:", checked)
+assert checked >= 3
+PY
 	run aah-runner collect "$id" -o "$WORK/logs.tar.zst"
 	[ "$status" -eq 0 ]
 	run aah-runner verify "$WORK/logs.tar.zst"
