@@ -397,8 +397,8 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum tr
 	if (bad && o.have_result < 0) {
 		/* a torn or foreign result: the trial failed as far as we know */
 		char id[EXPDIR_TRIAL_ID_SIZE];
-		warning("tuner: trial %s: unreadable result.json counts as failed",
-			expdir_trial_id(seq, id));
+		warning("tuner: trial %s: unreadable result.json counts as failed: %s",
+			expdir_trial_id(seq, id), util_last_error());
 		state = TUNER_OBS_FAILED;
 	} else if (o.have_result > 0 || expdir_state_final(settled)) {
 		state = outcome_learnable(o.state, o.best_acc) ? TUNER_OBS_DONE : TUNER_OBS_FAILED;
