@@ -55,9 +55,11 @@ only_experiment() {
 }
 
 # has_experiment: an experiment's own directory exists (the experiments
-# directory is made first, so waiting for that one alone races its id)
+# directory is made first, so waiting for that one alone races its id;
+# and an experiment is built as a hidden .<id>.creating first, which only
+# ls -A shows, so waiting for any entry races it too)
 has_experiment() {
-	[ -n "$(ls -A "$AAH_WORKDIR/experiments" 2>/dev/null)" ]
+	[ -n "$(ls "$AAH_WORKDIR/experiments" 2>/dev/null)" ]
 }
 
 journal() {
