@@ -192,7 +192,7 @@ fuzz-targets: $(FUZZ_BINS)
 
 # Targets over the trainer's data readers link those objects alone (the
 # trainer's library would bring oneDNN into the sanitizer build).
-FUZZ_TRIAL_OBJS := $(call obj,trialimg/data/tfrecord.c)
+FUZZ_TRIAL_OBJS := $(call obj,trialimg/data/tfrecord.c trialimg/data/tfrindex.c)
 $(BUILD)/fuzz/fuzz_tfrecord: $(FUZZ_TRIAL_OBJS)
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(call obj,tests/fuzz/fuzz.c) $(if $(filter driver,$(FUZZ_MODE)),$(call obj,tests/fuzz/driver.c)) $(RUNNER_ARCHIVES)

@@ -4,19 +4,24 @@
  * image set whose samples go through the JPEG folders' decode and
  * augmentation (jpegdir.c).
  *
- * Opening reads every record once: both checksums, the Example's label and
- * where its JPEG lies; a sample read later reads its record again by
- * offset and checks its checksums again. Labels: build_imagenet_data.py
+ * Opening reads each file's index (tfrindex.c: every record's place, its
+ * label and where its JPEG lies), made once by reading the file (both
+ * checksums and the Example checked); a sample read later reads its record
+ * by offset and checks both checksums, so a record corrupted after its
+ * index was made is reported by file, record and byte when it is read. Labels: build_imagenet_data.py
  * writes image/class/label in 1..1000 (0 unused) and AIPerf's input
  * pipeline (examples/trials/network_morphism/imagenet/dataset.py,
  * _parse_example_proto) trains on label - 1; so does this reader. */
 #include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "trialimg/data/dataset.h"
-#include "trialimg/data/tfrecord.h" /* tfrecord_open, tfrecord_next, tfrecord_example_parse */
+#include "trialimg/data/tfrecord.h" /* struct tfrecord_index, tfrecord_read_at */
+#include "trialimg/data/tfrindex.h" /* tfrindex_load */
 #include "util.h"
 
 enum { MAX_LABEL = 1 << 20 };
@@ -121,33 +126,26 @@ static int tfr_get(const struct dataset *ds, int i, float *out, int train, uint6
 	return rc;
 }
 
-/* Indexes every record of one file into ds. */
-static int index_file(struct dataset *ds, int file, int *cap)
+/* Adds the records of one file to ds, from its index (tfrindex.c), made
+ * when it has none; counts in made[origin]. */
+static int index_file(struct dataset *ds, int file, int *cap, int made[3])
 {
 	struct tfrecord_index *x = ds->tfr;
-	struct tfrecord_reader r;
-	const uint8_t *data;
-	size_t len;
-	uint64_t at;
-	int rc;
-	if (tfrecord_open(&r, x->files[file]))
+	const char *path = x->files[file];
+	struct tfrindex ix;
+	int rc = 0;
+	if (tfrindex_load(&ix, path))
 		return -1;
-	while ((rc = tfrecord_next(&r, &data, &len, &at)) == 1) {
-		struct tfrecord_example ex;
-		long rec = r.index - 1;
-		const char *why = tfrecord_example_parse(data, len, &ex);
-		if (!why && (ex.label < 1 || ex.label > MAX_LABEL)) {
-			rc = error("'%s': record %ld at byte %llu: image/class/label %lld is out of range "
+	made[ix.origin]++;
+	if (ix.n > (size_t)(INT32_MAX - ds->n))
+		rc = error("'%s': too many records in the set (at most %d)", path, INT32_MAX);
+	for (size_t k = 0; !rc && k < ix.n; k++) {
+		const struct tfrindex_rec *r = &ix.r[k];
+		if (r->label < 1 || r->label > MAX_LABEL) {
+			rc = error("'%s': record %zu at byte %llu: image/class/label %lld is out of range "
 				   "1..%d (AIPerf's ImageNet records number classes from 1; aah "
-				   "trains on label - 1, as AIPerf does)", x->files[file], rec,
-				   (unsigned long long)(at - 12), (long long)ex.label, MAX_LABEL);
-			break;
-		}
-		if (!why && (len > UINT32_MAX || rec > (long)UINT32_MAX))
-			why = "the record is too large";
-		if (why) {
-			rc = error("'%s': record %ld at byte %llu: %s", x->files[file], rec,
-				   (unsigned long long)(at - 12), why);
+				   "trains on label - 1, as AIPerf does)", path, k,
+				   (unsigned long long)r->offset, (long long)r->label, MAX_LABEL);
 			break;
 		}
 		if (ds->n == *cap) {
@@ -156,16 +154,16 @@ static int index_file(struct dataset *ds, int file, int *cap)
 			ds->labels = xrealloc(ds->labels, sizeof(int) * *cap);
 		}
 		x->s[ds->n] = (struct tfrecord_sample){
-			.offset = at, .file = (uint32_t)file, .record = (uint32_t)rec,
-			.len = (uint32_t)len, .jpeg_at = (uint32_t)(ex.jpeg - data),
-			.jpeg_len = (uint32_t)ex.jpeg_len,
+			.offset = r->offset + 12, .file = (uint32_t)file, .record = (uint32_t)k,
+			.len = (uint32_t)(r->length - 16), .jpeg_at = r->jpeg_at,
+			.jpeg_len = r->jpeg_len,
 		};
-		ds->labels[ds->n++] = (int)(ex.label - 1);
-		if (ex.label > ds->classes)
-			ds->classes = (int)ex.label;
+		ds->labels[ds->n++] = (int)(r->label - 1);
+		if (r->label > ds->classes)
+			ds->classes = (int)r->label;
 	}
-	tfrecord_close(&r);
-	return rc < 0 ? -1 : 0;
+	tfrindex_release(&ix);
+	return rc;
 }
 
 int dataset_open_tfrecord(struct dataset *ds, const char *dir, int train,
@@ -190,9 +188,14 @@ int dataset_open_tfrecord(struct dataset *ds, const char *dir, int train,
 	if (n == 0)
 		return error("'%s' has no TFRecord files (train-NNNNN-of-NNNNN, "
 			     "validation-NNNNN-of-NNNNN or *.tfrecord)", dir);
+	int made[3] = {0, 0, 0};
 	for (int i = 0; i < n; i++)
-		if (index_file(ds, i, &cap))
+		if (index_file(ds, i, &cap, made))
 			return -1;
+	if (made[TFRINDEX_MADE] || made[TFRINDEX_UNSAVED])
+		printf("aah-trial: TFRecord set '%s': %d file(s) indexed now (%d saved), %d read "
+		       "from their index\n", dir, made[TFRINDEX_MADE] + made[TFRINDEX_UNSAVED],
+		       made[TFRINDEX_MADE], made[TFRINDEX_READ]);
 	if (ds->n == 0)
 		return error("'%s': its TFRecord files hold no records", dir);
 	dataset_jpeg_setup(ds, want);
