@@ -68,6 +68,7 @@ static const struct spec table[] = {
 	{"--patience", NULL, NULL, K_INT, F(patience), RANGE(0, 100000), "0", "early stop after this many epochs without a better val_acc (0: AIPerf's min(6+2*round, 20))"},
 	{"--resume", NULL, NULL, K_BOOL, F(resume), NULL, "0", "continue from <trial_dir>/checkpoint when one exists"},
 	{"--global_batch", NULL, NULL, K_INT, F(global_batch), RANGE(0, 1000000), "0", "samples per step over all ranks; each rank takes global_batch / world_size, which must be whole (0: batch_size x world_size). Elastic trials set it, so every world size trains the same batches"},
+	{"--data_trace", NULL, "AAH_DATA_TRACE", K_STR, F(data_trace), NULL, NULL, "append each training batch's sample numbers to <this>.rank<r>, one line per batch (\"epoch E batch B world W rank R: i ...\"): which rank read what, for tests of sharding, resize and resume"},
 	{"--elastic", NULL, NULL, K_BOOL, F(elastic), NULL, "0", "at each step boundary follow <trial_dir>/world_size: on a new size save a mid-epoch checkpoint and exit 85, to be relaunched on it with --resume (global batch kept)"},
 	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), RANGE(0, 86400), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, taken by rank 0 (0: off)"},
 	{"--trial_seq", NULL, "AAH_TRIAL_SEQ", K_INT, F(trial_seq), RANGE(0, 999999), "0", "1-based trial sequence number (default: params.json trial_seq, else AAH_TRIAL_ID, else 1)"},

@@ -18,6 +18,7 @@ struct args {
 	int slave, num_parallel_calls;
 	/* aah */
 	char *arch, *params, *dataset, *trial_dir, *precision, *backend, *augment, *conv_algo;
+	char *data_trace;         /* --data_trace: each rank's training samples, for tests */
 	int elastic;              /* --elastic: follow <trial_dir>/world_size */
 	int global_batch;         /* --global_batch: each rank takes it / world; 0 = batch_size x world */
 	int threads, patience, stop_diverged, resume, trial_seq, max_epochs, train_samples, val_samples;

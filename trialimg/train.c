@@ -609,7 +609,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
 	int workers = a->num_parallel_calls > 0 ? a->num_parallel_calls : 1;
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
-	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1))
+	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1) ||
+	    (a->data_trace && loader_trace(&t->tl, a->data_trace)))
 		return -1;
 	int resumed = a->resume && fileio_exists(t->ckpt_path);
 	/* resumed from its own checkpoint, a child keeps its inherited budget,

@@ -126,6 +126,27 @@ void loader_start_epoch_at(struct loader *l, int epoch, int first)
 	pthread_mutex_unlock(&l->mu);
 }
 
+int loader_trace(struct loader *l, const char *path)
+{
+	char *p = xstrfmt("%s.rank%d", path, l->rank);
+	l->trace = fopen(p, "a");
+	int rc = l->trace ? 0 : error_errno("cannot open the data trace '%s'", p);
+	free(p);
+	return rc;
+}
+
+/* The samples of batch b, as fill() takes them: a line of the trace. */
+static void trace_batch(struct loader *l, int b)
+{
+	size_t first = l->train ? ((size_t)b * l->world + l->rank) * l->batch : (size_t)b * l->batch;
+	int n = l->slot[b % LOADER_DEPTH].n;
+	fprintf(l->trace, "epoch %d batch %d world %d rank %d:", l->epoch, b, l->world, l->rank);
+	for (int i = 0; i < n; i++)
+		fprintf(l->trace, " %d", l->order[first + i]);
+	fputc('\n', l->trace);
+	fflush(l->trace);
+}
+
 const struct loader_batch *loader_next(struct loader *l)
 {
 	pthread_mutex_lock(&l->mu);
@@ -144,6 +165,8 @@ const struct loader_batch *loader_next(struct loader *l)
 		pthread_cond_wait(&l->ready, &l->mu);
 	l->holding = 1;
 	pthread_mutex_unlock(&l->mu);
+	if (l->trace)
+		trace_batch(l, l->next_take);
 	return &l->slot[k];
 }
 
@@ -163,6 +186,8 @@ void loader_release(struct loader *l)
 	}
 	free(l->workers);
 	free(l->order);
+	if (l->trace)
+		fclose(l->trace);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->work);
 	pthread_cond_destroy(&l->ready);

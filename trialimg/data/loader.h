@@ -5,6 +5,7 @@
 #define AAH_LOADER_H
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "trialimg/data/dataset.h"
@@ -34,6 +35,7 @@ struct loader {
 	pthread_cond_t work, ready;
 	int n_workers;
 	pthread_t *workers;
+	FILE *trace;                    /* loader_trace's file, or NULL */
 };
 
 /* Does a training set hold one global batch (batch x world samples)? The
@@ -53,6 +55,12 @@ void loader_start_epoch_at(struct loader *l, int epoch, int first);
  * its `why` carries that thread's message, which the consumer passes on
  * (util_last_error() on the consumer's thread knows nothing of it). */
 const struct loader_batch *loader_next(struct loader *l);
+/* From now on append each batch loader_next hands out to path.rank<rank>
+ * (opened for appending: a resumed run goes on in the same file), one line
+ * "epoch E batch B world W rank R: i i ...", the samples' numbers in the
+ * dataset. A test's view of which rank read what; a batch handed out is a
+ * batch trained, except one taken when the trial was stopped by a signal. */
+int loader_trace(struct loader *l, const char *path);
 void loader_release(struct loader *l);
 
 #endif
