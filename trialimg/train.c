@@ -607,7 +607,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		return -1;
 	t->ops.conv_algo = ops_conv_algo_parse(a->conv_algo); /* args_parse checked it */
 	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
-	int workers = a->num_parallel_calls > 0 ? a->num_parallel_calls : 1;
+	int workers = a->num_parallel_calls; /* 0: the rank's cores (loader_cores) */
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
 	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1) ||
 	    (a->data_trace && loader_trace(&t->tl, a->data_trace)))

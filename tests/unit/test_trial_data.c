@@ -358,6 +358,52 @@ Test(data, loader_covers_epoch_deterministically)
 	loader_release(&e);
 }
 
+/* Fails samples whose number is 3 mod 7, naming it; every sample takes a
+ * little while, longer for low numbers, so later chunks of a batch tend to
+ * finish first. */
+static int slow_failing_get(const struct dataset *ds, int i, float *out, int train, uint64_t rng)
+{
+	usleep((useconds_t)(i % 64 < 16 ? 300 : 20));
+	if (i % 7 == 3)
+		return error("sample %d fails", i);
+	return dataset_get_memory(ds, i, out, train, rng);
+}
+
+Test(data, loader_many_workers_share_a_batch_and_report_its_first_failure)
+{
+	struct dataset d = fm;
+	d.get = slow_failing_get;
+	struct loader l;
+	/* 9 workers, more than the ring's 4 batches: 64-sample batches are
+	 * shared 8 samples at a time */
+	cr_assert_eq(loader_init(&l, &d, 64, 0, 9, 1, 0, 1), 0);
+	cr_assert_eq(l.n_workers, 9);
+	for (int round = 0; round < 3; round++) {
+		loader_start_epoch(&l, 0);
+		const struct loader_batch *b;
+		int k = 0;
+		for (; (b = loader_next(&l)) && k < 20; k++) {
+			int first = -1;
+			for (int i = 64 * k; i < 64 * k + b->n && first < 0; i++)
+				if (i % 7 == 3)
+					first = i;
+			cr_assert_eq(b->error, 1);
+			char *want = xstrfmt("sample %d fails", first);
+			cr_assert_str_eq(b->why, want, "batch %d", k);
+			free(want);
+			for (int i = 0; i < b->n; i++)
+				cr_assert_eq(b->y[i], fm.labels[64 * k + i]);
+		}
+		cr_assert_eq(k, 20);
+	}
+	loader_release(&l);
+	/* 0 workers: one per core this process may use */
+	cr_assert_eq(loader_init(&l, &fm, 64, 0, 0, 1, 0, 1), 0);
+	cr_assert_eq(l.n_workers, loader_cores());
+	cr_assert_geq(loader_cores(), 1);
+	loader_release(&l);
+}
+
 Test(data, loader_shards_ranks_disjointly)
 {
 	struct loader r0, r1;

@@ -25,6 +25,9 @@ struct dataset {
 	 * image by up to `shift` pixels in x and y, filling with black. The
 	 * openers set each set's default (CIFAR-10 and JPEG folders flip). */
 	int flip, shift;
+	/* JPEG sets: decode every image whole at full size, the reference the
+	 * scaled and cropped decode is tested against (jpegdir.c). */
+	int jpeg_full;
 	/* Writes sample i (normalised, shape) into out; train enables the
 	 * augmentation, whose randomness comes from rng alone. */
 	int (*get)(const struct dataset *ds, int i, float *out, int train, uint64_t rng);

@@ -1,7 +1,15 @@
 /* jpegdir.c: ImageNet-style folders (one subfolder per class) of JPEG files,
  * decoded with libjpeg-turbo. Training: random-resized crop (area 8%-100%,
  * aspect 3/4-4/3) and horizontal flip; validation: the central 87.5% square
- * (resize to size/0.875 + center crop), both resized bilinearly. */
+ * (resize to size/0.875 + center crop), both resized bilinearly.
+ *
+ * The crop is drawn from the image's size alone, so it is known before a
+ * pixel is decoded: the JPEG is decoded at the smallest DCT scale (1/8,
+ * 1/4, 1/2, 1) at which the crop still covers the output, and only the
+ * rows and the iMCU columns the resize reads. The result differs from a
+ * full-size decode of the same crop (ds->jpeg_full) by what the DCT's
+ * downscale averages where the full-size sampling picks one pixel: a
+ * tolerance docs/trainer.md gives and tests/unit/test_trial_data.c checks. */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -33,16 +41,86 @@ static void jerr_quiet(j_common_ptr cinfo, int level)
 	(void)cinfo, (void)level;
 }
 
-/* Decodes a JPEG from the open file f, or from mem (len bytes) when f is
- * NULL, into *px (h, w, channels); the caller frees *px. Errors name
- * `name`. */
-static int decode(const char *name, FILE *f, const void *mem, size_t len, int channels,
-		  uint8_t **px, int *h, int *w)
+static double unit(uint64_t *rng)
 {
+	return (double)(dataset_rng(rng) >> 11) / 9007199254740992.0;
+}
+
+/* The crop of an image of h x w pixels, in its full-size pixels: top,
+ * left, height, width; and whether the output is flipped. */
+struct crop {
+	double y, x, h, w;
+	int flip;
+};
+
+static struct crop crop_box(const struct dataset *ds, int h, int w, int train, uint64_t rng)
+{
+	struct crop c = {0, 0, h, w, 0};
+	if (train) {
+		for (int t = 0; t < 10; t++) {
+			double area = h * w * (0.08 + 0.92 * unit(&rng));
+			double ratio = exp(log(3.0 / 4) + (log(4.0 / 3) - log(3.0 / 4)) * unit(&rng));
+			double tw = sqrt(area * ratio), th = sqrt(area / ratio);
+			if (tw <= w && th <= h) {
+				c.w = tw, c.h = th;
+				c.x = (w - c.w) * unit(&rng);
+				c.y = (h - c.h) * unit(&rng);
+				break;
+			}
+		}
+		c.flip = unit(&rng) < 0.5 && ds->flip;
+	} else {
+		double side = (h < w ? h : w) * 0.875;
+		c.h = c.w = side;
+		c.y = (h - side) / 2;
+		c.x = (w - side) / 2;
+	}
+	return c;
+}
+
+/* The DCT scale m/8 to decode at: the smallest of 1/8, 1/4, 1/2 (those
+ * libjpeg-turbo's SIMD code has reduced IDCTs for) at which the crop still
+ * has at least the output's pixels in both directions, else 1. */
+static int dct_scale(const struct crop *c, const struct ops_shape *s)
+{
+	for (int m = 1; m < 8; m *= 2)
+		if (c->h * m / 8 >= s->h && c->w * m / 8 >= s->w)
+			return m;
+	return 8;
+}
+
+/* A decoded part of an image: rows [y0, y0 + h) and columns [x0, x0 + w)
+ * of the image decoded at scale m/8 (px: (h, w, channels)). */
+struct part {
+	uint8_t *px;
+	int y0, x0, h, w, m;
+};
+
+/* The first and last pixel (at scale f) that a bilinear sampling of n
+ * points over [at, at + len) full-size pixels reads, within [0, size). */
+static void span(double at, double len, int n, double f, int size, int *lo, int *hi)
+{
+	double a = (at + 0.5 * len / n) * f - 0.5, b = (at + (n - 0.5) * len / n) * f - 0.5;
+	*lo = (int)floor(a);
+	*hi = (int)floor(b) + 1;
+	*lo = *lo < 0 ? 0 : *lo >= size ? size - 1 : *lo;
+	*hi = *hi < 0 ? 0 : *hi >= size ? size - 1 : *hi;
+}
+
+/* Decodes the part of a JPEG (from the open file f, or from mem, len
+ * bytes, when f is NULL) that the crop drawn from rng needs: at the DCT
+ * scale dct_scale() picks and only the rows and columns the sampling
+ * reads (jpeg_skip_scanlines, jpeg_crop_scanline), or, with ds->jpeg_full,
+ * all of it at full size. The caller frees p->px. Errors name `name`. */
+static int decode(const struct dataset *ds, const char *name, FILE *f, const void *mem, size_t len,
+		  int train, uint64_t rng, struct crop *c, struct part *p)
+{
+	const struct ops_shape *s = &ds->shape;
 	struct jpeg_decompress_struct cinfo;
 	struct jerr err;
 	volatile int rc = -1;
 	uint8_t *volatile buf = NULL;
+	memset(p, 0, sizeof(*p));
 	cinfo.err = jpeg_std_error(&err.mgr);
 	err.mgr.error_exit = jerr_exit;
 	err.mgr.emit_message = jerr_quiet;
@@ -58,75 +136,70 @@ static int decode(const char *name, FILE *f, const void *mem, size_t len, int ch
 	else
 		jpeg_mem_src(&cinfo, mem, (unsigned long)len);
 	jpeg_read_header(&cinfo, TRUE);
-	cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+	cinfo.out_color_space = s->c == 1 ? JCS_GRAYSCALE : JCS_RGB;
+	*c = crop_box(ds, (int)cinfo.image_height, (int)cinfo.image_width, train, rng);
+	p->m = ds->jpeg_full ? 8 : dct_scale(c, s);
+	cinfo.scale_num = (unsigned)p->m;
+	cinfo.scale_denom = 8;
 	jpeg_start_decompress(&cinfo);
-	*h = (int)cinfo.output_height;
-	*w = (int)cinfo.output_width;
-	size_t row = (size_t)*w * channels;
-	buf = xmalloc(row * (size_t)*h);
-	while (cinfo.output_scanline < cinfo.output_height) {
-		JSAMPROW r = buf + row * cinfo.output_scanline;
+	int y1 = (int)cinfo.output_height - 1, x1 = (int)cinfo.output_width - 1;
+	if (!ds->jpeg_full) {
+		span(c->y, c->h, s->h, p->m / 8.0, (int)cinfo.output_height, &p->y0, &y1);
+		span(c->x, c->w, s->w, p->m / 8.0, (int)cinfo.output_width, &p->x0, &x1);
+		JDIMENSION xoff = (JDIMENSION)p->x0, width = (JDIMENSION)(x1 - p->x0 + 1);
+		if (width < cinfo.output_width)
+			jpeg_crop_scanline(&cinfo, &xoff, &width); /* widened to whole iMCUs */
+		else
+			xoff = 0;
+		p->x0 = (int)xoff;
+		if (p->y0 > 0)
+			jpeg_skip_scanlines(&cinfo, (JDIMENSION)p->y0);
+		p->y0 = (int)cinfo.output_scanline;
+	}
+	p->w = (int)cinfo.output_width;
+	p->h = y1 - p->y0 + 1;
+	size_t row = (size_t)p->w * s->c;
+	buf = xmalloc(row * (size_t)p->h);
+	for (int k = 0; k < p->h; k++) {
+		JSAMPROW r = buf + row * k;
 		jpeg_read_scanlines(&cinfo, &r, 1);
 	}
-	jpeg_finish_decompress(&cinfo);
+	if (cinfo.output_scanline == cinfo.output_height)
+		jpeg_finish_decompress(&cinfo);
 	rc = 0;
 out:
 	jpeg_destroy_decompress(&cinfo);
-	*px = buf;
+	p->px = buf;
 	return rc;
 }
 
-static double unit(uint64_t *rng)
-{
-	return (double)(dataset_rng(rng) >> 11) / 9007199254740992.0;
-}
-
-/* The augmentation and resize of a decoded image px (h, w, ds->shape.c)
- * into out (ds->shape, normalised). */
-static void crop_resize(const struct dataset *ds, const uint8_t *px, int h, int w, float *out,
-			int train, uint64_t rng)
+/* The crop c of the decoded part p, resized bilinearly into out
+ * (ds->shape, normalised), flipped when c says so. */
+static void crop_resize(const struct dataset *ds, const struct part *p, const struct crop *c,
+			float *out)
 {
 	const struct ops_shape *s = &ds->shape;
-	double cy, cx, ch, cw; /* crop box: top, left, height, width */
-	int flip = 0;
-	if (train) {
-		ch = h, cw = w, cy = 0, cx = 0;
-		for (int t = 0; t < 10; t++) {
-			double area = h * w * (0.08 + 0.92 * unit(&rng));
-			double ratio = exp(log(3.0 / 4) + (log(4.0 / 3) - log(3.0 / 4)) * unit(&rng));
-			double tw = sqrt(area * ratio), th = sqrt(area / ratio);
-			if (tw <= w && th <= h) {
-				cw = tw, ch = th;
-				cx = (w - cw) * unit(&rng);
-				cy = (h - ch) * unit(&rng);
-				break;
-			}
-		}
-		flip = unit(&rng) < 0.5 && ds->flip;
-	} else {
-		double side = (h < w ? h : w) * 0.875;
-		ch = cw = side;
-		cy = (h - side) / 2;
-		cx = (w - side) / 2;
-	}
+	const uint8_t *px = p->px;
+	double f = p->m / 8.0;
+	int h = p->h, w = p->w;
 	for (int y = 0; y < s->h; y++) {
-		double sy = cy + (y + 0.5) * ch / s->h - 0.5;
+		double sy = (c->y + (y + 0.5) * c->h / s->h) * f - 0.5 - p->y0;
 		int y0 = (int)floor(sy);
 		double fy = sy - y0;
 		int ya = y0 < 0 ? 0 : y0 >= h ? h - 1 : y0, yb = y0 + 1 >= h ? h - 1 : y0 + 1 < 0 ? 0 : y0 + 1;
 		for (int x = 0; x < s->w; x++) {
-			int ox = flip ? s->w - 1 - x : x;
-			double sx = cx + (x + 0.5) * cw / s->w - 0.5;
+			int ox = c->flip ? s->w - 1 - x : x;
+			double sx = (c->x + (x + 0.5) * c->w / s->w) * f - 0.5 - p->x0;
 			int x0 = (int)floor(sx);
 			double fx = sx - x0;
 			int xa = x0 < 0 ? 0 : x0 >= w ? w - 1 : x0, xb = x0 + 1 >= w ? w - 1 : x0 + 1 < 0 ? 0 : x0 + 1;
-			for (int c = 0; c < s->c; c++) {
-				double v = (1 - fy) * ((1 - fx) * px[((size_t)ya * w + xa) * s->c + c] +
-						       fx * px[((size_t)ya * w + xb) * s->c + c]) +
-					   fy * ((1 - fx) * px[((size_t)yb * w + xa) * s->c + c] +
-						 fx * px[((size_t)yb * w + xb) * s->c + c]);
-				out[((size_t)y * s->w + ox) * s->c + c] =
-					(float)((v / 255.0 - ds->mean[c]) / ds->std[c]);
+			for (int k = 0; k < s->c; k++) {
+				double v = (1 - fy) * ((1 - fx) * px[((size_t)ya * w + xa) * s->c + k] +
+						       fx * px[((size_t)ya * w + xb) * s->c + k]) +
+					   fy * ((1 - fx) * px[((size_t)yb * w + xa) * s->c + k] +
+						 fx * px[((size_t)yb * w + xb) * s->c + k]);
+				out[((size_t)y * s->w + ox) * s->c + k] =
+					(float)((v / 255.0 - ds->mean[k]) / ds->std[k]);
 			}
 		}
 	}
@@ -134,31 +207,31 @@ static void crop_resize(const struct dataset *ds, const uint8_t *px, int h, int 
 
 static int jpeg_get(const struct dataset *ds, int i, float *out, int train, uint64_t rng)
 {
-	uint8_t *px;
-	int h, w;
+	struct part p;
+	struct crop c;
 	FILE *f = fopen(ds->paths[i], "rb");
 	if (!f)
 		return error_errno("cannot open '%s'", ds->paths[i]);
 	char *name = xstrfmt("'%s'", ds->paths[i]);
-	int rc = decode(name, f, NULL, 0, ds->shape.c, &px, &h, &w);
+	int rc = decode(ds, name, f, NULL, 0, train, rng, &c, &p);
 	fclose(f);
 	free(name);
 	if (rc)
 		return -1;
-	crop_resize(ds, px, h, w, out, train, rng);
-	free(px);
+	crop_resize(ds, &p, &c, out);
+	free(p.px);
 	return 0;
 }
 
 int dataset_jpeg_get_mem(const struct dataset *ds, const char *name, const void *jpeg, size_t len,
 			 float *out, int train, uint64_t rng)
 {
-	uint8_t *px;
-	int h, w;
-	if (decode(name, NULL, jpeg, len, ds->shape.c, &px, &h, &w))
+	struct part p;
+	struct crop c;
+	if (decode(ds, name, NULL, jpeg, len, train, rng, &c, &p))
 		return -1;
-	crop_resize(ds, px, h, w, out, train, rng);
-	free(px);
+	crop_resize(ds, &p, &c, out);
+	free(p.px);
 	return 0;
 }
 

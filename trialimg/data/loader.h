@@ -11,7 +11,7 @@
 #include "trialimg/data/dataset.h"
 #include "util.h" /* UTIL_ERROR_MAX */
 
-enum { LOADER_DEPTH = 4 };
+enum { LOADER_DEPTH = 4, LOADER_CHUNK = 8 /* samples a worker takes at once */ };
 
 struct loader_batch {
 	int n;          /* samples in this batch */
@@ -31,6 +31,9 @@ struct loader {
 	struct loader_batch slot[LOADER_DEPTH];
 	int slot_batch[LOADER_DEPTH];   /* batch held by each slot, -1 = none */
 	int next_fill, next_take, in_flight, holding, quit;
+	int next_chunk;                 /* of batch next_fill, the next to claim */
+	int left[LOADER_DEPTH];         /* chunks of each slot's batch not done */
+	int bad_at[LOADER_DEPTH];       /* its first failed sample (n: none yet) */
 	pthread_mutex_t mu;
 	pthread_cond_t work, ready;
 	int n_workers;
@@ -41,11 +44,14 @@ struct loader {
 /* Does a training set hold one global batch (batch x world samples)? The
  * trainer asks before it allocates anything sized by the batch. */
 int loader_check_batch(const struct dataset *ds, int batch, int world);
+/* The cores this process may run on (its affinity mask, lowered to a
+ * cgroup v2 CPU quota): the workers a loader starts when asked for 0. */
+int loader_cores(void);
 /* Training loaders shuffle each epoch and drop the last partial batch; each
  * of `world` ranks reads its own shard. Evaluation loaders read every sample
  * in order, including a final partial batch. */
 int loader_init(struct loader *l, const struct dataset *ds, int batch, int train, int workers,
-		uint64_t seed, int rank, int world);
+		uint64_t seed, int rank, int world);  /* workers 0: loader_cores() */
 /* Start epoch e (0-based); ends any epoch in progress. */
 void loader_start_epoch(struct loader *l, int epoch);
 /* The same, from batch `first` of the epoch (a trial resumed mid-epoch). */
