@@ -93,6 +93,8 @@ say = $(if $(filter 1,$(V)),,@echo "  $(1) $(2)")
 # vectorizes only loops without a remainder or a select, and channel counts
 # are runtime values.
 $(BUILD)/obj/kernels/cpu/cpu_maxpool.o: CFLAGS_ALL += -O3
+# The JPEG resize's row blend: a loop over bytes of a runtime length.
+$(BUILD)/obj/trialimg/data/jpegdir.o: CFLAGS_ALL += -O3
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -173,36 +173,73 @@ out:
 	return rc;
 }
 
+/* The two source pixels (clamped to [0, size)) and the weight of the
+ * second for each of n outputs sampling [at, at + len) full-size pixels,
+ * read at scale f from a part starting at pixel `from`. */
+static void taps(double at, double len, int n, double f, int from, int size, int *a, int *b,
+		 float *wb)
+{
+	for (int i = 0; i < n; i++) {
+		double v = (at + (i + 0.5) * len / n) * f - 0.5 - from;
+		int i0 = (int)floor(v);
+		wb[i] = (float)(v - i0);
+		a[i] = i0 < 0 ? 0 : i0 >= size ? size - 1 : i0;
+		b[i] = i0 + 1 < 0 ? 0 : i0 + 1 >= size ? size - 1 : i0 + 1;
+	}
+}
+
 /* The crop c of the decoded part p, resized bilinearly into out
  * (ds->shape, normalised), flipped when c says so. */
 static void crop_resize(const struct dataset *ds, const struct part *p, const struct crop *c,
 			float *out)
 {
 	const struct ops_shape *s = &ds->shape;
-	const uint8_t *px = p->px;
-	double f = p->m / 8.0;
-	int h = p->h, w = p->w;
+	const int C = s->c;
+	int *ya = xmalloc(sizeof(int) * (size_t)(2 * s->h + 2 * s->w)), *yb = ya + s->h;
+	int *xa = yb + s->h, *xb = xa + s->w;
+	float *wy = xmalloc(sizeof(float) * (size_t)(s->h + s->w)), *wx = wy + s->h;
+	float scale[3], bias[3];
+	taps(c->y, c->h, s->h, p->m / 8.0, p->y0, p->h, ya, yb, wy);
+	taps(c->x, c->w, s->w, p->m / 8.0, p->x0, p->w, xa, xb, wx);
+	for (int k = 0; k < C; k++) {
+		scale[k] = 1.0f / (255.0f * ds->std[k]);
+		bias[k] = -ds->mean[k] / ds->std[k];
+	}
+	/* per output row: the two source rows blended over the columns the
+	 * row reads (contiguous: vectorised), then each output pixel from two
+	 * of those columns */
+	int lo = xa[0] < xb[s->w - 1] ? xa[0] : xb[s->w - 1];
+	int hi = xa[0] > xb[s->w - 1] ? xa[0] : xb[s->w - 1];
+	for (int x = 0; x < s->w; x++) {
+		lo = xa[x] < lo ? xa[x] : lo;
+		hi = xb[x] > hi ? xb[x] : hi;
+	}
+	size_t row = (size_t)p->w * C, n = (size_t)(hi - lo + 1) * C;
+	float *mix = xmalloc(sizeof(float) * n);
 	for (int y = 0; y < s->h; y++) {
-		double sy = (c->y + (y + 0.5) * c->h / s->h) * f - 0.5 - p->y0;
-		int y0 = (int)floor(sy);
-		double fy = sy - y0;
-		int ya = y0 < 0 ? 0 : y0 >= h ? h - 1 : y0, yb = y0 + 1 >= h ? h - 1 : y0 + 1 < 0 ? 0 : y0 + 1;
+		const uint8_t *ra = p->px + (size_t)ya[y] * row + (size_t)lo * C;
+		const uint8_t *rb = p->px + (size_t)yb[y] * row + (size_t)lo * C;
+		float fy = wy[y], gy = 1 - fy;
+		for (size_t i = 0; i < n; i++)
+			mix[i] = gy * ra[i] + fy * rb[i];
+		float *o = out + (size_t)y * s->w * C;
 		for (int x = 0; x < s->w; x++) {
-			int ox = c->flip ? s->w - 1 - x : x;
-			double sx = (c->x + (x + 0.5) * c->w / s->w) * f - 0.5 - p->x0;
-			int x0 = (int)floor(sx);
-			double fx = sx - x0;
-			int xa = x0 < 0 ? 0 : x0 >= w ? w - 1 : x0, xb = x0 + 1 >= w ? w - 1 : x0 + 1 < 0 ? 0 : x0 + 1;
-			for (int k = 0; k < s->c; k++) {
-				double v = (1 - fy) * ((1 - fx) * px[((size_t)ya * w + xa) * s->c + k] +
-						       fx * px[((size_t)ya * w + xb) * s->c + k]) +
-					   fy * ((1 - fx) * px[((size_t)yb * w + xa) * s->c + k] +
-						 fx * px[((size_t)yb * w + xb) * s->c + k]);
-				out[((size_t)y * s->w + ox) * s->c + k] =
-					(float)((v / 255.0 - ds->mean[k]) / ds->std[k]);
+			float *q = o + (size_t)(c->flip ? s->w - 1 - x : x) * C;
+			const float *a = mix + (size_t)(xa[x] - lo) * C, *b = mix + (size_t)(xb[x] - lo) * C;
+			float fx = wx[x], gx = 1 - fx;
+			if (C == 3) { /* RGB, unrolled */
+				q[0] = (gx * a[0] + fx * b[0]) * scale[0] + bias[0];
+				q[1] = (gx * a[1] + fx * b[1]) * scale[1] + bias[1];
+				q[2] = (gx * a[2] + fx * b[2]) * scale[2] + bias[2];
+				continue;
 			}
+			for (int k = 0; k < C; k++)
+				q[k] = (gx * a[k] + fx * b[k]) * scale[k] + bias[k];
 		}
 	}
+	free(mix);
+	free(ya);
+	free(wy);
 }
 
 static int jpeg_get(const struct dataset *ds, int i, float *out, int train, uint64_t rng)
@@ -287,8 +324,8 @@ static int list(const char *dir, int want_dir, char ***out, int *count)
 
 int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct ops_shape *want)
 {
-	char **classes;
-	int nc;
+	char **classes = NULL;
+	int nc = 0;
 	if (!want)
 		return error("image folder '%s': the network input size is needed", dir);
 	if (list(dir, 1, &classes, &nc))
@@ -302,8 +339,8 @@ int dataset_open_imagefolder(struct dataset *ds, const char *dir, const struct o
 	dataset_jpeg_setup(ds, want);
 	int cap = 0;
 	for (int c = 0; c < nc; c++) {
-		char *sub = xstrfmt("%s/%s", dir, classes[c]), **files;
-		int nf;
+		char *sub = xstrfmt("%s/%s", dir, classes[c]), **files = NULL;
+		int nf = 0;
 		int rc = list(sub, 0, &files, &nf);
 		for (int k = 0; !rc && k < nf; k++) {
 			if (ds->n == cap) {
