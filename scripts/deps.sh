@@ -17,7 +17,7 @@ pkgs=(
   docker.io debootstrap   # tests/docker/engine.bash: a real engine, an offline base image
 )
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(python3-torch python3-numpy hyperfine)
+  pkgs+=(python3-torch python3-numpy hyperfine python3-torchvision python3-pil)  # + tests/bench/bench_input.sh
 fi
 
 missing=()

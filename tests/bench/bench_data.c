@@ -2,13 +2,18 @@
  * usage: bench_data make DIR N H W
  *          writes DIR/classK/NNNN.jpg: N RGB JPEGs of HxW (10 classes,
  *          textured so that they compress like photographs, quality 90)
- *        bench_data read DIR SIZE WORKERS BATCH
+ *        bench_data read DIR SIZE WORKERS BATCH [full]
  *          opens DIR as aah-trial does (format detected), reads one training
  *          epoch (random-resized crops to SIZExSIZEx3, flips) through the
  *          threaded loader with WORKERS threads and prints images/s, the
  *          format, the seconds dataset_open took and the CPU milliseconds
  *          (user + system, all threads) per image of the epoch: on a
- *          shared machine the CPU cost is the steadier figure. */
+ *          shared machine the CPU cost is the steadier figure. With
+ *          "full", JPEGs are decoded whole at full size (the decode before
+ *          DCT scaling and cropping, struct dataset's jpeg_full).
+ *        bench_data first DIR SIZE WORKERS BATCH
+ *          prints the seconds from dataset_open to the first training
+ *          batch in hand, the seconds dataset_open took, and the samples. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +76,7 @@ static double cpu_seconds(void)
 	       ru.ru_stime.tv_usec / 1e6;
 }
 
-static void read_epoch(const char *dir, int size, int workers, int batch)
+static void read_epoch(const char *dir, int size, int workers, int batch, int full)
 {
 	struct ops_shape want = {size, size, 3};
 	struct dataset ds;
@@ -80,6 +85,7 @@ static void read_epoch(const char *dir, int size, int workers, int batch)
 	if (dataset_open(&ds, "auto", dir, 1, &want))
 		die("cannot open '%s'", dir);
 	double t_open = util_monotonic() - t0;
+	ds.jpeg_full = full;
 	if (loader_init(&l, &ds, batch, 1, workers, 1, 0, 1))
 		die("cannot start the loader");
 	t0 = util_monotonic();
@@ -98,13 +104,36 @@ static void read_epoch(const char *dir, int size, int workers, int batch)
 	dataset_release(&ds);
 }
 
+static void first_batch(const char *dir, int size, int workers, int batch)
+{
+	struct ops_shape want = {size, size, 3};
+	struct dataset ds;
+	struct loader l;
+	double t0 = util_monotonic();
+	if (dataset_open(&ds, "auto", dir, 1, &want))
+		die("cannot open '%s'", dir);
+	double t_open = util_monotonic() - t0;
+	if (loader_init(&l, &ds, batch, 1, workers, 1, 0, 1))
+		die("cannot start the loader");
+	loader_start_epoch(&l, 0);
+	const struct loader_batch *b = loader_next(&l);
+	if (!b || b->error)
+		die("no first batch: %s", b ? b->why : "empty epoch");
+	printf("%.3f %.3f %d\n", util_monotonic() - t0, t_open, ds.n);
+	loader_release(&l);
+	dataset_release(&ds);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "make"))
 		make(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
-	else if (argc == 6 && !strcmp(argv[1], "read"))
-		read_epoch(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+	else if ((argc == 6 || (argc == 7 && !strcmp(argv[6], "full"))) && !strcmp(argv[1], "read"))
+		read_epoch(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argc == 7);
+	else if (argc == 6 && !strcmp(argv[1], "first"))
+		first_batch(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	else
-		die("usage: bench_data make DIR N H W | bench_data read DIR SIZE WORKERS BATCH");
+		die("usage: bench_data make DIR N H W | bench_data read DIR SIZE WORKERS BATCH [full] | "
+		    "bench_data first DIR SIZE WORKERS BATCH");
 	return 0;
 }
