@@ -245,3 +245,51 @@ Test(tfrindex, kept_in_the_cache_when_refused_beside_the_file)
 	free(oc);
 	free(cached);
 }
+
+Test(tfrindex, files_indexed_in_parallel_keep_their_order_and_the_first_error)
+{
+	/* 12 files (copies of the two train shards): threads index them at once,
+	 * the samples stay in file order */
+	char *many = xstrfmt("%s/many", tmp);
+	cr_assert_eq(fileio_mkdir_p(many, 0755), 0);
+	for (int k = 0; k < 12; k++) {
+		char *from = xstrfmt("%s/train-%05d-of-00002", data, k % 2);
+		char *to = xstrfmt("%s/train-%05d-of-00012", many, k);
+		copy(from, to);
+		free(from);
+		free(to);
+	}
+	struct dataset a, b;
+	cr_assert_eq(dataset_open(&a, "auto", data, 1, &want), 0, "%s", util_last_error());
+	for (int pass = 0; pass < 2; pass++) { /* made, then read */
+		cr_assert_eq(dataset_open(&b, "auto", many, 1, &want), 0, "%s", util_last_error());
+		cr_assert_eq(b.n, 6 * a.n);
+		for (int i = 0; i < b.n; i++) {
+			cr_assert_eq(b.labels[i], a.labels[i % a.n], "sample %d", i);
+			cr_assert_eq(b.tfr->s[i].file, (uint32_t)(i / 20), "sample %d", i);
+			cr_assert_eq(b.tfr->s[i].offset, a.tfr->s[i % a.n].offset, "sample %d", i);
+		}
+		dataset_release(&b);
+	}
+	dataset_release(&a);
+	/* files 3, 7 and 10 corrupt (no index yet): the error is file 3's,
+	 * however the threads' work interleaves */
+	for (int round = 0; round < 5; round++) {
+		int bad[] = {10, 7, 3};
+		for (int k = 0; k < 3; k++) {
+			char *f = xstrfmt("%s/train-%05d-of-00012", many, bad[k]), *x = xstrfmt("%s.aah-index", f);
+			unlink(x);
+			if (round == 0)
+				flip(f, 12 + 50);
+			free(f);
+			free(x);
+		}
+		struct dataset d;
+		cr_assert_eq(dataset_open(&d, "auto", many, 1, &want), -1);
+		char *msg = xstrfmt("'%s/train-00003-of-00012': record 0 at byte 0: the data's checksum",
+				    many);
+		cr_assert_not_null(strstr(util_last_error(), msg), "%s", util_last_error());
+		free(msg);
+	}
+	free(many);
+}

@@ -5,7 +5,8 @@
  * augmentation (jpegdir.c).
  *
  * Opening reads each file's index (tfrindex.c: every record's place, its
- * label and where its JPEG lies), made once by reading the file (both
+ * label and where its JPEG lies; a thread per core, each taking the next
+ * file), made once by reading the file (both
  * checksums and the Example checked); a sample read later reads its record
  * by offset and checks both checksums, so a record corrupted after its
  * index was made is reported by file, record and byte when it is read. Labels: build_imagenet_data.py
@@ -13,6 +14,7 @@
  * pipeline (examples/trials/network_morphism/imagenet/dataset.py,
  * _parse_example_proto) trains on label - 1; so does this reader. */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include "trialimg/data/dataset.h"
 #include "trialimg/data/tfrecord.h" /* struct tfrecord_index, tfrecord_read_at */
 #include "trialimg/data/tfrindex.h" /* tfrindex_load */
+#include "trialimg/data/loader.h" /* loader_cores */
 #include "util.h"
 
 enum { MAX_LABEL = 1 << 20 };
@@ -126,28 +129,20 @@ static int tfr_get(const struct dataset *ds, int i, float *out, int train, uint6
 	return rc;
 }
 
-/* Adds the records of one file to ds, from its index (tfrindex.c), made
- * when it has none; counts in made[origin]. */
-static int index_file(struct dataset *ds, int file, int *cap, int made[3])
+/* Adds the records of file `file`, from its index ix, to ds. */
+static int add_file(struct dataset *ds, int file, const struct tfrindex *ix, int *cap)
 {
 	struct tfrecord_index *x = ds->tfr;
 	const char *path = x->files[file];
-	struct tfrindex ix;
-	int rc = 0;
-	if (tfrindex_load(&ix, path))
-		return -1;
-	made[ix.origin]++;
-	if (ix.n > (size_t)(INT32_MAX - ds->n))
-		rc = error("'%s': too many records in the set (at most %d)", path, INT32_MAX);
-	for (size_t k = 0; !rc && k < ix.n; k++) {
-		const struct tfrindex_rec *r = &ix.r[k];
-		if (r->label < 1 || r->label > MAX_LABEL) {
-			rc = error("'%s': record %zu at byte %llu: image/class/label %lld is out of range "
-				   "1..%d (AIPerf's ImageNet records number classes from 1; aah "
-				   "trains on label - 1, as AIPerf does)", path, k,
-				   (unsigned long long)r->offset, (long long)r->label, MAX_LABEL);
-			break;
-		}
+	if (ix->n > (size_t)(INT32_MAX - ds->n))
+		return error("'%s': too many records in the set (at most %d)", path, INT32_MAX);
+	for (size_t k = 0; k < ix->n; k++) {
+		const struct tfrindex_rec *r = &ix->r[k];
+		if (r->label < 1 || r->label > MAX_LABEL)
+			return error("'%s': record %zu at byte %llu: image/class/label %lld is out of "
+				     "range 1..%d (AIPerf's ImageNet records number classes from 1; aah "
+				     "trains on label - 1, as AIPerf does)", path, k,
+				     (unsigned long long)r->offset, (long long)r->label, MAX_LABEL);
 		if (ds->n == *cap) {
 			*cap = *cap ? 2 * *cap : 1024;
 			x->s = xrealloc(x->s, sizeof(*x->s) * *cap);
@@ -162,7 +157,69 @@ static int index_file(struct dataset *ds, int file, int *cap, int made[3])
 		if (r->label > ds->classes)
 			ds->classes = (int)r->label;
 	}
-	tfrindex_release(&ix);
+	return 0;
+}
+
+/* The files' indexes, loaded (read, or made: tfrindex_load) by threads
+ * that each take the next file; the first failing file's message is kept,
+ * and no file after it is started. */
+struct loading {
+	char **files;
+	struct tfrindex *ix;    /* (n) */
+	int n, next, failed;    /* failed: the lowest failing file, n when none */
+	char why[UTIL_ERROR_MAX];
+	pthread_mutex_t mu;
+};
+
+static void *load_files(void *arg)
+{
+	struct loading *g = arg;
+	util_hold_errors(1); /* this thread's errors go to g->why, printed once */
+	pthread_mutex_lock(&g->mu);
+	while (g->next < g->n && g->next < g->failed) {
+		int i = g->next++;
+		pthread_mutex_unlock(&g->mu);
+		int rc = tfrindex_load(&g->ix[i], g->files[i]);
+		pthread_mutex_lock(&g->mu);
+		if (rc && i < g->failed) {
+			g->failed = i;
+			xstrlcpy(g->why, util_last_error(), sizeof(g->why));
+		}
+	}
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+static int load_indexes(struct dataset *ds, int *cap)
+{
+	struct loading g = {.files = ds->tfr->files, .n = ds->tfr->n_files};
+	g.ix = xcalloc((size_t)g.n, sizeof(*g.ix));
+	g.failed = g.n;
+	pthread_mutex_init(&g.mu, NULL);
+	int n_threads = loader_cores() < g.n ? loader_cores() : g.n, started = 0;
+	pthread_t *t = xcalloc((size_t)n_threads, sizeof(*t));
+	for (; started < n_threads - 1; started++)
+		if (pthread_create(&t[started], NULL, load_files, &g))
+			break;
+	int held = util_hold_errors(1);
+	load_files(&g); /* this thread too, holding its errors like the others */
+	util_hold_errors(held);
+	for (int i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	int made[3] = {0, 0, 0}, rc = g.failed < g.n ? error("%s", g.why) : 0;
+	for (int i = 0; i < g.n && !rc; i++) {
+		made[g.ix[i].origin]++;
+		rc = add_file(ds, i, &g.ix[i], cap);
+	}
+	if (!rc && (made[TFRINDEX_MADE] || made[TFRINDEX_UNSAVED]))
+		printf("aah-trial: TFRecord set '%s': %d file(s) indexed now (%d saved), %d read "
+		       "from their index\n", ds->dir, made[TFRINDEX_MADE] + made[TFRINDEX_UNSAVED],
+		       made[TFRINDEX_MADE], made[TFRINDEX_READ]);
+	for (int i = 0; i < g.n; i++)
+		tfrindex_release(&g.ix[i]);
+	free(g.ix);
+	free(t);
+	pthread_mutex_destroy(&g.mu);
 	return rc;
 }
 
@@ -188,14 +245,8 @@ int dataset_open_tfrecord(struct dataset *ds, const char *dir, int train,
 	if (n == 0)
 		return error("'%s' has no TFRecord files (train-NNNNN-of-NNNNN, "
 			     "validation-NNNNN-of-NNNNN or *.tfrecord)", dir);
-	int made[3] = {0, 0, 0};
-	for (int i = 0; i < n; i++)
-		if (index_file(ds, i, &cap, made))
-			return -1;
-	if (made[TFRINDEX_MADE] || made[TFRINDEX_UNSAVED])
-		printf("aah-trial: TFRecord set '%s': %d file(s) indexed now (%d saved), %d read "
-		       "from their index\n", dir, made[TFRINDEX_MADE] + made[TFRINDEX_UNSAVED],
-		       made[TFRINDEX_MADE], made[TFRINDEX_READ]);
+	if (load_indexes(ds, &cap))
+		return -1;
 	if (ds->n == 0)
 		return error("'%s': its TFRecord files hold no records", dir);
 	dataset_jpeg_setup(ds, want);
