@@ -164,15 +164,13 @@ static int pread_all(int fd, void *buf, size_t n, uint64_t at)
 	return 0;
 }
 
-int tfrecord_read_at(const char *path, long index, uint64_t data_offset, size_t len, uint8_t *buf)
+int tfrecord_read_fd(int fd, const char *path, long index, uint64_t data_offset, size_t len,
+		     uint8_t *buf)
 {
 	uint8_t hdr[12], foot[4];
 	uint64_t at = data_offset - sizeof(hdr), n;
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	const char *why = NULL;
-	if (fd < 0)
-		return error_errno("cannot open '%s'", path);
 	if (fstat(fd, &st) || pread_all(fd, hdr, sizeof(hdr), at))
 		why = "cannot read the record's header (has the file changed since it was opened?)";
 	else if (!(why = check_header(hdr, (uint64_t)st.st_size - data_offset, &n)) && n != len)
@@ -182,8 +180,17 @@ int tfrecord_read_at(const char *path, long index, uint64_t data_offset, size_t 
 		why = "cannot read the record (has the file changed since it was opened?)";
 	else if (!why && tfrecord_masked_crc(buf, len) != le32(foot))
 		why = "the data's checksum does not match (corrupt data)";
-	close(fd);
 	return why ? bad_record(path, index, at, why) : 0;
+}
+
+int tfrecord_read_at(const char *path, long index, uint64_t data_offset, size_t len, uint8_t *buf)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno("cannot open '%s'", path);
+	int rc = tfrecord_read_fd(fd, path, index, data_offset, len, buf);
+	close(fd);
+	return rc;
 }
 
 /* ---- protobuf wire format ----------------------------------------------------- */

@@ -39,6 +39,9 @@ void tfrecord_close(struct tfrecord_reader *r);
  * above. Thread-safe: it opens the file itself. */
 int tfrecord_read_at(const char *path, long index, uint64_t data_offset, size_t len,
 		     uint8_t *buf);
+/* The same through fd, open on path (pread: threads may share fd). */
+int tfrecord_read_fd(int fd, const char *path, long index, uint64_t data_offset, size_t len,
+		     uint8_t *buf);
 
 /* The features of a tf.Example that an image set needs. */
 struct tfrecord_example {
@@ -65,6 +68,10 @@ struct tfrecord_sample {
 struct tfrecord_index {
 	int n_files;
 	char **files;                /* (n_files) paths */
+	_Atomic int *fd;             /* (n_files) each file's descriptor, opened at its
+				      * first sample's read and shared by the threads
+				      * (-1: not yet; -2: open refused, e.g. out of
+				      * descriptors: each read opens the file) */
 	struct tfrecord_sample *s;   /* (ds->n) */
 };
 

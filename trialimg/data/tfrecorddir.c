@@ -6,14 +6,22 @@
  *
  * Opening reads each file's index (tfrindex.c: every record's place, its
  * label and where its JPEG lies; a thread per core, each taking the next
- * file), made once by reading the file (both
- * checksums and the Example checked); a sample read later reads its record
- * by offset and checks both checksums, so a record corrupted after its
- * index was made is reported by file, record and byte when it is read. Labels: build_imagenet_data.py
+ * file), made once by reading the file (both checksums and the Example
+ * checked). A sample read later reads its record by offset, through one
+ * descriptor per file opened at the file's first read and shared by the
+ * loader's threads (no open() per sample on a network filesystem), and
+ * checks both checksums: a record corrupted after its index was made is
+ * reported by file, record and byte when it is read.
+ *
+ * Labels: build_imagenet_data.py
  * writes image/class/label in 1..1000 (0 unused) and AIPerf's input
  * pipeline (examples/trials/network_morphism/imagenet/dataset.py,
  * _parse_example_proto) trains on label - 1; so does this reader. */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,12 +122,34 @@ int dataset_is_tfrecord(const char *dir)
 	return n > 0;
 }
 
+/* files[f]'s shared descriptor, opened by the first thread that reads
+ * from it (a thread that loses the race closes its own); -1 when the
+ * process may not keep it open. */
+static int file_fd(struct tfrecord_index *x, uint32_t f)
+{
+	int fd = atomic_load(&x->fd[f]);
+	if (fd != -1)
+		return fd < 0 ? -1 : fd;
+	int mine = open(x->files[f], O_RDONLY | O_CLOEXEC), none = -1;
+	if (mine < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			atomic_compare_exchange_strong(&x->fd[f], &none, -2);
+		return -1;
+	}
+	if (atomic_compare_exchange_strong(&x->fd[f], &none, mine))
+		return mine;
+	close(mine);
+	return none < 0 ? -1 : none;
+}
+
 static int tfr_get(const struct dataset *ds, int i, float *out, int train, uint64_t rng)
 {
 	const struct tfrecord_sample *s = &ds->tfr->s[i];
 	const char *path = ds->tfr->files[s->file];
 	uint8_t *buf = xmalloc(s->len ? s->len : 1);
-	int rc = tfrecord_read_at(path, s->record, s->offset, s->len, buf);
+	int fd = file_fd(ds->tfr, s->file);
+	int rc = fd >= 0 ? tfrecord_read_fd(fd, path, s->record, s->offset, s->len, buf)
+			 : tfrecord_read_at(path, s->record, s->offset, s->len, buf);
 	if (!rc) {
 		char *name = xstrfmt("'%s' record %u", path, s->record);
 		rc = dataset_jpeg_get_mem(ds, name, buf + s->jpeg_at, s->jpeg_len, out, train, rng);
@@ -237,6 +267,9 @@ int dataset_open_tfrecord(struct dataset *ds, const char *dir, int train,
 	ds->tfr = xcalloc(1, sizeof(*ds->tfr));
 	ds->tfr->files = xcalloc(n ? (size_t)n : 1, sizeof(char *));
 	ds->tfr->n_files = n;
+	ds->tfr->fd = xmalloc(sizeof(*ds->tfr->fd) * (n ? (size_t)n : 1));
+	for (int i = 0; i < n; i++)
+		atomic_init(&ds->tfr->fd[i], -1);
 	for (int i = 0; i < n; i++) {
 		ds->tfr->files[i] = xstrfmt("%s/%s", dir, names[i]);
 		free(names[i]);
@@ -258,8 +291,12 @@ void dataset_release_tfrecord(struct dataset *ds)
 {
 	if (!ds->tfr)
 		return;
-	for (int i = 0; i < ds->tfr->n_files; i++)
+	for (int i = 0; i < ds->tfr->n_files; i++) {
 		free(ds->tfr->files[i]);
+		if (ds->tfr->fd && atomic_load(&ds->tfr->fd[i]) >= 0)
+			close(atomic_load(&ds->tfr->fd[i]));
+	}
+	free(ds->tfr->fd);
 	free(ds->tfr->files);
 	free(ds->tfr->s);
 	free(ds->tfr);
