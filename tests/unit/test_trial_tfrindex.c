@@ -8,9 +8,11 @@
  * the index's place stands for a place that refuses the write. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -292,4 +294,47 @@ Test(tfrindex, files_indexed_in_parallel_keep_their_order_and_the_first_error)
 		free(msg);
 	}
 	free(many);
+}
+
+struct loading_thread {
+	struct tfrindex x;
+	int rc;
+};
+
+static void *load_shard(void *arg)
+{
+	struct loading_thread *t = arg;
+	t->rc = tfrindex_load(&t->x, shard);
+	return NULL;
+}
+
+Test(tfrindex, a_file_another_process_is_indexing_is_waited_for_not_read_again)
+{
+	/* the other process (a rank of the same trial, another trial) holds
+	 * the data file's flock while it indexes: this test stands in for it */
+	int other = open(shard, O_RDONLY);
+	cr_assert(other >= 0);
+	cr_assert_eq(flock(other, LOCK_EX), 0);
+	struct loading_thread t;
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, load_shard, &t), 0);
+	usleep(200 * 1000); /* without the lock the thread would index the file meanwhile */
+	/* "its" index: made of a copy with the same bytes and mtime */
+	char *twin_dir = xstrfmt("%s/twin", tmp), *twin = xstrfmt("%s/x.tfrecord", twin_dir);
+	char *twin_ix = xstrfmt("%s.aah-index", twin);
+	cr_assert_eq(fileio_mkdir_p(twin_dir, 0755), 0);
+	copy(shard, twin);
+	set_mtime(twin, stat_of(shard).st_mtim);
+	cr_assert_eq(load(twin, 20), TFRINDEX_MADE);
+	cr_assert_eq(rename(twin_ix, ix), 0);
+	cr_assert_eq(flock(other, LOCK_UN), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(t.rc, 0, "%s", util_last_error());
+	cr_assert_eq(t.x.origin, TFRINDEX_READ, "the file was indexed twice");
+	cr_assert_eq(t.x.n, 20);
+	tfrindex_release(&t.x);
+	close(other);
+	free(twin_dir);
+	free(twin);
+	free(twin_ix);
 }

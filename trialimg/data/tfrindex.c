@@ -8,10 +8,13 @@
  * index to one version of its data file; the records must tile the file
  * exactly; the checksum catches any other damage. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h> /* flock */
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fileio.h"  /* fileio_read, fileio_write_atomic_flags, fileio_mkdir_p */
 #include "strbuf.h"
@@ -179,8 +182,10 @@ char *tfrindex_cache_path(const char *path)
 /* ---- load or make ----------------------------------------------------------- */
 
 /* 1 and the records when `at` holds a valid index of the file; 0 when there
- * is none; a stale or damaged one is reported and counts as none. */
-static int try_read(struct tfrindex *x, const char *at, uint64_t size, int64_t mtime_ns)
+ * is none; a stale or damaged one counts as none, and is reported unless
+ * quiet. */
+static int try_read(struct tfrindex *x, const char *at, uint64_t size, int64_t mtime_ns,
+		    int quiet)
 {
 	char *text;
 	size_t len, line;
@@ -191,14 +196,15 @@ static int try_read(struct tfrindex *x, const char *at, uint64_t size, int64_t m
 	int rc = fileio_read(at, (size_t)1 << 34, &text, &len);
 	util_hold_errors(held);
 	if (rc) {
-		warning("cannot read the index '%s' (%s): rebuilding it", at, util_last_error());
+		if (!quiet)
+			warning("cannot read the index '%s' (%s): rebuilding it", at, util_last_error());
 		return 0;
 	}
 	rc = tfrindex_parse(text, len, size, mtime_ns, &x->r, &x->n, &why, &line);
 	free(text);
-	if (rc == -2)
+	if (rc == -2 && !quiet)
 		warning("the index '%s' is stale: %s; rebuilding it", at, why);
-	else if (rc)
+	else if (rc && !quiet)
 		warning("the index '%s' is damaged at line %zu: %s; rebuilding it", at, line, why);
 	if (rc)
 		return 0;
@@ -262,8 +268,17 @@ int tfrindex_load(struct tfrindex *x, const char *path)
 	uint64_t size = (uint64_t)st.st_size;
 	int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	char *beside = xstrfmt("%s" SUFFIX, path), *cache = tfrindex_cache_path(path);
-	int rc = 0;
-	if (try_read(x, beside, size, mtime) || (cache && try_read(x, cache, size, mtime)))
+	int rc = 0, lock = -1;
+	if (try_read(x, beside, size, mtime, 1) || (cache && try_read(x, cache, size, mtime, 1)))
+		goto out;
+	/* one process indexes a file at a time (ranks and trials on a node open
+	 * the same set at once): the others wait on the data file's flock, then
+	 * read what it saved. Where flock is refused (some NFS mounts without a
+	 * writable descriptor), each indexes on its own. */
+	lock = open(path, O_RDONLY | O_CLOEXEC);
+	while (lock >= 0 && flock(lock, LOCK_EX) && errno == EINTR)
+		;
+	if (try_read(x, beside, size, mtime, 0) || (cache && try_read(x, cache, size, mtime, 0)))
 		goto out;
 	if (scan(x, path)) {
 		tfrindex_release(x);
@@ -290,6 +305,8 @@ int tfrindex_load(struct tfrindex *x, const char *path)
 		x->origin = TFRINDEX_MADE;
 	free(text);
 out:
+	if (lock >= 0)
+		close(lock); /* and its flock */
 	free(beside);
 	free(cache);
 	return rc;
