@@ -11,7 +11,7 @@
 
 #define DC(f) offsetof(struct docker_config, f)
 const struct cfg_key docker_config_keys[] = {
-	{ "image", CFG_STR, DC(image), 0, NULL, NULL, "aah-trial:latest",
+	{ "image", CFG_STR, DC(image), 0, NULL, NULL, "aah-trial:cpu",
 	  "image every rank runs (the trial command runs inside it)" },
 	{ "mounts", CFG_ANY, DC(mounts), 0, NULL, NULL, "[/userhome:/userhome]",
 	  "bind mounts, a list of src:dst[:opts] (-v); the experiment directory must be inside one" },

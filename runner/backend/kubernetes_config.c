@@ -28,7 +28,7 @@ const struct cfg_key kubernetes_config_keys[] = {
 	{ "kubeconfig", CFG_STR, K(kubeconfig), 0, NULL, NULL, "($KUBECONFIG)",
 	  "kubeconfig file passed as kubectl --kubeconfig" },
 	{ "kubectl", CFG_STR, K(kubectl), 0, NULL, NULL, "kubectl", "the kubectl program" },
-	{ "image", CFG_STR, K(image), 0, NULL, NULL, "aah-trial:0.1.0", "the trial image" },
+	{ "image", CFG_STR, K(image), 0, NULL, NULL, "aah-trial:cuda", "the trial image" },
 	{ "imagePullPolicy", CFG_ENUM, K(image_pull_policy), 0, pull_policies, NULL, "IfNotPresent",
 	  "when the kubelet pulls the image" },
 	{ "imagePullSecrets", CFG_ANY, K(image_pull_secrets), 0, NULL, NULL, "[]",

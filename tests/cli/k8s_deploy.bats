@@ -220,3 +220,43 @@ resume abcdefgh" ]
 	run env -i PATH="$PATH" AAH_PROCS_PER_POD=x "$AAH_ROOT/docker/trial-entrypoint.sh" true
 	[ "$status" -eq 2 ]
 }
+
+# image_refs_built PATH...: every aah-trial:/aah-master: reference under
+# PATH (any registry in front; the deploy steps' $BASE stands for any base)
+# must be an image `make images IMAGE_BASE=<base>` tags, for a base the
+# Dockerfile has. Prints the bad ones as file:line:reference; 1 if any.
+image_refs_built() {
+	local bases built refs bad=0 r ref image
+	bases=$(sed -n 's/^FROM .* AS builder-\([a-z0-9]*\)$/\1/p' "$AAH_ROOT/Dockerfile")
+	built=$(for b in $bases; do make -C "$AAH_ROOT" -n images IMAGE_BASE="$b" | grep -o -- '-t [^ ]*' | cut -c4-; done | sort -u)
+	refs=$(grep -rnoE '[A-Za-z0-9./-]*aah-(trial|master):[A-Za-z0-9_.$-]+' "$@")
+	N_REFS=$(wc -l <<<"$refs")
+	N_BUILT=$(wc -l <<<"$built")
+	while IFS= read -r r; do
+		ref=${r#*:*:}
+		image=${ref##*/}
+		image=${image%.}
+		case $image in *:\$BASE) image=${image%:*}:${bases%%$'\n'*} ;; esac
+		grep -qx -- "$image" <<<"$built" || { echo "not built by make images: $r"; bad=1; }
+	done <<<"$refs"
+	return "$bad"
+}
+
+@test "every image reference in k8s/, examples/ and docs/ names an image make images builds" {
+	cd "$AAH_ROOT"
+	image_refs_built k8s examples docs README.md
+	[ "$N_BUILT" -eq 4 ]       # aah-{trial,master}:{cpu,cuda}
+	[ "$N_REFS" -ge 10 ]
+	# The kubernetes.image default too: a config without the key renders it.
+	printf 'trainingServicePlatform: kubernetes\nworkdir: /userhome/w\ntrial: {command: x}\nkubernetes: {claimName: c}\n' > "$WORK/d.yml"
+	aah-runner render -c "$WORK/d.yml" | grep -q '^        image: "aah-trial:cuda"$'
+}
+
+@test "the image reference check fails on an image nothing builds" {
+	cp -r "$AAH_ROOT/k8s" k8s
+	sed -i 's/aah-trial:cuda/aah-trial:0.1.0/' k8s/config.yml
+	run image_refs_built k8s
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == "not built by make images: k8s/config.yml:"*":aah-trial:0.1.0" ]]
+}
