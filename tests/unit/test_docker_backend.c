@@ -247,7 +247,7 @@ Test(docker, table_defaults_reach_the_argv)
 		cr_assert(!strncmp(got, "docker\ncreate\n", 14), "%s", got);
 		cr_assert(strstr(got, "\n--network=host\n-v\n/userhome:/userhome\n"), "%s", got);
 		cr_assert(strstr(got, "\n--workdir=/c\n"), "%s", got);
-		cr_assert(strstr(got, "\naah-trial:latest\n"), "%s", got);
+		cr_assert(strstr(got, "\naah-trial:cpu\n"), "%s", got);
 		free(got);
 	}
 	char *got = rank0_argv("docker:\n  mounts: []\n  binary: podman\n");
