@@ -32,6 +32,10 @@ struct kubernetes_config {
 	char *mount_path;          /* where /userhome is mounted in the pods */
 	long run_as_user, run_as_group, fs_group;
 	char *cpu, *memory;        /* resources.limits, or NULL */
+	char *shm_size;            /* emptyDir (Memory) at /dev/shm; "0" = none */
+	const struct ynode *volumes;            /* list of dataset volumes */
+	char *gpu_product;         /* nodeSelector nvidia.com/gpu.product, or NULL */
+	char *gpu_taint;           /* taint key GPU pods tolerate; "" = none */
 	double ttl_after_finished; /* seconds */
 	double pending_timeout;    /* seconds a Job's pods may stay unready; 0 = forever */
 	double poll_interval;      /* seconds between `kubectl get jobs` */
@@ -49,6 +53,22 @@ extern const struct cfg_key kubernetes_config_keys[];
  * Errors name file:line:col. The caller releases kc with kubernetes_config_release. */
 int kubernetes_config_load(const struct aah_config *cfg, struct kubernetes_config *kc);
 void kubernetes_config_release(struct kubernetes_config *kc);
+
+/* GPU training pods (kubernetes_pod.c): the checks of shmSize, volumes,
+ * gpuProduct and gpuTaint (errors name file:line:col), and their parts of
+ * a pod spec: /dev/shm, the dataset volumes and their mounts in
+ * `container`, the GPU node selector and toleration for pods with GPUs. */
+int kubernetes_pod_config_check(const struct aah_config *cfg, const struct kubernetes_config *kc);
+void kubernetes_pod_add(const struct kubernetes_config *kc, const struct aah_launch *l,
+			cJSON *pod_spec, cJSON *container);
+/* A resource quantity ("8Gi", "512M", "0.5Gi", "1000") in bytes; -1 if it
+ * is not one. */
+int kubernetes_quantity_bytes(const char *s, double *bytes);
+/* The API server's name rules (VALIDATION.md N1, N5, N7, N8). */
+int kubernetes_is_dns_label(const char *s);
+int kubernetes_is_dns_subdomain(const char *s);
+int kubernetes_is_label_value(const char *s);   /* empty allowed */
+int kubernetes_is_qualified_name(const char *s);
 
 /* The experiment id `render` uses when no experiment exists. */
 #define KUBERNETES_PLACEHOLDER_EXPERIMENT "rendered"

@@ -54,6 +54,14 @@ const struct cfg_key kubernetes_config_keys[] = {
 	  "gid of the trial processes" },
 	{ "fsGroup", CFG_INT, K(fs_group), CFG_RANGE(0, 4294967295), NULL, NULL, "1000",
 	  "supplementary group owning the volumes" },
+	{ "shmSize", CFG_STR, K(shm_size), 0, NULL, NULL, "8Gi",
+	  "memory-backed /dev/shm of each pod (NCCL); 0 = the container's 64 MiB" },
+	{ "volumes", CFG_ANY, K(volumes), 0, NULL, NULL, "[]",
+	  "dataset volumes: name, hostPath or claimName, mountPath, readOnly (true)" },
+	{ "gpuProduct", CFG_STR, K(gpu_product), 0, NULL, NULL, "(any)",
+	  "GPU pods only on nodes whose nvidia.com/gpu.product label has this value" },
+	{ "gpuTaint", CFG_STR, K(gpu_taint), 0, NULL, NULL, "nvidia.com/gpu",
+	  "taint key of the GPU nodes, tolerated by GPU pods; \"\" = none" },
 	{ "cpu", CFG_STR, K(cpu), 0, NULL, NULL, "(none)", "CPU limit per pod, e.g. \"16\"" },
 	{ "memory", CFG_STR, K(memory), 0, NULL, NULL, "(none)", "memory limit per pod, e.g. 64Gi" },
 	{ "ttlSecondsAfterFinished", CFG_DURATION, K(ttl_after_finished), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "1h",
@@ -120,6 +128,11 @@ static int is_qualified_name(const char *s)
 	free(prefix);
 	return ok;
 }
+
+int kubernetes_is_dns_label(const char *s) { return is_dns_label(s); }
+int kubernetes_is_dns_subdomain(const char *s) { return is_dns_subdomain(s); }
+int kubernetes_is_label_value(const char *s) { return is_label_value(s, 1); }
+int kubernetes_is_qualified_name(const char *s) { return is_qualified_name(s); }
 
 static int fail(const struct aah_config *cfg, const struct ynode *n, const char *key,
 		const char *what)
@@ -254,7 +267,8 @@ int kubernetes_config_load(const struct aah_config *cfg, struct kubernetes_confi
 	if ((kc->image_pull_secrets && check_scalar_list(cfg, kc->image_pull_secrets,
 							  "imagePullSecrets") < 0) ||
 	    (kc->node_selector && check_node_selector(cfg, kc->node_selector) < 0) ||
-	    (kc->tolerations && check_tolerations(cfg, kc->tolerations) < 0))
+	    (kc->tolerations && check_tolerations(cfg, kc->tolerations) < 0) ||
+	    kubernetes_pod_config_check(cfg, kc) < 0)
 		goto fail;
 #undef AT
 	return 0;

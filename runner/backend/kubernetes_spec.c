@@ -457,6 +457,7 @@ static cJSON *pod_spec(const struct aah_config *cfg, const struct kubernetes_con
 					"claimName", kc->claim_name);
 	}
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "volumes"), vol);
+	kubernetes_pod_add(kc, l, ps, cJSON_GetArrayItem(cJSON_GetObjectItem(ps, "containers"), 0));
 	return ps;
 }
 

@@ -43,7 +43,7 @@ k8s_config() {
 		if [ -n "${AAH_UPDATE_GOLDEN:-}" ]; then printf '%s\n' "$output" > "$K8S/golden/$n.yaml"; fi
 		diff -u "$K8S/golden/$n.yaml" <(printf '%s\n' "$output")
 	done
-	[ "$(ls "$K8S"/golden/*.yaml | wc -l)" -eq 4 ]
+	[ "$(ls "$K8S"/golden/*.yaml | wc -l)" -eq 5 ]
 	grep -q 'nvidia.com/gpu: 1$' "$K8S/golden/1node-1gpu.yaml"
 	grep -q 'nvidia.com/gpu: 8$' "$K8S/golden/2nodes-8gpus.yaml"
 	grep -q 'server: "10.20.0.5"' "$K8S/golden/2nodes-8gpus.yaml"
@@ -59,7 +59,7 @@ k8s_config() {
 	run "$CHECK" "$K8S"/golden/*.yaml
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[ "$(grep -c 'valid (strict schema' <<<"$output")" -eq 4 ]
+	[ "$(grep -c 'valid (strict schema' <<<"$output")" -eq 5 ]
 	for c in "$K8S"/configs/*.yml; do
 		aah-runner render -c "$c" -o yaml > r.yaml
 		aah-runner render -c "$c" -o json > r.json
@@ -181,7 +181,64 @@ k8s_config() {
 	[ "$n" -eq 10 ]
 }
 
+@test "GPU training pods: /dev/shm in memory, dataset volumes, GPU node selector and taint" {
+	aah-runner render -c "$K8S/configs/gpu-pod.yml" -o json > r.json
+	"$CHECK" --quiet r.json
+	/usr/bin/python3 - r.json <<-'EOF'
+	import json, sys
+	job = json.load(open(sys.argv[1]))["items"][1]
+	p = job["spec"]["template"]["spec"]
+	c = p["containers"][0]
+	vols = {v["name"]: v for v in p["volumes"]}
+	mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+	assert vols["dshm"] == {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}
+	assert mounts["/dev/shm"] == {"name": "dshm", "mountPath": "/dev/shm"}
+	assert vols["imagenet"]["hostPath"] == {"path": "/mnt/nvme/imagenet", "type": "Directory"}
+	assert mounts["/data/imagenet"] == {"name": "imagenet", "mountPath": "/data/imagenet", "readOnly": True}
+	assert vols["scratch"]["persistentVolumeClaim"] == {"claimName": "aah-scratch"}
+	assert "readOnly" not in mounts["/scratch"]
+	assert p["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+	assert p["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+	EOF
+	# No GPUs: no GPU selector or toleration; shmSize 0: no /dev/shm volume.
+	k8s_config c.yml -- "claimName: c" "shmSize: 0" "gpuProduct: NVIDIA-H100-80GB-HBM3"
+	aah-runner render -c c.yml -o json > r.json
+	/usr/bin/python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["spec"]["template"]["spec"]; assert "nodeSelector" not in p and "tolerations" not in p and [v["name"] for v in p["volumes"]] == ["userhome"], p' r.json
+	# The checker refuses what the API server would (V5).
+	/usr/bin/python3 - r.json <<-'EOF'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	d["spec"]["template"]["spec"]["volumes"] += [{"name": "a", "hostPath": {"path": "/x/../y"}},
+	                                             {"name": "b", "emptyDir": {"medium": "Memory", "sizeLimit": "lots"}}]
+	json.dump(d, open(sys.argv[1], "w"))
+	EOF
+	run "$CHECK" r.json
+	[ "$status" -eq 1 ]
+	[ "$(grep -c 'V5' <<<"$output")" -eq 2 ]
+}
+
 @test "kubernetes section errors name the file, line and key" {
+	# Each case: config lines joined by '|', then ' => ' and the message.
+	for c in "shmSize: lots => 'kubernetes.shmSize' must be a size" \
+		"memory: 8Gi|shmSize: 16Gi => 'kubernetes.shmSize' is larger than kubernetes.memory" \
+		"gpuTaint: a/b/c => 'kubernetes.gpuTaint' must be a taint key" \
+		"volumes: {a: b} => 'kubernetes.volumes' must be a list" \
+		"volumes: [{name: d, hostPath: /d, claimName: e, mountPath: /d}] => exactly one of hostPath and claimName" \
+		"volumes: [{name: d, hostPath: /x/../d, mountPath: /d}] => hostPath must be an absolute path without . or .." \
+		"volumes: [{name: userhome, hostPath: /d, mountPath: /d}] => other than userhome and dshm" \
+		"volumes: [{name: d, hostPath: /d, mountPath: /dev/shm}] => mountPath is already" \
+		"volumes: [{name: d, hostPath: /d, mountPath: /d}, {name: e, claimName: e, mountPath: /d}] => at the same mountPath" \
+		"volumes: [{name: d, hostPath: /d, mountPath: /d, readOnly: yes}] => readOnly must be true or false" \
+		"volumes: [{name: d, hostPath: /d, mountPath: /d, subPath: x}] => entries take name, hostPath"; do
+		IFS='|' read -r -a lines <<<"${c%% => *}"
+		want=${c#* => }
+		k8s_config c.yml -- "claimName: c" "${lines[@]}"
+		run aah-runner check c.yml
+		echo "$output"
+		[ "$status" -ne 0 ]
+		[[ $output == *"c.yml:"[0-9]*"$want"* ]]
+	done
+
 	k8s_config c.yml -- "namespace: Bad_NS"
 	run aah-runner render -c c.yml
 	[ "$status" -eq 1 ]
