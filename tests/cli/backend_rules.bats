@@ -58,6 +58,6 @@ check_says() {
 	run aah-runner check -c c.yml
 	[ "$status" -eq 2 ]
 	[[ $output == *"'docker.image' must be an image reference"* ]]
-	backend_config c.yml docker "image: aah-trial:latest"
+	backend_config c.yml docker "image: aah-trial:cpu"
 	check_says 0 "c.yml: ok (docker backend"
 }
