@@ -27,6 +27,9 @@ struct kjob {
 	int canceled;
 	double complete_at;     /* monotonic: first seen Complete without result.json; 0 = not */
 	unsigned missing;       /* refreshes since first_seen that did not list it */
+	double partial_since;   /* monotonic: first poll with its pods partly ready; 0 = not */
+	int waiting_said;       /* "waiting for admission" told */
+	struct strvec disrupted;/* pods whose preemption or eviction was told */
 	struct kjob *next;
 };
 
@@ -176,6 +179,7 @@ static void job_forget(struct kubernetes_priv *p, const char *name)
 		if (!strcmp((*pp)->name, name)) {
 			struct kjob *j = *pp;
 			*pp = j->next;
+			strvec_clear(&j->disrupted);
 			free(j->name);
 			free(j);
 			return;
@@ -394,6 +398,63 @@ static int result_visible(const struct aah_backend_ctx *ctx, const cJSON *job, d
 	return now - j->complete_at >= wait;
 }
 
+static int told(const struct strvec *sv, const char *s)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		if (!strcmp(sv->v[i], s))
+			return 1;
+	return 0;
+}
+
+/* Pods of the Job that a preemption, eviction or drain ended (condition
+ * DisruptionTarget): the Job's podFailurePolicy ignores them and the Job
+ * controller creates a replacement, which resumes from the checkpoint (the
+ * trial entrypoint). Not a failure, so trial.retries is not touched; each
+ * is told once, on stderr and in the trial's trial.log. */
+static void note_disruptions(struct aah_backend_ctx *ctx, struct kjob *j, const cJSON *job)
+{
+	struct kubernetes_priv *p = ctx->priv;
+	cJSON *doc;
+	util_set_quiet(1);
+	int r = get_pods(p, j->name, &doc);
+	util_set_quiet(0);
+	if (r < 0)
+		return;
+	const char *trial = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		field(job, "metadata", "labels"), "aah.io/trial"));
+	unsigned seq;
+	char *dir = trial && expdir_trial_seq(trial, &seq) == 0 ? expdir_trial_dir(ctx->expdir, seq)
+								: NULL;
+	char *log = dir ? xstrfmt("%s/trial.log", dir) : NULL;
+	free(dir);
+	const cJSON *pod, *c;
+	cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
+		const char *pname = cJSON_GetStringValue(field(pod, "metadata", "name"));
+		if (!pname || told(&j->disrupted, pname))
+			continue;
+		cJSON_ArrayForEach(c, field(pod, "status", "conditions")) {
+			const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(c, "type"));
+			const char *cs = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+			if (!type || !cs || strcmp(type, "DisruptionTarget") || strcmp(cs, "True"))
+				continue;
+			const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(c, "reason"));
+			const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(c, "message"));
+			char *line = xstrfmt("==> kubernetes: pod %s was disrupted (DisruptionTarget: %s%s%s); "
+					     "the Job controller replaces it and the new pod resumes from the "
+					     "checkpoint (not a failure: trial.retries is not charged) <==",
+					     pname, why ? why : "no reason", msg ? ": " : "", msg ? msg : "");
+			warning("Job %s: %s", j->name, line + 4);
+			if (log && fileio_append_line(log, line) < 0)
+				warning("cannot write %s", log);
+			free(line);
+			strvec_push(&j->disrupted, pname);
+			break;
+		}
+	}
+	free(log);
+	cJSON_Delete(doc);
+}
+
 static int kubernetes_cancel(struct aah_backend_ctx *ctx, const char *name)
 {
 	struct kubernetes_priv *p = ctx->priv;
@@ -442,6 +503,41 @@ static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *s
 		st->state = AAH_JOB_RUNNING;
 	if (st->state == AAH_JOB_RUNNING)
 		j->all_ready_seen = 1;
+	if (kubernetes_job_suspended(item)) {
+		/* A queue holds it: no pod exists yet, nothing holds a GPU; the
+		 * pending clock starts at admission. The runner never unsuspends. */
+		if (!j->waiting_said)
+			warning("Job %s: %s", j->name, st->reason);
+		j->waiting_said = 1;
+		j->first_seen = util_monotonic();
+		return 0;
+	}
+	if (st->state == AAH_JOB_PENDING && j->all_ready_seen)
+		note_disruptions(ctx, j, item);
+	if (st->state == AAH_JOB_PENDING && ready > 0 && want > 1 && !strcmp(p->kc.queue, "none") &&
+	    p->kc.gang_timeout > 0) {
+		double now = util_monotonic();
+		if (!j->partial_since)
+			j->partial_since = now;
+		if (now - j->partial_since > p->kc.gang_timeout) {
+			char story[160];
+			pod_story(p, j->name, story, sizeof(story), NULL);
+			if (kubernetes_cancel(ctx, j->name) < 0)
+				return -1;
+			j->canceled = 0;
+			st->state = AAH_JOB_FAILED;
+			int n = snprintf(st->reason, sizeof(st->reason),
+					 "freed after %gs with its pods partly running (%ld of %ld "
+					 "ready; kubernetes.gangTimeout)", p->kc.gang_timeout, ready, want);
+			if (*story && n > 0 && (size_t)n < sizeof(st->reason))
+				snprintf(st->reason + n, sizeof(st->reason) - (size_t)n, ": %s", story);
+			j->missing = 0;
+			j->first_seen = util_monotonic() + 1e9;
+			return 0;
+		}
+	} else {
+		j->partial_since = 0;
+	}
 	if (st->state == AAH_JOB_PENDING && !j->all_ready_seen && p->kc.pending_timeout > 0 &&
 	    util_monotonic() - j->first_seen > p->kc.pending_timeout) {
 		char story[160];

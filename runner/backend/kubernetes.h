@@ -36,6 +36,10 @@ struct kubernetes_config {
 	const struct ynode *volumes;            /* list of dataset volumes */
 	char *gpu_product;         /* nodeSelector nvidia.com/gpu.product, or NULL */
 	char *gpu_taint;           /* taint key GPU pods tolerate; "" = none */
+	char *queue;               /* none | kueue | volcano */
+	char *queue_name;          /* LocalQueue / Volcano queue, or NULL */
+	const struct ynode *priority_classes;   /* map class -> lowest pool.priority */
+	double gang_timeout;       /* seconds a multi-pod trial may stay partly running */
 	double ttl_after_finished; /* seconds */
 	double pending_timeout;    /* seconds a Job's pods may stay unready; 0 = forever */
 	double poll_interval;      /* seconds between `kubectl get jobs` */
@@ -61,6 +65,13 @@ void kubernetes_config_release(struct kubernetes_config *kc);
 int kubernetes_pod_config_check(const struct aah_config *cfg, const struct kubernetes_config *kc);
 void kubernetes_pod_add(const struct kubernetes_config *kc, const struct aah_launch *l,
 			cJSON *pod_spec, cJSON *container);
+/* The batch queue (kubernetes_queue.c): its config checks; the class of
+ * priorityClasses a pool priority takes (NULL: none); its labels,
+ * annotations, schedulerName and suspend added to a trial's Job. */
+int kubernetes_queue_config_check(const struct aah_config *cfg, const struct kubernetes_config *kc);
+const char *kubernetes_queue_priority_class(const struct kubernetes_config *kc, long priority);
+void kubernetes_queue_add(const struct aah_config *cfg, const struct kubernetes_config *kc,
+			  const struct aah_launch *l, cJSON *job);
 /* A resource quantity ("8Gi", "512M", "0.5Gi", "1000") in bytes; -1 if it
  * is not one. */
 int kubernetes_quantity_bytes(const char *s, double *bytes);
@@ -104,6 +115,8 @@ char *kubernetes_json_emit(const cJSON *docs);
  * returns it). Fills st->state and st->reason; *ready is the number of
  * pods ready or finished, *want the completions. */
 void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want);
+/* spec.suspend: a queue (Kueue) has not admitted the Job yet. */
+int kubernetes_job_suspended(const cJSON *job);
 
 extern const struct aah_backend backend_kubernetes;
 

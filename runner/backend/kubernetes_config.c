@@ -18,6 +18,7 @@ static int is_alnum_lower(int c)
 
 static const char *const pull_policies[] = { "Always", "IfNotPresent", "Never", NULL };
 static const char *const submit_modes[] = { "create", "apply", NULL };
+static const char *const queues[] = { "none", "kueue", "volcano", NULL };
 
 #define K(f) offsetof(struct kubernetes_config, f)
 const struct cfg_key kubernetes_config_keys[] = {
@@ -64,6 +65,14 @@ const struct cfg_key kubernetes_config_keys[] = {
 	  "taint key of the GPU nodes, tolerated by GPU pods; \"\" = none" },
 	{ "cpu", CFG_STR, K(cpu), 0, NULL, NULL, "(none)", "CPU limit per pod, e.g. \"16\"" },
 	{ "memory", CFG_STR, K(memory), 0, NULL, NULL, "(none)", "memory limit per pod, e.g. 64Gi" },
+	{ "queue", CFG_ENUM, K(queue), 0, queues, NULL, "none",
+	  "batch queue: kueue (a LocalQueue admits the Job), volcano (a gang per Job), none" },
+	{ "queueName", CFG_STR, K(queue_name), 0, NULL, NULL, "(none)",
+	  "Kueue LocalQueue or Volcano queue" },
+	{ "priorityClasses", CFG_ANY, K(priority_classes), 0, NULL, NULL, "{}",
+	  "class name: the lowest pool.priority that takes it" },
+	{ "gangTimeout", CFG_DURATION, K(gang_timeout), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "10m",
+	  "queue none: free a multi-pod trial partly running this long (0 = never)" },
 	{ "ttlSecondsAfterFinished", CFG_DURATION, K(ttl_after_finished), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "1h",
 	  "how long a finished Job stays before Kubernetes deletes it" },
 	{ "pendingTimeout", CFG_DURATION, K(pending_timeout), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "15m",
@@ -268,7 +277,7 @@ int kubernetes_config_load(const struct aah_config *cfg, struct kubernetes_confi
 							  "imagePullSecrets") < 0) ||
 	    (kc->node_selector && check_node_selector(cfg, kc->node_selector) < 0) ||
 	    (kc->tolerations && check_tolerations(cfg, kc->tolerations) < 0) ||
-	    kubernetes_pod_config_check(cfg, kc) < 0)
+	    kubernetes_pod_config_check(cfg, kc) < 0 || kubernetes_queue_config_check(cfg, kc) < 0)
 		goto fail;
 #undef AT
 	return 0;

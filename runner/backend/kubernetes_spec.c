@@ -129,6 +129,7 @@ static char *expand(const char *s, const struct strvec *env)
 }
 
 #define COMPLETION_INDEX "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+#define PREEMPTIONS "metadata.annotations['batch.kubernetes.io/job-index-ignored-failure-count']"
 
 static int env_is(const char *entry, const char *name)
 {
@@ -162,7 +163,7 @@ static void add_env_index(cJSON *env, const char *name)
 }
 
 /* The env list of the pod template, from rank 0's contract. */
-static cJSON *pod_env(const struct aah_launch *l)
+static cJSON *pod_env(const struct aah_launch *l, int resume_on_replace)
 {
 	const struct launch_rank *r0 = &l->ranks[0];
 	cJSON *env = cJSON_CreateArray();
@@ -205,6 +206,17 @@ static cJSON *pod_env(const struct aah_launch *l)
 		add_env_value(env, "AAH_PROCS_PER_POD", n);
 		free(n);
 	}
+	/* A pod that replaces a preempted or evicted one resumes from the
+	 * trial's checkpoint: the entrypoint adds --resume when this count
+	 * (annotated by the Job controller, empty on a first pod) is > 0. */
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "name", "AAH_INDEX_PREEMPTIONS");
+	cJSON *fr = cJSON_AddObjectToObject(cJSON_AddObjectToObject(e, "valueFrom"), "fieldRef");
+	cJSON_AddStringToObject(fr, "apiVersion", "v1");
+	cJSON_AddStringToObject(fr, "fieldPath", PREEMPTIONS);
+	cJSON_AddItemToArray(env, e);
+	if (resume_on_replace)
+		add_env_value(env, "AAH_RESUME_ON_REPLACE", "1");
 	return env;
 }
 
@@ -239,8 +251,10 @@ static void simulate(const struct aah_launch *l, const cJSON *env, const cJSON *
 	cJSON_ArrayForEach(e, env) {
 		const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
 		const cJSON *v = cJSON_GetObjectItem(e, "value");
-		if (!v) {
-			strvec_setenv(out_env, name, idx);
+		if (!v) {   /* the completion index, or a first pod's empty count */
+			const cJSON *fp = cJSON_GetObjectItem(
+				cJSON_GetObjectItem(cJSON_GetObjectItem(e, "valueFrom"), "fieldRef"), "fieldPath");
+			strvec_setenv(out_env, name, strcmp(fp->valuestring, COMPLETION_INDEX) ? "" : idx);
 			continue;
 		}
 		char *x = expand(v->valuestring, out_env);
@@ -473,6 +487,11 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON_AddNumberToObject(spec, "completions", l->nodes);
 	cJSON_AddNumberToObject(spec, "parallelism", l->nodes);
 	cJSON_AddNumberToObject(spec, "backoffLimit", 0);
+	/* Per index too: the controller then counts each index's ignored
+	 * failures (preemptions) in an annotation of its replacement pod,
+	 * which tells the trial to resume (AAH_INDEX_PREEMPTIONS). */
+	cJSON_AddNumberToObject(spec, "backoffLimitPerIndex", 0);
+	cJSON_AddNumberToObject(spec, "maxFailedIndexes", 0);
 	if (cfg->trial.timeout > 0)
 		cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", ceil(cfg->trial.timeout));
 	cJSON_AddNumberToObject(spec, "ttlSecondsAfterFinished", ceil(kc->ttl_after_finished));
@@ -490,6 +509,7 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON *tm = cJSON_AddObjectToObject(tmpl, "metadata");
 	cJSON_AddItemToObject(tm, "labels", labels(cfg, l, job, "trial"));
 	cJSON_AddItemToObject(tmpl, "spec", pod_spec(cfg, kc, l, job, env, args));
+	kubernetes_queue_add(cfg, kc, l, j);
 	return j;
 }
 
@@ -503,7 +523,7 @@ int kubernetes_spec_trial(const struct aah_config *cfg, const struct kubernetes_
 		return error("%s: 'trial.launcher' mpi runs on the local, docker and slurm backends only "
 			     "(kubernetes cannot start mpirun yet; use launcher: direct)",
 			     cfg->path ? cfg->path : "config");
-	cJSON *env = pod_env(l), *args = pod_args(l);
+	cJSON *env = pod_env(l, cfg->trial.resume_on_retry), *args = pod_args(l);
 	if (check_template(l, env, args) < 0) {
 		cJSON_Delete(env);
 		cJSON_Delete(args);
@@ -528,6 +548,12 @@ static long num_at(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 	return cJSON_IsNumber(v) ? (long)v->valuedouble : 0;
+}
+
+int kubernetes_job_suspended(const cJSON *job)
+{
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "suspend"));
 }
 
 void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want)
@@ -567,6 +593,13 @@ void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *rea
 		if (!strcmp(type, "Suspended"))
 			st->state = AAH_JOB_PENDING;
 	}
+	if (kubernetes_job_suspended(job))
+		snprintf(st->reason, sizeof(st->reason),
+			 "waiting for admission: the Job is suspended until its queue (%s) admits it",
+			 str_at(cJSON_GetObjectItemCaseSensitive(meta, "labels"), "kueue.x-k8s.io/queue-name")
+				 ? str_at(cJSON_GetObjectItemCaseSensitive(meta, "labels"),
+					  "kueue.x-k8s.io/queue-name")
+				 : "spec.suspend");
 	if (str_at(meta, "deletionTimestamp")) {
 		st->state = AAH_JOB_CANCELED;
 		snprintf(st->reason, sizeof(st->reason), "the Job is being deleted");

@@ -290,3 +290,51 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	grep -q "==> kubernetes pod k8s-test-$id-000001-1-1-m4q9z (Succeeded) <==" \
 		"$WORK/aah-work/experiments/$id/trials/000001/trial.log"
 }
+
+@test "Kueue: a suspended Job is waiting for admission, not pending too long; the runner never unsuspends it" {
+	# pendingTimeout 0.01s is shorter than one poll interval: without the
+	# pending clock starting at admission, the second suspended listing
+	# would fail the trial.
+	KUBE_YAML=$'  queue: kueue\n  queueName: team-a\n  pendingTimeout: 0.01s' k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-suspended jobs-suspended jobs-suspended jobs-running jobs-complete
+	answers get-pod pods-succeeded
+	answers logs logs-ok
+	run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	[[ $output == *"Job k8s-test-$id-000001-1: waiting for admission: the Job is suspended until its queue (team-a) admits it"* ]]
+	finished "$id" | grep -q '"state":"succeeded"'
+	calls
+	! grep -qE '^(--[^ ]* )*(patch|edit|replace|resume)' "$FAKE_KUBECTL_DIR/calls.log"
+	! grep -q "delete job" "$FAKE_KUBECTL_DIR/calls.log"
+	grep -q '"kueue.x-k8s.io/queue-name":[[:space:]]*"team-a"' "$FAKE_KUBECTL_DIR"/stdin.*
+	grep -q '"suspend":[[:space:]]*true' "$FAKE_KUBECTL_DIR"/stdin.*
+}
+
+@test "no gang scheduler: pods partly running past gangTimeout free the trial; under Volcano they are its business" {
+	KUBE_YAML="  gangTimeout: 0.01s" k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-partial
+	answers get-pod pods-pending
+	FAKE_POD_RESULT= run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	f=$(finished "$id")
+	echo "$f"
+	[[ $f == *'"state":"failed"'*"freed after 0.01s with its pods partly running (1 of 2 ready; kubernetes.gangTimeout): pod k8s-test-$id-000001-1-0-x7k2p: not scheduled"* ]]
+	grep -q "delete job k8s-test-$id-000001-1 --cascade=foreground" "$FAKE_KUBECTL_DIR/calls.log"
+
+	rm -rf "$WORK/aah-work" "$FAKE_KUBECTL_DIR/calls.log"
+	KUBE_YAML=$'  gangTimeout: 0.01s\n  queue: volcano' k8s_config c.yml
+	answers get-job jobs-partial jobs-partial jobs-partial jobs-running jobs-complete
+	answers get-pod pods-succeeded
+	run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	finished "$id" | grep -q '"state":"succeeded"'
+	! grep -q "delete job" "$FAKE_KUBECTL_DIR/calls.log"
+	grep -q '"schedulerName":[[:space:]]*"volcano"' "$FAKE_KUBECTL_DIR"/stdin.*
+}

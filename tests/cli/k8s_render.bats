@@ -43,7 +43,7 @@ k8s_config() {
 		if [ -n "${AAH_UPDATE_GOLDEN:-}" ]; then printf '%s\n' "$output" > "$K8S/golden/$n.yaml"; fi
 		diff -u "$K8S/golden/$n.yaml" <(printf '%s\n' "$output")
 	done
-	[ "$(ls "$K8S"/golden/*.yaml | wc -l)" -eq 5 ]
+	[ "$(ls "$K8S"/golden/*.yaml | wc -l)" -eq 7 ]
 	grep -q 'nvidia.com/gpu: 1$' "$K8S/golden/1node-1gpu.yaml"
 	grep -q 'nvidia.com/gpu: 8$' "$K8S/golden/2nodes-8gpus.yaml"
 	grep -q 'server: "10.20.0.5"' "$K8S/golden/2nodes-8gpus.yaml"
@@ -59,7 +59,7 @@ k8s_config() {
 	run "$CHECK" "$K8S"/golden/*.yaml
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[ "$(grep -c 'valid (strict schema' <<<"$output")" -eq 5 ]
+	[ "$(grep -c 'valid (strict schema' <<<"$output")" -eq 7 ]
 	for c in "$K8S"/configs/*.yml; do
 		aah-runner render -c "$c" -o yaml > r.yaml
 		aah-runner render -c "$c" -o json > r.json
@@ -217,6 +217,43 @@ k8s_config() {
 	[ "$(grep -c 'V5' <<<"$output")" -eq 2 ]
 }
 
+@test "queues: Kueue (queue label, priority class, suspended), Volcano (scheduler, queue, gang), per-index limits" {
+	aah-runner render -c "$K8S/configs/kueue.yml" -o json > k.json
+	aah-runner render -c "$K8S/configs/volcano.yml" -o json > v.json
+	"$CHECK" --quiet k.json v.json
+	/usr/bin/python3 - k.json v.json <<-'EOF'
+	import json, sys
+	k = json.load(open(sys.argv[1]))["items"][1]
+	v = json.load(open(sys.argv[2]))["items"][1]
+	# Kueue: pool.priority 7000 takes aah-normal (5000 <= 7000 < 9000).
+	assert k["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+	assert k["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "aah-normal"
+	assert k["spec"]["suspend"] is True
+	assert "schedulerName" not in k["spec"]["template"]["spec"]
+	# Volcano: every one of the 4 pods or none.
+	assert v["metadata"]["annotations"]["scheduling.volcano.sh/group-min-member"] == "4"
+	assert v["spec"]["template"]["metadata"]["annotations"] == {"scheduling.volcano.sh/queue-name": "research"}
+	ps = v["spec"]["template"]["spec"]
+	assert ps["schedulerName"] == "volcano" and ps["priorityClassName"] == "aah-batch"
+	assert "suspend" not in v["spec"] and "kueue.x-k8s.io/queue-name" not in v["metadata"]["labels"]
+	for j in (k, v):
+	    s = j["spec"]
+	    assert s["backoffLimit"] == 0 and s["backoffLimitPerIndex"] == 0 and s["maxFailedIndexes"] == 0
+	    env = {e["name"]: e for e in s["template"]["spec"]["containers"][0]["env"]}
+	    assert env["AAH_INDEX_PREEMPTIONS"]["valueFrom"]["fieldRef"]["fieldPath"] == \
+	        "metadata.annotations['batch.kubernetes.io/job-index-ignored-failure-count']"
+	    assert env["AAH_RESUME_ON_REPLACE"]["value"] == "1"
+	EOF
+	# No queue: none of it.
+	aah-runner render -c "$K8S/configs/pvc.yml" -o json > p.json
+	! grep -q 'kueue\|volcano\|"suspend"' p.json
+	# maxFailedIndexes beyond completions is what the API server refuses (J18).
+	/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["items"][1]["spec"]["maxFailedIndexes"] = 3; json.dump(d, open(sys.argv[1], "w"))' k.json
+	run "$CHECK" k.json
+	[ "$status" -eq 1 ]
+	[[ $output == *J18* ]]
+}
+
 @test "kubernetes section errors name the file, line and key" {
 	# Each case: config lines joined by '|', then ' => ' and the message.
 	for c in "shmSize: lots => 'kubernetes.shmSize' must be a size" \
@@ -229,7 +266,13 @@ k8s_config() {
 		"volumes: [{name: d, hostPath: /d, mountPath: /dev/shm}] => mountPath is already" \
 		"volumes: [{name: d, hostPath: /d, mountPath: /d}, {name: e, claimName: e, mountPath: /d}] => at the same mountPath" \
 		"volumes: [{name: d, hostPath: /d, mountPath: /d, readOnly: yes}] => readOnly must be true or false" \
-		"volumes: [{name: d, hostPath: /d, mountPath: /d, subPath: x}] => entries take name, hostPath"; do
+		"volumes: [{name: d, hostPath: /d, mountPath: /d, subPath: x}] => entries take name, hostPath" \
+		"queue: kueue => 'kubernetes.queueName' is needed with queue: kueue" \
+		"queueName: q => 'kubernetes.queueName' needs kubernetes.queue kueue or volcano" \
+		"queue: volcano|queueName: Bad_Q => 'kubernetes.queueName' must be a queue name" \
+		"queue: kueue|queueName: q|priorityClasses: [a] => 'kubernetes.priorityClasses' must be a mapping" \
+		"queue: kueue|queueName: q|priorityClasses: {hi: 0} => values are the lowest pool.priority" \
+		"queue: slurm => 'kubernetes.queue' has an unknown value 'slurm'"; do
 		IFS='|' read -r -a lines <<<"${c%% => *}"
 		want=${c#* => }
 		k8s_config c.yml -- "claimName: c" "${lines[@]}"
