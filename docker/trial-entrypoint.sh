@@ -82,6 +82,27 @@ launcher) mpi_launcher "$@" ;;
 	;;
 esac
 
+# Kubernetes: a pod that replaces a preempted or evicted one (the Job
+# controller's count of this index's ignored failures, AAH_INDEX_PREEMPTIONS,
+# is > 0), or a Job a queue suspended and admitted again (the trial's
+# checkpoint is there already), continues from the checkpoint: --resume is
+# added unless trial.resumeOnRetry is off (AAH_RESUME_ON_REPLACE unset) or
+# the command has it.
+if [ "${AAH_RESUME_ON_REPLACE:-}" = 1 ]; then
+	replaced=no
+	case ${AAH_INDEX_PREEMPTIONS:-} in
+	'' | 0 | *[!0-9]*) ;;
+	*) replaced=yes ;;
+	esac
+	if [ -n "${AAH_TRIAL_DIR:-}" ] && [ -d "$AAH_TRIAL_DIR/checkpoint" ]; then replaced=yes; fi
+	has_resume=no
+	for a do [ "$a" != --resume ] || has_resume=yes; done
+	if [ "$replaced" = yes ] && [ "$has_resume" = no ]; then
+		echo "aah-entrypoint: this pod replaces one that was preempted or evicted (index preemptions: ${AAH_INDEX_PREEMPTIONS:-0}); resuming from the checkpoint"
+		set -- "$@" --resume
+	fi
+fi
+
 procs=${AAH_PROCS_PER_POD:-1}
 case $procs in
 '' | *[!0-9]*)

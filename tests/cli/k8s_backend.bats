@@ -338,3 +338,66 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	! grep -q "delete job" "$FAKE_KUBECTL_DIR/calls.log"
 	grep -q '"schedulerName":[[:space:]]*"volcano"' "$FAKE_KUBECTL_DIR"/stdin.*
 }
+
+@test "a preempted pod: its replacement resumes from the checkpoint, no retry is charged, no epoch runs twice" {
+	# The kubectl answers replay a one-pod Job whose pod is preempted
+	# (DisruptionTarget, ignored by the podFailurePolicy) and replaced by the
+	# Job controller; the pods themselves run for real (preempt_sim.sh: the
+	# trial entrypoint with each pod's env and args, the real aah-trial on a
+	# slice of Fashion-MNIST, the first pod SIGKILLed after its first
+	# checkpoint, the replacement annotated with one ignored failure).
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	rm "$FAKE_KUBECTL_DIR/on-create"
+	ln -s "$K8S/preempt_sim.sh" "$FAKE_KUBECTL_DIR/on-create"
+	cat > c.yml <<-EOF2
+	experimentName: k8s-test
+	trainingServicePlatform: kubernetes
+	workdir: $WORK/aah-work
+	maxTrialNum: 1
+	searchSpacePath: $AAH_ROOT/examples/quickstart-search-space.json
+	tuner:
+	  builtinTunerName: NetworkMorphism
+	  initialArch: $AAH_ROOT/examples/fashion-mnist-cnn.json
+	trial:
+	  command: aah-trial --threads 1 --batch_size 32 --warmup_1 3 --train_samples 2048 --val_samples 64
+	  retries: 0
+	kubernetes:
+	  mountPath: $WORK
+	  claimName: aah-userhome
+	  pollInterval: 0.05s
+	  resultWait: 10m
+	EOF2
+	answers create create-ok
+	answers get-job jobs-1node-running jobs-1node-running jobs-1node-preempted jobs-1node-preempted \
+		jobs-1node-running jobs-1node-complete
+	answers get-pod pods-preempted
+	answers logs logs-ok
+	run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	job=k8s-test-$id-000001-1
+	wait_for test -e "$FAKE_KUBECTL_DIR/pods-done"
+	E=$WORK/aah-work/experiments/$id
+	T=$E/trials/000001
+	cat "$FAKE_KUBECTL_DIR/pod-first.log" "$FAKE_KUBECTL_DIR/pod-replacement.log"
+	# The runner: told once, in its output and trial.log; one submission,
+	# no retry (retries: 0 would have made a charged failure final).
+	[ "$(grep -c "pod $job-0-x7k2p was disrupted (DisruptionTarget: PreemptionByScheduler: Kubernetes Scheduler: preempting to accommodate a higher priority pod); the Job controller replaces it" <<<"$output")" -eq 1 ]
+	grep -q "==> kubernetes: pod $job-0-x7k2p was disrupted .*not a failure: trial.retries is not charged" "$T/trial.log"
+	[ "$(grep -c '"event":"trial_submitted"' "$E/journal.jsonl")" -eq 1 ]
+	! grep -q '"event":"trial_retry"' "$E/journal.jsonl"
+	grep -q '"event":"trial_finished".*"attempt":1.*"state":"succeeded"' "$E/journal.jsonl"
+	[ "$(ncalls "create -f -")" -eq 1 ]
+	# The pods: the first one without --resume, killed; the replacement
+	# resumed from the first one's checkpoint.
+	grep -q 'aah-entrypoint: argv: .*aah-trial' "$FAKE_KUBECTL_DIR/pod-first.log"
+	! grep -q 'aah-entrypoint: argv: .*--resume' "$FAKE_KUBECTL_DIR/pod-first.log"
+	grep -q 'first pod: killed' "$FAKE_KUBECTL_DIR/pod-first.log"
+	grep -q 'aah-entrypoint: this pod replaces one that was preempted or evicted (index preemptions: 1); resuming from the checkpoint' "$FAKE_KUBECTL_DIR/pod-replacement.log"
+	grep -q 'aah-entrypoint: argv: .*aah-trial.* --resume$' "$FAKE_KUBECTL_DIR/pod-replacement.log"
+	grep -q "resumed from '.*checkpoint/state.bin' after epoch 1" "$FAKE_KUBECTL_DIR/pod-replacement.log"
+	# Epochs 1, 2, 3, each once.
+	[ "$(grep -o '"epoch":[0-9]*' "$T/metrics.jsonl" | tr '\n' ' ')" = '"epoch":1 "epoch":2 "epoch":3 ' ]
+	/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["epochs_run"] == 3 and r["status"] == "succeeded", r' "$T/result.json"
+}
