@@ -571,6 +571,30 @@ static void cancel_running(struct sched *s, const char *why)
 	}
 }
 
+/* A job its backend holds back with a reason (a cluster queue has not
+ * admitted it yet) is told to `status` through <trial dir>/waiting, which
+ * goes once the job runs or ends. */
+static void note_waiting(const struct sched *s, unsigned seq, const struct aah_job_status *st)
+{
+	char *dir = expdir_trial_dir(s->e->dir, seq), *path = xstrfmt("%s/waiting", dir);
+	if (st->state == AAH_JOB_PENDING && st->reason[0]) {
+		char *old = NULL;
+		size_t len = strlen(st->reason);
+		if (!fileio_exists(path) || fileio_read(path, 0, &old, NULL) < 0 ||
+		    strncmp(old, st->reason, len) || old[len] != '\n') {
+			char *line = xstrfmt("%s\n", st->reason);
+			if (fileio_write_atomic(path, line, strlen(line)) < 0)
+				warning("cannot write %s", path);
+			free(line);
+		}
+		free(old);
+	} else if (fileio_exists(path)) {
+		unlink(path);
+	}
+	free(path);
+	free(dir);
+}
+
 static int poll_running(struct sched *s)
 {
 	double now = util_now();
@@ -581,6 +605,7 @@ static int poll_running(struct sched *s)
 		char *job = xstrdup(t->job);
 		struct aah_job_status st = { .job = job };
 		backend_poll(&s->bctx, &st);
+		note_waiting(s, t->seq, &st);
 		if (st.state == AAH_JOB_RUNNING || st.state == AAH_JOB_PENDING) {
 			double limit = s->cfg->trial.timeout;
 			if (limit > 0 && now - t->submitted > limit) {

@@ -53,8 +53,20 @@ static const char *experiment_state(const struct experiment *e)
 }
 
 struct counts {
-	unsigned done, running, waiting, succeeded, failed;
+	unsigned done, running, waiting, succeeded, failed, held;
 };
+
+/* Why a running trial's job has not started (a cluster queue's admission),
+ * from <trial dir>/waiting; NULL when it runs. The caller frees it. */
+static char *held_reason(const struct experiment *e, unsigned seq)
+{
+	char *dir = expdir_trial_dir(e->dir, seq), *path = xstrfmt("%s/waiting", dir), *text = NULL;
+	if (fileio_exists(path) && fileio_read(path, 4096, &text, NULL) == 0)
+		text[strcspn(text, "\n")] = '\0';
+	free(path);
+	free(dir);
+	return text;
+}
 
 static struct counts count_trials(const struct experiment *e)
 {
@@ -63,8 +75,14 @@ static struct counts count_trials(const struct experiment *e)
 		enum trial_state s = e->trials[i].state;
 		if (expdir_state_final(s))
 			c.done++;
-		if (s == TRIAL_RUNNING)
-			c.running++;
+		if (s == TRIAL_RUNNING) {
+			char *held = held_reason(e, e->trials[i].seq);
+			if (held)
+				c.held++;
+			else
+				c.running++;
+			free(held);
+		}
 		if (s == TRIAL_QUEUED)
 			c.waiting++;
 		if (s == TRIAL_SUCCEEDED || s == TRIAL_EARLY_STOPPED)
@@ -93,8 +111,11 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 	if (!isnan(best))
 		snprintf(acc, sizeof(acc), "%.4f", best);
 	strbuf_addf(sb, "experiment %s (%s): %s\n", e->id, e->name ? e->name : "", experiment_state(e));
-	strbuf_addf(sb, "trials: %u done (%u succeeded, %u failed), %u running, %u queued, %ld max\n",
-		    c.done, c.succeeded, c.failed, c.running, c.waiting, cfg->max_trial_num);
+	strbuf_addf(sb, "trials: %u done (%u succeeded, %u failed), %u running, ", c.done,
+		    c.succeeded, c.failed, c.running);
+	if (c.held)
+		strbuf_addf(sb, "%u waiting for admission, ", c.held);
+	strbuf_addf(sb, "%u queued, %ld max\n", c.waiting, cfg->max_trial_num);
 	strbuf_addf(sb, "best accuracy: %s   elapsed: %s   remaining budget: %s\n\n", acc, el, left);
 	strbuf_addf(sb, "%-7s %-13s %-7s %-5s %-10s %-8s %-9s %-9s %s\n", "TRIAL", "STATE", "ATTEMPT",
 		    "SLOT", "NODES", "STARTED", "DURATION", "BEST_ACC", "REASON");
@@ -110,10 +131,12 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 		if (t->slot >= 0)
 			snprintf(slot, sizeof(slot), "%d", t->slot);
 		snprintf(nodes, sizeof(nodes), "%ldx%ld", cfg->trial.nodes, cfg->trial.gpu_num);
+		char *held = t->state == TRIAL_RUNNING ? held_reason(e, t->seq) : NULL;
 		strbuf_addf(sb, "%-6s  %-13s %-7u %-5s %-10s %-8s %-9s %-9s %s\n",
 			    expdir_trial_id(t->seq, id),
-			    expdir_state_name(t->state), t->attempt ? t->attempt : 1, slot, nodes,
-			    started, dur, a, t->reason ? t->reason : "");
+			    held ? "waiting" : expdir_state_name(t->state), t->attempt ? t->attempt : 1,
+			    slot, nodes, started, dur, a, held ? held : t->reason ? t->reason : "");
+		free(held);
 		for (size_t k = 0; k < t->retries.n; k++)
 			strbuf_addf(sb, "        retried after %s%s\n", t->retries.v[k],
 				    cfg->trial.resume_on_retry ? " (resumed from its checkpoint)" : "");

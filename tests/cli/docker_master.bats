@@ -157,6 +157,8 @@ master() {
 	job = next(i for i in d["items"] if i["kind"] == "Job")
 	assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "aah-trial:cpu", job
 	assert job["spec"]["completions"] == 2
+	vols = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
+	assert vols["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}, vols
 	PY
 	# Its two pods as containers; rank 1 finds rank 0 by its pod DNS name.
 	run /usr/bin/python3 "$AAH_ROOT/tests/docker/run_pods.py" "$AAH_DOCKER" "$WORK/job.json" "$U"

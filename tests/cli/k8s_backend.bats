@@ -20,6 +20,7 @@ setup() {
 	export FAKE_POD_RESULT=succeeded
 }
 teardown() {
+	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null || true
 	touch "$FAKE_KUBECTL_DIR/release"    # a blocked fake kubectl (err-timeout) may go
 	teardown_workdir
 }
@@ -400,4 +401,30 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	# Epochs 1, 2, 3, each once.
 	[ "$(grep -o '"epoch":[0-9]*' "$T/metrics.jsonl" | tr '\n' ' ')" = '"epoch":1 "epoch":2 "epoch":3 ' ]
 	/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["epochs_run"] == 3 and r["status"] == "succeeded", r' "$T/result.json"
+}
+
+@test "status: a trial whose Job waits for admission is shown waiting, not running, until admitted" {
+	KUBE_YAML=$'  queue: kueue\n  queueName: team-a' k8s_config c.yml
+	answers create create-ok
+	answers get-job jobs-suspended
+	aah-runner create -c c.yml > out.txt 2>&1 3>&- &
+	BG_PID=$!
+	wait_for grep -q '^[a-z0-9]' out.txt
+	id=$(head -1 out.txt)
+	wait_for grep -qs "waiting for admission" "$WORK/aah-work/experiments/$id/trials/000001/waiting"
+	run aah-runner status "$id"
+	echo "$output"
+	[[ $output == *"0 running, 1 waiting for admission, 0 queued"* ]]
+	[[ $output == *"000001  waiting "*"waiting for admission: the Job is suspended until its queue (team-a) admits it"* ]]
+	# Kueue admits it: it runs, then completes.
+	answers get-job jobs-running jobs-complete
+	answers get-pod pods-succeeded
+	answers logs logs-ok
+	wait "$BG_PID"
+	BG_PID=
+	run aah-runner status "$id"
+	echo "$output"
+	[[ $output == *"1 done (1 succeeded, 0 failed), 0 running, 0 queued"* ]]
+	[[ $output != *"waiting"* ]]
+	[ ! -e "$WORK/aah-work/experiments/$id/trials/000001/waiting" ]
 }

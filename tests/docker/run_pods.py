@@ -9,7 +9,9 @@ Indexed Job in JOB.json (a Job or a v1 List), the pod's one container runs
 on the engine (`DOCKER run`) with exactly the image, args, env and user the
 rendered Job gives it: env from the completion-index fieldRef and $(VAR)
 expansion done as the kubelet does (tests/fixtures/k8s/kubelet_sim.py),
-USERHOME mounted at the volume's mountPath. The pods' DNS names (the
+USERHOME mounted at the volume's mountPath, a memory /dev/shm of the
+emptyDir's sizeLimit as the engine's --shm-size, hostPath volumes as bind
+mounts (read-only where the mount is). The pods' DNS names (the
 headless Service's, or the single pod's) resolve to 127.0.0.1, since every
 container shares the host's network. Prints one line per pod, exits with
 the first non-zero pod status.
@@ -40,6 +42,13 @@ def main(argv):
                "--name", f"{job['metadata']['name']}-{index}",
                "--label", f"aah.io/experiment={job['metadata']['labels']['aah.io/experiment']}",
                "-v", f"{userhome}:{mount}"]
+        vols = {v["name"]: v for v in pod.get("volumes", [])}
+        for m in c["volumeMounts"][1:]:
+            v = vols[m["name"]]
+            if m["mountPath"] == "/dev/shm" and v.get("emptyDir", {}).get("medium") == "Memory":
+                cmd += ["--shm-size", v["emptyDir"]["sizeLimit"].replace("i", "").lower()]
+            elif "hostPath" in v:
+                cmd += ["-v", f"{v['hostPath']['path']}:{m['mountPath']}" + (":ro" if m.get("readOnly") else "")]
         for h in env.get("VC_WORKER_HOSTS", "").split(","):
             if h:
                 cmd += ["--add-host", f"{h}:127.0.0.1"]
