@@ -209,6 +209,77 @@ Test(k8s, config_defaults_and_errors)
 	}
 }
 
+Test(k8s, quantities_in_bytes)
+{
+	static const struct {
+		const char *s;
+		double bytes;
+	} ok[] = { { "0", 0 }, { "8Gi", 8589934592.0 }, { "512Mi", 536870912.0 }, { "1.5Gi", 1610612736.0 },
+		   { "64G", 64e9 }, { "1000", 1000 }, { "2k", 2000 } };
+	for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++) {
+		double b = -1;
+		cr_assert_eq(kubernetes_quantity_bytes(ok[i].s, &b), 0, "%s", ok[i].s);
+		cr_assert_float_eq(b, ok[i].bytes, 1e-6, "%s: %g", ok[i].s, b);
+	}
+	const char *bad[] = { "", "Gi", "8 Gi", "8gi", "-1", "1.", ".5Gi", "8GiB" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		double b;
+		cr_assert_eq(kubernetes_quantity_bytes(bad[i], &b), -1, "accepted '%s'", bad[i]);
+	}
+}
+
+Test(k8s, priority_class_is_the_highest_the_pool_priority_reaches)
+{
+	struct aah_config cfg;
+	struct kubernetes_config kc;
+	load(&cfg, BASE "kubernetes:\n  claimName: home\n  queue: kueue\n  queueName: q\n"
+			"  priorityClasses: {low: 1, normal: 5000, high: 9000}\n");
+	cr_assert_eq(kubernetes_config_load(&cfg, &kc), 0, "%s", util_last_error());
+	static const struct {
+		long priority;
+		const char *klass;
+	} cases[] = { { 1, "low" }, { 4999, "low" }, { 5000, "normal" }, { 8999, "normal" },
+		      { 9000, "high" }, { 1000000, "high" } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		cr_assert_str_eq(kubernetes_queue_priority_class(&kc, cases[i].priority), cases[i].klass,
+				 "priority %ld", cases[i].priority);
+	kubernetes_config_release(&kc);
+	config_release(&cfg);
+	/* No classes: no class. */
+	load(&cfg, BASE "kubernetes:\n  claimName: home\n");
+	cr_assert_eq(kubernetes_config_load(&cfg, &kc), 0, "%s", util_last_error());
+	cr_assert_null(kubernetes_queue_priority_class(&kc, 5000));
+	cr_assert_str_eq(kc.queue, "none");
+	cr_assert_str_eq(kc.shm_size, "8Gi");
+	cr_assert_str_eq(kc.gpu_taint, "nvidia.com/gpu");
+	cr_assert_float_eq(kc.gang_timeout, 600, 1e-9);
+	kubernetes_config_release(&kc);
+	config_release(&cfg);
+}
+
+Test(k8s, a_suspended_job_waits_for_admission)
+{
+	struct aah_job_status st;
+	long ready, want;
+	state_of("jobs-suspended", &st, &ready, &want);
+	cr_assert_eq(st.state, AAH_JOB_PENDING);
+	cr_assert_str_eq(st.reason, "waiting for admission: the Job is suspended until its queue "
+				    "(team-a) admits it");
+	cr_assert_eq(ready, 0);
+	/* Admitted (suspend false): pending like any Job, no reason. */
+	cJSON *doc;
+	cr_assert_eq(jsonfile_read("tests/fixtures/k8s/kubectl/jobs-suspended/stdout.json", &doc), 0);
+	cJSON *job = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "items"), 0);
+	cr_assert(kubernetes_job_suspended(job));
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(job, "spec"), "suspend", cJSON_CreateFalse());
+	cJSON_DeleteItemFromObject(job, "status");
+	kubernetes_job_state(job, &st, &ready, &want);
+	cr_assert(!kubernetes_job_suspended(job));
+	cr_assert_eq(st.state, AAH_JOB_PENDING);
+	cr_assert_str_eq(st.reason, "");
+	cJSON_Delete(doc);
+}
+
 static void build(struct aah_config *cfg, struct aah_launch *l, const char *job)
 {
 	char *hosts[2];
