@@ -207,6 +207,40 @@ static void delete_service(struct kubernetes_priv *p, const char *job, long retr
 	util_set_quiet(was_quiet);
 }
 
+static int refresh(struct kubernetes_priv *p);
+static const cJSON *listed(const struct kubernetes_priv *p, const char *name);
+
+/* The same attempt launched again (a device pool's resize relaunches it
+ * with --resume) meets its predecessor's Job, kept after it finished for
+ * ttlSecondsAfterFinished. Only a finished Job of this name, listed under
+ * this experiment's label, is deleted (its pods after it, in the
+ * background) so that the create can be tried again; a Job that has not
+ * finished is never touched. 1 = it was deleted. */
+static int replace_finished(struct kubernetes_priv *p, const char *name)
+{
+	p->list_at = 0;
+	util_set_quiet(1);
+	int r = refresh(p);
+	util_set_quiet(0);
+	const cJSON *it = r == 0 ? listed(p, name) : NULL;
+	if (!it)
+		return 0;
+	struct aah_job_status st = { .job = name };
+	long ready, want;
+	kubernetes_job_state(it, &st, &ready, &want);
+	if (st.state != AAH_JOB_SUCCEEDED && st.state != AAH_JOB_FAILED &&
+	    st.state != AAH_JOB_TIMEOUT)
+		return 0;
+	const char *const del[] = { "delete", "job", name, "--cascade=background",
+				    "--ignore-not-found", NULL };
+	if (kubectl(p, del, NULL, NULL, p->kc.kubectl_retries) != KUBECTL_OK)
+		return 0;
+	delete_service(p, name, p->kc.kubectl_retries);
+	warning("Job %s: replaced the finished Job of the same name (%s) left from this trial's "
+		"previous launch", name, aah_job_state_name(st.state));
+	return 1;
+}
+
 static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
 {
 	struct kubernetes_priv *p = ctx->priv;
@@ -225,6 +259,8 @@ static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launc
 	if (r == 0) {
 		const char *const args[] = { p->kc.submit, "-f", "-", "-o", "name", NULL };
 		int k = kubectl(p, args, text, NULL, p->kc.kubectl_retries);
+		if (k == KUBECTL_EXISTS && replace_finished(p, name))
+			k = kubectl(p, args, text, NULL, p->kc.kubectl_retries);
 		if (k == KUBECTL_EXISTS)
 			error("a Job or Service '%s' already exists in namespace '%s' (left from an "
 			      "earlier run?): delete it with 'kubectl -n %s delete job,service %s'",
@@ -512,6 +548,7 @@ static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *s
 		j->first_seen = util_monotonic();
 		return 0;
 	}
+	j->waiting_said = 0;   /* a queue that preempts it suspends it again: told again */
 	if (st->state == AAH_JOB_PENDING && j->all_ready_seen)
 		note_disruptions(ctx, j, item);
 	if (st->state == AAH_JOB_PENDING && ready > 0 && want > 1 && !strcmp(p->kc.queue, "none") &&

@@ -428,3 +428,35 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	[[ $output != *"waiting"* ]]
 	[ ! -e "$WORK/aah-work/experiments/$id/trials/000001/waiting" ]
 }
+
+@test "a relaunch of the same attempt replaces its predecessor's finished Job; a running one is never touched" {
+	# A device pool's resize relaunches the same attempt (--resume): its
+	# Job name is taken by the finished Job of the launch before.
+	k8s_config c.yml
+	answers create err-exists create-ok
+	answers get-job jobs-failed-backoff jobs-running jobs-complete
+	answers get-pod pods-succeeded
+	answers logs logs-ok
+	answers delete-job delete-ok
+	run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	job=k8s-test-$id-000001-1
+	[[ $output == *"Job $job: replaced the finished Job of the same name (failed) left from this trial's previous launch"* ]]
+	[ "$(ncalls "create -f -")" -eq 2 ]
+	grep -q "delete job $job --cascade=background --ignore-not-found" "$FAKE_KUBECTL_DIR/calls.log"
+	finished "$id" | grep -q '"state":"succeeded"'
+
+	# The Job of that name is running: left alone, the trial fails to start.
+	rm -rf "$WORK/aah-work" "$FAKE_KUBECTL_DIR/calls.log"
+	answers create err-exists
+	answers get-job jobs-running
+	run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=${lines[0]}
+	[ "$(ncalls "create -f -")" -eq 1 ]
+	! grep -q "delete job" "$FAKE_KUBECTL_DIR/calls.log"
+	[[ $output == *"already exists in namespace 'aah'"* ]]
+	finished "$id" | grep -q '"state":"failed".*"reason":"could not be started: '
+}
