@@ -347,6 +347,7 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	# trial entrypoint with each pod's env and args, the real aah-trial on a
 	# slice of Fashion-MNIST, the first pod SIGKILLed after its first
 	# checkpoint, the replacement annotated with one ignored failure).
+	# NO API server: the Job controller's part is the replayed answers.
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
 	rm "$FAKE_KUBECTL_DIR/on-create"
 	ln -s "$K8S/preempt_sim.sh" "$FAKE_KUBECTL_DIR/on-create"
@@ -397,7 +398,9 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	grep -q 'first pod: killed' "$FAKE_KUBECTL_DIR/pod-first.log"
 	grep -q 'aah-entrypoint: this pod replaces one that was preempted or evicted (index preemptions: 1); resuming from the checkpoint' "$FAKE_KUBECTL_DIR/pod-replacement.log"
 	grep -q 'aah-entrypoint: argv: .*aah-trial.* --resume$' "$FAKE_KUBECTL_DIR/pod-replacement.log"
-	grep -q "resumed from '.*checkpoint/state.bin' after epoch 1" "$FAKE_KUBECTL_DIR/pod-replacement.log"
+	# (after epoch 1, or 2 if the kill came late on a loaded machine: the
+	# pod is killed once its first checkpoint is seen, epochs take seconds)
+	grep -qE "resumed from '.*checkpoint/state.bin' after epoch [12]$" "$FAKE_KUBECTL_DIR/pod-replacement.log"
 	# Epochs 1, 2, 3, each once.
 	[ "$(grep -o '"epoch":[0-9]*' "$T/metrics.jsonl" | tr '\n' ' ')" = '"epoch":1 "epoch":2 "epoch":3 ' ]
 	/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["epochs_run"] == 3 and r["status"] == "succeeded", r' "$T/result.json"
