@@ -72,6 +72,11 @@ int kubernetes_queue_config_check(const struct aah_config *cfg, const struct kub
 const char *kubernetes_queue_priority_class(const struct kubernetes_config *kc, long priority);
 void kubernetes_queue_add(const struct aah_config *cfg, const struct kubernetes_config *kc,
 			  const struct aah_launch *l, cJSON *job);
+/* Adds AAH_INDEX_PREEMPTIONS (fieldRef of the Job controller's count of
+ * the pod's index's ignored failures) and, with trial.resumeOnRetry,
+ * AAH_RESUME_ON_REPLACE=1 to a pod's env: the trial entrypoint resumes a
+ * replacement from the checkpoint. */
+void kubernetes_pod_env_add(cJSON *env, int resume_on_replace);
 /* A resource quantity ("8Gi", "512M", "0.5Gi", "1000") in bytes; -1 if it
  * is not one. */
 int kubernetes_quantity_bytes(const char *s, double *bytes);

@@ -1,5 +1,6 @@
 /* kubernetes_pod.c: what a GPU training pod needs beyond the launch
- * contract: a memory-backed /dev/shm (NCCL's buffers between the processes
+ * contract: the count of its index's preemptions (a replacement resumes),
+ * a memory-backed /dev/shm (NCCL's buffers between the processes
  * of a pod; the container default is 64 MiB), dataset volumes from a node's
  * disk (hostPath) or a PersistentVolumeClaim, read-only unless asked, and
  * GPU node selection (the GPU product label, the GPU nodes' taint). Their
@@ -137,6 +138,26 @@ int kubernetes_pod_config_check(const struct aah_config *cfg, const struct kuber
 				return -1;
 	}
 	return 0;
+}
+
+void kubernetes_pod_env_add(cJSON *env, int resume_on_replace)
+{
+	/* A pod that replaces a preempted or evicted one resumes from the
+	 * trial's checkpoint: the entrypoint adds --resume when this count
+	 * (annotated by the Job controller, empty on a first pod) is > 0. */
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "name", "AAH_INDEX_PREEMPTIONS");
+	cJSON *fr = cJSON_AddObjectToObject(cJSON_AddObjectToObject(e, "valueFrom"), "fieldRef");
+	cJSON_AddStringToObject(fr, "apiVersion", "v1");
+	cJSON_AddStringToObject(fr, "fieldPath",
+				"metadata.annotations['batch.kubernetes.io/job-index-ignored-failure-count']");
+	cJSON_AddItemToArray(env, e);
+	if (resume_on_replace) {
+		e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "name", "AAH_RESUME_ON_REPLACE");
+		cJSON_AddStringToObject(e, "value", "1");
+		cJSON_AddItemToArray(env, e);
+	}
 }
 
 static void add_mount(cJSON *mounts, const char *name, const char *path, int read_only)

@@ -1,10 +1,9 @@
 /* kubernetes_spec.c: the Kubernetes backend's pure parts: DNS-safe names,
- * the Job and Service documents of a trial, and the reading of a Job's
- * status. Nothing here runs kubectl, so all of it is unit-tested. Its
- * config section (key table and the checks the API server would otherwise
- * make later) is kubernetes_config.c; the YAML and JSON output of the
- * documents kubernetes_yaml.c (writing a cJSON tree in kubectl's layout is a
- * job of its own). */
+ * the Job and Service documents of a trial. Nothing here runs kubectl, so
+ * all of it is unit-tested. Apart: its config section (kubernetes_config.c),
+ * the YAML and JSON output (kubernetes_yaml.c), a GPU pod's extras
+ * (kubernetes_pod.c), the queues (kubernetes_queue.c), reading a Job back
+ * (kubernetes_status.c). */
 #include "runner/backend/kubernetes.h"
 #include "util.h"
 
@@ -129,7 +128,6 @@ static char *expand(const char *s, const struct strvec *env)
 }
 
 #define COMPLETION_INDEX "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-#define PREEMPTIONS "metadata.annotations['batch.kubernetes.io/job-index-ignored-failure-count']"
 
 static int env_is(const char *entry, const char *name)
 {
@@ -206,17 +204,7 @@ static cJSON *pod_env(const struct aah_launch *l, int resume_on_replace)
 		add_env_value(env, "AAH_PROCS_PER_POD", n);
 		free(n);
 	}
-	/* A pod that replaces a preempted or evicted one resumes from the
-	 * trial's checkpoint: the entrypoint adds --resume when this count
-	 * (annotated by the Job controller, empty on a first pod) is > 0. */
-	cJSON *e = cJSON_CreateObject();
-	cJSON_AddStringToObject(e, "name", "AAH_INDEX_PREEMPTIONS");
-	cJSON *fr = cJSON_AddObjectToObject(cJSON_AddObjectToObject(e, "valueFrom"), "fieldRef");
-	cJSON_AddStringToObject(fr, "apiVersion", "v1");
-	cJSON_AddStringToObject(fr, "fieldPath", PREEMPTIONS);
-	cJSON_AddItemToArray(env, e);
-	if (resume_on_replace)
-		add_env_value(env, "AAH_RESUME_ON_REPLACE", "1");
+	kubernetes_pod_env_add(env, resume_on_replace);
 	return env;
 }
 
@@ -252,9 +240,9 @@ static void simulate(const struct aah_launch *l, const cJSON *env, const cJSON *
 		const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
 		const cJSON *v = cJSON_GetObjectItem(e, "value");
 		if (!v) {   /* the completion index, or a first pod's empty count */
-			const cJSON *fp = cJSON_GetObjectItem(
-				cJSON_GetObjectItem(cJSON_GetObjectItem(e, "valueFrom"), "fieldRef"), "fieldPath");
-			strvec_setenv(out_env, name, strcmp(fp->valuestring, COMPLETION_INDEX) ? "" : idx);
+			const cJSON *fr = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "valueFrom"), "fieldRef");
+			const char *path = cJSON_GetObjectItem(fr, "fieldPath")->valuestring;
+			strvec_setenv(out_env, name, strcmp(path, COMPLETION_INDEX) ? "" : idx);
 			continue;
 		}
 		char *x = expand(v->valuestring, out_env);
@@ -418,10 +406,9 @@ static cJSON *container(const struct kubernetes_config *kc, const struct aah_lau
 	return c;
 }
 
-static cJSON *pod_spec(const struct aah_config *cfg, const struct kubernetes_config *kc,
-		       const struct aah_launch *l, const char *job, cJSON *env, cJSON *args)
+static cJSON *pod_spec(const struct kubernetes_config *kc, const struct aah_launch *l,
+		       const char *job, cJSON *env, cJSON *args)
 {
-	(void)cfg;
 	cJSON *ps = cJSON_CreateObject();
 	cJSON_AddStringToObject(ps, "restartPolicy", "Never");
 	if (l->nodes > 1)
@@ -487,10 +474,7 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON_AddNumberToObject(spec, "completions", l->nodes);
 	cJSON_AddNumberToObject(spec, "parallelism", l->nodes);
 	cJSON_AddNumberToObject(spec, "backoffLimit", 0);
-	/* Per index too: the controller then counts each index's ignored
-	 * failures (preemptions) in an annotation of its replacement pod,
-	 * which tells the trial to resume (AAH_INDEX_PREEMPTIONS). */
-	cJSON_AddNumberToObject(spec, "backoffLimitPerIndex", 0);
+	cJSON_AddNumberToObject(spec, "backoffLimitPerIndex", 0); /* see kubernetes_pod_env_add */
 	cJSON_AddNumberToObject(spec, "maxFailedIndexes", 0);
 	if (cfg->trial.timeout > 0)
 		cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", ceil(cfg->trial.timeout));
@@ -508,7 +492,7 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON *tmpl = cJSON_AddObjectToObject(spec, "template");
 	cJSON *tm = cJSON_AddObjectToObject(tmpl, "metadata");
 	cJSON_AddItemToObject(tm, "labels", labels(cfg, l, job, "trial"));
-	cJSON_AddItemToObject(tmpl, "spec", pod_spec(cfg, kc, l, job, env, args));
+	cJSON_AddItemToObject(tmpl, "spec", pod_spec(kc, l, job, env, args));
 	kubernetes_queue_add(cfg, kc, l, j);
 	return j;
 }
@@ -534,74 +518,4 @@ int kubernetes_spec_trial(const struct aah_config *cfg, const struct kubernetes_
 		cJSON_AddItemToArray(*docs, service(cfg, kc, l, job));
 	cJSON_AddItemToArray(*docs, job_doc(cfg, kc, l, job, env, args));
 	return 0;
-}
-
-/* ---- reading a Job back ------------------------------------------------------ */
-
-static const char *str_at(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static long num_at(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsNumber(v) ? (long)v->valuedouble : 0;
-}
-
-int kubernetes_job_suspended(const cJSON *job)
-{
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");
-	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "suspend"));
-}
-
-void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want)
-{
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(job, "status");
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(job, "metadata");
-	const cJSON *c;
-	*want = num_at(spec, "completions");
-	/* status.ready is there from Kubernetes 1.24 (JobReadyPods); before, count
-	 * the active pods as running rather than fail them as pending. */
-	*ready = (cJSON_GetObjectItemCaseSensitive(status, "ready") ? num_at(status, "ready")
-								   : num_at(status, "active")) +
-		 num_at(status, "succeeded");
-	st->state = *ready >= *want && *want > 0 ? AAH_JOB_RUNNING : AAH_JOB_PENDING;
-	st->reason[0] = '\0';
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions")) {
-		const char *type = str_at(c, "type"), *cs = str_at(c, "status");
-		const char *why = str_at(c, "reason"), *msg = str_at(c, "message");
-		if (!type || !cs || strcmp(cs, "True"))
-			continue;
-		if (!strcmp(type, "Complete")) {
-			st->state = AAH_JOB_SUCCEEDED;
-			return;
-		}
-		if (!strcmp(type, "Failed")) {
-			st->state = why && !strcmp(why, "DeadlineExceeded") ? AAH_JOB_TIMEOUT
-									    : AAH_JOB_FAILED;
-			snprintf(st->reason, sizeof(st->reason), "Job %s (%s)%s%s",
-				 why && !strcmp(why, "DeadlineExceeded") ? "passed its activeDeadlineSeconds"
-				 : why && !strcmp(why, "BackoffLimitExceeded") ? "failed: a pod failed"
-				 : why && !strcmp(why, "PodFailurePolicy") ? "failed by its podFailurePolicy"
-									  : "failed",
-				 why ? why : "no reason", msg ? ": " : "", msg ? msg : "");
-			return;
-		}
-		if (!strcmp(type, "Suspended"))
-			st->state = AAH_JOB_PENDING;
-	}
-	if (kubernetes_job_suspended(job))
-		snprintf(st->reason, sizeof(st->reason),
-			 "waiting for admission: the Job is suspended until its queue (%s) admits it",
-			 str_at(cJSON_GetObjectItemCaseSensitive(meta, "labels"), "kueue.x-k8s.io/queue-name")
-				 ? str_at(cJSON_GetObjectItemCaseSensitive(meta, "labels"),
-					  "kueue.x-k8s.io/queue-name")
-				 : "spec.suspend");
-	if (str_at(meta, "deletionTimestamp")) {
-		st->state = AAH_JOB_CANCELED;
-		snprintf(st->reason, sizeof(st->reason), "the Job is being deleted");
-	}
 }
