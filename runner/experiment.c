@@ -100,6 +100,10 @@ static int apply(const struct expdir_event *ev, void *arg)
 		replace_str(&t->job, NULL);
 		t->slot = -1;
 		break;
+	case EXPDIR_EV_TRIAL_NOTE:
+		if (ev->reason)
+			strvec_pushf(&t->notes, "attempt %u: %s", t->attempt, ev->reason);
+		break;
 	case EXPDIR_EV_RUNNER_STOPPED:
 	case EXPDIR_EV_UNKNOWN:
 		break;
@@ -272,6 +276,7 @@ void experiment_release(struct experiment *e)
 		free(e->trials[i].gpus);
 		free(e->trials[i].reason);
 		strvec_clear(&e->trials[i].retries);
+		strvec_clear(&e->trials[i].notes);
 	}
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);

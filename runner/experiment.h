@@ -25,6 +25,7 @@ struct trial_rec {
 	int exit_code;
 	char *reason;
 	struct strvec retries;     /* "attempt N: why it ended", one per retry */
+	struct strvec notes;       /* "attempt N: what its backend said", trial_note events */
 };
 
 struct experiment {

@@ -595,6 +595,22 @@ static void note_waiting(const struct sched *s, unsigned seq, const struct aah_j
 	free(dir);
 }
 
+/* What the backend said of a job still on its way goes into the journal
+ * (trial_note) once: `status` lists it under the trial. */
+static int record_note(struct sched *s, const struct trial_rec *t, const struct aah_job_status *st)
+{
+	if (!st->note[0])
+		return 0;
+	if (t->notes.n) {
+		const char *last = strchr(t->notes.v[t->notes.n - 1], ':');
+		if (last && !strcmp(last + 2, st->note))
+			return 0;
+	}
+	cJSON *f = trial_fields(t->seq, t->attempt ? t->attempt : 1);
+	cJSON_AddStringToObject(f, "reason", st->note);
+	return experiment_record(s->e, EXPDIR_EV_TRIAL_NOTE, f);
+}
+
 static int poll_running(struct sched *s)
 {
 	double now = util_now();
@@ -606,6 +622,11 @@ static int poll_running(struct sched *s)
 		struct aah_job_status st = { .job = job };
 		backend_poll(&s->bctx, &st);
 		note_waiting(s, t->seq, &st);
+		if (record_note(s, t, &st) < 0) {
+			free(job);
+			return -1;
+		}
+		t = &s->e->trials[i];   /* recording may grow the table */
 		if (st.state == AAH_JOB_RUNNING || st.state == AAH_JOB_PENDING) {
 			double limit = s->cfg->trial.timeout;
 			if (limit > 0 && now - t->submitted > limit) {

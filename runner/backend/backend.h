@@ -33,6 +33,8 @@ struct aah_job_status {
 	enum aah_job_state state;   /* out */
 	int exit_code;              /* out: first failing rank's code, or -1 */
 	char reason[256];           /* out: the backend's own words */
+	char note[256];             /* out, optional: news of a job still on its way (a queue
+				     * holds it, a pod was preempted), for the journal */
 };
 
 struct aah_backend_ctx {

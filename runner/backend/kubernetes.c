@@ -446,8 +446,10 @@ static int told(const struct strvec *sv, const char *s)
  * DisruptionTarget): the Job's podFailurePolicy ignores them and the Job
  * controller creates a replacement, which resumes from the checkpoint (the
  * trial entrypoint). Not a failure, so trial.retries is not touched; each
- * is told once, on stderr and in the trial's trial.log. */
-static void note_disruptions(struct aah_backend_ctx *ctx, struct kjob *j, const cJSON *job)
+ * is told once, on stderr, in the trial's trial.log and in st->note (the
+ * journal). */
+static void note_disruptions(struct aah_backend_ctx *ctx, struct kjob *j, const cJSON *job,
+			     struct aah_job_status *st)
 {
 	struct kubernetes_priv *p = ctx->priv;
 	cJSON *doc;
@@ -480,6 +482,9 @@ static void note_disruptions(struct aah_backend_ctx *ctx, struct kjob *j, const 
 					     "checkpoint (not a failure: trial.retries is not charged) <==",
 					     pname, why ? why : "no reason", msg ? ": " : "", msg ? msg : "");
 			warning("Job %s: %s", j->name, line + 4);
+			snprintf(st->note, sizeof(st->note), "pod %s disrupted (%s); its replacement "
+				 "resumes from the checkpoint, not charged to trial.retries", pname,
+				 why ? why : "DisruptionTarget");
 			if (log && fileio_append_line(log, line) < 0)
 				warning("cannot write %s", log);
 			free(line);
@@ -544,13 +549,14 @@ static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *s
 		 * pending clock starts at admission. The runner never unsuspends. */
 		if (!j->waiting_said)
 			warning("Job %s: %s", j->name, st->reason);
+		snprintf(st->note, sizeof(st->note), "%s", st->reason);
 		j->waiting_said = 1;
 		j->first_seen = util_monotonic();
 		return 0;
 	}
 	j->waiting_said = 0;   /* a queue that preempts it suspends it again: told again */
 	if (st->state == AAH_JOB_PENDING && j->all_ready_seen)
-		note_disruptions(ctx, j, item);
+		note_disruptions(ctx, j, item, st);
 	if (st->state == AAH_JOB_PENDING && ready > 0 && want > 1 && !strcmp(p->kc.queue, "none") &&
 	    p->kc.gang_timeout > 0) {
 		double now = util_monotonic();

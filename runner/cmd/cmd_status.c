@@ -137,6 +137,8 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 			    held ? "waiting" : expdir_state_name(t->state), t->attempt ? t->attempt : 1,
 			    slot, nodes, started, dur, a, held ? held : t->reason ? t->reason : "");
 		free(held);
+		for (size_t k = 0; k < t->notes.n; k++)
+			strbuf_addf(sb, "        note from %s\n", t->notes.v[k]);
 		for (size_t k = 0; k < t->retries.n; k++)
 			strbuf_addf(sb, "        retried after %s%s\n", t->retries.v[k],
 				    cfg->trial.resume_on_retry ? " (resumed from its checkpoint)" : "");

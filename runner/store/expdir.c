@@ -246,6 +246,7 @@ static const struct {
 	[EXPDIR_EV_TRIAL_SUBMITTED] = { "trial_submitted", EV_TRIAL },
 	[EXPDIR_EV_TRIAL_FINISHED] = { "trial_finished", EV_TRIAL },
 	[EXPDIR_EV_TRIAL_RETRY] = { "trial_retry", EV_TRIAL },
+	[EXPDIR_EV_TRIAL_NOTE] = { "trial_note", EV_TRIAL },
 	[EXPDIR_EV_UNKNOWN] = { "unknown", 0 },
 };
 

@@ -103,6 +103,7 @@ enum expdir_event_kind {
 	EXPDIR_EV_TRIAL_SUBMITTED,
 	EXPDIR_EV_TRIAL_FINISHED,
 	EXPDIR_EV_TRIAL_RETRY,
+	EXPDIR_EV_TRIAL_NOTE,     /* what the backend said of a running job (a queue, a preemption) */
 	EXPDIR_EV_UNKNOWN,        /* a name this version does not know */
 };
 

@@ -391,6 +391,11 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	! grep -q '"event":"trial_retry"' "$E/journal.jsonl"
 	grep -q '"event":"trial_finished".*"attempt":1.*"state":"succeeded"' "$E/journal.jsonl"
 	[ "$(ncalls "create -f -")" -eq 1 ]
+	[ "$(grep -c "\"event\":\"trial_note\".*\"reason\":\"pod $job-0-x7k2p disrupted (PreemptionByScheduler); its replacement resumes from the checkpoint, not charged to trial.retries\"" "$E/journal.jsonl")" -eq 1 ]
+	run aah-runner status "$id"
+	echo "$output"
+	[[ $output == *"note from attempt 1: pod $job-0-x7k2p disrupted (PreemptionByScheduler); its replacement resumes from the checkpoint, not charged to trial.retries"* ]]
+	! grep -q "retried after" <<<"$output"
 	# The pods: the first one without --resume, killed; the replacement
 	# resumed from the first one's checkpoint.
 	grep -q 'aah-entrypoint: argv: .*aah-trial' "$FAKE_KUBECTL_DIR/pod-first.log"
@@ -428,8 +433,11 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	run aah-runner status "$id"
 	echo "$output"
 	[[ $output == *"1 done (1 succeeded, 0 failed), 0 running, 0 queued"* ]]
-	[[ $output != *"waiting"* ]]
+	[[ $output != *"  waiting "* ]]
 	[ ! -e "$WORK/aah-work/experiments/$id/trials/000001/waiting" ]
+	# The journal keeps what the queue did, once; status lists it.
+	[ "$(grep -c '"event":"trial_note".*"reason":"waiting for admission: the Job is suspended until its queue (team-a) admits it"' "$WORK/aah-work/experiments/$id/journal.jsonl")" -eq 1 ]
+	[[ $output == *"note from attempt 1: waiting for admission: the Job is suspended until its queue (team-a) admits it"* ]]
 }
 
 @test "a relaunch of the same attempt replaces its predecessor's finished Job; a running one is never touched" {
