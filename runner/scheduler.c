@@ -576,23 +576,9 @@ static void cancel_running(struct sched *s, const char *why)
  * goes once the job runs or ends. */
 static void note_waiting(const struct sched *s, unsigned seq, const struct aah_job_status *st)
 {
-	char *dir = expdir_trial_dir(s->e->dir, seq), *path = xstrfmt("%s/waiting", dir);
-	if (st->state == AAH_JOB_PENDING && st->reason[0]) {
-		char *old = NULL;
-		size_t len = strlen(st->reason);
-		if (!fileio_exists(path) || fileio_read(path, 0, &old, NULL) < 0 ||
-		    strncmp(old, st->reason, len) || old[len] != '\n') {
-			char *line = xstrfmt("%s\n", st->reason);
-			if (fileio_write_atomic(path, line, strlen(line)) < 0)
-				warning("cannot write %s", path);
-			free(line);
-		}
-		free(old);
-	} else if (fileio_exists(path)) {
-		unlink(path);
-	}
-	free(path);
-	free(dir);
+	int held = st->state == AAH_JOB_PENDING && st->reason[0];
+	if (expdir_waiting_set(s->e->dir, seq, held ? st->reason : NULL) < 0)
+		warning("trial %u: status cannot tell that it waits: %s", seq, util_last_error());
 }
 
 /* What the backend said of a job still on its way goes into the journal

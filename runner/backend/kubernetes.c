@@ -461,10 +461,8 @@ static void note_disruptions(struct aah_backend_ctx *ctx, struct kjob *j, const 
 	const char *trial = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		field(job, "metadata", "labels"), "aah.io/trial"));
 	unsigned seq;
-	char *dir = trial && expdir_trial_seq(trial, &seq) == 0 ? expdir_trial_dir(ctx->expdir, seq)
-								: NULL;
-	char *log = dir ? xstrfmt("%s/trial.log", dir) : NULL;
-	free(dir);
+	char *log = trial && expdir_trial_seq(trial, &seq) == 0
+			    ? expdir_trial_file(ctx->expdir, seq, EXPDIR_TRIAL_LOG) : NULL;
 	const cJSON *pod, *c;
 	cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
 		const char *pname = cJSON_GetStringValue(field(pod, "metadata", "name"));

@@ -56,18 +56,6 @@ struct counts {
 	unsigned done, running, waiting, succeeded, failed, held;
 };
 
-/* Why a running trial's job has not started (a cluster queue's admission),
- * from <trial dir>/waiting; NULL when it runs. The caller frees it. */
-static char *held_reason(const struct experiment *e, unsigned seq)
-{
-	char *dir = expdir_trial_dir(e->dir, seq), *path = xstrfmt("%s/waiting", dir), *text = NULL;
-	if (fileio_exists(path) && fileio_read(path, 4096, &text, NULL) == 0)
-		text[strcspn(text, "\n")] = '\0';
-	free(path);
-	free(dir);
-	return text;
-}
-
 static struct counts count_trials(const struct experiment *e)
 {
 	struct counts c = { 0 };
@@ -76,7 +64,7 @@ static struct counts count_trials(const struct experiment *e)
 		if (expdir_state_final(s))
 			c.done++;
 		if (s == TRIAL_RUNNING) {
-			char *held = held_reason(e, e->trials[i].seq);
+			char *held = expdir_waiting_get(e->dir, e->trials[i].seq);
 			if (held)
 				c.held++;
 			else
@@ -131,7 +119,7 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 		if (t->slot >= 0)
 			snprintf(slot, sizeof(slot), "%d", t->slot);
 		snprintf(nodes, sizeof(nodes), "%ldx%ld", cfg->trial.nodes, cfg->trial.gpu_num);
-		char *held = t->state == TRIAL_RUNNING ? held_reason(e, t->seq) : NULL;
+		char *held = t->state == TRIAL_RUNNING ? expdir_waiting_get(e->dir, t->seq) : NULL;
 		strbuf_addf(sb, "%-6s  %-13s %-7u %-5s %-10s %-8s %-9s %-9s %s\n",
 			    expdir_trial_id(t->seq, id),
 			    held ? "waiting" : expdir_state_name(t->state), t->attempt ? t->attempt : 1,

@@ -84,6 +84,7 @@ static const char *const file_names[EXPDIR_NFILES] = {
 	[EXPDIR_RANK_TABLE] = "rank_table.json",
 	[EXPDIR_HOSTFILE] = "hostfile",
 	[EXPDIR_TRIAL_LOG] = "trial.log",
+	[EXPDIR_WAITING] = "waiting",
 };
 
 const char *expdir_file_name(enum expdir_file f)
@@ -600,4 +601,29 @@ int expdir_trial_epochs(const char *trial_dir, const struct expdir_result *res, 
 	*epochs = e;
 	*n = 1;
 	return 0;
+}
+
+int expdir_waiting_set(const char *expdir, unsigned seq, const char *why)
+{
+	char *path = expdir_trial_file(expdir, seq, EXPDIR_WAITING), *old = expdir_waiting_get(expdir, seq);
+	int r = 0;
+	if (why && (!old || strcmp(old, why))) {
+		char *line = xstrfmt("%s\n", why);
+		r = fileio_write_atomic(path, line, strlen(line));
+		free(line);
+	} else if (!why && old && unlink(path) < 0 && errno != ENOENT) {
+		r = error_errno("cannot remove %s", path);
+	}
+	free(old);
+	free(path);
+	return r;
+}
+
+char *expdir_waiting_get(const char *expdir, unsigned seq)
+{
+	char *path = expdir_trial_file(expdir, seq, EXPDIR_WAITING), *text = NULL;
+	if (fileio_exists(path) && fileio_read(path, 4096, &text, NULL) == 0)
+		text[strcspn(text, "\n")] = '\0';
+	free(path);
+	return text;
 }

@@ -58,6 +58,7 @@ enum expdir_file {
 	EXPDIR_RANK_TABLE,        /* rank_table.json */
 	EXPDIR_HOSTFILE,          /* hostfile: trial.launcher mpi's */
 	EXPDIR_TRIAL_LOG,         /* trial.log: every rank's output */
+	EXPDIR_WAITING,           /* waiting: why the backend holds the running trial's job back */
 	EXPDIR_NFILES
 };
 /* The file's name in a trial directory ("arch.json"). */
@@ -66,6 +67,12 @@ const char *expdir_file_name(enum expdir_file f);
 char *expdir_file(const char *trial_dir, enum expdir_file f);
 /* <expdir>/trials/<id>/<the file's name>. The caller frees it. */
 char *expdir_trial_file(const char *expdir, unsigned seq, enum expdir_file f);
+/* A running trial's job held back (a cluster queue has not admitted it):
+ * set writes why into its `waiting` file (when it says something else),
+ * NULL removes the file; get returns the line, or NULL when it runs. The
+ * caller frees what get returns. */
+int expdir_waiting_set(const char *expdir, unsigned seq, const char *why);
+char *expdir_waiting_get(const char *expdir, unsigned seq);
 /* The work directory that holds an experiment directory
  * (<workdir>/experiments/<id>), absolute and resolved when it exists.
  * The caller frees it. */

@@ -132,7 +132,24 @@ Test(expdir, trial_ids_and_paths)
 	free(d);
 	for (int f = 0; f < EXPDIR_NFILES; f++)
 		cr_assert(strchr(expdir_file_name((enum expdir_file)f), '.') ||
-			  !strcmp(expdir_file_name((enum expdir_file)f), "hostfile"));
+			  !strcmp(expdir_file_name((enum expdir_file)f), "hostfile") ||
+			  !strcmp(expdir_file_name((enum expdir_file)f), "waiting"));
+}
+
+Test(expdir, a_waiting_trial_says_why_until_it_runs)
+{
+	char *exp = xstrfmt("%s/exp", tmpdir), *dir = expdir_trial_dir(exp, 3);
+	cr_assert_eq(fileio_mkdir_p(dir, 0755), 0);
+	cr_assert_null(expdir_waiting_get(exp, 3));
+	cr_assert_eq(expdir_waiting_set(exp, 3, "waiting for admission: queue q"), 0);
+	char *why = expdir_waiting_get(exp, 3);
+	cr_assert_str_eq(why, "waiting for admission: queue q");
+	free(why);
+	cr_assert_eq(expdir_waiting_set(exp, 3, NULL), 0);
+	cr_assert_null(expdir_waiting_get(exp, 3));
+	cr_assert_eq(expdir_waiting_set(exp, 3, NULL), 0);   /* nothing to remove */
+	free(dir);
+	free(exp);
 }
 
 Test(expdir, the_work_directory_is_two_levels_up)
