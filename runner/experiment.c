@@ -218,7 +218,6 @@ int experiment_create(struct experiment *e, const struct aah_config *cfg, const 
 		int err = fileio_exists(dir) ? EEXIST : errno;
 		free(dir);
 		free(e->dir);
-	free(e->workdir);
 		e->dir = NULL;
 		if (err != EEXIST || tries > 100) {
 			errno = err;
@@ -283,6 +282,7 @@ void experiment_release(struct experiment *e)
 	free(e->trials);
 	free(e->id);
 	free(e->dir);
+	free(e->workdir);
 	free(e->name);
 	free(e->done_reason);
 	memset(e, 0, sizeof(*e));
