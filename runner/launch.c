@@ -89,6 +89,27 @@ static char *device_at(const char *gpus, unsigned i)
 	return xstrndup(p, strcspn(p, ","));
 }
 
+/* The devices of node `node` in a launch's list: its own gpn of them when
+ * the list names nodes x gpn (a pool's grant: one device per rank, ranks on
+ * one host), else the whole list (the devices each host gives its node). */
+static char *node_devices(const char *gpus, unsigned node, unsigned gpn, unsigned nodes)
+{
+	if (!gpus)
+		return NULL;
+	unsigned n = 1;
+	for (const char *p = gpus; *p; p++)
+		n += *p == ',';
+	if (nodes < 2 || n < nodes * gpn)
+		return xstrdup(gpus);
+	struct strbuf sb = STRBUF_INIT;
+	for (unsigned k = 0; k < gpn; k++) {
+		char *d = device_at(gpus, node * gpn + k);
+		strbuf_addf(&sb, "%s%s", k ? "," : "", d);
+		free(d);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
 static char *join_hosts(char **hosts, unsigned n, unsigned port_base, int with_ports)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -143,13 +164,15 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 	if (l->per_device)
 		strvec_pushf(e, "DEVICE_ID=%u", local_dev);
 	if (l->gpus_per_node) {
+		char *devs = node_devices(p->gpus, r->node, l->gpus_per_node, l->nodes);
 		if (l->per_device) {
-			char *dev = device_at(p->gpus, local_dev);
+			char *dev = device_at(devs, local_dev);
 			strvec_setenv(e, "CUDA_VISIBLE_DEVICES", dev);
 			free(dev);
-		} else if (p->gpus) {
-			strvec_setenv(e, "CUDA_VISIBLE_DEVICES", p->gpus);
+		} else if (devs) {
+			strvec_setenv(e, "CUDA_VISIBLE_DEVICES", devs);
 		}
+		free(devs);
 	}
 	if (cfg->trial.nccl_comm_id)
 		strvec_pushf(e, "NCCL_COMM_ID=%s:%u", l->hosts[0], l->port);

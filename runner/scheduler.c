@@ -21,7 +21,7 @@
 
 struct slot {
 	unsigned trial;           /* 0 = free */
-	char *gpus;               /* devices of this slot, or NULL */
+	char *gpus;               /* devices of this slot (in a pool: those the ledger granted), or NULL */
 };
 
 struct sched {
@@ -325,17 +325,27 @@ static int in_pool(const struct sched *s)
 /* Before a launch: the trial joins the pool (once) and runs on what the
  * ledger gives it (its share once nobody else holds those devices), told
  * through <trial_dir>/world_size. 1: no devices for it now, it waits. */
-static int pool_size(struct sched *s, unsigned seq, const char *dir, unsigned *nodes)
+static int pool_size(struct sched *s, unsigned seq, unsigned slot, const char *dir,
+		     unsigned *nodes)
 {
 	unsigned share, got;
+	char *ids = NULL;
 	if (!in_pool(s))
 		return 0;
 	if (pooltrial_join(s->cfg, s->workdir, s->e->id, seq, &share) < 0 ||
-	    pooltrial_claim(s->cfg, s->workdir, s->e->id, seq, &got) < 0)
+	    pooltrial_claim(s->cfg, s->workdir, s->e->id, seq, &got, &ids) < 0)
 		return -1;
 	if (!got)
 		return 1;
 	*nodes = got;
+	/* GPU trials run on the very devices the ledger granted, one rank on
+	 * each: they become the slot's CUDA_VISIBLE_DEVICES (launch.c) */
+	if (s->cfg->trial.gpu_num > 0 && ids) {
+		free(s->slots[slot].gpus);
+		s->slots[slot].gpus = ids;
+		ids = NULL;
+	}
+	free(ids);
 	return pooltrial_write_world(dir, got);
 }
 
@@ -439,7 +449,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	int master = !strcmp(cfg->tuner.placement, "master");
 
 	if (r == 0)
-		r = pool_size(s, seq, dir, &nodes);   /* 1: no devices for it now */
+		r = pool_size(s, seq, slot, dir, &nodes);   /* 1: no devices for it now */
 	char **hosts = xcalloc(nodes, sizeof(*hosts));
 	if (r == 0 && master)
 		r = propose(s, seq, &params);

@@ -515,6 +515,13 @@ static int check_pool(const struct ctx *c, const struct aah_config *cfg)
 		return fail_at(c, line, col, "pool.minDevices", "must not be above pool.maxDevices", NULL);
 	if (p->devices > 0 && p->min_devices > p->devices)
 		return fail_at(c, line, col, "pool.minDevices", "must not be above pool.devices", NULL);
+	if (p->devices > 0 && cfg->trial.gpu_num > 1) {
+		/* the ledger grants devices one rank each (docs/pool.md) */
+		n = ynode_get(ynode_get(cfg->root, "trial"), "gpuNum");
+		return fail_at(c, n->line, n->col, "trial.gpuNum",
+			       "must be 0 or 1 with pool.devices: a pool's device is one GPU, "
+			       "and a training runs one rank on each device of its share", NULL);
+	}
 	return 0;
 }
 

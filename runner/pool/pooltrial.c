@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include "fileio.h"
+#include "strbuf.h" /* the device ids as text */
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,16 +53,31 @@ int pooltrial_write_world(const char *trial_dir, unsigned n)
 	return r;
 }
 
+/* "5,6,7": the ids t holds in the ledger's order (the ones it held before
+ * first), so a rank that keeps running keeps its device. */
+static char *id_list(const struct ledger_training *t)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (unsigned j = 0; j < t->applied; j++)
+		strbuf_addf(&sb, "%s%u", j ? "," : "", t->ids[j]);
+	return strbuf_detach(&sb, NULL);
+}
+
 int pooltrial_claim(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
-		    unsigned seq, unsigned *got)
+		    unsigned seq, unsigned *got, char **ids)
 {
 	*got = 0;
+	if (ids)
+		*ids = NULL;
 	if (cfg->pool.devices <= 0)
 		return 0;
 	char *id = pooltrial_id(experiment_id, seq);
 	struct ledger l;
 	ledger_init(&l, workdir);
 	int r = ledger_claim(&l, id, got);
+	const struct ledger_training *t = r == 0 && *got ? ledger_find(&l, id) : NULL;
+	if (ids && t && t->ids && t->applied == *got)
+		*ids = id_list(t);
 	ledger_release(&l);
 	free(id);
 	return r;

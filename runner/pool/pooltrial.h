@@ -16,9 +16,11 @@ int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char
 		   unsigned seq, unsigned *share);
 /* Before a launch: trial seq takes its share when the others have given
  * those devices back, else keeps what it holds (runner/pool/ledger.h,
- * ledger_claim); *got: the devices to launch it on, 0 = it waits. */
+ * ledger_claim); *got: the devices to launch it on, 0 = it waits. *ids
+ * (when ids is not NULL): which, as the ledger journaled them, "5,6,7"
+ * (rank i runs on the i-th); NULL when *got is 0. The caller frees it. */
 int pooltrial_claim(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
-		    unsigned seq, unsigned *got);
+		    unsigned seq, unsigned *got, char **ids);
 /* The exit status of every rank of a trial that stopped at a step boundary
  * to be relaunched on another world size (aah-trial --elastic; the launch
  * contract, docs/launch.md). */

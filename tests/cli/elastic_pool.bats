@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
-# The seed scenario of issue 16 on the local backend, 8 slots standing in
-# for GPUs (the scenario and its assertions: tests/cli/pool_seed.bash,
-# shared with slurm_pool.bats and docker_pool.bats), and a runner killed
-# while the pool is reallocated.
+# The seed scenario of issue 16 on the local backend, on a pretend 8-GPU
+# host (SEED_GPUS: the pool's devices are GPUs 0-7; nothing runs on a GPU,
+# each rank's CUDA_VISIBLE_DEVICES is checked from its own environment; the
+# scenario and its assertions: tests/cli/pool_seed.bash, shared with
+# slurm_pool.bats and docker_pool.bats), and a runner killed while the pool
+# is reallocated.
 
 load helpers
 load pool_seed
@@ -10,8 +12,8 @@ load pool_seed
 setup() { setup_workdir; }
 teardown() { teardown_workdir; }
 
-@test "seed scenario: 8 -> 4/4 -> 3/5 -> 0/8, each at a step boundary, losses as uninterrupted" {
-	seed_scenario
+@test "seed scenario on a pretend 8-GPU host: 8 -> 4/4 -> 3/5 -> 0/8, each rank on its own granted device" {
+	SEED_GPUS=1 seed_scenario
 }
 
 @test "a runner killed while the pool is reallocated resumes to the same shares, nothing lost or run twice" {

@@ -18,6 +18,12 @@
 #
 #   SEED_PLATFORM        trainingServicePlatform (default local)
 #   SEED_BACKEND_YAML    the backend's own section, lines of YAML
+#   SEED_GPUS=1          a pretend 8-GPU host: trial.gpuNum 1, so the pool's
+#                        devices are GPUs 0-7 and each rank is given the one
+#                        the ledger granted it (CUDA_VISIBLE_DEVICES); every
+#                        rank records its own environment (rank_env), and
+#                        gpu_ranks_apart checks it. aah-trial's --backend auto
+#                        trains on the CPU, seeing no CUDA device.
 #   seed_scenario        runs it all and asserts; prints the resize costs
 
 ledger_has() {
@@ -106,6 +112,67 @@ reference() {
 	for r in "${pids[@]}"; do wait "$r"; done
 }
 
+# rank_env: the trial command's wrapper on the pretend GPU host; each rank
+# appends what its own environment says, before it starts and once it ended
+rank_env() {
+	cat > "$BATS_TEST_TMPDIR/rank-env" <<'SH'
+#!/bin/sh
+log=$(dirname "$0")/ranks.log
+trap : TERM INT HUP   # a rank stopped with its process group: still say when it ended
+echo "start $(date +%s.%N) $$ $AAH_EXPERIMENT_ID $RANK_ID $RANK_SIZE ${CUDA_VISIBLE_DEVICES-unset}" >> "$log"
+"$@"
+rc=$?
+echo "end $(date +%s.%N) $$ $AAH_EXPERIMENT_ID $RANK_ID $RANK_SIZE ${CUDA_VISIBLE_DEVICES-unset}" >> "$log"
+exit $rc
+SH
+	chmod +x "$BATS_TEST_TMPDIR/rank-env"
+}
+
+# gpu_ranks_apart A B: from the ranks' own records (rank_env): every rank
+# ran on one device of 0-7; no two ranks running at the same moment, of one
+# training or of two, had the same device; each launch ran on exactly the
+# ids the ledger's `applied` line before it granted, one rank each; and the
+# devices changed with each resize (A 8 -> 4 -> 3, B 4 -> 5 -> 8).
+gpu_ranks_apart() {
+	/usr/bin/python3 - "$BATS_TEST_TMPDIR/ranks.log" "$AAH_WORKDIR/pool/ledger.jsonl" "$1" "$2" <<'PY'
+import json, sys
+runs, open_ = [], {}
+for line in open(sys.argv[1]):
+    kind, ts, pid, exp, rank, size, dev = line.split()
+    if kind == "start":
+        open_[pid] = dict(t0=float(ts), exp=exp, rank=int(rank), size=int(size), dev=dev)
+    else:
+        r = open_.pop(pid); r["t1"] = float(ts); runs.append(r)
+assert not open_, ("ranks that never ended", open_)
+for r in runs:
+    assert r["dev"].isdigit() and 0 <= int(r["dev"]) < 8, ("not one device of 0-7", r)
+for i, a in enumerate(runs):
+    for b in runs[i + 1:]:
+        if a["t0"] < b["t1"] and b["t0"] < a["t1"]:
+            assert a["dev"] != b["dev"], ("device %s of two running ranks" % a["dev"], a, b)
+applied = {}
+for l in map(json.loads, open(sys.argv[2])):
+    if l["event"] == "applied":
+        applied.setdefault(l["training"].split("/")[0], []).append((l["ts"], l["ids"]))
+for name, exp, sizes in (("A", sys.argv[3], [8, 4, 3]), ("B", sys.argv[4], [4, 5, 8])):
+    launches = {}
+    for r in (r for r in runs if r["exp"] == exp):
+        ts, ids = max(a for a in applied[exp] if a[0] <= r["t0"])
+        launches.setdefault(ts, (ids, []))[1].append(r)
+    seen = []
+    for ts in sorted(launches):
+        ids, ranks = launches[ts]
+        assert sorted(int(r["dev"]) for r in ranks) == sorted(ids), (name, ids, ranks)
+        assert sorted(r["rank"] for r in ranks) == list(range(len(ids))), (name, ranks)
+        assert all(r["size"] == len(ids) for r in ranks), (name, ranks)
+        if not seen or seen[-1] != ids:
+            seen.append(ids)
+    assert [len(s) for s in seen] == sizes, (name, seen)
+    assert all(set(x) != set(y) for x, y in zip(seen, seen[1:])), (name, seen)
+    print("# %s ran on devices %s" % (name, " -> ".join(",".join(map(str, s)) for s in seen)))
+PY
+}
+
 one_experiment() {   # the experiment's own directory, not only experiments/
 	[ "$(ls "$AAH_WORKDIR/experiments" 2>/dev/null | wc -l)" -eq 1 ]
 }
@@ -129,7 +196,8 @@ tuner:
   builtinTunerName: NetworkMorphism
   initialArch: $AAH_ROOT/tests/fixtures/arch/cnn_nobn.json
 trial:
-  command: aah-trial --threads 1 --global_batch 120 --warmup_1 $2 --train_samples 9600 --val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --patience 100
+  command: ${SEED_GPUS:+$BATS_TEST_TMPDIR/rank-env }aah-trial --threads 1 --global_batch 120 --warmup_1 $2 --train_samples 9600 --val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --patience 100
+${SEED_GPUS:+  gpuNum: 1}
 pool:
   devices: 8
 EOF2
@@ -190,6 +258,7 @@ start_b() {
 seed_scenario() {
 	local A B
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	if [ -n "${SEED_GPUS:-}" ]; then rank_env; fi
 	config a.yml 6
 	# B must still be training when A ends, or there is no step boundary left
 	# to take the 8 at (docs/pool.md). Epochs here take 0.2 s, a relaunch
@@ -228,6 +297,7 @@ seed_scenario() {
 	# never more held than the pool, no device of two trainings at once (a
 	# training grows, or a newcomer starts, only on devices given back)
 	held_within_pool "$AAH_WORKDIR/pool/ledger.jsonl"
+	if [ -n "${SEED_GPUS:-}" ]; then gpu_ranks_apart "$a" "$b" >&3; fi
 	# each change at a step boundary, seen by the ranks themselves
 	grep -q "world size 8 -> 4 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
 	grep -q "world size 4 -> 3 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"

@@ -214,6 +214,9 @@ Test(config, missing_trial_command)
 	expect_error("trial:\n  codeDir: .\n", "'trial.command'", "is required");
 	expect_error("trial:\n  command: \"\"\n", "'trial.command'", "empty");
 	expect_error(MINIMAL "  processMode: device\n", "'trial.processMode'", "gpuNum");
+	/* a pool's device is one GPU, one rank each */
+	expect_error(MINIMAL "  gpuNum: 2\npool:\n  devices: 8\n", "'trial.gpuNum'",
+		     "pool.devices");
 }
 
 Test(config, malformed_yaml)
