@@ -1,4 +1,5 @@
 /* ops.c: the table of compute backends. */
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels/ops.h"
@@ -70,9 +71,35 @@ const char *ops_gpu_precision(int cc_major)
 	return cc_major >= 8 ? "bf16" : "fp32";
 }
 
+const char *ops_backend_auto(char *why, size_t why_size)
+{
+	char none[160] = "this aah-trial is built without a GPU backend (make config-info)";
+	for (size_t i = 0; i < ARRAY_SIZE(backends); i++) {
+		if (!backends[i]->visible_devices)
+			continue;
+		int n = backends[i]->visible_devices(none, sizeof(none));
+		if (n > 0) {
+			snprintf(why, why_size, "%d CUDA device%s visible", n, n == 1 ? "" : "s");
+			return backends[i]->name;
+		}
+	}
+	snprintf(why, why_size, "no CUDA device visible: %s", none);
+	return "cpu";
+}
+
 int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed)
 {
+	return ops_ctx_init_on(ctx, backend, threads, seed, 0);
+}
+
+int ops_ctx_init_on(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed,
+		    int device)
+{
+	char why[256];
 	memset(ctx, 0, sizeof(*ctx));
+	if (!strcmp(backend, "auto"))
+		backend = ops_backend_auto(why, sizeof(why));
+	ctx->device = device;
 	ctx->be = ops_backend_find(backend);
 	if (!ctx->be && !strcmp(backend, "cuda"))
 		return error("compute backend 'cuda' is not built in: this aah-trial was built "

@@ -115,7 +115,17 @@ struct ops_ctx {
 	int nhwc_only;      /* the model keeps every activation NHWC */
 	enum ops_layout blocked; /* the blocked layout this backend's blocked
 				  * ops take, set by its init; OPS_NHWC: none */
+	int device;         /* a GPU backend: which visible device it takes (the
+			     * rank's local rank, modulo the visible count) */
 	void *priv;
+};
+
+/* A started GPU backend's device, for the logs and result.json. */
+struct ops_device {
+	int index;          /* among the visible devices (CUDA_VISIBLE_DEVICES) */
+	char name[96];      /* "NVIDIA H100 80GB HBM3" */
+	double mem_gib;     /* its total memory, GiB */
+	int cc_major, cc_minor;
 };
 
 /* x: n_in input activations (n samples each); y: the output.
@@ -214,6 +224,12 @@ struct ops_backend {
 			 int (*share)(void *arg, void *id, size_t len), void *arg);
 	/* buf <- the mean of buf over the ranks, count values. */
 	int (*allreduce_mean)(struct ops_ctx *ctx, float *buf, size_t count);
+	/* GPU backends: how many devices this process can see, without
+	 * starting the backend (0 with the reason in *why when none: no
+	 * driver, none listed); NULL on host backends. */
+	int (*visible_devices)(char *why, size_t why_size);
+	/* GPU backends: the started backend's device. */
+	int (*device_info)(struct ops_ctx *ctx, struct ops_device *dev);
 };
 
 /* ops_backend.resident, .sync and .forget where the backend has them;
@@ -237,8 +253,17 @@ void ops_layout_convert(float *dst, enum ops_layout to, const float *src,
 const struct ops_backend *ops_backend_find(const char *name);
 const struct ops_backend *const *ops_backends(size_t *count);
 
-/* ctx lifecycle: picks the backend and sets the thread count (0 = all). */
+/* --backend auto: the first GPU backend built in that sees a device, else
+ * "cpu"; *why (why_size bytes) says why, for the log: "8 CUDA devices
+ * visible" or "no CUDA device visible: <the runtime's reason>". */
+const char *ops_backend_auto(char *why, size_t why_size);
+
+/* ctx lifecycle: picks the backend ("auto": ops_backend_auto) and sets the
+ * thread count (0 = all); ops_ctx_init_on also the device a GPU backend
+ * takes (ops_ctx.device). */
 int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed);
+int ops_ctx_init_on(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed,
+		    int device);
 void ops_ctx_release(struct ops_ctx *ctx);
 
 /* The keep mask of dropout layer l at ctx->step over count values (1: keep,

@@ -34,6 +34,7 @@ struct args {
 	/* launch contract */
 	char *init_method, *data_url, *train_url;
 	int rank, world_size;
+	int device;               /* --device: the visible GPU this rank takes (its local rank) */
 	double dist_timeout;
 	char *master_addr, *master_port, *nccl_comm_id, *worker_hosts, *experiment_id, *trial_id;
 	int help;

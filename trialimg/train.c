@@ -11,6 +11,7 @@
 #include "kernels/loss_scale.h"
 #include "trialimg/checkpoint.h" /* checkpoint_write, checkpoint_load, checkpoint_peek */
 #include "trialimg/data/loader.h"
+#include "trialimg/device.h" /* device_start, device_log, device_result */
 #include "trialimg/dist.h"
 #include "trialimg/inherit.h" /* inherit_weights */
 #include "trialimg/elastic.h" /* elastic_target, ELASTIC_EXIT_RESIZE */
@@ -26,6 +27,7 @@ struct trial {
 	const char *precision;      /* what the backend runs: --precision, auto resolved */
 	struct ops_ctx ops;
 	int ops_ok;
+	struct trial_device dev;    /* the backend that runs and its device */
 	struct model m;
 	struct dataset tr, va;
 	struct loader tl, vl;
@@ -195,14 +197,7 @@ static int write_result(struct trial *t, const char *status, const char *reason)
 	cJSON_AddStringToObject(r, "precision", prec && strcmp(prec, "auto") ? prec : "fp32");
 	if (t->scaled)
 		cJSON_AddNumberToObject(r, "skipped_steps", (double)t->ls.skipped);
-	cJSON *dev = cJSON_AddArrayToObject(r, "devices");
-	long cores = t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN);
-	/* a GPU backend that started trains on the first visible device (the
-	 * report counts a trial on "cuda:*" as a GPU run) */
-	int gpu = t->ops_ok && (t->ops.be->caps & OPS_CAP_GPU);
-	char *d = gpu ? xstrfmt("cuda:0") : xstrfmt("cpu:%ld", cores);
-	cJSON_AddItemToArray(dev, cJSON_CreateString(d));
-	free(d);
+	device_result(&t->dev, r, t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN));
 	cJSON_AddNumberToObject(r, "world_size", t->world);
 	if (t->inherited_from[0]) /* its epochs and FLOPs are its own; the parent's are not here */
 		cJSON_AddStringToObject(r, "inherited_from", t->inherited_from);
@@ -585,7 +580,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		return -1;
 	if (model_alloc(&t->m, t->batch, (uint64_t)a->seed))
 		return -1;
-	if (ops_ctx_init(&t->ops, a->backend, a->threads, (uint64_t)a->seed * 7919 + t->rank))
+	if (device_start(&t->dev, &t->ops, a, (uint64_t)a->seed * 7919 + t->rank))
 		return -1;
 	t->ops_ok = 1;
 	const char *prec = strcmp(a->precision, "auto") ? a->precision : ops_precision_auto(&t->ops);
@@ -597,6 +592,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		prec = "fp32";
 	}
 	t->precision = prec;
+	device_log(&t->dev, prec, t->rank, t->world);
 	if (t->dist && t->ops.be->comm_init) {
 		if (t->ops.be->comm_init(&t->ops, t->rank, t->world, share_comm_id, t->dist))
 			return -1;

@@ -1,6 +1,7 @@
 /* cuda_backend.c: the `cuda` op table, its context (device, stream, cuDNN
  * and cuBLASLt handles), the staging arena of kernels/cuda/cuda.h, and the
  * loss, SGD and accumulation ops. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,14 +24,28 @@ static int cuda_open(struct ops_ctx *ctx)
 	return 0;
 }
 
-static int cuda_init(struct ops_ctx *ctx)
+/* cudaGetDeviceCount: 0 and the runtime's reason when there is none. */
+static int cuda_visible_devices(char *why, size_t why_size)
 {
 	int count = 0;
 	cudaError_t e = cudaGetDeviceCount(&count);
-	if (e != cudaSuccess || count == 0)
-		return error("no CUDA device: the cuda backend needs an NVIDIA GPU (%s)",
-			     e != cudaSuccess ? cudaGetErrorString(e) : "the driver lists none");
+	if (e == cudaSuccess && count > 0)
+		return count;
+	snprintf(why, why_size, "%s", e != cudaSuccess ? cudaGetErrorString(e)
+						       : "the driver lists none");
+	return 0;
+}
+
+static int cuda_init(struct ops_ctx *ctx)
+{
+	char why[160];
+	int count = cuda_visible_devices(why, sizeof(why));
+	if (!count)
+		return error("no CUDA device: the cuda backend needs an NVIDIA GPU (%s)", why);
 	ctx->priv = xcalloc(1, sizeof(struct cuda_ctx));
+	/* each rank its own device: its local rank among those it sees (one,
+	 * where the launch gave each rank its own CUDA_VISIBLE_DEVICES) */
+	cuda_ctx(ctx)->device = ctx->device > 0 ? ctx->device % count : 0;
 	const char *staged = getenv("AAH_CUDA_STAGED");
 	cuda_ctx(ctx)->staged_only = staged && !strcmp(staged, "1");
 	if (cuda_open(ctx)) {
@@ -111,6 +126,20 @@ static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 static const char *cuda_default_precision(struct ops_ctx *ctx)
 {
 	return ops_gpu_precision(cc_major(ctx));
+}
+
+static int cuda_device_info(struct ops_ctx *ctx, struct ops_device *dev)
+{
+	struct cudaDeviceProp p;
+	int d = cuda_ctx(ctx)->device;
+	CUDA_CHECK(cudaGetDeviceProperties(&p, d));
+	memset(dev, 0, sizeof(*dev));
+	dev->index = d;
+	snprintf(dev->name, sizeof(dev->name), "%.*s", (int)sizeof(dev->name) - 1, p.name);
+	dev->mem_gib = (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
+	dev->cc_major = p.major;
+	dev->cc_minor = p.minor;
+	return 0;
 }
 
 /* ---- staging ----------------------------------------------------------------- */
@@ -449,4 +478,6 @@ const struct ops_backend ops_cuda_backend = {
 	.comm_init = cuda_comm_init,
 	.allreduce_mean = cuda_allreduce_mean,
 #endif
+	.visible_devices = cuda_visible_devices,
+	.device_info = cuda_device_info,
 };

@@ -15,7 +15,7 @@ static const char usage[] = "aah-runner metrics <experiment id or directory> [-o
 
 int cmd_metrics(int argc, const char **argv)
 {
-	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0, NULL, NULL };
+	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0, NULL, NULL, 0 };
 	const char *workdir = NULL, *out = NULL;
 	const struct option_spec opts[] = {
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "work directory (default $AAH_WORKDIR or ./aah-work)" },

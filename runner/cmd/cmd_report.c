@@ -96,7 +96,7 @@ static int one_of(const char *value, const char *const *choices, const char *opt
 
 int cmd_report(int argc, const char **argv)
 {
-	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0, NULL, NULL };
+	struct report_options opt = { NAN, NAN, NAN, NAN, NULL, 0, NULL, NULL, 0 };
 	const char *workdir = NULL, *outdir = NULL;
 	int quiet = 0, strict = 0;
 	const struct option_spec opts[] = {
@@ -107,6 +107,7 @@ int cmd_report(int argc, const char **argv)
 		{ "min-duration", 0, OPT_DOUBLE, OPT_NUMBER(&opt.min_duration_s, 0, 31536000), "SECONDS", "validity: shortest run (default: report.minDuration)" },
 		{ "min-accuracy", 0, OPT_DOUBLE, OPT_NUMBER(&opt.min_accuracy, 0, 1), "FRACTION", "validity: best accuracy must exceed it (default: report.minAccuracy)" },
 		{ "min-precision", 0, OPT_STRING, &opt.min_precision, "NAME", "validity: lowest precision (default: report.minPrecision)" },
+		{ "gpu-fp32", 0, OPT_FLAG, &opt.gpu_fp32_ok, NULL, "validity: accept trials that trained in fp32 on a GPU (AIPerf's rule: mixed precision)" },
 		{ "rules", 0, OPT_STRING, &opt.rules, "SET", "validity rules: readme or report.py (default: report.rules)" },
 		{ "epoch-charge", 0, OPT_STRING, &opt.charge, "HOW", "FLOPs of an epoch: auto, aiperf or images (default: report.epochCharge)" },
 		{ "quiet", 'q', OPT_FLAG, &quiet, NULL, "write the files, print nothing" },

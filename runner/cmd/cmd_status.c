@@ -5,6 +5,7 @@
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
 #include "runner/pool/ledger.h" /* ledger_read: the device pool's shares */
+#include "runner/store/expdir.h" /* expdir_result_read: what a trial ran on */
 #include "strbuf.h"
 #include "util.h"
 
@@ -43,6 +44,22 @@ static void fmt_clock(char *buf, size_t n, double ts)
 	struct tm tm;
 	localtime_r(&t, &tm);
 	strftime(buf, n, "%H:%M:%S", &tm);
+}
+
+/* Under a trial that wrote its result: the backend, device and precision
+ * it ran on (result.json), "        ran on cuda: NVIDIA H100 80GB HBM3, bf16". */
+static void ran_on(struct strbuf *sb, const struct experiment *e, const struct trial_rec *t)
+{
+	struct expdir_result res;
+	char *dir = expdir_trial_dir(e->dir, t->seq);
+	util_set_quiet(1);
+	int r = expdir_result_read(dir, &res);
+	util_set_quiet(0);
+	free(dir);
+	if (r <= 0 || !res.backend[0])
+		return;
+	strbuf_addf(sb, "        ran on %s%s%s%s%s\n", res.backend, res.device[0] ? ": " : "",
+		    res.device, res.precision[0] ? ", " : "", res.precision);
 }
 
 static const char *experiment_state(const struct experiment *e)
@@ -125,6 +142,7 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 			    held ? "waiting" : expdir_state_name(t->state), t->attempt ? t->attempt : 1,
 			    slot, nodes, started, dur, a, held ? held : t->reason ? t->reason : "");
 		free(held);
+		ran_on(sb, e, t);
 		for (size_t k = 0; k < t->notes.n; k++)
 			strbuf_addf(sb, "        note from %s\n", t->notes.v[k]);
 		for (size_t k = 0; k < t->retries.n; k++)

@@ -123,6 +123,8 @@ static void apply_outcome(struct outcome *o, struct report_trial *tr)
 	if (o->have_result > 0) {
 		const struct expdir_result *res = &o->result;
 		xstrlcpy(tr->inherited_from, res->inherited_from, sizeof(tr->inherited_from));
+		xstrlcpy(tr->backend, res->backend, sizeof(tr->backend));
+		xstrlcpy(tr->device, res->device, sizeof(tr->device));
 		if (!tr->reason[0] && res->stop_reason[0])
 			xstrlcpy(tr->reason, res->stop_reason, sizeof(tr->reason));
 	}

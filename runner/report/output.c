@@ -146,6 +146,9 @@ void report_summary(struct strbuf *sb, const struct report_exp *exp,
 		strbuf_addf(sb, "  Best trial:            %s (accuracy %.2f%%", b->id, 100 * b->best_acc);
 		if (b->inherited_from[0])
 			strbuf_addf(sb, ", from the weights of %s", b->inherited_from);
+		if (b->backend[0])
+			strbuf_addf(sb, "; %s%s%s%s%s", b->backend, b->device[0] ? " on " : "", b->device,
+				    b->precision[0] ? ", " : "", b->precision);
 		strbuf_addstr(sb, ")\n");
 		const cJSON *layers = cJSON_GetObjectItemCaseSensitive(exp->best_arch, "layers");
 		const cJSON *l;
@@ -233,6 +236,10 @@ cJSON *report_results_json(const struct report_exp *exp, const struct report_opt
 		cJSON_AddNumberToObject(t, "flops", tr->flops);
 		if (tr->precision[0])
 			cJSON_AddStringToObject(t, "precision", tr->precision);
+		if (tr->backend[0])
+			cJSON_AddStringToObject(t, "backend", tr->backend);
+		if (tr->device[0])
+			cJSON_AddStringToObject(t, "device", tr->device);
 		if (tr->reason[0])
 			cJSON_AddStringToObject(t, "reason", tr->reason);
 		if (tr->inherited_from[0])

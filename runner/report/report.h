@@ -25,6 +25,8 @@ struct report_trial {
 	double best_acc;                /* max val_acc over epochs, or result.json's */
 	double flops;                   /* last cumulative FLOPs seen */
 	char precision[16];             /* result.json "precision"; "" unknown */
+	char backend[16];               /* result.json "backend"; "" unknown */
+	char device[96];                /* result.json "device_names"' first; "" none */
 	char inherited_from[16];        /* result.json: the parent whose weights it started from */
 	int on_gpu;                     /* result.json devices name a GPU */
 	char reason[160];               /* journal reason or result stop_reason */
@@ -121,8 +123,10 @@ struct report_options {
 	double now;              /* 0: the clock; where running bars end */
 	const char *rules;       /* report.rules: "readme" (NULL) or "report.py" */
 	const char *charge;      /* report.epochCharge: "auto" (NULL), "aiperf", "images" */
+	int gpu_fp32_ok;         /* AIPerf trains GPUs in mixed precision: a GPU trial in
+				  * fp32 (or wider) fails the run unless this is set */
 };
-#define REPORT_OPTIONS_INIT { 0.2, 0.1, 3600.0, 0.70, "fp16", 0.0, NULL, NULL }
+#define REPORT_OPTIONS_INIT { 0.2, 0.1, 3600.0, 0.70, "fp16", 0.0, NULL, NULL, 0 }
 
 /* AIPerf's score.py charges every epoch of a trial as ImageNet's:
  * train_per_image x 1,280,000 + eval_per_image x 50,000. */

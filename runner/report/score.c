@@ -22,7 +22,7 @@
  *    "auto" takes it when every trial's arch has 1000 classes), or by the
  *    images the trainer counted ("images"); flops_images keeps the latter;
  *  - the validity rules are the README's (at least 1 h, not below fp16, best
- *    accuracy above 70%) or report.py's (failed when the final Error is
+ *    accuracy above 70%, GPUs in mixed precision: bf16 or fp16) or report.py's (failed when the final Error is
  *    above 95%), report.rules. */
 #include "runner/report/report.h"
 #include "util.h"
@@ -134,6 +134,14 @@ static void check_rules(const struct report_exp *exp, const struct report_option
 					   tr->precision, opt->min_precision);
 				break;
 			}
+		}
+	}
+	for (size_t i = 0; !opt->gpu_fp32_ok && i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		if (tr->on_gpu && report_precision_rank(tr->precision) >= report_precision_rank("fp32")) {
+			add_failed(s, "gpu-precision: trial %s trained in %s on a GPU; AIPerf's rule "
+				   "trains GPUs in mixed precision (bf16 or fp16)", tr->id, tr->precision);
+			break;
 		}
 	}
 	s->valid = s->nfailed == 0;

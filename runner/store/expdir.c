@@ -484,6 +484,7 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 {
 	char *p = result_path(trial_dir);
 	const char *status = NULL, *precision = NULL, *reason = NULL, *parent = NULL;
+	const char *backend = NULL;
 	cJSON *doc = NULL;
 	int r;
 	memset(res, 0, sizeof(*res));
@@ -499,7 +500,8 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 	    json_get_number(p, doc, "total_flops", 1, &res->total_flops) < 0 ||
 	    json_get_string(p, doc, "precision", 1, &precision) < 0 ||
 	    json_get_string(p, doc, "stop_reason", 1, &reason) < 0 ||
-	    json_get_string(p, doc, "inherited_from", 1, &parent) < 0) {
+	    json_get_string(p, doc, "inherited_from", 1, &parent) < 0 ||
+	    json_get_string(p, doc, "backend", 1, &backend) < 0) {
 		r = -1;
 	} else {
 		if (parent)
@@ -510,7 +512,11 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 			xstrlcpy(res->precision, precision, sizeof(res->precision));
 		if (reason)
 			xstrlcpy(res->stop_reason, reason, sizeof(res->stop_reason));
-		const cJSON *d;
+		if (backend)
+			xstrlcpy(res->backend, backend, sizeof(res->backend));
+		const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "device_names"), 0);
+		if (cJSON_IsString(d))
+			xstrlcpy(res->device, d->valuestring, sizeof(res->device));
 		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(doc, "devices"))
 			if (cJSON_IsString(d) && (!strncmp(d->valuestring, "cuda", 4) ||
 						  !strncmp(d->valuestring, "gpu", 3)))

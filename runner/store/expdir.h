@@ -167,6 +167,8 @@ struct expdir_result {
 	double best_val_acc;      /* NaN when absent */
 	double total_flops;       /* 0 when absent */
 	char precision[16];       /* "" when absent */
+	char backend[16];         /* the compute backend that ran ("cuda", "cpu"); "" when absent */
+	char device[96];          /* "device_names"' first: the GPU's name; "" when absent */
 	char stop_reason[160];    /* "" when absent */
 	char inherited_from[16];  /* parent trial id of an inheriting trial; "" when absent */
 	int on_gpu;               /* "devices" names a GPU (cuda:N, gpu...) */

@@ -50,6 +50,21 @@ PY
 	[[ $output == *"min-precision: trial 000001 trained in fp32, below fp64"* ]]
 }
 
+@test "report: a trial that trained in fp32 on a GPU fails AIPerf's rule, named; bf16 there passes" {
+	R=$E/trials/000002/result.json
+	sed -i 's/"devices":\["cpu:2"\]/"devices":["cuda:0"],"backend":"cuda","device_names":["NVIDIA H100 80GB HBM3"]/' "$R"
+	grep -q '"cuda:0"' "$R"
+	run aah-runner report exp00001 --min-duration 600 --min-accuracy 0.5 --strict
+	[ "$status" -eq 3 ]
+	[[ $output == *"gpu-precision: trial 000002 trained in fp32 on a GPU; AIPerf's rule trains GPUs in mixed precision (bf16 or fp16)"* ]]
+	run aah-runner report exp00001 --min-duration 600 --min-accuracy 0.5 --gpu-fp32 --strict
+	[ "$status" -eq 0 ]
+	sed -i 's/"precision":"fp32"/"precision":"bf16"/' "$R"
+	run aah-runner report exp00001 --min-duration 600 --min-accuracy 0.5 --strict
+	[ "$status" -eq 0 ]
+	[[ $output == *"Result:                Succeed"* ]]
+}
+
 @test "report: options and errors" {
 	run aah-runner report --help
 	[ "$status" -eq 0 ]

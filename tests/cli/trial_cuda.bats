@@ -40,6 +40,53 @@ assert "no CUDA device" in r["stop_reason"], r
 PY
 }
 
+@test "--backend auto, the default, trains on the CPU without a GPU and says why in trial.log and result.json" {
+	if have_gpu; then
+		skip "this machine has a GPU: tests/gpu/run-on-device.sh checks that auto picks cuda"
+	fi
+	run aah-trial --trial_dir "$T" --arch "$AAH_ROOT/tests/fixtures/arch/cnn2.json" \
+		--warmup_1 1 --train_samples 256 --val_samples 100 --threads 1 --monitor_interval 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"aah-trial: rank 0 of 1: backend cpu (auto: no CUDA device visible: "*"), precision fp32"* ]]
+	/usr/bin/python3 - "$T/result.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "succeeded" and r["backend"] == "cpu" and r["devices"] == ["cpu:1"], r
+assert r["precision"] == "fp32" and "device_names" not in r, r
+PY
+	# the same through AAH_BACKEND, as the images set it
+	AAH_BACKEND=auto run aah-trial --trial_dir "$T/env" --arch "$AAH_ROOT/tests/fixtures/arch/cnn2.json" \
+		--warmup_1 1 --train_samples 256 --val_samples 100 --threads 1 --monitor_interval 0
+	[ "$status" -eq 0 ]
+	[[ $output == *"backend cpu (auto: no CUDA device visible"* ]]
+	# the help names auto as the default
+	run aah-trial --help
+	[[ $output == *"--backend"*"auto (cuda where"* ]]
+}
+
+@test "status and the report say what a trial ran on: backend, GPU, precision" {
+	W=$T/w
+	export AAH_WORKDIR=$W
+	mkdir -p "$W/experiments"
+	"$AAH_ROOT/tests/fixtures/report/make-experiment.sh" "$W/experiments" exp00001 3 2 1
+	R=$W/experiments/exp00001/trials/000002/result.json
+	sed -i 's/"precision":"fp32","devices":\["cpu:2"\]/"precision":"bf16","backend":"cuda","devices":["cuda:0"],"device_names":["NVIDIA H100 80GB HBM3"],"device_memory_gib":79.2/' "$R"
+	grep -q '"backend":"cuda"' "$R"
+	run aah-runner status exp00001
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"ran on cuda: NVIDIA H100 80GB HBM3, bf16"* ]]
+	run aah-runner report exp00001 -q
+	[ "$status" -eq 0 ]
+	/usr/bin/python3 - "$W/experiments/exp00001/results.json" <<'PY'
+import json, sys
+t = {t["id"]: t for t in json.load(open(sys.argv[1]))["trials"]}
+assert t["000002"]["backend"] == "cuda" and t["000002"]["device"] == "NVIDIA H100 80GB HBM3", t["000002"]
+assert t["000002"]["precision"] == "bf16", t["000002"]
+PY
+}
+
 @test "the cuda backend is in the build where make found nvcc and cuDNN" {
 	cd "$AAH_ROOT"
 	info=$(make --no-print-directory config-info)

@@ -77,3 +77,28 @@ Test(precision, cuda_picks_by_its_device)
 	ops_ctx_release(&ctx);
 #endif
 }
+
+/* --backend auto: cuda where the runtime lists a device, the cpu backend
+ * otherwise (no driver, no GPU, or a build without cuda), saying why. */
+Test(precision, backend_auto_follows_the_hardware)
+{
+	char why[256] = "";
+	const char *name = ops_backend_auto(why, sizeof(why));
+	int devices = 0;
+#ifdef AAH_HAVE_CUDA
+	if (cudaGetDeviceCount(&devices) != cudaSuccess)
+		devices = 0;
+#endif
+	if (devices > 0) {
+		cr_assert_str_eq(name, "cuda");
+		cr_assert(strstr(why, "CUDA device"), "%s", why);
+	} else {
+		cr_assert_str_eq(name, "cpu");
+		cr_assert(!strncmp(why, "no CUDA device visible: ", 24), "%s", why);
+		cr_log_warn("skipped: no CUDA device: auto picking cuda is checked on a GPU (%s)", why);
+	}
+	struct ops_ctx ctx;
+	cr_assert_eq(ops_ctx_init(&ctx, "auto", 1, 1), 0, "%s", util_last_error());
+	cr_assert_str_eq(ctx.be->name, name);
+	ops_ctx_release(&ctx);
+}

@@ -96,7 +96,7 @@ Test(report, score_matches_hand_computed_samples)
 Test(report, rules_pass_with_lower_thresholds_and_fail_on_precision)
 {
 	two_trials();
-	cr_assert_eq(fx_result(dir, "000001", "succeeded", 0.6, "fp32", "cuda:0"), 0);
+	cr_assert_eq(fx_result(dir, "000001", "succeeded", 0.6, "fp16", "cuda:0"), 0);
 	cr_assert_eq(fx_result(dir, "000002", "early_stopped", 0.7, "bf16", "cuda:1"), 0);
 	struct report_exp exp;
 	struct report_score sc;
@@ -116,6 +116,21 @@ Test(report, rules_pass_with_lower_thresholds_and_fail_on_precision)
 	cr_assert_eq(sc.nfailed, 1);
 	cr_assert(strstr(sc.failed[0], "min-precision") && strstr(sc.failed[0], "000001"),
 		  "%s", sc.failed[0]);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+
+	/* fp32 is not below fp16, but on a GPU AIPerf trains mixed precision */
+	cr_assert_eq(fx_result(dir, "000001", "succeeded", 0.6, "fp32", "cuda:0"), 0);
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_not(sc.valid);
+	cr_assert_eq(sc.nfailed, 1);
+	cr_assert(strstr(sc.failed[0], "gpu-precision: trial 000001 trained in fp32 on a GPU"),
+		  "%s", sc.failed[0]);
+	report_score_release(&sc);
+	opt.gpu_fp32_ok = 1;
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert(sc.valid, "failed: %s", sc.nfailed ? sc.failed[0] : "");
 	report_score_release(&sc);
 	report_exp_release(&exp);
 }

@@ -1,0 +1,56 @@
+/* device.c: the trial's compute backend and its device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trialimg/device.h"
+#include "util.h"
+
+int device_start(struct trial_device *d, struct ops_ctx *ops, const struct args *a,
+		 uint64_t seed)
+{
+	const char *name = a->backend;
+	memset(d, 0, sizeof(*d));
+	if (!strcmp(name, "auto"))
+		name = ops_backend_auto(d->why, sizeof(d->why));
+	if (ops_ctx_init_on(ops, name, a->threads, seed, a->device))
+		return -1;
+	snprintf(d->backend, sizeof(d->backend), "%s", ops->be->name);
+	if ((ops->be->caps & OPS_CAP_GPU) && ops->be->device_info) {
+		if (ops->be->device_info(ops, &d->dev))
+			return -1;
+		d->gpu = 1;
+	}
+	return 0;
+}
+
+void device_log(const struct trial_device *d, const char *precision, int rank, int world)
+{
+	if (d->gpu)
+		printf("aah-trial: rank %d of %d: backend %s%s%s%s, device cuda:%d %s (%.1f GiB, "
+		       "compute capability %d.%d), precision %s\n", rank, world, d->backend,
+		       d->why[0] ? " (auto: " : "", d->why, d->why[0] ? ")" : "", d->dev.index,
+		       d->dev.name, d->dev.mem_gib, d->dev.cc_major, d->dev.cc_minor, precision);
+	else
+		printf("aah-trial: rank %d of %d: backend %s%s%s%s, precision %s\n", rank, world,
+		       d->backend, d->why[0] ? " (auto: " : "", d->why, d->why[0] ? ")" : "",
+		       precision);
+	fflush(stdout);
+}
+
+void device_result(const struct trial_device *d, cJSON *r, long cores)
+{
+	if (d->backend[0])
+		cJSON_AddStringToObject(r, "backend", d->backend);
+	cJSON *dev = cJSON_AddArrayToObject(r, "devices");
+	/* a GPU backend trains on one device per rank (the report counts a
+	 * trial on "cuda:*" as a GPU run) */
+	char *s = d->gpu ? xstrfmt("cuda:%d", d->dev.index) : xstrfmt("cpu:%ld", cores);
+	cJSON_AddItemToArray(dev, cJSON_CreateString(s));
+	free(s);
+	if (!d->gpu)
+		return;
+	cJSON *names = cJSON_AddArrayToObject(r, "device_names");
+	cJSON_AddItemToArray(names, cJSON_CreateString(d->dev.name));
+	cJSON_AddNumberToObject(r, "device_memory_gib", d->dev.mem_gib);
+}
