@@ -3,8 +3,10 @@
 # received (env + argv, after the kubelet's $(VAR) expansion), then runs the
 # trial command given as arguments.
 #
-# Node mode (one process per node): exec the command as it is.
-# Device mode (AAH_PROCS_PER_POD=G > 1, trial.processMode: device): start G
+# Node mode (one process per node, no AAH_PROCS_PER_POD): exec the command
+# as it is.
+# Device mode (AAH_PROCS_PER_POD=G, trial.processMode: device; G = 1 too,
+# since the pod template leaves the per-process names to us): start G
 # processes, one per device d = 0..G-1, each with
 #   RANK_ID = VC_TASK_INDEX * G + d, DEVICE_ID = d, CUDA_VISIBLE_DEVICES = d
 # and the value after --rank replaced by its RANK_ID; wait for all of them and
@@ -111,7 +113,7 @@ case $procs in
 	;;
 esac
 
-if [ "$procs" -le 1 ]; then
+if [ -z "${AAH_PROCS_PER_POD:-}" ] || [ "$procs" -lt 1 ]; then
 	contract "$@"
 	exec "$@"
 fi

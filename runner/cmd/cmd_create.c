@@ -94,6 +94,8 @@ int cmd_check_config(const char *path, struct aah_config *cfg)
 		config_release(cfg);
 		return -1;
 	}
+	if (cfg->notice)
+		warning("%s", cfg->notice);
 	return 0;
 }
 

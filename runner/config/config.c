@@ -68,8 +68,9 @@ static const struct cfg_key trial_keys[] = {
 	  "how many times a failed trial is run again" },
 	{ "resumeOnRetry", CFG_BOOL, TRIAL(resume_on_retry), 0, NULL, NULL, "true",
 	  "a trial run again (a retry, or requeued after a stop) gets --resume and continues from its last checkpoint" },
-	{ "processMode", CFG_ENUM, TRIAL(process_mode), 0, process_modes, NULL, "node",
-	  "one trainer process per node driving its GPUs, or one per device (RANK_ID per card)" },
+	{ "processMode", CFG_ENUM, TRIAL(process_mode), 0, process_modes, NULL,
+	  "(node; device where trial.gpuNum > 0)",
+	  "one trainer process per device, each on its own GPU (RANK_ID per card, the local rank its device), or one per node driving its GPUs itself" },
 	{ "launchStyle", CFG_ENUM, TRIAL(launch_style), 0, launch_styles, NULL, "pytorch",
 	  "pytorch: --init_method/--rank/--world_size; tensorflow adds --task_index, --ps_hosts, --worker_hosts, --job_name and TF_CONFIG" },
 	{ "launcher", CFG_ENUM, TRIAL(launcher), 0, launchers, NULL, "direct",
@@ -525,6 +526,39 @@ static int check_pool(const struct ctx *c, const struct aah_config *cfg)
 	return 0;
 }
 
+/* trial.processMode: one process per GPU unless the config says otherwise
+ * (aah-trial trains on one device per process). A mode that would leave a
+ * node's GPUs unused is refused when it was not asked for, and warned
+ * about (cfg->notice, by check and create) when it was: a trial command of
+ * one's own may drive them all. */
+static int process_mode(const struct ctx *c, struct aah_config *cfg, const struct ynode *trial)
+{
+	long gpus = cfg->trial.gpu_num;
+	int mpi = !strcmp(cfg->trial.launcher, "mpi");
+	const struct ynode *n = ynode_get(trial, "processMode");
+	if (!cfg->trial.process_mode) {
+		if (gpus > 1 && mpi) {
+			char *why = xstrfmt(" (%ld GPUs of each node's %ld would stay unused): drop it "
+					    "for one process per GPU, or set trial.processMode: node to "
+					    "accept that", gpus - 1, gpus);
+			n = ynode_get(trial, "launcher");
+			fail_at(c, n->line, n->col, "trial.launcher",
+				"'mpi' starts one process per node", why);
+			free(why);
+			return -1;
+		}
+		cfg->trial.process_mode = xstrdup(gpus > 0 && !mpi ? "device" : "node");
+		return 0;
+	}
+	if (!strcmp(cfg->trial.process_mode, "node") && gpus > 1)
+		cfg->notice = xstrfmt("%s:%u:%u: 'trial.processMode' node with trial.gpuNum %ld: "
+				      "aah-trial trains on one GPU per process, so %ld of each "
+				      "node's GPUs stay unused unless the trial command drives them "
+				      "itself (the default, device, runs one per GPU)",
+				      c->file, n->line, n->col, gpus, gpus - 1);
+	return 0;
+}
+
 static int check_semantics(const struct ctx *c, struct aah_config *cfg)
 {
 	const struct ynode *trial = ynode_get(cfg->root, "trial");
@@ -552,7 +586,7 @@ static int check_semantics(const struct ctx *c, struct aah_config *cfg)
 	const struct ynode *ca = cfg->tuner.class_args;
 	if (ca && ca->kind != YNODE_MAP)
 		return fail_at(c, ca->line, ca->col, "tuner.classArgs", "must be a mapping", NULL);
-	if (check_pool(c, cfg) < 0)
+	if (check_pool(c, cfg) < 0 || process_mode(c, cfg, trial) < 0)
 		return -1;
 	if (!strcmp(cfg->trial.process_mode, "device") && cfg->trial.gpu_num < 1) {
 		const struct ynode *n = ynode_get(trial, "processMode");
@@ -649,6 +683,7 @@ void config_release(struct aah_config *cfg)
 	config_top_keys(&top);
 	release_table(top.keys, (char *)cfg);
 	ynode_free(cfg->root);
+	free(cfg->notice);
 	free(cfg->path);
 	free(cfg->name);
 	free(cfg->base_dir);

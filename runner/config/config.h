@@ -113,6 +113,8 @@ struct aah_config {
 	char *name;               /* the same as the user named it: messages use it */
 	char *base_dir;           /* relative paths resolve here (the config's folder) */
 	struct ynode *root;       /* owned */
+	char *notice;             /* a warning for check and create to print (a mode that
+				   * leaves GPUs unused, asked for); NULL: none. Owned */
 
 	char *author_name;
 	char *experiment_name;

@@ -38,6 +38,7 @@ teardown() {
 	trial:
 	  command: contract_trial.sh
 	  gpuNum: 2
+	  processMode: node
 	  env:
 	    EXPECT_GPUS: "1"
 	docker:

@@ -46,7 +46,8 @@ teardown() { teardown_workdir; }
 }
 
 @test "GPU slots get disjoint CUDA_VISIBLE_DEVICES sets" {
-	TRIAL_YAML="  gpuNum: 2" write_config c.yml "trialConcurrency: 2" "maxTrialNum: 4"
+	# processMode node: one rank per trial, given its slot's whole set
+	TRIAL_YAML=$'  gpuNum: 2\n  processMode: node' write_config c.yml "trialConcurrency: 2" "maxTrialNum: 4"
 	EXPECT_GPUS=1 TRIAL_SLEEP=0.2 run aah-runner create -c c.yml
 	[ "$status" -eq 0 ]
 	id=$(only_experiment)

@@ -498,3 +498,40 @@ Test(config, documented_ranges_are_the_checked_ones)
 	cr_assert_eq(wrong, 0, "%d documented types differ from the key tables", wrong);
 	free(doc);
 }
+
+/* One process per GPU unless the config says otherwise: gpuNum alone picks
+ * device mode; mpi's one process per node with several GPUs is refused
+ * unless processMode: node is set, and then (as node with gpuNum > 1 is)
+ * warned about, naming the key. */
+Test(config, gpu_trials_run_one_process_per_gpu)
+{
+	static const struct {
+		const char *trial;
+		const char *mode;
+	} cases[] = {
+		{ "  gpuNum: 8\n", "device" },
+		{ "  gpuNum: 1\n", "device" },
+		{ "", "node" },
+		{ "  gpuNum: 8\n  processMode: node\n", "node" },
+		{ "  gpuNum: 8\n  processMode: node\n  launcher: mpi\n", "node" },
+		{ "  gpuNum: 1\n  launcher: mpi\n", "node" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct aah_config cfg;
+		char *text = xstrfmt(MINIMAL "%s", cases[i].trial);
+		char *p = write_config(text);
+		cr_assert_eq(cmd_load_config(p, &cfg), 0, "%s: %s", text, util_last_error());
+		cr_assert_str_eq(cfg.trial.process_mode, cases[i].mode, "%s", text);
+		int warned = cfg.notice &&
+			     strstr(cfg.notice, "'trial.processMode' node with trial.gpuNum 8") &&
+			     strstr(cfg.notice, p);
+		cr_assert_eq(warned, strstr(text, "processMode: node") && strstr(text, "gpuNum: 8"),
+			     "%s: %s", text, cfg.notice ? cfg.notice : "(no notice)");
+		config_release(&cfg);
+		free(p);
+		free(text);
+	}
+	expect_error(MINIMAL "  gpuNum: 8\n  launcher: mpi\n", "'trial.launcher' 'mpi' starts one "
+		     "process per node (7 GPUs of each node's 8 would stay unused)",
+		     "trial.processMode: node");
+}

@@ -110,7 +110,7 @@ Test(docker, golden_1rank_1gpu)
 {
 	check_golden("1node-1gpu",
 		     "experimentName: golden\ntrainingServicePlatform: docker\n"
-		     "trial:\n  command: aah-trial --dataset fashion\n  gpuNum: 1\n"
+		     "trial:\n  command: aah-trial --dataset fashion\n  gpuNum: 1\n  processMode: node\n"
 		     "docker:\n  image: registry.example/aah-trial:1.0\n  user: \"1000:1000\"\n",
 		     "3");
 }
@@ -119,7 +119,7 @@ Test(docker, golden_2ranks_8gpus)
 {
 	check_golden("2nodes-8gpus",
 		     "experimentName: golden\ntrainingServicePlatform: docker\n"
-		     "trial:\n  command: aah-trial --dataset imagenet\n  gpuNum: 8\n  nodes: 2\n"
+		     "trial:\n  command: aah-trial --dataset imagenet\n  gpuNum: 8\n  nodes: 2\n  processMode: node\n"
 		     "docker:\n  mounts: [/userhome:/userhome, /data/imagenet:/data:ro]\n"
 		     "  shmSize: 16g\n  runArgs: [--ipc=host]\n",
 		     "0,1,2,3,4,5,6,7");

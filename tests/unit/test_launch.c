@@ -90,12 +90,12 @@ static void check_golden(const char *name, const char *trial_section, const char
 
 Test(launch, golden_1node_1gpu)
 {
-	check_golden("1node-1gpu", "  gpuNum: 1\n", "3", 1);
+	check_golden("1node-1gpu", "  gpuNum: 1\n  processMode: node\n", "3", 1);
 }
 
 Test(launch, golden_2nodes_8gpus)
 {
-	check_golden("2nodes-8gpus", "  nodes: 2\n  gpuNum: 8\n  ncclCommId: true\n",
+	check_golden("2nodes-8gpus", "  nodes: 2\n  gpuNum: 8\n  processMode: node\n  ncclCommId: true\n",
 		     "0,1,2,3,4,5,6,7", 2);
 }
 
@@ -118,7 +118,8 @@ Test(launch, golden_tensorflow_style)
 Test(launch, golden_mpi_kubernetes)
 {
 	check_golden("mpi-kubernetes-2nodes",
-		     "  nodes: 2\n  gpuNum: 8\n  launcher: mpi\ntrainingServicePlatform: kubernetes\n",
+		     "  nodes: 2\n  gpuNum: 8\n  launcher: mpi\n  processMode: node\n"
+		     "trainingServicePlatform: kubernetes\n",
 		     NULL, 2);
 }
 

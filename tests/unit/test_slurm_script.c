@@ -117,7 +117,7 @@ Test(slurm, golden_1node_1gpu)
 	check_golden("1node-1gpu",
 		     "experimentName: golden\n"
 		     "trainingServicePlatform: slurm\n"
-		     "trial:\n  command: aah-trial --dataset fashion\n  gpuNum: 1\n  timeout: 90m\n"
+		     "trial:\n  command: aah-trial --dataset fashion\n  gpuNum: 1\n  processMode: node\n  timeout: 90m\n"
 		     "slurm:\n  partition: gpu\n  cpusPerTask: 8\n  mem: 64G\n");
 }
 
@@ -126,7 +126,7 @@ Test(slurm, golden_2nodes_8gpus)
 	check_golden("2nodes-8gpus",
 		     "experimentName: golden\n"
 		     "trainingServicePlatform: slurm\n"
-		     "trial:\n  command: aah-trial --dataset imagenet\n  gpuNum: 8\n  nodes: 2\n"
+		     "trial:\n  command: aah-trial --dataset imagenet\n  gpuNum: 8\n  nodes: 2\n  processMode: node\n"
 		     "  timeout: 2d\n"
 		     "slurm:\n  partition: a100\n  account: aiperf\n  qos: high\n  cpusPerTask: 12\n"
 		     "  sbatchArgs: [--exclusive, --constraint=ib]\n");
@@ -149,7 +149,7 @@ Test(slurm, packed_nodes_and_time_override)
 	struct slurm_config sc;
 	struct aah_launch l;
 	struct strbuf script = STRBUF_INIT;
-	load(&cfg, "trial:\n  command: t\n  nodes: 4\n  gpuNum: 2\n  timeout: 10m\n"
+	load(&cfg, "trial:\n  command: t\n  nodes: 4\n  gpuNum: 2\n  processMode: node\n  timeout: 10m\n"
 		   "slurm:\n  tasksPerNode: 2\n  timeLimit: 61s\n  gresName: a100\n");
 	cr_assert_eq(parse_slurm(&cfg, &sc), 0);
 	build(&cfg, &l);
@@ -393,4 +393,43 @@ Test(slurm, pool_share_packs_under_tasks_per_node)
 		config_release_section(slurm_config_keys, &sc);
 		config_release(&cfg);
 	}
+}
+
+/* The shipped ImageNet config on Slurm (examples/imagenet-slurm.yml): one
+ * trial = one node's 8 GPUs, one process per GPU (8 tasks with the node's 8
+ * GPUs as gres), each rank on its own device (DEVICE_ID = its local rank),
+ * --backend cuda and bf16 on every rank's command line. */
+Test(slurm, shipped_imagenet_config_runs_one_process_per_gpu)
+{
+	struct aah_config cfg;
+	struct slurm_config sc;
+	struct aah_launch l;
+	struct strbuf script = STRBUF_INIT;
+	cr_assert_eq(config_load("examples/imagenet-slurm.yml", &cfg), 0, "%s", util_last_error());
+	cr_assert_null(cfg.notice, "%s", cfg.notice);
+	cr_assert_eq(parse_slurm(&cfg, &sc), 0, "%s", util_last_error());
+	build(&cfg, &l);
+	cr_assert_eq(slurm_script_build(&sc, &cfg, &l, "/userhome", &script), 0, "%s",
+		     util_last_error());
+	cr_assert(strstr(script.buf, "#SBATCH --nodes=1\n"), "%s", script.buf);
+	cr_assert(strstr(script.buf, "#SBATCH --ntasks-per-node=8\n"), "%s", script.buf);
+	cr_assert(strstr(script.buf, "#SBATCH --gres=gpu:8\n"), "%s", script.buf);
+	cr_assert_eq(l.nranks, 8);
+	for (unsigned i = 0; i < l.nranks; i++) {
+		const struct strvec *a = &l.ranks[i].argv;
+		int cuda = 0, bf16 = 0;
+		for (size_t k = 0; k + 1 < a->n; k++) {
+			cuda |= !strcmp(a->v[k], "--backend") && !strcmp(a->v[k + 1], "cuda");
+			bf16 |= !strcmp(a->v[k], "--precision") && !strcmp(a->v[k + 1], "bf16");
+		}
+		cr_assert(cuda && bf16, "rank %u lacks --backend cuda or --precision bf16", i);
+		char want[16];
+		snprintf(want, sizeof(want), "%u", i);
+		cr_assert_str_eq(strvec_getenv(&l.ranks[i].env, "DEVICE_ID"), want);
+		cr_assert_str_eq(strvec_getenv(&l.ranks[i].env, "CUDA_VISIBLE_DEVICES"), want);
+	}
+	strbuf_release(&script);
+	launch_release(&l);
+	config_release_section(slurm_config_keys, &sc);
+	config_release(&cfg);
 }
