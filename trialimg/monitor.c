@@ -1,7 +1,7 @@
 /* monitor.c: resource sampling thread for aah-trial (see monitor.h).
  *
  * Cost: each sample reads /proc/stat, /proc/meminfo and /proc/net/dev (a few
- * KiB) and, with NVML, makes three calls per GPU; the thread sleeps on a
+ * KiB) and, with NVML, makes four calls per GPU; the thread sleeps on a
  * condition variable between samples, so monitor_stop is prompt. Each line
  * records the thread's own CPU time ("monitor_cpu_s") so its cost is visible
  * in the data. */
@@ -12,7 +12,9 @@
 
 #include <dlfcn.h>           /* dlopen, dlsym: NVML is optional */
 #include <errno.h>
+#include <fcntl.h>           /* open */
 #include <pthread.h>
+#include <sys/file.h>        /* flock: one sampler per host */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,7 @@ struct nvml {
 	int (*util)(nvml_device_t, struct nvml_utilization *);
 	int (*mem)(nvml_device_t, struct nvml_memory *);
 	int (*power)(nvml_device_t, unsigned *);
+	int (*temp)(nvml_device_t, int, unsigned *);  /* optional: NULL when the library lacks it */
 	char status[256];            /* "ok", or "unavailable: <why>" */
 	unsigned ngpus;
 	nvml_device_t dev[MAX_GPUS];
@@ -48,6 +51,7 @@ struct cpu_times { unsigned long long busy, total; };
 
 struct monitor {
 	char *path;
+	int lock_fd;                       /* holds the flock: this process samples the host */
 	char host[64];
 	double interval;
 	pthread_t thread;
@@ -101,6 +105,8 @@ static void nvml_open(struct nvml *n)
 		return;
 	}
 	xstrlcpy(n->status, "ok", sizeof(n->status));
+	if (sym(n->lib, "nvmlDeviceGetTemperature", &n->temp))
+		n->temp = NULL;
 	unsigned count = 0;
 	if (n->count(&count) != 0)
 		count = 0;
@@ -194,12 +200,18 @@ static void add_net(struct strbuf *sb)
 	strbuf_addf(sb, ",\"net\":{\"rx_bytes\":%llu,\"tx_bytes\":%llu}", rx, tx);
 }
 
+/* NVML's NVML_TEMPERATURE_GPU: the die's sensor */
+#define NVML_TEMPERATURE_GPU 0
+
 static void add_gpus(struct strbuf *sb, struct nvml *n)
 {
 	strbuf_addstr(sb, ",\"nvml\":\"");
 	for (const char *c = n->status; *c; c++)      /* dlerror text: keep the JSON valid */
 		strbuf_addch(sb, *c == '"' || *c == '\\' || (unsigned char)*c < 0x20 ? '\'' : *c);
-	strbuf_addstr(sb, "\",\"gpus\":[");
+	strbuf_addch(sb, '"');
+	if (!n->lib)
+		return;   /* no NVML: no GPU fields at all, "nvml" says why */
+	strbuf_addstr(sb, ",\"gpus\":[");
 	for (unsigned i = 0; i < n->ngpus; i++) {
 		struct nvml_utilization u = { 0, 0 };
 		struct nvml_memory m = { 0, 0, 0 };
@@ -213,6 +225,9 @@ static void add_gpus(struct strbuf *sb, struct nvml *n)
 			strbuf_addf(sb, ",\"mem_used_bytes\":%llu,\"mem_total_bytes\":%llu", m.used, m.total);
 		if (okay_p)
 			strbuf_addf(sb, ",\"power_w\":%.3f", mw / 1000.0);
+		unsigned temp = 0;
+		if (n->temp && n->temp(n->dev[i], NVML_TEMPERATURE_GPU, &temp) == 0)
+			strbuf_addf(sb, ",\"temp_c\":%u", temp);
 		strbuf_addch(sb, '}');
 	}
 	strbuf_addch(sb, ']');
@@ -285,20 +300,43 @@ static void *run(void *arg)
 	return NULL;
 }
 
-struct monitor *monitor_start(const char *dir, double interval_s)
+/* One sampler per host: the first process of the trial on it takes an
+ * flock of <dir>/monitor-<host>.lock for its life. 1: taken here (*fd holds
+ * it), 0: another process of the host has it, -1 after error(). */
+static int take_host(const char *dir, const char *host, int *fd)
 {
-	if (!(interval_s > 0)) {
-		error("monitor interval must be positive, not %g", interval_s);
-		return NULL;
+	char *p = xstrfmt("%s/monitor-%s.lock", dir, host);
+	*fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int r = 1;
+	if (*fd < 0) {
+		r = error_errno("cannot open '%s'", p);
+	} else if (flock(*fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? 0 : error_errno("cannot lock '%s'", p);
+		close(*fd);
+		*fd = -1;
 	}
+	free(p);
+	return r;
+}
+
+int monitor_start(const char *dir, double interval_s, struct monitor **out)
+{
+	*out = NULL;
+	if (!(interval_s > 0))
+		return error("monitor interval must be positive, not %g", interval_s);
 	if (fileio_mkdir_p(dir, 0755) < 0)
-		return NULL;
+		return -1;
 	struct monitor *m = xcalloc(1, sizeof(*m));
 	if (gethostname(m->host, sizeof(m->host) - 1) < 0 || !m->host[0])
 		xstrlcpy(m->host, "localhost", sizeof(m->host));
 	for (char *c = m->host; *c; c++)
 		if (*c == '/')
 			*c = '_';
+	int taken = take_host(dir, m->host, &m->lock_fd);
+	if (taken <= 0) {
+		free(m);
+		return taken;
+	}
 	m->path = xstrfmt("%s/monitor-%s.jsonl", dir, m->host);
 	m->interval = interval_s;
 	m->ncpus = read_cpu(m->prev);
@@ -312,15 +350,16 @@ struct monitor *monitor_start(const char *dir, double interval_s)
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&m->lock, NULL);
 	if (pthread_create(&m->thread, NULL, run, m) != 0) {
-		error("cannot start the monitor thread");
 		nvml_close(&m->nvml);
 		pthread_cond_destroy(&m->cond);
 		pthread_mutex_destroy(&m->lock);
+		close(m->lock_fd);
 		free(m->path);
 		free(m);
-		return NULL;
+		return error("cannot start the monitor thread");
 	}
-	return m;
+	*out = m;
+	return 1;
 }
 
 void monitor_stop(struct monitor *m)
@@ -335,6 +374,7 @@ void monitor_stop(struct monitor *m)
 	nvml_close(&m->nvml);
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
+	close(m->lock_fd);
 	free(m->path);
 	free(m);
 }

@@ -744,11 +744,13 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 	    remove(t.metrics_path))
 		rc = error_errno("cannot remove the old '%s'", t.metrics_path);
 	struct monitor *mon = NULL;
-	if (!rc && t.rank == 0 && a->monitor_interval > 0) {
+	if (!rc && a->monitor_interval > 0) {   /* every rank; the first of each host samples it */
 		char *dev = xstrfmt("%s/device_info", a->trial_dir);
-		mon = monitor_start(dev, a->monitor_interval);
-		if (!mon)
+		if (monitor_start(dev, a->monitor_interval, &mon) < 0)
 			warning("no resource samples for this trial");
+		else if (mon && strcmp(monitor_nvml_status(mon), "ok"))
+			printf("aah-trial: monitor: no GPU readings on this host, NVML %s\n",
+			       monitor_nvml_status(mon));
 		free(dev);
 	}
 	if (!rc)

@@ -60,7 +60,7 @@ EOF2
 	layout=$(sed -n '/^\$AAH_WORKDIR\/experiments\/<exp-id>\/$/,/^```$/p' "$AAH_ROOT/docs/formats.md")
 	[ -n "$layout" ]
 	for f in $(cd "$E" && find . -type f | sed 's|.*/||' | sort -u); do
-		case $f in monitor-*.jsonl | state.bin) continue ;; esac   # under device_info/, checkpoint/
+		case $f in monitor-*.jsonl | monitor-*.lock | state.bin) continue ;; esac   # under device_info/, checkpoint/
 		grep -qF "$f" <<<"$layout" || { echo "not in the layout of docs/formats.md: $f"; false; }
 	done
 }

@@ -38,6 +38,10 @@ for a, b in zip(one, two):
     assert abs(a["train_flops"] - b["train_flops"]) < 1, (a["train_flops"], b["train_flops"])
 r = json.load(open(t + "/two/result.json"))
 assert r["world_size"] == 2 and r["status"] == "succeeded", r
+# both ranks started the monitor; the host's first sampled it: one file
+import glob
+mon = glob.glob(t + "/two/device_info/monitor-*.jsonl")
+assert len(mon) == 1 and all(json.loads(l)["format"] == "aah-monitor/1" for l in open(mon[0])), mon
 PY
 }
 

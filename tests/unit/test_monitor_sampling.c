@@ -123,12 +123,21 @@ static double num(const cJSON *o, const char *a, const char *b)
 	return v->valuedouble;
 }
 
+/* monitor_start that must sample (the first of this host) */
+static struct monitor *start(const char *dir, double interval_s)
+{
+	struct monitor *m = NULL;
+	cr_assert_eq(monitor_start(dir, interval_s, &m), 1, "%s", util_last_error());
+	cr_assert_not_null(m);
+	return m;
+}
+
 Test(monitor, samples_match_proc_and_see_a_busy_core)
 {
 	setenv("AAH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
 	char *dir = xstrfmt("%s/trial/device_info", tmpdir);
 	double t0 = util_now();
-	struct monitor *m = monitor_start(dir, 0.05);
+	struct monitor *m = start(dir, 0.05);
 	cr_assert_not_null(m);
 	cr_assert_eq(monitor_gpu_count(m), 0);
 	pthread_t th;
@@ -163,7 +172,7 @@ Test(monitor, samples_match_proc_and_see_a_busy_core)
 		double used = num(d, "mem", "used_pct");
 		cr_assert(used > 0 && used < 100);
 		cr_assert_geq(num(d, "net", "rx_bytes"), 0);
-		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus")), 0);
+		cr_assert_null(cJSON_GetObjectItem(d, "gpus"));   /* no GPU fields at all */
 		/* dlopen's own reason, naming the library it could not open */
 		const char *nv = cJSON_GetStringValue(cJSON_GetObjectItem(d, "nvml"));
 		cr_assert(nv && !strncmp(nv, "unavailable: /nonexistent/libnvidia-ml.so.1: ", 45) &&
@@ -187,7 +196,7 @@ Test(monitor, samples_match_proc_and_see_a_busy_core)
 Test(monitor, stop_is_prompt_and_writes_the_last_interval)
 {
 	char *dir = xstrfmt("%s/d", tmpdir);
-	struct monitor *m = monitor_start(dir, 3600);
+	struct monitor *m = start(dir, 3600);
 	cr_assert_not_null(m);
 	monitor_stop(m);
 	struct lines l;
@@ -204,7 +213,7 @@ Test(monitor, stop_is_prompt_and_writes_the_last_interval)
 Test(monitor, nvml_on_this_machine)
 {
 	unsetenv("AAH_NVML_LIB");
-	struct monitor *m = monitor_start(tmpdir, 10);
+	struct monitor *m = start(tmpdir, 10);
 	cr_assert_not_null(m);
 	int n = monitor_gpu_count(m);
 	char *status = xstrdup(monitor_nvml_status(m));
@@ -229,6 +238,8 @@ Test(monitor, nvml_on_this_machine)
 		cr_assert(util >= 0 && util <= 100, "gpu %d util %g", i, util);
 		cr_assert(total > (1ull << 30) && used <= total, "gpu %d memory %g of %g", i, used, total);
 		cr_assert(watts > 0 && watts < 5000, "gpu %d power %g W", i, watts);
+		double temp = num(g, "temp_c", NULL);
+		cr_assert(temp > 0 && temp < 120, "gpu %d temperature %g C", i, temp);
 	}
 	free_lines(&l);
 	free(status);
@@ -236,8 +247,28 @@ Test(monitor, nvml_on_this_machine)
 
 Test(monitor, bad_arguments)
 {
-	cr_assert_null(monitor_start(tmpdir, 0));
-	cr_assert_null(monitor_start("/proc/cannot/create", 1));
+	struct monitor *m = NULL;
+	cr_assert_eq(monitor_start(tmpdir, 0, &m), -1);
+	cr_assert_null(m);
+	cr_assert_eq(monitor_start("/proc/cannot/create", 1, &m), -1);
+	cr_assert_null(m);
+}
+
+/* Every rank calls monitor_start; one process per host samples it (one
+ * file per host): a second one on the same host gets 0, and takes over
+ * once the first has stopped. */
+Test(monitor, one_sampler_per_host)
+{
+	char *dir = xstrfmt("%s/one/device_info", tmpdir);
+	struct monitor *m = start(dir, 3600), *other = NULL;
+	/* flock is per open file description: a second open in this process
+	 * stands for another rank of the host */
+	cr_assert_eq(monitor_start(dir, 3600, &other), 0, "%s", util_last_error());
+	cr_assert_null(other);
+	monitor_stop(m);
+	cr_assert_eq(monitor_start(dir, 3600, &other), 1, "%s", util_last_error());
+	monitor_stop(other);
+	free(dir);
 }
 
 Test(monitor, the_report_plots_what_the_monitor_writes)
@@ -245,7 +276,7 @@ Test(monitor, the_report_plots_what_the_monitor_writes)
 	char *dir = fx_exp_create(tmpdir, "exp00001", util_now() - 10);
 	cr_assert_not_null(dir);
 	char *dev = xstrfmt("%s/trials/000001/device_info", dir);
-	struct monitor *m = monitor_start(dev, 0.02);
+	struct monitor *m = start(dev, 0.02);
 	cr_assert_not_null(m);
 	wait_lines(dev, 2);
 	monitor_stop(m);
@@ -293,7 +324,7 @@ static void expect_unavailable(const char *define, const char *why)
 	char *so = build_stand_in("libbroken-nvml.so", define);
 	setenv("AAH_NVML_LIB", so, 1);
 	char *dir = xstrfmt("%s/%s", tmpdir, define);
-	struct monitor *m = monitor_start(dir, 0.02);
+	struct monitor *m = start(dir, 0.02);
 	unsetenv("AAH_NVML_LIB");
 	cr_assert_not_null(m);
 	cr_assert_eq(monitor_gpu_count(m), 0);
@@ -303,7 +334,7 @@ static void expect_unavailable(const char *define, const char *why)
 	read_lines(dir, &l);
 	for (size_t i = 0; i < l.n; i++) {
 		cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(l.doc[i], "nvml")), why);
-		cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(l.doc[i], "gpus")), 0);
+		cr_assert_null(cJSON_GetObjectItem(l.doc[i], "gpus"));
 		cr_assert_gt(num(l.doc[i], "mem", "total_bytes"), 0);
 	}
 	free_lines(&l);
@@ -326,7 +357,7 @@ Test(monitor, gpu_readings_through_a_stand_in_nvml)
 	setenv("AAH_NVML_LIB", so, 1);
 	char *dir = fx_exp_create(tmpdir, "exp00001", util_now() - 5);
 	char *dev = xstrfmt("%s/trials/000001/device_info", dir);
-	struct monitor *m = monitor_start(dev, 0.02);
+	struct monitor *m = start(dev, 0.02);
 	unsetenv("AAH_NVML_LIB");
 	cr_assert_not_null(m);
 	cr_assert_eq(monitor_gpu_count(m), 2);
@@ -346,6 +377,7 @@ Test(monitor, gpu_readings_through_a_stand_in_nvml)
 	cr_assert_eq(num(g1, "mem_used_bytes", NULL), (double)(3ull << 30));
 	cr_assert_eq(num(g1, "mem_total_bytes", NULL), (double)(80ull << 30));
 	cr_assert_eq(num(g1, "power_w", NULL), 123.456);
+	cr_assert_eq(num(g1, "temp_c", NULL), 61);
 	free_lines(&l);
 	struct report_exp exp;
 	cr_assert_eq(report_load(dir, &exp), 0);
