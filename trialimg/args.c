@@ -62,6 +62,7 @@ static const struct spec table[] = {
 	{"--loss_scale", NULL, NULL, K_NUM, F(loss_scale), RANGE(1, 16777216), "65536", "fp16 only: the loss scale to start from; a step whose gradients overflow is skipped and the scale halved, and --loss_scale_interval good steps in a row double it (bounds 1 and 2^24)"},
 	{"--loss_scale_interval", NULL, NULL, K_INT, F(loss_scale_interval), RANGE(1, 1000000), "2000", "fp16 only: good steps in a row before the loss scale doubles"},
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), NULL, "auto", "compute backend of kernels/ops.h: auto (cuda where this aah-trial has it built in and a CUDA device is visible, else cpu; the log and result.json say which and why), cpu (oneDNN), cuda (NVIDIA GPU: cuDNN, cuBLASLt and CUDA kernels; in builds that found nvcc and cuDNN), ref (kernels/ref, the plain-C reference ops every backend is tested against: single-threaded and slow, for checking a result), or refdev (ref's ops on a pretend device whose host copies read NaN until synced: checks the trainer's syncs of a device-resident model)"},
+	{"--batch_rule", NULL, "AAH_BATCH_RULE", K_STR, F(batch_rule), NULL, "off", "aiperf: on a GPU, each rank's batch is AIPerf's rule, params.json's batch_size (else 14, where the search space leaves it to the rule) times the GPU's memory in GiB, rounded (cudaGetDeviceProperties' total: what nvidia-smi and NVML report); recorded in result.json and the log. Elsewhere --batch_size stays. off: --batch_size (and --batch_scale) as given"},
 	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), NULL, "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
 	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), NULL, "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
 	{"--stop_diverged", NULL, NULL, K_BOOL, F(stop_diverged), NULL, "0", "stop after an epoch whose training loss is not finite, or above ln(classes) + 0.05 while val_acc is at chance (<= 1.5/classes)"},
@@ -212,6 +213,8 @@ static int read_params(struct args *a)
 		 * first trials' batch; a tuned one is the search space's value times
 		 * the smallest GPU memory in GiB (utils.MinGpuMem) */
 		int aiperf_batch = s && s->off == F(batch_size) && a->batch_scale > 0;
+		if (s && s->off == F(batch_size) && cJSON_IsNumber(e))
+			a->batch_tuned = e->valuedouble;   /* --batch_rule aiperf's multiplier */
 		if (!s || (a->from[s - table] == ARGS_FROM_ARGV && !aiperf_batch))
 			continue;
 		char *v = cJSON_IsString(e) ? xstrdup(e->valuestring)
@@ -393,6 +396,8 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 		return error("--precision %s: must be auto, fp32, bf16 or fp16", a->precision);
 	if (ops_conv_algo_parse(a->conv_algo) < 0)
 		return error("--conv_algo %s: must be one of %s", a->conv_algo, OPS_CONV_ALGO_NAMES);
+	if (strcmp(a->batch_rule, "off") && strcmp(a->batch_rule, "aiperf"))
+		return error("--batch_rule %s: must be off or aiperf", a->batch_rule);
 	return resolve_rendezvous(a);
 }
 

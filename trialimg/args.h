@@ -10,6 +10,8 @@ struct args {
 	/* AIPerf trial arguments */
 	double batch_size;       /* tuner values may be fractional: truncated */
 	double batch_scale;      /* AIPerf: the tuner's batch_size times this (0: off) */
+	char *batch_rule;        /* --batch_rule: "off", or "aiperf" (device_batch_rule) */
+	double batch_tuned;      /* params.json's batch_size as the tuner gave it; 0: none */
 	int epochs, warmup_1, warmup_2, warmup_3;
 	int inherited_epochs;    /* budget of a trial that inherits weights; 0 = staged */
 	double inherited_lr_scale; /* its learning rate, as a fraction of the usual one */

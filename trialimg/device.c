@@ -1,4 +1,5 @@
 /* device.c: the trial's compute backend and its device. */
+#include <math.h>   /* lround */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,28 @@ int device_start(struct trial_device *d, struct ops_ctx *ops, const struct args 
 		d->gpu = 1;
 	}
 	return 0;
+}
+
+/* AIPerf's multiplier where the search space has no batch_size */
+#define AIPERF_BATCH_PER_GIB 14
+
+void device_batch_rule(struct trial_device *d, const struct args *a, int *batch)
+{
+	if (strcmp(a->batch_rule, "aiperf"))
+		return;
+	if (!d->gpu) {
+		printf("aah-trial: --batch_rule aiperf: no GPU here, batch %d (--batch_size) kept\n",
+		       *batch);
+		return;
+	}
+	long gib = lround(d->dev.mem_gib);
+	/* the tuner's batch_size is AIPerf's multiplier (as it gave it, before
+	 * any --batch_scale), and wins over the command's --batch_size */
+	double per = a->batch_tuned > 0 ? a->batch_tuned : AIPERF_BATCH_PER_GIB;
+	*batch = (int)(per * (double)gib);
+	snprintf(d->batch_rule, sizeof(d->batch_rule), "aiperf: %g (%s) x %ld GiB = %d", per,
+		 a->batch_tuned > 0 ? "params.json's batch_size" : "the rule's", gib, *batch);
+	printf("aah-trial: batch %d per GPU by AIPerf's rule, %s\n", *batch, d->batch_rule);
 }
 
 void device_log(const struct trial_device *d, const char *precision, int rank, int world)
@@ -53,4 +76,6 @@ void device_result(const struct trial_device *d, cJSON *r, long cores)
 	cJSON *names = cJSON_AddArrayToObject(r, "device_names");
 	cJSON_AddItemToArray(names, cJSON_CreateString(d->dev.name));
 	cJSON_AddNumberToObject(r, "device_memory_gib", d->dev.mem_gib);
+	if (d->batch_rule[0])
+		cJSON_AddStringToObject(r, "batch_rule", d->batch_rule);
 }

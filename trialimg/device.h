@@ -13,6 +13,8 @@ struct trial_device {
 	char backend[16];         /* what runs: "cuda", "cpu", ... ("" before the start) */
 	char why[256];            /* --backend auto's reason; "" when it was named */
 	int gpu;                  /* a GPU backend started: dev holds its device */
+	char batch_rule[96];      /* how a rule chose the batch, "aiperf: 14 (the rule's)
+				   * x 79 GiB = 1106"; "" when --batch_size gave it */
 	struct ops_device dev;
 };
 
@@ -20,11 +22,19 @@ struct trial_device {
  * (a->device), seeded with seed; d says what started. */
 int device_start(struct trial_device *d, struct ops_ctx *ops, const struct args *a,
 		 uint64_t seed);
+/* AIPerf's batch rule (--batch_rule aiperf) on a started GPU backend: the
+ * batch per GPU is params.json's batch_size (AIPerf's search space gives
+ * 12 to 14), or 14 where it leaves the batch to the rule, times the GPU's
+ * memory in GiB, rounded (utils.MinGpuMem: a 32 GiB V100 gives 32, so 448).
+ * *batch gets it and d->batch_rule says how; without a GPU, or with the
+ * rule off, *batch stays and so does d->batch_rule (""). */
+void device_batch_rule(struct trial_device *d, const struct args *a, int *batch);
 /* One line on stdout (trial.log): the backend, why, the device and the
  * precision that runs. */
 void device_log(const struct trial_device *d, const char *precision, int rank, int world);
 /* result.json's "backend", "devices" (["cuda:0"] or ["cpu:<cores>"]: the
- * report's GPU rule reads them), "device_names" and "device_memory_gib". */
+ * report's GPU rule reads them), "device_names", "device_memory_gib" and,
+ * where the rule chose the batch, "batch_rule". */
 void device_result(const struct trial_device *d, cJSON *r, long cores);
 
 #endif

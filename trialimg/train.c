@@ -571,15 +571,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (t->world > 1 &&
 	    dist_init(&t->dist, a->rdv_host, a->rdv_port, t->rank, t->world, a->dist_timeout))
 		return -1;
-	if (setup_model_and_data(t))
-		return -1;
-	t->batch = (int)a->batch_size;
-	if (elastic_batch(t))
-		return -1;
-	if (loader_check_batch(&t->tr, t->batch, t->world))  /* before sizing anything by it */
-		return -1;
-	if (model_alloc(&t->m, t->batch, (uint64_t)a->seed))
-		return -1;
+	/* the backend first: its device decides the batch under AIPerf's rule */
 	if (device_start(&t->dev, &t->ops, a, (uint64_t)a->seed * 7919 + t->rank))
 		return -1;
 	t->ops_ok = 1;
@@ -593,6 +585,16 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	}
 	t->precision = prec;
 	device_log(&t->dev, prec, t->rank, t->world);
+	if (setup_model_and_data(t))
+		return -1;
+	t->batch = (int)a->batch_size;
+	device_batch_rule(&t->dev, a, &t->batch);
+	if (elastic_batch(t))
+		return -1;
+	if (loader_check_batch(&t->tr, t->batch, t->world))  /* before sizing anything by it */
+		return -1;
+	if (model_alloc(&t->m, t->batch, (uint64_t)a->seed))
+		return -1;
 	if (t->dist && t->ops.be->comm_init) {
 		if (t->ops.be->comm_init(&t->ops, t->rank, t->world, share_comm_id, t->dist))
 			return -1;

@@ -31,6 +31,7 @@ assert env["AAH_PROCS_PER_POD"] == "8", env                  # one process per G
 a = c["args"]
 assert a[a.index("--backend") + 1] in ("cuda", "auto"), a
 assert a[a.index("--precision") + 1] == "bf16", a
+assert a[a.index("--batch_rule") + 1] == "aiperf" and "--batch_size" not in a, a   # AIPerf's batch rule
 print("# %s: 1 pod x 8 GPUs, 8 processes, --backend %s, bf16" % (sys.argv[2], a[a.index("--backend") + 1]))
 PY
 	# what each of the 8 processes gets from the entrypoint: its own device

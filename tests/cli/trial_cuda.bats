@@ -60,6 +60,14 @@ PY
 		--warmup_1 1 --train_samples 256 --val_samples 100 --threads 1 --monitor_interval 0
 	[ "$status" -eq 0 ]
 	[[ $output == *"backend cpu (auto: no CUDA device visible"* ]]
+	# AIPerf's batch rule needs a GPU's memory: here the command's batch stays
+	run aah-trial --trial_dir "$T/rule" --arch "$AAH_ROOT/tests/fixtures/arch/cnn2.json" \
+		--warmup_1 1 --train_samples 256 --val_samples 100 --threads 1 --monitor_interval 0 \
+		--batch_rule aiperf --batch_size 64
+	[ "$status" -eq 0 ]
+	[[ $output == *"aah-trial: --batch_rule aiperf: no GPU here, batch 64 (--batch_size) kept"* ]]
+	[[ $output == *"batch 64 x 1 rank(s)"* ]]
+	! grep -q batch_rule "$T/rule/result.json"
 	# the help names auto as the default
 	run aah-trial --help
 	[[ $output == *"--backend"*"auto (cuda where"* ]]

@@ -417,12 +417,14 @@ Test(slurm, shipped_imagenet_config_runs_one_process_per_gpu)
 	cr_assert_eq(l.nranks, 8);
 	for (unsigned i = 0; i < l.nranks; i++) {
 		const struct strvec *a = &l.ranks[i].argv;
-		int cuda = 0, bf16 = 0;
+		int cuda = 0, bf16 = 0, rule = 0;
 		for (size_t k = 0; k + 1 < a->n; k++) {
 			cuda |= !strcmp(a->v[k], "--backend") && !strcmp(a->v[k + 1], "cuda");
 			bf16 |= !strcmp(a->v[k], "--precision") && !strcmp(a->v[k + 1], "bf16");
+			rule |= !strcmp(a->v[k], "--batch_rule") && !strcmp(a->v[k + 1], "aiperf");
 		}
-		cr_assert(cuda && bf16, "rank %u lacks --backend cuda or --precision bf16", i);
+		cr_assert(cuda && bf16 && rule,
+			  "rank %u lacks --backend cuda, --precision bf16 or --batch_rule aiperf", i);
 		char want[16];
 		snprintf(want, sizeof(want), "%u", i);
 		cr_assert_str_eq(strvec_getenv(&l.ranks[i].env, "DEVICE_ID"), want);

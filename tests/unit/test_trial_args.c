@@ -8,6 +8,7 @@
 
 #include "fileio.h"
 #include "trialimg/args.h"
+#include "trialimg/device.h" /* device_batch_rule */
 #include "trialimg/schedule.h"
 #include "trialimg/train.h"
 #include "util.h"
@@ -323,4 +324,60 @@ Test(args, nothing_named_is_a_usage_error)
 	char *argv2[] = { "aah-trial", "--arch", "/nonexistent/arch.json" };
 	cr_assert_eq(args_parse(&a, 3, argv2, env_get), 0, "%s", util_last_error());
 	args_release(&a);
+}
+
+/* --batch_rule aiperf (trialimg/device.c): per GPU, 14 (or the tuner's
+ * batch_size) times the GPU's memory in GiB, rounded as AIPerf's
+ * utils.MinGpuMem; without a GPU, or with the rule off, the batch stays. */
+Test(args, aiperf_batch_rule_from_the_gpu_memory)
+{
+	struct args a;
+	struct trial_device d;
+	int batch;
+	cr_assert_eq(PARSE(&a, "--batch_rule=aiperf", "--batch_size=448"), 0, "%s", util_last_error());
+	cr_assert_str_eq(a.batch_rule, "aiperf");
+	memset(&d, 0, sizeof(d));
+	d.gpu = 1;
+	d.dev.mem_gib = 79.2;          /* an H100 80GB HBM3 */
+	batch = 448;
+	device_batch_rule(&d, &a, &batch);
+	cr_assert_eq(batch, 14 * 79);
+	cr_assert_str_eq(d.batch_rule, "aiperf: 14 (the rule's) x 79 GiB = 1106");
+	d.dev.mem_gib = 31.74;         /* a 32 GB V100: AIPerf's 448 */
+	device_batch_rule(&d, &a, &batch);
+	cr_assert_eq(batch, 448);
+	d.gpu = 0;                     /* no GPU: the command's batch */
+	d.batch_rule[0] = '\0';
+	batch = 256;
+	device_batch_rule(&d, &a, &batch);
+	cr_assert_eq(batch, 256);
+	cr_assert_str_eq(d.batch_rule, "");
+	args_release(&a);
+
+	/* the tuner's batch_size (AIPerf's 12 to 14) is the multiplier, even
+	 * beside a --batch_scale that scaled it and a command's --batch_size */
+	char *p = xstrfmt("%s/params.json", tmp);
+	const char *doc = "{\"format\":\"aah-params/1\",\"parameters\":{\"batch_size\":12}}";
+	cr_assert_eq(fileio_write_atomic(p, doc, strlen(doc)), 0);
+	cr_assert_eq(PARSE(&a, "--batch_rule=aiperf", "--batch_size=448", "--batch_scale=32"), 0);
+	d.gpu = 1;
+	d.dev.mem_gib = 79.2;
+	device_batch_rule(&d, &a, &batch);
+	cr_assert_eq(batch, 12 * 79);
+	cr_assert_str_eq(d.batch_rule, "aiperf: 12 (params.json's batch_size) x 79 GiB = 948");
+	args_release(&a);
+	/* off: nothing changes */
+	cr_assert_eq(PARSE(&a, "--batch_size=64"), 0);
+	cr_assert_str_eq(a.batch_rule, "off");
+	batch = 64;
+	d.batch_rule[0] = '\0';
+	device_batch_rule(&d, &a, &batch);
+	cr_assert_eq(batch, 64);
+	cr_assert_str_eq(d.batch_rule, "");
+	args_release(&a);
+	cr_assert_neq(PARSE(&a, "--batch_rule=huge"), 0);
+	cr_assert(strstr(util_last_error(), "--batch_rule huge: must be off or aiperf"), "%s",
+		  util_last_error());
+	args_release(&a);
+	free(p);
 }
