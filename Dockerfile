@@ -14,6 +14,12 @@
 #   cpu   CPU-only nodes and the container quick start: Debian bookworm
 #         (DEBIAN_IMAGE; the tests pass an offline-made aah-base:bookworm),
 #         aah-trial on oneDNN, Fashion-MNIST (Debian's package) in the image.
+#   cudalocal  the cuda trial image where no registry serves nvidia/cuda:
+#         Debian bookworm (DEBIAN_IMAGE) with the CUDA toolkit of the build
+#         machine, staged into the context as docker/cuda by `make images
+#         IMAGE_BASE=cudalocal` (docker/cuda-context.sh: nvcc, headers, and
+#         the cudart, cublas, cublasLt, cudnn*, nccl and nvrtc libraries);
+#         the trial image gets those libraries in /usr/local/cuda/lib64.
 # Only the stages of the chosen BASE are built (BuildKit: DOCKER_BUILDKIT=1).
 #
 # KUBECTL=download (default) fetches kubectl KUBECTL_VERSION and checks it
@@ -53,6 +59,17 @@ RUN echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/aah-unsafe-io \
         libdnnl-dev libjpeg62-turbo-dev \
     && rm -rf /var/lib/apt/lists/*
 ENV AAH_CUDA=0
+
+# cudalocal: the cpu builder's packages, g++ for nvcc, and the toolkit of
+# docker/cuda, which arrives with the context below (CUDA_HOME under /src).
+FROM ${DEBIAN_IMAGE} AS builder-cudalocal
+RUN echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/aah-unsafe-io \
+    && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        gcc g++ make libc6-dev \
+        libyaml-dev libcjson-dev libarchive-dev libssl-dev libzstd-dev zlib1g-dev \
+        libdnnl-dev libjpeg62-turbo-dev \
+    && rm -rf /var/lib/apt/lists/*
+ENV AAH_CUDA=1 CUDA_HOME=/src/docker/cuda
 
 FROM builder-${BASE} AS builder
 WORKDIR /src
@@ -102,6 +119,17 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
         openssh-server openssh-client openmpi-bin \
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
+
+# cudalocal: the cpu base's packages but the data set, and the runtime
+# libraries of the staged toolkit (the driver's libcuda comes from the host,
+# through the NVIDIA container runtime, as on nvidia/cuda's images).
+FROM ${DEBIAN_IMAGE} AS trial-base-cudalocal
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        openssh-server openssh-client openmpi-bin \
+    && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
+COPY --from=builder /src/docker/cuda/lib64/ /usr/local/cuda/lib64/
+RUN echo /usr/local/cuda/lib64 > /etc/ld.so.conf.d/cuda.conf && ldconfig
+FROM ${DEBIAN_IMAGE} AS master-base-cudalocal
 
 FROM ${DEBIAN_IMAGE} AS trial-base-cpu
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \

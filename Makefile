@@ -76,7 +76,7 @@ RUNNER_BIN := $(BUILD)/aah-runner
 TRIAL_BIN  := $(BUILD)/aah-trial
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps bench-deps test unit bench-bins asan bench run images install clean config-info \
+.PHONY: all deps bench-deps test unit bench-bins asan bench run images images-trial install clean config-info \
 	fuzz fuzz-bins fuzz-targets
 
 all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
@@ -238,8 +238,11 @@ run: deps
 	@scripts/quickstart.sh --minutes $(MINUTES) $(if $(SEED),--seed $(SEED))
 
 # ---- images (Dockerfile) -------------------------------------------------------
-# IMAGE_BASE=cpu (Debian bookworm, CPU nodes, the container quick start) or
-# cuda (NVIDIA's images, GPU clusters); tags aah-master:$(IMAGE_BASE) and
+# IMAGE_BASE=cpu (Debian bookworm, CPU nodes, the container quick start),
+# cuda (NVIDIA's images, GPU clusters) or cudalocal (Debian with this
+# machine's $(CUDA_HOME) staged into docker/cuda: the cuda trial image
+# where no registry serves nvidia/cuda; `make images-trial` builds only the
+# trial image); tags aah-master:$(IMAGE_BASE) and
 # aah-trial:$(IMAGE_BASE). DEBIAN_IMAGE is the cpu base (the tests pass the
 # offline-made aah-base:bookworm). KUBECTL_BIN=/path/to/kubectl puts that
 # binary into the master image instead of the checksum-verified download.
@@ -254,8 +257,13 @@ IMAGE_ARGS = --network host --build-arg BASE=$(IMAGE_BASE) --build-arg DEBIAN_IM
 
 images:
 	$(if $(KUBECTL_BIN),install -m 0755 $(KUBECTL_BIN) docker/kubectl)
+	$(if $(filter cudalocal,$(IMAGE_BASE)),docker/cuda-context.sh $(CUDA_HOME) docker/cuda)
 	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_BASE) $(IMAGE_ARGS) .
 	DOCKER_BUILDKIT=1 $(DOCKER) build --target master -t aah-master:$(IMAGE_BASE) $(IMAGE_ARGS) .
+
+images-trial:
+	$(if $(filter cudalocal,$(IMAGE_BASE)),docker/cuda-context.sh $(CUDA_HOME) docker/cuda)
+	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_BASE) $(IMAGE_ARGS) .
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
