@@ -322,3 +322,55 @@ Test(docker, job_states_from_captures)
 		cr_assert_str_eq(reason, cases[i].reason, "%s", cases[i].file);
 	}
 }
+
+/* A training of a GPU pool (trial.gpuNum 1, pool.devices): the ledger's
+ * grant "5,6,7" (runner/pool/pooltrial.c) becomes one device per rank's
+ * container, --gpus=device=N, which each sees as its device 0. */
+Test(docker, pool_grant_one_gpu_per_rank_container)
+{
+	struct aah_config cfg;
+	struct docker_config dc;
+	struct aah_launch l;
+	static const char *const hosts[] = { "127.0.0.1", "127.0.0.1", "127.0.0.1" };
+	load(&cfg, "experimentName: pool\ntrainingServicePlatform: docker\n"
+		   "trial:\n  command: aah-trial\n  gpuNum: 1\npool:\n  devices: 8\n");
+	memset(&dc, 0, sizeof(dc));
+	cr_assert_eq(config_parse_section(&cfg, "docker", config_section(&cfg, "docker"),
+					  docker_config_keys, &dc), 0,
+		     "%s", util_last_error());
+	struct launch_params lp = {
+		.cfg = &cfg,
+		.expdir = "/userhome/aah-work/experiments/k3x9q2ab",
+		.workdir = "/userhome/aah-work",
+		.experiment_id = "k3x9q2ab",
+		.trial_seq = 1,
+		.attempt = 1,
+		.hosts = hosts,
+		.port = 29500,
+		.gpus = "5,6,7",
+		.nodes = 3,
+		.elastic = 1,
+	};
+	cr_assert_eq(launch_build(&l, &lp), 0);
+	cr_assert_eq(l.nranks, 3);
+	for (unsigned r = 0; r < l.nranks; r++) {
+		struct strvec argv = STRVEC_INIT;
+		cr_assert_eq(docker_create_argv(&dc, &l, r, "/userhome", &argv), 0, "%s",
+			     util_last_error());
+		char want[32];
+		snprintf(want, sizeof(want), "--gpus=device=%u", 5 + r);
+		int gpus = 0, inside = 0;
+		for (size_t i = 0; i < argv.n; i++) {
+			gpus += !strncmp(argv.v[i], "--gpus", 6);
+			cr_assert(strncmp(argv.v[i], "--gpus", 6) || !strcmp(argv.v[i], want),
+				  "rank %u: %s, not %s", r, argv.v[i], want);
+			inside |= !strcmp(argv.v[i], "CUDA_VISIBLE_DEVICES=0");
+		}
+		cr_assert_eq(gpus, 1, "rank %u: %d --gpus flags", r, gpus);
+		cr_assert(inside, "rank %u does not see its GPU as device 0", r);
+		strvec_clear(&argv);
+	}
+	launch_release(&l);
+	config_release_section(docker_config_keys, &dc);
+	config_release(&cfg);
+}
