@@ -59,7 +59,7 @@ static const struct cfg_key trial_keys[] = {
 	{ "codeDir", CFG_STR, TRIAL(code_dir), 0, NULL, NULL, ".",
 	  "working directory of the trial, relative to the config file" },
 	{ "gpuNum", CFG_INT, TRIAL(gpu_num), CFG_RANGE(0, 256), NULL, NULL, "0",
-	  "GPUs per node of a trial (CUDA_VISIBLE_DEVICES gets a disjoint set per slot)" },
+	  "GPUs per node of a trial (CUDA_VISIBLE_DEVICES gets a disjoint set per slot; in a pool, the ledger's ids)" },
 	{ "nodes", CFG_INT, TRIAL(nodes), CFG_RANGE(1, 10000), NULL, NULL, "1",
 	  "nodes (ranks) per trial" },
 	{ "timeout", CFG_DURATION, TRIAL(timeout), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "0 (none)",
