@@ -242,14 +242,16 @@ run: deps
 # cuda (NVIDIA's images, GPU clusters) or cudalocal (Debian with this
 # machine's $(CUDA_HOME) staged into docker/cuda: the cuda trial image
 # where no registry serves nvidia/cuda; `make images-trial` builds only the
-# trial image); tags aah-master:$(IMAGE_BASE) and
-# aah-trial:$(IMAGE_BASE). DEBIAN_IMAGE is the cpu base (the tests pass the
+# trial image); tags aah-master:$(IMAGE_TAG) and aah-trial:$(IMAGE_TAG),
+# the base's name (cudalocal builds the images a cluster pulls as :cuda,
+# so one tag scheme holds, aah-{trial,master}:{cpu,cuda}). DEBIAN_IMAGE is the cpu base (the tests pass the
 # offline-made aah-base:bookworm). KUBECTL_BIN=/path/to/kubectl puts that
 # binary into the master image instead of the checksum-verified download.
 # DOCKER picks the docker CLI (BuildKit is needed: only the stages of one
 # BASE are built).
 DOCKER ?= docker
 IMAGE_BASE ?= cpu
+IMAGE_TAG ?= $(if $(filter cudalocal,$(IMAGE_BASE)),cuda,$(IMAGE_BASE))
 DEBIAN_IMAGE ?= debian:bookworm
 KUBECTL_BIN ?=
 IMAGE_ARGS = --network host --build-arg BASE=$(IMAGE_BASE) --build-arg DEBIAN_IMAGE=$(DEBIAN_IMAGE) \
@@ -258,12 +260,12 @@ IMAGE_ARGS = --network host --build-arg BASE=$(IMAGE_BASE) --build-arg DEBIAN_IM
 images:
 	$(if $(KUBECTL_BIN),install -m 0755 $(KUBECTL_BIN) docker/kubectl)
 	$(if $(filter cudalocal,$(IMAGE_BASE)),docker/cuda-context.sh $(CUDA_HOME) docker/cuda)
-	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_BASE) $(IMAGE_ARGS) .
-	DOCKER_BUILDKIT=1 $(DOCKER) build --target master -t aah-master:$(IMAGE_BASE) $(IMAGE_ARGS) .
+	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_TAG) $(IMAGE_ARGS) .
+	DOCKER_BUILDKIT=1 $(DOCKER) build --target master -t aah-master:$(IMAGE_TAG) $(IMAGE_ARGS) .
 
 images-trial:
 	$(if $(filter cudalocal,$(IMAGE_BASE)),docker/cuda-context.sh $(CUDA_HOME) docker/cuda)
-	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_BASE) $(IMAGE_ARGS) .
+	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_TAG) $(IMAGE_ARGS) .
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

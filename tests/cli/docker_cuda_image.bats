@@ -20,11 +20,11 @@ teardown() { docker_test_teardown; }
 	t0=$SECONDS
 	make -C "$AAH_ROOT" --no-print-directory images-trial IMAGE_BASE=cudalocal DOCKER="$AAH_DOCKER" \
 		DEBIAN_IMAGE=aah-base:bookworm >"$WORK/images.log" 2>&1 || { tail -n 40 "$WORK/images.log"; false; }
-	size=$("$AAH_DOCKER" image inspect -f '{{.Size}}' aah-trial:cudalocal)
-	echo "# aah-trial:cudalocal: $((size / 1000000)) MB, built in $((SECONDS - t0)) s" >&3
+	size=$("$AAH_DOCKER" image inspect -f '{{.Size}}' aah-trial:cuda)
+	echo "# aah-trial:cuda: $((size / 1000000)) MB, built in $((SECONDS - t0)) s" >&3
 	# aah-trial's own libraries, and what cuDNN loads at run time, all
 	# resolve; only the driver's libcuda.so.1 is left to the host's runtime
-	run "$AAH_DOCKER" run --rm --network host --entrypoint sh aah-trial:cudalocal -c \
+	run "$AAH_DOCKER" run --rm --network host --entrypoint sh aah-trial:cuda -c \
 		'ldd /usr/local/bin/aah-trial; for l in /usr/local/cuda/lib64/lib*.so.*; do ldd "$l"; done'
 	echo "$output" | grep -E 'not found|cudnn|cublas|nccl|cudart' | sort -u | head -40
 	[ "$status" -eq 0 ]
@@ -33,14 +33,14 @@ teardown() { docker_test_teardown; }
 		grep -q "$lib => /usr/local/cuda/lib64/$lib" <<<"$output"
 	done
 	# without a device: the runtime's reason, no loader error
-	run "$AAH_DOCKER" run --rm --network host aah-trial:cudalocal aah-trial --backend cuda \
+	run "$AAH_DOCKER" run --rm --network host aah-trial:cuda aah-trial --backend cuda \
 		--trial_dir /tmp/t --warmup_1 1
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ $output == *"aah-trial: error: no CUDA device: the cuda backend needs an NVIDIA GPU ("* ]]
 	[[ $output != *"error while loading shared libraries"* ]]
 	# and --backend auto, the default, says why it takes the CPU
-	run "$AAH_DOCKER" run --rm --network host aah-trial:cudalocal aah-trial --trial_dir /tmp/t \
+	run "$AAH_DOCKER" run --rm --network host aah-trial:cuda aah-trial --trial_dir /tmp/t \
 		--dataset /nonexistent
 	[[ $output == *"backend cpu (auto: no CUDA device visible: "* ]]
 }
