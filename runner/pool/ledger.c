@@ -544,3 +544,45 @@ int ledger_claim(struct ledger *l, const char *id, unsigned *got)
 	fileio_unlock(fd);
 	return r;
 }
+
+int ledger_place(struct ledger *l, const char *id, ledger_pick_fn *pick, void *arg,
+		 unsigned **ids, unsigned *n)
+{
+	*ids = NULL;
+	*n = 0;
+	int fd = lock(l);
+	if (fd < 0)
+		return -1;
+	struct ledger_training *t = find(l, id);
+	int r = 0;
+	if (t && t->applied) {
+		char *taken = xcalloc(l->devices ? l->devices : 1, 1);
+		for (size_t i = 0; i < l->n; i++)
+			for (unsigned j = 0; &l->t[i] != t && j < l->t[i].applied; j++)
+				if (l->t[i].ids[j] < l->devices)
+					taken[l->t[i].ids[j]] = 1;
+		unsigned *pick_ids = xcalloc(t->applied, sizeof(*pick_ids)), count = t->applied;
+		r = pick(l, t, taken, pick_ids, arg);
+		for (unsigned j = 0; r == 0 && j < count; j++)
+			if (pick_ids[j] >= l->devices || taken[pick_ids[j]])
+				BUG("ledger_place: device %u is not free for %s", pick_ids[j], id);
+		int same = r == 0 && !memcmp(pick_ids, t->ids, count * sizeof(*pick_ids));
+		if (r == 0 && !same) {
+			cJSON *f = training_fields(id);
+			cJSON_AddNumberToObject(f, "devices", count);
+			cJSON *a = cJSON_AddArrayToObject(f, "ids");
+			for (unsigned j = 0; j < count; j++)
+				cJSON_AddItemToArray(a, cJSON_CreateNumber(pick_ids[j]));
+			r = append(l, "applied", f);
+		}
+		if (r == 0) {
+			*ids = pick_ids;
+			*n = count;
+		} else {
+			free(pick_ids);
+		}
+		free(taken);
+	}
+	fileio_unlock(fd);
+	return r;
+}

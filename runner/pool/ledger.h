@@ -73,6 +73,17 @@ unsigned ledger_free_for(const struct ledger *l, const char *id);
  * journaled (`applied`, with the device ids) when it changed. *got: the
  * devices it may run on now; 0 = it waits. */
 int ledger_claim(struct ledger *l, const char *id, unsigned *got);
+/* Which devices training id runs on, chosen by the caller under the lock:
+ * pick sees the ledger as it is now, taken[d] set for each device another
+ * training holds, and writes the t->applied ids into ids (its own may stay
+ * its own). It returns 0 (placed), 1 (no fit now: nothing changes) or -1.
+ * Ids other than those it holds are journaled as its `applied` ids. *ids
+ * (the caller frees it) and *n get them. A training that holds no
+ * devices gets 0 and *n = 0. */
+typedef int ledger_pick_fn(const struct ledger *l, const struct ledger_training *t,
+			   const char *taken, unsigned *ids, void *arg);
+int ledger_place(struct ledger *l, const char *id, ledger_pick_fn *pick, void *arg,
+		 unsigned **ids, unsigned *n);
 /* The device ids t holds, as "0-3,6" ("-" for none). The caller frees it. */
 char *ledger_ids_text(const struct ledger_training *t);
 

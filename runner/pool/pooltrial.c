@@ -83,6 +83,22 @@ int pooltrial_claim(const struct aah_config *cfg, const char *workdir, const cha
 	return r;
 }
 
+int pooltrial_place(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		    unsigned seq, ledger_pick_fn *pick, void *arg, unsigned **ids, unsigned *n)
+{
+	*ids = NULL;
+	*n = 0;
+	if (cfg->pool.devices <= 0)
+		return 0;
+	char *id = pooltrial_id(experiment_id, seq);
+	struct ledger l;
+	ledger_init(&l, workdir);
+	int r = ledger_place(&l, id, pick, arg, ids, n);
+	ledger_release(&l);
+	free(id);
+	return r;
+}
+
 /* The ledger's record of trial seq: *share, *on and the devices *free for
  * it (0 when absent). */
 static int lookup(const struct aah_config *cfg, const char *workdir, const char *experiment_id,

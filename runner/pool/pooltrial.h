@@ -5,6 +5,7 @@
 #define AAH_POOLTRIAL_H
 
 #include "runner/config/config.h"
+#include "runner/pool/ledger.h"
 
 /* The training id of a trial in the ledger: "<experiment>/<trial id>".
  * The caller frees it. */
@@ -21,6 +22,11 @@ int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char
  * (rank i runs on the i-th); NULL when *got is 0. The caller frees it. */
 int pooltrial_claim(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
 		    unsigned seq, unsigned *got, char **ids);
+/* Before a launch, after pooltrial_claim: which of the pool's devices
+ * trial seq's ranks run on, chosen by pick (runner/pool/ledger.h,
+ * ledger_place: the Docker backend's hosts). 1: none fit now. */
+int pooltrial_place(const struct aah_config *cfg, const char *workdir, const char *experiment_id,
+		    unsigned seq, ledger_pick_fn *pick, void *arg, unsigned **ids, unsigned *n);
 /* The exit status of every rank of a trial that stopped at a step boundary
  * to be relaunched on another world size (aah-trial --elastic; the launch
  * contract, docs/launch.md). */
