@@ -15,6 +15,7 @@ pkgs=(
   chromium
   openmpi-bin libopenmpi-dev   # ModelArts' MPI form: mpirun starts the ranks (tests/cli/trial_mpi.bats)
   docker.io debootstrap   # tests/docker/engine.bash: a real engine, an offline base image
+  openssh-server   # tests/docker/hosts.bash: each test "host" is an sshd in front of its own dockerd
 )
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(python3-torch python3-numpy hyperfine python3-torchvision python3-pil)  # + tests/bench/bench_input.sh
@@ -35,7 +36,7 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian starts daemons on install where it can; the tests start their own.
-for svc in slurmctld slurmd munge docker containerd; do
+for svc in slurmctld slurmd munge docker containerd ssh; do
   "${sudo[@]}" service "$svc" stop >/dev/null 2>&1 || true
 done
 echo "deps: done"

@@ -77,6 +77,10 @@ struct aah_backend {
 	 * image that is a reference, a namespace that is a DNS label), for
 	 * `check` and `create`; errors name file:line:col and the key. */
 	int (*check_config)(const struct aah_config *cfg);
+	/* Optional: what the backend keeps of its own beyond the trials, for
+	 * `status` (docker: its hosts that are down, since when and why), read
+	 * from the experiment directory; appends nothing when there is none. */
+	void (*status)(const char *expdir, struct strbuf *sb);
 };
 
 /* The registry: one static table, ended by NULL; the first is the default

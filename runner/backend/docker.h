@@ -20,6 +20,8 @@ struct docker_config {
 	const struct ynode *run_args; /* extra arguments of docker create (a list) */
 	double poll_interval;     /* seconds between docker inspect queries */
 	double command_timeout;   /* seconds a docker command may take */
+	const struct ynode *hosts; /* docker.hosts (runner/backend/docker_hosts.h), or NULL */
+	double host_timeout;      /* seconds a host may fail every command before it is down */
 };
 
 extern const struct cfg_key docker_config_keys[];
@@ -37,6 +39,22 @@ char *docker_container_name(const struct aah_launch *l, unsigned rank);
 int docker_create_argv(const struct docker_config *dc, const struct aah_launch *l, unsigned rank,
 		       const char *code_dir, struct strvec *argv);
 
+struct docker_mpi;
+
+/* Where a rank of a trial runs on docker.hosts: the host's name (set as
+ * AAH_HOST inside) and the GPU of its slot (NULL: none, or the slot's
+ * CUDA_VISIBLE_DEVICES of the contract). NULL: this machine's engine. */
+struct docker_rank_host {
+	const char *name;
+	const char *gpu;
+};
+
+/* docker create for one rank placed on a host (docker_create_argv's
+ * container, or docker_create_mpi_argv's when m is not NULL). */
+int docker_create_host_argv(const struct docker_config *dc, const struct aah_launch *l,
+			    const struct docker_mpi *m, unsigned rank, const char *code_dir,
+			    const struct docker_rank_host *on, struct strvec *argv);
+
 /* trial.launcher: mpi in containers (ModelArts' MPI form). Rank 0's
  * container is the launcher: it runs the contract's mpirun once every
  * worker's sshd listens. The others are workers: sshd alone, on a port of
@@ -47,11 +65,16 @@ int docker_create_argv(const struct docker_config *dc, const struct aah_launch *
 struct docker_mpi {
 	char *ssh_dir;            /* <trial dir>/ssh */
 	unsigned *ports;          /* sshd port of node i; ports[0] is unused */
+	/* On docker.hosts: node i's host address (an IPv4 address), where its
+	 * sshd listens and its name resolves to; addrs[0] is unused (the
+	 * launcher's name is 127.0.0.1, local to mpirun). NULL: one host. */
+	char **addrs;
 };
 
 /* The loopback address node N's host name resolves to: 127.0.0.1 for the
  * launcher (Open MPI starts its ranks without ssh), 127.0.0.2 and on for
- * the workers (a 127.0.0.1 name would count as mpirun's own host). */
+ * the workers (a 127.0.0.1 name would count as mpirun's own host); on
+ * docker.hosts a worker's is its host's address (m->addrs). */
 char *docker_mpi_address(unsigned node);
 
 /* The texts of <ssh dir>/config (mpirun's ssh client), known_hosts

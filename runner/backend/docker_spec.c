@@ -2,6 +2,7 @@
  * one rank's container and the reading of `docker inspect` (unit-tested
  * against golden argv and captured inspect output). */
 #include "runner/backend/docker.h"
+#include "runner/backend/docker_hosts.h"
 #include "strbuf.h"
 #include "util.h"
 
@@ -30,6 +31,12 @@ const struct cfg_key docker_config_keys[] = {
 	  "time between two docker inspect queries of a job" },
 	{ "commandTimeout", CFG_DURATION, DC(command_timeout), CFG_RANGE(0.1, CFG_DAY), NULL, NULL, "60s",
 	  "how long one docker command may take before it counts as failed" },
+	{ "hosts", CFG_ANY, DC(hosts), 0, NULL, NULL, "(this machine's engine)",
+	  "nodes reached by docker -H ssh://user@address:port: a list of {address, user, port, "
+	  "slots or gpus}, or the path of AIPerf's servers.json (docs/docker.md)" },
+	{ "hostTimeout", CFG_DURATION, DC(host_timeout), CFG_RANGE(0.1, CFG_DAY), NULL, NULL, "60s",
+	  "how long a host may fail every docker command before it is marked down and its trials "
+	  "are retried elsewhere" },
 	{ NULL },
 };
 
@@ -44,6 +51,25 @@ int docker_check_config(const struct aah_config *cfg)
 		const struct ynode *n = ynode_get(config_section(cfg, "docker"), "image");
 		r = error("%s:%u:%u: 'docker.image' must be an image reference without blanks",
 			  cfg->path ? cfg->path : "config", n ? n->line : 1, n ? n->col : 1);
+	}
+	struct docker_hosts hs;
+	if (r == 0 && docker_hosts_parse(cfg, &hs) < 0)
+		r = -1;
+	else if (r == 0 && hs.n) {
+		if (cfg->pool.devices != (long)hs.slots)
+			r = config_error_at(cfg, "pool.devices",
+					    "must be %u, the slots of docker.hosts (each trial's "
+					    "ranks run on devices of the pool, a device on a slot)",
+					    hs.slots);
+		else if (!strcmp(cfg->trial.launcher, "mpi") && cfg->pool.max_devices > (long)hs.n)
+			r = config_error_at(cfg, "pool.maxDevices",
+					    "must be at most %u with trial.launcher: mpi on "
+					    "docker.hosts (one node per host)", hs.n);
+		else if (!strcmp(cfg->trial.launcher, "mpi") && cfg->pool.max_devices <= 0 && hs.n < hs.slots)
+			r = config_error_at(cfg, "pool.maxDevices",
+					    "must be set, at most %u, with trial.launcher: mpi on "
+					    "docker.hosts (one node per host)", hs.n);
+		docker_hosts_release(&hs);
 	}
 	config_release_section(docker_config_keys, &dc);
 	return r;
@@ -140,10 +166,10 @@ void docker_mpi_sshd_config(const struct docker_mpi *m, struct strbuf *sb)
 
 static int create_argv(const struct docker_config *dc, const struct aah_launch *l,
 		       const struct docker_mpi *m, unsigned rank, const char *code_dir,
-		       struct strvec *argv)
+		       const struct docker_rank_host *on, struct strvec *argv)
 {
 	const struct launch_rank *r = &l->ranks[rank];
-	const char *gpus = strvec_getenv(&r->env, "CUDA_VISIBLE_DEVICES");
+	const char *gpus = on && on->gpu ? on->gpu : strvec_getenv(&r->env, "CUDA_VISIBLE_DEVICES");
 	char *name = docker_container_name(l, rank);
 
 	strvec_push(argv, dc->binary);
@@ -170,12 +196,17 @@ static int create_argv(const struct docker_config *dc, const struct aah_launch *
 	}
 	if (dc->run_args && push_list(argv, dc->run_args, "docker.runArgs", NULL) < 0)
 		goto fail;
+	if (on) {
+		strvec_push(argv, "-e");
+		strvec_pushf(argv, "AAH_HOST=%s", on->name);
+	}
 	if (m) {
 		char *self = launch_mpi_host(l, r->node);
 		strvec_pushf(argv, "--hostname=%s", self);
 		free(self);
 		for (unsigned i = 0; i < l->nodes; i++) {
-			char *host = launch_mpi_host(l, i), *addr = docker_mpi_address(i);
+			char *host = launch_mpi_host(l, i);
+			char *addr = m->addrs && i ? xstrdup(m->addrs[i]) : docker_mpi_address(i);
 			strvec_pushf(argv, "--add-host=%s:%s", host, addr);
 			free(host);
 			free(addr);
@@ -199,6 +230,8 @@ static int create_argv(const struct docker_config *dc, const struct aah_launch *
 	}
 	for (size_t i = 0; i < r->env.n; i++) {
 		const char *e = r->env.v[i];
+		if (gpus && on && on->gpu && !strncmp(e, "CUDA_VISIBLE_DEVICES=", 21))
+			continue;   /* the slot's GPU, below */
 		if (gpus && !strncmp(e, "CUDA_VISIBLE_DEVICES=", 21)) {
 			/* Inside, the container's devices count from 0. */
 			char *inside = inside_devices(gpus);
@@ -210,9 +243,13 @@ static int create_argv(const struct docker_config *dc, const struct aah_launch *
 		strvec_push(argv, "-e");
 		strvec_push(argv, e);
 	}
+	if (on && on->gpu) {
+		strvec_push(argv, "-e");
+		strvec_push(argv, "CUDA_VISIBLE_DEVICES=0");
+	}
 	strvec_push(argv, dc->image);
 	if (m && r->node) {
-		char *addr = docker_mpi_address(r->node);
+		char *addr = m->addrs ? xstrdup(m->addrs[r->node]) : docker_mpi_address(r->node);
 		strvec_push(argv, "/usr/sbin/sshd");
 		strvec_push(argv, "-D");
 		strvec_push(argv, "-e");
@@ -238,14 +275,21 @@ fail:
 int docker_create_argv(const struct docker_config *dc, const struct aah_launch *l, unsigned rank,
 		       const char *code_dir, struct strvec *argv)
 {
-	return create_argv(dc, l, NULL, rank, code_dir, argv);
+	return create_argv(dc, l, NULL, rank, code_dir, NULL, argv);
+}
+
+int docker_create_host_argv(const struct docker_config *dc, const struct aah_launch *l,
+			    const struct docker_mpi *m, unsigned rank, const char *code_dir,
+			    const struct docker_rank_host *on, struct strvec *argv)
+{
+	return create_argv(dc, l, m, rank, code_dir, on, argv);
 }
 
 int docker_create_mpi_argv(const struct docker_config *dc, const struct aah_launch *l,
 			   const struct docker_mpi *m, unsigned rank, const char *code_dir,
 			   struct strvec *argv)
 {
-	return create_argv(dc, l, m, rank, code_dir, argv);
+	return create_argv(dc, l, m, rank, code_dir, NULL, argv);
 }
 
 static void copy_str(char *dst, size_t n, const cJSON *item)

@@ -4,6 +4,7 @@
 #include "fileio.h"
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
+#include "runner/backend/backend.h" /* backend_find: the backend's own status */
 #include "runner/pool/ledger.h" /* ledger_read: the device pool's shares */
 #include "runner/store/expdir.h" /* expdir_result_read: what a trial ran on */
 #include "strbuf.h"
@@ -151,6 +152,16 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 	}
 }
 
+/* What the experiment's backend keeps of its own (docker.hosts: which
+ * hosts are down, since when, and why). */
+static void render_backend(struct strbuf *sb, const struct experiment *e,
+			   const struct aah_config *cfg)
+{
+	const struct aah_backend *b = backend_find(cfg->platform);
+	if (b && b->status)
+		b->status(e->dir, sb);
+}
+
 /* The work directory's device pool: each training's priority and devices
  * (its share in the last allocation, and what it runs with: how many, and
  * which). */
@@ -203,6 +214,7 @@ int cmd_status(int argc, const char **argv)
 		}
 		struct strbuf sb = STRBUF_INIT;
 		render_status(&sb, &e, &cfg);
+		render_backend(&sb, &e, &cfg);
 		render_pool(&sb, &e, &cfg);
 		int running = !strcmp(experiment_state(&e), "running");
 		experiment_release(&e);
