@@ -73,7 +73,7 @@ static void check_golden(const char *name, const char *config, const char *gpus)
 	/* trial.launcher: mpi: the launcher's and the workers' containers, and
 	 * the ssh files beside them (a made-up host key). */
 	unsigned ports[] = { 0, 40001 };
-	struct docker_mpi m = { xstrfmt("%s/ssh", l.trial_dir), ports };
+	struct docker_mpi m = { xstrfmt("%s/ssh", l.trial_dir), ports, NULL };
 	for (unsigned r = 0; r < l.nranks; r++) {
 		struct strvec argv = STRVEC_INIT;
 		int rc = l.mpi ? docker_create_mpi_argv(&dc, &l, &m, r, "/userhome/AIPerf", &argv)
