@@ -17,10 +17,12 @@ teardown() { teardown_workdir; }
 	RANDOM=${AAH_TEST_SEED:-4242}
 	kills=0
 	for round in $(seq 1 60); do
-		# Trials take 0.1-0.4 s; the runner is killed 0-0.5 s after it starts.
-		TRIAL_SLEEP=0.$((1 + RANDOM % 4)) aah-runner resume "$id" -q > "resume.$round.log" 2>&1 &
+		# Trials take 0.2-0.5 s; the runner is killed 0-0.3 s after it
+		# starts, before it could finish what is left on a fast machine
+		# (a run whose rounds outlived the experiment killed it 3 times)
+		TRIAL_SLEEP=0.$((2 + RANDOM % 4)) aah-runner resume "$id" -q > "resume.$round.log" 2>&1 &
 		pid=$!
-		sleep "0.$((RANDOM % 6))$((RANDOM % 10))"
+		sleep "0.$((RANDOM % 3))$((RANDOM % 10))"
 		if kill -0 "$pid" 2>/dev/null; then
 			kill -9 "$pid"
 			kills=$((kills + 1))
