@@ -177,7 +177,7 @@ master() {
 	run "$AAH_DOCKER" run --rm --network host --user 1000:1000 -v "$U:/userhome" aah-master:cpu report "$id"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ $output == *"Best trial:            000001 (accuracy $acc)"* ]]
+	[[ $output == *"Best trial:            000001 (accuracy $acc; cpu, fp32)"* ]]
 	[[ $output =~ Final\ Score:\ +[1-9][0-9.]*\ [MG]FLOPS ]]
 	echo "# kubernetes on the engine: master Job stopped at kubectl (no API server); trial Job's 2 pods ran, report reads accuracy $acc" >&3
 	[ "$(containers_of "$id")" -eq 0 ]

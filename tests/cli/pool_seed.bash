@@ -122,7 +122,9 @@ trap : TERM INT HUP   # a rank stopped with its process group: still say when it
 echo "start $(date +%s.%N) $$ $AAH_EXPERIMENT_ID $RANK_ID $RANK_SIZE ${CUDA_VISIBLE_DEVICES-unset}" >> "$log"
 "$@"
 rc=$?
-echo "end $(date +%s.%N) $$ $AAH_EXPERIMENT_ID $RANK_ID $RANK_SIZE ${CUDA_VISIBLE_DEVICES-unset}" >> "$log"
+# the signal that stopped the rank's group can kill date too: ask again
+t=$(date +%s.%N); [ -n "$t" ] || t=$(date +%s.%N)
+echo "end $t $$ $AAH_EXPERIMENT_ID $RANK_ID $RANK_SIZE ${CUDA_VISIBLE_DEVICES-unset}" >> "$log"
 exit $rc
 SH
 	chmod +x "$BATS_TEST_TMPDIR/rank-env"
@@ -138,7 +140,9 @@ gpu_ranks_apart() {
 import json, sys
 runs, open_ = [], {}
 for line in open(sys.argv[1]):
-    kind, ts, pid, exp, rank, size, dev = line.split()
+    fields = line.split()
+    assert len(fields) == 7, ("a rank record with a field empty (a rank without a device?)", line)
+    kind, ts, pid, exp, rank, size, dev = fields
     if kind == "start":
         open_[pid] = dict(t0=float(ts), exp=exp, rank=int(rank), size=int(size), dev=dev)
     else:
