@@ -45,6 +45,16 @@ static void load(struct aah_config *cfg, const char *text)
 	free(p);
 }
 
+/* load, then the docker section into dc */
+static void load_docker(struct aah_config *cfg, struct docker_config *dc, const char *text)
+{
+	load(cfg, text);
+	memset(dc, 0, sizeof(*dc));
+	cr_assert_eq(config_parse_section(cfg, "docker", config_section(cfg, "docker"),
+					  docker_config_keys, dc), 0,
+		     "%s", util_last_error());
+}
+
 static void check_golden(const char *name, const char *config, const char *gpus)
 {
 	struct aah_config cfg;
@@ -52,11 +62,7 @@ static void check_golden(const char *name, const char *config, const char *gpus)
 	struct aah_launch l;
 	struct strbuf got = STRBUF_INIT;
 	static const char *const hosts[] = { "127.0.0.1", "127.0.0.1" };
-	load(&cfg, config);
-	memset(&dc, 0, sizeof(dc));
-	cr_assert_eq(config_parse_section(&cfg, "docker", config_section(&cfg, "docker"),
-					  docker_config_keys, &dc), 0,
-		     "%s", util_last_error());
+	load_docker(&cfg, &dc, config);
 	struct launch_params lp = {
 		.cfg = &cfg,
 		.expdir = "/userhome/aah-work/experiments/k3x9q2ab",
@@ -190,10 +196,7 @@ Test(docker, mounts_must_be_a_list)
 	struct docker_config dc;
 	struct aah_launch l;
 	static const char *const hosts[] = { "127.0.0.1" };
-	load(&cfg, "trial:\n  command: t\ndocker:\n  mounts: /a:/a\n");
-	memset(&dc, 0, sizeof(dc));
-	cr_assert_eq(config_parse_section(&cfg, "docker", config_section(&cfg, "docker"),
-					  docker_config_keys, &dc), 0);
+	load_docker(&cfg, &dc, "trial:\n  command: t\ndocker:\n  mounts: /a:/a\n");
 	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/w",
 				    .experiment_id = "x", .trial_seq = 1, .attempt = 1,
 				    .hosts = hosts, .port = 1 };
@@ -215,11 +218,7 @@ static char *rank0_argv(const char *section)
 	struct aah_launch l;
 	static const char *const hosts[] = { "127.0.0.1" };
 	char *text = xstrfmt("trial:\n  command: t\n%s", section);
-	load(&cfg, text);
-	memset(&dc, 0, sizeof(dc));
-	cr_assert_eq(config_parse_section(&cfg, "docker", config_section(&cfg, "docker"),
-					  docker_config_keys, &dc), 0,
-		     "%s", util_last_error());
+	load_docker(&cfg, &dc, text);
 	struct launch_params lp = { .cfg = &cfg, .expdir = "/e", .workdir = "/w",
 				    .experiment_id = "x", .trial_seq = 1, .attempt = 1,
 				    .hosts = hosts, .port = 1 };
@@ -332,12 +331,8 @@ Test(docker, pool_grant_one_gpu_per_rank_container)
 	struct docker_config dc;
 	struct aah_launch l;
 	static const char *const hosts[] = { "127.0.0.1", "127.0.0.1", "127.0.0.1" };
-	load(&cfg, "experimentName: pool\ntrainingServicePlatform: docker\n"
+	load_docker(&cfg, &dc, "experimentName: pool\ntrainingServicePlatform: docker\n"
 		   "trial:\n  command: aah-trial\n  gpuNum: 1\npool:\n  devices: 8\n");
-	memset(&dc, 0, sizeof(dc));
-	cr_assert_eq(config_parse_section(&cfg, "docker", config_section(&cfg, "docker"),
-					  docker_config_keys, &dc), 0,
-		     "%s", util_last_error());
 	struct launch_params lp = {
 		.cfg = &cfg,
 		.expdir = "/userhome/aah-work/experiments/k3x9q2ab",
