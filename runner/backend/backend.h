@@ -81,6 +81,10 @@ struct aah_backend {
 	 * `status` (docker: its hosts that are down, since when and why), read
 	 * from the experiment directory; appends nothing when there is none. */
 	void (*status)(const char *expdir, struct strbuf *sb);
+	/* Optional: the GPUs the cluster lets this experiment use, for
+	 * pool.devices: quota (kubernetes: the namespace's ResourceQuota on
+	 * requests.nvidia.com/gpu). */
+	int (*pool_quota)(const struct aah_config *cfg, unsigned *devices);
 };
 
 /* The registry: one static table, ended by NULL; the first is the default
@@ -97,6 +101,9 @@ char *backend_names_with(unsigned caps);
 int backend_validate_config(const struct aah_config *cfg);
 /* The rules of the experiment's own backend (its check_config), if any. */
 int backend_check_config(const struct aah_config *cfg);
+/* pool.devices: quota: the GPUs the experiment's backend says the cluster
+ * lets it use (its pool_quota); errors name the config's key. */
+int backend_pool_quota(const struct aah_config *cfg, unsigned *devices);
 
 /* Generic wrappers: these hold the policy. */
 int backend_init(struct aah_backend_ctx *ctx, const struct aah_backend *b,

@@ -673,6 +673,22 @@ static void kubernetes_fini(struct aah_backend_ctx *ctx)
 	ctx->priv = NULL;
 }
 
+/* pool.devices: quota: one `kubectl get resourcequota`, before any trial. */
+static int kubernetes_pool_quota(const struct aah_config *cfg, unsigned *devices)
+{
+	struct kubernetes_priv p = { .interval = 0 };
+	if (kubernetes_config_load(cfg, &p.kc) < 0)
+		return -1;
+	static const char *const args[] = { "get", "resourcequota", "-o", "json", NULL };
+	struct strbuf out = STRBUF_INIT;
+	int r = kubectl(&p, args, NULL, &out, p.kc.kubectl_retries) == KUBECTL_OK
+			? kubernetes_quota_gpus(strbuf_str(&out), p.kc.namespace_, devices)
+			: -1;
+	strbuf_release(&out);
+	kubernetes_config_release(&p.kc);
+	return r;
+}
+
 static int kubernetes_check_config(const struct aah_config *cfg)
 {
 	struct kubernetes_config kc;
@@ -697,4 +713,5 @@ const struct aah_backend backend_kubernetes = {
 	.reap = kubernetes_reap,
 	.fini = kubernetes_fini,
 	.check_config = kubernetes_check_config,
+	.pool_quota = kubernetes_pool_quota,
 };

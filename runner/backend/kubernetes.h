@@ -123,6 +123,10 @@ void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *rea
 /* spec.suspend: a queue (Kueue) has not admitted the Job yet. */
 int kubernetes_job_suspended(const cJSON *job);
 
+/* kubernetes_quota.c: the GPUs the namespace's quotas allow (the smallest
+ * hard requests.nvidia.com/gpu), from `kubectl get resourcequota -o json`. */
+int kubernetes_quota_gpus(const char *json, const char *ns, unsigned *devices);
+
 extern const struct aah_backend backend_kubernetes;
 
 #endif

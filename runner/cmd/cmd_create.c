@@ -6,6 +6,7 @@
 #include "fileio.h"
 #include "runner/backend/backend.h"
 #include "runner/cmd/options.h"
+#include "runner/pool/pooltrial.h" /* pooltrial_pool_size: pool.devices: quota */
 #include "runner/scheduler.h"
 #include "runner/tuner/space.h" /* space_parse: search-space errors at searchSpacePath */
 #include "runner/tuner/tuner.h"
@@ -166,6 +167,24 @@ static int detach(const struct experiment *e)
 	return 0;
 }
 
+/* pool.devices: quota: the pool's size from the cluster, once, before any
+ * trial joins it (runner/pool/pooltrial.h, pooltrial_pool_size). */
+static int size_pool(struct aah_config *cfg, const char *workdir)
+{
+	unsigned quota, devices;
+	if (cfg->pool.devices != CONFIG_POOL_QUOTA)
+		return 0;
+	if (backend_pool_quota(cfg, &quota) < 0 || pooltrial_pool_size(workdir, quota, &devices) < 0)
+		return -1;
+	if (cfg->pool.min_devices > (long)devices)
+		return config_error_at(cfg, "pool.minDevices", "must not be above the pool's %u "
+				       "devices (pool.devices: quota)", devices);
+	/* stderr: create's stdout starts with the experiment id */
+	fprintf(stderr, "device pool: %u devices (pool.devices: quota)\n", devices);
+	cfg->pool.devices = devices;
+	return 0;
+}
+
 static int run(const struct aah_config *cfg, struct experiment *e, int detached, int quiet)
 {
 	if (detached && detach(e))
@@ -223,7 +242,9 @@ int cmd_create(int argc, const char **argv)
 			   : cfg.workdir ? xstrdup(cfg.workdir) : workdir_default();
 	struct experiment e;
 	int rc = 1;
-	if (experiment_create(&e, &cfg, wd) == 0) {
+	if (!no_run && size_pool(&cfg, wd) < 0)
+		rc = CMD_EXIT_CONFIG;
+	else if (experiment_create(&e, &cfg, wd) == 0) {
 		printf("%s\n", e.id);
 		fflush(stdout);
 		rc = no_run ? 0 : run(&cfg, &e, detached, quiet);
@@ -255,6 +276,8 @@ int cmd_resume(int argc, const char **argv)
 	int rc = 0;
 	if (e.done)
 		printf("experiment %s is already done (%s)\n", e.id, e.done_reason ? e.done_reason : "");
+	else if (size_pool(&cfg, e.workdir) < 0)
+		rc = 1;
 	else
 		rc = run(&cfg, &e, detached, quiet);
 	experiment_release(&e);

@@ -168,7 +168,7 @@ static void render_backend(struct strbuf *sb, const struct experiment *e,
 static void render_pool(struct strbuf *sb, const struct experiment *e,
 			const struct aah_config *cfg)
 {
-	if (cfg->pool.devices <= 0)
+	if (!cfg->pool.devices)   /* no pool (quota: sized when run) */
 		return;
 	const char *wd = e->workdir;
 	struct ledger l;

@@ -112,9 +112,12 @@ static const struct cfg_key report_keys[] = {
 };
 
 #define POOL(f) offsetof(struct aah_config_pool, f)
+/* pool.devices' word, CONFIG_POOL_QUOTA: its size from the cluster */
+static const char *const pool_words[] = { "quota", NULL };
 static const struct cfg_key pool_keys[] = {
-	{ "devices", CFG_INT, POOL(devices), CFG_RANGE(0, 65536), NULL, NULL, "0 (no pool)",
-	  "devices of the pool every experiment of the work directory shares (runner/pool/ledger.h)" },
+	{ "devices", CFG_INT, POOL(devices), CFG_RANGE(0, 65536), pool_words, NULL, "0 (no pool)",
+	  "devices of the pool every experiment of the work directory shares (runner/pool/ledger.h); "
+	  "quota: the namespace's nvidia.com/gpu quota (kubernetes)" },
 	{ "minDevices", CFG_INT, POOL(min_devices), CFG_RANGE(1, 65536), NULL, NULL, "1",
 	  "fewest devices a training of this experiment runs on; it waits until they are free" },
 	{ "maxDevices", CFG_INT, POOL(max_devices), CFG_RANGE(0, 65536), NULL, NULL, "0 (the whole pool)",
@@ -350,6 +353,8 @@ char *config_describe_type(const struct cfg_key *k)
 		strbuf_addstr(&sb, ", ");
 		add_range(&sb, k);
 	}
+	for (const char *const *w = k->type == CFG_INT ? k->choices : NULL; w && *w; w++)
+		strbuf_addf(&sb, ", or %s", *w);
 	return strbuf_detach(&sb, NULL);
 }
 
@@ -432,11 +437,24 @@ static int set_value(const struct ctx *c, const char *path, const struct cfg_key
 		*(char **)dst = xstrdup(n->value);
 		return 0;
 	case CFG_INT:
+		/* an integer's words (pool.devices: quota) are stored as -1, -2, ... */
+		for (const char *const *w = k->choices; w && *w; w++)
+			if (n->plain && !strcmp(*w, n->value)) {
+				*(long *)dst = -1 - (long)(w - k->choices);
+				return 0;
+			}
 		if (n->plain && util_parse_long(n->value, LONG_MIN, LONG_MAX, &l) < 0 &&
 		    integer_overflows(n->value))
 			return check_range(c, path, k, n, 0, 1);
-		if (!n->plain || util_parse_long(n->value, LONG_MIN, LONG_MAX, &l) < 0)
+		if (!n->plain || util_parse_long(n->value, LONG_MIN, LONG_MAX, &l) < 0) {
+			if (k->choices) {
+				char *what = config_describe_type(k);
+				fail_at(c, n->line, n->col, path, "must be an ", what);
+				free(what);
+				return -1;
+			}
 			return fail_at(c, n->line, n->col, path, "must be an integer, got ", n->value);
+		}
 		if (check_range(c, path, k, n, (double)l, 0) < 0)
 			return -1;
 		*(long *)dst = l;
@@ -516,7 +534,14 @@ static int check_pool(const struct ctx *c, const struct aah_config *cfg)
 		return fail_at(c, line, col, "pool.minDevices", "must not be above pool.maxDevices", NULL);
 	if (p->devices > 0 && p->min_devices > p->devices)
 		return fail_at(c, line, col, "pool.minDevices", "must not be above pool.devices", NULL);
-	if (p->devices > 0 && cfg->trial.gpu_num > 1) {
+	if (p->devices == CONFIG_POOL_QUOTA && cfg->trial.gpu_num != 1) {
+		/* a quota of GPUs sizes a pool of GPUs, one rank each */
+		n = ynode_get(pool, "devices");
+		return fail_at(c, n->line, n->col, "pool.devices",
+			       "quota counts the namespace's GPUs: it needs trial.gpuNum 1 "
+			       "(one rank on each GPU of a training's share)", NULL);
+	}
+	if (p->devices != 0 && cfg->trial.gpu_num > 1) {
 		/* the ledger grants devices one rank each (docs/pool.md) */
 		n = ynode_get(ynode_get(cfg->root, "trial"), "gpuNum");
 		return fail_at(c, n->line, n->col, "trial.gpuNum",

@@ -44,7 +44,8 @@ struct cfg_key {
 	enum cfg_type type;
 	size_t offset;
 	const struct cfg_rule *rule;    /* NULL: any value of the type */
-	const char *const *choices;     /* CFG_ENUM: NULL-terminated */
+	const char *const *choices;     /* CFG_ENUM: NULL-terminated; CFG_INT: words it
+					 * also takes, stored as -1, -2, ... */
 	const struct cfg_key *section;  /* CFG_SECTION: sub-table, ended by { NULL } */
 	/* The default, as documented and as applied when the key is absent
 	 * (the only place a default is stated): "VALUE" or "VALUE (note)",
@@ -89,8 +90,13 @@ struct aah_config_trial {
 	const struct ynode *env;  /* extra environment, a map */
 };
 
+/* pool.devices: quota, the pool sized by the backend from the cluster's
+ * quota (backend_size_pool) before the scheduler runs. */
+#define CONFIG_POOL_QUOTA (-1L)
+
 struct aah_config_pool {
-	long devices;             /* the work directory's shared pool; 0 = no pool */
+	long devices;             /* the work directory's shared pool; 0 = no pool;
+				   * CONFIG_POOL_QUOTA until the backend sizes it */
 	long min_devices;         /* per training */
 	long max_devices;         /* per training; 0 = the whole pool */
 	long priority;            /* this experiment's trainings' share weight */

@@ -37,6 +37,21 @@ int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char
 	return r;
 }
 
+int pooltrial_pool_size(const char *workdir, unsigned quota, unsigned *devices)
+{
+	struct ledger l;
+	ledger_init(&l, workdir);
+	int r = ledger_read(&l);
+	*devices = quota;
+	if (r == 0 && l.devices && l.devices != quota) {
+		warning("the cluster's quota is now %u GPUs; the pool of %s stays at the %u its "
+			"first user fixed (pool/ledger.jsonl)", quota, workdir, l.devices);
+		*devices = l.devices;
+	}
+	ledger_release(&l);
+	return r;
+}
+
 int pooltrial_write_world(const char *trial_dir, unsigned n)
 {
 	char *p = xstrfmt("%s/world_size", trial_dir), *want = xstrfmt("%u\n", n), *have = NULL;

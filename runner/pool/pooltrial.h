@@ -11,6 +11,11 @@
  * The caller frees it. */
 char *pooltrial_id(const char *experiment_id, unsigned seq);
 
+/* pool.devices: quota: the pool of workdir has the cluster's quota of
+ * devices, unless its ledger was fixed at another size by its first user:
+ * then that size stays (said in a warning). */
+int pooltrial_pool_size(const char *workdir, unsigned quota, unsigned *devices);
+
 /* Trial seq of experiment_id joins the pool of workdir with the config's
  * priority and bounds; *share gets its devices in the new allocation. */
 int pooltrial_join(const struct aah_config *cfg, const char *workdir, const char *experiment_id,

@@ -37,6 +37,6 @@ K8S=$AAH_ROOT/tests/fixtures/k8s
 @test "every captured case is replayed by some test" {
 	for c in "$K8S"/kubectl/*/; do
 		name=$(basename "$c")
-		grep -qw -- "$name" "$AAH_ROOT"/tests/cli/k8s_backend.bats || { echo "unused capture $name"; false; }
+		grep -qw -- "$name" "$AAH_ROOT"/tests/cli/k8s_*.bats || { echo "unused capture $name"; false; }
 	done
 }

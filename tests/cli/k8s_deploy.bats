@@ -76,7 +76,11 @@ teardown() { teardown_workdir; }
 		trial:
 		  command: contract_trial.sh
 		  nodes: 2
+		  gpuNum: 1
 		  timeout: 1s
+		pool:
+		  devices: quota
+		  maxDevices: 2
 		kubernetes:
 		  mountPath: $WORK
 		  claimName: aah-userhome
@@ -84,6 +88,7 @@ teardown() { teardown_workdir; }
 		  submit: $mode
 		EOF
 		# runs past its timeout: submit, poll, cancel, then copy the logs
+		echo quota-gpus > "$FAKE_KUBECTL_DIR/script/get-resourcequota"
 		echo jobs-running > "$FAKE_KUBECTL_DIR/script/get-job"
 		echo pods-succeeded > "$FAKE_KUBECTL_DIR/script/get-pod"
 		aah-runner create -c c.yml >/dev/null
@@ -98,7 +103,8 @@ teardown() { teardown_workdir; }
 	     /^get pods -l/ { print "core/pods list" }
 	     /^logs /       { print "core/pods get"; print "core/pods/log get" }
 	     /^delete job / { print "batch/jobs delete" }
-	     /^delete service / { print "core/services delete" }' "$FAKE_KUBECTL_DIR/calls.log" | sort -u > used.txt
+	     /^delete service / { print "core/services delete" }
+	     /^get resourcequota/ { print "core/resourcequotas list" }' "$FAKE_KUBECTL_DIR/calls.log" | sort -u > used.txt
 	/usr/bin/python3 - "$AAH_ROOT/k8s/rbac.yaml" <<-'EOF' | sort -u > granted.txt
 	import sys, yaml
 	role = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d["kind"] == "Role")
@@ -110,7 +116,7 @@ teardown() { teardown_workdir; }
 	EOF
 	cat used.txt
 	diff -u granted.txt used.txt
-	[ "$(wc -l < used.txt)" -eq 12 ]
+	[ "$(wc -l < used.txt)" -eq 13 ]
 }
 
 @test "Dockerfile: NVIDIA's tag form, stages trial and master, non-root, entrypoints from docker/" {
