@@ -6,6 +6,7 @@
 #include "runner/config/workdir.h"
 #include "runner/backend/backend.h" /* backend_find: the backend's own status */
 #include "runner/pool/ledger.h" /* ledger_read: the device pool's shares */
+#include "runner/pool/pooltrial.h" /* pooltrial_waiting: a Job its queue holds */
 #include "runner/store/expdir.h" /* expdir_result_read: what a trial ran on */
 #include "strbuf.h"
 #include "util.h"
@@ -179,8 +180,14 @@ static void render_pool(struct strbuf *sb, const struct experiment *e,
 		strbuf_addf(sb, "%-24s %-9s %-8s %s\n", "TRAINING", "PRIORITY", "DEVICES", "RUNNING_ON");
 		for (size_t i = 0; i < l.n; i++) {
 			char *ids = ledger_ids_text(&l.t[i]);
-			strbuf_addf(sb, "%-24s %-9ld %-8u %u (%s)\n", l.t[i].id, l.t[i].priority,
-				    l.t[i].share, l.t[i].applied, ids);
+			char *waiting = l.t[i].applied ? pooltrial_waiting(wd, l.t[i].id) : NULL;
+			strbuf_addf(sb, "%-24s %-9ld %-8u ", l.t[i].id, l.t[i].priority, l.t[i].share);
+			if (waiting)   /* reserved for its Job, which its queue has not admitted */
+				strbuf_addf(sb, "0, %u reserved (%s): waiting for admission\n",
+					    l.t[i].applied, ids);
+			else
+				strbuf_addf(sb, "%u (%s)\n", l.t[i].applied, ids);
+			free(waiting);
 			free(ids);
 		}
 	}

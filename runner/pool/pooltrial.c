@@ -52,6 +52,21 @@ int pooltrial_pool_size(const char *workdir, unsigned quota, unsigned *devices)
 	return r;
 }
 
+char *pooltrial_waiting(const char *workdir, const char *training)
+{
+	const char *slash = strrchr(training, '/');
+	char *end;
+	unsigned long seq = slash ? strtoul(slash + 1, &end, 10) : 0;
+	if (!slash || !seq || *end)
+		return NULL;
+	char *expdir = xstrfmt("%s/experiments/%.*s", workdir, (int)(slash - training), training);
+	int was = util_set_quiet(1);
+	char *why = expdir_waiting_get(expdir, (unsigned)seq);
+	util_set_quiet(was);
+	free(expdir);
+	return why;
+}
+
 int pooltrial_write_world(const char *trial_dir, unsigned n)
 {
 	char *p = xstrfmt("%s/world_size", trial_dir), *want = xstrfmt("%u\n", n), *have = NULL;

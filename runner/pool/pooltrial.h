@@ -51,6 +51,12 @@ int pooltrial_told_other(const struct aah_config *cfg, const char *workdir,
 /* The devices the ledger says trial seq runs on (0 when none). */
 unsigned pooltrial_running_on(const struct aah_config *cfg, const char *workdir,
 			      const char *experiment_id, unsigned seq);
+/* Why the job of training "<experiment>/<trial>" of workdir is held back
+ * by its cluster's queue (a Job waiting for admission), or NULL when it is
+ * not. Its devices stay reserved in the ledger, so that the queue's
+ * admission never finds them taken, but nothing runs on them: `status` and
+ * the metrics do not count them as running. The caller frees it. */
+char *pooltrial_waiting(const char *workdir, const char *training);
 /* Write <trial_dir>/world_size = n (before a launch on n ranks). */
 int pooltrial_write_world(const char *trial_dir, unsigned n);
 

@@ -3,6 +3,7 @@
 #include "runner/report/report.h"
 #include "fileio.h" /* fileio_exists */
 #include "runner/pool/ledger.h" /* ledger_read: the device pool */
+#include "runner/pool/pooltrial.h" /* pooltrial_waiting: reserved, not running */
 #include "util.h"
 
 #include <math.h>
@@ -301,6 +302,10 @@ static void prom_pool(struct strbuf *sb, const struct report_exp *exp)
 				if (strncmp(t->id, exp->id, n) || t->id[n] != '/')
 					continue;
 				double v = k == 0 ? (double)t->priority : k == 1 ? t->share : t->applied;
+				char *waiting = k == 2 && v ? pooltrial_waiting(wd, t->id) : NULL;
+				if (waiting)   /* reserved, not run on: its queue holds its Job */
+					v = 0;
+				free(waiting);
 				prom_value(sb, exp, names[k][0], "trial", t->id + n + 1, v);
 			}
 		}

@@ -19,6 +19,7 @@ setup() {
 	export FAKE_POD_RESULT=succeeded
 }
 teardown() {
+	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null || true
 	teardown_workdir
 }
 
@@ -31,7 +32,7 @@ answers() {
 # in a pool of DEVICES ("quota" or a number), trial.gpuNum GPUS (1).
 pool_config() {
 	cat > "$1" <<-YML
-	experimentName: k8s-pool
+	experimentName: k8s-test
 	trainingServicePlatform: kubernetes
 	workdir: $WORK/aah-work
 	maxTrialNum: 1
@@ -168,4 +169,34 @@ pool_line() { head -1 "$WORK/aah-work/pool/ledger.jsonl"; }
 	[[ $output == *"device pool: 8 devices (pool.devices: quota)"* ]]
 	[ "$(grep -c 'get resourcequota' "$FAKE_KUBECTL_DIR/calls.log")" -eq 1 ]
 	pool_line | grep -q '"devices":8[,}]'
+}
+
+@test "a pool trial whose Job waits for admission: its devices are reserved, not counted as running" {
+	pool_config c.yml 4
+	printf '  queue: kueue\n  queueName: team-a\n' >> c.yml
+	answers create create-ok
+	answers get-job jobs-suspended
+	aah-runner create -c c.yml > out.txt 2>&1 3>&- &
+	BG_PID=$!
+	wait_for grep -q '^[a-z0-9]\{8\}$' out.txt
+	id=$(grep '^[a-z0-9]\{8\}$' out.txt)
+	wait_for grep -qs "waiting for admission" "$WORK/aah-work/experiments/$id/trials/000001/waiting"
+	run aah-runner status "$id" --workdir "$WORK/aah-work"
+	echo "$output"
+	[[ $output == *"$id/000001"*" 2        0, 2 reserved (0-1): waiting for admission"* ]]
+	run aah-runner metrics "$id" --workdir "$WORK/aah-work"
+	echo "$output"
+	grep -q "^aah_pool_running_on{.*trial=\"000001\"} 0$" <<<"$output"
+	grep -q "^aah_pool_devices{.*trial=\"000001\"} 2$" <<<"$output"
+	# admitted: it runs on them, then completes
+	answers get-job jobs-running jobs-running jobs-complete
+	answers get-pod pods-succeeded
+	answers logs logs-ok
+	wait_for sh -c "! test -e '$WORK/aah-work/experiments/$id/trials/000001/waiting'"
+	run aah-runner status "$id" --workdir "$WORK/aah-work"
+	echo "$output"
+	[[ $output != *"reserved"* ]]
+	wait "$BG_PID"
+	BG_PID=
+	grep '"event":"trial_finished"' "$WORK/aah-work/experiments/$id/journal.jsonl" | grep -q '"state":"succeeded"'
 }
