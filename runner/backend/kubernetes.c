@@ -258,7 +258,16 @@ static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launc
 	int r = backend_notify_submitted(ctx, name);
 	if (r == 0) {
 		const char *const args[] = { p->kc.submit, "-f", "-", "-o", "name", NULL };
+		/* AlreadyExists is said once, below, unless a relaunch replaces
+		 * its own finished Job; any other failure is said as kubectl put it */
+		int held = util_hold_errors(1);
 		int k = kubectl(p, args, text, NULL, p->kc.kubectl_retries);
+		util_hold_errors(held);
+		if (k != KUBECTL_OK && k != KUBECTL_EXISTS) {
+			char *why = xstrdup(util_last_error());   /* error() rewrites it */
+			error("%s", why);
+			free(why);
+		}
 		if (k == KUBECTL_EXISTS && replace_finished(p, name))
 			k = kubectl(p, args, text, NULL, p->kc.kubectl_retries);
 		if (k == KUBECTL_EXISTS)
