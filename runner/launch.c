@@ -334,6 +334,7 @@ int launch_build(struct aah_launch *l, const struct launch_params *p)
 	l->per_device = !strcmp(cfg->trial.process_mode, "device");
 	l->tf_style = !strcmp(cfg->trial.launch_style, "tensorflow");
 	l->mpi = !strcmp(cfg->trial.launcher, "mpi");
+	l->elastic = p->elastic;
 	l->port = p->port;
 	l->hosts = xcalloc(l->nodes, sizeof(*l->hosts));
 	for (unsigned i = 0; i < l->nodes; i++)

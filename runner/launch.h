@@ -31,6 +31,8 @@ struct aah_launch {
 	unsigned nodes;
 	unsigned gpus_per_node;
 	int per_device;           /* processMode: device */
+	int elastic;              /* in a device pool: its ranks take --elastic and all exit
+				   * POOLTRIAL_EXIT_RESIZE to be resized */
 	int tf_style;             /* launchStyle: tensorflow */
 	unsigned port;
 	char **hosts;             /* nodes entries */

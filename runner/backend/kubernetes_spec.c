@@ -5,6 +5,7 @@
  * (kubernetes_pod.c), the queues (kubernetes_queue.c), reading a Job back
  * (kubernetes_status.c). */
 #include "runner/backend/kubernetes.h"
+#include "runner/pool/pooltrial.h" /* POOLTRIAL_EXIT_RESIZE: an elastic trial's resize */
 #include "util.h"
 
 #include <ctype.h>
@@ -462,6 +463,35 @@ static cJSON *pod_spec(const struct kubernetes_config *kc, const struct aah_laun
 	return ps;
 }
 
+/* An onExitCodes rule of the trial container for codes (ascending, ended by -1). */
+static cJSON *exit_rule(const char *action, const char *op, const int *codes)
+{
+	cJSON *rule = cJSON_CreateObject();
+	cJSON_AddStringToObject(rule, "action", action);
+	cJSON *on = cJSON_AddObjectToObject(rule, "onExitCodes");
+	cJSON_AddStringToObject(on, "containerName", "trial");
+	cJSON_AddStringToObject(on, "operator", op);
+	cJSON *values = cJSON_AddArrayToObject(on, "values");
+	for (; *codes >= 0; codes++)
+		cJSON_AddItemToArray(values, cJSON_CreateNumber(*codes));
+	return rule;
+}
+
+/* An elastic trial (a device pool's) stops to be resized with every rank
+ * exiting POOLTRIAL_EXIT_RESIZE, one after the other. FailIndex ends only
+ * that rank's index, so the Job controller leaves the other pods to exit
+ * by themselves (their logs stay for the reap) and the Job fails once all
+ * are done (FailedIndexes, maxFailedIndexes = completions). Any other exit
+ * fails the Job at once (FailJob), its other pods stopped, as without a
+ * pool: a rank that crashed leaves the others waiting in a collective. */
+static void exit_rules(cJSON *rules)
+{
+	static const int resize[] = { POOLTRIAL_EXIT_RESIZE, -1 };
+	static const int done[] = { 0, POOLTRIAL_EXIT_RESIZE, -1 };
+	cJSON_AddItemToArray(rules, exit_rule("FailIndex", "In", resize));
+	cJSON_AddItemToArray(rules, exit_rule("FailJob", "NotIn", done));
+}
+
 static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_config *kc,
 		      const struct aah_launch *l, const char *job, cJSON *env, cJSON *args)
 {
@@ -475,7 +505,8 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON_AddNumberToObject(spec, "parallelism", l->nodes);
 	cJSON_AddNumberToObject(spec, "backoffLimit", 0);
 	cJSON_AddNumberToObject(spec, "backoffLimitPerIndex", 0); /* see kubernetes_pod_env_add */
-	cJSON_AddNumberToObject(spec, "maxFailedIndexes", 0);
+	/* an elastic trial's resize ends every index by itself (exit_rules) */
+	cJSON_AddNumberToObject(spec, "maxFailedIndexes", l->elastic ? l->nodes : 0);
 	if (cfg->trial.timeout > 0)
 		cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", ceil(cfg->trial.timeout));
 	cJSON_AddNumberToObject(spec, "ttlSecondsAfterFinished", ceil(kc->ttl_after_finished));
@@ -486,9 +517,10 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON_AddStringToObject(cond, "type", "DisruptionTarget");
 	cJSON_AddStringToObject(cond, "status", "True");
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(rule, "onPodConditions"), cond);
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_AddObjectToObject(spec, "podFailurePolicy"),
-						    "rules"),
-			     rule);
+	cJSON *rules = cJSON_AddArrayToObject(cJSON_AddObjectToObject(spec, "podFailurePolicy"), "rules");
+	cJSON_AddItemToArray(rules, rule);
+	if (l->elastic)
+		exit_rules(rules);
 	cJSON *tmpl = cJSON_AddObjectToObject(spec, "template");
 	cJSON *tm = cJSON_AddObjectToObject(tmpl, "metadata");
 	cJSON_AddItemToObject(tm, "labels", labels(cfg, l, job, "trial"));

@@ -48,6 +48,7 @@ static int render(const struct aah_config *cfg, const char *exp_id, const char *
 		.hosts = (const char *const *)hosts,
 		.port = cfg->trial.master_port ? (unsigned)cfg->trial.master_port : 29500,
 		.gpus = NULL,
+		.elastic = cfg->pool.devices != 0,   /* a pool trial, as the runner launches it */
 		.params = params,
 		.propose_runner = strcmp(cfg->tuner.placement, "trial") ? NULL : "aah-runner",
 	};

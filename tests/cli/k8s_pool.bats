@@ -200,3 +200,30 @@ pool_line() { head -1 "$WORK/aah-work/pool/ledger.jsonl"; }
 	BG_PID=
 	grep '"event":"trial_finished"' "$WORK/aah-work/experiments/$id/journal.jsonl" | grep -q '"state":"succeeded"'
 }
+
+@test "a pool trial's Job: a resize (every rank exits 85) ends each index by itself, any other exit fails the Job at once" {
+	pool_config c.yml 8
+	sed -i 's/^  command: contract_trial.sh/  command: contract_trial.sh\n  nodes: 2/' c.yml
+	aah-runner render -c c.yml -o json > pool.json
+	"$K8S/k8s_check.py" --quiet pool.json
+	/usr/bin/python3 - pool.json <<-'PY'
+	import json, sys
+	job = next(d for d in json.load(open(sys.argv[1]))["items"] if d["kind"] == "Job")
+	spec = job["spec"]
+	assert spec["backoffLimitPerIndex"] == 0 and spec["maxFailedIndexes"] == spec["completions"] == 2, spec
+	rules = spec["podFailurePolicy"]["rules"]
+	assert rules[0]["action"] == "Ignore" and rules[0]["onPodConditions"][0]["type"] == "DisruptionTarget"
+	assert rules[1] == {"action": "FailIndex", "onExitCodes": {"containerName": "trial", "operator": "In", "values": [85]}}, rules
+	assert rules[2] == {"action": "FailJob", "onExitCodes": {"containerName": "trial", "operator": "NotIn", "values": [0, 85]}}, rules
+	assert "--elastic" in spec["template"]["spec"]["containers"][0]["args"]
+	PY
+	# without a pool: the first failed index fails the Job, no exit-code rules
+	pool_config c.yml 0
+	aah-runner render -c c.yml -o json > plain.json
+	/usr/bin/python3 - plain.json <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))   # one node: the Job alone, no Service
+	spec = next(i for i in d.get("items", [d]) if i["kind"] == "Job")["spec"]
+	assert spec["maxFailedIndexes"] == 0 and len(spec["podFailurePolicy"]["rules"]) == 1, spec
+	PY
+}
