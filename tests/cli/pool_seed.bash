@@ -24,6 +24,14 @@
 #                        rank records its own environment (rank_env), and
 #                        gpu_ranks_apart checks it. aah-trial's --backend auto
 #                        trains on the CPU, seeing no CUDA device.
+#   SEED_MASTER_PORT     trial.masterPort of A (B: one more), for a backend
+#                        whose ranks share this machine's network but which
+#                        takes the rendezvous port from the config
+#                        (kubernetes: a pod's own IP would keep them apart)
+#   SEED_MASTER_PORT     trial.masterPort of A (B: one more), for a backend
+#                        whose ranks share this machine's network but which
+#                        takes the rendezvous port from the config
+#                        (kubernetes: on a cluster each pod has its own IP)
 #   seed_scenario        runs it all and asserts; prints the resize costs
 
 ledger_has() {
@@ -190,6 +198,8 @@ two_experiments() {
 # B before A, and the elastic run and its reference could stop at different
 # epochs, their val_acc differing by the order floats are summed in.
 config() {
+	local port=${SEED_MASTER_PORT:-}
+	if [ -n "$port" ] && [ "$1" = b.yml ]; then port=$((port + 1)); fi
 	echo '{"learning_rate": {"_type": "choice", "_value": [0.05]}}' > "$BATS_TEST_TMPDIR/space.json"
 	cat > "$1" <<EOF2
 experimentName: seed
@@ -202,6 +212,7 @@ tuner:
 trial:
   command: ${SEED_GPUS:+$BATS_TEST_TMPDIR/rank-env }aah-trial --threads 1 --global_batch 120 --warmup_1 $2 --train_samples 9600 --val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --patience 100
 ${SEED_GPUS:+  gpuNum: 1}
+${port:+  masterPort: $port}
 pool:
   devices: 8
 EOF2
