@@ -33,6 +33,7 @@ struct dist {
 	int rank, world;
 	int left, right;        /* sockets: receive from left, send to right */
 	double timeout;         /* seconds without progress before giving up */
+	int lost;               /* a collective failed: a peer is gone or unreachable */
 	float *tmp;
 	size_t tmp_n;
 };
@@ -288,16 +289,20 @@ int dist_allreduce_mean(struct dist *d, float *buf, size_t n)
 #define LEN(c) (LO((c) + 1) - LO(c))
 	for (int s = 0; s < W - 1; s++) {       /* reduce-scatter */
 		int sc = (r - s + W) % W, rc = (r - s - 1 + 2 * W) % W;
-		if (exchange(d, buf + LO(sc), LEN(sc) * sizeof(float), d->tmp, LEN(rc) * sizeof(float)))
+		if (exchange(d, buf + LO(sc), LEN(sc) * sizeof(float), d->tmp, LEN(rc) * sizeof(float))) {
+			d->lost = 1;
 			return -1;
+		}
 		for (size_t i = 0; i < LEN(rc); i++)
 			buf[LO(rc) + i] += d->tmp[i];
 	}
 	for (int s = 0; s < W - 1; s++) {       /* allgather */
 		int sc = (r + 1 - s + W) % W, rc = (r - s + W) % W;
 		if (exchange(d, buf + LO(sc), LEN(sc) * sizeof(float), buf + LO(rc),
-			     LEN(rc) * sizeof(float)))
+			     LEN(rc) * sizeof(float))) {
+			d->lost = 1;
 			return -1;
+		}
 	}
 #undef LO
 #undef LEN
@@ -310,11 +315,17 @@ int dist_allreduce_mean(struct dist *d, float *buf, size_t n)
 int dist_broadcast(struct dist *d, void *buf, size_t len)
 {
 	/* around the ring from rank 0: rank r receives from r-1, then forwards */
-	if (d->rank != 0 && io_all(d->left, buf, len, 0, d->timeout, "the previous rank"))
+	if ((d->rank != 0 && io_all(d->left, buf, len, 0, d->timeout, "the previous rank")) ||
+	    (d->rank != d->world - 1 && io_all(d->right, buf, len, 1, d->timeout, "the next rank"))) {
+		d->lost = 1;
 		return -1;
-	if (d->rank != d->world - 1 && io_all(d->right, buf, len, 1, d->timeout, "the next rank"))
-		return -1;
+	}
 	return 0;
+}
+
+int dist_lost_peer(const struct dist *d)
+{
+	return d && d->lost;
 }
 
 void dist_free(struct dist *d)

@@ -15,6 +15,9 @@ int dist_init(struct dist **d, const char *host, int port, int rank, int world, 
 int dist_allreduce_mean(struct dist *d, float *buf, size_t n);
 /* *v <- rank 0's value. */
 int dist_broadcast(struct dist *d, void *buf, size_t len);
+/* Did a collective fail once the group had formed (a peer exited, was
+ * killed, or stopped answering)? The trainer then exits TRAIN_EXIT_PEER_LOST. */
+int dist_lost_peer(const struct dist *d);
 void dist_free(struct dist *d);
 
 #endif

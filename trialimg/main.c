@@ -83,5 +83,5 @@ int main(int argc, char **argv)
 	}
 	int rc = train_run(&a, &stop_requested);
 	args_release(&a);
-	return rc == 0 ? 0 : rc == 2 ? ELASTIC_EXIT_RESIZE : 1;
+	return rc == 0 ? 0 : rc == 2 ? ELASTIC_EXIT_RESIZE : rc == 3 ? TRAIN_EXIT_PEER_LOST : 1;
 }

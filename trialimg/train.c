@@ -781,6 +781,7 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 		ops_ctx_release(&t.ops);
 	dataset_release(&t.tr);
 	dataset_release(&t.va);
+	int lost = rc < 0 && dist_lost_peer(t.dist);
 	if (t.dist)
 		dist_free(t.dist);
 	free(t.dlogits);
@@ -788,5 +789,5 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 	free(t.result_path);
 	free(t.ckpt_dir);
 	free(t.ckpt_path);
-	return rc == 2 ? 2 : rc ? (rc > 0 ? 1 : -1) : 0;
+	return rc == 2 ? 2 : lost ? 3 : rc ? (rc > 0 ? 1 : -1) : 0;
 }
