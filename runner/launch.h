@@ -17,6 +17,10 @@ struct launch_rank {
 	struct strvec argv;       /* the full command line */
 };
 
+/* Exit status of a rank that failed because another rank of its trial was
+ * lost mid-collective (aah-trial's TRAIN_EXIT_PEER_LOST): not the cause. */
+#define LAUNCH_EXIT_PEER_LOST 86
+
 struct aah_launch {
 	char *experiment_id;
 	char *trial_id;           /* "000001" */

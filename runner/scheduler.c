@@ -346,6 +346,36 @@ static int pool_resized(struct sched *s, unsigned seq, const struct aah_job_stat
 	return r < 0 ? -1 : 1;
 }
 
+/* A job the cluster failed by taking one of its nodes away (st->disrupted:
+ * a pod preempted or evicted, and the ranks left without it) goes back in
+ * the queue as the same attempt, like a resize: fill_slots relaunches it
+ * from its checkpoint (--resume), and trial.retries is not charged. A node
+ * taken RELAUNCH_MAX times in one attempt makes it a failure as any other. */
+#define RELAUNCH_MAX 10
+#define RELAUNCH_WHY "relaunched from its checkpoint: "
+
+static int relaunch_disrupted(struct sched *s, unsigned seq, const struct aah_job_status *st)
+{
+	if (!st->disrupted || st->state != AAH_JOB_FAILED || s->stop || s->timeup)
+		return 0;
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	char *mine = xstrfmt("attempt %u: " RELAUNCH_WHY, t->attempt);
+	unsigned n = 0;
+	for (size_t i = 0; i < t->retries.n; i++)
+		n += !strncmp(t->retries.v[i], mine, strlen(mine));
+	free(mine);
+	if (n >= RELAUNCH_MAX)
+		return 0;
+	char *dir = expdir_trial_dir(s->e->dir, seq);
+	backend_reap(&s->bctx, st->job, dir);
+	free(dir);
+	free_slot(s, seq);
+	char *why = xstrfmt(RELAUNCH_WHY "%s", st->reason);
+	int r = record_retry(s, seq, t->attempt, why);
+	free(why);
+	return r < 0 ? -1 : 1;
+}
+
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 {
 	(void)ctx;
@@ -596,6 +626,8 @@ static int poll_running(struct sched *s)
 			}
 		}
 		int r = pool_resized(s, t->seq, &st);
+		if (r == 0)
+			r = relaunch_disrupted(s, t->seq, &st);
 		if (r == 0)
 			r = settle(s, t->seq, &st);
 		free(job);

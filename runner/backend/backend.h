@@ -35,6 +35,10 @@ struct aah_job_status {
 	char reason[256];           /* out: the backend's own words */
 	char note[256];             /* out, optional: news of a job still on its way (a queue
 				     * holds it, a pod was preempted), for the journal */
+	int disrupted;              /* out, with AAH_JOB_FAILED: it failed because the cluster
+				     * took a node away (a pod preempted or evicted, the other
+				     * ranks losing it); the scheduler runs the same attempt
+				     * again from its checkpoint, not charged as a retry */
 };
 
 struct aah_backend_ctx {

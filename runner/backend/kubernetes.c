@@ -213,9 +213,9 @@ static const cJSON *listed(const struct kubernetes_priv *p, const char *name);
 /* The same attempt launched again (a device pool's resize relaunches it
  * with --resume) meets its predecessor's Job, kept after it finished for
  * ttlSecondsAfterFinished. Only a finished Job of this name, listed under
- * this experiment's label, is deleted (its pods after it, in the
- * background) so that the create can be tried again; a Job that has not
- * finished is never touched. 1 = it was deleted. */
+ * this experiment's label, is deleted (its pods first: a foreground
+ * deletion, waited for) so that the create can be tried again; a Job that
+ * has not finished is never touched. 1 = it was deleted. */
 static int replace_finished(struct kubernetes_priv *p, const char *name)
 {
 	p->list_at = 0;
@@ -231,8 +231,11 @@ static int replace_finished(struct kubernetes_priv *p, const char *name)
 	if (st.state != AAH_JOB_SUCCEEDED && st.state != AAH_JOB_FAILED &&
 	    st.state != AAH_JOB_TIMEOUT)
 		return 0;
-	const char *const del[] = { "delete", "job", name, "--cascade=background",
-				    "--ignore-not-found", NULL };
+	/* foreground, and kubectl waits: its pods are gone before the new Job's
+	 * start, for they answer to the same DNS names (<job>-<i>.<job>) and a
+	 * straggler would meet the new ranks' rendezvous */
+	const char *const del[] = { "delete", "job", name, "--cascade=foreground",
+				    "--ignore-not-found", "--wait=true", NULL };
 	if (kubectl(p, del, NULL, NULL, p->kc.kubectl_retries) != KUBECTL_OK)
 		return 0;
 	delete_service(p, name, p->kc.kubectl_retries);
@@ -515,6 +518,26 @@ static int kubernetes_cancel(struct aah_backend_ctx *ctx, const char *name)
 	return 0;
 }
 
+/* A multi-pod Job failed: did one of its pods go to a preemption or an
+ * eviction? Its replacement cannot rejoin ranks that already gave up on
+ * it, so the Job fails; the scheduler relaunches it from the checkpoint. */
+static void lost_a_pod(struct kubernetes_priv *p, const char *job, struct aah_job_status *st)
+{
+	cJSON *doc;
+	int was_quiet = util_set_quiet(1);
+	int r = get_pods(p, job, &doc);
+	util_set_quiet(was_quiet);
+	char why[160];
+	if (r < 0)
+		return;
+	if (kubernetes_pod_disrupted(doc, why, sizeof(why))) {
+		st->disrupted = 1;
+		snprintf(st->reason, sizeof(st->reason), "%s and the other ranks lost it (Job %s)",
+			 why, job);
+	}
+	cJSON_Delete(doc);
+}
+
 static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 {
 	struct kubernetes_priv *p = ctx->priv;
@@ -547,6 +570,8 @@ static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *s
 			snprintf(st->reason + len, sizeof(st->reason) - len, "; %s", story);
 		}
 	}
+	if (st->state == AAH_JOB_FAILED && want > 1)
+		lost_a_pod(p, j->name, st);
 	if (st->state == AAH_JOB_SUCCEEDED && !result_visible(ctx, item, p->kc.result_wait, j))
 		st->state = AAH_JOB_RUNNING;
 	if (st->state == AAH_JOB_RUNNING)

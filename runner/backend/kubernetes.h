@@ -122,6 +122,13 @@ char *kubernetes_json_emit(const cJSON *docs);
 void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want);
 /* spec.suspend: a queue (Kueue) has not admitted the Job yet. */
 int kubernetes_job_suspended(const cJSON *job);
+/* Did a Job fail because the cluster took one of its pods away? In its
+ * `kubectl get pods -o json` list a pod has the condition DisruptionTarget
+ * (preempted, evicted, its node drained), some other rank exited
+ * LAUNCH_EXIT_PEER_LOST, and none failed by itself (other than stopped
+ * with SIGTERM or SIGKILL): 1, and "pod <name> was disrupted (<reason>)"
+ * in why. Else 0. */
+int kubernetes_pod_disrupted(const cJSON *pods, char *why, size_t n);
 
 /* kubernetes_quota.c: the GPUs the namespace's quotas allow (the smallest
  * hard requests.nvidia.com/gpu), from `kubectl get resourcequota -o json`. */

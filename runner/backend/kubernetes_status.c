@@ -4,6 +4,7 @@
  * kubernetes_spec.c, which writes the Job. */
 #include "runner/backend/kubernetes.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,4 +76,55 @@ void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *rea
 		st->state = AAH_JOB_CANCELED;
 		snprintf(st->reason, sizeof(st->reason), "the Job is being deleted");
 	}
+}
+
+/* The pod's container exit status, -1 while it has none. */
+static int exit_status(const cJSON *pod)
+{
+	const cJSON *cs;
+	cJSON_ArrayForEach(cs, cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(pod, "status"), "containerStatuses")) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cs, "state"), "terminated");
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(t, "exitCode");
+		if (cJSON_IsNumber(code))
+			return code->valueint;
+	}
+	return -1;
+}
+
+static const cJSON *disruption(const cJSON *pod)
+{
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(pod, "status"), "conditions")) {
+		const char *type = str_at(c, "type"), *cs = str_at(c, "status");
+		if (type && cs && !strcmp(type, "DisruptionTarget") && !strcmp(cs, "True"))
+			return c;
+	}
+	return NULL;
+}
+
+int kubernetes_pod_disrupted(const cJSON *pods, char *why, size_t n)
+{
+	const cJSON *pod, *taken = NULL, *cond = NULL;
+	int lost = 0;
+	cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
+		const cJSON *c = disruption(pod);
+		int code = exit_status(pod);
+		if (c && !taken) {
+			taken = pod;
+			cond = c;
+		} else if (!c && code == LAUNCH_EXIT_PEER_LOST) {
+			lost = 1;
+		} else if (!c && code > 0 && code != 128 + SIGTERM && code != 128 + SIGKILL) {
+			return 0;   /* a rank failed by itself: a failure, whatever else happened */
+		}
+	}
+	if (!taken || !lost)
+		return 0;
+	const char *name = str_at(cJSON_GetObjectItemCaseSensitive(taken, "metadata"), "name");
+	snprintf(why, n, "pod %s was disrupted (%s)", name ? name : "?",
+		 str_at(cond, "reason") ? str_at(cond, "reason") : "DisruptionTarget");
+	return 1;
 }

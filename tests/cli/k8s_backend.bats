@@ -456,7 +456,7 @@ finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experimen
 	job=k8s-test-$id-000001-1
 	[[ $output == *"Job $job: replaced the finished Job of the same name (failed) left from this trial's previous launch"* ]]
 	[ "$(ncalls "create -f -")" -eq 2 ]
-	grep -q "delete job $job --cascade=background --ignore-not-found" "$FAKE_KUBECTL_DIR/calls.log"
+	grep -q "delete job $job --cascade=foreground --ignore-not-found --wait=true" "$FAKE_KUBECTL_DIR/calls.log"
 	finished "$id" | grep -q '"state":"succeeded"'
 
 	# The Job of that name is running: left alone, the trial fails to start.

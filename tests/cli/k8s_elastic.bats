@@ -2,47 +2,27 @@
 # The seed scenario of issue 16 (tests/cli/pool_seed.bash, the same
 # assertions as on the local, Slurm and Docker backends) on the kubernetes
 # backend: each training's share is one Indexed Job of that many pods, and
-# a resize ends the Job at a step boundary (every pod exits 85, the Job
-# fails past its per-index limit) and relaunches the same attempt as a new
-# Job on the new share with --resume, replacing the finished one.
+# a resize ends the Job at a step boundary (every pod exits 85, which
+# fails only its own index; the Job fails once all have exited) and the
+# runner relaunches the same attempt as a new Job on the new share with
+# --resume, replacing the finished one.
 #
-# NO Kubernetes API server runs here (none can). kubectl is
-# tests/fixtures/k8s/cluster_sim.py: the API server, the Job controller and
-# the kubelet of one namespace played with state on this machine. It checks
-# every submitted document (strict schemas + API server rules) and runs each
-# pod as the real trial entrypoint and the real aah-trial, in its own process
-# group. The cluster's DNS is a hosts file bind-mounted on /etc/hosts in the
-# runners' own mount namespace (nothing of this machine's changes), and the
-# ranks of both trainings share the loopback, so each experiment has its own
-# rendezvous port (SEED_MASTER_PORT); on a cluster each pod has its own IP.
+# NO Kubernetes API server runs here (none can): the cluster is simulated
+# (tests/cli/cluster_sim.bash). It checks every submitted document (strict
+# schemas + API server rules) and runs each pod as the real trial entrypoint
+# and the real aah-trial, in its own process group. The ranks of both
+# trainings share the loopback, so each experiment has its own rendezvous
+# port (SEED_MASTER_PORT); on a cluster each pod has its own IP.
 
 load helpers
 load pool_seed
+load cluster_sim
 
-SIM=$AAH_ROOT/tests/fixtures/k8s/cluster_sim.py
-
-setup() {
-	setup_workdir
-	export CLUSTER_SIM_DIR=$WORK/cluster CLUSTER_SIM_GRACE=5
-	mkdir -p "$CLUSTER_SIM_DIR"
-	cp /etc/hosts "$CLUSTER_SIM_DIR/hosts"
-	unshare -m --propagation private sh -c "mount --bind '$CLUSTER_SIM_DIR/hosts' /etc/hosts" 2>/dev/null ||
-		skip "cannot bind a hosts file in a mount namespace of its own here (unshare -m needs root)"
-}
-teardown() {
-	"$SIM" --teardown 2>/dev/null || true
-	teardown_workdir
-}
-
-# The runner sees the cluster's DNS: its own mount namespace, the simulated
-# cluster's hosts file on /etc/hosts; its kubectl's pods inherit both.
-aah-runner() {
-	unshare -m --propagation private sh -c 'mount --bind "$0" /etc/hosts && exec aah-runner "$@"' \
-		"$CLUSTER_SIM_DIR/hosts" "$@"
-}
+setup() { cluster_setup; }
+teardown() { cluster_teardown; }
 
 @test "kubernetes (cluster simulated, no API server): seed scenario 8 -> 4/4 -> 3/5 -> 0/8, a Job per share, each resize at a step boundary" {
-	echo "# NO Kubernetes API server ran: kubectl is tests/fixtures/k8s/cluster_sim.py (API server, Job controller and kubelet played locally; the pods run the real entrypoint and aah-trial)" >&3
+	cluster_note
 	SEED_PLATFORM=kubernetes
 	SEED_MASTER_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	SEED_BACKEND_YAML="kubernetes:
@@ -74,7 +54,7 @@ aah-runner() {
 	PY
 	grep -c "world size" "$AAH_WORKDIR"/experiments/*/trials/000001/trial.log
 	# a relaunch of the same attempt replaced its finished Job (AlreadyExists, deleted, created)
-	grep -q "delete job .* --cascade=background" "$CLUSTER_SIM_DIR/calls.log"
+	grep -q "delete job .* --cascade=foreground --ignore-not-found --wait=true" "$CLUSTER_SIM_DIR/calls.log"
 	# what the simulated API server answered is in the real format
 	/usr/bin/python3 "$AAH_ROOT/tests/fixtures/k8s/k8s_check.py" --schema-only --quiet "$CLUSTER_SIM_DIR"/answers/*.json
 	# every pod has ended
