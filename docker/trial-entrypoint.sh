@@ -130,7 +130,17 @@ mpi_pod() {
 	done
 	cp "$AAH_MPI_SSH_DIR/hostfile" "$AAH_MPI_HOSTFILE.tmp.$$"
 	mv -f "$AAH_MPI_HOSTFILE.tmp.$$" "$AAH_MPI_HOSTFILE"
-	"$@" && rc=0 || rc=$?
+	# mpirun in the background: the kubelet's SIGTERM (the Job deleted, the
+	# pod preempted) reaches it, and it ends its ranks on every pod
+	"$@" &
+	mpirun=$!
+	trap 'kill -TERM $mpirun $sshd 2>/dev/null || true' TERM INT
+	rc=0
+	wait "$mpirun" || rc=$?
+	while kill -0 "$mpirun" 2>/dev/null; do   # a signal ended the wait, not mpirun
+		rc=0
+		wait "$mpirun" || rc=$?
+	done
 	first=yes
 	for h in $hosts; do
 		if [ "$first" = yes ]; then first=no; continue; fi   # this pod

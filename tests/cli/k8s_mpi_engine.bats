@@ -171,3 +171,36 @@ $ma-worker-1.$ma slots=1" ]
 	[ ! -e "$WORK/aah-work/experiments/rendered/trials/000001/hostfile" ]
 	[ "$(containers_of)" -eq 0 ]
 }
+
+@test "kubernetes mpi: the kubelet's SIGTERM (Job deleted, pod preempted) ends mpirun, both ranks and sshd, not the grace period's SIGKILL" {
+	docker_images
+	mpi_k8s_engine_config
+	sed -i "s/--warmup_1 1 --epochs 1 /--warmup_1 500 --epochs 500 --patience 500 /" c.yml
+	aah-runner render -c c.yml -o json > job.json
+	mkdir -p "$WORK/aah-work/experiments/rendered/trials/000001"
+	chmod 0755 "$WORK"
+	chown -R 1000:1000 "$WORK/aah-work"
+	/usr/bin/python3 "$AAH_ROOT/tests/docker/run_pods.py" "$AAH_DOCKER" job.json "$WORK" > pods.out 2>&1 &
+	RUNNER_PID=$!
+	# both ranks met and train (mpirun forwards each one's budget line)
+	two_trained() { [ "$(grep -c 'budget 500 epochs' job.json.pod0.log 2>/dev/null)" -eq 2 ]; }
+	WAIT_S=300 wait_for two_trained
+	job=k8s-test-rendered-000001-1
+	# what the kubelet does to a pod it stops (preempted, or its Job
+	# deleted): SIGTERM, then SIGKILL after the grace period (here far
+	# longer than any test). The launcher's pod first, alone: its mpirun
+	# must hear it; then the worker's.
+	"$AAH_DOCKER" stop -t 600 "$job-0"
+	"$AAH_DOCKER" stop -t 600 "$job-1"
+	wait "$RUNNER_PID" || true
+	RUNNER_PID=
+	cat pods.out
+	tail -n 5 job.json.pod0.log job.json.pod1.log
+	code0=$(sed -n "s/^pod $job-0: exit //p" pods.out)
+	code1=$(sed -n "s/^pod $job-1: exit //p" pods.out)
+	# ended by the signal it was sent, not killed (137) after the grace period
+	[ -n "$code0" ] && [ "$code0" -ne 0 ] && [ "$code0" -ne 137 ]
+	[ -n "$code1" ] && [ "$code1" -ne 137 ]
+	[ "$(containers_of)" -eq 0 ]
+	! pgrep -f -- "--train_url $WORK/aah-work/experiments/rendered/trials/000001" >/dev/null
+}
