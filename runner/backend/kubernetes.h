@@ -1,6 +1,7 @@
 /* kubernetes.h: the Kubernetes backend: its `kubernetes:` config section,
  * the documents of a trial (an Indexed Job and, for multi-node trials, its
- * headless Service) built as cJSON from the launch contract, names that are
+ * headless Service; for trial.launcher: mpi first a Secret of ssh keys,
+ * kubernetes_mpi.c) built as cJSON from the launch contract, names that are
  * always valid DNS labels, YAML output, and reading a Job's status back
  * (kubernetes_spec.c, kubernetes_yaml.c); trials run as Jobs through
  * kubectl (kubernetes.c, backend_kubernetes). */
@@ -140,6 +141,9 @@ char *kubernetes_mpi_secret_name(const char *job);
 cJSON *kubernetes_spec_metadata(const struct aah_config *cfg, const struct kubernetes_config *kc,
 				const struct aah_launch *l, const char *name, const char *component);
 void kubernetes_env_literal(cJSON *env, const char *name, const char *value);
+/* A literal for the kubelet: "$(" and "$$" would be expanded, so the '$'
+ * before '(' and '$' is doubled. The caller frees it. */
+char *kubernetes_escape_expansion(const char *s);
 void kubernetes_env_field(cJSON *env, const char *name, const char *field_path);
 /* The fieldPath of a pod's completion index. */
 #define KUBERNETES_COMPLETION_INDEX "metadata.annotations['batch.kubernetes.io/job-completion-index']"

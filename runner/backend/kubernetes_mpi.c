@@ -48,16 +48,9 @@ cJSON *kubernetes_mpi_args(const struct aah_launch *l)
 			i++;
 			continue;
 		}
-		/* a literal for the kubelet: "$(" and "$$" doubled */
-		struct strbuf sb = STRBUF_INIT;
-		strbuf_addstr(&sb, "");
-		for (const char *s = a->v[i]; *s; s++) {
-			if (*s == '$' && (s[1] == '(' || s[1] == '$'))
-				strbuf_addch(&sb, '$');
-			strbuf_addch(&sb, *s);
-		}
-		cJSON_AddItemToArray(args, cJSON_CreateString(sb.buf));
-		strbuf_release(&sb);
+		char *v = kubernetes_escape_expansion(a->v[i]);
+		cJSON_AddItemToArray(args, cJSON_CreateString(v));
+		free(v);
 	}
 	return args;
 }

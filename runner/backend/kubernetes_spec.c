@@ -86,9 +86,7 @@ void kubernetes_trial_hosts(const char *job, unsigned nodes, char **hosts)
 
 /* ---- $(VAR) forms ---------------------------------------------------------- */
 
-/* A literal for the kubelet: "$(" and "$$" would be expanded, so double
- * the '$' before '(' and '$'. */
-static char *escape_expansion(const char *s)
+char *kubernetes_escape_expansion(const char *s)
 {
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addstr(&sb, "");
@@ -167,7 +165,7 @@ static void add_env_index(cJSON *env, const char *name)
 
 void kubernetes_env_literal(cJSON *env, const char *name, const char *value)
 {
-	char *v = escape_expansion(value);
+	char *v = kubernetes_escape_expansion(value);
 	add_env_value(env, name, v);
 	free(v);
 }
@@ -186,13 +184,13 @@ static cJSON *pod_env(const struct aah_launch *l, int resume_on_replace)
 			   env_is(entry, "RANK_ID") || env_is(entry, "TF_TASK_INDEX")) {
 			add_env_index(env, name);
 		} else if (env_is(entry, "MA_CURRENT_INSTANCE_NAME")) {
-			char *job = escape_expansion(l->job_name);
+			char *job = kubernetes_escape_expansion(l->job_name);
 			char *v = xstrfmt("%s-worker-$(VC_TASK_INDEX)", job);
 			add_env_value(env, name, v);
 			free(v);
 			free(job);
 		} else if (env_is(entry, "TF_CONFIG")) {
-			char *v = escape_expansion(eq + 1);
+			char *v = kubernetes_escape_expansion(eq + 1);
 			char *at = strstr(v, "\"index\":0}");
 			struct strbuf sb = STRBUF_INIT;
 			if (at) {
@@ -205,7 +203,7 @@ static cJSON *pod_env(const struct aah_launch *l, int resume_on_replace)
 			strbuf_release(&sb);
 			free(v);
 		} else {
-			char *v = escape_expansion(eq + 1);
+			char *v = kubernetes_escape_expansion(eq + 1);
 			add_env_value(env, name, v);
 			free(v);
 		}
@@ -232,7 +230,7 @@ static cJSON *pod_args(const struct aah_launch *l)
 		else if (!strcmp(prev, "--task_index"))
 			v = xstrdup("$(VC_TASK_INDEX)");
 		else
-			v = escape_expansion(r0->argv.v[i]);
+			v = kubernetes_escape_expansion(r0->argv.v[i]);
 		cJSON_AddItemToArray(args, cJSON_CreateString(v));
 		free(v);
 	}
