@@ -367,7 +367,7 @@ Test(k8s, mpi_secret_pods_and_the_contracts_mpirun)
 	struct launch_params lp = {
 		.cfg = &cfg, .expdir = "/userhome/w/experiments/abcdefgh", .workdir = "/userhome/w",
 		.experiment_id = "abcdefgh", .trial_seq = 4, .attempt = 1,
-		.hosts = (const char *const *)hosts, .port = 29500, .gpus = "0,1,2,3",
+		.hosts = (const char *const *)hosts, .port = 29500, .gpus = "0,1,2,3", .resume = 1,
 	};
 	launch_build(&l, &lp);
 	free(hosts[0]);
@@ -405,6 +405,9 @@ Test(k8s, mpi_secret_pods_and_the_contracts_mpirun)
 		n++;
 	}
 	cr_assert_eq(n, l.mpirun_argv.n - 2);
+	/* a relaunch: the trial command in mpirun's tail resumes */
+	cr_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "args"), (int)n - 1)->valuestring,
+			 "--resume");
 	cr_assert_null(find_env(c, "RANK_ID"));
 	cr_assert_null(find_env(c, "CUDA_VISIBLE_DEVICES"));
 	cr_assert_str_eq(cJSON_GetObjectItem(find_env(c, "AAH_MPI_ROLE"), "value")->valuestring, "pod");
