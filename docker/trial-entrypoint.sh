@@ -12,7 +12,7 @@
 # and the value after --rank replaced by its RANK_ID; wait for all of them and
 # exit with the first non-zero status (SIGTERM is passed on to them).
 #
-# MPI mode (trial.launcher: mpi, AAH_MPI_ROLE set by the docker backend;
+# MPI mode (trial.launcher: mpi, AAH_MPI_ROLE set by the docker or kubernetes backend;
 # keys and configs in AAH_MPI_SSH_DIR, made per attempt by the runner):
 #   worker    the command is sshd -D; it runs until the launcher writes
 #             $AAH_MPI_SSH_DIR/done (then exit 0) or sshd dies (its status).
@@ -20,6 +20,16 @@
 #             written its pid file (it listens then; at most AAH_MPI_WAIT_S
 #             seconds, default 120), runs the command (mpirun), writes done
 #             and exits with mpirun's status.
+#   pod       Kubernetes (every pod of the trial's Indexed Job; keys,
+#             configs and the hostfile from the trial's Secret, mounted
+#             read-only at AAH_MPI_SSH_DIR): every pod runs sshd on its pod
+#             IP (AAH_POD_IP). The pod of completion index 0 (AAH_MPI_INDEX)
+#             is the launcher too: it waits until the sshd of every host of
+#             the hostfile answers over ssh (at most AAH_MPI_WAIT_S seconds),
+#             writes the hostfile to AAH_MPI_HOSTFILE, runs the command
+#             (mpirun), tells every other pod over ssh that it is done and
+#             exits with mpirun's status; the others exit 0 when told, or
+#             with sshd's status if it dies first.
 set -eu
 
 contract() {
@@ -74,15 +84,73 @@ mpi_launcher() {
 	exit "$rc"
 }
 
-case ${AAH_MPI_ROLE:-} in
-'') ;;
-worker) mpi_worker "$@" ;;
-launcher) mpi_launcher "$@" ;;
-*)
-	echo "aah-entrypoint: AAH_MPI_ROLE='$AAH_MPI_ROLE' is neither launcher nor worker" >&2
-	exit 2
-	;;
-esac
+# The pod's sshd; the launcher's ssh to host $1 with command $2...
+mpi_run=/tmp/aah-mpi
+mpi_ssh() {
+	ssh -F "$AAH_MPI_SSH_DIR/config" "$@"
+}
+
+mpi_pod() {
+	contract "$@"
+	mkdir -p "$mpi_run"
+	rm -f "$mpi_run/done"
+	/usr/sbin/sshd -D -e -f "$AAH_MPI_SSH_DIR/sshd_config" \
+		-o "ListenAddress=${AAH_POD_IP:?aah-entrypoint: AAH_POD_IP (the pod IP) is not set}" \
+		-o "PidFile=$mpi_run/sshd.pid" &
+	sshd=$!
+	trap 'kill -TERM $sshd 2>/dev/null || true' TERM INT
+	if [ "${AAH_MPI_INDEX:?aah-entrypoint: AAH_MPI_INDEX is not set}" != 0 ]; then
+		while kill -0 "$sshd" 2>/dev/null && [ ! -e "$mpi_run/done" ]; do
+			sleep 0.5
+		done
+		if [ -e "$mpi_run/done" ]; then
+			kill -TERM "$sshd" 2>/dev/null || true
+			wait "$sshd" || true
+			exit 0
+		fi
+		wait "$sshd" && rc=0 || rc=$?
+		echo "aah-entrypoint: sshd exited with status $rc before the launcher was done" >&2
+		exit "$rc"
+	fi
+	hosts=$(sed 's/[[:space:]].*//' "$AAH_MPI_SSH_DIR/hostfile")
+	limit=${AAH_MPI_WAIT_S:-600} start=$(date +%s)
+	for h in $hosts; do
+		until mpi_ssh -o ConnectTimeout=5 "$h" true 2>"$mpi_run/ssh.err"; do
+			if ! kill -0 "$sshd" 2>/dev/null; then
+				echo "aah-entrypoint: this pod's sshd died" >&2
+				exit 1
+			fi
+			if [ $(($(date +%s) - start)) -ge "$limit" ]; then
+				echo "aah-entrypoint: the sshd of $h did not answer within $limit s: $(tail -n 1 "$mpi_run/ssh.err")" >&2
+				exit 1
+			fi
+			sleep 1
+		done
+		echo "aah-entrypoint: the sshd of $h answers"
+	done
+	cp "$AAH_MPI_SSH_DIR/hostfile" "$AAH_MPI_HOSTFILE.tmp.$$"
+	mv -f "$AAH_MPI_HOSTFILE.tmp.$$" "$AAH_MPI_HOSTFILE"
+	# mpirun in the background: the kubelet's SIGTERM (the Job deleted, the
+	# pod preempted) reaches it, and it ends its ranks on every pod
+	"$@" &
+	mpirun=$!
+	trap 'kill -TERM $mpirun $sshd 2>/dev/null || true' TERM INT
+	rc=0
+	wait "$mpirun" || rc=$?
+	while kill -0 "$mpirun" 2>/dev/null; do   # a signal ended the wait, not mpirun
+		rc=0
+		wait "$mpirun" || rc=$?
+	done
+	first=yes
+	for h in $hosts; do
+		if [ "$first" = yes ]; then first=no; continue; fi   # this pod
+		mpi_ssh "$h" touch "$mpi_run/done" ||
+			echo "aah-entrypoint: could not tell $h that mpirun is done" >&2
+	done
+	kill -TERM "$sshd" 2>/dev/null || true
+	wait "$sshd" || true
+	exit "$rc"
+}
 
 # Kubernetes: a pod that replaces a preempted or evicted one (the Job
 # controller's count of this index's ignored failures, AAH_INDEX_PREEMPTIONS,
@@ -104,6 +172,17 @@ if [ "${AAH_RESUME_ON_REPLACE:-}" = 1 ]; then
 		set -- "$@" --resume
 	fi
 fi
+
+case ${AAH_MPI_ROLE:-} in
+'') ;;
+worker) mpi_worker "$@" ;;
+launcher) mpi_launcher "$@" ;;
+pod) mpi_pod "$@" ;;
+*)
+	echo "aah-entrypoint: AAH_MPI_ROLE='$AAH_MPI_ROLE' is neither launcher, worker nor pod" >&2
+	exit 2
+	;;
+esac
 
 procs=${AAH_PROCS_PER_POD:-1}
 case $procs in

@@ -14,6 +14,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <openssl/crypto.h> /* OPENSSL_cleanse */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ struct kubernetes_priv {
 	cJSON *list;            /* the last `get jobs` answer */
 	double list_at;         /* monotonic time of that answer; 0 = none */
 	double interval;        /* poll interval now (grows while kubectl fails) */
+	int mpi;                /* trial.launcher: mpi: each Job has a Secret "<job>-ssh" */
 };
 
 enum kubectl_result { KUBECTL_OK = 0, KUBECTL_TRANSIENT = -1, KUBECTL_PERMANENT = -2,
@@ -156,6 +158,7 @@ static int kubernetes_init(struct aah_backend_ctx *ctx)
 	p->selector = xstrfmt("aah.io/experiment=%s", label);
 	free(label);
 	p->interval = p->kc.poll_interval;
+	p->mpi = !strcmp(ctx->cfg->trial.launcher, "mpi");
 	ctx->priv = p;
 	return 0;
 }
@@ -198,12 +201,22 @@ static int kubernetes_place(struct aah_backend_ctx *ctx, unsigned trial_seq, uns
 	return 0;
 }
 
+/* What a Job leaves beside it: its Service and, with trial.launcher: mpi,
+ * its ssh key Secret (no ownerReference can tie them to a Job that does
+ * not exist yet, so they go by name when the Job does). */
 static void delete_service(struct kubernetes_priv *p, const char *job, long retries)
 {
 	const char *const svc[] = { "delete", "service", job, "--ignore-not-found", "--wait=false",
 				    NULL };
 	int was_quiet = util_set_quiet(1);
 	kubectl(p, svc, NULL, NULL, retries);
+	if (p->mpi) {
+		char *name = kubernetes_mpi_secret_name(job);
+		const char *const sec[] = { "delete", "secret", name, "--ignore-not-found",
+					    "--wait=false", NULL };
+		kubectl(p, sec, NULL, NULL, retries);
+		free(name);
+	}
 	util_set_quiet(was_quiet);
 }
 
@@ -244,6 +257,30 @@ static int replace_finished(struct kubernetes_priv *p, const char *name)
 	return 1;
 }
 
+/* trial.launcher: mpi: a Secret of this name that no unfinished Job uses
+ * is a leftover (a runner that died between creating it and its Job, or
+ * before it deleted it): it goes, so that the create below makes the Secret
+ * with this submission's fresh keys and never meets a stale one. */
+static void delete_stale_secret(struct kubernetes_priv *p, const char *name)
+{
+	p->list_at = 0;
+	int was_quiet = util_set_quiet(1);
+	int ok = refresh(p) == 0;
+	const cJSON *it = ok ? listed(p, name) : NULL;
+	struct aah_job_status st = { .job = name };
+	long ready, want;
+	if (it)
+		kubernetes_job_state(it, &st, &ready, &want);
+	if (ok && (!it || st.state == AAH_JOB_SUCCEEDED || st.state == AAH_JOB_FAILED ||
+			       st.state == AAH_JOB_TIMEOUT)) {
+		char *sec = kubernetes_mpi_secret_name(name);
+		const char *const del[] = { "delete", "secret", sec, "--ignore-not-found", NULL };
+		kubectl(p, del, NULL, NULL, p->kc.kubectl_retries);
+		free(sec);
+	}
+	util_set_quiet(was_quiet);
+}
+
 static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
 {
 	struct kubernetes_priv *p = ctx->priv;
@@ -255,7 +292,10 @@ static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launc
 		return -1;
 	}
 	char *text = kubernetes_json_emit(docs);
+	kubernetes_mpi_scrub(docs);
 	cJSON_Delete(docs);
+	if (p->mpi)
+		delete_stale_secret(p, name);
 	/* Journal the name first: a runner that dies during the create finds
 	 * the Job (or its absence) on resume. */
 	int r = backend_notify_submitted(ctx, name);
@@ -289,6 +329,7 @@ static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launc
 			r = -1;
 		}
 	}
+	OPENSSL_cleanse(text, strlen(text)); /* the Secret's private keys */
 	free(text);
 	if (r < 0) {
 		free(name);
@@ -735,7 +776,8 @@ static int kubernetes_check_config(const struct aah_config *cfg)
 const struct aah_backend backend_kubernetes = {
 	.name = "kubernetes",
 	.help = "Kubernetes backend settings",
-	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER | AAH_CAP_ELASTIC,
+	.caps = AAH_CAP_MULTINODE | AAH_CAP_GPU | AAH_CAP_REATTACH | AAH_CAP_CONTAINER | AAH_CAP_ELASTIC |
+		AAH_CAP_MPI,
 	.mpi_hosts = LAUNCH_MPI_NAMED,
 	.config_keys = kubernetes_config_keys,
 	.config_size = sizeof(struct kubernetes_config),

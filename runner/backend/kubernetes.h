@@ -1,6 +1,7 @@
 /* kubernetes.h: the Kubernetes backend: its `kubernetes:` config section,
  * the documents of a trial (an Indexed Job and, for multi-node trials, its
- * headless Service) built as cJSON from the launch contract, names that are
+ * headless Service; for trial.launcher: mpi first a Secret of ssh keys,
+ * kubernetes_mpi.c) built as cJSON from the launch contract, names that are
  * always valid DNS labels, YAML output, and reading a Job's status back
  * (kubernetes_spec.c, kubernetes_yaml.c); trials run as Jobs through
  * kubectl (kubernetes.c, backend_kubernetes). */
@@ -47,6 +48,7 @@ struct kubernetes_config {
 	long kubectl_retries;      /* extra tries of a transient kubectl failure */
 	char *submit;              /* create | apply */
 	double result_wait;        /* seconds a Complete Job may wait for result.json to show */
+	long ssh_port;             /* trial.launcher: mpi: the port of every pod's sshd */
 };
 
 extern const struct cfg_key kubernetes_config_keys[];
@@ -110,6 +112,41 @@ void kubernetes_trial_hosts(const char *job, unsigned nodes, char **hosts);
  * Fails when the contract has a rank-dependent value with no such form. */
 int kubernetes_spec_trial(const struct aah_config *cfg, const struct kubernetes_config *kc,
 			  const struct aah_launch *l, const char *job, cJSON **docs);
+
+/* trial.launcher: mpi (kubernetes_mpi.c). Every pod of the trial's Indexed
+ * Job runs sshd (on its pod IP, kubernetes.sshPort); index 0 is also the
+ * launcher: it waits until every pod's sshd answers over ssh, writes the
+ * contract's hostfile (ModelArts host names, which the ssh config maps to
+ * the pods' DNS names) and runs the contract's mpirun. The keys come from
+ * a Secret "<job>-ssh" made anew for every rendering.
+ *   kubernetes_mpi_args: the pod args, the contract's mpirun argv.
+ *   kubernetes_mpi_secret: the Secret (fresh key pairs; NULL on error).
+ *   kubernetes_mpi_pod_add: its volume, mount and env in the pod spec.
+ *   kubernetes_mpi_scrub: overwrites the Secret's data in docs before they
+ *   are freed (the private key stays only as long as it is needed).
+ *   kubernetes_mpi_secret_name: "<job>-ssh"; the caller frees it. */
+cJSON *kubernetes_mpi_args(const struct aah_launch *l);
+cJSON *kubernetes_mpi_secret(const struct aah_config *cfg, const struct kubernetes_config *kc,
+			     const struct aah_launch *l, const char *job);
+void kubernetes_mpi_pod_add(const struct kubernetes_config *kc, const struct aah_launch *l,
+			    const char *job, cJSON *pod_spec, cJSON *container);
+void kubernetes_mpi_scrub(cJSON *docs);
+char *kubernetes_mpi_secret_name(const char *job);
+#define KUBERNETES_MPI_SSH_DIR "/etc/aah-mpi"
+
+/* Parts of the documents kubernetes_spec.c builds that the MPI form shares:
+ * the metadata of an object of the trial (labels with the component, the
+ * annotations), an env entry with a literal value (escaped for the
+ * kubelet's $(VAR) expansion) or from a fieldRef. */
+cJSON *kubernetes_spec_metadata(const struct aah_config *cfg, const struct kubernetes_config *kc,
+				const struct aah_launch *l, const char *name, const char *component);
+void kubernetes_env_literal(cJSON *env, const char *name, const char *value);
+/* A literal for the kubelet: "$(" and "$$" would be expanded, so the '$'
+ * before '(' and '$' is doubled. The caller frees it. */
+char *kubernetes_escape_expansion(const char *s);
+void kubernetes_env_field(cJSON *env, const char *name, const char *field_path);
+/* The fieldPath of a pod's completion index. */
+#define KUBERNETES_COMPLETION_INDEX "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
 /* Documents as YAML ("---" between documents), in kubectl's layout; and as
  * one JSON value (a v1 List when there are several). */

@@ -85,6 +85,9 @@ const struct cfg_key kubernetes_config_keys[] = {
 	  "extra tries of a kubectl call that failed for a transient reason" },
 	{ "resultWait", CFG_DURATION, K(result_wait), CFG_RANGE(0, CFG_DAY), NULL, NULL, "1m",
 	  "how long a completed trial waits for its result.json to appear over NFS" },
+	{ "sshPort", CFG_INT, K(ssh_port), CFG_RANGE(1024, 65535), NULL, NULL, "2222",
+	  "trial.launcher: mpi: port of each trial pod's sshd (the pods run as non-root users: "
+	  "1024 or above)" },
 	{ "submit", CFG_ENUM, K(submit), 0, submit_modes, NULL, "create",
 	  "kubectl create (fails on a name clash) or apply" },
 	{ NULL },

@@ -87,9 +87,7 @@ void kubernetes_trial_hosts(const char *job, unsigned nodes, char **hosts)
 
 /* ---- $(VAR) forms ---------------------------------------------------------- */
 
-/* A literal for the kubelet: "$(" and "$$" would be expanded, so double
- * the '$' before '(' and '$'. */
-static char *escape_expansion(const char *s)
+char *kubernetes_escape_expansion(const char *s)
 {
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addstr(&sb, "");
@@ -128,7 +126,7 @@ static char *expand(const char *s, const struct strvec *env)
 	return strbuf_detach(&sb, NULL);
 }
 
-#define COMPLETION_INDEX "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+#define COMPLETION_INDEX KUBERNETES_COMPLETION_INDEX
 
 static int env_is(const char *entry, const char *name)
 {
@@ -151,14 +149,26 @@ static void add_env_value(cJSON *env, const char *name, const char *value)
 	cJSON_AddItemToArray(env, e);
 }
 
-static void add_env_index(cJSON *env, const char *name)
+void kubernetes_env_field(cJSON *env, const char *name, const char *field_path)
 {
 	cJSON *e = cJSON_CreateObject();
 	cJSON_AddStringToObject(e, "name", name);
 	cJSON *fr = cJSON_AddObjectToObject(cJSON_AddObjectToObject(e, "valueFrom"), "fieldRef");
 	cJSON_AddStringToObject(fr, "apiVersion", "v1");
-	cJSON_AddStringToObject(fr, "fieldPath", COMPLETION_INDEX);
+	cJSON_AddStringToObject(fr, "fieldPath", field_path);
 	cJSON_AddItemToArray(env, e);
+}
+
+static void add_env_index(cJSON *env, const char *name)
+{
+	kubernetes_env_field(env, name, COMPLETION_INDEX);
+}
+
+void kubernetes_env_literal(cJSON *env, const char *name, const char *value)
+{
+	char *v = kubernetes_escape_expansion(value);
+	add_env_value(env, name, v);
+	free(v);
 }
 
 /* The env list of the pod template, from rank 0's contract. */
@@ -175,13 +185,13 @@ static cJSON *pod_env(const struct aah_launch *l, int resume_on_replace)
 			   env_is(entry, "RANK_ID") || env_is(entry, "TF_TASK_INDEX")) {
 			add_env_index(env, name);
 		} else if (env_is(entry, "MA_CURRENT_INSTANCE_NAME")) {
-			char *job = escape_expansion(l->job_name);
+			char *job = kubernetes_escape_expansion(l->job_name);
 			char *v = xstrfmt("%s-worker-$(VC_TASK_INDEX)", job);
 			add_env_value(env, name, v);
 			free(v);
 			free(job);
 		} else if (env_is(entry, "TF_CONFIG")) {
-			char *v = escape_expansion(eq + 1);
+			char *v = kubernetes_escape_expansion(eq + 1);
 			char *at = strstr(v, "\"index\":0}");
 			struct strbuf sb = STRBUF_INIT;
 			if (at) {
@@ -194,7 +204,7 @@ static cJSON *pod_env(const struct aah_launch *l, int resume_on_replace)
 			strbuf_release(&sb);
 			free(v);
 		} else {
-			char *v = escape_expansion(eq + 1);
+			char *v = kubernetes_escape_expansion(eq + 1);
 			add_env_value(env, name, v);
 			free(v);
 		}
@@ -221,7 +231,7 @@ static cJSON *pod_args(const struct aah_launch *l)
 		else if (!strcmp(prev, "--task_index"))
 			v = xstrdup("$(VC_TASK_INDEX)");
 		else
-			v = escape_expansion(r0->argv.v[i]);
+			v = kubernetes_escape_expansion(r0->argv.v[i]);
 		cJSON_AddItemToArray(args, cJSON_CreateString(v));
 		free(v);
 	}
@@ -347,8 +357,8 @@ static cJSON *annotations(const struct aah_config *cfg, const struct aah_launch 
 	return o;
 }
 
-static cJSON *metadata(const struct aah_config *cfg, const struct kubernetes_config *kc,
-		       const struct aah_launch *l, const char *job, const char *component)
+cJSON *kubernetes_spec_metadata(const struct aah_config *cfg, const struct kubernetes_config *kc,
+				const struct aah_launch *l, const char *job, const char *component)
 {
 	cJSON *m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "name", job);
@@ -364,7 +374,7 @@ static cJSON *service(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON *s = cJSON_CreateObject();
 	cJSON_AddStringToObject(s, "apiVersion", "v1");
 	cJSON_AddStringToObject(s, "kind", "Service");
-	cJSON_AddItemToObject(s, "metadata", metadata(cfg, kc, l, job, "trial-hosts"));
+	cJSON_AddItemToObject(s, "metadata", kubernetes_spec_metadata(cfg, kc, l, job, "trial-hosts"));
 	cJSON *spec = cJSON_AddObjectToObject(s, "spec");
 	cJSON_AddStringToObject(spec, "clusterIP", "None");
 	cJSON_AddBoolToObject(spec, "publishNotReadyAddresses", 1);
@@ -375,7 +385,16 @@ static cJSON *service(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON_AddNumberToObject(port, "port", l->port);
 	cJSON_AddNumberToObject(port, "targetPort", l->port);
 	cJSON_AddStringToObject(port, "protocol", "TCP");
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, "ports"), port);
+	cJSON *ports = cJSON_AddArrayToObject(spec, "ports");
+	cJSON_AddItemToArray(ports, port);
+	if (l->mpi) {
+		port = cJSON_CreateObject();
+		cJSON_AddStringToObject(port, "name", "ssh");
+		cJSON_AddNumberToObject(port, "port", kc->ssh_port);
+		cJSON_AddNumberToObject(port, "targetPort", kc->ssh_port);
+		cJSON_AddStringToObject(port, "protocol", "TCP");
+		cJSON_AddItemToArray(ports, port);
+	}
 	return s;
 }
 
@@ -459,7 +478,10 @@ static cJSON *pod_spec(const struct kubernetes_config *kc, const struct aah_laun
 					"claimName", kc->claim_name);
 	}
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "volumes"), vol);
-	kubernetes_pod_add(kc, l, ps, cJSON_GetArrayItem(cJSON_GetObjectItem(ps, "containers"), 0));
+	cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(ps, "containers"), 0);
+	kubernetes_pod_add(kc, l, ps, c0);
+	if (l->mpi)
+		kubernetes_mpi_pod_add(kc, l, job, ps, c0);
 	return ps;
 }
 
@@ -498,7 +520,7 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_conf
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "apiVersion", "batch/v1");
 	cJSON_AddStringToObject(j, "kind", "Job");
-	cJSON_AddItemToObject(j, "metadata", metadata(cfg, kc, l, job, "trial"));
+	cJSON_AddItemToObject(j, "metadata", kubernetes_spec_metadata(cfg, kc, l, job, "trial"));
 	cJSON *spec = cJSON_AddObjectToObject(j, "spec");
 	cJSON_AddStringToObject(spec, "completionMode", "Indexed");
 	cJSON_AddNumberToObject(spec, "completions", l->nodes);
@@ -529,23 +551,69 @@ static cJSON *job_doc(const struct aah_config *cfg, const struct kubernetes_conf
 	return j;
 }
 
+/* The MPI form: one pod env for every pod (the contract's env is the same
+ * for every rank: mpirun forwards it with -x), the args are the contract's
+ * mpirun; every name and argument must come out of the kubelet as the
+ * contract has it. */
+static int check_mpi_template(const struct aah_launch *l, const cJSON *env, const cJSON *args)
+{
+	struct strvec ge = STRVEC_INIT, ga = STRVEC_INIT;
+	int bad = 0;
+	simulate(l, env, args, 0, 0, &ge, &ga);
+	const struct strvec *want = &l->ranks[0].env;
+	for (size_t i = 0; i < want->n && !bad; i++) {
+		const char *eq = strchr(want->v[i], '=');
+		char *name = xstrndup(want->v[i], (size_t)(eq - want->v[i]));
+		const char *got = strvec_getenv(&ge, name);
+		if (strcmp(name, "CUDA_VISIBLE_DEVICES") && (!got || strcmp(got, eq + 1)))
+			bad = error("kubernetes: the MPI pods would get %s=%s instead of '%s'", name,
+				    got ? got : "(unset)", eq + 1);
+		free(name);
+	}
+	/* the mpirun argv, less the forwarding of the launcher's devices */
+	size_t k = 0;
+	for (size_t i = 0; i < l->mpirun_argv.n && !bad; i++) {
+		if (!strcmp(l->mpirun_argv.v[i], "-x") && i + 1 < l->mpirun_argv.n &&
+		    !strcmp(l->mpirun_argv.v[i + 1], "CUDA_VISIBLE_DEVICES")) {
+			i++;
+			continue;
+		}
+		if (k >= ga.n || strcmp(ga.v[k], l->mpirun_argv.v[i]))
+			bad = error("kubernetes: the MPI launcher would run '%s' instead of '%s'",
+				    k < ga.n ? ga.v[k] : "(nothing)", l->mpirun_argv.v[i]);
+		k++;
+	}
+	if (!bad && k != ga.n)
+		bad = error("kubernetes: the MPI launcher would get %zu arguments instead of %zu", ga.n, k);
+	strvec_clear(&ge);
+	strvec_clear(&ga);
+	return bad ? -1 : 0;
+}
+
 int kubernetes_spec_trial(const struct aah_config *cfg, const struct kubernetes_config *kc,
 			  const struct aah_launch *l, const char *job, cJSON **docs)
 {
 	*docs = NULL;
-	/* Its pods have no sshd for mpirun, and an mpi contract leaves the
-	 * rank to mpirun: rendered, every pod would be rank 0. */
-	if (l->mpi)
-		return error("%s: 'trial.launcher' mpi runs on the local, docker and slurm backends only "
-			     "(kubernetes cannot start mpirun yet; use launcher: direct)",
-			     cfg->path ? cfg->path : "config");
-	cJSON *env = pod_env(l, cfg->trial.resume_on_retry), *args = pod_args(l);
-	if (check_template(l, env, args) < 0) {
+	/* An mpi contract leaves the rank to mpirun: one process per pod
+	 * (config_validate refuses processMode device with it). */
+	if (l->mpi && l->per_device)
+		BUG("kubernetes: trial.launcher mpi with processMode device was not refused");
+	cJSON *env = pod_env(l, cfg->trial.resume_on_retry);
+	cJSON *args = l->mpi ? kubernetes_mpi_args(l) : pod_args(l);
+	if ((l->mpi ? check_mpi_template(l, env, args) : check_template(l, env, args)) < 0) {
+		cJSON_Delete(env);
+		cJSON_Delete(args);
+		return -1;
+	}
+	cJSON *secret = NULL;
+	if (l->mpi && !(secret = kubernetes_mpi_secret(cfg, kc, l, job))) {
 		cJSON_Delete(env);
 		cJSON_Delete(args);
 		return -1;
 	}
 	*docs = cJSON_CreateArray();
+	if (secret)
+		cJSON_AddItemToArray(*docs, secret);
 	if (l->nodes > 1)
 		cJSON_AddItemToArray(*docs, service(cfg, kc, l, job));
 	cJSON_AddItemToArray(*docs, job_doc(cfg, kc, l, job, env, args));

@@ -76,8 +76,8 @@ int backend_check_config(const struct aah_config *cfg)
 	const struct aah_backend *b = backend_find(cfg->platform);
 	/* A backend with AAH_CAP_MPI starts the one mpirun (docker: in rank 0's
 	 * container, over ssh to sshd in the others; slurm: in the batch step
-	 * over the allocation); kubernetes has no sshd for it to reach the
-	 * other ranks through. */
+	 * over the allocation; kubernetes: in the pod of index 0, over ssh to
+	 * sshd in every pod); one without it cannot. */
 	if (!strcmp(cfg->trial.launcher, "mpi") && b && !(b->caps & AAH_CAP_MPI)) {
 		const struct ynode *n = ynode_get(ynode_get(cfg->root, "trial"), "launcher");
 		char *can = backend_names_with(AAH_CAP_MPI);

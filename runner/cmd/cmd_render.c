@@ -1,6 +1,7 @@
 /* cmd_render.c: `render`: print the Kubernetes documents of one trial
- * (headless Service + Indexed Job) for `kubectl apply -f -`, exactly as the
- * kubernetes backend would submit them. */
+ * (headless Service + Indexed Job; with trial.launcher: mpi, first the
+ * Secret of its ssh keys, made anew for every render) for `kubectl apply
+ * -f -`, exactly as the kubernetes backend would submit them. */
 #include "runner/cmd/cmd.h"
 #include "fileio.h"
 #include "jsonfile.h"
@@ -66,6 +67,7 @@ static int render(const struct aah_config *cfg, const char *exp_id, const char *
 		fputs(strbuf_str(&sb), stdout);
 		strbuf_release(&sb);
 	}
+	kubernetes_mpi_scrub(docs);
 	cJSON_Delete(docs);
 	launch_release(&l);
 	cJSON_Delete(params);

@@ -67,7 +67,8 @@ teardown() { teardown_workdir; }
 @test "the Role grants exactly the verbs of the kubectl calls the runner makes" {
 	export FAKE_KUBECTL_DIR=$WORK/fake PATH="$K8S/bin:$PATH" FAKE_POD_RESULT=succeeded
 	mkdir -p "$FAKE_KUBECTL_DIR/script"
-	for mode in create apply; do
+	for run in create:direct apply:direct create:mpi apply:mpi; do
+		mode=${run%:*}
 		cat > c.yml <<-EOF
 		experimentName: k8s-test
 		trainingServicePlatform: kubernetes
@@ -78,6 +79,7 @@ teardown() { teardown_workdir; }
 		  nodes: 2
 		  gpuNum: 1
 		  timeout: 1s
+		  launcher: ${run#*:}
 		pool:
 		  devices: quota
 		  maxDevices: 2
@@ -93,18 +95,29 @@ teardown() { teardown_workdir; }
 		echo pods-succeeded > "$FAKE_KUBECTL_DIR/script/get-pod"
 		aah-runner create -c c.yml >/dev/null
 	done
-	# API verbs per kubectl call (kubectl apply reads, then creates or patches;
+	# API verbs per kubectl call (kubectl apply reads, then creates or patches
+	# each kind it was given: the Job, Service and, for mpi, the key Secret;
 	# kubectl logs reads the pod, then its log).
-	awk '{ sub(/^(--[^ ]* )*/, "") }
-	     /^create -f -/ { print "batch/jobs create"; print "core/services create" }
-	     /^apply -f -/  { print "batch/jobs get"; print "batch/jobs create"; print "batch/jobs patch";
-	                      print "core/services get"; print "core/services create"; print "core/services patch" }
-	     /^get jobs -l/ { print "batch/jobs list" }
-	     /^get pods -l/ { print "core/pods list" }
-	     /^logs /       { print "core/pods get"; print "core/pods/log get" }
-	     /^delete job / { print "batch/jobs delete" }
-	     /^delete service / { print "core/services delete" }
-	     /^get resourcequota/ { print "core/resourcequotas list" }' "$FAKE_KUBECTL_DIR/calls.log" | sort -u > used.txt
+	/usr/bin/python3 - "$FAKE_KUBECTL_DIR" <<-'EOF' | sort -u > used.txt
+	import json, re, sys
+	d = sys.argv[1]
+	res = {"Job": "batch/jobs", "Service": "core/services", "Secret": "core/secrets"}
+	simple = {"get jobs -l": ["batch/jobs list"], "get pods -l": ["core/pods list"],
+	          "logs ": ["core/pods get", "core/pods/log get"], "delete job ": ["batch/jobs delete"],
+	          "delete service ": ["core/services delete"], "delete secret ": ["core/secrets delete"],
+	          "get resourcequota": ["core/resourcequotas list"]}
+	for n, line in enumerate(open(f"{d}/calls.log").read().splitlines(), 1):
+	    line = re.sub(r"^(--\S* )*", "", line)
+	    verb = line.split(" ")[0]
+	    if line.startswith(("create -f -", "apply -f -")):
+	        doc = json.load(open(f"{d}/stdin.{n}"))
+	        for i in doc["items"] if doc.get("kind") == "List" else [doc]:
+	            for v in ["create"] if verb == "create" else ["get", "create", "patch"]:
+	                print(res[i["kind"]], v)
+	    for prefix, verbs in simple.items():
+	        if line.startswith(prefix):
+	            print("\n".join(verbs))
+	EOF
 	/usr/bin/python3 - "$AAH_ROOT/k8s/rbac.yaml" <<-'EOF' | sort -u > granted.txt
 	import sys, yaml
 	role = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d["kind"] == "Role")
@@ -116,7 +129,7 @@ teardown() { teardown_workdir; }
 	EOF
 	cat used.txt
 	diff -u granted.txt used.txt
-	[ "$(wc -l < used.txt)" -eq 13 ]
+	[ "$(wc -l < used.txt)" -eq 17 ]
 }
 
 @test "Dockerfile: NVIDIA's tag form, stages trial and master, non-root, entrypoints from docker/" {

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/backend/kubernetes.h"
@@ -320,6 +322,124 @@ Test(k8s, template_self_check_refuses_what_it_cannot_express)
 	l.ranks[1].argv.v[1] = xstrdup("--other");
 	cr_assert_eq(kubernetes_spec_trial(&cfg, &kc, &l, "t-abcdefgh-000004-1", &docs), -1);
 	cr_assert(strstr(util_last_error(), "rank 1 would get argument"), "%s", util_last_error());
+	launch_release(&l);
+	kubernetes_config_release(&kc);
+	config_release(&cfg);
+}
+
+static const cJSON *find_env(const cJSON *c, const char *name)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "env"))
+		if (!strcmp(cJSON_GetObjectItem(e, "name")->valuestring, name))
+			return e;
+	return NULL;
+}
+
+static char *secret_value(const cJSON *secret, const char *key)
+{
+	const char *b64 = cJSON_GetObjectItem(cJSON_GetObjectItem(secret, "data"), key)->valuestring;
+	size_t n = strlen(b64);
+	unsigned char *out = xmalloc(n + 1);
+	int len = EVP_DecodeBlock(out, (const unsigned char *)b64, (int)n);
+	cr_assert_geq(len, 0, "data[%s] is not base64", key);
+	while (n && b64[--n] == '=')
+		len--;
+	out[len] = '\0';
+	return (char *)out;
+}
+
+Test(k8s, mpi_secret_pods_and_the_contracts_mpirun)
+{
+	struct aah_config cfg;
+	struct kubernetes_config kc;
+	struct aah_launch l;
+	cJSON *docs, *again;
+	const char *job = "t-abcdefgh-000004-1";
+	load(&cfg, "experimentName: t\ntrainingServicePlatform: kubernetes\n"
+		   "trial:\n  command: aah-trial\n  nodes: 2\n  gpuNum: 2\n  launcher: mpi\n  processMode: node\n"
+		   "kubernetes:\n  claimName: home\n  sshPort: 2022\n");
+	cr_assert_eq(kubernetes_config_load(&cfg, &kc), 0, "%s", util_last_error());
+	cr_assert_eq(kc.ssh_port, 2022);
+	/* the devices a pool would hand: the contract forwards them with -x */
+	char *hosts[2];
+	kubernetes_trial_hosts(job, 2, hosts);
+	struct launch_params lp = {
+		.cfg = &cfg, .expdir = "/userhome/w/experiments/abcdefgh", .workdir = "/userhome/w",
+		.experiment_id = "abcdefgh", .trial_seq = 4, .attempt = 1,
+		.hosts = (const char *const *)hosts, .port = 29500, .gpus = "0,1,2,3", .resume = 1,
+	};
+	launch_build(&l, &lp);
+	free(hosts[0]);
+	free(hosts[1]);
+	cr_assert(l.mpi);
+	int forwards_devices = 0;
+	for (size_t i = 0; i + 1 < l.mpirun_argv.n; i++)
+		forwards_devices |= !strcmp(l.mpirun_argv.v[i + 1], "CUDA_VISIBLE_DEVICES");
+	cr_assert(forwards_devices, "the contract should forward CUDA_VISIBLE_DEVICES here");
+
+	cr_assert_eq(kubernetes_spec_trial(&cfg, &kc, &l, job, &docs), 0, "%s", util_last_error());
+	cr_assert_eq(cJSON_GetArraySize(docs), 3);
+	const cJSON *secret = cJSON_GetArrayItem(docs, 0), *jobdoc = cJSON_GetArrayItem(docs, 2);
+	cr_assert_str_eq(cJSON_GetObjectItem(secret, "kind")->valuestring, "Secret");
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(secret, "metadata"), "name")->valuestring,
+			 "t-abcdefgh-000004-1-ssh");
+	char *id = secret_value(secret, "id_ecdsa"), *cfgtext = secret_value(secret, "config");
+	char *known = secret_value(secret, "known_hosts"), *hostfile = secret_value(secret, "hostfile");
+	cr_assert(strstr(id, "-----BEGIN PRIVATE KEY-----"), "%s", id);
+	cr_assert(strstr(cfgtext, "Host aah-abcdefgh-000004-worker-1.aah-abcdefgh-000004\n"
+				  "    HostName t-abcdefgh-000004-1-1.t-abcdefgh-000004-1\n"), "%s", cfgtext);
+	cr_assert(strstr(cfgtext, "    Port 2022\n"), "%s", cfgtext);
+	cr_assert(strstr(known, "[t-abcdefgh-000004-1-0.t-abcdefgh-000004-1]:2022 ecdsa-sha2-nistp256 "),
+		  "%s", known);
+	cr_assert_str_eq(hostfile, "aah-abcdefgh-000004-worker-0.aah-abcdefgh-000004 slots=1\n"
+				   "aah-abcdefgh-000004-worker-1.aah-abcdefgh-000004 slots=1\n");
+
+	const cJSON *ps = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(jobdoc, "spec"),
+								 "template"), "spec");
+	const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(ps, "containers"), 0), *a, *v;
+	/* the pod args are the contract's mpirun, less the launcher's devices */
+	size_t n = 0;
+	cJSON_ArrayForEach(a, cJSON_GetObjectItem(c, "args")) {
+		cr_assert_str_neq(a->valuestring, "CUDA_VISIBLE_DEVICES");
+		n++;
+	}
+	cr_assert_eq(n, l.mpirun_argv.n - 2);
+	/* a relaunch: the trial command in mpirun's tail resumes */
+	cr_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "args"), (int)n - 1)->valuestring,
+			 "--resume");
+	cr_assert_null(find_env(c, "RANK_ID"));
+	cr_assert_null(find_env(c, "CUDA_VISIBLE_DEVICES"));
+	cr_assert_str_eq(cJSON_GetObjectItem(find_env(c, "AAH_MPI_ROLE"), "value")->valuestring, "pod");
+	cr_assert_not_null(find_env(c, "AAH_POD_IP"));
+	int found = 0;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItem(ps, "volumes")) {
+		const cJSON *sv = cJSON_GetObjectItem(v, "secret");
+		if (!sv)
+			continue;
+		found = 1;
+		cr_assert_str_eq(cJSON_GetObjectItem(sv, "secretName")->valuestring, "t-abcdefgh-000004-1-ssh");
+		cr_assert_eq(cJSON_GetObjectItem(sv, "defaultMode")->valueint, 0400);
+	}
+	cr_assert(found, "no secret volume");
+
+	/* every rendering has keys of its own */
+	cr_assert_eq(kubernetes_spec_trial(&cfg, &kc, &l, job, &again), 0);
+	char *id2 = secret_value(cJSON_GetArrayItem(again, 0), "id_ecdsa");
+	cr_assert_str_neq(id, id2);
+	/* scrubbed: no byte of the encoded keys is left */
+	kubernetes_mpi_scrub(docs);
+	const cJSON *d;
+	cJSON_ArrayForEach(d, cJSON_GetObjectItem(cJSON_GetArrayItem(docs, 0), "data"))
+		for (const char *p = d->valuestring; *p; p++)
+			cr_assert_fail("data[%s] not scrubbed", d->string);
+	free(id);
+	free(id2);
+	free(cfgtext);
+	free(known);
+	free(hostfile);
+	cJSON_Delete(docs);
+	cJSON_Delete(again);
 	launch_release(&l);
 	kubernetes_config_release(&kc);
 	config_release(&cfg);
