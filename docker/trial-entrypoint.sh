@@ -47,15 +47,14 @@ if [ $# -eq 0 ]; then
 	exit 2
 fi
 
-mpi_worker() {
-	contract "$@"
-	"$@" &
-	sshd=$!
-	trap 'kill -TERM $sshd 2>/dev/null || true' TERM INT
-	while kill -0 "$sshd" 2>/dev/null && [ ! -e "$AAH_MPI_SSH_DIR/done" ]; do
+# A worker serves its sshd (pid $sshd) until the launcher says it is done
+# (the file $1): it exits 0 then; an sshd that dies first ends it with the
+# sshd's status.
+sshd_until_done() {
+	while kill -0 "$sshd" 2>/dev/null && [ ! -e "$1" ]; do
 		sleep 0.5
 	done
-	if [ -e "$AAH_MPI_SSH_DIR/done" ]; then
+	if [ -e "$1" ]; then
 		kill -TERM "$sshd" 2>/dev/null || true
 		wait "$sshd" || true
 		exit 0
@@ -63,6 +62,14 @@ mpi_worker() {
 	wait "$sshd" && rc=0 || rc=$?
 	echo "aah-entrypoint: sshd exited with status $rc before the launcher was done" >&2
 	exit "$rc"
+}
+
+mpi_worker() {
+	contract "$@"
+	"$@" &
+	sshd=$!
+	trap 'kill -TERM $sshd 2>/dev/null || true' TERM INT
+	sshd_until_done "$AAH_MPI_SSH_DIR/done"
 }
 
 mpi_launcher() {
@@ -100,17 +107,7 @@ mpi_pod() {
 	sshd=$!
 	trap 'kill -TERM $sshd 2>/dev/null || true' TERM INT
 	if [ "${AAH_MPI_INDEX:?aah-entrypoint: AAH_MPI_INDEX is not set}" != 0 ]; then
-		while kill -0 "$sshd" 2>/dev/null && [ ! -e "$mpi_run/done" ]; do
-			sleep 0.5
-		done
-		if [ -e "$mpi_run/done" ]; then
-			kill -TERM "$sshd" 2>/dev/null || true
-			wait "$sshd" || true
-			exit 0
-		fi
-		wait "$sshd" && rc=0 || rc=$?
-		echo "aah-entrypoint: sshd exited with status $rc before the launcher was done" >&2
-		exit "$rc"
+		sshd_until_done "$mpi_run/done"
 	fi
 	hosts=$(sed 's/[[:space:]].*//' "$AAH_MPI_SSH_DIR/hostfile")
 	limit=${AAH_MPI_WAIT_S:-600} start=$(date +%s)

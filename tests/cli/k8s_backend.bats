@@ -8,28 +8,10 @@
 # the contract each rank would get, and writes result.json like rank 0.
 
 load helpers
+load fake_kubectl
 
-K8S=$AAH_ROOT/tests/fixtures/k8s
-
-setup() {
-	setup_workdir
-	export FAKE_KUBECTL_DIR=$WORK/fake
-	mkdir -p "$FAKE_KUBECTL_DIR/script"
-	ln -s "$K8S/pod_sim.sh" "$FAKE_KUBECTL_DIR/on-create"
-	export PATH="$K8S/bin:$PATH"
-	export FAKE_POD_RESULT=succeeded
-}
-teardown() {
-	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null || true
-	touch "$FAKE_KUBECTL_DIR/release"    # a blocked fake kubectl (err-timeout) may go
-	teardown_workdir
-}
-
-# answers KEY CASE... : what the fake kubectl answers to KEY, in order.
-answers() {
-	local key=$1; shift
-	printf '%s\n' "$@" > "$FAKE_KUBECTL_DIR/script/$key"
-}
+setup() { fake_kubectl_setup; }
+teardown() { fake_kubectl_teardown; }
 
 # k8s_config FILE [top-level lines...]; KUBE_YAML adds kubernetes lines.
 # KUBECTL_TIMEOUT (60s) limits each kubectl call: generous, because the fake
@@ -59,9 +41,6 @@ k8s_config() {
 	} > "$f"
 }
 
-calls() { cat "$FAKE_KUBECTL_DIR/calls.log"; }
-ncalls() { grep -c -- "$1" "$FAKE_KUBECTL_DIR/calls.log" || true; }
-finished() { grep '"event":"trial_finished"' "$AAH_WORKDIR/../aah-work/experiments/$1/journal.jsonl"; }
 
 @test "no API server: kubectl is a fake that replays captured answers" {
 	echo "# NO Kubernetes API server ran: kubectl is tests/fixtures/k8s/bin/kubectl replaying captured answers" >&3

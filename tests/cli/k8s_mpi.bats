@@ -9,29 +9,12 @@
 
 load helpers
 load mpi
+load fake_kubectl
 
-K8S=$AAH_ROOT/tests/fixtures/k8s
 CHECK=$K8S/k8s_check.py
 
-setup() {
-	setup_workdir
-	export FAKE_KUBECTL_DIR=$WORK/fake
-	mkdir -p "$FAKE_KUBECTL_DIR/script"
-	ln -s "$K8S/pod_sim.sh" "$FAKE_KUBECTL_DIR/on-create"
-	export FAKE_POD_RESULT=succeeded
-	export PATH="$K8S/bin:$PATH"
-}
-teardown() {
-	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null || true
-	teardown_workdir
-}
-
-answers() {
-	local key=$1; shift
-	printf '%s\n' "$@" > "$FAKE_KUBECTL_DIR/script/$key"
-}
-ncalls() { grep -c -- "$1" "$FAKE_KUBECTL_DIR/calls.log" || true; }
-finished() { grep '"event":"trial_finished"' "$WORK/aah-work/experiments/$1/journal.jsonl"; }
+setup() { fake_kubectl_setup; }
+teardown() { fake_kubectl_teardown; }
 
 # mpi_k8s_config FILE [kubernetes lines...]: mpi.bash's 2-node trial on
 # kubernetes (launcher: mpi on line 10); KUBECTL adds the fake's settings.

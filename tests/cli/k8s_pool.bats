@@ -7,26 +7,10 @@
 # k8s_captures.bats), and the pods are stood in for by pod_sim.sh.
 
 load helpers
+load fake_kubectl
 
-K8S=$AAH_ROOT/tests/fixtures/k8s
-
-setup() {
-	setup_workdir
-	export FAKE_KUBECTL_DIR=$WORK/fake
-	mkdir -p "$FAKE_KUBECTL_DIR/script"
-	ln -s "$K8S/pod_sim.sh" "$FAKE_KUBECTL_DIR/on-create"
-	export PATH="$K8S/bin:$PATH"
-	export FAKE_POD_RESULT=succeeded
-}
-teardown() {
-	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null || true
-	teardown_workdir
-}
-
-answers() {
-	local key=$1; shift
-	printf '%s\n' "$@" > "$FAKE_KUBECTL_DIR/script/$key"
-}
+setup() { fake_kubectl_setup; }
+teardown() { fake_kubectl_teardown; }
 
 # pool_config FILE DEVICES [GPUS]: one trial of two pods (pool.maxDevices 2)
 # in a pool of DEVICES ("quota" or a number), trial.gpuNum GPUS (1).
