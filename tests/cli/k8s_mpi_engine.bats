@@ -183,7 +183,7 @@ $ma-worker-1.$ma slots=1" ]
 	/usr/bin/python3 "$AAH_ROOT/tests/docker/run_pods.py" "$AAH_DOCKER" job.json "$WORK" > pods.out 2>&1 &
 	RUNNER_PID=$!
 	# both ranks met and train (mpirun forwards each one's budget line)
-	two_trained() { [ "$(grep -c 'budget 500 epochs' job.json.pod0.log 2>/dev/null)" -eq 2 ]; }
+	two_trained() { [ "$(grep -c 'budget 500 epochs' job.json.pod0.log 2>/dev/null || true)" = 2 ]; }
 	WAIT_S=300 wait_for two_trained
 	job=k8s-test-rendered-000001-1
 	# what the kubelet does to a pod it stops (preempted, or its Job
@@ -191,7 +191,9 @@ $ma-worker-1.$ma slots=1" ]
 	# longer than any test). The launcher's pod first, alone: its mpirun
 	# must hear it; then the worker's.
 	"$AAH_DOCKER" stop -t 600 "$job-0"
-	"$AAH_DOCKER" stop -t 600 "$job-1"
+	# the launcher, stopping, tells the worker it is done: the worker's
+	# container may be gone already, ended by itself (its exit is in pods.out)
+	"$AAH_DOCKER" stop -t 600 "$job-1" 2>/dev/null || true
 	wait "$RUNNER_PID" || true
 	RUNNER_PID=
 	cat pods.out
