@@ -47,6 +47,22 @@ struct peer_addr {
 	uint32_t port;
 };
 
+static const volatile sig_atomic_t *stop_flag;   /* dist_stop_on */
+
+void dist_stop_on(const volatile sig_atomic_t *stop)
+{
+	stop_flag = stop;
+}
+
+/* A signal asked the trial to stop (the kubelet's SIGTERM to a pod whose
+ * Job went, `docker stop`): the rendezvous gives up at once rather than
+ * at its timeout. Checked between short waits, since the signal may land
+ * on another thread than the one waiting. */
+static int stopped(void)
+{
+	return stop_flag && *stop_flag;
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -78,10 +94,12 @@ static int accept_until(int lfd, double deadline, int *fd, char *peer, size_t pe
 {
 	for (;;) {
 		double left = deadline - util_monotonic();
+		if (stopped())
+			return error("stopped by a signal while waiting for the other ranks");
 		if (left <= 0)
 			return error("timed out waiting for a peer to connect");
 		struct pollfd p = {lfd, POLLIN, 0};
-		int r = poll(&p, 1, (int)(left * 1000) + 1);
+		int r = poll(&p, 1, left > 0.2 ? 200 : (int)(left * 1000) + 1);
 		if (r < 0 && errno != EINTR)
 			return error_errno("poll");
 		if (r <= 0)
@@ -114,6 +132,8 @@ static int connect_until(const char *host, int port, double deadline, int *fd)
 		}
 		if (util_monotonic() > deadline)
 			return error("cannot reach rank 0 at %s:%d (timed out)", host, port);
+		if (stopped())
+			return error("stopped by a signal while reaching rank 0 at %s:%d", host, port);
 		sleep_ms(100);
 	}
 }
@@ -195,8 +215,9 @@ static int rendezvous(struct dist *d, const char *host, int port, double deadlin
 			char peer[HOST_LEN];
 			struct hello h;
 			if (accept_until(lfd, deadline, &fd, peer, sizeof(peer))) {
-				rc = error("rendezvous on port %d: only %d of %d ranks arrived within the "
-					   "timeout", port, got, W);
+				rc = stopped() ? -1
+					       : error("rendezvous on port %d: only %d of %d ranks arrived "
+						       "within the timeout", port, got, W);
 				break;
 			}
 			if (io_all(fd, &h, sizeof(h), 0, 10, "a joining rank") || h.magic != DIST_MAGIC ||

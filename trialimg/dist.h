@@ -5,10 +5,14 @@
 #ifndef AAH_DIST_H
 #define AAH_DIST_H
 
+#include <signal.h>
 #include <stddef.h>
 
 struct dist;
 
+/* The flag a signal handler sets to stop the trial: the rendezvous of
+ * dist_init gives up when it is set (NULL: only its timeout ends it). */
+void dist_stop_on(const volatile sig_atomic_t *stop);
 /* Join the group; waits at most timeout_s for every peer. */
 int dist_init(struct dist **d, const char *host, int port, int rank, int world, double timeout_s);
 /* buf <- mean of buf over all ranks. */

@@ -568,6 +568,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	       const char **reason)
 {
 	const struct args *a = t->a;
+	dist_stop_on(stop);   /* SIGTERM ends a rendezvous too, not only the training */
 	if (t->world > 1 &&
 	    dist_init(&t->dist, a->rdv_host, a->rdv_port, t->rank, t->world, a->dist_timeout))
 		return -1;

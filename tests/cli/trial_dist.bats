@@ -54,6 +54,26 @@ PY
 	grep -q '"stop_reason".*rendezvous' "$T/result.json"
 }
 
+@test "a rank waiting for its peers stops at SIGTERM (a pod deleted), canceled, not at its timeout" {
+	aah-trial --trial_dir "$T" --arch "$ARCH" --rank 0 --world_size 2 \
+		--init_method "tcp://127.0.0.1:$PORT" --dist_timeout 600 --train_samples 640 > "$T/r0.log" 2>&1 &
+	r0=$!
+	# rank 0 listens on the rendezvous port (state 0A in /proc/net/tcp)
+	listening() { grep -qi ":$(printf '%04X' "$PORT") 00000000:0000 0A" /proc/net/tcp; }
+	wait_for listening
+	kill -TERM "$r0"
+	# far sooner than the 600 s of --dist_timeout: wait_for's own bound
+	gone() { ! kill -0 "$r0" 2>/dev/null; }
+	wait_for gone || { kill -KILL "$r0"; false; }
+	rc=0
+	wait "$r0" || rc=$?
+	cat "$T/r0.log"
+	[ "$rc" -eq 1 ]
+	grep -q "stopped by a signal while waiting for the other ranks" "$T/r0.log"
+	grep -q '"stop_reason":[[:space:]]*"canceled"' "$T/result.json"
+	! grep -q "arrived within the timeout" "$T/r0.log"
+}
+
 @test "a rank that dies mid-run makes the other exit 86 (a peer was lost, not its own failure)" {
 	common=(--arch "$ARCH" --warmup_1 30 --threads 1 --batch_size 32 --world_size 2
 		--init_method "tcp://127.0.0.1:$PORT" --dist_timeout 20)
