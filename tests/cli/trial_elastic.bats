@@ -4,12 +4,13 @@
 # allreduce), rank 0 saves a mid-epoch checkpoint, every rank exits 85, and
 # the trial relaunched on the new world size with --resume continues. The
 # global batch is kept (48 = 2 x 24 = 1 x 48 = 3 x 16), so the run must
-# match an uninterrupted one started the same way (2 ranks): the same global
-# batches, steps and LR schedule; what differs is the order floats are
-# summed in (per-rank batch, ranks in the allreduce), hence losses within
-# 1e-4. (Against one rank of 48 from the start the losses differ by ~2e-3,
-# as 1 and 2 ranks do in trial_dist.bats.) The net has no batch norm or
-# dropout, whose statistics and masks are per rank.
+# match an uninterrupted one: the same global batches, steps and LR
+# schedule; what differs is the order floats are summed in (per-rank batch,
+# ranks in the allreduce), hence losses within 1e-4 of an uninterrupted run
+# whose per-rank batches sum alike (which ones do depends on the CPU's
+# kernels: matches_full). Between per-rank batches that do not, the losses
+# differ by ~2e-3, as 1 and 2 ranks do in trial_dist.bats. The net has no
+# batch norm or dropout, whose statistics and masks are per rank.
 
 load helpers
 
@@ -29,22 +30,32 @@ free_port() {
 	$PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# matches_full: the elastic run ($T/el) has epochs 1 and 2, each with the
-# uninterrupted run's ($T/full) losses within 1e-4, val_acc within 0.005,
-# and exactly its LR and FLOPs (the same steps, each counted once).
+# matches_full [REF...]: the elastic run ($T/el) has epochs 1 and 2, each
+# with exactly the uninterrupted run's LR and FLOPs (the same steps, each
+# counted once), and the losses within 1e-4 and val_acc within 0.005 of one
+# of the uninterrupted runs REF ($T/full by default) for every epoch. Why
+# several: which per-rank batch sizes sum their floats alike depends on
+# the CPU's kernels. With oneDNN capped at AVX2, 1 and 2 ranks (batch 48,
+# 24) agree to 1e-7 and 3 ranks (16) differ from them by 2e-3 after an
+# epoch; with AVX-512 it is 2 and 3 that agree and 1 that differs, by the
+# same amount. So the run that ends on 3 ranks is held to the 2-rank and the
+# 3-rank references, and must match one of them closely on every machine.
 matches_full() {
-	$PY - "$T" <<'PY'
+	$PY - "$T" "${@:-full}" <<'PY'
 import json, sys
 t = sys.argv[1]
-full = [json.loads(l) for l in open(t + "/full/metrics.jsonl")]
 el = [json.loads(l) for l in open(t + "/el/metrics.jsonl")]
 assert [l["epoch"] for l in el] == [1, 2], el
-for a, b in zip(full, el):
-    for k in ("train_loss", "val_loss"):
-        assert abs(a[k] - b[k]) < 1e-4, (a["epoch"], k, a[k], b[k])
-    assert abs(a["val_acc"] - b["val_acc"]) <= 0.005, (a["val_acc"], b["val_acc"])
-    for k in ("lr", "train_flops", "eval_flops"):
-        assert abs(a[k] - b[k]) <= 1e-9 * max(1, abs(a[k])), (a["epoch"], k, a[k], b[k])
+near = {}
+for ref in sys.argv[2:]:
+    full = [json.loads(l) for l in open(t + "/" + ref + "/metrics.jsonl")]
+    for a, b in zip(full, el):
+        for k in ("lr", "train_flops", "eval_flops"):
+            assert abs(a[k] - b[k]) <= 1e-9 * max(1, abs(a[k])), (ref, a["epoch"], k, a[k], b[k])
+    near[ref] = max(max(abs(a[k] - b[k]) for k in ("train_loss", "val_loss")) for a, b in zip(full, el))
+    near[ref] = (near[ref], max(abs(a["val_acc"] - b["val_acc"]) for a, b in zip(full, el)))
+print("# elastic run against uninterrupted ones (max loss, val_acc difference):", near)
+assert any(d < 1e-4 and acc <= 0.005 for d, acc in near.values()), near
 PY
 }
 
@@ -88,6 +99,8 @@ ranks() {
 @test "2 ranks -> 1 -> 3, each at a step boundary, match an uninterrupted run" {
 	DIR=full ranks 2 full
 	[ "$(sort -u "$T/full.status")" = 0 ]
+	DIR=full3 ranks 3 full3
+	[ "$(sort -u "$T/full3.status")" = 0 ]
 	mkdir -p "$T/el"
 	echo 1 > "$T/el/world_size"                 # asked before the start: the first step
 	ranks 2 a
@@ -104,7 +117,7 @@ ranks() {
 	[ "$(sort -u "$T/c.status")" = 0 ]
 	grep -q "resumed from .* in epoch 1 after batch 2, 3 rank(s)" "$T/c.0"
 	grep -q "batch 16 x 3 rank(s)" "$T/c.0"
-	matches_full
+	matches_full full full3
 	$PY - "$T" <<'PY'
 import json, sys
 t = sys.argv[1]
