@@ -223,6 +223,27 @@ static void delete_service(struct kubernetes_priv *p, const char *job, long retr
 static int refresh(struct kubernetes_priv *p);
 static const cJSON *listed(const struct kubernetes_priv *p, const char *name);
 
+/* What the cluster lists now of Job `name` of this experiment: -1 the list
+ * could not be read, 0 no such Job, 1 a finished one (succeeded, failed or
+ * timed out; *state its state), 2 one still on its way. */
+static int listed_state(struct kubernetes_priv *p, const char *name, enum aah_job_state *state)
+{
+	p->list_at = 0;
+	int was_quiet = util_set_quiet(1);
+	int r = refresh(p);
+	util_set_quiet(was_quiet);
+	const cJSON *it = r == 0 ? listed(p, name) : NULL;
+	if (!it)
+		return r == 0 ? 0 : -1;
+	struct aah_job_status st = { .job = name };
+	long ready, want;
+	kubernetes_job_state(it, &st, &ready, &want);
+	*state = st.state;
+	int finished = st.state == AAH_JOB_SUCCEEDED || st.state == AAH_JOB_FAILED ||
+		       st.state == AAH_JOB_TIMEOUT;
+	return finished ? 1 : 2;
+}
+
 /* The same attempt launched again (a device pool's resize relaunches it
  * with --resume) meets its predecessor's Job, kept after it finished for
  * ttlSecondsAfterFinished. Only a finished Job of this name, listed under
@@ -231,18 +252,8 @@ static const cJSON *listed(const struct kubernetes_priv *p, const char *name);
  * has not finished is never touched. 1 = it was deleted. */
 static int replace_finished(struct kubernetes_priv *p, const char *name)
 {
-	p->list_at = 0;
-	util_set_quiet(1);
-	int r = refresh(p);
-	util_set_quiet(0);
-	const cJSON *it = r == 0 ? listed(p, name) : NULL;
-	if (!it)
-		return 0;
-	struct aah_job_status st = { .job = name };
-	long ready, want;
-	kubernetes_job_state(it, &st, &ready, &want);
-	if (st.state != AAH_JOB_SUCCEEDED && st.state != AAH_JOB_FAILED &&
-	    st.state != AAH_JOB_TIMEOUT)
+	enum aah_job_state state;
+	if (listed_state(p, name, &state) != 1)
 		return 0;
 	/* foreground, and kubectl waits: its pods are gone before the new Job's
 	 * start, for they answer to the same DNS names (<job>-<i>.<job>) and a
@@ -253,7 +264,7 @@ static int replace_finished(struct kubernetes_priv *p, const char *name)
 		return 0;
 	delete_service(p, name, p->kc.kubectl_retries);
 	warning("Job %s: replaced the finished Job of the same name (%s) left from this trial's "
-		"previous launch", name, aah_job_state_name(st.state));
+		"previous launch", name, aah_job_state_name(state));
 	return 1;
 }
 
@@ -263,21 +274,15 @@ static int replace_finished(struct kubernetes_priv *p, const char *name)
  * with this submission's fresh keys and never meets a stale one. */
 static void delete_stale_secret(struct kubernetes_priv *p, const char *name)
 {
-	p->list_at = 0;
+	enum aah_job_state state;
+	int listed_as = listed_state(p, name, &state);
+	if (listed_as != 0 && listed_as != 1)
+		return;
 	int was_quiet = util_set_quiet(1);
-	int ok = refresh(p) == 0;
-	const cJSON *it = ok ? listed(p, name) : NULL;
-	struct aah_job_status st = { .job = name };
-	long ready, want;
-	if (it)
-		kubernetes_job_state(it, &st, &ready, &want);
-	if (ok && (!it || st.state == AAH_JOB_SUCCEEDED || st.state == AAH_JOB_FAILED ||
-			       st.state == AAH_JOB_TIMEOUT)) {
-		char *sec = kubernetes_mpi_secret_name(name);
-		const char *const del[] = { "delete", "secret", sec, "--ignore-not-found", NULL };
-		kubectl(p, del, NULL, NULL, p->kc.kubectl_retries);
-		free(sec);
-	}
+	char *sec = kubernetes_mpi_secret_name(name);
+	const char *const del[] = { "delete", "secret", sec, "--ignore-not-found", NULL };
+	kubectl(p, del, NULL, NULL, p->kc.kubectl_retries);
+	free(sec);
 	util_set_quiet(was_quiet);
 }
 
@@ -519,29 +524,22 @@ static void note_disruptions(struct aah_backend_ctx *ctx, struct kjob *j, const 
 	const cJSON *pod, *c;
 	cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
 		const char *pname = cJSON_GetStringValue(field(pod, "metadata", "name"));
-		if (!pname || told(&j->disrupted, pname))
+		if (!pname || told(&j->disrupted, pname) || !(c = kubernetes_pod_disruption(pod)))
 			continue;
-		cJSON_ArrayForEach(c, field(pod, "status", "conditions")) {
-			const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(c, "type"));
-			const char *cs = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
-			if (!type || !cs || strcmp(type, "DisruptionTarget") || strcmp(cs, "True"))
-				continue;
-			const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(c, "reason"));
-			const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(c, "message"));
-			char *line = xstrfmt("==> kubernetes: pod %s was disrupted (DisruptionTarget: %s%s%s); "
-					     "the Job controller replaces it and the new pod resumes from the "
-					     "checkpoint (not a failure: trial.retries is not charged) <==",
-					     pname, why ? why : "no reason", msg ? ": " : "", msg ? msg : "");
-			warning("Job %s: %s", j->name, line + 4);
-			snprintf(st->note, sizeof(st->note), "pod %s disrupted (%s); its replacement "
-				 "resumes from the checkpoint, not charged to trial.retries", pname,
-				 why ? why : "DisruptionTarget");
-			if (log && fileio_append_line(log, line) < 0)
-				warning("cannot write %s", log);
-			free(line);
-			strvec_push(&j->disrupted, pname);
-			break;
-		}
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(c, "reason"));
+		const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(c, "message"));
+		char *line = xstrfmt("==> kubernetes: pod %s was disrupted (DisruptionTarget: %s%s%s); "
+				     "the Job controller replaces it and the new pod resumes from the "
+				     "checkpoint (not a failure: trial.retries is not charged) <==",
+				     pname, why ? why : "no reason", msg ? ": " : "", msg ? msg : "");
+		warning("Job %s: %s", j->name, line + 4);
+		snprintf(st->note, sizeof(st->note), "pod %s disrupted (%s); its replacement "
+			 "resumes from the checkpoint, not charged to trial.retries", pname,
+			 why ? why : "DisruptionTarget");
+		if (log && fileio_append_line(log, line) < 0)
+			warning("cannot write %s", log);
+		free(line);
+		strvec_push(&j->disrupted, pname);
 	}
 	free(log);
 	cJSON_Delete(doc);

@@ -159,6 +159,9 @@ char *kubernetes_json_emit(const cJSON *docs);
 void kubernetes_job_state(const cJSON *job, struct aah_job_status *st, long *ready, long *want);
 /* spec.suspend: a queue (Kueue) has not admitted the Job yet. */
 int kubernetes_job_suspended(const cJSON *job);
+/* A pod's condition DisruptionTarget (status True: preempted, evicted, its
+ * node drained), or NULL. */
+const cJSON *kubernetes_pod_disruption(const cJSON *pod);
 /* Did a Job fail because the cluster took one of its pods away? In its
  * `kubectl get pods -o json` list a pod has the condition DisruptionTarget
  * (preempted, evicted, its node drained), some other rank exited

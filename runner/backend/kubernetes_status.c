@@ -93,7 +93,7 @@ static int exit_status(const cJSON *pod)
 	return -1;
 }
 
-static const cJSON *disruption(const cJSON *pod)
+const cJSON *kubernetes_pod_disruption(const cJSON *pod)
 {
 	const cJSON *c;
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
@@ -110,7 +110,7 @@ int kubernetes_pod_disrupted(const cJSON *pods, char *why, size_t n)
 	const cJSON *pod, *taken = NULL, *cond = NULL;
 	int lost = 0;
 	cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
-		const cJSON *c = disruption(pod);
+		const cJSON *c = kubernetes_pod_disruption(pod);
 		int code = exit_status(pod);
 		if (c && !taken) {
 			taken = pod;

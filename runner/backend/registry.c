@@ -71,6 +71,14 @@ int backend_validate_config(const struct aah_config *cfg)
 	return 0;
 }
 
+/* pool.devices: quota on a backend that cannot read a cluster's quota. */
+static int no_pool_quota(const struct aah_config *cfg)
+{
+	return config_error_at(cfg, "pool.devices",
+			       "quota is read from a cluster's GPU quota: the kubernetes backend "
+			       "only; on %s give the pool's size as a number", cfg->platform);
+}
+
 int backend_check_config(const struct aah_config *cfg)
 {
 	const struct aah_backend *b = backend_find(cfg->platform);
@@ -89,10 +97,7 @@ int backend_check_config(const struct aah_config *cfg)
 		return -1;
 	}
 	if (cfg->pool.devices == CONFIG_POOL_QUOTA && b && !b->pool_quota)
-		return config_error_at(cfg, "pool.devices",
-				       "quota is read from a cluster's GPU quota: the kubernetes "
-				       "backend only; on %s give the pool's size as a number",
-				       cfg->platform);
+		return no_pool_quota(cfg);
 	return b && b->check_config ? b->check_config(cfg) : 0;
 }
 
@@ -100,7 +105,7 @@ int backend_pool_quota(const struct aah_config *cfg, unsigned *devices)
 {
 	const struct aah_backend *b = backend_find(cfg->platform);
 	if (!b || !b->pool_quota)
-		return backend_check_config(cfg) < 0 ? -1 : error("no pool quota on %s", cfg->platform);
+		return no_pool_quota(cfg);
 	if (b->pool_quota(cfg, devices) < 0)
 		return config_error_at(cfg, "pool.devices", "quota: %s", util_last_error());
 	return 0;
