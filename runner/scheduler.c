@@ -318,6 +318,20 @@ static void pool_tell(struct sched *s, const struct trial_rec *t)
 	free(dir);
 }
 
+/* A job that ended to be run again as the same attempt (not charged to
+ * trial.retries): its logs reaped, its slot freed, the trial queued with
+ * why; fill_slots relaunches it with --resume. 1, or -1. */
+static int requeue_same_attempt(struct sched *s, unsigned seq, const struct aah_job_status *st,
+				const char *why)
+{
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	char *dir = expdir_trial_dir(s->e->dir, seq);
+	backend_reap(&s->bctx, st->job, dir);
+	free(dir);
+	free_slot(s, seq);
+	return record_retry(s, seq, t->attempt, why) < 0 ? -1 : 1;
+}
+
 /* A trial whose ranks all stopped to be resized goes back in the queue, the
  * same attempt: fill_slots relaunches it on its share with --resume. A job
  * that ended while no runner watched (its status unknowable) is presumed
@@ -331,19 +345,14 @@ static int pool_resized(struct sched *s, unsigned seq, const struct aah_job_stat
 	int resized = st->state == AAH_JOB_FAILED && st->exit_code == POOLTRIAL_EXIT_RESIZE;
 	if (st->state == AAH_JOB_LOST && !expdir_result_visible(s->e->dir, seq))
 		resized = pooltrial_told_other(s->cfg, s->workdir, s->e->id, seq, dir);
-	if (!resized) {
-		free(dir);
-		return 0;
-	}
-	struct trial_rec *t = experiment_trial(s->e, seq);
-	backend_reap(&s->bctx, st->job, dir);
 	free(dir);
-	free_slot(s, seq);
+	if (!resized)
+		return 0;
 	unsigned on = pooltrial_running_on(s->cfg, s->workdir, s->e->id, seq);
 	char *why = xstrfmt("resized at a step boundary (it ran on %u devices)", on);
-	int r = record_retry(s, seq, t->attempt, why);
+	int r = requeue_same_attempt(s, seq, st, why);
 	free(why);
-	return r < 0 ? -1 : 1;
+	return r;
 }
 
 /* A job the cluster failed by taking one of its nodes away (st->disrupted:
@@ -366,14 +375,10 @@ static int relaunch_disrupted(struct sched *s, unsigned seq, const struct aah_jo
 	free(mine);
 	if (n >= RELAUNCH_MAX)
 		return 0;
-	char *dir = expdir_trial_dir(s->e->dir, seq);
-	backend_reap(&s->bctx, st->job, dir);
-	free(dir);
-	free_slot(s, seq);
 	char *why = xstrfmt(RELAUNCH_WHY "%s", st->reason);
-	int r = record_retry(s, seq, t->attempt, why);
+	int r = requeue_same_attempt(s, seq, st, why);
 	free(why);
-	return r < 0 ? -1 : 1;
+	return r;
 }
 
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
