@@ -132,7 +132,7 @@ $(TRIAL_BIN): $(call obj,trialimg/main.c) $(TRIAL_ARCHIVES)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< -Wl,--start-group $(TRIAL_ARCHIVES) -Wl,--end-group $(TRIAL_LINK) $(TRIAL_LIBS)
 
 # Unit tests link every library; the linker keeps what each one uses.
-$(BUILD)/tests/unit/%: tests/unit/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
 	@mkdir -p $(dir $@)
 	$(call say,TEST,$@)
 	$(Q)$(CC) $(CFLAGS_ALL) -Wno-missing-prototypes $(LDFLAGS_ALL) -o $@ $< \

@@ -78,6 +78,10 @@ struct ops_layer_cfg {
 
 /* One layer instance. The model owns every pointer below (carved from its
  * big blocks); an op backend owns only `priv`, freed by release(). */
+/* Element types of casts: fp32, and bf16 and fp16 stored as their 16-bit
+ * patterns (uint16_t). */
+enum ops_dtype { OPS_F32, OPS_BF16, OPS_F16 };
+
 struct ops_layer {
 	struct ops_layer_cfg cfg;
 	int index;                          /* position in the sorted graph */
@@ -95,12 +99,13 @@ struct ops_layer {
 	float *run_mean, *run_var;          /* batchnorm running stats: (C) */
 	float *save_mean, *save_var;        /* batchnorm batch stats: (C) */
 	uint8_t *mask;                      /* dropout keep mask: (N, H, W, C) */
+	/* conv2d: the types its last pass read its operands in and stored its
+	 * sums in before any cast to fp32, set by the backend: a layer may
+	 * compute in fp32 where ctx->conv_type asks bf16 (cpu_conv.c), and a
+	 * GPU backend may store bf16 sums; tests hold each to its own bound */
+	enum ops_dtype ran, ran_out;
 	void *priv;                         /* backend state */
 };
-
-/* Element types of casts: fp32, and bf16 and fp16 stored as their 16-bit
- * patterns (uint16_t). */
-enum ops_dtype { OPS_F32, OPS_BF16, OPS_F16 };
 
 /* Backend-wide state: the engine, the stream, the threads. */
 struct ops_ctx {

@@ -210,6 +210,8 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	struct conv_plan *p = conv_plan(ctx, l, n);
 	if (!p)
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
+	l->ran = p->type;
+	l->ran_out = OPS_F32;
 	if (cpu_xfer_run(ctx, &p->w_fwd, l->w) || cpu_xfer_run(ctx, &p->src_f, x[0]) ||
 	    cpu_xfer_run(ctx, &p->dst, y) || (l->cfg.bias && cpu_set(p->bias, l->b)))
 		return -1;
@@ -229,6 +231,8 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	struct conv_plan *p = conv_plan(ctx, l, n);
 	if (!p)
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
+	l->ran = p->type;
+	l->ran_out = OPS_F32;
 	/* the forward converted x[0] for this step already (bf16); fp32 reads it */
 	if ((p->type == OPS_F32 && cpu_xfer_run(ctx, &p->src_f, x[0])) ||
 	    (p->src_w_own && cpu_xfer_run(ctx, &p->src_w, x[0])))

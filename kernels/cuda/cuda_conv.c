@@ -231,6 +231,7 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	    framed(ctx, l, p, n, gx, &gxf) || low(ctx, p, framed_count(l, p, n), gxf, &lx) ||
 	    low(ctx, p, nw, gw, &lw) || low_out(ctx, p, ny, gy, &ly))
 		return -1;
+	l->ran = l->ran_out = p->type;   /* the sums land in p->type, then high() */
 	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, p->x, lx, p->w, lw, p->conv, p->fwd, ws,
 					    p->ws, &zero, p->y, ly));
 	if (high(ctx, p, ny, ly, gy))
@@ -262,6 +263,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	    low(ctx, p, nxf = framed_count(l, p, n), gxf, &lx) || low(ctx, p, ny, gdy, &ldy) ||
 	    low_out(ctx, p, nw, gdw, &ldw))
 		return -1;
+	l->ran = l->ran_out = p->type;
 	if (gdb)   /* from the fp32 dy: the bias is not part of the 16-bit convolution */
 		CUDA_LAUNCH(cuk_channel_sum(c->stream, ny / l->cfg.units, l->cfg.units, gdy, acc, gdb));
 	CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->dnn, &one, p->x, lx, p->y, ldy, p->conv,

@@ -68,6 +68,13 @@ static float result(const struct ops_ctx *ctx, double sum)
 	return ctx->conv_type == OPS_F16 ? ref_f16_round((float)sum) : (float)sum;
 }
 
+/* What the pass reads and stores in (ops_layer.ran, ran_out), as result(). */
+static void ran(const struct ops_ctx *ctx, struct ops_layer *l)
+{
+	l->ran = ctx->conv_type;
+	l->ran_out = ctx->conv_type == OPS_F16 ? OPS_F16 : OPS_F32;
+}
+
 static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 			float *y, int train)
 {
@@ -77,6 +84,7 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	float *x_copy, *w_copy;
 	const float *in = operand(ctx, x[0], (size_t)n * ops_shape_size(is), &x_copy);
 	const float *w = operand(ctx, l->w, w_count(l), &w_copy);
+	ran(ctx, l);
 
 	for (int i = 0; i < n; i++)
 		for (int oy = 0; oy < os->h; oy++)
@@ -111,6 +119,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	const float *in = operand(ctx, x[0], nx, &x_copy);
 	const float *w = operand(ctx, l->w, nw, &w_copy);
 	const float *g = operand(ctx, dy, (size_t)n * ops_shape_size(os), &g_copy);
+	ran(ctx, l);
 	/* the sums, in double: (n, H, W, Cin), (Cout, K, K, Cin), (Cout) */
 	double *sx = dx[0] ? xcalloc(nx, sizeof(double)) : NULL;
 	double *sw = xcalloc(nw, sizeof(double));

@@ -134,6 +134,7 @@ static int layer_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 		xs[k] = dev(ctx, x[k]);
 	int rc = ops_ref_backend.layer[l->cfg.type]->forward(ctx, &t, n, xs, dev(ctx, y), train);
 	l->priv = t.priv;
+	l->ran = t.ran, l->ran_out = t.ran_out;
 	return rc;
 }
 
@@ -154,6 +155,7 @@ static int layer_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	int rc = ops_ref_backend.layer[l->cfg.type]->backward(ctx, &t, n, xs, dev(ctx, y),
 							       dev(ctx, dy), dxs);
 	l->priv = t.priv;
+	l->ran = t.ran, l->ran_out = t.ran_out;
 	return rc;
 }
 

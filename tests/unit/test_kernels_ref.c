@@ -1,8 +1,10 @@
 /* Every op of every compute backend in ops_backends() against kernels/ref
  * (the `ref` backend) on the same random inputs: forward outputs, batch and
  * running statistics, dropout masks, input and parameter gradients, the
- * loss, SGD and gradient accumulation, compared value by value with
- * |a - b| <= atol + rtol*|b| (b the reference), tolerances by precision.
+ * loss, SGD and gradient accumulation, compared value by value: fp32 with
+ * |a - b| <= atol + rtol*|b| (b the reference); bf16 and fp16 reductions
+ * with the bound of fp_bound.h, per value, from the formats' unit
+ * roundoffs, the reduction's length and the sum of |products|.
  *
  * Every backend in the table is covered without a change here (cuda too,
  * when the build found nvcc and cuDNN): a backend that cannot start on this
@@ -21,6 +23,7 @@
 #include "kernels/cpu/cpu_probe.h" /* cpu_probe_skip: the forced bf16 test */
 #include "kernels/ops.h"
 #include "kernels/ref/ref.h" /* ref_bf16_round, ref_f16_round */
+#include "fp_bound.h"         /* fp_bound_check: the bf16 and fp16 bound */
 #include "util.h"
 
 enum kind { LAYER, LOSS, SGD, ACCUMULATE, UNSCALE };
@@ -198,16 +201,10 @@ struct tol {
 };
 
 /* fp32: the backend rounds its sums in float, ref sums in double (the CPU
- * backend is within 5% of this tolerance, Winograd included). bf16: ref
- * rounds conv inputs, weights and output gradients to bf16 as the backend's
- * bf16 copies do, and products of bf16 values are exact in fp32, so only
- * the order of the backend's sums is left (the CPU backend's emulated bf16
- * kernels agree to the fp32 tolerance, cpu_bf16_conv_matches_ref_emulation);
- * this tolerance lets a fast kernel keep its partial sums less exactly, by
- * a few bf16 roundings (2^-9 each) of the result. fp16 (11 significant
- * bits to bf16's 8) is held to the same. */
+ * backend is within 5% of this tolerance, Winograd included), and
+ * Winograd's transforms leave no simpler bound to derive. bf16 and fp16
+ * reductions are held to fp_bound.h's bound instead (check_layer). */
 static const struct tol fp32_tol = {1e-4, 1e-3};
-static const struct tol bf16_tol = {2e-3, 1e-2};
 
 static const char *type_name(enum ops_dtype t)
 {
@@ -341,27 +338,131 @@ static void side_release(struct side *s, struct ops_ctx *ctx)
 	free(s->mask);
 }
 
+/* Forward (and backward when the case trains) of one side from the inputs. */
+static void run_side(const struct ref_case *c, struct ops_ctx *ctx, struct side *s,
+		     const struct inputs *in)
+{
+	const char *be = ctx->be->name;
+	const struct ops_layer_ops *op = ctx->be->layer[c->cfg.type];
+	const float *xs[3] = {in->x[0], in->x[1], in->x[2]};
+	cr_assert_eq(op->forward(ctx, &s->l, c->n, xs, s->y, c->train), 0, "%s: %s: forward: %s",
+		     be, c->what, util_last_error());
+	if (c->train)
+		cr_assert_eq(op->backward(ctx, &s->l, c->n, xs, s->y, in->dy, s->dx), 0,
+			     "%s: %s: backward: %s", be, c->what, util_last_error());
+}
+
+/* The inputs with every value made positive: ref's run on them gives each
+ * output's sum of |products| (fp_bound.h). */
+static void inputs_abs(struct inputs *a, const struct ref_case *c, const struct inputs *in)
+{
+	memset(a, 0, sizeof(*a));
+	size_t ny = (size_t)c->n * ops_shape_size(&c->out);
+	for (int k = 0; k < c->n_in; k++) {
+		size_t nx = (size_t)c->n * ops_shape_size(&c->in[k]);
+		a->x[k] = copy_of(in->x[k], nx);
+		for (size_t i = 0; i < nx; i++)
+			a->x[k][i] = fabsf(a->x[k][i]);
+	}
+	a->dy = copy_of(in->dy, ny);
+	for (size_t i = 0; i < ny; i++)
+		a->dy[i] = fabsf(a->dy[i]);
+	for (int k = 0; k < 2; k++) {
+		a->nparam[k] = in->nparam[k];
+		if (!in->param[k])
+			continue;
+		a->param[k] = copy_of(in->param[k], in->nparam[k]);
+		for (size_t i = 0; i < in->nparam[k]; i++)
+			a->param[k][i] = fabsf(a->param[k][i]);
+	}
+}
+
+/* How many products each value of a reduction's tensor sums (0: y, 1: dx,
+ * 2: dw, 3: db), counted without the padding's zeros (an upper bound). */
+static int reduction_terms(const struct ref_case *c, int tensor)
+{
+	int k2 = c->cfg.kernel * c->cfg.kernel, spatial = c->n * c->out.h * c->out.w;
+	if (c->cfg.type == OPS_DENSE)
+		return tensor == 0 ? (int)ops_shape_size(&c->in[0]) : tensor == 1 ? c->cfg.units : c->n;
+	return tensor == 0 ? k2 * c->in[0].c : tensor == 1 ? k2 * c->cfg.units : spatial;
+}
+
+static double largest_abs(const float *v, size_t count)
+{
+	double m = 0;
+	for (size_t i = 0; v && i < count; i++)
+		m = fmax(m, fabs(v[i]));
+	return m;
+}
+
+/* One tensor of a bf16 or fp16 reduction held to fp_bound.h's bound; with
+ * AAH_BOUND_REPORT set, the worst value's figures go to stderr. */
+static void expect_bounded(const char *be, const struct ref_case *c, const char *tensor,
+			   const struct side *s, const struct side *r, const float *a,
+			   const float *rv, const float *sums, size_t count, int which)
+{
+	struct fp_bound b = {
+		.terms = reduction_terms(c, which),
+		.bmax = which == 0 && c->cfg.bias ? largest_abs(r->param[1], (size_t)c->cfg.units) : 0,
+		.operands = c->type, .out_a = s->l.ran_out, .out_r = r->l.ran_out,
+		.operand_slack = which == 3,
+	};
+	struct fp_bound_worst w;
+	size_t out = fp_bound_check(&b, a, rv, sums, count, &w);
+	if (getenv("AAH_BOUND_REPORT"))
+		fprintf(stderr, "bound: %s: %s: %s: worst [%zu] |%s - ref| = %.3g (%s %.9g, ref "
+			"%.9g), bound %.3g (n %d, sum |products| %.4g): %.3f of it\n", be, c->what,
+			tensor, w.at, be, w.diff, be, (double)a[w.at], (double)rv[w.at], w.bound,
+			b.terms, w.sum, w.ratio);
+	cr_assert_eq(out, 0, "%s: %s: %s: %zu of %zu values outside the %s bound; worst [%zu]: "
+		     "%s %.9g, ref %.9g, |diff| %.3g > bound %.3g (n %d, sum |products| %.4g)",
+		     be, c->what, tensor, out, count, type_name(c->type), w.at, be,
+		     (double)a[w.at], (double)rv[w.at], w.diff, w.bound, b.terms, w.sum);
+}
+
 /* Forward (and backward when the case trains) on the backend of ctx and on
- * ref, from the same inputs; every output compared. */
+ * ref, from the same inputs; every output compared. A bf16 or fp16 case is
+ * held to fp_bound.h's bound, or, where the backend computed the layer in
+ * fp32 (ops_layer.ran: cpu_conv.c does where oneDNN has no fast bf16
+ * kernel), to ref in fp32 with the fp32 tolerance. */
 static void check_layer(const struct ref_case *c, struct ops_ctx *ctx, struct ops_ctx *ref,
 			struct tol t)
 {
 	const char *be = ctx->be->name;
-	const struct ops_layer_ops *op = ctx->be->layer[c->cfg.type];
-	const struct ops_layer_ops *rop = ref->be->layer[c->cfg.type];
-	struct inputs in;
-	struct side s, r;   /* the backend's, ref's */
+	struct inputs in, ab;
+	struct side s, r, a;   /* the backend's, ref's, ref's on |inputs| */
+	int lowp = c->type != OPS_F32;
 	inputs_init(&in, c);
 	side_init(&s, c, &in);
 	side_init(&r, c, &in);
-	const float *xs[3] = {in.x[0], in.x[1], in.x[2]};
 	size_t ny = (size_t)c->n * ops_shape_size(&c->out);
 
-	cr_assert_eq(op->forward(ctx, &s.l, c->n, xs, s.y, c->train), 0, "%s: %s: forward: %s",
-		     be, c->what, util_last_error());
-	cr_assert_eq(rop->forward(ref, &r.l, c->n, xs, r.y, c->train), 0, "ref: %s: forward: %s",
-		     c->what, util_last_error());
-	expect_close(be, c, "y", s.y, r.y, ny, t);
+	run_side(c, ctx, &s, &in);
+	if (lowp && s.l.ran == OPS_F32) {
+		if (getenv("AAH_BOUND_REPORT"))
+			fprintf(stderr, "bound: %s: %s: computed in fp32, %s asked: held to ref in "
+				"fp32 with the fp32 tolerance\n", be, c->what, type_name(c->type));
+		cr_assert_eq(ref->be->set_precision(ref, "fp32"), 0);
+		lowp = 0;
+		t = fp32_tol;
+	} else if (lowp) {
+		cr_assert_eq(s.l.ran, c->type, "%s: %s: computed in %s, %s asked", be, c->what,
+			     type_name(s.l.ran), type_name(c->type));
+	}
+	run_side(c, ref, &r, &in);
+	if (lowp) {
+		inputs_abs(&ab, c, &in);
+		side_init(&a, c, &ab);
+		run_side(c, ref, &a, &ab);
+	}
+#define EXPECT(name, sv, rv, av, count, which)                                      \
+	do {                                                                        \
+		if (lowp)                                                           \
+			expect_bounded(be, c, name, &s, &r, sv, rv, av, count, which); \
+		else                                                                \
+			expect_close(be, c, name, sv, rv, count, t);                \
+	} while (0)
+	EXPECT("y", s.y, r.y, lowp ? a.y : NULL, ny, 0);
 	if (c->cfg.type == OPS_BATCHNORM && c->train) {
 		static const char *const names[] = {"run_mean", "run_var", "save_mean", "save_var"};
 		for (int k = 0; k < 4; k++)
@@ -378,19 +479,21 @@ static void check_layer(const struct ref_case *c, struct ops_ctx *ctx, struct op
 	}
 
 	if (c->train) {
-		cr_assert_eq(op->backward(ctx, &s.l, c->n, xs, s.y, in.dy, s.dx), 0,
-			     "%s: %s: backward: %s", be, c->what, util_last_error());
-		cr_assert_eq(rop->backward(ref, &r.l, c->n, xs, r.y, in.dy, r.dx), 0,
-			     "ref: %s: backward: %s", c->what, util_last_error());
 		static const char *const dx_names[] = {"dx[0]", "dx[1]", "dx[2]"};
 		for (int k = 0; k < c->n_in && !c->no_dx; k++)
-			expect_close(be, c, dx_names[k], s.dx[k], r.dx[k],
-				     (size_t)c->n * ops_shape_size(&c->in[k]), t);
+			EXPECT(dx_names[k], s.dx[k], r.dx[k], lowp ? a.dx[k] : NULL,
+			       (size_t)c->n * ops_shape_size(&c->in[k]), 1);
 		static const char *const grad_names[] = {"d param[0] (dw, dgamma)",
 							  "d param[1] (db, dbeta)"};
 		for (int k = 0; k < 2; k++)
 			if (in.param[k])
-				expect_close(be, c, grad_names[k], s.grad[k], r.grad[k], in.nparam[k], t);
+				EXPECT(grad_names[k], s.grad[k], r.grad[k], lowp ? a.grad[k] : NULL,
+				       in.nparam[k], 2 + k);
+	}
+#undef EXPECT
+	if (lowp) {
+		side_release(&a, ref);
+		inputs_release(&ab);
 	}
 	side_release(&s, ctx);
 	side_release(&r, ref);
@@ -562,7 +665,7 @@ ParameterizedTest(struct run *run, kernels_ref, op_matches_ref)
 		cr_skip_test("skipped: %s has no %s on this machine (%s): %s", be->name,
 			     type_name(c->type), util_last_error(), c->what);
 	ref_context(&ref, c);
-	check_case(c, &ctx, &ref, c->type != OPS_F32 ? bf16_tol : fp32_tol);
+	check_case(c, &ctx, &ref, fp32_tol);
 	ops_ctx_release(&ref);
 	ops_ctx_release(&ctx);
 }
@@ -572,10 +675,11 @@ ParameterizedTest(struct run *run, kernels_ref, op_matches_ref)
  * and the test skips saying why elsewhere): capped at AVX-512 without its BF16 instructions, oneDNN
  * runs emulated or reference bf16 kernels, which the trainer's probe
  * refuses (too slow to train with) but which round what the fast ones
- * round. So bf16 is turned on directly here, as test_kernels_grad.c does,
- * and held to the fp32 tolerance: the emulation must round the same values
- * the same way (ref_bf16_emulation_rounds shows the rounding is far outside
- * that tolerance). */
+ * round. So bf16 is turned on directly here, as test_kernels_grad.c does
+ * (every layer computes in bf16, reference kernels too), and held to the
+ * bound: the emulation must round the same values the same way
+ * (ref_bf16_emulation_rounds shows the rounding is far outside the fp32
+ * tolerance). */
 Test(kernels_ref, cpu_bf16_conv_matches_ref_emulation)
 {
 	char skip[512];
@@ -651,6 +755,90 @@ static void emulation_rounds(enum ops_dtype type, float (*round)(float))
 	side_release(&raw, &ref);
 	side_release(&rounded, &ref);
 	inputs_release(&in);
+	ops_ctx_release(&ref);
+}
+
+/* Values of a defective kernel's y and dw outside the bound around ref's
+ * r, with a ref's run on |inputs| (the bound of check_layer's y and dw). */
+static size_t outside_bound(const struct ref_case *c, const struct side *bad,
+			    const struct side *r, const struct side *a)
+{
+	struct fp_bound_worst w;
+	struct fp_bound y = {.terms = reduction_terms(c, 0), .operands = c->type,
+			     .bmax = largest_abs(r->param[1], (size_t)c->cfg.units)};
+	struct fp_bound dw = {.terms = reduction_terms(c, 2), .operands = c->type};
+	size_t ny = (size_t)c->n * ops_shape_size(&c->out);
+	size_t nw = (size_t)c->cfg.units * c->cfg.kernel * c->cfg.kernel * c->in[0].c;
+	return fp_bound_check(&y, bad->y, r->y, a->y, ny, &w) +
+	       fp_bound_check(&dw, bad->grad[0], r->grad[0], a->grad[0], nw, &w);
+}
+
+/* The bound catches real defects (fp_bound.h). Against ref's bf16 conv2d:
+ * a kernel that sums the same bf16 operands in another order and precision
+ * (fp32 on the rounded values: inside the bound), one that drops one term
+ * of each sum reading one weight, and one that rounds its operands to fp16
+ * where bf16 was asked (both outside). */
+Test(kernels_ref, bf16_bound_catches_defects)
+{
+	const struct ref_case *c = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(cases) && !c; i++)
+		if (cases[i].type == OPS_BF16 && cases[i].cfg.bias && !cases[i].no_dx)
+			c = &cases[i];
+	cr_assert_not_null(c);
+	struct ops_ctx ref, exact;   /* bf16 emulation; fp32 sums of the values it is given */
+	ref_context(&ref, c);
+	cr_assert_eq(ops_ctx_init(&exact, "ref", 1, 7), 0);
+	exact.step = ref.step;
+	rng_state = 11;
+	struct inputs in, ab, lo[3];   /* lo: rounded to bf16; to fp16; bf16, one weight 0 */
+	inputs_init(&in, c);
+	inputs_abs(&ab, c, &in);
+	float (*round[3])(float) = {ref_bf16_round, ref_f16_round, ref_bf16_round};
+	size_t nx = (size_t)c->n * ops_shape_size(&c->in[0]);
+	size_t ny = (size_t)c->n * ops_shape_size(&c->out);
+	for (int k = 0; k < 3; k++) {
+		memset(&lo[k], 0, sizeof(lo[k]));
+		lo[k].x[0] = copy_of(in.x[0], nx);
+		lo[k].dy = copy_of(in.dy, ny);
+		for (int j = 0; j < 2; j++) {
+			lo[k].nparam[j] = in.nparam[j];
+			lo[k].param[j] = copy_of(in.param[j], in.nparam[j]);
+		}
+		for (size_t i = 0; i < nx; i++)
+			lo[k].x[0][i] = round[k](lo[k].x[0][i]);
+		for (size_t i = 0; i < ny; i++)
+			lo[k].dy[i] = round[k](lo[k].dy[i]);
+		for (size_t i = 0; i < in.nparam[0]; i++)
+			lo[k].param[0][i] = round[k](lo[k].param[0][i]);
+	}
+	lo[2].param[0][c->in[0].c + 1] = 0;   /* output channel 0, tap (0, 1), channel 1 */
+	struct side r, a, bad[3];
+	side_init(&r, c, &in);
+	side_init(&a, c, &ab);
+	run_side(c, &ref, &r, &in);
+	run_side(c, &ref, &a, &ab);
+	size_t out[3];
+	for (int k = 0; k < 3; k++) {
+		side_init(&bad[k], c, &lo[k]);
+		run_side(c, &exact, &bad[k], &lo[k]);
+		out[k] = outside_bound(c, &bad[k], &r, &a);
+	}
+	if (getenv("AAH_BOUND_REPORT"))
+		fprintf(stderr, "bound: defects on %s: values outside, of %zu: bf16 summed in fp32 "
+			"%zu, fp16 operands %zu, a dropped term %zu\n", c->what,
+			ny + in.nparam[0], out[0], out[1], out[2]);
+	cr_assert_eq(out[0], 0, "bf16 operands summed in fp32: %zu values outside the bound", out[0]);
+	cr_assert_gt(out[1], 0, "operands rounded to fp16 where bf16 was asked passed the bound");
+	cr_assert_gt(out[2], 0, "a dropped term passed the bound");
+	for (int k = 0; k < 3; k++) {
+		side_release(&bad[k], &exact);
+		inputs_release(&lo[k]);
+	}
+	side_release(&r, &ref);
+	side_release(&a, &ref);
+	inputs_release(&ab);
+	inputs_release(&in);
+	ops_ctx_release(&exact);
 	ops_ctx_release(&ref);
 }
 
