@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run every test suite and end with one line: "N passed, N failed[, N skipped]".
 #   unit: build/tests/unit/test_* (Criterion, TAP output); the kernel and
-#         trainer suites again as unit-avx2/ with oneDNN capped at AVX2
+#         trainer suites again at each ISA level below the machine's own
+#         (unit-avx2/, unit-avx512_core/, ...: the ladder, docs/cpu.md); a
+#         unit test that prints "skipped" on stderr fails its suite
 #   fuzz: every tests/fuzz/fuzz_<name>.c target over its corpus
 #         (tests/fuzz/run.sh regress; AAH_FUZZ_BUILD, default build-fuzz,
 #         holds the targets `make fuzz-bins` built; unbuilt ones are skipped)
@@ -31,6 +33,11 @@ run_suite() {  # name, then the command
 	"$@" >"$out" 2>"$out.err"; rc=$?
 	read -r p n s < <(count "$out")
 	if [ "$rc" -ne 0 ] && [ "$n" -eq 0 ]; then n=1; fi   # crashed before reporting
+	if [[ $name == unit* ]] && [ -n "$(silent_skips "$out.err")" ]; then
+		echo "not ok - a test printed 'skipped' on stderr without reporting a skip (cr_skip_test):" >>"$out"
+		silent_skips "$out.err" | sed 's/^/#   /' >>"$out"
+		n=$((n + 1))
+	fi
 	pass=$((pass + p)); fail=$((fail + n)); skip=$((skip + s))
 	printf '%-40s %4d passed %3d failed %3d skipped  (%ds)\n' "$name" "$p" "$n" "$s" $((SECONDS - t0))
 	if [ "$n" -ne 0 ]; then
@@ -44,22 +51,44 @@ run_suite() {  # name, then the command
 # The machine, as the trainer's own probe sees it: every timing and skip
 # below depends on it (docs/cpu.md).
 probe() { "$AAH_BUILD/aah-trial" --probe 2>/dev/null | sed -n "s/^$1: //p"; }
-echo "test machine: $(probe cpu); oneDNN ISA $(probe onednn_isa), layout $(probe layout)," \
+capped() { ONEDNN_MAX_CPU_ISA=$1 DNNL_MAX_CPU_ISA=$1 "${@:2}"; }
+native_isa=$(probe onednn_isa)
+echo "test machine: $(probe cpu); oneDNN ISA $native_isa, layout $(probe layout)," \
 	"bf16 $(probe bf16)"
-echo "second pass: oneDNN capped at AVX2: ISA $(ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 probe onednn_isa)," \
-	"layout $(ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 probe layout)"
+# The ISA ladder: every oneDNN ISA level below the machine's own that the
+# CPU has (oneDNN caps at what the CPU has, so a level it lacks probes as a
+# lower one and is left out). Each reproduces a kind of CPU: AVX2 a Zen 3,
+# AVX512_CORE a Skylake, AVX512_CORE_BF16 a Cooper Lake or Zen 4/5.
+ladder=()
+for level in AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16 AVX512_CORE_AMX; do
+	isa=$(capped "$level" probe onednn_isa)
+	lower=$(echo "$level" | tr 'A-Z' 'a-z')
+	[ "$isa" = "$lower" ] && [ "$isa" != "$native_isa" ] || continue
+	ladder+=("$level")
+	echo "ladder: oneDNN capped at $level: ISA $isa, layout $(capped "$level" probe layout)," \
+		"bf16 $(capped "$level" probe bf16)"
+done
+[ ${#ladder[@]} -ne 0 ] || echo "ladder: none (oneDNN ISA $native_isa is the lowest level)"
+
+# A unit test reports a skip through cr_skip_test, which TAP shows; one that
+# prints "skipped" on stderr and returns passes silently. Such a line counts
+# as a failure of its suite.
+silent_skips() {   # the suite's stderr file
+	grep -E '^skipped' "$1" | head -5
+}
 
 for t in "$AAH_BUILD"/tests/unit/test_*; do
-	[ -x "$t" ] || continue
+	[ -x "$t" ] && [ -f "$t" ] || continue
 	run_suite "unit/$(basename "$t")" "$t" --tap=/dev/stdout --jobs 1
 done
-# The kernel and trainer suites once more with oneDNN capped at AVX2
-# (ONEDNN_MAX_CPU_ISA; DNNL_MAX_CPU_ISA for older builds), so that an
-# AVX-512 machine proves the AVX2 path too.
-for t in "$AAH_BUILD"/tests/unit/test_{kernels_*,trial_model,trial_train,precision,inherit,carve}; do
-	[ -x "$t" ] || continue
-	run_suite "unit-avx2/$(basename "$t")" env ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 \
-		"$t" --tap=/dev/stdout --jobs 1
+# The kernel and trainer suites once more at each level of the ladder
+# (ONEDNN_MAX_CPU_ISA; DNNL_MAX_CPU_ISA for older builds).
+for level in "${ladder[@]}"; do
+	name=$(echo "$level" | tr 'A-Z_' 'a-z_')
+	for t in "$AAH_BUILD"/tests/unit/test_{kernels_*,trial_model,trial_train,precision,inherit,carve}; do
+		[ -x "$t" ] && [ -f "$t" ] || continue
+		run_suite "unit-$name/$(basename "$t")" capped "$level" "$t" --tap=/dev/stdout --jobs 1
+	done
 done
 for t in tests/fuzz/fuzz_*.c; do
 	[ -f "$t" ] || continue

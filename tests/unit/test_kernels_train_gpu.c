@@ -105,7 +105,7 @@ Test(kernels_gpu, training_loss_follows_the_cpu_run)
 		for (int resident = 0; resident < 2; resident++) {
 			if (!train(be[b]->name, resident, gpu, &skip)) {
 				/* stderr, not cr_log_warn: a warning makes Criterion exit 1 */
-				fprintf(stderr, "skipped: %s [backend %s]: the training run\n", skip,
+				fprintf(stderr, "not run: %s [backend %s]: the training run\n", skip,
 					be[b]->name);
 				break;
 			}
@@ -154,7 +154,7 @@ Test(kernels_gpu, device_allreduce_over_one_rank)
 			continue;
 		struct ops_ctx ctx;
 		if (ops_ctx_init(&ctx, be[b]->name, 1, 1)) {
-			fprintf(stderr, "skipped: %s [backend %s]: the allreduce\n", util_last_error(),
+			fprintf(stderr, "not run: %s [backend %s]: the allreduce\n", util_last_error(),
 				be[b]->name);
 			continue;
 		}
