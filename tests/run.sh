@@ -55,18 +55,12 @@ capped() { ONEDNN_MAX_CPU_ISA=$1 DNNL_MAX_CPU_ISA=$1 "${@:2}"; }
 native_isa=$(probe onednn_isa)
 echo "test machine: $(probe cpu); oneDNN ISA $native_isa, layout $(probe layout)," \
 	"bf16 $(probe bf16)"
-# The ISA ladder: every oneDNN ISA level below the machine's own that the
-# CPU has (oneDNN caps at what the CPU has, so a level it lacks probes as a
-# lower one and is left out). Each reproduces a kind of CPU: AVX2 a Zen 3,
-# AVX512_CORE a Skylake, AVX512_CORE_BF16 a Cooper Lake or Zen 4/5.
-ladder=()
-for level in AVX2 AVX512_CORE AVX512_CORE_VNNI AVX512_CORE_BF16 AVX512_CORE_AMX; do
-	isa=$(capped "$level" probe onednn_isa)
-	lower=$(echo "$level" | tr 'A-Z' 'a-z')
-	[ "$isa" = "$lower" ] && [ "$isa" != "$native_isa" ] || continue
-	ladder+=("$level")
-	echo "ladder: oneDNN capped at $level: ISA $isa, layout $(capped "$level" probe layout)," \
-		"bf16 $(capped "$level" probe bf16)"
+# The ISA ladder (tests/isa_ladder.sh): every oneDNN ISA level below the
+# machine's own that the CPU has, each named with the probe's answers.
+mapfile -t ladder < <(tests/isa_ladder.sh "$AAH_BUILD")
+for level in "${ladder[@]}"; do
+	echo "ladder: oneDNN capped at $level: ISA $(capped "$level" probe onednn_isa)," \
+		"layout $(capped "$level" probe layout), bf16 $(capped "$level" probe bf16)"
 done
 [ ${#ladder[@]} -ne 0 ] || echo "ladder: none (oneDNN ISA $native_isa is the lowest level)"
 

@@ -14,13 +14,15 @@ if ! $PY -c 'import torch' 2>/dev/null; then
 	exit 0
 fi
 [ -x "$BUILD/bench/bench_train" ] || make --no-print-directory "$BUILD/bench/bench_train" >/dev/null
-# Natively, then with both sides capped at AVX2 (oneDNN's ISA for aah and
-# for PyTorch's bundled oneDNN, ATen's kernels too), so an AVX-512 machine
-# also measures what an AVX2 one gets; BENCH_ISAS picks (native AVX2).
-bench_isa() {  # native | AVX2
-	local isa=$1 env=()
+# Natively, then with both sides capped at each level of the ISA ladder
+# (tests/isa_ladder.sh; oneDNN's ISA for aah and for PyTorch's bundled
+# oneDNN, ATen's kernels too: avx2 or avx512), so an AVX-512 machine also
+# measures what the CPUs below it get; BENCH_ISAS picks (native AVX2 ...).
+bench_isa() {  # native | a ladder level
+	local isa=$1 env=() aten=avx512
+	[ "$isa" = AVX2 ] && aten=avx2
 	[ "$isa" = native ] || env=(env ONEDNN_MAX_CPU_ISA="$isa" DNNL_MAX_CPU_ISA="$isa"
-		ATEN_CPU_CAPABILITY="${isa,,}")
+		ATEN_CPU_CAPABILITY="$aten")
 	local probe
 	probe=$("${env[@]}" "$BUILD/aah-trial" --probe 2>/dev/null | sed -n 's/^onednn_isa: //p')
 	echo "--- $isa: $("$BUILD/aah-trial" --probe 2>/dev/null | sed -n 's/^cpu: //p'), oneDNN ISA $probe"
@@ -43,6 +45,6 @@ bench_isa() {  # native | AVX2
 	done
 }
 [ -x "$BUILD/aah-trial" ] || make --no-print-directory "$BUILD/aah-trial" >/dev/null
-for isa in ${BENCH_ISAS:-native AVX2}; do
+for isa in ${BENCH_ISAS:-native $(tests/isa_ladder.sh "$BUILD" | tr '\n' ' ')}; do
 	bench_isa "$isa"
 done
