@@ -216,6 +216,8 @@ static const struct row rows[] = {
 	{ "exit 85 in a pool while stopping: still requeued", .job = AAH_JOB_FAILED,
 	  .exit_code = EXIT_RESIZE, .job_reason = "x", .pool = 8, .running_on = 4, .stopping = 1,
 	  .kind = LIFECYCLE_RESIZE, .next = 1, .why = "resized" },
+	/* as at 7995cb5, unlike a relaunch or a retry: the requeued trial is
+	 * then never run, and the experiment never counts as done */
 	{ "exit 85 in a pool once maxExecDuration is up: still requeued", .job = AAH_JOB_FAILED,
 	  .exit_code = EXIT_RESIZE, .job_reason = "x", .pool = 8, .running_on = 4, .timeup = 1,
 	  .kind = LIFECYCLE_RESIZE, .next = 1, .why = "resized" },
