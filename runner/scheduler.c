@@ -1,16 +1,18 @@
-/* scheduler.c: the trial lifecycle. Everything it decides is journaled
- * first, so a runner killed at any instant resumes from the journal. */
+/* scheduler.c: runs an experiment and carries out what lifecycle.h decides
+ * of each trial. Everything is journaled first, so a runner killed at any
+ * instant resumes from the journal. */
 #include "runner/scheduler.h"
 #include "fileio.h"
-#include "jsonfile.h"
 #include "runner/backend/backend.h"
 #include "runner/launch.h"
+#include "runner/lifecycle.h"     /* lifecycle_decide: what becomes of a trial */
+#include "runner/scheduler_pool.h" /* scheduler_pool_claim, _tell, _facts, _leave */
+#include "runner/scheduler_progress.h" /* scheduler_progress_line */
+#include "runner/scheduler_tuner.h" /* the master tuner: propose, observe */
 #include "runner/store/outcome.h" /* outcome_read: the figures of a settled trial */
-#include "runner/pool/pooltrial.h" /* pooltrial_join, pooltrial_leave: the device pool */
 #include "strbuf.h"
 #include "util.h"
 
-#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,7 +31,7 @@ struct sched {
 	struct experiment *e;
 	const struct scheduler_opts *opts;
 	struct aah_backend_ctx bctx;
-	struct tuner *tuner;      /* master placement; NULL otherwise */
+	struct scheduler_tuner tuner; /* master placement: its tuner */
 	struct slot *slots;
 	unsigned nslots;
 	unsigned created;         /* trials created so far (highest seq) */
@@ -38,10 +40,6 @@ struct sched {
 	double last_progress;     /* util_monotonic() of the last progress line */
 	const char *workdir;      /* the experiments' parent, absolute (the experiment's) */
 	unsigned settled_this_session;
-	/* Master placement: the next new trial's proposal, made while every
-	 * slot trains, so that a slot that frees up is refilled at once. */
-	unsigned ahead_seq;       /* 0 = none */
-	cJSON *ahead_arch, *ahead_params;
 };
 
 static double elapsed(const struct sched *s)
@@ -58,70 +56,6 @@ static double exec_deadline(const struct sched *s)
 	return util_now() + budget - elapsed(s);
 }
 
-static void fmt_duration(char *buf, size_t n, double sec)
-{
-	long t = (long)(sec + 0.5);
-	if (t >= 3600)
-		snprintf(buf, n, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-}
-
-/* The trial a proposal was morphed from (arch.json meta.parent_trial), as
- * " from 000003", or "" when it has none (the start network, other tuners). */
-static void parent_note(const struct sched *s, unsigned seq, char *buf, size_t n)
-{
-	char *p = expdir_trial_file(s->e->dir, seq, EXPDIR_ARCH);
-	cJSON *arch = NULL;
-	buf[0] = '\0';
-	int was_quiet = util_set_quiet(1);
-	if (fileio_exists(p) && jsonfile_read(p, &arch) == 0) {
-		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(arch, "meta");
-		const cJSON *pt = cJSON_GetObjectItemCaseSensitive(meta, "parent_trial");
-		char id[EXPDIR_TRIAL_ID_SIZE];
-		if (cJSON_IsNumber(pt) && pt->valuedouble >= 1 && pt->valuedouble <= EXPDIR_TRIAL_MAX)
-			snprintf(buf, n, " from %s", expdir_trial_id((unsigned)pt->valuedouble, id));
-	}
-	util_set_quiet(was_quiet);
-	cJSON_Delete(arch);
-	free(p);
-}
-
-/* One progress line: after trial t settled, or (t NULL) a periodic one. */
-static void progress(struct sched *s, const struct trial_rec *t)
-{
-	if (!s->opts->progress)
-		return;
-	s->last_progress = util_monotonic();
-	unsigned done = 0, running = 0;
-	for (size_t i = 0; i < s->e->ntrials; i++) {
-		if (expdir_state_final(s->e->trials[i].state))
-			done++;
-		else if (s->e->trials[i].state == TRIAL_RUNNING)
-			running++;
-	}
-	char el[32], budget[32] = "unlimited";
-	fmt_duration(el, sizeof(el), elapsed(s));
-	if (s->cfg->max_exec_duration > 0)
-		fmt_duration(budget, sizeof(budget), s->cfg->max_exec_duration);
-	double best = experiment_best_accuracy(s->e);
-	char acc[32] = "-", bestacc[32] = "-";
-	if (t && !isnan(t->best_acc))
-		snprintf(acc, sizeof(acc), "%.4f", t->best_acc);
-	if (!isnan(best))
-		snprintf(bestacc, sizeof(bestacc), "%.4f", best);
-	char id[EXPDIR_TRIAL_ID_SIZE], parent[32];
-	if (t) {
-		parent_note(s, t->seq, parent, sizeof(parent));
-		printf("trial %s %-13s acc %s%s", expdir_trial_id(t->seq, id),
-		       expdir_state_name(t->state), acc, parent);
-	} else
-		printf("%-31s", "progress");
-	printf(" | done %u/%ld, running %u | best %s | %s of %s\n", done, s->cfg->max_trial_num,
-	       running, bestacc, el, budget);
-	fflush(stdout);
-}
-
 /* The fields every trial event starts with. */
 static cJSON *trial_fields(unsigned seq, unsigned attempt)
 {
@@ -133,59 +67,26 @@ static cJSON *trial_fields(unsigned seq, unsigned attempt)
 	return f;
 }
 
-/* ---- settling a finished job --------------------------------------------- */
+/* ---- carrying out lifecycle.h's actions --------------------------------- */
 
-/* How a job ended, as the journal's trial_finished records it. */
-struct settled {
-	enum trial_state state;
-	double best_acc;
-	double flops;
-	char reason[320];
-};
-
-static void read_result(const struct sched *s, unsigned seq, const struct aah_job_status *st,
-			struct settled *o)
+/* What lifecycle_decide makes of trial t and its job st (NULL: resumed
+ * from the journal). The facts only files tell are read here: once the job
+ * ended, the pool's view of it and its outcome, into *out (released by the
+ * caller). */
+static void decide(struct sched *s, const struct trial_rec *t, const struct aah_job_status *st,
+		   double now, struct outcome *out, struct lifecycle_action *act)
 {
-	char *dir = expdir_trial_dir(s->e->dir, seq);
-	/* The figures are the trial's outcome (runner/store/outcome.h), the one rule
-	 * `status`, `report` and the tuner read too. */
-	struct outcome out;
-	/* a file it cannot read is said, and counts as none */
-	(void)outcome_read(s->e->dir, seq, TRIAL_UNKNOWN, 0, &out);
-	const struct expdir_result res = out.result;
-	int have = out.have_result;
-	int ok_result = have > 0 &&
-			(res.status == TRIAL_SUCCEEDED || res.status == TRIAL_EARLY_STOPPED);
-	/* The result on disk decides when the exit status is unknowable (lost),
-	 * and always wins over a cancel or a timeout that came after it: the
-	 * trial finished, whatever became of its process afterwards. */
-	int result_decides = st->state == AAH_JOB_LOST || st->state == AAH_JOB_CANCELED ||
-			     st->state == AAH_JOB_TIMEOUT;
-	int ok_exit = st->state == AAH_JOB_SUCCEEDED || (result_decides && ok_result);
-	o->best_acc = out.best_acc;
-	o->flops = out.flops;
-	outcome_release(&out);
-	if (ok_exit && ok_result) {
-		o->state = res.status;
-		o->reason[0] = '\0';
-	} else if (st->state == AAH_JOB_CANCELED) {
-		o->state = TRIAL_CANCELED;
-		snprintf(o->reason, sizeof(o->reason), "%s", st->reason[0] ? st->reason : "canceled");
-	} else {
-		o->state = TRIAL_FAILED;
-		if (st->state == AAH_JOB_TIMEOUT)
-			snprintf(o->reason, sizeof(o->reason), "timed out: %s", st->reason);
-		else if (st->state == AAH_JOB_FAILED || st->state == AAH_JOB_LOST)
-			snprintf(o->reason, sizeof(o->reason), "%s",
-				 st->reason[0] ? st->reason : "the job failed");
-		else if (have <= 0)
-			snprintf(o->reason, sizeof(o->reason), "no valid result.json in %s", dir);
-		else if (res.status == TRIAL_UNKNOWN)
-			snprintf(o->reason, sizeof(o->reason), "result.json has no known status");
-		else
-			snprintf(o->reason, sizeof(o->reason), "result.json says status '%s'",
-				 expdir_state_name(res.status));
+	char *dir = expdir_trial_dir(s->e->dir, t->seq);
+	struct lifecycle_in in = { .cfg = s->cfg, .trial = t, .job = st, .trial_dir = dir,
+				   .now = now, .stopping = s->stop, .timeup = s->timeup };
+	if (st && lifecycle_job_ended(st->state)) {
+		scheduler_pool_facts(s->cfg, s->e, t->seq, dir, &in.pool);
+		outcome_release(out);
+		/* a file it cannot read is said, and counts as none */
+		(void)outcome_read(s->e->dir, t->seq, TRIAL_UNKNOWN, 0, out);
+		in.outcome = out;
 	}
+	lifecycle_decide(&in, act);
 	free(dir);
 }
 
@@ -196,35 +97,12 @@ static void free_slot(struct sched *s, unsigned seq)
 			s->slots[i].trial = 0;
 }
 
-static int observe(struct sched *s, unsigned seq)
+static void progress(struct sched *s, const struct trial_rec *t)
 {
-	if (!s->tuner)
-		return 0;
-	struct trial_rec *t = experiment_trial(s->e, seq);
-	int learnable = outcome_learnable(t->state, t->best_acc);   /* as journaled */
-	char *dir = expdir_trial_dir(s->e->dir, seq);
-	char *pa = expdir_file(dir, EXPDIR_ARCH), *pp = expdir_file(dir, EXPDIR_PARAMS);
-	cJSON *arch = NULL, *params = NULL;
-	int was_quiet = util_set_quiet(1);
-	if (fileio_exists(pa))
-		jsonfile_read(pa, &arch);
-	if (fileio_exists(pp))
-		jsonfile_read(pp, &params);
-	util_set_quiet(was_quiet);
-	struct tuner_observation obs = {
-		.trial_seq = seq,
-		.arch = arch,
-		.params = params,
-		.state = learnable ? TUNER_OBS_DONE : TUNER_OBS_FAILED,
-		.metric = learnable ? t->best_acc : 0,
-	};
-	int r = tuner_observe(s->tuner, &obs);
-	cJSON_Delete(arch);
-	cJSON_Delete(params);
-	free(pa);
-	free(pp);
-	free(dir);
-	return r;
+	if (!s->opts->progress)
+		return;
+	s->last_progress = util_monotonic();
+	scheduler_progress_line(s->cfg, s->e, t, elapsed(s));
 }
 
 /* Run trial seq again as attempt; why the last attempt ended goes with it,
@@ -236,33 +114,53 @@ static int record_retry(struct sched *s, unsigned seq, unsigned attempt, const c
 	return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f);
 }
 
-static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st)
+/* Its job ended: its logs reaped, its slot freed. */
+static void job_gone(struct sched *s, unsigned seq, const struct aah_job_status *st)
 {
-	struct trial_rec *t = experiment_trial(s->e, seq);
-	struct settled o;
-	read_result(s, seq, st, &o);
-	if (s->stop && o.state == TRIAL_CANCELED)
-		snprintf(o.reason, sizeof(o.reason), "stopped");
-	cJSON *f = trial_fields(seq, t->attempt);
-	cJSON_AddStringToObject(f, "state", expdir_state_name(o.state));
-	cJSON_AddNumberToObject(f, "exit_code", st->exit_code);
-	cJSON_AddStringToObject(f, "reason", o.reason);
-	if (!isnan(o.best_acc))
-		cJSON_AddNumberToObject(f, "best_val_acc", o.best_acc);
-	cJSON_AddNumberToObject(f, "flops", o.flops);
-	if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
-		return -1;
 	char *dir = expdir_trial_dir(s->e->dir, seq);
 	backend_reap(&s->bctx, st->job, dir);
 	free(dir);
 	free_slot(s, seq);
-	if (pooltrial_leave(s->cfg, s->workdir, s->e->id, seq) < 0)
-		warning("trial %u keeps its place in the device pool: %s", seq, util_last_error());
+}
+
+/* Carry out act for trial seq, whose job st ended. */
+static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status *st,
+		     const struct outcome *out, const struct lifecycle_action *act)
+{
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	if (act->kind == LIFECYCLE_RESIZE || act->kind == LIFECYCLE_RELAUNCH) {
+		/* the same attempt again: fill_slots relaunches it with --resume */
+		job_gone(s, seq, st);
+		return record_retry(s, seq, act->attempt, act->reason) < 0 ? -1 : 1;
+	}
+	cJSON *f = trial_fields(seq, t->attempt);
+	cJSON_AddStringToObject(f, "state", expdir_state_name(act->state));
+	cJSON_AddNumberToObject(f, "exit_code", st->exit_code);
+	cJSON_AddStringToObject(f, "reason", act->reason);
+	if (!isnan(out->best_acc))
+		cJSON_AddNumberToObject(f, "best_val_acc", out->best_acc);
+	cJSON_AddNumberToObject(f, "flops", out->flops);
+	if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
+		return -1;
+	job_gone(s, seq, st);
+	scheduler_pool_leave(s->cfg, s->e, seq);
 	s->settled_this_session++;
+	t = experiment_trial(s->e, seq);
 	progress(s, t);
-	if (o.state == TRIAL_FAILED && t->attempt <= (unsigned)s->cfg->trial.retries && !s->timeup)
-		return record_retry(s, seq, t->attempt + 1, o.reason);
-	return observe(s, seq);
+	if (act->kind == LIFECYCLE_RETRY)
+		return record_retry(s, seq, act->attempt, act->reason);
+	return scheduler_tuner_observe(&s->tuner, s->e->dir, t);
+}
+
+/* Trial seq's job st ended: decide and carry it out. */
+static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st)
+{
+	struct outcome out = { .epochs = NULL };
+	struct lifecycle_action act;
+	decide(s, experiment_trial(s->e, seq), st, util_now(), &out, &act);
+	int r = carry_out(s, seq, st, &out, &act);
+	outcome_release(&out);
+	return r;
 }
 
 /* ---- submitting ----------------------------------------------------------- */
@@ -272,114 +170,6 @@ struct submit_arg {
 	unsigned seq;
 	unsigned slot;
 };
-
-/* ---- the device pool (runner/pool/pooltrial.h) ---------------------------------- */
-
-static int in_pool(const struct sched *s)
-{
-	return s->cfg->pool.devices > 0;
-}
-
-/* Before a launch: the trial joins the pool (once) and runs on what the
- * ledger gives it (its share once nobody else holds those devices), told
- * through <trial_dir>/world_size. 1: no devices for it now, it waits. */
-static int pool_size(struct sched *s, unsigned seq, unsigned slot, const char *dir,
-		     unsigned *nodes)
-{
-	unsigned share, got;
-	char *ids = NULL;
-	if (!in_pool(s))
-		return 0;
-	if (pooltrial_join(s->cfg, s->workdir, s->e->id, seq, &share) < 0 ||
-	    pooltrial_claim(s->cfg, s->workdir, s->e->id, seq, &got, &ids) < 0)
-		return -1;
-	if (!got)
-		return 1;
-	*nodes = got;
-	/* GPU trials run on the very devices the ledger granted, one rank on
-	 * each: they become the slot's CUDA_VISIBLE_DEVICES (launch.c) */
-	if (s->cfg->trial.gpu_num > 0 && ids) {
-		free(s->slots[slot].gpus);
-		s->slots[slot].gpus = ids;
-		ids = NULL;
-	}
-	free(ids);
-	return pooltrial_write_world(dir, got);
-}
-
-/* Every poll of a running trial: a new share reaches it as world_size. */
-static void pool_tell(struct sched *s, const struct trial_rec *t)
-{
-	if (!in_pool(s))
-		return;
-	char *dir = expdir_trial_dir(s->e->dir, t->seq);
-	if (pooltrial_tell(s->cfg, s->workdir, s->e->id, t->seq, dir) < 0)
-		warning("trial %u is not told its share: %s", t->seq, util_last_error());
-	free(dir);
-}
-
-/* A job that ended to be run again as the same attempt (not charged to
- * trial.retries): its logs reaped, its slot freed, the trial queued with
- * why; fill_slots relaunches it with --resume. 1, or -1. */
-static int requeue_same_attempt(struct sched *s, unsigned seq, const struct aah_job_status *st,
-				const char *why)
-{
-	struct trial_rec *t = experiment_trial(s->e, seq);
-	char *dir = expdir_trial_dir(s->e->dir, seq);
-	backend_reap(&s->bctx, st->job, dir);
-	free(dir);
-	free_slot(s, seq);
-	return record_retry(s, seq, t->attempt, why) < 0 ? -1 : 1;
-}
-
-/* A trial whose ranks all stopped to be resized goes back in the queue, the
- * same attempt: fill_slots relaunches it on its share with --resume. A job
- * that ended while no runner watched (its status unknowable) is presumed
- * resized when it left no result and had been told another size: its
- * checkpoint decides where it goes on. */
-static int pool_resized(struct sched *s, unsigned seq, const struct aah_job_status *st)
-{
-	if (!in_pool(s))
-		return 0;
-	char *dir = expdir_trial_dir(s->e->dir, seq);
-	int resized = st->state == AAH_JOB_FAILED && st->exit_code == POOLTRIAL_EXIT_RESIZE;
-	if (st->state == AAH_JOB_LOST && !expdir_result_visible(s->e->dir, seq))
-		resized = pooltrial_told_other(s->cfg, s->workdir, s->e->id, seq, dir);
-	free(dir);
-	if (!resized)
-		return 0;
-	unsigned on = pooltrial_running_on(s->cfg, s->workdir, s->e->id, seq);
-	char *why = xstrfmt("resized at a step boundary (it ran on %u devices)", on);
-	int r = requeue_same_attempt(s, seq, st, why);
-	free(why);
-	return r;
-}
-
-/* A job the cluster failed by taking one of its nodes away (st->disrupted:
- * a pod preempted or evicted, and the ranks left without it) goes back in
- * the queue as the same attempt, like a resize: fill_slots relaunches it
- * from its checkpoint (--resume), and trial.retries is not charged. A node
- * taken RELAUNCH_MAX times in one attempt makes it a failure as any other. */
-#define RELAUNCH_MAX 10
-#define RELAUNCH_WHY "relaunched from its checkpoint: "
-
-static int relaunch_disrupted(struct sched *s, unsigned seq, const struct aah_job_status *st)
-{
-	if (!st->disrupted || st->state != AAH_JOB_FAILED || s->stop || s->timeup)
-		return 0;
-	struct trial_rec *t = experiment_trial(s->e, seq);
-	char *mine = xstrfmt("attempt %u: " RELAUNCH_WHY, t->attempt);
-	unsigned n = 0;
-	for (size_t i = 0; i < t->retries.n; i++)
-		n += !strncmp(t->retries.v[i], mine, strlen(mine));
-	free(mine);
-	if (n >= RELAUNCH_MAX)
-		return 0;
-	char *why = xstrfmt(RELAUNCH_WHY "%s", st->reason);
-	int r = requeue_same_attempt(s, seq, st, why);
-	free(why);
-	return r;
-}
 
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 {
@@ -395,41 +185,6 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
 }
 
-static int propose(struct sched *s, unsigned seq, cJSON **params_out)
-{
-	char *dir = expdir_trial_dir(s->e->dir, seq);
-	char *pa = expdir_file(dir, EXPDIR_ARCH), *pp = expdir_file(dir, EXPDIR_PARAMS);
-	cJSON *arch = NULL, *params = NULL;
-	int r = 0;
-	*params_out = NULL;
-	if (fileio_exists(pp) || fileio_exists(pa)) {
-		/* A retried or resumed trial trains what it was given before. */
-		if (fileio_exists(pp))
-			r = jsonfile_read(pp, &params);
-	} else if (s->tuner) {
-		if (seq == s->ahead_seq) {   /* made while the slots were busy */
-			arch = s->ahead_arch;
-			params = s->ahead_params;
-			s->ahead_arch = s->ahead_params = NULL;
-			s->ahead_seq = 0;
-		} else {
-			r = tuner_propose(s->tuner, seq, &arch, &params);
-		}
-		if (r == 0)
-			r = tuner_write_proposal(s->tuner, dir, arch, params);
-	}
-	if (r == 0 && params) {
-		cJSON *p = cJSON_DetachItemFromObjectCaseSensitive(params, "parameters");
-		*params_out = p;
-	}
-	cJSON_Delete(arch);
-	cJSON_Delete(params);
-	free(pa);
-	free(pp);
-	free(dir);
-	return r;
-}
-
 static int submit(struct sched *s, unsigned seq, unsigned slot)
 {
 	struct trial_rec *t = experiment_trial(s->e, seq);
@@ -442,10 +197,10 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	int master = !strcmp(cfg->tuner.placement, "master");
 
 	if (r == 0)
-		r = pool_size(s, seq, slot, dir, &nodes);   /* 1: no devices for it now */
+		r = scheduler_pool_claim(cfg, s->e, seq, dir, &nodes, &s->slots[slot].gpus); /* 1: it waits */
 	char **hosts = xcalloc(nodes, sizeof(*hosts));
 	if (r == 0 && master)
-		r = propose(s, seq, &params);
+		r = scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params);
 	if (r == 0)
 		r = backend_place(&s->bctx, seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
 	if (r == 0) {
@@ -461,7 +216,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.gpus = s->slots[slot].gpus,
 			.resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1),
 			.nodes = nodes,
-			.elastic = in_pool(s) && (s->bctx.backend->caps & AAH_CAP_ELASTIC),
+			.elastic = cfg->pool.devices > 0 && (s->bctx.backend->caps & AAH_CAP_ELASTIC),
 			.mpi_hosts = s->bctx.backend->mpi_hosts,
 			.params = params,
 			.deadline = exec_deadline(s),
@@ -536,7 +291,7 @@ static int fill_slots(struct sched *s)
  * is not final: the trial proposes again when it is created. */
 static void propose_ahead(struct sched *s)
 {
-	if (!s->tuner || s->ahead_seq || s->stop || s->timeup ||
+	if (!s->tuner.tuner || s->tuner.ahead_seq || s->stop || s->timeup ||
 	    s->created >= (unsigned)s->cfg->max_trial_num)
 		return;
 	for (unsigned i = 0; i < s->nslots; i++)
@@ -545,11 +300,7 @@ static void propose_ahead(struct sched *s)
 	for (size_t i = 0; i < s->e->ntrials; i++)
 		if (s->e->trials[i].state == TRIAL_QUEUED)
 			return;   /* the next slot goes to a queued trial */
-	unsigned seq = s->created + 1;
-	int was_quiet = util_set_quiet(1);   /* said again, loudly, if it fails when the trial is made */
-	if (tuner_propose(s->tuner, seq, &s->ahead_arch, &s->ahead_params) == 0)
-		s->ahead_seq = seq;
-	util_set_quiet(was_quiet);
+	scheduler_tuner_propose_ahead(&s->tuner, s->created + 1);
 }
 
 /* ---- the loop --------------------------------------------------------------- */
@@ -616,25 +367,22 @@ static int poll_running(struct sched *s)
 			return -1;
 		}
 		t = &s->e->trials[i];   /* recording may grow the table */
-		if (st.state == AAH_JOB_RUNNING || st.state == AAH_JOB_PENDING) {
-			double limit = s->cfg->trial.timeout;
-			if (limit > 0 && now - t->submitted > limit) {
-				backend_cancel(&s->bctx, job);
-				backend_poll(&s->bctx, &st);
-				st.state = AAH_JOB_TIMEOUT;
-				snprintf(st.reason, sizeof(st.reason), "over the trial timeout of %.0fs",
-					 limit);
-			} else {
-				pool_tell(s, t);
-				free(job);
-				continue;
-			}
+		struct outcome out = { .epochs = NULL };
+		struct lifecycle_action act;
+		decide(s, t, &st, now, &out, &act);
+		if (act.kind == LIFECYCLE_CANCEL) {   /* then it ends as timed out */
+			backend_cancel(&s->bctx, job);
+			backend_poll(&s->bctx, &st);
+			st.state = AAH_JOB_TIMEOUT;
+			xstrlcpy(st.reason, act.reason, sizeof(st.reason));
+			decide(s, t, &st, now, &out, &act);
 		}
-		int r = pool_resized(s, t->seq, &st);
-		if (r == 0)
-			r = relaunch_disrupted(s, t->seq, &st);
-		if (r == 0)
-			r = settle(s, t->seq, &st);
+		int r = 0;
+		if (act.kind == LIFECYCLE_WAIT)
+			scheduler_pool_tell(s->cfg, s->e, t->seq);
+		else
+			r = carry_out(s, t->seq, &st, &out, &act);
+		outcome_release(&out);
 		free(job);
 		if (r < 0)
 			return -1;
@@ -673,12 +421,11 @@ static int resume_state(struct sched *s)
 		if (t->seq > s->created)
 			s->created = t->seq;
 		/* Stopped on purpose, or killed between a failure and its retry. */
-		int stopped = t->state == TRIAL_CANCELED && t->reason && !strcmp(t->reason, "stopped");
-		int retry_due = t->state == TRIAL_FAILED &&
-				t->attempt <= (unsigned)s->cfg->trial.retries;
-		if (stopped || retry_due) {
+		struct lifecycle_action act;
+		decide(s, t, NULL, util_now(), NULL, &act);
+		if (act.kind == LIFECYCLE_REQUEUE || act.kind == LIFECYCLE_RETRY) {
 			unsigned seq = t->seq;
-			if (record_retry(s, seq, t->attempt + (retry_due ? 1 : 0), t->reason) < 0)
+			if (record_retry(s, seq, act.attempt, act.reason) < 0)
 				return -1;
 			t = experiment_trial(s->e, seq);
 		}
@@ -695,25 +442,6 @@ static int resume_state(struct sched *s)
 		}
 	}
 	return 0;
-}
-
-static int start_tuner(struct sched *s)
-{
-	if (strcmp(s->cfg->tuner.placement, "master"))
-		return 0;
-	struct tuner_config tc;
-	cJSON *ca, *space;
-	if (scheduler_tuner_config(s->cfg, s->e->dir, &tc, &ca, &space) < 0)
-		return -1;
-	char *initial = scheduler_initial_arch(s->cfg, s->e->dir);
-	tc.initial_arch = initial;
-	int r = tuner_create(&s->tuner, &tc);
-	free(initial);
-	if (r == 0)
-		r = tuner_load_history(s->tuner, s->e->dir);
-	cJSON_Delete(ca);
-	cJSON_Delete(space);
-	return r;
 }
 
 int scheduler_run(const struct aah_config *cfg, struct experiment *e,
@@ -748,7 +476,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	cJSON_AddNumberToObject(f, "pid", getpid());
 	cJSON_AddBoolToObject(f, "resume", e->ntrials > 0);
 	if (experiment_record(e, EXPDIR_EV_RUNNER_STARTED, f) < 0 || resume_state(&s) < 0 ||
-	    start_tuner(&s) < 0)
+	    scheduler_tuner_start(&s.tuner, cfg, e->dir) < 0)
 		goto out_backend;
 
 	double interval = opts->poll_interval > 0 ? opts->poll_interval : 0.05;
@@ -789,9 +517,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 out_backend:
 	backend_fini(&s.bctx);
 out:
-	tuner_free(s.tuner);
-	cJSON_Delete(s.ahead_arch);
-	cJSON_Delete(s.ahead_params);
+	scheduler_tuner_release(&s.tuner);
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);

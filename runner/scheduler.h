@@ -1,5 +1,6 @@
-/* scheduler.h: the trial lifecycle: slots, budget, deadlines, retries,
- * proposals and the backend, driven from the journal. */
+/* scheduler.h: runs an experiment: slots, budget, proposals and the
+ * backend, driven from the journal; what becomes of each trial is
+ * lifecycle.h's rule, which the scheduler carries out. */
 #ifndef AAH_SCHEDULER_H
 #define AAH_SCHEDULER_H
 
@@ -7,7 +8,6 @@
 
 #include "runner/config/config.h"
 #include "runner/experiment.h"
-#include "runner/tuner/tuner.h"
 
 struct scheduler_opts {
 	const char *runner_exe;   /* this program, for `propose --exec` in trials */
@@ -21,14 +21,5 @@ struct scheduler_opts {
  * the experiment ended or stopped cleanly. */
 int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		  const struct scheduler_opts *opts);
-
-/* Fill a tuner_config from the config; the JSON it points into is returned
- * in *class_args and *space, owned by the caller. expdir (may be NULL) is
- * preferred for the copied search_space.json. */
-int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
-			   struct tuner_config *tc, cJSON **class_args, cJSON **space);
-/* The initial arch file a tuner_config points to (NULL when none); the
- * caller frees it after the tuner is done with tc. */
-char *scheduler_initial_arch(const struct aah_config *cfg, const char *expdir);
 
 #endif

@@ -8,6 +8,7 @@
 #include "runner/cmd/options.h"
 #include "runner/pool/pooltrial.h" /* pooltrial_pool_size: pool.devices: quota */
 #include "runner/scheduler.h"
+#include "runner/scheduler_tuner.h"
 #include "runner/tuner/space.h" /* space_parse: search-space errors at searchSpacePath */
 #include "runner/tuner/tuner.h"
 #include "runner/config/workdir.h"
@@ -69,7 +70,7 @@ static int check_config_files(struct aah_config *cfg)
 	cJSON *class_args, *space;
 	if (scheduler_tuner_config(cfg, NULL, &tc, &class_args, &space) < 0)
 		return -1;   /* reported at searchSpacePath */
-	char *initial = scheduler_initial_arch(cfg, NULL);
+	char *initial = scheduler_tuner_initial_arch(cfg, NULL);
 	int held = util_hold_errors(1);
 	const char *key = failing_key(&tc, initial);
 	util_hold_errors(held);

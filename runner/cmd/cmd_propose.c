@@ -7,7 +7,7 @@
 #include "jsonfile.h"
 #include "runner/launch.h"
 #include "runner/cmd/options.h"
-#include "runner/scheduler.h"
+#include "runner/scheduler_tuner.h"
 #include "runner/tuner/tuner.h"
 #include "runner/store/expdir.h" /* expdir_file */
 #include "util.h"
@@ -74,7 +74,7 @@ int cmd_propose(int argc, const char **argv)
 	struct tuner_config tc;
 	cJSON *ca, *space;
 	int r = scheduler_tuner_config(&cfg, e.dir, &tc, &ca, &space);
-	char *initial = scheduler_initial_arch(&cfg, e.dir);
+	char *initial = scheduler_tuner_initial_arch(&cfg, e.dir);
 	tc.initial_arch = initial;
 	if (r == 0)
 		r = tuner_propose_cached(e.dir, e.id, &tc, (unsigned)trial);

@@ -1,0 +1,156 @@
+/* lifecycle.c: the one rule of lifecycle.h, what becomes of a trial. */
+#include "runner/lifecycle.h"
+#include "runner/pool/pooltrial.h" /* POOLTRIAL_EXIT_RESIZE */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void act_set(struct lifecycle_action *act, enum lifecycle_kind kind, enum trial_state state,
+		    unsigned attempt, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void act_set(struct lifecycle_action *act, enum lifecycle_kind kind, enum trial_state state,
+		    unsigned attempt, const char *fmt, ...)
+{
+	va_list ap;
+	act->kind = kind;
+	act->state = state;
+	act->attempt = attempt;
+	va_start(ap, fmt);
+	vsnprintf(act->reason, sizeof(act->reason), fmt, ap);
+	va_end(ap);
+}
+
+int lifecycle_job_ended(enum aah_job_state s)
+{
+	return s != AAH_JOB_RUNNING && s != AAH_JOB_PENDING;
+}
+
+/* A runner resumes: a trial stopped on purpose goes back in the queue as
+ * the same attempt; one killed between a failure and its retry is retried. */
+static void resumed(const struct lifecycle_in *in, struct lifecycle_action *act)
+{
+	const struct trial_rec *t = in->trial;
+	const char *why = t->reason ? t->reason : "";
+	if (t->state == TRIAL_CANCELED && !strcmp(why, "stopped"))
+		act_set(act, LIFECYCLE_REQUEUE, t->state, t->attempt, "%s", why);
+	else if (t->state == TRIAL_FAILED && t->attempt <= (unsigned)in->cfg->trial.retries)
+		act_set(act, LIFECYCLE_RETRY, t->state, t->attempt + 1, "%s", why);
+	else
+		act_set(act, LIFECYCLE_WAIT, t->state, t->attempt, "%s", "");
+}
+
+/* A trial whose ranks all stopped to be resized (exit 85). A job that
+ * ended while no runner watched (its status unknowable) is presumed
+ * resized when it left no result and had been told another size: its
+ * checkpoint decides where it goes on. */
+static int resized(const struct lifecycle_in *in)
+{
+	const struct aah_job_status *st = in->job;
+	if (!in->pool.in_pool)
+		return 0;
+	if (st->state == AAH_JOB_FAILED && st->exit_code == POOLTRIAL_EXIT_RESIZE)
+		return 1;
+	return st->state == AAH_JOB_LOST && !in->pool.result_visible && in->pool.told_other;
+}
+
+/* A job the cluster failed by taking one of its nodes away, not yet
+ * relaunched LIFECYCLE_RELAUNCH_MAX times in this attempt, and no stop
+ * or end of the budget under way. */
+static int relaunchable(const struct lifecycle_in *in)
+{
+	const struct aah_job_status *st = in->job;
+	const struct trial_rec *t = in->trial;
+	if (!st->disrupted || st->state != AAH_JOB_FAILED || in->stopping || in->timeup)
+		return 0;
+	char mine[64];
+	snprintf(mine, sizeof(mine), "attempt %u: " LIFECYCLE_RELAUNCH_WHY, t->attempt);
+	unsigned n = 0;
+	for (size_t i = 0; i < t->retries.n; i++)
+		n += !strncmp(t->retries.v[i], mine, strlen(mine));
+	return n < LIFECYCLE_RELAUNCH_MAX;
+}
+
+/* How an ended job settles, as trial_finished records it. The result on
+ * disk decides when the exit status is unknowable (lost), and always wins
+ * over a cancel or a timeout that came after it: the trial finished,
+ * whatever became of its process afterwards. */
+static void settled(const struct lifecycle_in *in, struct lifecycle_action *act)
+{
+	const struct aah_job_status *st = in->job;
+	const struct outcome *out = in->outcome;
+	int have = out ? out->have_result : 0;
+	enum trial_state status = have > 0 ? out->result.status : TRIAL_UNKNOWN;
+	int ok_result = have > 0 && (status == TRIAL_SUCCEEDED || status == TRIAL_EARLY_STOPPED);
+	int result_decides = st->state == AAH_JOB_LOST || st->state == AAH_JOB_CANCELED ||
+			     st->state == AAH_JOB_TIMEOUT;
+	int ok_exit = st->state == AAH_JOB_SUCCEEDED || (result_decides && ok_result);
+	enum lifecycle_kind settle = LIFECYCLE_SETTLE;
+	unsigned attempt = in->trial->attempt;
+
+	if (ok_exit && ok_result) {
+		act_set(act, settle, status, attempt, "%s", "");
+		return;
+	}
+	if (st->state == AAH_JOB_CANCELED) {
+		act_set(act, settle, TRIAL_CANCELED, attempt, "%s",
+			in->stopping ? "stopped" : st->reason[0] ? st->reason : "canceled");
+		return;
+	}
+	/* A failure: retried while retries are left and the budget runs. */
+	if (attempt <= (unsigned)in->cfg->trial.retries && !in->timeup) {
+		settle = LIFECYCLE_RETRY;
+		attempt++;
+	}
+	if (st->state == AAH_JOB_TIMEOUT)
+		act_set(act, settle, TRIAL_FAILED, attempt, "timed out: %s", st->reason);
+	else if (st->state == AAH_JOB_FAILED || st->state == AAH_JOB_LOST)
+		act_set(act, settle, TRIAL_FAILED, attempt, "%s",
+			st->reason[0] ? st->reason : "the job failed");
+	else if (have <= 0)
+		act_set(act, settle, TRIAL_FAILED, attempt, "no valid result.json in %s",
+			in->trial_dir ? in->trial_dir : "its trial directory");
+	else if (status == TRIAL_UNKNOWN)
+		act_set(act, settle, TRIAL_FAILED, attempt, "%s", "result.json has no known status");
+	else
+		act_set(act, settle, TRIAL_FAILED, attempt, "result.json says status '%s'",
+			expdir_state_name(status));
+}
+
+void lifecycle_decide(const struct lifecycle_in *in, struct lifecycle_action *act)
+{
+	const struct aah_job_status *st = in->job;
+	const struct trial_rec *t = in->trial;
+	if (!st) {
+		resumed(in, act);
+		return;
+	}
+	if (!lifecycle_job_ended(st->state)) {
+		double limit = in->cfg->trial.timeout;
+		if (limit > 0 && in->now - t->submitted > limit)
+			act_set(act, LIFECYCLE_CANCEL, t->state, t->attempt,
+				"over the trial timeout of %.0fs", limit);
+		else
+			act_set(act, LIFECYCLE_WAIT, t->state, t->attempt, "%s", "");
+		return;
+	}
+	if (resized(in))
+		act_set(act, LIFECYCLE_RESIZE, t->state, t->attempt,
+			"resized at a step boundary (it ran on %u devices)", in->pool.running_on);
+	else if (relaunchable(in))
+		act_set(act, LIFECYCLE_RELAUNCH, t->state, t->attempt, LIFECYCLE_RELAUNCH_WHY "%s",
+			st->reason);
+	else
+		settled(in, act);
+}
+
+const char *lifecycle_kind_name(enum lifecycle_kind k)
+{
+	static const char *const names[] = {
+		[LIFECYCLE_WAIT] = "wait",         [LIFECYCLE_CANCEL] = "cancel",
+		[LIFECYCLE_SETTLE] = "settle",     [LIFECYCLE_RETRY] = "retry",
+		[LIFECYCLE_REQUEUE] = "requeue",   [LIFECYCLE_RESIZE] = "resize",
+		[LIFECYCLE_RELAUNCH] = "relaunch",
+	};
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
