@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "kernels/cpu/cpu_probe.h" /* cpu_probe_skip: the forced bf16 test */
 #include "kernels/ops.h"
 #include "kernels/ref/ref.h" /* ref_bf16_round, ref_f16_round */
@@ -549,8 +550,7 @@ ParameterizedTest(struct run *run, kernels_ref, op_matches_ref)
 	if (ops_ctx_init(&ctx, be->name, 2, 7)) {
 		/* a GPU backend's init says "no CUDA device: ..." where there is none */
 		if (be->caps & OPS_CAP_GPU)
-			cr_skip_test("skipped: %s [backend %s]: %s", util_last_error(), be->name,
-				     c->what);
+			cuda_unavailable(be->name, util_last_error(), c->what);
 		cr_skip_test("skipped: %s cannot start on this machine (%s): %s", be->name,
 			     util_last_error(), c->what);
 	}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "kernels/ops.h" /* ops_backends */
 #include "trialimg/model.h"
 #include "util.h"
@@ -103,6 +104,8 @@ static void net_matches_reference(const char *name)
 	}
 	cr_assert_eq(model_alloc(&m, N, 5), 0);
 	if (ops_ctx_init(&ctx, name, 1, 11)) {
+		if (ops_backend_find(name)->caps & OPS_CAP_GPU)
+			cuda_unavailable(name, util_last_error(), "the model net");
 		/* stderr, not cr_log_warn: a warning makes Criterion exit 1 */
 		fprintf(stderr, "skipped: %s cannot start on this machine: %s\n", name,
 			util_last_error());

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include "cuda_skip.h"
 #include "kernels/ops.h"
 #include "util.h"
 
@@ -59,12 +60,12 @@ Test(precision, fp16_on_ref_not_on_cpu)
 Test(precision, cuda_picks_by_its_device)
 {
 #ifndef AAH_HAVE_CUDA
-	cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA)");
+	cuda_not_built("--precision auto's pick");
 #else
 	struct ops_ctx ctx;
 	util_set_quiet(1);
 	if (ops_ctx_init(&ctx, "cuda", 1, 1))
-		cr_skip_test("skipped: %s", util_last_error());
+		cuda_unavailable("cuda", util_last_error(), "--precision auto's pick");
 	int major = 0;
 	cr_assert_eq(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
 	const char *p = ops_precision_auto(&ctx);
@@ -93,6 +94,8 @@ Test(precision, backend_auto_follows_the_hardware)
 		cr_assert_str_eq(name, "cuda");
 		cr_assert(strstr(why, "CUDA device"), "%s", why);
 	} else {
+		cr_assert(!cuda_required(), "AAH_REQUIRE_CUDA=1: skipped: %s: --backend auto picked %s",
+			  why, name);
 		cr_assert_str_eq(name, "cpu");
 		cr_assert(!strncmp(why, "no CUDA device visible: ", 24), "%s", why);
 		/* info, not cr_log_warn: a warning makes Criterion exit 1 */
