@@ -8,7 +8,7 @@
  *   refuses, an out-of-memory) is a failure always, never a skip or a pass;
  * - a build without the backend: skipped, a failure under AAH_REQUIRE_CUDA.
  *
- * Each never returns: the test ends there. */
+ * Each ends the test there. */
 #ifndef AAH_TESTS_CUDA_SKIP_H
 #define AAH_TESTS_CUDA_SKIP_H
 
@@ -23,27 +23,28 @@ static inline int cuda_required(void)
 }
 
 /* GPU backend `backend` did not start (why: its util_last_error()) for
- * `what`, the case being tested. */
-__attribute__((noreturn, unused)) static void cuda_unavailable(const char *backend,
-								const char *why,
-								const char *what)
-{
-	if (strncmp(why, "no CUDA device", 14))
-		cr_assert_fail("%s failed to start (not for want of a device): %s: %s", backend, why,
-			       what);
-	if (cuda_required())
-		cr_assert_fail("AAH_REQUIRE_CUDA=1: skipped: %s [backend %s]: %s", why, backend, what);
-	criterion_skip_test("skipped: %s [backend %s]: %s", why, backend, what);
-}
+ * `what`, the case being tested. Macros, so that a failure names the
+ * test's own line. */
+#define cuda_unavailable(backend, why, what)                                                    \
+	do {                                                                                    \
+		const char *cuda_why_ = (why);                                                  \
+		if (strncmp(cuda_why_, "no CUDA device", 14))                                   \
+			cr_assert_fail("%s failed to start (not for want of a device): %s: %s", \
+				       (backend), cuda_why_, (what));                           \
+		if (cuda_required())                                                            \
+			cr_assert_fail("AAH_REQUIRE_CUDA=1: skipped: %s [backend %s]: %s",      \
+				       cuda_why_, (backend), (what));                           \
+		cr_skip_test("skipped: %s [backend %s]: %s", cuda_why_, (backend), (what));     \
+	} while (0)
 
 /* This build has no GPU backend (AAH_CUDA=0, or no CUDA where it was built). */
-__attribute__((noreturn, unused)) static void cuda_not_built(const char *what)
-{
-	if (cuda_required())
-		cr_assert_fail("AAH_REQUIRE_CUDA=1: skipped: the cuda backend is not built in: %s",
-			       what);
-	criterion_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA): %s",
-			    what);
-}
+#define cuda_not_built(what)                                                                    \
+	do {                                                                                    \
+		if (cuda_required())                                                            \
+			cr_assert_fail("AAH_REQUIRE_CUDA=1: skipped: the cuda backend is not "  \
+				       "built in: %s", (what));                                 \
+		cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no "     \
+			     "CUDA): %s", (what));                                              \
+	} while (0)
 
 #endif
