@@ -3,6 +3,7 @@
  * tested here without a GPU; the cuda backend's own pick needs a device
  * ("skipped: no CUDA device ..." without one). */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef AAH_HAVE_CUDA
@@ -77,6 +78,45 @@ Test(precision, cuda_picks_by_its_device)
 	cr_assert_eq(ctx.conv_type, major >= 7 ? OPS_F16 : OPS_F32);
 	ops_ctx_release(&ctx);
 #endif
+}
+
+/* The devices the cuda backend runs on: compute capability 8.0 and up; a
+ * refusal names the device, its capability and why. */
+Test(precision, gpus_below_ampere_are_refused_saying_why)
+{
+	static const struct {
+		int major, minor, ok, cuda13;
+	} cc[] = { { 6, 1, 0, 0 }, { 7, 0, 0, 0 }, { 7, 2, 0, 0 }, { 7, 5, 0, 1 }, { 8, 0, 1, 1 },
+		   { 8, 6, 1, 1 }, { 8, 9, 1, 1 }, { 9, 0, 1, 1 }, { 10, 0, 1, 1 }, { 12, 0, 1, 1 } };
+	for (size_t i = 0; i < sizeof(cc) / sizeof(cc[0]); i++) {
+		char why[512] = "", want[16];
+		int ok = ops_gpu_supported("Tesla X", cc[i].major, cc[i].minor, why, sizeof(why));
+		cr_assert_eq(ok, cc[i].ok, "%d.%d: %s", cc[i].major, cc[i].minor, why);
+		if (ok)
+			continue;
+		snprintf(want, sizeof(want), "%d.%d", cc[i].major, cc[i].minor);
+		cr_assert(strstr(why, "Tesla X") && strstr(why, want), "%s", why);
+		cr_assert(strstr(why, "needs 8.0 or newer"), "%s", why);
+		cr_assert_eq(!strstr(why, "CUDA 13"), cc[i].cuda13, "%s", why);
+	}
+}
+
+/* --backend auto's decision: the GPU backend where it sees a device it can
+ * use, else the CPU, saying why (none visible, or none it can run on). */
+Test(precision, auto_falls_back_to_the_cpu_saying_why)
+{
+	char why[640];
+	cr_assert_str_eq(ops_auto_pick("cuda", 8, "", why, sizeof(why)), "cuda");
+	cr_assert_str_eq(why, "8 CUDA devices visible");
+	cr_assert_str_eq(ops_auto_pick("cuda", 0, "no driver", why, sizeof(why)), "cpu");
+	cr_assert_str_eq(why, "no CUDA device visible: no driver");
+	char refused[512];
+	cr_assert_eq(ops_gpu_supported("CUDA device 0 (Tesla V100-SXM2-16GB)", 7, 0, refused,
+				       sizeof(refused)), 0);
+	cr_assert_str_eq(ops_auto_pick("cuda", -1, refused, why, sizeof(why)), "cpu");
+	cr_assert(strstr(why, "no usable CUDA device: CUDA device 0 (Tesla V100-SXM2-16GB) has "
+			      "compute capability 7.0"), "%s", why);
+	cr_assert(strstr(why, "training on the CPU"), "%s", why);
 }
 
 /* --backend auto: cuda where the runtime lists a device, the cpu backend
