@@ -61,6 +61,11 @@ void ops_forget(struct ops_ctx *ctx, void *p)
 		ctx->be->forget(ctx, p);
 }
 
+int ops_finish(struct ops_ctx *ctx)
+{
+	return ctx->be->finish ? ctx->be->finish(ctx) : 0;
+}
+
 const char *ops_precision_auto(struct ops_ctx *ctx)
 {
 	return ctx->be->default_precision ? ctx->be->default_precision(ctx) : "fp32";

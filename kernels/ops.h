@@ -231,6 +231,9 @@ struct ops_backend {
 	int (*visible_devices)(char *why, size_t why_size);
 	/* GPU backends: the started backend's device. */
 	int (*device_info)(struct ops_ctx *ctx, struct ops_device *dev);
+	/* Waits until every op queued so far has finished (a GPU backend's ops
+	 * return once queued); NULL where ops finish before they return. */
+	int (*finish)(struct ops_ctx *ctx);
 };
 
 /* ops_backend.resident, .sync and .forget where the backend has them;
@@ -238,6 +241,8 @@ struct ops_backend {
 int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes);
 int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
 void ops_forget(struct ops_ctx *ctx, void *p);
+/* ops_backend.finish where the backend has it: before a clock is read. */
+int ops_finish(struct ops_ctx *ctx);
 enum { OPS_TO_HOST = 0, OPS_TO_DEVICE = 1 };
 
 /* The precision `--precision auto` gives on ctx's backend (a started one). */

@@ -160,6 +160,12 @@ static const char *cuda_default_precision(struct ops_ctx *ctx)
 	return ops_gpu_precision(cc_major(ctx));
 }
 
+static int cuda_finish(struct ops_ctx *ctx)
+{
+	CUDA_CHECK(cudaStreamSynchronize(cuda_ctx(ctx)->stream));
+	return 0;
+}
+
 static int cuda_device_info(struct ops_ctx *ctx, struct ops_device *dev)
 {
 	struct cudaDeviceProp p;
@@ -512,4 +518,5 @@ const struct ops_backend ops_cuda_backend = {
 #endif
 	.visible_devices = cuda_visible_devices,
 	.device_info = cuda_device_info,
+	.finish = cuda_finish,
 };

@@ -49,6 +49,9 @@ int main(int argc, char **argv)
 		m.prof = xcalloc(2 * (size_t)m.n_layers, sizeof(double));
 	for (int i = 0; i < warmup + steps; i++) {
 		if (i == warmup) {
+			/* the warm-up's last update may still run on a GPU */
+			if (ops_finish(&ctx))
+				die("the warm-up failed: %s", util_last_error());
 			t0 = util_monotonic();
 			if (m.prof)
 				for (int k = 0; k < 2 * m.n_layers; k++)
@@ -67,6 +70,8 @@ int main(int argc, char **argv)
 		if (i >= warmup)
 			t_update += util_monotonic() - tu;
 	}
+	if (ops_finish(&ctx))   /* the clock stops when the device has done the work */
+		die("training step failed: %s", util_last_error());
 	double dt = util_monotonic() - t0;
 	if (getenv("AAH_BENCH_FLOPS"))   /* AIPerf's (docs/trainer.md), for MFU */
 		fprintf(stderr, "train_flops_per_image %.6g\n", m.flops_fwd + m.flops_bwd);
