@@ -8,6 +8,8 @@
 
 #ifdef AAH_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cuda.h" /* cuda_conv_math */
 #endif
 
 #include "cuda_skip.h"
@@ -77,6 +79,24 @@ Test(precision, cuda_picks_by_its_device)
 		     util_last_error());
 	cr_assert_eq(ctx.conv_type, major >= 7 ? OPS_F16 : OPS_F32);
 	ops_ctx_release(&ctx);
+#endif
+}
+
+/* The math type each cuDNN convolution runs with: in bf16 and fp16 the one
+ * the heuristics listed for the algorithm (set on the descriptor before the
+ * call); in fp32 never TF32 nor a conversion to fp16. */
+Test(precision, cuda_convolutions_take_the_listed_math_type_but_fp32_stays_fma)
+{
+#ifndef AAH_HAVE_CUDA
+	cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA)");
+#else
+	static const cudnnMathType_t all[] = { CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH,
+					       CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, CUDNN_FMA_MATH };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		cr_assert_eq(cuda_conv_math(OPS_F32, all[i]), CUDNN_FMA_MATH, "listed %d", all[i]);
+		cr_assert_eq(cuda_conv_math(OPS_BF16, all[i]), all[i]);
+		cr_assert_eq(cuda_conv_math(OPS_F16, all[i]), all[i]);
+	}
 #endif
 }
 
