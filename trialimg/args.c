@@ -49,7 +49,7 @@ static const struct spec table[] = {
 	{"--smooth_factor", NULL, NULL, K_NUM, F(smooth_factor), RANGE(0, 1), "0.1", "label smoothing (AIPerf)"},
 	{"--train_data_dir", NULL, "AAH_TRAIN_DATA_DIR", K_STR, F(train_data_dir), NULL, NULL, "training data (default: --dataset's directory)"},
 	{"--val_data_dir", NULL, "AAH_VAL_DATA_DIR", K_STR, F(val_data_dir), NULL, NULL, "validation data (default: --train_data_dir)"},
-	{"--slave", NULL, NULL, K_INT, F(slave), RANGE(1, 10000), "2", "trial concurrency; a round of the epoch budget is `slave` trials (AIPerf)"},
+	{"--slave", NULL, "AAH_SLAVE", K_INT, F(slave), RANGE(1, 10000), "2", "trial concurrency; a round of the epoch budget is `slave` trials (AIPerf; the runner sets AAH_SLAVE to trialConcurrency, which the command's own --slave overrides)"},
 	{"--ip", NULL, NULL, K_STR, F(ip), NULL, "127.0.0.1", "AIPerf master address (accepted, unused)"},
 	{"--num_parallel_calls", NULL, NULL, K_INT, F(num_parallel_calls), RANGE(0, 256), "0", "data loader worker threads, each decoding 8 samples of a batch at a time (AIPerf); 0: one per core this rank may run on (its CPU affinity and cgroup quota)"},
 	{"--arch", NULL, NULL, K_STR, F(arch), NULL, NULL, "aah-arch/1 file (default <trial_dir>/arch.json, else a built-in small CNN)"},
