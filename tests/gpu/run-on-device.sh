@@ -74,7 +74,8 @@ collect() {
 	tree=$(git ls-files -z -co --exclude-standard | du -cb --files0-from=- 2>/dev/null | tail -n 1 | cut -f1)
 	echo "collect: $dest is $((packed / 1024)) KiB ($((raw / 1024)) KiB unpacked), the tree $((tree / 1024)) KiB: $(((packed + tree) / 1024)) KiB of the 64 MiB carry"
 	if [ $((packed + tree)) -gt "$CARRY_MAX" ]; then
-		echo "collect: refused: over 60 MiB ($CARRY_MAX bytes), too near the device tool's 64 MiB limit" >&2
+		echo "collect: refused: over $((CARRY_MAX >> 20)) MiB, too near the device tool's 64 MiB limit; $dest removed" >&2
+		rm -rf "$dest"
 		return 1
 	fi
 }
