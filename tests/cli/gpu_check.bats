@@ -51,3 +51,28 @@ for name, n, per in (("train-images-idx3-ubyte", 300, 784), ("train-labels-idx1-
     assert b[4 + 4 * dims:] == a[4 + 4 * dims:4 + 4 * dims + n * per], name
 PY
 }
+
+@test "the dry run without a GPU: every cuda part fails as 'skipped: no CUDA device', the log is whole" {
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+		skip "this machine has a GPU: the script's real run is the check"
+	fi
+	[ -x "$AAH_ROOT/$AAH_BUILD/bench/bench_train" ] || skip "bench_train is not built (make bench-bins)"
+	OUT=$T/out AAH_BUILD=$AAH_BUILD GPU_OPTIONAL_S=0 run "$AAH_ROOT/tests/gpu/run-on-device.sh"
+	[ "$status" -eq 1 ]
+	[[ $output == *"FAILED: device: none"* ]]
+	for t in test_kernels_ref test_kernels_cast test_precision test_kernels_refnet test_kernels_train_gpu; do
+		line=$(grep "^$t: exit" <<<"$output")
+		echo "$line"
+		[[ $line == "$t: exit 1, "* ]]
+		n=$(sed -n 's/.* \([0-9]*\) for want of a device.*/\1/p' <<<"$line")
+		[ "$n" -gt 0 ]
+	done
+	[[ $output == *"Assertion failed: AAH_REQUIRE_CUDA=1: skipped: no CUDA device"* ]]
+	[[ $output == *"FAILED: aah-trial --backend auto did not train on cuda"* ]]
+	# the log holds every part whole, the report the summary
+	for part in test_kernels_ref test_kernels_cast test_precision test_kernels_refnet \
+		test_monitor_sampling test_kernels_train_gpu "aah-trial --backend auto"; do
+		grep -q "^----- $part (exit " "$T/out/gpu-log.txt"
+	done
+	grep -q '^done in [0-9]* s: exit 1$' "$T/out/gpu-report.txt"
+}
