@@ -216,11 +216,16 @@ if [ "$gpu_name" != none ]; then
 	"$PY" -c 'import time, torch; torch.zeros(1, device="cuda"); torch.cuda.synchronize(); print("held", flush=True); time.sleep(600)' \
 		>"$OUTDIR/.holder" 2>&1 &
 	holder=$!
-	for _ in $(seq 1 50); do grep -q held "$OUTDIR/.holder" 2>/dev/null && break; sleep 0.2; done
+	# importing torch and starting CUDA can take seconds: up to 20 s, then on without it
+	for _ in $(seq 1 100); do
+		grep -q held "$OUTDIR/.holder" 2>/dev/null && break
+		kill -0 "$holder" 2>/dev/null || break
+		sleep 0.2
+	done
 	if grep -q held "$OUTDIR/.holder"; then
 		say "a CUDA context is held open by PyTorch (pid $holder) while the tests run $(stamp)"
 	else
-		say "no CUDA context held (PyTorch could not open one: $(tail -n 1 "$OUTDIR/.holder")): each test starts the device"
+		say "no CUDA context held yet (PyTorch: $(tail -n 1 "$OUTDIR/.holder")): the first tests start the device alone $(stamp)"
 	fi
 fi
 declare -A cap=([test_kernels_ref]=120 [test_kernels_cast]=30 [test_precision]=30
