@@ -127,8 +127,8 @@ static int cc_major(struct ops_ctx *ctx)
 }
 
 /* fp32: conv2d runs cuDNN with CUDNN_FMA_MATH and dense cuBLASLt with
- * CUBLAS_COMPUTE_32F (no TF32). bf16 (compute capability 8.0 and up) and
- * fp16 (every device the backend starts on, 8.0 and up): convolutions read 16-bit copies
+ * CUBLAS_COMPUTE_32F (no TF32). bf16 and fp16 (on every device the backend
+ * starts on: 8.0 and up): convolutions read 16-bit copies
  * of their inputs and weights on tensor cores with fp32 accumulation
  * (cuda_conv.c), every other op stays fp32, as on the CPU backend; weights,
  * gradients and optimiser state are fp32 (the master copies). fp16 trains
@@ -142,15 +142,8 @@ static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 	if (!bf16 && strcmp(precision, "fp16"))
 		return error("precision '%s' is not available on the cuda backend (fp32, bf16, fp16)",
 			     precision);
-	int major = cc_major(ctx);
-	if (major < 0)
-		return -1;
-	if (bf16 && strcmp(ops_gpu_precision(major), "bf16"))
-		return error("precision 'bf16' needs an NVIDIA GPU of compute capability 8.0 or "
-			     "newer (Ampere, Hopper); this one is %d.x: use fp16 or fp32", major);
-	if (!bf16 && major < 7)
-		return error("precision 'fp16' needs an NVIDIA GPU of compute capability 7.0 or "
-			     "newer (tensor cores); this one is %d.x: use fp32", major);
+	/* no capability check: cuda_init refused every device below 8.0
+	 * (ops_gpu_supported), and from 8.0 both run on tensor cores */
 	ctx->conv_type = bf16 ? OPS_BF16 : OPS_F16;
 	return 0;
 }

@@ -39,7 +39,7 @@ Test(precision, cpu_and_ref_default_to_fp32)
 	}
 }
 
-/* fp16: emulated on ref, on cuda from compute capability 7.0, never on the
+/* fp16: emulated on ref, on cuda wherever it runs (8.0 and up), never on the
  * CPU backend, which says where it runs. */
 Test(precision, fp16_on_ref_not_on_cpu)
 {
