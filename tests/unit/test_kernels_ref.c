@@ -554,13 +554,20 @@ ParameterizedTest(struct run *run, kernels_ref, op_matches_ref)
 		cr_skip_test("skipped: %s cannot start on this machine (%s): %s", be->name,
 			     util_last_error(), c->what);
 	}
+	/* on the device machine (AAH_REQUIRE_CUDA=1) a GPU backend skips nothing */
+	int must = (be->caps & OPS_CAP_GPU) && cuda_required();
 	if (c->kind == LAYER && !be->layer[c->cfg.type]) {
 		cr_assert(strcmp(be->name, "cpu"), "cpu: the CPU backend lacks an op: %s", c->what);
+		cr_assert(!must, "AAH_REQUIRE_CUDA=1: skipped: %s has no such op: %s", be->name,
+			  c->what);
 		cr_skip_test("skipped: %s has no such op: %s", be->name, c->what);
 	}
-	if (setup(&ctx, c))
+	if (setup(&ctx, c)) {
+		cr_assert(!must, "AAH_REQUIRE_CUDA=1: skipped: %s has no %s on this machine (%s): %s",
+			  be->name, type_name(c->type), util_last_error(), c->what);
 		cr_skip_test("skipped: %s has no %s on this machine (%s): %s", be->name,
 			     type_name(c->type), util_last_error(), c->what);
+	}
 	ref_context(&ref, c);
 	check_case(c, &ctx, &ref, c->type != OPS_F32 ? bf16_tol : fp32_tol);
 	ops_ctx_release(&ref);
