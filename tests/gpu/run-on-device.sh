@@ -104,11 +104,16 @@ failed() {
 	fail=1
 }
 
-# a bundle from --collect: unpacked in place (tar, else Python's tarfile)
+# a bundle from --collect: unpacked beside it, not into the carried folder
+# (which must stay small), by tar, else Python's tarfile
 if [ -f "$BUILD/bundle.tar.xz" ] && [ ! -x "$BUILD/aah-trial" ]; then
-	tar -C "$BUILD" -xJf "$BUILD/bundle.tar.xz" 2>/dev/null ||
+	run=${TMPDIR:-/tmp}/aah-gpu-run
+	rm -rf "$run" && mkdir -p "$run" || exit 1
+	tar -C "$run" -xJf "$BUILD/bundle.tar.xz" 2>/dev/null ||
 		python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="tar")' \
-			"$BUILD/bundle.tar.xz" "$BUILD" || { failed "cannot unpack $BUILD/bundle.tar.xz"; exit 1; }
+			"$BUILD/bundle.tar.xz" "$run" || { failed "cannot unpack $BUILD/bundle.tar.xz"; exit 1; }
+	say "unpacked $BUILD/bundle.tar.xz into $run"
+	BUILD=$run
 fi
 
 export AAH_REQUIRE_CUDA=1
