@@ -125,21 +125,26 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
 
-# cudalocal: the cpu base's packages but the data set, and the runtime
-# libraries of the staged toolkit (the driver's libcuda comes from the host,
-# through the NVIDIA container runtime, as on nvidia/cuda's images).
-FROM ${DEBIAN_IMAGE} AS trial-base-cudalocal
+# The Debian trial bases (cudalocal, cpu) share that layer: built for one
+# image, it is cached for the other.
+FROM ${DEBIAN_IMAGE} AS trial-base-debian
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-unsafe-io --no-install-recommends \
         openssh-server openssh-client openmpi-bin \
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
+
+# cudalocal: no data set, and the runtime libraries of the staged toolkit
+# (the driver's libcuda comes from the host, through the NVIDIA container
+# runtime, as on nvidia/cuda's images).
+FROM trial-base-debian AS trial-base-cudalocal
 COPY --from=cuda-toolkit /lib64/ /usr/local/cuda/lib64/
 RUN echo /usr/local/cuda/lib64 > /etc/ld.so.conf.d/cuda.conf && ldconfig
 FROM ${DEBIAN_IMAGE} AS master-base-cudalocal
 
-FROM ${DEBIAN_IMAGE} AS trial-base-cpu
+# cpu: Fashion-MNIST (Debian's dataset-fashion-mnist) in the image.
+FROM trial-base-debian AS trial-base-cpu
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-unsafe-io --no-install-recommends \
-        dataset-fashion-mnist openssh-server openssh-client openmpi-bin \
-    && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
+        dataset-fashion-mnist \
+    && rm -rf /var/lib/apt/lists/*
 FROM ${DEBIAN_IMAGE} AS master-base-cpu
 
 # ---- trial: aah-trial + aah-runner ---------------------------------------------------
