@@ -16,10 +16,14 @@
 #         aah-trial on oneDNN, Fashion-MNIST (Debian's package) in the image.
 #   cudalocal  the cuda trial image where no registry serves nvidia/cuda:
 #         Debian bookworm (DEBIAN_IMAGE) with the CUDA toolkit of the build
-#         machine, staged into the context as docker/cuda by `make images
-#         IMAGE_BASE=cudalocal` (docker/cuda-context.sh: nvcc, headers, and
-#         the cudart, cublas, cublasLt, cudnn*, nccl and nvrtc libraries);
-#         the trial image gets those libraries in /usr/local/cuda/lib64.
+#         machine, staged as docker/cuda by `make images IMAGE_BASE=cudalocal`
+#         (docker/cuda-context.sh: nvcc, headers, and the cudart, cublas,
+#         cublasLt, cudnn*, nccl and nvrtc libraries) and made an image of
+#         its own, CUDA_TOOLKIT_IMAGE, that the cudalocal stages copy from:
+#         the 1.7 GB stay out of this build's context (.dockerignore), so
+#         the cpu builds never carry them and a source change rebuilds no
+#         layer of CUDA libraries. The trial image gets those libraries in
+#         /usr/local/cuda/lib64.
 # Only the stages of the chosen BASE are built (BuildKit: DOCKER_BUILDKIT=1).
 #
 # KUBECTL=download (default) fetches kubectl KUBECTL_VERSION and checks it
@@ -37,6 +41,10 @@ ARG CUDA_VERSION=13.0.2
 ARG UBUNTU_VERSION=24.04
 ARG DEBIAN_IMAGE=debian:bookworm
 ARG KUBECTL_VERSION=v1.32.2
+ARG CUDA_TOOLKIT_IMAGE=aah-cuda-toolkit:local
+
+# cudalocal: the staged toolkit (docker/cuda as an image, Makefile)
+FROM ${CUDA_TOOLKIT_IMAGE} AS cuda-toolkit
 
 # ---- builders: both binaries ----------------------------------------------------
 # cuda: nvcc, cuDNN and NCCL headers.
@@ -60,16 +68,13 @@ RUN echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/aah-unsafe-io \
     && rm -rf /var/lib/apt/lists/*
 ENV AAH_CUDA=0
 
-# cudalocal: the cpu builder's packages, g++ for nvcc, and the toolkit of
-# docker/cuda, which arrives with the context below (CUDA_HOME under /src).
-FROM ${DEBIAN_IMAGE} AS builder-cudalocal
-RUN echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/aah-unsafe-io \
-    && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        gcc g++ make libc6-dev \
-        libyaml-dev libcjson-dev libarchive-dev libssl-dev libzstd-dev zlib1g-dev \
-        libdnnl-dev libjpeg62-turbo-dev \
+# cudalocal: the cpu builder (its layers are shared with the cpu images),
+# g++ for nvcc, and the staged toolkit.
+FROM builder-cpu AS builder-cudalocal
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends g++ \
     && rm -rf /var/lib/apt/lists/*
-ENV AAH_CUDA=1 CUDA_HOME=/src/docker/cuda
+COPY --from=cuda-toolkit / /usr/local/cuda/
+ENV AAH_CUDA=1 CUDA_HOME=/usr/local/cuda
 
 FROM builder-${BASE} AS builder
 WORKDIR /src
@@ -120,21 +125,26 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
 
-# cudalocal: the cpu base's packages but the data set, and the runtime
-# libraries of the staged toolkit (the driver's libcuda comes from the host,
-# through the NVIDIA container runtime, as on nvidia/cuda's images).
-FROM ${DEBIAN_IMAGE} AS trial-base-cudalocal
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+# The Debian trial bases (cudalocal, cpu) share that layer: built for one
+# image, it is cached for the other.
+FROM ${DEBIAN_IMAGE} AS trial-base-debian
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-unsafe-io --no-install-recommends \
         openssh-server openssh-client openmpi-bin \
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
-COPY --from=builder /src/docker/cuda/lib64/ /usr/local/cuda/lib64/
+
+# cudalocal: no data set, and the runtime libraries of the staged toolkit
+# (the driver's libcuda comes from the host, through the NVIDIA container
+# runtime, as on nvidia/cuda's images).
+FROM trial-base-debian AS trial-base-cudalocal
+COPY --from=cuda-toolkit /lib64/ /usr/local/cuda/lib64/
 RUN echo /usr/local/cuda/lib64 > /etc/ld.so.conf.d/cuda.conf && ldconfig
 FROM ${DEBIAN_IMAGE} AS master-base-cudalocal
 
-FROM ${DEBIAN_IMAGE} AS trial-base-cpu
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        dataset-fashion-mnist openssh-server openssh-client openmpi-bin \
-    && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
+# cpu: Fashion-MNIST (Debian's dataset-fashion-mnist) in the image.
+FROM trial-base-debian AS trial-base-cpu
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-unsafe-io --no-install-recommends \
+        dataset-fashion-mnist \
+    && rm -rf /var/lib/apt/lists/*
 FROM ${DEBIAN_IMAGE} AS master-base-cpu
 
 # ---- trial: aah-trial + aah-runner ---------------------------------------------------

@@ -262,14 +262,23 @@ KUBECTL_BIN ?=
 IMAGE_ARGS = --network host --build-arg BASE=$(IMAGE_BASE) --build-arg DEBIAN_IMAGE=$(DEBIAN_IMAGE) \
 	$(if $(KUBECTL_BIN),--build-arg KUBECTL=context)
 
+# cudalocal: docker/cuda (docker/cuda-context.sh) becomes the image
+# CUDA_TOOLKIT_IMAGE, its own context (the main one ignores it).
+CUDA_TOOLKIT_IMAGE ?= aah-cuda-toolkit:local
+define cuda_toolkit_image
+docker/cuda-context.sh $(CUDA_HOME) docker/cuda
+printf 'FROM scratch\nCOPY . /\n' | DOCKER_BUILDKIT=1 $(DOCKER) build -t $(CUDA_TOOLKIT_IMAGE) -f - docker/cuda
+endef
+IMAGE_ARGS += $(if $(filter cudalocal,$(IMAGE_BASE)),--build-arg CUDA_TOOLKIT_IMAGE=$(CUDA_TOOLKIT_IMAGE))
+
 images:
 	$(if $(KUBECTL_BIN),install -m 0755 $(KUBECTL_BIN) docker/kubectl)
-	$(if $(filter cudalocal,$(IMAGE_BASE)),docker/cuda-context.sh $(CUDA_HOME) docker/cuda)
+	$(if $(filter cudalocal,$(IMAGE_BASE)),$(cuda_toolkit_image))
 	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_TAG) $(IMAGE_ARGS) .
 	DOCKER_BUILDKIT=1 $(DOCKER) build --target master -t aah-master:$(IMAGE_TAG) $(IMAGE_ARGS) .
 
 images-trial:
-	$(if $(filter cudalocal,$(IMAGE_BASE)),docker/cuda-context.sh $(CUDA_HOME) docker/cuda)
+	$(if $(filter cudalocal,$(IMAGE_BASE)),$(cuda_toolkit_image))
 	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_TAG) $(IMAGE_ARGS) .
 
 install: all

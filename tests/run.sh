@@ -17,6 +17,7 @@ export AAH_ROOT=$PWD
 export PATH="$AAH_ROOT/$AAH_BUILD:$PATH"
 log_dir=$(mktemp -d "${TMPDIR:-/tmp}/aah-test.XXXXXX")
 pass=0 fail=0 skip=0 failed_suites=()
+suite_times=()   # "<seconds> <name>" of each suite run, for the slowest at the end
 
 count() {    # count TAP lines of one suite's output file
 	local f=$1 p n s
@@ -40,6 +41,7 @@ run_suite() {  # name, then the command
 	fi
 	pass=$((pass + p)); fail=$((fail + n)); skip=$((skip + s))
 	printf '%-40s %4d passed %3d failed %3d skipped  (%ds)\n' "$name" "$p" "$n" "$s" $((SECONDS - t0))
+	suite_times+=("$((SECONDS - t0)) $name")
 	if [ "$n" -ne 0 ]; then
 		failed_suites+=("$name")
 		grep -E '^not ok|^#' "$out" | head -40
@@ -101,6 +103,11 @@ if [ ${#failed_suites[@]} -ne 0 ]; then
 else
 	rm -rf "$log_dir"
 fi
+# The whole run's time and where it went: the 5 slowest suites.
+echo "total: $((SECONDS / 60))m$((SECONDS % 60))s; slowest suites:"
+[ ${#suite_times[@]} -eq 0 ] || printf '%s\n' "${suite_times[@]}" | sort -rn | head -5 | while read -r t name; do
+	printf '  %5ds  %s\n' "$t" "$name"
+done
 if [ "$skip" -ne 0 ]; then
 	echo "$pass passed, $fail failed, $skip skipped"
 else

@@ -5,7 +5,8 @@
 # (docker/cuda-context.sh). No GPU and no NVIDIA container runtime here: the
 # image is checked for what can be checked without them, that every library
 # resolves and that aah-trial says "no CUDA device" rather than failing to
-# load. Built cold it takes minutes (the toolkit is 1.7 GB of context).
+# load. Built cold it takes minutes (the toolkit is 1.7 GB, its own image:
+# aah-cuda-toolkit:local); the builder's packages are the CPU images' layer.
 
 load ../docker/common
 

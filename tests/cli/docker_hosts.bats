@@ -30,11 +30,8 @@ setup_file() {
 		echo "no offline base image: $(tail -1 "$HOSTS_DIR/up.err")" > "$HOSTS_SKIP"
 	else
 		# Images reach the other nodes as on a real cluster: save | load over ssh.
-		for ((i = 2; i <= NHOSTS; i++)); do
-			host_docker "$HOSTS_DIR" 1 save aah-base:bookworm |
-				PATH=$HOSTS_PATH "$AAH_DOCKER" -H "$(host_url "$HOSTS_DIR" "$i")" load >/dev/null ||
-				echo "cannot load the base image into host $i" > "$HOSTS_SKIP"
-		done
+		hosts_push_image "$HOSTS_DIR" "$NHOSTS" aah-base:bookworm ||
+			echo "cannot load the base image into hosts 2-$NHOSTS" > "$HOSTS_SKIP"
 	fi
 	if [ -f "$HOSTS_SKIP" ]; then
 		echo "# docker hosts tests SKIPPED: $(cat "$HOSTS_SKIP")" >&3
@@ -342,17 +339,14 @@ host_index() { echo $(( ${1##*.} - 1 )); }   # 127.0.0.3 -> host 2
 # aah-trial:cpu (make images, on the standard test engine and its cached
 # build) into host 1's engine, then over ssh into the others.
 hosts_trial_image() {
-	local std=$HOSTS_DIR/std i
+	local std=$HOSTS_DIR/std
 	DOCKER_TEST_DIR=$std
 	docker_engine_up "$std" || return 1
 	docker_images || { docker_engine_down "$std"; return 1; }
 	"$AAH_DOCKER" save aah-trial:cpu | host_docker "$HOSTS_DIR" 1 load >/dev/null
 	docker_engine_down "$std"
 	unset DOCKER_HOST
-	for ((i = 2; i <= NHOSTS; i++)); do
-		host_docker "$HOSTS_DIR" 1 save aah-trial:cpu |
-			PATH=$HOSTS_PATH "$AAH_DOCKER" -H "$(host_url "$HOSTS_DIR" "$i")" load >/dev/null || return 1
-	done
+	hosts_push_image "$HOSTS_DIR" "$NHOSTS" aah-trial:cpu
 }
 
 @test "docker hosts: the MPI form across two hosts: mpirun in rank 0's container on one, sshd in the other's on its host's address" {

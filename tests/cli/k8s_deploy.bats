@@ -247,7 +247,8 @@ resume abcdefgh" ]
 image_refs_built() {
 	local bases built refs bad=0 r ref image
 	bases=$(sed -n 's/^FROM .* AS builder-\([a-z0-9]*\)$/\1/p' "$AAH_ROOT/Dockerfile")
-	built=$(for b in $bases; do make -C "$AAH_ROOT" -n images IMAGE_BASE="$b" | grep -o -- '-t [^ ]*' | cut -c4-; done | sort -u)
+	built=$(for b in $bases; do make -C "$AAH_ROOT" -n images IMAGE_BASE="$b" | grep -o -- '-t [^ ]*' | cut -c4-; done |
+		grep -E '^aah-(trial|master):' | sort -u)   # not cudalocal's toolkit image
 	refs=$(grep -rnoE '[A-Za-z0-9./-]*aah-(trial|master):[A-Za-z0-9_.$-]+' "$@")
 	N_REFS=$(wc -l <<<"$refs")
 	N_BUILT=$(wc -l <<<"$built")

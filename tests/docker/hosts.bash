@@ -14,6 +14,7 @@
 #   host_start DIR I      # both again, with the same socket, data root and port
 #   hosts_down DIR N      # every container removed, every host stopped
 #   host_docker DIR I ... # docker against host I's engine (its local socket)
+#   hosts_push_image DIR N IMAGE  # host 1's IMAGE into hosts 2..N, over ssh
 #   host_addr I; host_port DIR I; host_url DIR I
 #
 # The runner's ssh must use the test's key and known_hosts, not root's
@@ -132,15 +133,23 @@ host_stop() {
 	return 0
 }
 
-hosts_down() {
-	local dir=$1 n=$2 i ids
+hosts_down() {    # every host at once: each dockerd takes seconds to stop
+	local dir=$1 n=$2 i pids=()
 	for ((i = 1; i <= n; i++)); do
 		[ -d "$dir/h$i" ] || continue
-		ids=$(host_docker "$dir" "$i" ps -aq 2>/dev/null)
-		# shellcheck disable=SC2086 # a list of ids
-		[ -z "$ids" ] || host_docker "$dir" "$i" rm -f $ids >/dev/null 2>&1 || true
-		host_stop "$dir" "$i"
+		hosts__down_one "$dir" "$i" &
+		pids+=($!)
 	done
+	for i in "${pids[@]}"; do wait "$i"; done
+	return 0
+}
+
+hosts__down_one() {
+	local dir=$1 i=$2 ids
+	ids=$(host_docker "$dir" "$i" ps -aq 2>/dev/null)
+	# shellcheck disable=SC2086 # a list of ids
+	[ -z "$ids" ] || host_docker "$dir" "$i" rm -f $ids >/dev/null 2>&1 || true
+	host_stop "$dir" "$i"
 }
 
 # The image of DIR's engine-1 source (a docker save tarball) into every host.
@@ -149,4 +158,18 @@ hosts_load_image() {
 	for ((i = 1; i <= n; i++)); do
 		host_docker "$dir" "$i" load -i "$tar" >/dev/null || return 1
 	done
+}
+
+# IMAGE of host 1's engine into hosts 2..N as on real nodes, docker save |
+# docker -H ssh://... load, to every host at once (each load is the host's
+# own engine unpacking layers); 1 if any host did not take it.
+hosts_push_image() {
+	local dir=$1 n=$2 image=$3 i pids=() rc=0
+	for ((i = 2; i <= n; i++)); do
+		host_docker "$dir" 1 save "$image" |
+			PATH=$HOSTS_PATH "$AAH_DOCKER" -H "$(host_url "$dir" "$i")" load >/dev/null &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || rc=1; done
+	return "$rc"
 }
