@@ -92,10 +92,15 @@ struct aah_backend {
 };
 
 /* The registry: one static table, ended by NULL; the first is the default
- * platform. Each backend_<name> is declared in its own runner/backend/<name>.h.
- * It also defines config.h's config_platform. */
+ * platform. Each backend_<name> is declared in its own runner/backend/<name>.h. */
 extern const struct aah_backend *const aah_backends[];
 const struct aah_backend *backend_find(const char *name);
+
+/* The registry's backends as the platforms a config may name, in order
+ * (what config_load and config_top_keys take). */
+void backend_platforms(struct config_platforms *p);
+/* config_load with the registry's platforms. */
+int backend_config_load(const char *path, struct aah_config *cfg);
 
 /* The names of the backends with every capability of caps, "a, b and c"
  * (the caller frees it). */

@@ -13,13 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/backend/backend.h" /* backend_config_load */
 #include "runner/config/config.h"
 
 int report_options_from_config(const char *expdir, struct report_options *opt)
 {
 	struct aah_config cfg;
 	char *path = xstrfmt("%s/config.yml", expdir);
-	int r = config_load(path, &cfg);
+	int r = backend_config_load(path, &cfg);
 	if (r < 0) {
 		/* The score can still be computed: use AIPerf's rules, and say so. */
 		const struct report_options aiperf = REPORT_OPTIONS_INIT;
