@@ -9,6 +9,7 @@
  * Tested against a real engine (tests/cli/docker_engine.bats). */
 #include "runner/backend/docker.h"
 #include "runner/backend/docker_fleet.h"
+#include "runner/backend/mpi_ssh.h" /* the ssh directory's files */
 #include "fileio.h"
 #include "runner/ssh_keys.h"
 #include "runner/store/expdir.h" /* expdir_file, expdir_workdir */
@@ -248,26 +249,26 @@ static int mpi_prepare(const struct docker_priv *p, const struct aah_launch *l,
 	if (r == 0)
 		r = ssh_keypair_new(&id, &id_pub) < 0 || ssh_keypair_new(&hk, &hk_pub) < 0 ? -1 : 0;
 	if (r == 0)
-		r = ssh_file(m, "id_ecdsa", &id, 0600, user);
+		r = ssh_file(m, MPI_SSH_ID, &id, 0600, user);
 	if (r == 0) {
 		strbuf_addf(&id_pub, " aah-%s-launcher\n", l->job_name);
-		r = ssh_file(m, "authorized_keys", &id_pub, 0644, user);
+		r = ssh_file(m, MPI_SSH_AUTHORIZED, &id_pub, 0644, user);
 	}
 	if (r == 0)
-		r = ssh_file(m, "host_ecdsa_key", &hk, 0600, user);
+		r = ssh_file(m, MPI_SSH_HOST_KEY, &hk, 0600, user);
 	if (r == 0) {
 		docker_mpi_known_hosts(l, m, hk_pub.buf, &text);
-		r = ssh_file(m, "known_hosts", &text, 0644, user);
+		r = ssh_file(m, MPI_SSH_KNOWN_HOSTS, &text, 0644, user);
 	}
 	if (r == 0) {
 		strbuf_reset(&text);
 		docker_mpi_ssh_config(l, m, &text);
-		r = ssh_file(m, "config", &text, 0644, user);
+		r = ssh_file(m, MPI_SSH_CONFIG, &text, 0644, user);
 	}
 	if (r == 0) {
 		strbuf_reset(&text);
 		docker_mpi_sshd_config(m, &text);
-		r = ssh_file(m, "sshd_config", &text, 0644, user);
+		r = ssh_file(m, MPI_SSH_SSHD_CONFIG, &text, 0644, user);
 	}
 	if (r == 0) /* the containers write their pid and done files into it */
 		r = own_path(m->ssh_dir, 0700, user);
