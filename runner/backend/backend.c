@@ -2,7 +2,7 @@
  * the one way a backend runs an external tool. The table of backends is
  * registry.c's. */
 #include "runner/backend/backend.h"
-#include "runner/proc.h" /* proc_run_capture, PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* proc_run_capture, PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
 

@@ -11,7 +11,7 @@
 #include "runner/backend/docker_fleet.h"
 #include "runner/backend/mpi_ssh.h" /* the ssh directory's files */
 #include "fileio.h"
-#include "runner/ssh_keys.h"
+#include "runner/backend/ssh_keys.h"
 #include "runner/store/expdir.h" /* expdir_file, expdir_workdir */
 #include "strbuf.h"
 #include "util.h"

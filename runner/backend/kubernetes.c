@@ -9,7 +9,7 @@
 #include "jsonfile.h"
 #include "runner/backend/kubernetes.h" /* kubernetes_*: config, names, documents, Job state */
 #include "runner/store/expdir.h" /* expdir_trial_seq, expdir_result_visible */
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
 

@@ -11,7 +11,7 @@
  * (docker/trial-entrypoint.sh, AAH_MPI_ROLE=pod). */
 #include "runner/backend/kubernetes.h"
 #include "runner/backend/mpi_ssh.h" /* mpi_ssh_client_config, mpi_ssh_sshd_config */
-#include "runner/ssh_keys.h" /* ssh_keypair_new */
+#include "runner/backend/ssh_keys.h" /* ssh_keypair_new */
 #include "util.h"
 
 #include <math.h>

@@ -6,7 +6,7 @@
 #include "runner/backend/local.h"
 #include "fileio.h"
 #include "runner/store/expdir.h" /* expdir_journal_has_job */
-#include "runner/proc.h"
+#include "runner/backend/proc.h"
 #include "strbuf.h"
 #include "util.h"
 

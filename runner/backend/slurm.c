@@ -5,7 +5,7 @@
  * with a timeout (backend_run_tool). */
 #include "runner/backend/slurm.h"
 #include "fileio.h"
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #include <stdio.h>

@@ -11,7 +11,7 @@
 
 #include "fileio.h"
 #include "runner/backend/backend.h"
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
 

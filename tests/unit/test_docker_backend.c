@@ -16,7 +16,7 @@
 #include "runner/config/config.h"
 #include "runner/backend/docker.h"
 #include "runner/launch.h"
-#include "runner/ssh_keys.h"
+#include "runner/backend/ssh_keys.h"
 #include "strbuf.h"
 #include "util.h"
 

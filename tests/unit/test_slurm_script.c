@@ -14,7 +14,7 @@
 #include "runner/config/config.h"
 #include "runner/launch.h"
 #include "runner/backend/slurm.h"
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #define GOLDEN "tests/fixtures/slurm/"
