@@ -275,3 +275,52 @@ Test(backend_table, the_mpi_refusal_lists_the_capable_backends)
 	cr_assert(strstr(all, " and "), "%s", all);
 	free(all);
 }
+
+/* The one job list every backend keeps (issue 37). */
+struct test_job {
+	struct backend_job job;
+	int value;
+};
+static int released;
+static int test_job_init(void *owner, struct backend_job *j)
+{
+	((struct test_job *)j)->value = *(int *)owner;
+	return strcmp(j->id, "bad") ? 0 : -1;
+}
+static void test_job_release(struct backend_job *j)
+{
+	(void)j;
+	released++;
+}
+
+Test(backend_jobs, get_find_add_drop_clear)
+{
+	int seed = 7;
+	struct backend_jobs l = BACKEND_JOBS_INIT(struct test_job, test_job_init, test_job_release, &seed);
+	released = 0;
+	cr_assert_null(backend_jobs_find(&l, "a"));
+	struct test_job *a = backend_jobs_get(&l, "a");
+	cr_assert_not_null(a);
+	cr_assert_eq(a->value, 7, "init did not run");
+	cr_assert_eq(backend_jobs_get(&l, "a"), a, "a second get made a second job");
+	cr_assert_eq(backend_jobs_find(&l, "a"), a);
+	cr_assert_null(backend_jobs_get(&l, "bad"), "a refused id was added");
+	cr_assert_eq(released, 1, "the refused job was not released");
+	cr_assert_null(backend_jobs_find(&l, "bad"));
+	struct test_job *b = xcalloc(1, sizeof(*b));
+	b->value = 3;
+	backend_jobs_add(&l, &b->job, "b");
+	cr_assert_eq(backend_jobs_find(&l, "b"), b);
+	int n = 0;
+	backend_jobs_each(&l, struct test_job, j)
+		n += j->value;
+	cr_assert_eq(n, 10);
+	backend_jobs_drop(&l, "a");
+	cr_assert_null(backend_jobs_find(&l, "a"));
+	cr_assert_eq(released, 2);
+	backend_jobs_drop(&l, "nothing");
+	cr_assert_eq(released, 2);
+	backend_jobs_clear(&l);
+	cr_assert_null(l.head);
+	cr_assert_eq(released, 3);
+}
