@@ -91,7 +91,7 @@ static const struct cfg_key trial_keys[] = {
 };
 
 #define REPORT(f) offsetof(struct aah_config_report, f)
-static const struct cfg_key report_keys[] = {
+const struct cfg_key config_report_keys[] = {
 	{ "minDuration", CFG_DURATION, REPORT(min_duration), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "1h (AIPerf)",
 	  "shortest run that counts as a valid benchmark result" },
 	{ "minAccuracy", CFG_NUM, REPORT(min_accuracy), CFG_RANGE(0, 1), NULL, NULL, "0.70 (AIPerf)",
@@ -153,7 +153,7 @@ const struct cfg_key config_keys[] = {
 	{ "tuner", CFG_SECTION, TOP(tuner), 0, NULL, tuner_keys, NULL, "the search" },
 	{ "assessor", CFG_SECTION, TOP(assessor), 0, NULL, assessor_keys, NULL, "NNI assessor" },
 	{ "trial", CFG_SECTION, TOP(trial), CFG_REQUIRED, NULL, trial_keys, NULL, "what each trial runs" },
-	{ "report", CFG_SECTION, TOP(report), 0, NULL, report_keys, NULL, "score and validity rules" },
+	{ "report", CFG_SECTION, TOP(report), 0, NULL, config_report_keys, NULL, "score and validity rules" },
 	{ "pool", CFG_SECTION, TOP(pool), 0, NULL, pool_keys, NULL, "the shared device pool and this experiment's share" },
 	{ NULL },
 };
@@ -631,10 +631,8 @@ void config_top_keys(struct config_top *t, const struct config_platforms *p)
 {
 	size_t n = 0, np = p->n;
 	memset(t, 0, sizeof(*t));
-	if (!np)
-		BUG("no platform given");
-	if (np > CONFIG_MAX_PLATFORMS)
-		BUG("more backends than CONFIG_MAX_PLATFORMS");
+	if (!np || np > CONFIG_MAX_PLATFORMS)
+		BUG("%zu platforms given: 1 to CONFIG_MAX_PLATFORMS", np);
 	for (size_t i = 0; i < np; i++)
 		t->names[i] = p->names[i];
 	snprintf(t->def, sizeof(t->def), "%s", t->names[0]);

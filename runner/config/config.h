@@ -179,6 +179,9 @@ void config_top_keys(struct config_top *t, const struct config_platforms *p);
 /* The top-level keys config.yml's own code reads (ended by { NULL }); the
  * platform's sections come from config_top_keys. */
 extern const struct cfg_key config_keys[];
+/* The keys of the report: section; their defaults are AIPerf's rules, kept
+ * only here (report_options_aiperf reads them). */
+extern const struct cfg_key config_report_keys[];
 
 /* The section of backend `name` (a copy of config.yml's mapping), or NULL
  * when the config has none. */
