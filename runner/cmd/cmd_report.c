@@ -2,7 +2,7 @@
  * results.json and report.html of an experiment, finished or running. */
 #include "runner/cmd/options.h"
 #include "runner/report/report.h"
-#include "runner/report/report_cmds.h"
+#include "runner/cmd/report_cmds.h"
 #include "runner/config/workdir.h"
 #include "fileio.h"
 #include "jsonfile.h"
