@@ -5,14 +5,14 @@
  * only the monitor samples (aah-monitor/1, device_info/) are the report's. */
 #include "runner/report/report.h"
 #include "arch.h" /* arch_load: a trial's FLOPs per image */
-#include "fileio.h"
+#include "fileio.h" /* fileio_list_dir */
 #include "jsonfile.h"
 #include "runner/store/expdir.h" /* expdir_trial_list, expdir_trial_dir */
 #include "runner/store/journal.h" /* journal_replay: the trials' states */
 #include "runner/store/outcome.h" /* outcome_read: a trial's state and figures */
+#include "strvec.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,58 +142,21 @@ static int monitor_line(const cJSON *line, void *arg)
 	return 0;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Names in a directory (no "." entries), sorted; NULL-free array of *n. */
-static char **list_dir(const char *dir, size_t *n)
-{
-	*n = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return NULL;
-	size_t alloc = 0;
-	char **names = NULL;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (*n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			names = xrealloc(names, alloc * sizeof(*names));
-		}
-		names[(*n)++] = xstrdup(de->d_name);
-	}
-	closedir(d);
-	if (*n)
-		qsort(names, *n, sizeof(*names), cmp_name);
-	return names;
-}
-
-static void free_names(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
 static int load_monitor(const char *trialdir, struct util_acc *u)
 {
 	char *dir = xstrfmt("%s/device_info", trialdir);
-	size_t n;
-	char **names = list_dir(dir, &n);
+	struct strvec names = STRVEC_INIT;
 	int r = 0;
-	for (size_t i = 0; i < n && r == 0; i++) {
-		size_t len = strlen(names[i]);
-		if (len < 6 || strcmp(names[i] + len - 6, ".jsonl"))
+	fileio_list_dir(dir, NULL, NULL, &names);   /* none yet: no samples */
+	for (size_t i = 0; i < names.n && r == 0; i++) {
+		size_t len = strlen(names.v[i]);
+		if (len < 6 || strcmp(names.v[i] + len - 6, ".jsonl"))
 			continue;
-		char *p = xstrfmt("%s/%s", dir, names[i]);
+		char *p = xstrfmt("%s/%s", dir, names.v[i]);
 		r = jsonfile_read_lines(p, monitor_line, u);
 		free(p);
 	}
-	free_names(names, n);
+	strvec_clear(&names);
 	free(dir);
 	return r;
 }
