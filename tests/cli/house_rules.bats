@@ -105,8 +105,9 @@ def resolve(frm, t):
 def reach(p):                     # every header a file sees, through headers
     seen, todo = set(), [p]
     while todo:
-        for t in inc.findall(text[todo.pop()]):
-            h = resolve(p, t) or None
+        f = todo.pop()
+        for t in inc.findall(text[f]):
+            h = resolve(f, t)
             if h and h not in seen:
                 seen.add(h); todo.append(h)
     return seen
