@@ -64,9 +64,14 @@ TRIAL_LIBS  := -lcjson -ldnnl -ljpeg -lz -lpthread -lm
 ifeq ($(AAH_CUDA),1)
 CFLAGS_ALL  += -DAAH_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include $(if $(HAVE_NCCL),-DAAH_HAVE_NCCL=1)
 TRIAL_LINK  := $(LIB_CUDA) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublasLt -lcublas -lcudart $(if $(HAVE_NCCL),-lnccl) -lstdc++
-# Ampere and Hopper; kernels/cuda/cuda_kernels.cu is the one nvcc unit.
+# Machine code for Ampere (sm_80: 8.x) and Hopper (sm_90), and PTX of
+# compute_90 that the driver compiles for newer GPUs (Blackwell: sm_100,
+# sm_120); kernels/cuda/cuda_kernels.cu is the one nvcc unit. Below 8.0 the
+# backend refuses the device (ops_gpu_supported).
 CUDA_ARCHS  ?= 80 90
+CUDA_PTX    ?= 90
 NVCCFLAGS   ?= -O2 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	       $(foreach a,$(CUDA_PTX),-gencode arch=compute_$(a),code=compute_$(a)) \
 	       -I. -Icommon -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
 else
 TRIAL_LINK  :=

@@ -61,6 +61,11 @@ void ops_forget(struct ops_ctx *ctx, void *p)
 		ctx->be->forget(ctx, p);
 }
 
+int ops_finish(struct ops_ctx *ctx)
+{
+	return ctx->be->finish ? ctx->be->finish(ctx) : 0;
+}
+
 const char *ops_precision_auto(struct ops_ctx *ctx)
 {
 	return ctx->be->default_precision ? ctx->be->default_precision(ctx) : "fp32";
@@ -71,20 +76,46 @@ const char *ops_gpu_precision(int cc_major)
 	return cc_major >= 8 ? "bf16" : "fp32";
 }
 
+int ops_gpu_supported(const char *name, int major, int minor, char *why, size_t why_size)
+{
+	if (major >= 8)
+		return 1;
+	snprintf(why, why_size,
+		 "%s has compute capability %d.%d: aah's cuda backend needs 8.0 or newer (Ampere, "
+		 "Hopper, Blackwell: its kernels are built for sm_80, sm_90 and PTX compute_90, "
+		 "and it trains in bf16)%s",
+		 name, major, minor,
+		 major < 7 || (major == 7 && minor < 5)
+			 ? "; CUDA 13, which it is built with, cannot target this device at all"
+			 : "");
+	return 0;
+}
+
+const char *ops_auto_pick(const char *gpu, int devices, const char *reason, char *why,
+			  size_t why_size)
+{
+	if (devices > 0) {
+		snprintf(why, why_size, "%d CUDA device%s visible", devices, devices == 1 ? "" : "s");
+		return gpu;
+	}
+	if (devices < 0)
+		snprintf(why, why_size, "no usable CUDA device: %s; training on the CPU", reason);
+	else
+		snprintf(why, why_size, "no CUDA device visible: %s", reason);
+	return "cpu";
+}
+
 const char *ops_backend_auto(char *why, size_t why_size)
 {
-	char none[160] = "this aah-trial is built without a GPU backend (make config-info)";
+	char none[512] = "this aah-trial is built without a GPU backend (make config-info)";
 	for (size_t i = 0; i < ARRAY_SIZE(backends); i++) {
 		if (!backends[i]->visible_devices)
 			continue;
 		int n = backends[i]->visible_devices(none, sizeof(none));
-		if (n > 0) {
-			snprintf(why, why_size, "%d CUDA device%s visible", n, n == 1 ? "" : "s");
-			return backends[i]->name;
-		}
+		if (n)
+			return ops_auto_pick(backends[i]->name, n, none, why, why_size);
 	}
-	snprintf(why, why_size, "no CUDA device visible: %s", none);
-	return "cpu";
+	return ops_auto_pick(NULL, 0, none, why, why_size);
 }
 
 int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed)
@@ -95,7 +126,7 @@ int ops_ctx_init(struct ops_ctx *ctx, const char *backend, int threads, uint64_t
 int ops_ctx_init_on(struct ops_ctx *ctx, const char *backend, int threads, uint64_t seed,
 		    int device)
 {
-	char why[256];
+	char why[640];
 	memset(ctx, 0, sizeof(*ctx));
 	if (!strcmp(backend, "auto"))
 		backend = ops_backend_auto(why, sizeof(why));

@@ -231,10 +231,14 @@ struct ops_backend {
 	int (*allreduce_mean)(struct ops_ctx *ctx, float *buf, size_t count);
 	/* GPU backends: how many devices this process can see, without
 	 * starting the backend (0 with the reason in *why when none: no
-	 * driver, none listed); NULL on host backends. */
+	 * driver, none listed; -1 with it when those it sees are too old for
+	 * it: ops_gpu_supported); NULL on host backends. */
 	int (*visible_devices)(char *why, size_t why_size);
 	/* GPU backends: the started backend's device. */
 	int (*device_info)(struct ops_ctx *ctx, struct ops_device *dev);
+	/* Waits until every op queued so far has finished (a GPU backend's ops
+	 * return once queued); NULL where ops finish before they return. */
+	int (*finish)(struct ops_ctx *ctx);
 };
 
 /* ops_backend.resident, .sync and .forget where the backend has them;
@@ -242,6 +246,8 @@ struct ops_backend {
 int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes);
 int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
 void ops_forget(struct ops_ctx *ctx, void *p);
+/* ops_backend.finish where the backend has it: before a clock is read. */
+int ops_finish(struct ops_ctx *ctx);
 enum { OPS_TO_HOST = 0, OPS_TO_DEVICE = 1 };
 
 /* The precision `--precision auto` gives on ctx's backend (a started one). */
@@ -249,6 +255,11 @@ const char *ops_precision_auto(struct ops_ctx *ctx);
 /* A GPU's default: bf16 from compute capability 8.0 (Ampere, Hopper: bf16
  * tensor cores), fp32 below. */
 const char *ops_gpu_precision(int cc_major);
+/* Whether the cuda backend runs on device `name` of compute capability
+ * major.minor: 1; else 0 with *why (why_size bytes) naming the device, its
+ * capability and why not (below 8.0: the kernels are built for sm_80, sm_90
+ * and PTX compute_90; below 7.5 CUDA 13 cannot target it at all). */
+int ops_gpu_supported(const char *name, int major, int minor, char *why, size_t why_size);
 /* Converts n samples of shape s between any two layouts (plain C; the model
  * never needs it, tests and tools do). dst and src do not overlap. */
 void ops_layout_convert(float *dst, enum ops_layout to, const float *src,
@@ -260,8 +271,13 @@ const struct ops_backend *const *ops_backends(size_t *count);
 
 /* --backend auto: the first GPU backend built in that sees a device, else
  * "cpu"; *why (why_size bytes) says why, for the log: "8 CUDA devices
- * visible" or "no CUDA device visible: <the runtime's reason>". */
+ * visible", "no CUDA device visible: <the runtime's reason>" or "no usable
+ * CUDA device: <ops_gpu_supported's reason>; training on the CPU". */
 const char *ops_backend_auto(char *why, size_t why_size);
+/* Its decision, given what GPU backend `gpu`'s visible_devices returned
+ * (devices, and reason where that is not above 0): gpu, or "cpu". */
+const char *ops_auto_pick(const char *gpu, int devices, const char *reason, char *why,
+			  size_t why_size);
 
 /* ctx lifecycle: picks the backend ("auto": ops_backend_auto) and sets the
  * thread count (0 = all); ops_ctx_init_on also the device a GPU backend

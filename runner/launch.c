@@ -134,6 +134,8 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 	strvec_setenv(e, "AAH_TRIAL_ID", l->trial_id);
 	strvec_pushf(e, "AAH_TRIAL_SEQ=%u", l->trial_seq);
 	strvec_pushf(e, "AAH_ATTEMPT=%u", l->attempt);
+	/* AIPerf's --slave: a round of the epoch budget is this many trials */
+	strvec_pushf(e, "AAH_SLAVE=%ld", cfg->trial_concurrency);
 	if (p->deadline > 0)
 		strvec_pushf(e, "AAH_DEADLINE=%.0f", floor(p->deadline));
 	if (cfg->seed > 0) /* the command line's --seed, if any, still wins */

@@ -11,7 +11,7 @@
 
 struct trial_device {
 	char backend[16];         /* what runs: "cuda", "cpu", ... ("" before the start) */
-	char why[256];            /* --backend auto's reason; "" when it was named */
+	char why[640];            /* --backend auto's reason; "" when it was named */
 	int gpu;                  /* a GPU backend started: dev holds its device */
 	char batch_rule[96];      /* how a rule chose the batch, "aiperf: 14 (the rule's)
 				   * x 79 GiB = 1106"; "" when --batch_size gave it */

@@ -266,9 +266,11 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 			return error("layer '%s': backward failed", L->id);
 		for (int k = 0; k < L->op.n_in; k++) {
 			int t = L->inputs[k];
-			if (t && m->dxs[k] != m->layers[t - 1].dact)
-				ctx->be->accumulate(ctx, (size_t)n * ops_shape_size(&L->in_shapes[k]),
-						    m->layers[t - 1].dact, m->dxs[k]);
+			if (t && m->dxs[k] != m->layers[t - 1].dact &&
+			    ctx->be->accumulate(ctx, (size_t)n * ops_shape_size(&L->in_shapes[k]),
+						m->layers[t - 1].dact, m->dxs[k]))
+				return error("layer '%s': accumulating the gradient of '%s' failed",
+					     L->id, m->layers[t - 1].id);
 		}
 		if (m->prof)
 			m->prof[2 * i + 1] += util_monotonic() - t0;

@@ -228,6 +228,11 @@ int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype x
 /* The CUK_* kind of cuk_cast from xt to yt; -1 unless one side is fp32 and
  * the other bf16 or fp16. */
 int cuda_cast_kind(enum ops_dtype xt, enum ops_dtype yt);
+/* The math type a convolution runs with, given the one cuDNN's heuristics
+ * listed for its algorithm: that one in bf16 and fp16; in fp32 always
+ * CUDNN_FMA_MATH (the heuristics' default math would allow TF32, and their
+ * ALLOW_CONVERSION fp16: neither meets ref's fp32 tolerance). */
+cudnnMathType_t cuda_conv_math(enum ops_dtype type, cudnnMathType_t listed);
 /* NCCL (cuda_nccl.c; NULL in the op table of a build without nccl.h). */
 int cuda_comm_init(struct ops_ctx *ctx, int rank, int world,
 		   int (*share)(void *arg, void *id, size_t len), void *arg);

@@ -24,28 +24,60 @@ static int cuda_open(struct ops_ctx *ctx)
 	return 0;
 }
 
-/* cudaGetDeviceCount: 0 and the runtime's reason when there is none. */
+/* Device d's name and capability through ops_gpu_supported: 1 when aah
+ * runs on it, 0 with *why when not, -1 with the runtime's error in *why. */
+static int cuda_device_usable(int d, char *why, size_t why_size)
+{
+	struct cudaDeviceProp p;
+	cudaError_t e = cudaGetDeviceProperties(&p, d);
+	if (e != cudaSuccess) {
+		snprintf(why, why_size, "CUDA device %d: %s", d, cudaGetErrorString(e));
+		return -1;
+	}
+	char name[300];
+	snprintf(name, sizeof(name), "CUDA device %d (%.256s)", d, p.name);
+	return ops_gpu_supported(name, p.major, p.minor, why, why_size);
+}
+
+/* cudaGetDeviceCount: 0 and the runtime's reason when there is none; -1
+ * and the first one's reason when none of them can run aah. */
 static int cuda_visible_devices(char *why, size_t why_size)
 {
 	int count = 0;
 	cudaError_t e = cudaGetDeviceCount(&count);
-	if (e == cudaSuccess && count > 0)
-		return count;
-	snprintf(why, why_size, "%s", e != cudaSuccess ? cudaGetErrorString(e)
-						       : "the driver lists none");
-	return 0;
+	if (e != cudaSuccess || count <= 0) {
+		snprintf(why, why_size, "%s", e != cudaSuccess ? cudaGetErrorString(e)
+							       : "the driver lists none");
+		return 0;
+	}
+	char first[512] = "";
+	for (int d = 0; d < count; d++) {
+		char w[512];
+		if (cuda_device_usable(d, w, sizeof(w)) == 1)
+			return count;
+		if (!*first)
+			snprintf(first, sizeof(first), "%s", w);
+	}
+	snprintf(why, why_size, "%s", first);
+	return -1;
 }
 
 static int cuda_init(struct ops_ctx *ctx)
 {
 	char why[160];
-	int count = cuda_visible_devices(why, sizeof(why));
-	if (!count)
+	int count = 0;
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
+		cuda_visible_devices(why, sizeof(why));
 		return error("no CUDA device: the cuda backend needs an NVIDIA GPU (%s)", why);
-	ctx->priv = xcalloc(1, sizeof(struct cuda_ctx));
+	}
 	/* each rank its own device: its local rank among those it sees (one,
 	 * where the launch gave each rank its own CUDA_VISIBLE_DEVICES) */
-	cuda_ctx(ctx)->device = ctx->device > 0 ? ctx->device % count : 0;
+	int device = ctx->device > 0 ? ctx->device % count : 0;
+	char refused[512];
+	if (cuda_device_usable(device, refused, sizeof(refused)) != 1)
+		return error("the cuda backend cannot run here: %s", refused);
+	ctx->priv = xcalloc(1, sizeof(struct cuda_ctx));
+	cuda_ctx(ctx)->device = device;
 	const char *staged = getenv("AAH_CUDA_STAGED");
 	cuda_ctx(ctx)->staged_only = staged && !strcmp(staged, "1");
 	if (cuda_open(ctx)) {
@@ -95,8 +127,8 @@ static int cc_major(struct ops_ctx *ctx)
 }
 
 /* fp32: conv2d runs cuDNN with CUDNN_FMA_MATH and dense cuBLASLt with
- * CUBLAS_COMPUTE_32F (no TF32). bf16 (compute capability 8.0 and up) and
- * fp16 (7.0 and up: Volta's tensor cores): convolutions read 16-bit copies
+ * CUBLAS_COMPUTE_32F (no TF32). bf16 and fp16 (on every device the backend
+ * starts on: 8.0 and up): convolutions read 16-bit copies
  * of their inputs and weights on tensor cores with fp32 accumulation
  * (cuda_conv.c), every other op stays fp32, as on the CPU backend; weights,
  * gradients and optimiser state are fp32 (the master copies). fp16 trains
@@ -110,15 +142,8 @@ static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 	if (!bf16 && strcmp(precision, "fp16"))
 		return error("precision '%s' is not available on the cuda backend (fp32, bf16, fp16)",
 			     precision);
-	int major = cc_major(ctx);
-	if (major < 0)
-		return -1;
-	if (bf16 && strcmp(ops_gpu_precision(major), "bf16"))
-		return error("precision 'bf16' needs an NVIDIA GPU of compute capability 8.0 or "
-			     "newer (Ampere, Hopper); this one is %d.x: use fp16 or fp32", major);
-	if (!bf16 && major < 7)
-		return error("precision 'fp16' needs an NVIDIA GPU of compute capability 7.0 or "
-			     "newer (tensor cores); this one is %d.x: use fp32", major);
+	/* no capability check: cuda_init refused every device below 8.0
+	 * (ops_gpu_supported), and from 8.0 both run on tensor cores */
 	ctx->conv_type = bf16 ? OPS_BF16 : OPS_F16;
 	return 0;
 }
@@ -126,6 +151,12 @@ static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 static const char *cuda_default_precision(struct ops_ctx *ctx)
 {
 	return ops_gpu_precision(cc_major(ctx));
+}
+
+static int cuda_finish(struct ops_ctx *ctx)
+{
+	CUDA_CHECK(cudaStreamSynchronize(cuda_ctx(ctx)->stream));
+	return 0;
 }
 
 static int cuda_device_info(struct ops_ctx *ctx, struct ops_device *dev)
@@ -480,4 +511,5 @@ const struct ops_backend ops_cuda_backend = {
 #endif
 	.visible_devices = cuda_visible_devices,
 	.device_info = cuda_device_info,
+	.finish = cuda_finish,
 };

@@ -18,7 +18,11 @@
  * value past 65504 becomes inf, which the trainer's loss scale catches in
  * the gradients. Algorithms come from cuDNN's heuristics
  * (cudnnGet*Algorithm_v7) once per batch size: with --conv_algo direct the
- * implicit-GEMM ones where cuDNN lists them as usable, else its first. */
+ * implicit-GEMM ones where cuDNN lists them as usable, else its first; each
+ * runs with the math type the heuristics gave it (cuda_conv_math). A 16-bit
+ * layer for which cuDNN lists no usable algorithm (a first layer of 1 or 3
+ * input channels may have none in the legacy API) falls back to fp32, saying
+ * so once: it is not padded to 8 channels. */
 #include <stdlib.h>
 
 #include "kernels/cuda/cuda.h"
@@ -26,6 +30,7 @@
 /* A layer's descriptors and algorithms for one batch size (l->priv). */
 struct conv_plan {
 	int n;
+	enum ops_dtype asked;   /* ctx->conv_type when the plan was made */
 	enum ops_dtype type;    /* descriptors and buffers: fp32, bf16 or fp16 */
 	int padded;             /* uneven padding: x goes through a (hp, wp) frame */
 	int hp, wp;
@@ -35,6 +40,7 @@ struct conv_plan {
 	cudnnConvolutionFwdAlgo_t fwd;
 	cudnnConvolutionBwdDataAlgo_t bwd_data;
 	cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+	cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
 	size_t ws;              /* bytes: the largest of the three workspaces */
 };
 
@@ -53,6 +59,14 @@ static void plan_free(struct conv_plan *p)
 	free(p);
 }
 
+cudnnMathType_t cuda_conv_math(enum ops_dtype type, cudnnMathType_t listed)
+{
+	return type == OPS_F32 ? CUDNN_FMA_MATH : listed;
+}
+
+/* NO_ALGO: cuDNN lists no usable algorithm for the layer in p->type */
+enum { NO_ALGO = -2 };
+
 static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 {
 	cudnnHandle_t h = cuda_ctx(ctx)->dnn;
@@ -70,8 +84,9 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 		    (pick < 0 || (direct && f[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)))
 			pick = k;
 	if (pick < 0)
-		return error("cuDNN has no forward convolution algorithm for this layer");
+		return error("cuDNN has no forward convolution algorithm for this layer"), NO_ALGO;
 	p->fwd = f[pick].algo;
+	p->fwd_math = cuda_conv_math(p->type, f[pick].mathType);
 
 	CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
 		h, p->w, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, d));
@@ -81,8 +96,10 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 		    (pick < 0 || (direct && d[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)))
 			pick = k;
 	if (pick < 0)
-		return error("cuDNN has no backward-data convolution algorithm for this layer");
+		return error("cuDNN has no backward-data convolution algorithm for this layer"),
+		       NO_ALGO;
 	p->bwd_data = d[pick].algo;
+	p->bwd_data_math = cuda_conv_math(p->type, d[pick].mathType);
 
 	CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
 		h, p->x, p->y, p->conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, g));
@@ -92,8 +109,10 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 		    (pick < 0 || (direct && g[k].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1)))
 			pick = k;
 	if (pick < 0)
-		return error("cuDNN has no backward-filter convolution algorithm for this layer");
+		return error("cuDNN has no backward-filter convolution algorithm for this layer"),
+		       NO_ALGO;
 	p->bwd_filter = g[pick].algo;
+	p->bwd_filter_math = cuda_conv_math(p->type, g[pick].mathType);
 
 	CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv, p->y, p->fwd, &sz));
 	p->ws = sz;
@@ -106,13 +125,15 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 	return 0;
 }
 
-static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, struct conv_plan *p)
+static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, enum ops_dtype type,
+		     struct conv_plan *p)
 {
 	const struct ops_layer_cfg *c = &l->cfg;
 	const struct ops_shape *s = &l->in[0];
 	int pad_h = c->pad_t, pad_w = c->pad_l, h = s->h, w = s->w;
 	p->n = n;
-	p->type = ctx->conv_type;
+	p->asked = ctx->conv_type;
+	p->type = type;
 	cudnnDataType_t dt = p->type == OPS_BF16  ? CUDNN_DATA_BFLOAT16
 			     : p->type == OPS_F16 ? CUDNN_DATA_HALF
 						  : CUDNN_DATA_FLOAT;
@@ -148,10 +169,21 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, stru
 static int plan_of(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan **out)
 {
 	struct conv_plan *p = l->priv;
-	if (!p || p->n != n || p->type != ctx->conv_type) {
+	if (!p || p->n != n || p->asked != ctx->conv_type) {
+		int fell_back = p && p->asked == ctx->conv_type && p->type != p->asked;
 		plan_free(p);
 		l->priv = p = xcalloc(1, sizeof(*p));
-		if (plan_init(ctx, l, n, p)) {
+		int rc = plan_init(ctx, l, n, ctx->conv_type, p);
+		if (rc == NO_ALGO && ctx->conv_type != OPS_F32) {
+			if (!fell_back)
+				warning("conv2d layer %d (%d input channels): cuDNN has no %s "
+					"algorithm for it; it runs in fp32", l->index, l->in[0].c,
+					ctx->conv_type == OPS_BF16 ? "bf16" : "fp16");
+			plan_free(p);
+			l->priv = p = xcalloc(1, sizeof(*p));
+			rc = plan_init(ctx, l, n, OPS_F32, p);
+		}
+		if (rc) {
 			plan_free(p);
 			l->priv = NULL;
 			return -1;
@@ -232,6 +264,7 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	    low(ctx, p, nw, gw, &lw) || low_out(ctx, p, ny, gy, &ly))
 		return -1;
 	l->ran = l->ran_out = p->type;   /* the sums land in p->type, then high() */
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
 	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, p->x, lx, p->w, lw, p->conv, p->fwd, ws,
 					    p->ws, &zero, p->y, ly));
 	if (high(ctx, p, ny, ly, gy))
@@ -266,6 +299,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	l->ran = l->ran_out = p->type;
 	if (gdb)   /* from the fp32 dy: the bias is not part of the 16-bit convolution */
 		CUDA_LAUNCH(cuk_channel_sum(c->stream, ny / l->cfg.units, l->cfg.units, gdy, acc, gdb));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
 	CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->dnn, &one, p->x, lx, p->y, ldy, p->conv,
 						   p->bwd_filter, ws, p->ws, &zero, p->w, ldw));
 	if (high(ctx, p, nw, ldw, gdw))
@@ -275,6 +309,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 		if ((p->padded && cuda_scratch(ctx, nxf * 4, &gdxf)) || low(ctx, p, nw, gw, &lw) ||
 		    low_out(ctx, p, nxf, gdxf, &ldx))
 			return -1;
+		CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
 		CUDNN_CHECK(cudnnConvolutionBackwardData(c->dnn, &one, p->w, lw, p->y, ldy, p->conv,
 							 p->bwd_data, ws, p->ws, &zero, p->x, ldx));
 		if (high(ctx, p, nxf, ldx, gdxf))

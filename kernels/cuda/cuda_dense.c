@@ -11,17 +11,26 @@
  *   dw^T (Cin, units) = X dy           (transb = T)
  *   db   = per-unit sum of dy (cuk_channel_sum)
  *
- * The three matmul descriptions are made once per batch size (l->priv);
- * cuBLASLt picks its algorithm from its own heuristics (algo NULL). */
+ * The three matmul descriptions are made once per batch size (l->priv),
+ * each with its algorithm and workspace size from cuBLASLt's heuristics,
+ * asked once and again only when the pointers' alignment changes (up to
+ * MM_WS_MAX bytes of workspace, from the backend's arena). */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "kernels/cuda/cuda.h"
 
-/* One matmul D = op(A) op(B) (+ bias): its description and the layouts. */
+/* One matmul D = op(A) op(B) (+ bias): its description, the layouts, and
+ * the algorithm the heuristics gave for pointers aligned to `align` bytes. */
 struct mm {
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t a, b, d;
+	cublasLtMatmulAlgo_t algo;
+	size_t ws;
+	uint32_t align;         /* 0: no algorithm asked for yet */
 };
+
+#define MM_WS_MAX ((size_t)32 << 20)
 
 struct dense_plan {
 	int n;
@@ -95,13 +104,50 @@ static int plan_of(struct ops_layer *l, int n, struct dense_plan **out)
 	return 0;
 }
 
-/* D = op(A) op(B) on the backend's stream (C = D, beta 0). */
-static int mm_run(struct ops_ctx *ctx, const struct mm *m, const void *a, const void *b, void *d)
+/* The heuristics' first algorithm for m with every pointer aligned to align. */
+static int mm_algo(struct cuda_ctx *c, struct mm *m, uint32_t align)
+{
+	cublasLtMatmulPreference_t pref;
+	cublasLtMatmulHeuristicResult_t res;
+	int found = 0;
+	size_t max = MM_WS_MAX;
+	CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+	cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
+		pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max, sizeof(max));
+	static const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+	};
+	for (int k = 0; k < 4 && s == CUBLAS_STATUS_SUCCESS; k++)
+		s = cublasLtMatmulPreferenceSetAttribute(pref, aligns[k], &align, sizeof(align));
+	if (s == CUBLAS_STATUS_SUCCESS)
+		s = cublasLtMatmulAlgoGetHeuristic(c->lt, m->desc, m->a, m->b, m->d, m->d, pref, 1,
+						   &res, &found);
+	cublasLtMatmulPreferenceDestroy(pref);
+	CUBLAS_CHECK(s);
+	if (!found)
+		return error("cuBLASLt has no algorithm for a dense layer's matmul");
+	m->algo = res.algo;
+	m->ws = res.workspaceSize;
+	m->align = align;
+	return 0;
+}
+
+/* D = op(A) op(B) on the backend's stream (C = D, beta 0); bias: the
+ * epilogue's pointer, or NULL. */
+static int mm_run(struct ops_ctx *ctx, struct mm *m, const void *a, const void *b, void *d,
+		  const void *bias)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	const float one = 1, zero = 0;
+	uintptr_t p = (uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)bias | 256;
+	uint32_t align = (uint32_t)(p & -p);   /* the largest power of two all are aligned to */
+	void *ws = NULL;
+	if ((m->align != align && mm_algo(c, m, align)) ||
+	    (m->ws && cuda_scratch(ctx, m->ws, &ws)))
+		return -1;
 	CUBLAS_CHECK(cublasLtMatmul(c->lt, m->desc, &one, a, m->a, b, m->b, &zero, d, m->d, d, m->d,
-				    NULL, NULL, 0, c->stream));
+				    &m->algo, ws, m->ws, c->stream));
 	return 0;
 }
 
@@ -119,7 +165,7 @@ static int dense_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	if (gb)   /* the pointer is the op's: set on every call */
 		CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->fwd.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
 							    &gb, sizeof(gb)));
-	if (mm_run(ctx, &p->fwd, gw, gx, gy))
+	if (mm_run(ctx, &p->fwd, gw, gx, gy, gb))
 		return -1;
 	return cuda_end(ctx);
 }
@@ -137,8 +183,8 @@ static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const
 	    (l->cfg.bias && cuda_out(ctx, l->db, u * 4, 0, &gdb)) ||
 	    cuda_out(ctx, dx[0], n * cin * 4, 0, &gdx) || cuda_scratch(ctx, u * sizeof(double), &acc))
 		return -1;
-	if (mm_run(ctx, &p->bwd_filter, gx, gdy, gdw) ||
-	    (gdx && mm_run(ctx, &p->bwd_data, gw, gdy, gdx)))
+	if (mm_run(ctx, &p->bwd_filter, gx, gdy, gdw, NULL) ||
+	    (gdx && mm_run(ctx, &p->bwd_data, gw, gdy, gdx, NULL)))
 		return -1;
 	if (gdb)
 		CUDA_LAUNCH(cuk_channel_sum(cuda_ctx(ctx)->stream, (size_t)n, (int)u, gdy, acc, gdb));

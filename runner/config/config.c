@@ -1,5 +1,6 @@
 /* config.c: config.yml -> struct aah_config through key tables. */
 #include "runner/config/config.h"
+#include "runner/config/gpucmd.h"
 #include "fileio.h"
 #include "jsonfile.h"
 #include "strbuf.h"
@@ -593,6 +594,8 @@ static int check_semantics(const struct ctx *c, struct aah_config *cfg)
 		return fail_at(c, line, col, "trial.command", "must not be empty", NULL);
 	}
 	unfold_command(cfg->trial.command);
+	cfg->notice = gpucmd_notice(c->file, cmd ? cmd->line : 0, cmd ? cmd->col : 0,
+				    cfg->trial.command, cfg->trial.gpu_num);
 	if (cfg->use_annotation) {
 		const struct ynode *n = ynode_get(cfg->root, "useAnnotation");
 		return fail_at(c, n->line, n->col, "useAnnotation",

@@ -86,9 +86,9 @@ int main(int argc, char **argv)
 		if (!mkdtemp(tmp))
 			die_errno("mkdtemp");
 		double secs = atof(argv[2]);
-		struct monitor *m = monitor_start(tmp, atof(argv[3]));
-		if (!m)
-			die("monitor failed");
+		struct monitor *m = NULL;
+		if (monitor_start(tmp, atof(argv[3]), &m) != 1)
+			die("monitor failed: %s", util_last_error());
 		struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
 		nanosleep(&ts, NULL);
 		long n = monitor_samples(m);

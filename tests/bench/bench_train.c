@@ -23,8 +23,11 @@ int main(int argc, char **argv)
 		die("usage: bench_train ARCH [batch] [threads] [steps] [warmup]");
 	int batch = argc > 2 ? atoi(argv[2]) : 128, threads = argc > 3 ? atoi(argv[3]) : 2;
 	int steps = argc > 4 ? atoi(argv[4]) : 30, warmup = argc > 5 ? atoi(argv[5]) : 5;
-	if (model_load(&m, argv[1]) || model_alloc(&m, batch, 1) ||
-	    ops_ctx_init(&ctx, getenv("AAH_BACKEND") ? getenv("AAH_BACKEND") : "cpu", threads, 1))
+	/* the backend first: a GPU's start-up error says so before the host
+	 * copy of a large batch is allocated */
+	if (model_load(&m, argv[1]) ||
+	    ops_ctx_init(&ctx, getenv("AAH_BACKEND") ? getenv("AAH_BACKEND") : "cpu", threads, 1) ||
+	    model_alloc(&m, batch, 1))
 		die("cannot set up '%s'", argv[1]);
 	if (getenv("AAH_PRECISION") && ctx.be->set_precision(&ctx, getenv("AAH_PRECISION")))
 		die("precision %s is not available here", getenv("AAH_PRECISION"));
@@ -49,6 +52,9 @@ int main(int argc, char **argv)
 		m.prof = xcalloc(2 * (size_t)m.n_layers, sizeof(double));
 	for (int i = 0; i < warmup + steps; i++) {
 		if (i == warmup) {
+			/* the warm-up's last update may still run on a GPU */
+			if (ops_finish(&ctx))
+				die("the warm-up failed");
 			t0 = util_monotonic();
 			if (m.prof)
 				for (int k = 0; k < 2 * m.n_layers; k++)
@@ -67,6 +73,8 @@ int main(int argc, char **argv)
 		if (i >= warmup)
 			t_update += util_monotonic() - tu;
 	}
+	if (ops_finish(&ctx))   /* the clock stops when the device has done the work */
+		die("training step failed");
 	double dt = util_monotonic() - t0;
 	if (getenv("AAH_BENCH_FLOPS"))   /* AIPerf's (docs/trainer.md), for MFU */
 		fprintf(stderr, "train_flops_per_image %.6g\n", m.flops_fwd + m.flops_bwd);

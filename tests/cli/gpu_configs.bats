@@ -77,3 +77,42 @@ PY
 	[ "$status" -eq 0 ]
 	grep -qx 'rank 2 dev 0 cvd 0 args --rank 2' <<<"$output"
 }
+
+@test "AIPerf's GPU command form: check warns with the one-line fix, gpuNum: 8 silences it" {
+	U=$AAH_ROOT/tests/fixtures/upstream-configs   # AIPerf's and AAH's own configs, unchanged
+	for f in aah-imagenet aiperf-pcl-imagenet aah-cifar10 aiperf-pcl-cifar10; do
+		run aah-runner check "$U/$f-config.yml"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ $output == *"warning: $U/$f-config.yml:"*":12: 'trial.command' sets CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 (8 GPUs) with trial.gpuNum 0"* ]]
+		[[ $output == *"trains on the first GPU alone and leaves 7 idle. The fix, one line: gpuNum: 8"* ]]
+	done
+	# one GPU named: nothing idles, nothing to say
+	for f in aiperf-thu-imagenet aiperf-thu-imagenetTorch; do
+		run aah-runner check "$U/$f-config.yml"
+		[ "$status" -eq 0 ]
+		[[ $output != *"warning"* ]]
+	done
+	# the fix, applied: no warning
+	cp "$U/aah-imagenet-search_space.json" .
+	sed 's/^  gpuNum: 0$/  gpuNum: 8/' "$U/aah-imagenet-config.yml" > fixed.yml
+	grep -q '^  gpuNum: 8$' fixed.yml
+	run aah-runner check fixed.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output != *"warning"* ]]
+}
+
+@test "AIPerf's --slave follows trialConcurrency: every rank gets AAH_SLAVE" {
+	sed 's/^trialConcurrency: .*/trialConcurrency: 5/' "$AAH_ROOT/k8s/config.yml" > c.yml
+	grep -q '^trialConcurrency: 5$' c.yml
+	cp "$AAH_ROOT"/k8s/*.json . 2>/dev/null || true
+	aah-runner render -c c.yml --trial 3 -o json > r.json
+	/usr/bin/python3 - r.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+job = next(i for i in (d["items"] if d.get("kind") == "List" else [d]) if i["kind"] == "Job")
+env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+assert env["AAH_SLAVE"] == "5", env       # aah-trial's --slave, unless the command gives one
+PY
+}

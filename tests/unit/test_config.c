@@ -14,6 +14,7 @@
 #include "runner/backend/backend.h"
 #include "runner/cmd/cmd.h"
 #include "runner/config/config.h"
+#include "runner/config/gpucmd.h"
 #include "strbuf.h"
 #include "util.h"
 
@@ -562,4 +563,36 @@ Test(config, takes_the_platforms_it_is_given)
 	cr_assert(strstr(util_last_error(), "alpha") && strstr(util_last_error(), "beta"),
 		  "%s", util_last_error());
 	free(path);
+}
+
+/* AIPerf's GPU command form: the ids of CUDA_VISIBLE_DEVICES in a command. */
+Test(config, gpu_ids_in_the_trial_command)
+{
+	static const struct {
+		const char *cmd, *ids;
+		int n;
+	} cases[] = {
+		{ "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 srun -N 1 python3 x.py", "0,1,2,3,4,5,6,7", 8 },
+		{ "CUDA_VISIBLE_DEVICES=0 python3 imagenet_train.py --slave 2", "0", 1 },
+		{ "export CUDA_VISIBLE_DEVICES=\"2,3\"; aah-trial", "2,3", 2 },
+		{ "cd x && CUDA_VISIBLE_DEVICES='4, 5,6' aah-trial", "4, 5,6", 3 },
+		{ "env CUDA_VISIBLE_DEVICES=GPU-1a,GPU-2b aah-trial", "GPU-1a,GPU-2b", 2 },
+		{ "aah-trial --x MY_CUDA_VISIBLE_DEVICES=0,1", "", 0 },
+		{ "CUDA_VISIBLE_DEVICES= aah-trial", "", 0 },
+		{ "aah-trial", "", 0 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char ids[64];
+		cr_assert_eq(gpucmd_visible_devices(cases[i].cmd, ids, sizeof(ids)), cases[i].n, "%s",
+			     cases[i].cmd);
+		cr_assert_str_eq(ids, cases[i].ids, "%s", cases[i].cmd);
+	}
+	char *w = gpucmd_notice("c.yml", 24, 12, cases[0].cmd, 0);
+	cr_assert(w && strstr(w, "c.yml:24:12: ") && strstr(w, "(8 GPUs) with trial.gpuNum 0") &&
+		  strstr(w, "The fix, one line: gpuNum: 8"), "%s", w ? w : "(none)");
+	free(w);
+	cr_assert_null(gpucmd_notice("c.yml", 1, 1, cases[0].cmd, 8), "gpuNum counts them");
+	cr_assert_not_null(w = gpucmd_notice("c.yml", 1, 1, cases[2].cmd, 1));
+	free(w);
+	cr_assert_null(gpucmd_notice("c.yml", 1, 1, cases[1].cmd, 0), "one GPU: nothing idles");
 }

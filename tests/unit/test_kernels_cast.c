@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "kernels/ops.h"
 #include "kernels/ref/ref.h"
 #include "util.h"
@@ -213,7 +214,7 @@ static void check_backend(const struct ops_backend *be)
 	util_set_quiet(1);
 	if (ops_ctx_init(&ctx, be->name, 2, 7)) {
 		if (be->caps & OPS_CAP_GPU)
-			cr_skip_test("skipped: %s [backend %s]: casts", util_last_error(), be->name);
+			cuda_unavailable(be->name, util_last_error(), "casts");
 		cr_skip_test("skipped: %s cannot start here (%s)", be->name, util_last_error());
 	}
 	size_t n;
@@ -256,7 +257,7 @@ Test(cast_backends, cuda_matches_ref)
 {
 	const struct ops_backend *be = ops_backend_find("cuda");
 	if (!be)
-		cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA)");
+		cuda_not_built("casts");
 	cr_assert_not_null(be->cast);
 	check_backend(be);
 }

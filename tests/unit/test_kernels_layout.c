@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "kernels/ops.h"
 #include "trialimg/model.h"
 #include "util.h"
@@ -133,9 +134,12 @@ static void blocked_matches_reference(const struct ops_backend *be, enum ops_lay
 	if (!blocked_ops)
 		cr_skip_test("skipped: %s keeps every activation NHWC (test_kernels_refnet covers it)",
 			     be->name);
-	if (ops_ctx_init(&ctx, be->name, 1, 11))
+	if (ops_ctx_init(&ctx, be->name, 1, 11)) {
+		if (be->caps & OPS_CAP_GPU)
+			cuda_unavailable(be->name, util_last_error(), "the blocked net");
 		cr_skip_test("skipped: %s cannot start on this machine: %s", be->name,
 			     util_last_error());
+	}
 	if (forced != OPS_NHWC)
 		ctx.blocked = forced;
 	cr_assert_neq(ctx.blocked, OPS_NHWC, "%s has blocked ops but picked no blocked layout",

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "kernels/cpu/cpu_probe.h" /* cpu_probe_skip: the forced bf16 test */
 #include "kernels/ops.h"
 #include "kernels/ref/ref.h" /* ref_bf16_round, ref_f16_round */
@@ -77,6 +78,9 @@ static const struct ref_case cases[] = {
 	 .n = 2, .n_in = 1, .in = {{6, 6, 8}}, .out = {6, 6, 8}, .train = 1, .type = OPS_BF16},
 	{"bf16 conv2d 3x3/2 same odd 7x6x3->4x3x5", CONV(3, 2, 1, 0, 1, 1, 5, 1),
 	 .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5}, .train = 1, .type = OPS_BF16},
+	{"bf16 conv2d 3x3/1 same 6x6x1->8, one input channel (a first layer)",
+	 CONV(3, 1, 1, 1, 1, 1, 8, 1), .n = 2, .n_in = 1, .in = {{6, 6, 1}}, .out = {6, 6, 8},
+	 .train = 1, .no_dx = 1, .type = OPS_BF16},
 	{"bf16 conv2d 1x1/1 valid 5x5x7->3, no bias, no input gradient",
 	 CONV(1, 1, 0, 0, 0, 0, 3, 0), .n = 2, .n_in = 1, .in = {{5, 5, 7}}, .out = {5, 5, 3},
 	 .train = 1, .no_dx = 1, .type = OPS_BF16},
@@ -652,18 +656,24 @@ ParameterizedTest(struct run *run, kernels_ref, op_matches_ref)
 	if (ops_ctx_init(&ctx, be->name, 2, 7)) {
 		/* a GPU backend's init says "no CUDA device: ..." where there is none */
 		if (be->caps & OPS_CAP_GPU)
-			cr_skip_test("skipped: %s [backend %s]: %s", util_last_error(), be->name,
-				     c->what);
+			cuda_unavailable(be->name, util_last_error(), c->what);
 		cr_skip_test("skipped: %s cannot start on this machine (%s): %s", be->name,
 			     util_last_error(), c->what);
 	}
+	/* on the device machine (AAH_REQUIRE_CUDA=1) a GPU backend skips nothing */
+	int must = (be->caps & OPS_CAP_GPU) && cuda_required();
 	if (c->kind == LAYER && !be->layer[c->cfg.type]) {
 		cr_assert(strcmp(be->name, "cpu"), "cpu: the CPU backend lacks an op: %s", c->what);
+		cr_assert(!must, "AAH_REQUIRE_CUDA=1: skipped: %s has no such op: %s", be->name,
+			  c->what);
 		cr_skip_test("skipped: %s has no such op: %s", be->name, c->what);
 	}
-	if (setup(&ctx, c))
+	if (setup(&ctx, c)) {
+		cr_assert(!must, "AAH_REQUIRE_CUDA=1: skipped: %s has no %s on this machine (%s): %s",
+			  be->name, type_name(c->type), util_last_error(), c->what);
 		cr_skip_test("skipped: %s has no %s on this machine (%s): %s", be->name,
 			     type_name(c->type), util_last_error(), c->what);
+	}
 	ref_context(&ref, c);
 	check_case(c, &ctx, &ref, fp32_tol);
 	ops_ctx_release(&ref);

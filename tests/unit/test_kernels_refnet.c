@@ -9,11 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "kernels/ops.h" /* ops_backends */
-
-#define OPS_MAX_BACKENDS 16   /* the parameter tables below */
 #include "trialimg/model.h"
 #include "util.h"
+
+#define OPS_MAX_BACKENDS 16   /* the parameter tables below */
 
 enum { N = 3, H = 6, W = 6, C = 2, K = 5 };
 
@@ -107,6 +108,8 @@ static void net_matches_reference(const char *name)
 	cr_assert_eq(model_alloc(&m, N, 5), 0);
 	if (ops_ctx_init(&ctx, name, 1, 11)) {
 		model_release(&m, NULL);
+		if (ops_backend_find(name)->caps & OPS_CAP_GPU)
+			cuda_unavailable(name, util_last_error(), "the model net");
 		cr_skip_test("skipped: %s cannot start on this machine: %s", name,
 			     util_last_error());
 	}

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "kernels/ops.h" /* ops_backends, OPS_CAP_GPU */
 #include "trialimg/model.h"
 #include "util.h"
@@ -97,19 +98,14 @@ Test(kernels_gpu, training_loss_follows_the_cpu_run)
 	cr_assert_eq(train("cpu", 0, cpu, &skip), 1, "cpu: %s", skip);
 	cr_assert_lt(cpu[STEPS - 1], 0.7 * cpu[0], "the cpu run does not learn: loss %g -> %g",
 		     cpu[0], cpu[STEPS - 1]);
-	int gpus = 0, ran = 0;
+	int gpus = 0;
 	for (size_t b = 0; b < nb; b++) {
 		if (!(be[b]->caps & OPS_CAP_GPU))
 			continue;
 		gpus++;
 		for (int resident = 0; resident < 2; resident++) {
-			if (!train(be[b]->name, resident, gpu, &skip)) {
-				/* stderr, not cr_log_warn: a warning makes Criterion exit 1 */
-				fprintf(stderr, "not run: %s [backend %s]: the training run\n", skip,
-					be[b]->name);
-				break;
-			}
-			ran++;
+			if (!train(be[b]->name, resident, gpu, &skip))
+				cuda_unavailable(be[b]->name, skip, "the training run");
 			/* fp32 both sides, sums in different orders: the curves drift
 			 * apart by roundings, far less than a step of training moves
 			 * them */
@@ -119,8 +115,8 @@ Test(kernels_gpu, training_loss_follows_the_cpu_run)
 					  resident ? " (resident)" : "", s, gpu[s], cpu[s]);
 		}
 	}
-	if (!ran)
-		cr_skip_test("skipped: %s", gpus ? "no CUDA device" : "no GPU backend in this build");
+	if (!gpus)
+		cuda_not_built("the training run");
 }
 
 /* What the trainer's rendezvous would hand the other ranks. */
@@ -153,11 +149,8 @@ Test(kernels_gpu, device_allreduce_over_one_rank)
 		if (!be[b]->comm_init)
 			continue;
 		struct ops_ctx ctx;
-		if (ops_ctx_init(&ctx, be[b]->name, 1, 1)) {
-			fprintf(stderr, "not run: %s [backend %s]: the allreduce\n", util_last_error(),
-				be[b]->name);
-			continue;
-		}
+		if (ops_ctx_init(&ctx, be[b]->name, 1, 1))
+			cuda_unavailable(be[b]->name, util_last_error(), "the allreduce");
 		setenv("NCCL_COMM_ID", "127.0.0.1:1", 1);
 		struct shared sh = {0};
 		cr_assert_eq(be[b]->comm_init(&ctx, 0, 1, share, &sh), 0, "%s", util_last_error());
@@ -179,5 +172,5 @@ Test(kernels_gpu, device_allreduce_over_one_rank)
 		ran++;
 	}
 	if (!ran)
-		cr_skip_test("skipped: no CUDA device (or no backend with its own allreduce)");
+		cuda_not_built("the allreduce (no backend with its own)");
 }

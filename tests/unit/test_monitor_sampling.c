@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuda_skip.h"
 #include "jsonfile.h"
 #include "runner/report/report.h"
 #include "tests/fixtures/report/fixture.h"
@@ -228,6 +229,8 @@ Test(monitor, nvml_on_this_machine)
 		cr_assert_eq(n, 0);
 		cr_assert(!strncmp(status, "unavailable: ", 13) && strlen(status) > 13, "%s", status);
 		free_lines(&l);
+		cr_assert(!cuda_required(), "AAH_REQUIRE_CUDA=1: skipped: no NVML on this machine (%s)",
+			  status);
 		cr_skip_test("skipped: no NVML on this machine (%s)", status);
 	}
 	cr_assert_gt(n, 0, "NVML loaded but reports no GPU");

@@ -3,12 +3,16 @@
  * tested here without a GPU; the cuda backend's own pick needs a device
  * ("skipped: no CUDA device ..." without one). */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef AAH_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cuda.h" /* cuda_conv_math */
 #endif
 
+#include "cuda_skip.h"
 #include "kernels/ops.h"
 #include "util.h"
 
@@ -35,7 +39,7 @@ Test(precision, cpu_and_ref_default_to_fp32)
 	}
 }
 
-/* fp16: emulated on ref, on cuda from compute capability 7.0, never on the
+/* fp16: emulated on ref, on cuda wherever it runs (8.0 and up), never on the
  * CPU backend, which says where it runs. */
 Test(precision, fp16_on_ref_not_on_cpu)
 {
@@ -59,12 +63,12 @@ Test(precision, fp16_on_ref_not_on_cpu)
 Test(precision, cuda_picks_by_its_device)
 {
 #ifndef AAH_HAVE_CUDA
-	cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA)");
+	cuda_not_built("--precision auto's pick");
 #else
 	struct ops_ctx ctx;
 	util_set_quiet(1);
 	if (ops_ctx_init(&ctx, "cuda", 1, 1))
-		cr_skip_test("skipped: %s", util_last_error());
+		cuda_unavailable("cuda", util_last_error(), "--precision auto's pick");
 	int major = 0;
 	cr_assert_eq(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
 	const char *p = ops_precision_auto(&ctx);
@@ -76,6 +80,63 @@ Test(precision, cuda_picks_by_its_device)
 	cr_assert_eq(ctx.conv_type, major >= 7 ? OPS_F16 : OPS_F32);
 	ops_ctx_release(&ctx);
 #endif
+}
+
+/* The math type each cuDNN convolution runs with: in bf16 and fp16 the one
+ * the heuristics listed for the algorithm (set on the descriptor before the
+ * call); in fp32 never TF32 nor a conversion to fp16. */
+Test(precision, cuda_convolutions_take_the_listed_math_type_but_fp32_stays_fma)
+{
+#ifndef AAH_HAVE_CUDA
+	cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA)");
+#else
+	static const cudnnMathType_t all[] = { CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH,
+					       CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, CUDNN_FMA_MATH };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		cr_assert_eq(cuda_conv_math(OPS_F32, all[i]), CUDNN_FMA_MATH, "listed %d", all[i]);
+		cr_assert_eq(cuda_conv_math(OPS_BF16, all[i]), all[i]);
+		cr_assert_eq(cuda_conv_math(OPS_F16, all[i]), all[i]);
+	}
+#endif
+}
+
+/* The devices the cuda backend runs on: compute capability 8.0 and up; a
+ * refusal names the device, its capability and why. */
+Test(precision, gpus_below_ampere_are_refused_saying_why)
+{
+	static const struct {
+		int major, minor, ok, cuda13;
+	} cc[] = { { 6, 1, 0, 0 }, { 7, 0, 0, 0 }, { 7, 2, 0, 0 }, { 7, 5, 0, 1 }, { 8, 0, 1, 1 },
+		   { 8, 6, 1, 1 }, { 8, 9, 1, 1 }, { 9, 0, 1, 1 }, { 10, 0, 1, 1 }, { 12, 0, 1, 1 } };
+	for (size_t i = 0; i < sizeof(cc) / sizeof(cc[0]); i++) {
+		char why[512] = "", want[16];
+		int ok = ops_gpu_supported("Tesla X", cc[i].major, cc[i].minor, why, sizeof(why));
+		cr_assert_eq(ok, cc[i].ok, "%d.%d: %s", cc[i].major, cc[i].minor, why);
+		if (ok)
+			continue;
+		snprintf(want, sizeof(want), "%d.%d", cc[i].major, cc[i].minor);
+		cr_assert(strstr(why, "Tesla X") && strstr(why, want), "%s", why);
+		cr_assert(strstr(why, "needs 8.0 or newer"), "%s", why);
+		cr_assert_eq(!strstr(why, "CUDA 13"), cc[i].cuda13, "%s", why);
+	}
+}
+
+/* --backend auto's decision: the GPU backend where it sees a device it can
+ * use, else the CPU, saying why (none visible, or none it can run on). */
+Test(precision, auto_falls_back_to_the_cpu_saying_why)
+{
+	char why[640];
+	cr_assert_str_eq(ops_auto_pick("cuda", 8, "", why, sizeof(why)), "cuda");
+	cr_assert_str_eq(why, "8 CUDA devices visible");
+	cr_assert_str_eq(ops_auto_pick("cuda", 0, "no driver", why, sizeof(why)), "cpu");
+	cr_assert_str_eq(why, "no CUDA device visible: no driver");
+	char refused[512];
+	cr_assert_eq(ops_gpu_supported("CUDA device 0 (Tesla V100-SXM2-16GB)", 7, 0, refused,
+				       sizeof(refused)), 0);
+	cr_assert_str_eq(ops_auto_pick("cuda", -1, refused, why, sizeof(why)), "cpu");
+	cr_assert(strstr(why, "no usable CUDA device: CUDA device 0 (Tesla V100-SXM2-16GB) has "
+			      "compute capability 7.0"), "%s", why);
+	cr_assert(strstr(why, "training on the CPU"), "%s", why);
 }
 
 /* --backend auto: cuda where the runtime lists a device, the cpu backend
@@ -93,6 +154,8 @@ Test(precision, backend_auto_follows_the_hardware)
 		cr_assert_str_eq(name, "cuda");
 		cr_assert(strstr(why, "CUDA device"), "%s", why);
 	} else {
+		cr_assert(!cuda_required(), "AAH_REQUIRE_CUDA=1: skipped: %s: --backend auto picked %s",
+			  why, name);
 		cr_assert_str_eq(name, "cpu");
 		cr_assert(!strncmp(why, "no CUDA device visible: ", 24), "%s", why);
 		/* info, not cr_log_warn: a warning makes Criterion exit 1 */

@@ -145,6 +145,16 @@ Test(args, params_json_and_trial_dir_defaults)
 	cr_assert_eq(PARSE(&a, "--batch_size=448", "--batch_scale=32"), 0, "%s", util_last_error());
 	cr_assert_eq((int)a.batch_size, 1302, "%g", a.batch_size);
 	args_release(&a);
+	/* AIPerf's --slave: the runner's AAH_SLAVE (trialConcurrency), unless the
+	 * command gives its own */
+	static const char *const slave[] = {"AAH_SLAVE", "14", NULL};
+	fake_env = slave;
+	cr_assert_eq(PARSE(&a, "--seed=1"), 0);
+	cr_assert_eq(a.slave, 14);
+	args_release(&a);
+	cr_assert_eq(PARSE(&a, "--slave", "2"), 0);
+	cr_assert_eq(a.slave, 2, "the command's --slave wins");
+	args_release(&a);
 	/* AAH_TRIAL_SEQ beats params.json; AAH_TRIAL_DIR is the default trial dir */
 	static const char *const env[] = {"AAH_TRIAL_SEQ", "9", NULL};
 	fake_env = env;

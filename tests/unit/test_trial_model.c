@@ -216,3 +216,44 @@ Test(model, every_arch_type_maps_to_one_op)
 	cr_assert_eq(model_op_type(arch_type_parse("conv2d")), OPS_CONV2D);
 	cr_assert_eq(arch_type_parse("softmax"), -1);
 }
+
+/* A backend whose accumulate fails: the backward pass must say so, not go
+ * on with a gradient that lacks a branch (a layer with two users, "a"
+ * here, sums its gradients with accumulate). */
+static int accumulate_fails(struct ops_ctx *ctx, size_t count, float *y, const float *x)
+{
+	(void)ctx, (void)count, (void)y, (void)x;
+	return error("accumulate: the device said no");
+}
+
+Test(model, a_failed_accumulate_fails_the_backward_pass)
+{
+	struct model m;
+	struct ops_ctx ctx;
+	char *t = arch(4, 4, 2,
+		       "{\"id\":\"a\",\"type\":\"relu\",\"inputs\":[\"input\"]},"
+		       "{\"id\":\"b\",\"type\":\"relu\",\"inputs\":[\"a\"]},"
+		       "{\"id\":\"s\",\"type\":\"add\",\"inputs\":[\"a\",\"b\"]}",
+		       "s");
+	cr_assert_eq(parse(&m, t), 0, "%s", util_last_error());
+	free(t);
+	cr_assert_eq(model_alloc(&m, 2, 1), 0);
+	cr_assert_eq(ops_ctx_init(&ctx, "ref", 1, 1), 0, "%s", util_last_error());
+	float x[2 * 4 * 4 * 2], dz[2 * 2];
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		x[i] = (float)i / 8 - 1;
+	for (size_t i = 0; i < 4; i++)
+		dz[i] = 0.25f * (float)i - 0.3f;
+	cr_assert_eq(model_forward(&m, &ctx, x, 2, 1), 0, "%s", util_last_error());
+	cr_assert_eq(model_backward(&m, &ctx, x, 2, dz), 0, "%s", util_last_error());
+	struct ops_backend failing = *ctx.be;
+	failing.accumulate = accumulate_fails;
+	ctx.be = &failing;
+	util_set_quiet(1);
+	cr_assert_eq(model_backward(&m, &ctx, x, 2, dz), -1, "a failed accumulate went unnoticed");
+	cr_assert(strstr(util_last_error(), "accumulating the gradient of 'a' failed"), "%s",
+		  util_last_error());
+	ctx.be = ops_backend_find("ref");
+	model_release(&m, &ctx);
+	ops_ctx_release(&ctx);
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bats
+# tests/gpu/run-on-device.sh's own checks that run without a GPU: its
+# preflight names a library a binary lacks (the old `ldd | grep -q` under
+# pipefail missed one 51 times in 300: SIGPIPE), and --collect's bundle.
+
+load helpers
+
+setup() {
+	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-gpu-check.XXXXXX")
+}
+
+teardown() {
+	rm -rf "$T"
+}
+
+@test "the preflight names a missing library every time, and stops before the tests" {
+	mkdir -p "$T/lib" "$T/build/tests/unit"
+	echo 'int aah_gone(void) { return 0; }' >"$T/gone.c"
+	echo 'int aah_gone(void); int main(void) { return aah_gone(); }' >"$T/main.c"
+	cc -shared -fPIC -Wl,-soname,libaahgone.so.1 -o "$T/lib/libaahgone.so.1" "$T/gone.c"
+	cc -o "$T/build/tests/unit/test_precision" "$T/main.c" -L"$T/lib" -l:libaahgone.so.1
+	rm "$T/lib/libaahgone.so.1"
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		OUT=$T/out AAH_BUILD=$T/build run "$AAH_ROOT/tests/gpu/run-on-device.sh"
+		[ "$status" -eq 1 ]
+		[[ $output == *"test_precision lacks libraries: libaahgone.so.1"* ]]
+		[[ $output == *"stopped: a binary or library is missing"* ]]
+		[[ $output != *"== 1. op tests"* ]]
+		# the binaries it does not find are named too
+		[[ $output == *"/aah-trial is missing"* ]]
+	done
+	grep -q 'libaahgone.so.1' "$T/out/gpu-log.txt"
+	grep -q '^ldd: ' "$T/out/gpu-report.txt"
+}
+
+@test "the Fashion-MNIST subset holds the first samples of each file, as aah reads them" {
+	[ -f /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz ] || skip "no Fashion-MNIST here"
+	run "$AAH_ROOT/tests/gpu/fmnist-subset.py" /usr/share/datasets/fashion-mnist "$T/fm" 300 100
+	[ "$status" -eq 0 ]
+	/usr/bin/python3 - /usr/share/datasets/fashion-mnist "$T/fm" <<'PY'
+import gzip, struct, sys
+src, dest = sys.argv[1:]
+for name, n, per in (("train-images-idx3-ubyte", 300, 784), ("train-labels-idx1-ubyte", 300, 1),
+                     ("t10k-images-idx3-ubyte", 100, 784), ("t10k-labels-idx1-ubyte", 100, 1)):
+    a = gzip.open(f"{src}/{name}.gz").read()
+    b = gzip.open(f"{dest}/{name}.gz").read()
+    dims = a[3]
+    assert b[:4] == a[:4], name
+    assert struct.unpack(">I", b[4:8])[0] == n, name
+    assert b[8:4 + 4 * dims] == a[8:4 + 4 * dims], name
+    assert b[4 + 4 * dims:] == a[4 + 4 * dims:4 + 4 * dims + n * per], name
+PY
+}
+
+@test "the dry run without a GPU: every cuda part fails as 'skipped: no CUDA device', the log is whole" {
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+		skip "this machine has a GPU: the script's real run is the check"
+	fi
+	[ -x "$AAH_ROOT/$AAH_BUILD/bench/bench_train" ] || skip "bench_train is not built (make bench-bins)"
+	OUT=$T/out AAH_BUILD=$AAH_BUILD GPU_OPTIONAL_S=0 run "$AAH_ROOT/tests/gpu/run-on-device.sh"
+	[ "$status" -eq 1 ]
+	[[ $output == *"FAILED: device: none"* ]]
+	for t in test_kernels_ref test_kernels_cast test_precision test_kernels_refnet test_kernels_train_gpu; do
+		line=$(grep "^$t: exit" <<<"$output")
+		echo "$line"
+		[[ $line == "$t: exit 1, "* ]]
+		n=$(sed -n 's/.* \([0-9]*\) for want of a device.*/\1/p' <<<"$line")
+		[ "$n" -gt 0 ]
+	done
+	[[ $output == *"Assertion failed: AAH_REQUIRE_CUDA=1: skipped: no CUDA device"* ]]
+	[[ $output == *"FAILED: aah-trial --backend auto did not train on cuda"* ]]
+	# the log holds every part whole, the report the summary
+	for part in test_kernels_ref test_kernels_cast test_precision test_kernels_refnet \
+		test_monitor_sampling test_kernels_train_gpu "aah-trial --backend auto"; do
+		grep -q "^----- $part (exit " "$T/out/gpu-log.txt"
+	done
+	grep -q '^done in [0-9]* s: exit 1$' "$T/out/gpu-report.txt"
+}
