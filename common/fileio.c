@@ -1,5 +1,6 @@
 /* fileio.c: crash-safe file writes, whole-file reads, directories, locks. */
 #include "fileio.h"
+#include "strvec.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -253,4 +254,35 @@ char *fileio_absolute(const char *path)
 	if (!getcwd(cwd, sizeof(cwd)))
 		return xstrdup(path);
 	return xstrfmt("%s/%s", cwd, path);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int fileio_list_dir(const char *dir, int (*keep)(const char *path, const char *name, void *arg),
+		    void *arg, struct strvec *names)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	size_t first = names->n;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (keep) {
+			char *p = xstrfmt("%s/%s", dir, de->d_name);
+			int ok = keep(p, de->d_name, arg);
+			free(p);
+			if (!ok)
+				continue;
+		}
+		strvec_push(names, de->d_name);
+	}
+	closedir(d);
+	if (names->n > first)
+		qsort(names->v + first, names->n - first, sizeof(*names->v), cmp_name);
+	return 0;
 }

@@ -38,4 +38,13 @@ char *fileio_absolute(const char *path);
  * NULL with the error set. The caller frees it. */
 char *fileio_self_exe(void);
 
+struct strvec;
+/* The one sorted listing of a directory: the names of dir's entries that
+ * keep accepts (NULL: every one; it gets the entry's path and name), those
+ * starting with '.' left out, sorted by strcmp, appended to *names. -1
+ * when dir cannot be opened, with errno set and no message: the caller
+ * says what that means to it. */
+int fileio_list_dir(const char *dir, int (*keep)(const char *path, const char *name, void *arg),
+		    void *arg, struct strvec *names);
+
 #endif

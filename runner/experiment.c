@@ -16,20 +16,7 @@
 
 struct trial_rec *experiment_trial(struct experiment *e, unsigned seq)
 {
-	if (!seq)
-		BUG("trial sequence numbers start at 1");
-	if (seq > e->ntrials) {
-		e->trials = xrealloc(e->trials, seq * sizeof(*e->trials));
-		for (size_t i = e->ntrials; i < seq; i++) {
-			memset(&e->trials[i], 0, sizeof(e->trials[i]));
-			e->trials[i].seq = (unsigned)i + 1;
-			e->trials[i].slot = -1;
-			e->trials[i].best_acc = NAN;
-			e->trials[i].exit_code = -1;
-		}
-		e->ntrials = seq;
-	}
-	return &e->trials[seq - 1];
+	return journal_trial(&e->journal, seq);
 }
 
 double experiment_best_accuracy(const struct experiment *e)
@@ -43,73 +30,11 @@ double experiment_best_accuracy(const struct experiment *e)
 	return best;
 }
 
-static void replace_str(char **dst, const char *value)
-{
-	free(*dst);
-	*dst = value ? xstrdup(value) : NULL;
-}
-
 /* Apply one journal event to the in-memory state (an expdir_visit_fn). */
 static int apply(const struct expdir_event *ev, void *arg)
 {
 	struct experiment *e = arg;
-	e->next_event = (ev->seq >= 0 ? (unsigned long)ev->seq : e->next_event) + 1;
-	struct trial_rec *t = NULL;
-	if (ev->trial_seq) {      /* the trial_* events */
-		t = experiment_trial(e, ev->trial_seq);
-		t->attempt = ev->attempt ? ev->attempt : t->attempt ? t->attempt : 1;
-	}
-	switch (ev->kind) {
-	case EXPDIR_EV_EXPERIMENT_CREATED:
-		replace_str(&e->name, ev->exp_name);
-		e->created = ev->ts;
-		break;
-	case EXPDIR_EV_RUNNER_STARTED:
-		if (e->session_start > 0 && e->last_event_ts > e->session_start)
-			e->run_seconds += e->last_event_ts - e->session_start;
-		e->session_start = ev->ts;
-		break;
-	case EXPDIR_EV_EXPERIMENT_DONE:
-		e->done = 1;
-		replace_str(&e->done_reason, ev->reason);
-		break;
-	case EXPDIR_EV_TRIAL_CREATED:
-		t->state = TRIAL_QUEUED;
-		break;
-	case EXPDIR_EV_TRIAL_SUBMITTED:
-		t->state = TRIAL_RUNNING;
-		replace_str(&t->job, ev->job);
-		replace_str(&t->gpus, ev->gpus);
-		t->slot = ev->slot;
-		t->submitted = ev->ts;
-		break;
-	case EXPDIR_EV_TRIAL_FINISHED:
-		t->state = ev->state;
-		t->exit_code = ev->exit_code;
-		t->best_acc = ev->best_val_acc;
-		t->flops = ev->flops;
-		replace_str(&t->reason, ev->reason);
-		t->finished = ev->ts;
-		break;
-	case EXPDIR_EV_TRIAL_RETRY:
-		if (ev->reason)   /* the attempt that ended: this one when requeued as it was */
-			strvec_pushf(&t->retries, "attempt %u: %s",
-				     t->state == TRIAL_FAILED && t->attempt > 1 ? t->attempt - 1 : t->attempt,
-				     ev->reason);
-		t->state = TRIAL_QUEUED;
-		replace_str(&t->job, NULL);
-		t->slot = -1;
-		break;
-	case EXPDIR_EV_TRIAL_NOTE:
-		if (ev->reason)
-			strvec_pushf(&t->notes, "attempt %u: %s", t->attempt, ev->reason);
-		break;
-	case EXPDIR_EV_RUNNER_STOPPED:
-	case EXPDIR_EV_UNKNOWN:
-		break;
-	}
-	if (ev->ts > e->last_event_ts)
-		e->last_event_ts = ev->ts;
+	journal_apply(&e->journal, ev);
 	return 0;
 }
 
@@ -270,21 +195,12 @@ int experiment_open(struct experiment *e, const char *dir)
 
 void experiment_release(struct experiment *e)
 {
-	for (size_t i = 0; i < e->ntrials; i++) {
-		free(e->trials[i].job);
-		free(e->trials[i].gpus);
-		free(e->trials[i].reason);
-		strvec_clear(&e->trials[i].retries);
-		strvec_clear(&e->trials[i].notes);
-	}
+	journal_release(&e->journal);
 	if (e->lock_fd >= 0)
 		close(e->lock_fd);
-	free(e->trials);
 	free(e->id);
 	free(e->dir);
 	free(e->workdir);
-	free(e->name);
-	free(e->done_reason);
 	memset(e, 0, sizeof(*e));
 	e->lock_fd = -1;
 }

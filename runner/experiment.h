@@ -10,38 +10,20 @@
 #include "runner/config/config.h"
 #include "strvec.h"
 #include "runner/store/expdir.h" /* enum trial_state, enum expdir_event_kind, expdir_trial_dir */
-
-struct trial_rec {
-	unsigned seq;             /* 1-based; the trial id is expdir_trial_id(seq) */
-	enum trial_state state;
-	unsigned attempt;         /* 1-based attempt now running or last run */
-	char *job;                /* backend job id of the last submission, or NULL */
-	int slot;                 /* -1 when none */
-	char *gpus;               /* devices of the slot, or NULL */
-	double submitted;         /* wall time of the last submission, 0 if none */
-	double finished;          /* wall time it settled, 0 if not */
-	double best_acc;          /* NaN when unknown */
-	double flops;
-	int exit_code;
-	char *reason;
-	struct strvec retries;     /* "attempt N: why it ended", one per retry */
-	struct strvec notes;       /* "attempt N: what its backend said", trial_note events */
-};
+#include "runner/store/journal.h" /* struct trial_rec, struct journal */
 
 struct experiment {
 	char *id;
 	char *dir;                /* absolute experiment directory */
 	char *workdir;            /* the work directory holding it, absolute (expdir_workdir) */
-	char *name;
-	double created;
-	unsigned long next_event; /* seq of the next journal line */
-	struct trial_rec *trials; /* index seq-1 */
-	size_t ntrials;
-	int done;
-	char *done_reason;
-	double run_seconds;       /* runner time spent by earlier sessions */
-	double session_start;     /* wall time the current/last session started */
-	double last_event_ts;
+	/* What its journal says (runner/store/journal.h, the one reducer):
+	 * e->journal for the reducer, each member also by its own name. */
+	union {
+		struct journal journal;
+		struct {
+			JOURNAL_FIELDS
+		};
+	};
 	int lock_fd;              /* runner.lock while this process runs it */
 };
 

@@ -2,7 +2,7 @@
  * the one way a backend runs an external tool. The table of backends is
  * registry.c's. */
 #include "runner/backend/backend.h"
-#include "runner/proc.h" /* proc_run_capture, PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* proc_run_capture, PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
 
@@ -169,6 +169,70 @@ int backend_run_tool(const struct backend_tool *tool, const char *const *argv,
 	}
 	strbuf_release(&own_err);
 	return code;
+}
+
+void *backend_jobs_find(const struct backend_jobs *l, const char *id)
+{
+	for (struct backend_job *j = l->head; j; j = j->next)
+		if (!strcmp(j->id, id))
+			return j;
+	return NULL;
+}
+
+void backend_jobs_add(struct backend_jobs *l, struct backend_job *j, const char *id)
+{
+	j->id = xstrdup(id);
+	j->next = l->head;
+	l->head = j;
+}
+
+void backend_jobs_free(struct backend_jobs *l, struct backend_job *j)
+{
+	if (!j)
+		return;
+	if (l->release)
+		l->release(j);
+	free(j->id);
+	free(j);
+}
+
+void *backend_jobs_get(struct backend_jobs *l, const char *id)
+{
+	struct backend_job *j = backend_jobs_find(l, id);
+	if (j)
+		return j;
+	if (l->size < sizeof(*j))
+		BUG("backend_jobs of %zu-byte jobs", l->size);
+	j = xcalloc(1, l->size);
+	j->id = xstrdup(id);
+	if (l->init && l->init(l->owner, j) < 0) {
+		backend_jobs_free(l, j);
+		return NULL;
+	}
+	j->next = l->head;
+	l->head = j;
+	return j;
+}
+
+void backend_jobs_drop(struct backend_jobs *l, const char *id)
+{
+	for (struct backend_job **pp = &l->head; *pp; pp = &(*pp)->next) {
+		if (!strcmp((*pp)->id, id)) {
+			struct backend_job *j = *pp;
+			*pp = j->next;
+			backend_jobs_free(l, j);
+			return;
+		}
+	}
+}
+
+void backend_jobs_clear(struct backend_jobs *l)
+{
+	while (l->head) {
+		struct backend_job *j = l->head;
+		l->head = j->next;
+		backend_jobs_free(l, j);
+	}
 }
 
 unsigned backend_free_port(void)

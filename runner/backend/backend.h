@@ -92,10 +92,15 @@ struct aah_backend {
 };
 
 /* The registry: one static table, ended by NULL; the first is the default
- * platform. Each backend_<name> is declared in its own runner/backend/<name>.h.
- * It also defines config.h's config_platform. */
+ * platform. Each backend_<name> is declared in its own runner/backend/<name>.h. */
 extern const struct aah_backend *const aah_backends[];
 const struct aah_backend *backend_find(const char *name);
+
+/* The registry's backends as the platforms a config may name, in order
+ * (what config_load and config_top_keys take). */
+void backend_platforms(struct config_platforms *p);
+/* config_load with the registry's platforms. */
+int backend_config_load(const char *path, struct aah_config *cfg);
 
 /* The names of the backends with every capability of caps, "a, b and c"
  * (the caller frees it). */
@@ -149,6 +154,44 @@ struct backend_tool {
  * program cannot be run at all (the error names it and tool->missing). */
 int backend_run_tool(const struct backend_tool *tool, const char *const *argv,
 		     const char *input, struct strbuf *out, struct strbuf *err);
+
+/* A backend's jobs by id: the one list every backend keeps. The backend's
+ * own job struct begins with a struct backend_job (its `job` member);
+ * job.id is the backend's job id. */
+struct backend_job {
+	char *id;
+	struct backend_job *next;
+};
+struct backend_jobs {
+	struct backend_job *head;
+	size_t size;   /* of the backend's job struct */
+	void *owner;   /* init's first argument: the backend's state */
+	/* Optional: fill a job backend_jobs_get just made from its id (the
+	 * rest zeroed); -1: no job can have that id, and none is added. */
+	int (*init)(void *owner, struct backend_job *j);
+	/* Optional: release what the backend holds in j (not id, not j). */
+	void (*release)(struct backend_job *j);
+};
+#define BACKEND_JOBS_INIT(type, init_fn, release_fn, owner_p) \
+	{ .size = sizeof(type), .owner = (owner_p), .init = (init_fn), .release = (release_fn) }
+/* for each job j of list l, a `type *` */
+#define backend_jobs_each(l, type, j) \
+	for (type *j = (type *)(l)->head; j; j = (type *)j->job.next)
+/* The job `id`, or NULL. */
+void *backend_jobs_find(const struct backend_jobs *l, const char *id);
+/* The job `id`: made (zeroed, then init) and added when the list has none
+ * (a runner that resumes polls jobs it did not submit); NULL when init
+ * refuses the id. */
+void *backend_jobs_get(struct backend_jobs *l, const char *id);
+/* Add j (l->size bytes from xcalloc, filled by the backend) under id
+ * (copied); the list owns j. */
+void backend_jobs_add(struct backend_jobs *l, struct backend_job *j, const char *id);
+/* Free one job (release, then its id and itself): j, not in the list. */
+void backend_jobs_free(struct backend_jobs *l, struct backend_job *j);
+/* Take the job `id` out of the list and free it; nothing when none. */
+void backend_jobs_drop(struct backend_jobs *l, const char *id);
+/* Free every job. */
+void backend_jobs_clear(struct backend_jobs *l);
 
 /* A free TCP port on the loopback interface (for local rendezvous). */
 unsigned backend_free_port(void);

@@ -9,8 +9,9 @@
  * Tested against a real engine (tests/cli/docker_engine.bats). */
 #include "runner/backend/docker.h"
 #include "runner/backend/docker_fleet.h"
+#include "runner/backend/mpi_ssh.h" /* the ssh directory's files */
 #include "fileio.h"
-#include "runner/ssh_keys.h"
+#include "runner/backend/ssh_keys.h"
 #include "runner/store/expdir.h" /* expdir_file, expdir_workdir */
 #include "strbuf.h"
 #include "util.h"
@@ -24,7 +25,7 @@
 #define MAX_RANKS 1024
 
 struct djob {
-	char *id;
+	struct backend_job job;   /* job.id: its containers' ids joined by ',' */
 	struct strvec ctrs;       /* container ids */
 	int *host;                /* ctrs.n: its host's index in docker.hosts; -1: this machine */
 	int bad_host;             /* it names a host docker.hosts does not list */
@@ -34,7 +35,6 @@ struct djob {
 	struct docker_state *st;  /* ctrs.n entries */
 	int nst;
 	int down;                 /* index of a host of its that is down, or -1 */
-	struct djob *next;
 };
 
 static struct docker_host *host_of(struct docker_priv *p, int i)
@@ -96,44 +96,21 @@ static int docker_all(struct docker_priv *p, const char *verb, const char *flag,
 	return worst;
 }
 
-static int docker_init(struct aah_backend_ctx *ctx)
+static void djob_release(struct backend_job *job)
 {
-	struct docker_priv *p = xcalloc(1, sizeof(*p));
-	const struct aah_config *cfg = ctx->cfg;
-	ctx->priv = p;
-	if (config_parse_section(cfg, "docker", config_section(cfg, "docker"),
-				 docker_config_keys, &p->dc) < 0)
-		return -1;
-	p->tool = (struct backend_tool){ .name = "docker", .missing = "is it installed?",
-					 .timeout = p->dc.command_timeout };
-	p->expdir = ctx->expdir;
-	p->experiment_id = ctx->experiment_id;
-	p->workdir = expdir_workdir(ctx->expdir ? ctx->expdir : ".");
-	if (docker_hosts_parse(cfg, &p->hosts) < 0)
-		return -1;
-	p->one_per_host = !strcmp(cfg->trial.launcher, "mpi");
-	p->cfg_master_port = (unsigned)cfg->trial.master_port;
-	return docker_fleet_start(p);
-}
-
-static void djob_free(struct djob *j)
-{
-	free(j->id);
+	struct djob *j = (struct djob *)job;
 	strvec_clear(&j->ctrs);
 	free(j->host);
 	free(j->st);
-	free(j);
 }
 
 /* A job id: its containers' ids joined by ','; on docker.hosts each is
  * <host>/<id>. */
-static struct djob *job_get(struct docker_priv *p, const char *id)
+static int djob_init(void *owner, struct backend_job *job)
 {
-	for (struct djob *j = p->jobs; j; j = j->next)
-		if (!strcmp(j->id, id))
-			return j;
-	struct djob *j = xcalloc(1, sizeof(*j));
-	j->id = xstrdup(id);
+	struct docker_priv *p = owner;
+	struct djob *j = (struct djob *)job;
+	const char *id = job->id;
 	j->down = -1;
 	strvec_init(&j->ctrs);
 	size_t cap = 1;
@@ -162,21 +139,28 @@ static struct djob *job_get(struct docker_priv *p, const char *id)
 			s++;
 	}
 	j->st = xcalloc(j->ctrs.n ? j->ctrs.n : 1, sizeof(*j->st));
-	j->next = p->jobs;
-	p->jobs = j;
-	return j;
+	return 0;
 }
 
-static void job_drop(struct docker_priv *p, const char *id)
+static int docker_init(struct aah_backend_ctx *ctx)
 {
-	for (struct djob **pp = &p->jobs; *pp; pp = &(*pp)->next) {
-		if (!strcmp((*pp)->id, id)) {
-			struct djob *j = *pp;
-			*pp = j->next;
-			djob_free(j);
-			return;
-		}
-	}
+	struct docker_priv *p = xcalloc(1, sizeof(*p));
+	p->jobs = (struct backend_jobs)BACKEND_JOBS_INIT(struct djob, djob_init, djob_release, p);
+	const struct aah_config *cfg = ctx->cfg;
+	ctx->priv = p;
+	if (config_parse_section(cfg, "docker", config_section(cfg, "docker"),
+				 docker_config_keys, &p->dc) < 0)
+		return -1;
+	p->tool = (struct backend_tool){ .name = "docker", .missing = "is it installed?",
+					 .timeout = p->dc.command_timeout };
+	p->expdir = ctx->expdir;
+	p->experiment_id = ctx->experiment_id;
+	p->workdir = expdir_workdir(ctx->expdir ? ctx->expdir : ".");
+	if (docker_hosts_parse(cfg, &p->hosts) < 0)
+		return -1;
+	p->one_per_host = !strcmp(cfg->trial.launcher, "mpi");
+	p->cfg_master_port = (unsigned)cfg->trial.master_port;
+	return docker_fleet_start(p);
 }
 
 static void remove_all(struct docker_priv *p, const struct strvec *ids, const int *host)
@@ -248,26 +232,26 @@ static int mpi_prepare(const struct docker_priv *p, const struct aah_launch *l,
 	if (r == 0)
 		r = ssh_keypair_new(&id, &id_pub) < 0 || ssh_keypair_new(&hk, &hk_pub) < 0 ? -1 : 0;
 	if (r == 0)
-		r = ssh_file(m, "id_ecdsa", &id, 0600, user);
+		r = ssh_file(m, MPI_SSH_ID, &id, 0600, user);
 	if (r == 0) {
 		strbuf_addf(&id_pub, " aah-%s-launcher\n", l->job_name);
-		r = ssh_file(m, "authorized_keys", &id_pub, 0644, user);
+		r = ssh_file(m, MPI_SSH_AUTHORIZED, &id_pub, 0644, user);
 	}
 	if (r == 0)
-		r = ssh_file(m, "host_ecdsa_key", &hk, 0600, user);
+		r = ssh_file(m, MPI_SSH_HOST_KEY, &hk, 0600, user);
 	if (r == 0) {
 		docker_mpi_known_hosts(l, m, hk_pub.buf, &text);
-		r = ssh_file(m, "known_hosts", &text, 0644, user);
+		r = ssh_file(m, MPI_SSH_KNOWN_HOSTS, &text, 0644, user);
 	}
 	if (r == 0) {
 		strbuf_reset(&text);
 		docker_mpi_ssh_config(l, m, &text);
-		r = ssh_file(m, "config", &text, 0644, user);
+		r = ssh_file(m, MPI_SSH_CONFIG, &text, 0644, user);
 	}
 	if (r == 0) {
 		strbuf_reset(&text);
 		docker_mpi_sshd_config(m, &text);
-		r = ssh_file(m, "sshd_config", &text, 0644, user);
+		r = ssh_file(m, MPI_SSH_SSHD_CONFIG, &text, 0644, user);
 	}
 	if (r == 0) /* the containers write their pid and done files into it */
 		r = own_path(m->ssh_dir, 0700, user);
@@ -439,7 +423,7 @@ static int docker_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 {
 	struct docker_priv *p = ctx->priv;
 	docker_fleet_probe(p);
-	struct djob *j = job_get(p, st->job);
+	struct djob *j = backend_jobs_get(&p->jobs, st->job);
 	if (!j->ctrs.n || j->ctrs.n > MAX_RANKS || j->bad_host) {
 		st->state = AAH_JOB_LOST;
 		snprintf(st->reason, sizeof(st->reason), "'%s' is not a docker job id%s", st->job,
@@ -538,7 +522,7 @@ static int collect(struct docker_priv *p, struct djob *j, const char *trial_dir)
 static int docker_cancel(struct aah_backend_ctx *ctx, const char *id)
 {
 	struct docker_priv *p = ctx->priv;
-	struct djob *j = job_get(p, id);
+	struct djob *j = backend_jobs_get(&p->jobs, id);
 	struct strbuf err = STRBUF_INIT;
 	j->canceled = 1;
 	if (j->collected)
@@ -555,9 +539,9 @@ static int docker_cancel(struct aah_backend_ctx *ctx, const char *id)
 static int docker_reap(struct aah_backend_ctx *ctx, const char *job, const char *trial_dir)
 {
 	struct docker_priv *p = ctx->priv;
-	struct djob *j = job_get(p, job);
+	struct djob *j = backend_jobs_get(&p->jobs, job);
 	int r = j->collected ? 0 : collect(p, j, trial_dir);
-	job_drop(p, job);
+	backend_jobs_drop(&p->jobs, job);
 	return r;
 }
 
@@ -581,11 +565,7 @@ static void docker_fini(struct aah_backend_ctx *ctx)
 	struct docker_priv *p = ctx->priv;
 	if (!p)
 		return;
-	while (p->jobs) {
-		struct djob *j = p->jobs;
-		p->jobs = j->next;
-		djob_free(j);
-	}
+	backend_jobs_clear(&p->jobs);
 	config_release_section(docker_config_keys, &p->dc);
 	docker_fleet_release(p);
 	free(p);

@@ -5,7 +5,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/store/expdir.h" /* expdir_trial_seq, expdir_trial_file */
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "runner/pool/pooltrial.h" /* pooltrial_place */
 #include "util.h"
 

@@ -29,7 +29,7 @@ struct docker_priv {
 	struct docker_fleet_placed placed;
 	int one_per_host;          /* trial.launcher: mpi: a trial's nodes on distinct hosts */
 	unsigned cfg_master_port;  /* trial.masterPort (0: 29500 is the base) */
-	struct djob *jobs;
+	struct backend_jobs jobs;  /* struct djob (docker.c) */
 };
 
 /* argv of a docker command on host h (NULL: this machine's engine):

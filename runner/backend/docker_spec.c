@@ -3,6 +3,7 @@
  * against golden argv and captured inspect output). */
 #include "runner/backend/docker.h"
 #include "runner/backend/docker_hosts.h"
+#include "runner/backend/mpi_ssh.h" /* mpi_ssh_client_config, mpi_ssh_sshd_config */
 #include "strbuf.h"
 #include "util.h"
 
@@ -113,26 +114,27 @@ char *docker_mpi_address(unsigned node)
 	return xstrfmt("127.%u.%u.%u", (n >> 16) & 255, (n >> 8) & 255, n & 255);
 }
 
+/* The containers' ssh: one host network, a port and a loopback address of
+ * their own each, root may run them. */
+static struct mpi_ssh mpi_ssh_of(const struct docker_mpi *m)
+{
+	return (struct mpi_ssh){
+		.dir = m->ssh_dir, .launcher = "launcher container", .workers = "worker containers",
+		.listen = "<its loopback address>:<its port>",
+	};
+}
+
 void docker_mpi_ssh_config(const struct aah_launch *l, const struct docker_mpi *m,
 			   struct strbuf *sb)
 {
-	strbuf_addf(sb, "# ssh of mpirun in the launcher container (trial.launcher: mpi)\n");
-	for (unsigned i = 1; i < l->nodes; i++) {
-		char *host = launch_mpi_host(l, i);
-		strbuf_addf(sb, "Host %s\n    Port %u\n", host, m->ports[i]);
-		free(host);
-	}
-	strbuf_addf(sb, "Host *\n"
-			"    IdentityFile %s/id_ecdsa\n"
-			"    IdentitiesOnly yes\n"
-			"    UserKnownHostsFile %s/known_hosts\n"
-			"    GlobalKnownHostsFile /dev/null\n"
-			"    StrictHostKeyChecking yes\n"
-			"    BatchMode yes\n"
-			"    PasswordAuthentication no\n"
-			"    ConnectTimeout 30\n"
-			"    LogLevel ERROR\n",
-		    m->ssh_dir, m->ssh_dir);
+	struct mpi_ssh s = mpi_ssh_of(m);
+	struct mpi_ssh_host *h = xcalloc(l->nodes, sizeof(*h));
+	for (unsigned i = 1; i < l->nodes; i++)
+		h[i - 1] = (struct mpi_ssh_host){ launch_mpi_host(l, i), NULL, m->ports[i] };
+	mpi_ssh_client_config(&s, h, l->nodes ? l->nodes - 1 : 0, sb);
+	for (unsigned i = 1; i < l->nodes; i++)
+		free(h[i - 1].alias);
+	free(h);
 }
 
 void docker_mpi_known_hosts(const struct aah_launch *l, const struct docker_mpi *m,
@@ -140,28 +142,15 @@ void docker_mpi_known_hosts(const struct aah_launch *l, const struct docker_mpi 
 {
 	for (unsigned i = 1; i < l->nodes; i++) {
 		char *host = launch_mpi_host(l, i);
-		strbuf_addf(sb, "[%s]:%u %s\n", host, m->ports[i], host_pub);
+		mpi_ssh_known_host(host, m->ports[i], host_pub, sb);
 		free(host);
 	}
 }
 
 void docker_mpi_sshd_config(const struct docker_mpi *m, struct strbuf *sb)
 {
-	/* Keys only. StrictModes is off: the trial directory's parents (a
-	 * shared /userhome) need not be owned by the container's user. */
-	strbuf_addf(sb, "# sshd of the worker containers (trial.launcher: mpi); each adds\n"
-			"# -o ListenAddress=<its loopback address>:<its port> -o PidFile=...\n"
-			"HostKey %s/host_ecdsa_key\n"
-			"AuthorizedKeysFile %s/authorized_keys\n"
-			"PubkeyAuthentication yes\n"
-			"PasswordAuthentication no\n"
-			"KbdInteractiveAuthentication no\n"
-			"PermitRootLogin prohibit-password\n"
-			"StrictModes no\n"
-			"UsePAM no\n"
-			"X11Forwarding no\n"
-			"AllowTcpForwarding no\n",
-		    m->ssh_dir, m->ssh_dir);
+	struct mpi_ssh s = mpi_ssh_of(m);
+	mpi_ssh_sshd_config(&s, sb);
 }
 
 static int create_argv(const struct docker_config *dc, const struct aah_launch *l,
@@ -219,7 +208,7 @@ static int create_argv(const struct docker_config *dc, const struct aah_launch *
 			strvec_push(argv, "-e");
 			strvec_pushf(argv, "AAH_MPI_WORKERS=%u", l->nodes - 1);
 			strvec_push(argv, "-e");
-			strvec_pushf(argv, "OMPI_MCA_plm_rsh_agent=ssh -F %s/config", m->ssh_dir);
+			strvec_pushf(argv, "OMPI_MCA_plm_rsh_agent=ssh -F %s/" MPI_SSH_CONFIG, m->ssh_dir);
 			strvec_push(argv, "-e");
 			strvec_push(argv, "OMPI_MCA_plm_rsh_no_tree_spawn=1");
 			/* ModelArts' names are FQDNs: Open MPI would ssh to the

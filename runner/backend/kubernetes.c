@@ -9,7 +9,7 @@
 #include "jsonfile.h"
 #include "runner/backend/kubernetes.h" /* kubernetes_*: config, names, documents, Job state */
 #include "runner/store/expdir.h" /* expdir_trial_seq, expdir_result_visible */
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
 
@@ -22,7 +22,7 @@
 #define MAX_BACKOFF 60.0
 
 struct kjob {
-	char *name;
+	struct backend_job job; /* job.id: the Job's name */
 	double first_seen;      /* monotonic: submitted, or first polled after a resume */
 	int all_ready_seen;     /* every pod was running (or done) at some poll */
 	int canceled;
@@ -31,13 +31,12 @@ struct kjob {
 	double partial_since;   /* monotonic: first poll with its pods partly ready; 0 = not */
 	int waiting_said;       /* "waiting for admission" told */
 	struct strvec disrupted;/* pods whose preemption or eviction was told */
-	struct kjob *next;
 };
 
 struct kubernetes_priv {
 	struct kubernetes_config kc;
 	char *selector;         /* aah.io/experiment=<id> */
-	struct kjob *jobs;
+	struct backend_jobs jobs; /* struct kjob */
 	cJSON *list;            /* the last `get jobs` answer */
 	double list_at;         /* monotonic time of that answer; 0 = none */
 	double interval;        /* poll interval now (grows while kubectl fails) */
@@ -135,9 +134,22 @@ static int kubectl(struct kubernetes_priv *p, const char *const *args, const cha
 	return r;
 }
 
+static int kjob_init(void *owner, struct backend_job *job)
+{
+	(void)owner;
+	((struct kjob *)job)->first_seen = util_monotonic();
+	return 0;
+}
+
+static void kjob_release(struct backend_job *job)
+{
+	strvec_clear(&((struct kjob *)job)->disrupted);
+}
+
 static int kubernetes_init(struct aah_backend_ctx *ctx)
 {
 	struct kubernetes_priv *p = xcalloc(1, sizeof(*p));
+	p->jobs = (struct backend_jobs)BACKEND_JOBS_INIT(struct kjob, kjob_init, kjob_release, NULL);
 	if (kubernetes_config_load(ctx->cfg, &p->kc) < 0) {
 		free(p);
 		return -1;
@@ -161,33 +173,6 @@ static int kubernetes_init(struct aah_backend_ctx *ctx)
 	p->mpi = !strcmp(ctx->cfg->trial.launcher, "mpi");
 	ctx->priv = p;
 	return 0;
-}
-
-static struct kjob *job_get(struct kubernetes_priv *p, const char *name)
-{
-	for (struct kjob *j = p->jobs; j; j = j->next)
-		if (!strcmp(j->name, name))
-			return j;
-	struct kjob *j = xcalloc(1, sizeof(*j));
-	j->name = xstrdup(name);
-	j->first_seen = util_monotonic();
-	j->next = p->jobs;
-	p->jobs = j;
-	return j;
-}
-
-static void job_forget(struct kubernetes_priv *p, const char *name)
-{
-	for (struct kjob **pp = &p->jobs; *pp; pp = &(*pp)->next) {
-		if (!strcmp((*pp)->name, name)) {
-			struct kjob *j = *pp;
-			*pp = j->next;
-			strvec_clear(&j->disrupted);
-			free(j->name);
-			free(j);
-			return;
-		}
-	}
 }
 
 static int kubernetes_place(struct aah_backend_ctx *ctx, unsigned trial_seq, unsigned attempt,
@@ -340,7 +325,7 @@ static int kubernetes_submit(struct aah_backend_ctx *ctx, const struct aah_launc
 		free(name);
 		return -1;
 	}
-	struct kjob *j = job_get(p, name);
+	struct kjob *j = backend_jobs_get(&p->jobs, name);
 	j->first_seen = util_monotonic();
 	*job = name;
 	return 0;
@@ -373,13 +358,13 @@ static int refresh(struct kubernetes_priv *p)
 	p->list = doc;
 	p->list_at = now;
 	p->interval = p->kc.poll_interval;
-	for (struct kjob *j = p->jobs; j; j = j->next) {
+	backend_jobs_each(&p->jobs, struct kjob, j) {
 		const cJSON *it;
 		int found = 0;
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
 			const cJSON *m = cJSON_GetObjectItemCaseSensitive(it, "metadata");
 			const cJSON *n = cJSON_GetObjectItemCaseSensitive(m, "name");
-			found |= cJSON_IsString(n) && !strcmp(n->valuestring, j->name);
+			found |= cJSON_IsString(n) && !strcmp(n->valuestring, j->job.id);
 		}
 		if (found)
 			j->missing = 0;
@@ -512,7 +497,7 @@ static void note_disruptions(struct aah_backend_ctx *ctx, struct kjob *j, const 
 	struct kubernetes_priv *p = ctx->priv;
 	cJSON *doc;
 	util_set_quiet(1);
-	int r = get_pods(p, j->name, &doc);
+	int r = get_pods(p, j->job.id, &doc);
 	util_set_quiet(0);
 	if (r < 0)
 		return;
@@ -532,7 +517,7 @@ static void note_disruptions(struct aah_backend_ctx *ctx, struct kjob *j, const 
 				     "the Job controller replaces it and the new pod resumes from the "
 				     "checkpoint (not a failure: trial.retries is not charged) <==",
 				     pname, why ? why : "no reason", msg ? ": " : "", msg ? msg : "");
-		warning("Job %s: %s", j->name, line + 4);
+		warning("Job %s: %s", j->job.id, line + 4);
 		snprintf(st->note, sizeof(st->note), "pod %s disrupted (%s); its replacement "
 			 "resumes from the checkpoint, not charged to trial.retries", pname,
 			 why ? why : "DisruptionTarget");
@@ -553,7 +538,7 @@ static int kubernetes_cancel(struct aah_backend_ctx *ctx, const char *name)
 	if (kubectl(p, args, NULL, NULL, 0) != KUBECTL_OK)
 		return -1;
 	delete_service(p, name, 0);
-	job_get(p, name)->canceled = 1;
+	((struct kjob *)backend_jobs_get(&p->jobs, name))->canceled = 1;
 	return 0;
 }
 
@@ -580,22 +565,22 @@ static void lost_a_pod(struct kubernetes_priv *p, const char *job, struct aah_jo
 static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 {
 	struct kubernetes_priv *p = ctx->priv;
-	struct kjob *j = job_get(p, st->job);
+	struct kjob *j = backend_jobs_get(&p->jobs, st->job);
 	if (j->canceled) {
 		st->state = AAH_JOB_CANCELED;
-		snprintf(st->reason, sizeof(st->reason), "Job %s deleted", j->name);
+		snprintf(st->reason, sizeof(st->reason), "Job %s deleted", j->job.id);
 		return 0;
 	}
 	if (refresh(p) < 0)
 		return -1;
-	const cJSON *item = listed(p, j->name);
+	const cJSON *item = listed(p, j->job.id);
 	if (!item) {
 		st->state = AAH_JOB_PENDING;
 		if (j->missing >= 2) {
 			st->state = AAH_JOB_LOST;
 			snprintf(st->reason, sizeof(st->reason),
 				 "Job %s is gone from namespace %s (deleted, or removed after "
-				 "ttlSecondsAfterFinished)", j->name, p->kc.namespace_);
+				 "ttlSecondsAfterFinished)", j->job.id, p->kc.namespace_);
 		}
 		return 0;
 	}
@@ -603,14 +588,14 @@ static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *s
 	kubernetes_job_state(item, st, &ready, &want);
 	if (st->state == AAH_JOB_FAILED || st->state == AAH_JOB_TIMEOUT) {
 		char story[160];
-		pod_story(p, j->name, story, sizeof(story), &st->exit_code);
+		pod_story(p, j->job.id, story, sizeof(story), &st->exit_code);
 		if (*story) {
 			size_t len = strlen(st->reason);
 			snprintf(st->reason + len, sizeof(st->reason) - len, "; %s", story);
 		}
 	}
 	if (st->state == AAH_JOB_FAILED && want > 1)
-		lost_a_pod(p, j->name, st);
+		lost_a_pod(p, j->job.id, st);
 	if (st->state == AAH_JOB_SUCCEEDED && !result_visible(ctx, item, p->kc.result_wait, j))
 		st->state = AAH_JOB_RUNNING;
 	if (st->state == AAH_JOB_RUNNING)
@@ -619,7 +604,7 @@ static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *s
 		/* A queue holds it: no pod exists yet, nothing holds a GPU; the
 		 * pending clock starts at admission. The runner never unsuspends. */
 		if (!j->waiting_said)
-			warning("Job %s: %s", j->name, st->reason);
+			warning("Job %s: %s", j->job.id, st->reason);
 		snprintf(st->note, sizeof(st->note), "%s", st->reason);
 		j->waiting_said = 1;
 		j->first_seen = util_monotonic();
@@ -635,8 +620,8 @@ static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *s
 			j->partial_since = now;
 		if (now - j->partial_since > p->kc.gang_timeout) {
 			char story[160];
-			pod_story(p, j->name, story, sizeof(story), NULL);
-			if (kubernetes_cancel(ctx, j->name) < 0)
+			pod_story(p, j->job.id, story, sizeof(story), NULL);
+			if (kubernetes_cancel(ctx, j->job.id) < 0)
 				return -1;
 			j->canceled = 0;
 			st->state = AAH_JOB_FAILED;
@@ -655,8 +640,8 @@ static int kubernetes_poll(struct aah_backend_ctx *ctx, struct aah_job_status *s
 	if (st->state == AAH_JOB_PENDING && !j->all_ready_seen && p->kc.pending_timeout > 0 &&
 	    util_monotonic() - j->first_seen > p->kc.pending_timeout) {
 		char story[160];
-		pod_story(p, j->name, story, sizeof(story), NULL);
-		if (kubernetes_cancel(ctx, j->name) < 0)
+		pod_story(p, j->job.id, story, sizeof(story), NULL);
+		if (kubernetes_cancel(ctx, j->job.id) < 0)
 			return -1;
 		j->canceled = 0; /* it failed; it was not canceled by request */
 		st->state = AAH_JOB_FAILED;
@@ -688,7 +673,7 @@ static int kubernetes_reap(struct aah_backend_ctx *ctx, const char *name, const 
 	if (get_pods(p, name, &doc) < 0) {
 		warning("cannot copy the logs of Job %s into %s/trial.log", name, trial_dir);
 		delete_service(p, name, 0);
-		job_forget(p, name);
+		backend_jobs_drop(&p->jobs, name);
 		return 0;
 	}
 	const cJSON *items = cJSON_GetObjectItemCaseSensitive(doc, "items"), *it;
@@ -728,7 +713,7 @@ static int kubernetes_reap(struct aah_backend_ctx *ctx, const char *name, const 
 	free(pods);
 	cJSON_Delete(doc);
 	delete_service(p, name, 0);
-	job_forget(p, name);
+	backend_jobs_drop(&p->jobs, name);
 	return 0;
 }
 
@@ -737,8 +722,7 @@ static void kubernetes_fini(struct aah_backend_ctx *ctx)
 	struct kubernetes_priv *p = ctx->priv;
 	if (!p)
 		return;
-	while (p->jobs)
-		job_forget(p, p->jobs->name);
+	backend_jobs_clear(&p->jobs);
 	cJSON_Delete(p->list);
 	free(p->selector);
 	kubernetes_config_release(&p->kc);

@@ -10,7 +10,8 @@
  * Service, "<job>-<index>.<job>". The trial entrypoint does the pod's part
  * (docker/trial-entrypoint.sh, AAH_MPI_ROLE=pod). */
 #include "runner/backend/kubernetes.h"
-#include "runner/ssh_keys.h" /* ssh_keypair_new */
+#include "runner/backend/mpi_ssh.h" /* mpi_ssh_client_config, mpi_ssh_sshd_config */
+#include "runner/backend/ssh_keys.h" /* ssh_keypair_new */
 #include "util.h"
 
 #include <math.h>
@@ -19,13 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Secret keys (files in KUBERNETES_MPI_SSH_DIR). */
-#define KEY_ID "id_ecdsa"
-#define KEY_AUTHORIZED "authorized_keys"
-#define KEY_HOST "host_ecdsa_key"
-#define KEY_KNOWN_HOSTS "known_hosts"
-#define KEY_CONFIG "config"
-#define KEY_SSHD_CONFIG "sshd_config"
+/* Secret keys (files in KUBERNETES_MPI_SSH_DIR): mpi_ssh.h's, and the hostfile. */
 #define KEY_HOSTFILE "hostfile"
 
 /* The Secret's files are 0400; the kubelet adds group read for fsGroup
@@ -55,51 +50,28 @@ cJSON *kubernetes_mpi_args(const struct aah_launch *l)
 	return args;
 }
 
+/* The pods' ssh: every sshd on kubernetes.sshPort of its pod IP, as the
+ * pod's user. */
+static struct mpi_ssh mpi_ssh_of(const struct kubernetes_config *kc)
+{
+	return (struct mpi_ssh){
+		.dir = KUBERNETES_MPI_SSH_DIR, .launcher = "launcher pod", .workers = "trial pods",
+		.listen = "<its pod IP>", .port = kc->ssh_port, .pods = 1,
+	};
+}
+
 /* mpirun's ssh: each ModelArts host name goes to its pod's DNS name. */
 static void ssh_config(const struct kubernetes_config *kc, const struct aah_launch *l,
 		       struct strbuf *sb)
 {
-	strbuf_addstr(sb, "# ssh of mpirun in the launcher pod (trial.launcher: mpi)\n");
-	for (unsigned i = 0; i < l->nodes; i++) {
-		char *host = launch_mpi_host(l, i);
-		strbuf_addf(sb, "Host %s\n    HostName %s\n", host, l->hosts[i]);
-		free(host);
-	}
-	strbuf_addf(sb, "Host *\n"
-			"    Port %ld\n"
-			"    IdentityFile %s/" KEY_ID "\n"
-			"    IdentitiesOnly yes\n"
-			"    UserKnownHostsFile %s/" KEY_KNOWN_HOSTS "\n"
-			"    GlobalKnownHostsFile /dev/null\n"
-			"    StrictHostKeyChecking yes\n"
-			"    CheckHostIP no\n"
-			"    BatchMode yes\n"
-			"    PasswordAuthentication no\n"
-			"    ConnectTimeout 30\n"
-			"    LogLevel ERROR\n",
-		    kc->ssh_port, KUBERNETES_MPI_SSH_DIR, KUBERNETES_MPI_SSH_DIR);
-}
-
-static void sshd_config(const struct kubernetes_config *kc, struct strbuf *sb)
-{
-	/* Keys only, as the pod's own (non-root) user. StrictModes is off: the
-	 * Secret's files are root's, readable through fsGroup. */
-	strbuf_addf(sb, "# sshd of the trial pods (trial.launcher: mpi); each adds\n"
-			"# -o ListenAddress=<its pod IP> -o PidFile=...\n"
-			"Port %ld\n"
-			"HostKey %s/" KEY_HOST "\n"
-			"AuthorizedKeysFile %s/" KEY_AUTHORIZED "\n"
-			"PubkeyAuthentication yes\n"
-			"PasswordAuthentication no\n"
-			"KbdInteractiveAuthentication no\n"
-			"PermitRootLogin no\n"
-			"StrictModes no\n"
-			"UsePAM no\n"
-			"X11Forwarding no\n"
-			"AllowTcpForwarding no\n"
-			"AllowAgentForwarding no\n"
-			"PermitUserEnvironment no\n",
-		    kc->ssh_port, KUBERNETES_MPI_SSH_DIR, KUBERNETES_MPI_SSH_DIR);
+	struct mpi_ssh s = mpi_ssh_of(kc);
+	struct mpi_ssh_host *h = xcalloc(l->nodes ? l->nodes : 1, sizeof(*h));
+	for (unsigned i = 0; i < l->nodes; i++)
+		h[i] = (struct mpi_ssh_host){ launch_mpi_host(l, i), l->hosts[i], 0 };
+	mpi_ssh_client_config(&s, h, l->nodes, sb);
+	for (unsigned i = 0; i < l->nodes; i++)
+		free(h[i].alias);
+	free(h);
 }
 
 static void add_data(cJSON *data, const char *key, const struct strbuf *text)
@@ -133,21 +105,22 @@ cJSON *kubernetes_mpi_secret(const struct aah_config *cfg, const struct kubernet
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(s, "metadata"), "name", cJSON_CreateString(name));
 	cJSON_AddStringToObject(s, "type", "Opaque");
 	cJSON *data = cJSON_AddObjectToObject(s, "data");
-	add_data(data, KEY_ID, &id);
+	add_data(data, MPI_SSH_ID, &id);
 	/* the launcher's key may run commands only: no pty, no forwarding */
 	strbuf_addf(&text, "restrict %s aah-%s-launcher\n", id_pub.buf, job);
-	add_data(data, KEY_AUTHORIZED, &text);
-	add_data(data, KEY_HOST, &hk);
+	add_data(data, MPI_SSH_AUTHORIZED, &text);
+	add_data(data, MPI_SSH_HOST_KEY, &hk);
 	strbuf_reset(&text);
 	for (unsigned i = 0; i < l->nodes; i++)
-		strbuf_addf(&text, "[%s]:%ld %s\n", l->hosts[i], kc->ssh_port, hk_pub.buf);
-	add_data(data, KEY_KNOWN_HOSTS, &text);
+		mpi_ssh_known_host(l->hosts[i], kc->ssh_port, hk_pub.buf, &text);
+	add_data(data, MPI_SSH_KNOWN_HOSTS, &text);
 	strbuf_reset(&text);
 	ssh_config(kc, l, &text);
-	add_data(data, KEY_CONFIG, &text);
+	add_data(data, MPI_SSH_CONFIG, &text);
 	strbuf_reset(&text);
-	sshd_config(kc, &text);
-	add_data(data, KEY_SSHD_CONFIG, &text);
+	struct mpi_ssh ms = mpi_ssh_of(kc);
+	mpi_ssh_sshd_config(&ms, &text);
+	add_data(data, MPI_SSH_SSHD_CONFIG, &text);
 	strbuf_reset(&text);
 	for (size_t i = 0; i < l->hostfile_lines.n; i++)
 		strbuf_addf(&text, "%s\n", l->hostfile_lines.v[i]);
@@ -189,7 +162,7 @@ void kubernetes_mpi_pod_add(const struct kubernetes_config *kc, const struct aah
 	kubernetes_env_literal(env, "AAH_MPI_SSH_DIR", KUBERNETES_MPI_SSH_DIR);
 	kubernetes_env_literal(env, "AAH_MPI_HOSTFILE", l->hostfile);
 	kubernetes_env_literal(env, "AAH_MPI_WAIT_S", wait);
-	kubernetes_env_literal(env, "OMPI_MCA_plm_rsh_agent", "ssh -F " KUBERNETES_MPI_SSH_DIR "/config");
+	kubernetes_env_literal(env, "OMPI_MCA_plm_rsh_agent", "ssh -F " KUBERNETES_MPI_SSH_DIR "/" MPI_SSH_CONFIG);
 	kubernetes_env_literal(env, "OMPI_MCA_plm_rsh_no_tree_spawn", "1");
 	/* ModelArts' names are FQDNs: Open MPI would ssh to the first label alone */
 	kubernetes_env_literal(env, "OMPI_MCA_orte_keep_fqdn_hostnames", "1");

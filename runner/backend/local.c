@@ -6,7 +6,7 @@
 #include "runner/backend/local.h"
 #include "fileio.h"
 #include "runner/store/expdir.h" /* expdir_journal_has_job */
-#include "runner/proc.h"
+#include "runner/backend/proc.h"
 #include "strbuf.h"
 #include "util.h"
 
@@ -21,17 +21,16 @@
 extern char **environ;
 
 struct local_job {
-	char *id;
+	struct backend_job job;  /* job.id: "<pid>.<start>" of each process, joined by ',' */
 	struct proc *procs;     /* nprocs entries; pid only for adopted jobs */
 	unsigned long long *start; /* kernel start times */
 	unsigned nprocs;
 	int adopted;            /* not our children: follow by pid */
 	int canceled;
-	struct local_job *next;
 };
 
 struct local_priv {
-	struct local_job *jobs;
+	struct backend_jobs jobs; /* struct local_job */
 };
 
 /* From /proc/<pid>/stat: the state letter (field 3) and the start time in
@@ -65,33 +64,26 @@ static int proc_start_time(pid_t pid, unsigned long long *out)
 	return proc_stat(pid, &state, out);
 }
 
-static int local_init(struct aah_backend_ctx *ctx)
+static void job_release(struct backend_job *job)
 {
-	ctx->priv = xcalloc(1, sizeof(struct local_priv));
-	return 0;
-}
-
-static void job_free(struct local_job *j)
-{
-	free(j->id);
+	struct local_job *j = (struct local_job *)job;
 	free(j->procs);
 	free(j->start);
-	free(j);
 }
 
-static struct local_job *job_parse(const char *id)
+/* A job this runner did not start (it resumes): follow its processes by
+ * the pids and start times of its id. */
+static int job_parse(void *owner, struct backend_job *job)
 {
-	struct local_job *j = xcalloc(1, sizeof(*j));
-	j->id = xstrdup(id);
+	struct local_job *j = (struct local_job *)job;
+	(void)owner;
 	j->adopted = 1;
-	for (const char *p = id; *p;) {
+	for (const char *p = job->id; *p;) {
 		long pid;
 		unsigned long long st;
 		int used;
-		if (sscanf(p, "%ld.%llu%n", &pid, &st, &used) != 2 || pid <= 0) {
-			job_free(j);
-			return NULL;
-		}
+		if (sscanf(p, "%ld.%llu%n", &pid, &st, &used) != 2 || pid <= 0)
+			return -1;
 		j->procs = xrealloc(j->procs, (j->nprocs + 1) * sizeof(*j->procs));
 		j->start = xrealloc(j->start, (j->nprocs + 1) * sizeof(*j->start));
 		j->procs[j->nprocs] = (struct proc)PROC_INIT;
@@ -103,33 +95,15 @@ static struct local_job *job_parse(const char *id)
 		else if (*p)
 			break;
 	}
-	return j;
+	return 0;
 }
 
-static struct local_job *job_find(struct aah_backend_ctx *ctx, const char *id)
+static int local_init(struct aah_backend_ctx *ctx)
 {
-	struct local_priv *priv = ctx->priv;
-	for (struct local_job *j = priv->jobs; j; j = j->next)
-		if (!strcmp(j->id, id))
-			return j;
-	struct local_job *j = job_parse(id);
-	if (j) {
-		j->next = priv->jobs;
-		priv->jobs = j;
-	}
-	return j;
-}
-
-static void job_forget(struct aah_backend_ctx *ctx, struct local_job *j)
-{
-	struct local_priv *priv = ctx->priv;
-	for (struct local_job **pp = &priv->jobs; *pp; pp = &(*pp)->next) {
-		if (*pp == j) {
-			*pp = j->next;
-			job_free(j);
-			return;
-		}
-	}
+	struct local_priv *priv = xcalloc(1, sizeof(*priv));
+	priv->jobs = (struct backend_jobs)BACKEND_JOBS_INIT(struct local_job, job_parse, job_release, NULL);
+	ctx->priv = priv;
+	return 0;
 }
 
 /* In a held child whose runner died before releasing it: run only if the
@@ -230,13 +204,12 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	free(log);
 	if (r < 0) {
 		strbuf_release(&id);
-		job_free(j);
+		backend_jobs_free(&priv->jobs, &j->job);
 		return -1;
 	}
-	j->id = strbuf_detach(&id, NULL);
-	j->next = priv->jobs;
-	priv->jobs = j;
-	*job = xstrdup(j->id);
+	backend_jobs_add(&priv->jobs, &j->job, id.buf);
+	strbuf_release(&id);
+	*job = xstrdup(j->job.id);
 	return 0;
 }
 
@@ -257,7 +230,8 @@ static int adopted_alive(pid_t pid, unsigned long long start)
 
 static int local_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 {
-	struct local_job *j = job_find(ctx, st->job);
+	struct local_priv *priv = ctx->priv;
+	struct local_job *j = backend_jobs_get(&priv->jobs, st->job);
 	if (!j) {
 		st->state = AAH_JOB_LOST;
 		snprintf(st->reason, sizeof(st->reason), "malformed local job id '%s'", st->job);
@@ -305,13 +279,13 @@ static int local_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 		snprintf(st->reason, sizeof(st->reason), "a rank exited with status %d", failed_code);
 	else if (j->adopted)
 		snprintf(st->reason, sizeof(st->reason), "process ended while no runner watched");
-	job_forget(ctx, j);
+	backend_jobs_drop(&priv->jobs, st->job);
 	return 0;
 }
 
 static int local_cancel(struct aah_backend_ctx *ctx, const char *id)
 {
-	struct local_job *j = job_find(ctx, id);
+	struct local_job *j = backend_jobs_get(&((struct local_priv *)ctx->priv)->jobs, id);
 	if (!j)
 		return error("malformed local job id '%s'", id);
 	/* Only a job that still ran is canceled: one that had ended before
@@ -343,11 +317,7 @@ static void local_fini(struct aah_backend_ctx *ctx)
 	struct local_priv *priv = ctx->priv;
 	if (!priv)
 		return;
-	while (priv->jobs) {
-		struct local_job *j = priv->jobs;
-		priv->jobs = j->next;
-		job_free(j);
-	}
+	backend_jobs_clear(&priv->jobs);
 	free(priv);
 	ctx->priv = NULL;
 }

@@ -1,6 +1,6 @@
 /* registry.c: the table of backends, the one list of them, and what is
  * asked of it by name: backend_find, the config's platforms
- * (config_platform), the capable ones (backend_names_with), each one's
+ * (backend_platforms, backend_config_load), the capable ones (backend_names_with), each one's
  * config section. Adding a backend is one line in aah_backends[]. */
 #include "runner/backend/backend.h"
 #include "runner/backend/docker.h"     /* backend_docker */
@@ -21,15 +21,22 @@ const struct aah_backend *const aah_backends[] = {
 	NULL,
 };
 
-const char *config_platform(size_t i, const char **help)
+void backend_platforms(struct config_platforms *p)
 {
-	for (size_t k = 0; k < i; k++)
-		if (!aah_backends[k])
-			return NULL;
-	const struct aah_backend *b = aah_backends[i];
-	if (help)
-		*help = b ? b->help : NULL;
-	return b ? b->name : NULL;
+	memset(p, 0, sizeof(*p));
+	for (const struct aah_backend *const *b = aah_backends; *b; b++, p->n++) {
+		if (p->n == CONFIG_MAX_PLATFORMS)
+			BUG("more backends than CONFIG_MAX_PLATFORMS");
+		p->names[p->n] = (*b)->name;
+		p->help[p->n] = (*b)->help;
+	}
+}
+
+int backend_config_load(const char *path, struct aah_config *cfg)
+{
+	struct config_platforms p;
+	backend_platforms(&p);
+	return config_load(path, cfg, &p);
 }
 
 char *backend_names_with(unsigned caps)

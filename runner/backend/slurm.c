@@ -5,7 +5,7 @@
  * with a timeout (backend_run_tool). */
 #include "runner/backend/slurm.h"
 #include "fileio.h"
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 struct sjob {
-	char id[32];
+	struct backend_job job;   /* job.id: the Slurm job id */
 	struct slurm_row row;     /* last squeue/sacct answer */
 	int known;                /* row is valid */
 	int queried;              /* part of the last squeue query */
@@ -22,7 +22,6 @@ struct sjob {
 	int released_ok;          /* this runner released it (a later hold is the user's) */
 	int release_tries;
 	double released;          /* last time a release was tried */
-	struct sjob *next;
 };
 
 struct slurm_priv {
@@ -30,7 +29,7 @@ struct slurm_priv {
 	struct backend_tool tool;  /* sbatch, squeue, sacct, scontrol, scancel */
 	char *runner;
 	double last_query;        /* util_monotonic() of the last squeue */
-	struct sjob *jobs;
+	struct backend_jobs jobs; /* struct sjob */
 };
 
 #define MAX_ROWS 4096
@@ -72,6 +71,7 @@ static const char *err_text(struct strbuf *err, int code)
 static int slurm_init(struct aah_backend_ctx *ctx)
 {
 	struct slurm_priv *p = xcalloc(1, sizeof(*p));
+	p->jobs = (struct backend_jobs)BACKEND_JOBS_INIT(struct sjob, NULL, NULL, NULL);
 	const struct aah_config *cfg = ctx->cfg;
 	ctx->priv = p;
 	if (config_parse_section(cfg, "slurm", config_section(cfg, "slurm"),
@@ -93,30 +93,6 @@ static int slurm_init(struct aah_backend_ctx *ctx)
 			return error("slurm: %s; set slurm.runner", util_last_error());
 	}
 	return 0;
-}
-
-static struct sjob *job_get(struct slurm_priv *p, const char *id)
-{
-	for (struct sjob *j = p->jobs; j; j = j->next)
-		if (!strcmp(j->id, id))
-			return j;
-	struct sjob *j = xcalloc(1, sizeof(*j));
-	xstrlcpy(j->id, id, sizeof(j->id));
-	j->next = p->jobs;
-	p->jobs = j;
-	return j;
-}
-
-static void job_drop(struct slurm_priv *p, const char *id)
-{
-	for (struct sjob **pp = &p->jobs; *pp; pp = &(*pp)->next) {
-		if (!strcmp((*pp)->id, id)) {
-			struct sjob *j = *pp;
-			*pp = j->next;
-			free(j);
-			return;
-		}
-	}
 }
 
 static int valid_id(const char *id)
@@ -168,12 +144,12 @@ static int release(struct slurm_priv *p, struct sjob *j)
 	j->released = util_monotonic();
 	strvec_push(&argv, "scontrol");
 	strvec_push(&argv, "release");
-	strvec_push(&argv, j->id);
+	strvec_push(&argv, j->job.id);
 	int code = slurm_run_retried(p, &argv, &out, &err, NULL, NULL);
 	j->release_tries++;
 	j->released_ok = code == 0;
 	if (code != 0)
-		warning("slurm: cannot release job %s (%s); will try again while polling", j->id,
+		warning("slurm: cannot release job %s (%s); will try again while polling", j->job.id,
 			code < 0 ? "scontrol missing" : err_text(&err, code));
 	strvec_clear(&argv);
 	strbuf_release(&out);
@@ -214,7 +190,7 @@ static int slurm_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 		r = -1;
 	}
 	if (r == 0) {
-		struct sjob *j = job_get(p, id);
+		struct sjob *j = backend_jobs_get(&p->jobs, id);
 		release(p, j);
 		*job = xstrdup(id);
 	}
@@ -232,8 +208,8 @@ static int query_squeue(struct slurm_priv *p)
 	struct strvec argv = STRVEC_INIT;
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT, ids = STRBUF_INIT;
 	int r = 0;
-	for (struct sjob *j = p->jobs; j; j = j->next)
-		strbuf_addf(&ids, "%s%s", ids.len ? "," : "", j->id);
+	backend_jobs_each(&p->jobs, struct sjob, j)
+		strbuf_addf(&ids, "%s%s", ids.len ? "," : "", j->job.id);
 	p->last_query = util_monotonic();
 	if (!ids.len)
 		goto out;
@@ -249,11 +225,11 @@ static int query_squeue(struct slurm_priv *p)
 	}
 	struct slurm_row *rows = xcalloc(MAX_ROWS, sizeof(*rows));
 	int n = code == 0 ? slurm_parse_rows(out.buf, 0, rows, MAX_ROWS) : 0;
-	for (struct sjob *j = p->jobs; j; j = j->next) {
+	backend_jobs_each(&p->jobs, struct sjob, j) {
 		j->queried = 1;
 		j->known = 0;
 		for (int i = 0; i < n; i++) {
-			if (!strcmp(rows[i].id, j->id)) {
+			if (!strcmp(rows[i].id, j->job.id)) {
 				j->row = rows[i];
 				j->known = 1;
 			}
@@ -279,10 +255,10 @@ static int query_sacct(struct slurm_priv *p, struct sjob *j, char *why, size_t n
 	strvec_push(&argv, "--noheader");
 	strvec_push(&argv, "--parsable2");
 	strvec_push(&argv, "--allocations");
-	strvec_pushf(&argv, "--jobs=%s", j->id);
+	strvec_pushf(&argv, "--jobs=%s", j->job.id);
 	strvec_push(&argv, "--format=JobID,State,ExitCode,Reason");
 	int code = slurm_run(p, &argv, &out, &err);
-	if (code == 0 && slurm_parse_rows(out.buf, 1, &row, 1) == 1 && !strcmp(row.id, j->id)) {
+	if (code == 0 && slurm_parse_rows(out.buf, 1, &row, 1) == 1 && !strcmp(row.id, j->job.id)) {
 		j->row = row;
 		j->known = 1;
 		found = 1;
@@ -323,7 +299,7 @@ static int slurm_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 		snprintf(st->reason, sizeof(st->reason), "'%s' is not a Slurm job id", st->job);
 		return 0;
 	}
-	struct sjob *j = job_get(p, st->job);
+	struct sjob *j = backend_jobs_get(&p->jobs, st->job);
 	double now = util_monotonic();
 	if (!j->queried || now - p->last_query >= p->sc.poll_interval) {
 		if (query_squeue(p) < 0)
@@ -333,12 +309,12 @@ static int slurm_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 		char why[160] = "";
 		int found = query_sacct(p, j, why, sizeof(why));
 		if (found < 0)
-			return error("slurm: cannot query job %s: %s", j->id, why);
+			return error("slurm: cannot query job %s: %s", j->job.id, why);
 		if (!found) {
 			st->state = AAH_JOB_LOST;
 			snprintf(st->reason, sizeof(st->reason),
-				 "slurm job %s is no longer known to squeue (%s)", j->id, why);
-			job_drop(p, st->job);
+				 "slurm job %s is no longer known to squeue (%s)", j->job.id, why);
+			backend_jobs_drop(&p->jobs, st->job);
 			return 0;
 		}
 	}
@@ -355,15 +331,15 @@ static int slurm_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 	}
 	int exit_code = j->row.exit_code;
 	if (exit_code < 0 && st->state != AAH_JOB_SUCCEEDED)
-		exit_code = scontrol_exit(p, j->id);
+		exit_code = scontrol_exit(p, j->job.id);
 	if (st->state == AAH_JOB_SUCCEEDED)
 		exit_code = 0;
 	st->exit_code = exit_code;
 	if (st->state != AAH_JOB_SUCCEEDED)
-		slurm_describe(j->id, j->row.state, j->row.reason, exit_code, st->reason,
+		slurm_describe(j->job.id, j->row.state, j->row.reason, exit_code, st->reason,
 			       sizeof(st->reason));
 	/* A settled job is dropped; a later poll (after a cancel) asks again. */
-	job_drop(p, st->job);
+	backend_jobs_drop(&p->jobs, st->job);
 	return 0;
 }
 
@@ -372,7 +348,7 @@ static int slurm_cancel(struct aah_backend_ctx *ctx, const char *id)
 	struct slurm_priv *p = ctx->priv;
 	if (!valid_id(id))
 		return error("slurm: '%s' is not a Slurm job id", id);
-	struct sjob *j = job_get(p, id);
+	struct sjob *j = backend_jobs_get(&p->jobs, id);
 	struct strvec argv = STRVEC_INIT;
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	j->canceled = 1;
@@ -394,7 +370,7 @@ static int slurm_cancel(struct aah_backend_ctx *ctx, const char *id)
 static int slurm_reap(struct aah_backend_ctx *ctx, const char *job, const char *trial_dir)
 {
 	(void)trial_dir;
-	job_drop(ctx->priv, job);
+	backend_jobs_drop(&((struct slurm_priv *)ctx->priv)->jobs, job);
 	return 0;
 }
 
@@ -403,11 +379,7 @@ static void slurm_fini(struct aah_backend_ctx *ctx)
 	struct slurm_priv *p = ctx->priv;
 	if (!p)
 		return;
-	while (p->jobs) {
-		struct sjob *j = p->jobs;
-		p->jobs = j->next;
-		free(j);
-	}
+	backend_jobs_clear(&p->jobs);
 	config_release_section(slurm_config_keys, &p->sc);
 	free(p->runner);
 	free(p);

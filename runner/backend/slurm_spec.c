@@ -2,7 +2,7 @@
  * script and argv, the state mapping and the parsers of Slurm's output.
  * Nothing here runs a program, so all of it is unit-tested. */
 #include "runner/backend/slurm.h"
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "runner/store/expdir.h" /* expdir_file */
 #include "util.h"
 

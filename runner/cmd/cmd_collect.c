@@ -2,7 +2,7 @@
  * experiment in one archive with a SHA-256 manifest, optionally signed. */
 #include "runner/archive/archive.h"
 #include "runner/cmd/options.h"
-#include "runner/report/report_cmds.h"
+#include "runner/cmd/report_cmds.h"
 #include "runner/config/workdir.h"
 #include "util.h"
 

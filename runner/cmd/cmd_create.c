@@ -24,7 +24,7 @@
 
 int cmd_load_config(const char *path, struct aah_config *cfg)
 {
-	if (config_load(path, cfg) < 0)
+	if (backend_config_load(path, cfg) < 0)
 		return -1;
 	if (!tuner_known(cfg->tuner.builtin_tuner_name)) {
 		const struct ynode *n = ynode_get(ynode_get(cfg->root, "tuner"), "builtinTunerName");

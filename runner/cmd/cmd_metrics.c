@@ -2,7 +2,7 @@
  * exposition of an experiment, for node_exporter's textfile collector. */
 #include "runner/cmd/options.h"
 #include "runner/report/report.h"
-#include "runner/report/report_cmds.h"
+#include "runner/cmd/report_cmds.h"
 #include "runner/config/workdir.h"
 #include "fileio.h"
 #include "util.h"

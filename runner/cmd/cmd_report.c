@@ -2,7 +2,7 @@
  * results.json and report.html of an experiment, finished or running. */
 #include "runner/cmd/options.h"
 #include "runner/report/report.h"
-#include "runner/report/report_cmds.h"
+#include "runner/cmd/report_cmds.h"
 #include "runner/config/workdir.h"
 #include "fileio.h"
 #include "jsonfile.h"
@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/backend/backend.h" /* backend_config_load */
 #include "runner/config/config.h"
 
 int report_options_from_config(const char *expdir, struct report_options *opt)
 {
 	struct aah_config cfg;
 	char *path = xstrfmt("%s/config.yml", expdir);
-	int r = config_load(path, &cfg);
-	if (r < 0) {
+	if (backend_config_load(path, &cfg) < 0) {
 		/* The score can still be computed: use AIPerf's rules, and say so. */
 		const struct report_options aiperf = REPORT_OPTIONS_INIT;
 		warning("'%s' unreadable: using AIPerf's report rules", path);
@@ -38,23 +38,7 @@ int report_options_from_config(const char *expdir, struct report_options *opt)
 		return 0;
 	}
 	free(path);
-	if (isnan(opt->sample_first_h))
-		opt->sample_first_h = cfg.report.first_sample / 3600;
-	if (isnan(opt->sample_step_h))
-		opt->sample_step_h = cfg.report.sample_interval / 3600;
-	if (isnan(opt->min_duration_s))
-		opt->min_duration_s = cfg.report.min_duration;
-	if (isnan(opt->min_accuracy))
-		opt->min_accuracy = cfg.report.min_accuracy;
-	for (const char *const *p = config_precisions; !opt->min_precision && *p; p++)
-		if (!strcmp(*p, cfg.report.min_precision))
-			opt->min_precision = *p;
-	for (const char *const *p = config_report_rules; !opt->rules && *p; p++)
-		if (cfg.report.rules && !strcmp(*p, cfg.report.rules))
-			opt->rules = *p;
-	for (const char *const *p = config_epoch_charges; !opt->charge && *p; p++)
-		if (cfg.report.epoch_charge && !strcmp(*p, cfg.report.epoch_charge))
-			opt->charge = *p;
+	report_options_fill(opt, &cfg.report);
 	config_release(&cfg);
 	return 0;
 }

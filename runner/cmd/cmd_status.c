@@ -1,7 +1,7 @@
 /* cmd_status.c: `status` (one experiment's trials, --watch to follow),
  * `list` (every experiment) and `stop`. */
 #include "runner/cmd/cmd.h"
-#include "fileio.h"
+#include "fileio.h" /* fileio_list_dir */
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
 #include "runner/backend/backend.h" /* backend_find: the backend's own status */
@@ -9,9 +9,9 @@
 #include "runner/pool/pooltrial.h" /* pooltrial_waiting: a Job its queue holds */
 #include "runner/store/expdir.h" /* expdir_result_read: what a trial ran on */
 #include "strbuf.h"
+#include "strvec.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -241,11 +241,6 @@ int cmd_status(int argc, const char **argv)
 	return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int cmd_list(int argc, const char **argv)
 {
 	const char *workdir = NULL, **rest;
@@ -259,24 +254,13 @@ int cmd_list(int argc, const char **argv)
 	free(rest);
 	char *wd = workdir ? fileio_absolute(workdir) : workdir_default();
 	char *base = xstrfmt("%s/experiments", wd);
-	DIR *d = opendir(base);
-	char **names = NULL;
-	size_t count = 0;
-	struct dirent *ent;
-	while (d && (ent = readdir(d))) {
-		if (ent->d_name[0] == '.')
-			continue;
-		names = xrealloc(names, (count + 1) * sizeof(*names));
-		names[count++] = xstrdup(ent->d_name);
-	}
-	if (d)
-		closedir(d);
-	if (count)
-		qsort(names, count, sizeof(*names), cmp_str);
+	struct strvec names = STRVEC_INIT;
+	fileio_list_dir(base, NULL, NULL, &names);   /* none yet: an empty list */
+	size_t count = names.n;
 	printf("%-9s %-8s %-8s %-6s %-9s %-20s %s\n", "ID", "STATE", "TRIALS", "FAILED", "BEST_ACC",
 	       "CREATED", "NAME");
 	for (size_t i = 0; i < count; i++) {
-		char *dir = xstrfmt("%s/%s", base, names[i]);
+		char *dir = xstrfmt("%s/%s", base, names.v[i]);
 		struct experiment e;
 		int was_quiet = util_set_quiet(1);
 		int r = experiment_open(&e, dir);
@@ -296,11 +280,10 @@ int cmd_list(int argc, const char **argv)
 			experiment_release(&e);
 		}
 		free(dir);
-		free(names[i]);
 	}
 	if (!count)
 		printf("(no experiments in %s)\n", base);
-	free(names);
+	strvec_clear(&names);
 	free(base);
 	free(wd);
 	return 0;

@@ -2,7 +2,7 @@
  * archive made by collect, check its signature, name what differs. */
 #include "runner/archive/archive.h"
 #include "runner/cmd/options.h"
-#include "runner/report/report_cmds.h"
+#include "runner/cmd/report_cmds.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "runner/cmd/cmd.h" /* cmd_create, cmd_resume, ... */
-#include "runner/report/report_cmds.h" /* cmd_report, cmd_collect, cmd_verify, cmd_metrics */
+#include "runner/cmd/report_cmds.h" /* cmd_report, cmd_collect, cmd_verify, cmd_metrics */
 #include "util.h"
 
 struct subcommand {

@@ -92,7 +92,7 @@ static const struct cfg_key trial_keys[] = {
 };
 
 #define REPORT(f) offsetof(struct aah_config_report, f)
-static const struct cfg_key report_keys[] = {
+const struct cfg_key config_report_keys[] = {
 	{ "minDuration", CFG_DURATION, REPORT(min_duration), CFG_RANGE(0, CFG_YEAR), NULL, NULL, "1h (AIPerf)",
 	  "shortest run that counts as a valid benchmark result" },
 	{ "minAccuracy", CFG_NUM, REPORT(min_accuracy), CFG_RANGE(0, 1), NULL, NULL, "0.70 (AIPerf)",
@@ -154,7 +154,7 @@ const struct cfg_key config_keys[] = {
 	{ "tuner", CFG_SECTION, TOP(tuner), 0, NULL, tuner_keys, NULL, "the search" },
 	{ "assessor", CFG_SECTION, TOP(assessor), 0, NULL, assessor_keys, NULL, "NNI assessor" },
 	{ "trial", CFG_SECTION, TOP(trial), CFG_REQUIRED, NULL, trial_keys, NULL, "what each trial runs" },
-	{ "report", CFG_SECTION, TOP(report), 0, NULL, report_keys, NULL, "score and validity rules" },
+	{ "report", CFG_SECTION, TOP(report), 0, NULL, config_report_keys, NULL, "score and validity rules" },
 	{ "pool", CFG_SECTION, TOP(pool), 0, NULL, pool_keys, NULL, "the shared device pool and this experiment's share" },
 	{ NULL },
 };
@@ -630,18 +630,14 @@ static int check_semantics(const struct ctx *c, struct aah_config *cfg)
 	return 0;
 }
 
-void config_top_keys(struct config_top *t)
+void config_top_keys(struct config_top *t, const struct config_platforms *p)
 {
-	size_t n = 0, np = 0;
-	const char *name, *help;
+	size_t n = 0, np = p->n;
 	memset(t, 0, sizeof(*t));
-	for (; (name = config_platform(np, &help)); np++) {
-		if (np == CONFIG_MAX_PLATFORMS)
-			BUG("more backends than CONFIG_MAX_PLATFORMS");
-		t->names[np] = name;
-	}
-	if (!np)
-		BUG("no backend in the registry");
+	if (!np || np > CONFIG_MAX_PLATFORMS)
+		BUG("%zu platforms given: 1 to CONFIG_MAX_PLATFORMS", np);
+	for (size_t i = 0; i < np; i++)
+		t->names[i] = p->names[i];
 	snprintf(t->def, sizeof(t->def), "%s", t->names[0]);
 	for (const struct cfg_key *k = config_keys; k->name; k++) {
 		if (n + np + 1 >= ARRAY_SIZE(t->keys))
@@ -655,30 +651,29 @@ void config_top_keys(struct config_top *t)
 		n++;
 	}
 	for (size_t i = 0; i < np; i++, n++) {
-		config_platform(i, &help);
 		t->keys[n] = (struct cfg_key){
 			.name = t->names[i], .type = CFG_ANY,
 			.offset = offsetof(struct aah_config, sections) + i * sizeof(struct ynode *),
-			.def = "{}", .help = help,
+			.def = "{}", .help = p->help[i],
 		};
 	}
 }
 
 const struct ynode *config_section(const struct aah_config *cfg, const char *name)
 {
-	const char *p;
-	for (size_t i = 0; i < CONFIG_MAX_PLATFORMS && (p = config_platform(i, NULL)); i++)
-		if (!strcmp(p, name))
+	for (size_t i = 0; i < cfg->platforms.n; i++)
+		if (!strcmp(cfg->platforms.names[i], name))
 			return cfg->sections[i];
 	BUG("no backend '%s' in the registry", name);
 }
 
-int config_load(const char *path, struct aah_config *cfg)
+int config_load(const char *path, struct aah_config *cfg, const struct config_platforms *p)
 {
 	struct ctx c = { .file = path };
 	struct config_top top;
-	config_top_keys(&top);
+	config_top_keys(&top, p);
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->platforms = *p;
 	if (yamltree_load(path, &cfg->root) < 0)
 		return -1;
 	cfg->path = fileio_absolute(path);
@@ -707,9 +702,11 @@ fail:
 
 void config_release(struct aah_config *cfg)
 {
-	struct config_top top;
-	config_top_keys(&top);
-	release_table(top.keys, (char *)cfg);
+	if (cfg->platforms.n) {      /* loaded, or failed past its start */
+		struct config_top top;
+		config_top_keys(&top, &cfg->platforms);
+		release_table(top.keys, (char *)cfg);
+	}
 	ynode_free(cfg->root);
 	free(cfg->notice);
 	free(cfg->path);

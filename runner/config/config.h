@@ -19,7 +19,7 @@ enum cfg_type {
 	CFG_SECTION,  /* nested table, stored at offset */
 	CFG_ANY,      /* const struct ynode * (free-form, e.g. classArgs): a copy the
 		       * struct owns; NULL when empty */
-	CFG_PLATFORM, /* char *, the name of a backend (config_platform); absent: the
+	CFG_PLATFORM, /* char *, the name of a backend (config_platforms); absent: the
 		       * first backend's */
 };
 
@@ -114,6 +114,17 @@ struct aah_config_report {
 
 #define CONFIG_MAX_PLATFORMS 8
 
+/* The platforms a config may name (trainingServicePlatform) and whose
+ * top-level sections it may hold, the first the default: each backend's
+ * name and its section's one line of help. The caller gives them (the
+ * backend registry fills them, backend_platforms), so that this module
+ * names no backend and calls none. */
+struct config_platforms {
+	size_t n;
+	const char *names[CONFIG_MAX_PLATFORMS];
+	const char *help[CONFIG_MAX_PLATFORMS];
+};
+
 struct aah_config {
 	char *path;               /* the file it came from, absolute */
 	char *name;               /* the same as the user named it: messages use it */
@@ -141,9 +152,11 @@ struct aah_config {
 	struct aah_config_report report;
 	struct aah_config_pool pool;
 
-	/* Backend sections, in the registry's order (config_platform), each a
-	 * copy of the top-level mapping named after its backend, or NULL;
-	 * validated by each backend's own key table; read with config_section. */
+	/* The platforms it was loaded with (config_load's argument), and their
+	 * sections in that order, each a copy of the top-level mapping named
+	 * after its backend, or NULL; validated by each backend's own key
+	 * table; read with config_section. */
+	struct config_platforms platforms;
 	const struct ynode *sections[CONFIG_MAX_PLATFORMS];
 };
 
@@ -153,13 +166,6 @@ extern const char *const config_epoch_charges[];
 /* Precision names, lowest first (report.minPrecision), NULL-terminated. */
 extern const char *const config_precisions[];
 
-/* The platforms a config may name (trainingServicePlatform) and whose
- * top-level sections it may hold: backend i's name and its section's one
- * line of help, NULL past the last; the first is the default. The backend
- * registry defines it (runner/backend/backend.c), so that this module names
- * no backend. */
-const char *config_platform(size_t i, const char **help);
-
 /* The whole top-level key table: config_keys, and one free-form section per
  * platform (into aah_config.sections). */
 struct config_top {
@@ -167,20 +173,24 @@ struct config_top {
 	const char *names[CONFIG_MAX_PLATFORMS + 1];   /* trainingServicePlatform's choices */
 	char def[64];                                  /* its default: the first platform */
 };
-/* Fill *t; it holds no allocation. */
-void config_top_keys(struct config_top *t);
+/* Fill *t for the platforms p; it holds no allocation. */
+void config_top_keys(struct config_top *t, const struct config_platforms *p);
 
 /* The top-level keys config.yml's own code reads (ended by { NULL }); the
  * platform's sections come from config_top_keys. */
 extern const struct cfg_key config_keys[];
+/* The keys of the report: section; their defaults are AIPerf's rules, kept
+ * only here (report_options_aiperf reads them). */
+extern const struct cfg_key config_report_keys[];
 
 /* The section of backend `name` (a copy of config.yml's mapping), or NULL
  * when the config has none. */
 const struct ynode *config_section(const struct aah_config *cfg, const char *name);
 
-/* Load and validate a config file. Errors name file:line:col and the key.
+/* Load and validate a config file for the platforms p (the backend
+ * registry's, backend_platforms). Errors name file:line:col and the key.
  * On success the caller releases *cfg with config_release. */
-int config_load(const char *path, struct aah_config *cfg);
+int config_load(const char *path, struct aah_config *cfg, const struct config_platforms *p);
 void config_release(struct aah_config *cfg);
 
 /* Parse a free-form section (a backend's) with its own key table into out

@@ -5,113 +5,72 @@
  * only the monitor samples (aah-monitor/1, device_info/) are the report's. */
 #include "runner/report/report.h"
 #include "arch.h" /* arch_load: a trial's FLOPs per image */
-#include "fileio.h"
+#include "fileio.h" /* fileio_list_dir */
 #include "jsonfile.h"
-#include "runner/store/expdir.h" /* expdir_replay, expdir_trial_dir */
+#include "runner/store/expdir.h" /* expdir_trial_list, expdir_trial_dir */
+#include "runner/store/journal.h" /* journal_replay: the trials' states */
 #include "runner/store/outcome.h" /* outcome_read: a trial's state and figures */
+#include "strvec.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- trial table: a growable array with an open-addressing index by id ---- */
+/* ---- trials: the journal's (runner/store/journal.c, the one reducer) and
+ * the directories it does not name ---- */
 
-struct trial_table {
-	struct report_exp *exp;
-	size_t alloc;
-	long *slots;      /* (nslots) indices into exp->trials, -1 empty */
-	size_t nslots;
-};
-
-static uint64_t hash_id(const char *s)
+/* Trial seq as the report keeps it, from its journal record (NULL: the
+ * journal does not name it). */
+static void add_trial(struct report_exp *exp, size_t *alloc, unsigned seq,
+		      const struct trial_rec *rec)
 {
-	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static void table_rehash(struct trial_table *t, size_t nslots)
-{
-	free(t->slots);
-	t->nslots = nslots;
-	t->slots = xmalloc(nslots * sizeof(*t->slots));
-	for (size_t i = 0; i < nslots; i++)
-		t->slots[i] = -1;
-	for (size_t i = 0; i < t->exp->ntrials; i++) {
-		size_t h = hash_id(t->exp->trials[i].id) & (nslots - 1);
-		while (t->slots[h] >= 0)
-			h = (h + 1) & (nslots - 1);
-		t->slots[h] = (long)i;
+	if (exp->ntrials == *alloc) {
+		*alloc = *alloc ? 2 * *alloc : 256;
+		exp->trials = xrealloc(exp->trials, *alloc * sizeof(*exp->trials));
 	}
-}
-
-/* Trial seq, added (state unknown) when absent. */
-static struct report_trial *table_get(struct trial_table *t, unsigned seq)
-{
-	char id[EXPDIR_TRIAL_ID_SIZE];
-	expdir_trial_id(seq, id);
-	if (!t->slots)
-		table_rehash(t, 1024);
-	size_t h = hash_id(id) & (t->nslots - 1);
-	while (t->slots[h] >= 0) {
-		struct report_trial *tr = &t->exp->trials[t->slots[h]];
-		if (!strcmp(tr->id, id))
-			return tr;
-		h = (h + 1) & (t->nslots - 1);
-	}
-	struct report_exp *exp = t->exp;
-	if (exp->ntrials == t->alloc) {
-		t->alloc = t->alloc ? 2 * t->alloc : 256;
-		exp->trials = xrealloc(exp->trials, t->alloc * sizeof(*exp->trials));
-	}
-	struct report_trial *tr = &exp->trials[exp->ntrials];
+	struct report_trial *tr = &exp->trials[exp->ntrials++];
 	memset(tr, 0, sizeof(*tr));
-	xstrlcpy(tr->id, id, sizeof(tr->id));
+	expdir_trial_id(seq, tr->id);
 	tr->seq = seq;
 	tr->state = TRIAL_UNKNOWN;
 	tr->slot = -1;
-	t->slots[h] = (long)exp->ntrials++;
-	if (2 * exp->ntrials > t->nslots)
-		table_rehash(t, 2 * t->nslots);
-	return tr;
+	if (!rec)
+		return;
+	tr->state = rec->state;
+	tr->slot = rec->last_slot;
+	tr->submitted = rec->submitted;
+	tr->started = rec->started;
+	tr->finished = rec->finished;
+	if (rec->reason)
+		xstrlcpy(tr->reason, rec->reason, sizeof(tr->reason));
 }
 
-/* ---- journal ---- */
-
-static int journal_event(const struct expdir_event *ev, void *arg)
+static int load_trials(struct report_exp *exp)
 {
-	struct trial_table *t = arg;
-	struct report_trial *tr = ev->trial_seq ? table_get(t, ev->trial_seq) : NULL;
-	switch (ev->kind) {
-	case EXPDIR_EV_EXPERIMENT_DONE:
-		t->exp->done = 1;
-		break;
-	case EXPDIR_EV_TRIAL_CREATED:
-	case EXPDIR_EV_TRIAL_RETRY:
-		tr->state = TRIAL_QUEUED;
-		break;
-	case EXPDIR_EV_TRIAL_SUBMITTED:
-		tr->state = TRIAL_RUNNING;
-		tr->slot = ev->slot;
-		tr->submitted = ev->ts;
-		if (!tr->started || ev->ts < tr->started)
-			tr->started = ev->ts;
-		tr->finished = 0;
-		break;
-	case EXPDIR_EV_TRIAL_FINISHED:
-		tr->state = ev->state;
-		tr->finished = ev->ts;
-		if (ev->reason)
-			xstrlcpy(tr->reason, ev->reason, sizeof(tr->reason));
-		break;
-	default:
-		break;
+	struct journal jr = { 0 };
+	unsigned *seqs;
+	size_t n, alloc = 0, max = 0;
+	int r = expdir_trial_list(exp->dir, &seqs, &n);
+	if (r == 0 && expdir_journal_exists(exp->dir))
+		r = journal_replay(&jr, exp->dir);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		max = seqs[i] > max ? seqs[i] : max;
+	max = jr.ntrials > max ? jr.ntrials : max;
+	char *dir = xcalloc(max + 1, 1);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		dir[seqs[i]] = 1;
+	for (size_t seq = 1; r == 0 && seq <= max; seq++) {
+		const struct trial_rec *rec = seq <= jr.ntrials && jr.trials[seq - 1].attempt ?
+						      &jr.trials[seq - 1] : NULL;
+		if (rec || dir[seq])
+			add_trial(exp, &alloc, (unsigned)seq, rec);
 	}
-	return 0;
+	exp->done = jr.done;
+	free(dir);
+	free(seqs);
+	journal_release(&jr);
+	return r;
 }
 
 /* ---- per-trial files ---- */
@@ -183,58 +142,21 @@ static int monitor_line(const cJSON *line, void *arg)
 	return 0;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Names in a directory (no "." entries), sorted; NULL-free array of *n. */
-static char **list_dir(const char *dir, size_t *n)
-{
-	*n = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return NULL;
-	size_t alloc = 0;
-	char **names = NULL;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (*n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			names = xrealloc(names, alloc * sizeof(*names));
-		}
-		names[(*n)++] = xstrdup(de->d_name);
-	}
-	closedir(d);
-	if (*n)
-		qsort(names, *n, sizeof(*names), cmp_name);
-	return names;
-}
-
-static void free_names(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
 static int load_monitor(const char *trialdir, struct util_acc *u)
 {
 	char *dir = xstrfmt("%s/device_info", trialdir);
-	size_t n;
-	char **names = list_dir(dir, &n);
+	struct strvec names = STRVEC_INIT;
 	int r = 0;
-	for (size_t i = 0; i < n && r == 0; i++) {
-		size_t len = strlen(names[i]);
-		if (len < 6 || strcmp(names[i] + len - 6, ".jsonl"))
+	fileio_list_dir(dir, NULL, NULL, &names);   /* none yet: no samples */
+	for (size_t i = 0; i < names.n && r == 0; i++) {
+		size_t len = strlen(names.v[i]);
+		if (len < 6 || strcmp(names.v[i] + len - 6, ".jsonl"))
 			continue;
-		char *p = xstrfmt("%s/%s", dir, names[i]);
+		char *p = xstrfmt("%s/%s", dir, names.v[i]);
 		r = jsonfile_read_lines(p, monitor_line, u);
 		free(p);
 	}
-	free_names(names, n);
+	strvec_clear(&names);
 	free(dir);
 	return r;
 }
@@ -308,16 +230,7 @@ int report_load(const char *dir, struct report_exp *exp)
 	if (load_experiment_json(exp->dir, exp) < 0)
 		goto fail;
 
-	struct trial_table t = { exp, 0, NULL, 0 };
-	unsigned *seqs;
-	size_t n;
-	int r = expdir_trial_list(exp->dir, &seqs, &n);
-	for (size_t i = 0; r == 0 && i < n; i++)
-		table_get(&t, seqs[i]);
-	free(seqs);
-	if (r == 0 && expdir_journal_exists(exp->dir))
-		r = expdir_replay(exp->dir, journal_event, &t);
-	free(t.slots);
+	int r = load_trials(exp);
 	if (r == 0 && exp->ntrials)
 		qsort(exp->trials, exp->ntrials, sizeof(*exp->trials), cmp_trial);
 

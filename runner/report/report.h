@@ -126,7 +126,15 @@ struct report_options {
 	int gpu_fp32_ok;         /* AIPerf trains GPUs in mixed precision: a GPU trial in
 				  * fp32 (or wider) fails the run unless this is set */
 };
-#define REPORT_OPTIONS_INIT { 0.2, 0.1, 3600.0, 0.70, "fp16", 0.0, NULL, NULL, 0 }
+/* AIPerf's rules: the defaults of config.yml's report: keys, whose one
+ * place is their key table (runner/config/config.c); rules and charge
+ * NULL (readme, auto). */
+struct report_options report_options_aiperf(void);
+#define REPORT_OPTIONS_INIT report_options_aiperf()
+struct aah_config_report;
+/* Fill what is still unset in opt (NAN numbers, NULL names) from a
+ * config's report: section. */
+void report_options_fill(struct report_options *opt, const struct aah_config_report *rep);
 
 /* AIPerf's score.py charges every epoch of a trial as ImageNet's:
  * train_per_image x 1,280,000 + eval_per_image x 50,000. */

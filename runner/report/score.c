@@ -25,6 +25,7 @@
  *    accuracy above 70%, GPUs in mixed precision: bf16 or fp16) or report.py's (failed when the final Error is
  *    above 95%), report.rules. */
 #include "runner/report/report.h"
+#include "runner/config/config.h" /* config_report_keys: AIPerf's rules, once */
 #include "util.h"
 
 #include <math.h>
@@ -256,4 +257,39 @@ void report_score_release(struct report_score *s)
 {
 	free(s->samples);
 	memset(s, 0, sizeof(*s));
+}
+
+void report_options_fill(struct report_options *opt, const struct aah_config_report *rep)
+{
+	if (isnan(opt->sample_first_h))
+		opt->sample_first_h = rep->first_sample / 3600;
+	if (isnan(opt->sample_step_h))
+		opt->sample_step_h = rep->sample_interval / 3600;
+	if (isnan(opt->min_duration_s))
+		opt->min_duration_s = rep->min_duration;
+	if (isnan(opt->min_accuracy))
+		opt->min_accuracy = rep->min_accuracy;
+	for (const char *const *p = config_precisions; !opt->min_precision && *p; p++)
+		if (rep->min_precision && !strcmp(*p, rep->min_precision))
+			opt->min_precision = *p;
+	for (const char *const *p = config_report_rules; !opt->rules && *p; p++)
+		if (rep->rules && !strcmp(*p, rep->rules))
+			opt->rules = *p;
+	for (const char *const *p = config_epoch_charges; !opt->charge && *p; p++)
+		if (rep->epoch_charge && !strcmp(*p, rep->epoch_charge))
+			opt->charge = *p;
+}
+
+struct report_options report_options_aiperf(void)
+{
+	struct report_options o = { NAN, NAN, NAN, NAN, NULL, 0.0, NULL, NULL, 0 };
+	struct aah_config none = { 0 };
+	struct aah_config_report rep = { 0 };
+	if (config_parse_section(&none, "report", NULL, config_report_keys, &rep) < 0)
+		BUG("the defaults of report: do not parse: %s", util_last_error());
+	report_options_fill(&o, &rep);
+	config_release_section(config_report_keys, &rep);
+	o.rules = NULL;     /* readme */
+	o.charge = NULL;    /* auto */
+	return o;
 }

@@ -1,8 +1,9 @@
 /* expdir.c: the experiment directory's formats: state and event names,
  * trial paths, the journal, experiment.json, result.json, metrics.jsonl. */
 #include "runner/store/expdir.h"
-#include "fileio.h"   /* fileio_exists, FILEIO_* */
+#include "fileio.h"   /* fileio_exists, fileio_list_dir, FILEIO_* */
 #include "jsonfile.h" /* jsonfile_read_lines, json_get_* */
+#include "strvec.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -122,39 +123,30 @@ char *expdir_workdir(const char *expdir)
 	return dir;
 }
 
-static int cmp_uint(const void *a, const void *b)
+static int is_trial_dir(const char *path, const char *name, void *arg)
 {
-	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-	return (x > y) - (x < y);
+	unsigned seq;
+	(void)path;
+	(void)arg;
+	return expdir_trial_seq(name, &seq) == 0;
 }
 
 int expdir_trial_list(const char *expdir, unsigned **seqs, size_t *n)
 {
 	char *tdir = xstrfmt("%s/trials", expdir);
-	DIR *d = opendir(tdir);
+	struct strvec names = STRVEC_INIT;
 	*seqs = NULL;
 	*n = 0;
-	if (!d) {
+	if (fileio_list_dir(tdir, is_trial_dir, NULL, &names) < 0) {
 		int r = errno == ENOENT ? 0 : error_errno("cannot read '%s'", tdir);
 		free(tdir);
 		return r;
 	}
-	size_t alloc = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		unsigned seq;
-		if (expdir_trial_seq(de->d_name, &seq) < 0)
-			continue;
-		if (*n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			*seqs = xrealloc(*seqs, alloc * sizeof(**seqs));
-		}
-		(*seqs)[(*n)++] = seq;
-	}
-	closedir(d);
 	free(tdir);
-	if (*n)
-		qsort(*seqs, *n, sizeof(**seqs), cmp_uint);
+	*seqs = xcalloc(names.n ? names.n : 1, sizeof(**seqs));
+	for (size_t i = 0; i < names.n; i++)
+		expdir_trial_seq(names.v[i], &(*seqs)[(*n)++]);
+	strvec_clear(&names);   /* six digits each: in name order is in number order */
 	return 0;
 }
 

@@ -9,7 +9,8 @@
 
 #include "fileio.h"    /* fileio_lock, fileio_mkdir_p, fileio_exists */
 #include "jsonfile.h"  /* jsonfile_read, jsonfile_write */
-#include "runner/store/expdir.h" /* expdir_trial_dir, expdir_trial_list, expdir_replay */
+#include "runner/store/expdir.h" /* expdir_trial_dir, expdir_trial_list */
+#include "runner/store/journal.h" /* journal_replay: which trials have settled */
 #include "runner/store/outcome.h" /* outcome_read, outcome_learnable: what a trial achieved */
 #include "tuner_int.h"
 #include "util.h"
@@ -414,47 +415,27 @@ out:
 	return rc;
 }
 
-/* Each trial's final state in the journal, indexed by sequence number;
- * TRIAL_UNKNOWN while it is not settled. */
-struct settled_states {
-	enum trial_state *v;
-	size_t n;
-};
-
-static int note_settled(const struct expdir_event *ev, void *arg)
+/* Trial seq's final state in the journal (runner/store/journal.c, the one
+ * reducer); TRIAL_UNKNOWN while it is not settled. */
+static enum trial_state settled(const struct journal *jr, unsigned seq)
 {
-	struct settled_states *ss = arg;
-	if (!ev->trial_seq)
-		return 0;
-	if (ev->trial_seq >= ss->n) {
-		size_t n = ss->n ? ss->n : 64;
-		while (n <= ev->trial_seq)
-			n *= 2;
-		ss->v = xrealloc(ss->v, n * sizeof(*ss->v));
-		for (size_t i = ss->n; i < n; i++)
-			ss->v[i] = TRIAL_UNKNOWN;
-		ss->n = n;
-	}
-	if (ev->kind == EXPDIR_EV_TRIAL_FINISHED)
-		ss->v[ev->trial_seq] = ev->state;
-	else if (ev->kind != EXPDIR_EV_UNKNOWN)
-		ss->v[ev->trial_seq] = TRIAL_UNKNOWN;   /* created, submitted or retried */
-	return 0;
+	const struct trial_rec *r = seq && seq <= jr->ntrials ? &jr->trials[seq - 1] : NULL;
+	return r && r->attempt && expdir_state_final(r->state) ? r->state : TRIAL_UNKNOWN;
 }
 
 int tuner_load_history(struct tuner *t, const char *expdir)
 {
 	unsigned *seqs;
 	size_t n;
-	struct settled_states ss = { NULL, 0 };
-	if (expdir_journal_exists(expdir) && expdir_replay(expdir, note_settled, &ss) < 0)
+	struct journal jr = { 0 };
+	if (expdir_journal_exists(expdir) && journal_replay(&jr, expdir) < 0)
 		warning("tuner: the journal cannot be read; trials count by their result.json: %s",
 			util_last_error());
 	int rc = expdir_trial_list(expdir, &seqs, &n);
 	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = load_trial(t, expdir, seqs[i], seqs[i] < ss.n ? ss.v[seqs[i]] : TRIAL_UNKNOWN);
+		rc = load_trial(t, expdir, seqs[i], settled(&jr, seqs[i]));
 	free(seqs);
-	free(ss.v);
+	journal_release(&jr);
 	return rc;
 }
 

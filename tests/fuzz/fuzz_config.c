@@ -3,13 +3,13 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "runner/backend/backend.h" /* backend_validate_config */
-#include "runner/config/config.h"   /* config_load */
+#include "runner/backend/backend.h" /* backend_config_load, backend_validate_config */
+#include "runner/config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct aah_config cfg;
-	if (config_load(fuzz_write("config.yml", data, size), &cfg) < 0)
+	if (backend_config_load(fuzz_write("config.yml", data, size), &cfg) < 0)
 		return 0;
 	backend_validate_config(&cfg);
 	char *space = config_search_space_file(&cfg);

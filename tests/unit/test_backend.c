@@ -11,7 +11,7 @@
 
 #include "fileio.h"
 #include "runner/backend/backend.h"
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
 
@@ -247,12 +247,13 @@ Test(backend_table, no_backend_name_is_spelled_outside_its_room)
 
 Test(backend_table, every_entry_describes_itself)
 {
+	struct config_platforms p;
+	backend_platforms(&p);
 	for (const struct aah_backend *const *b = aah_backends; *b; b++) {
 		cr_assert((*b)->help && *(*b)->help, "%s has no help line", (*b)->name);
-		const char *help = NULL;
 		size_t i = (size_t)(b - aah_backends);
-		cr_assert_str_eq(config_platform(i, &help), (*b)->name);
-		cr_assert_eq(help, (*b)->help);
+		cr_assert_str_eq(p.names[i], (*b)->name);
+		cr_assert_eq(p.help[i], (*b)->help);
 		if ((*b)->mpi_hosts != LAUNCH_MPI_NAMED)
 			cr_assert((*b)->caps & AAH_CAP_MPI,
 				  "%s names MPI hosts but cannot start mpirun", (*b)->name);
@@ -260,7 +261,7 @@ Test(backend_table, every_entry_describes_itself)
 	size_t n = 0;
 	while (aah_backends[n])
 		n++;
-	cr_assert_null(config_platform(n, NULL));
+	cr_assert_eq(p.n, n);
 }
 
 Test(backend_table, the_mpi_refusal_lists_the_capable_backends)
@@ -273,4 +274,53 @@ Test(backend_table, the_mpi_refusal_lists_the_capable_backends)
 	char *all = backend_names_with(0);
 	cr_assert(strstr(all, " and "), "%s", all);
 	free(all);
+}
+
+/* The one job list every backend keeps (issue 37). */
+struct test_job {
+	struct backend_job job;
+	int value;
+};
+static int released;
+static int test_job_init(void *owner, struct backend_job *j)
+{
+	((struct test_job *)j)->value = *(int *)owner;
+	return strcmp(j->id, "bad") ? 0 : -1;
+}
+static void test_job_release(struct backend_job *j)
+{
+	(void)j;
+	released++;
+}
+
+Test(backend_jobs, get_find_add_drop_clear)
+{
+	int seed = 7;
+	struct backend_jobs l = BACKEND_JOBS_INIT(struct test_job, test_job_init, test_job_release, &seed);
+	released = 0;
+	cr_assert_null(backend_jobs_find(&l, "a"));
+	struct test_job *a = backend_jobs_get(&l, "a");
+	cr_assert_not_null(a);
+	cr_assert_eq(a->value, 7, "init did not run");
+	cr_assert_eq(backend_jobs_get(&l, "a"), a, "a second get made a second job");
+	cr_assert_eq(backend_jobs_find(&l, "a"), a);
+	cr_assert_null(backend_jobs_get(&l, "bad"), "a refused id was added");
+	cr_assert_eq(released, 1, "the refused job was not released");
+	cr_assert_null(backend_jobs_find(&l, "bad"));
+	struct test_job *b = xcalloc(1, sizeof(*b));
+	b->value = 3;
+	backend_jobs_add(&l, &b->job, "b");
+	cr_assert_eq(backend_jobs_find(&l, "b"), b);
+	int n = 0;
+	backend_jobs_each(&l, struct test_job, j)
+		n += j->value;
+	cr_assert_eq(n, 10);
+	backend_jobs_drop(&l, "a");
+	cr_assert_null(backend_jobs_find(&l, "a"));
+	cr_assert_eq(released, 2);
+	backend_jobs_drop(&l, "nothing");
+	cr_assert_eq(released, 2);
+	backend_jobs_clear(&l);
+	cr_assert_null(l.head);
+	cr_assert_eq(released, 3);
 }

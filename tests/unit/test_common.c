@@ -12,6 +12,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "strbuf.h"
+#include "strvec.h"
 #include "trialimg/elastic.h" /* elastic_target: a library call that is quiet for a moment */
 #include "util.h"
 
@@ -254,4 +255,41 @@ Test(common, quiet_nests_through_a_library_call, .init = setup_stderr)
 	fflush(stderr);
 	cr_assert_eq(util_set_quiet(outer), 1, "a library call turned quiet off");
 	cr_assert_stderr_eq_str("");
+}
+
+static int keep_not_b(const char *path, const char *name, void *arg)
+{
+	(*(int *)arg)++;
+	cr_assert(strstr(path, name) && strstr(path, tmpdir), "path '%s' for '%s'", path, name);
+	return strcmp(name, "b");
+}
+
+/* The one sorted listing of a directory (issue 37): dot entries left out,
+ * the filter asked, names sorted, appended after what the vector held. */
+Test(common, list_dir_sorted_filtered)
+{
+	const char *names[] = { "c", "a10", "b", "a2", ".hidden" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		char *p = xstrfmt("%s/%s", tmpdir, names[i]);
+		cr_assert_eq(fileio_write_atomic(p, "x", 1), 0);
+		free(p);
+	}
+	struct strvec v = STRVEC_INIT;
+	strvec_push(&v, "first");
+	int asked = 0;
+	cr_assert_eq(fileio_list_dir(tmpdir, keep_not_b, &asked, &v), 0);
+	cr_assert_eq(asked, 4, "the filter was asked of %d entries", asked);
+	cr_assert_eq(v.n, 4);
+	cr_assert_str_eq(v.v[0], "first");
+	cr_assert_str_eq(v.v[1], "a10");
+	cr_assert_str_eq(v.v[2], "a2");
+	cr_assert_str_eq(v.v[3], "c");
+	cr_assert_null(v.v[4]);
+	strvec_clear(&v);
+	char *none = xstrfmt("%s/none", tmpdir);
+	cr_assert_eq(fileio_list_dir(none, NULL, NULL, &v), -1);
+	cr_assert_eq(errno, ENOENT);
+	cr_assert_eq(v.n, 0);
+	free(none);
+	strvec_clear(&v);
 }

@@ -18,6 +18,14 @@
 #include "strbuf.h"
 #include "util.h"
 
+/* The top-level keys for the registry's backends. */
+static void registry_top_keys(struct config_top *top)
+{
+	struct config_platforms p;
+	backend_platforms(&p);
+	config_top_keys(top, &p);
+}
+
 #define UPSTREAM "tests/fixtures/upstream-configs/"
 
 static char tmpdir[64];
@@ -267,7 +275,7 @@ Test(config, reference_documents_every_key)
 	cr_assert_eq(fileio_read("docs/config.md", 0, &doc, NULL), 0);
 	struct doc_check c = { doc, 0 };
 	struct config_top top;
-	config_top_keys(&top);
+	registry_top_keys(&top);
 	config_walk_keys(top.keys, "", check_key, &c);
 	for (const struct aah_backend *const *b = aah_backends; *b; b++)
 		if ((*b)->config_keys)
@@ -438,9 +446,9 @@ Test(config, documented_defaults_are_the_applied_ones)
 	struct default_check c = { doc, 0, 0 };
 	struct aah_config cfg;
 	char *p = write_config(MINIMAL);
-	cr_assert_eq(config_load(p, &cfg), 0, "%s", util_last_error());
+	cr_assert_eq(backend_config_load(p, &cfg), 0, "%s", util_last_error());
 	struct config_top top;
-	config_top_keys(&top);
+	registry_top_keys(&top);
 	size_t want = count_keys(top.keys);
 	check_table(&c, "", top.keys, (const char *)&cfg);
 	/* Each backend parses its section as its init does; no section here. */
@@ -491,7 +499,7 @@ Test(config, documented_ranges_are_the_checked_ones)
 	cr_assert_eq(fileio_read("docs/config.md", 0, &doc, NULL), 0);
 	const void *arg[2] = { doc, &wrong };
 	struct config_top top;
-	config_top_keys(&top);
+	registry_top_keys(&top);
 	config_walk_keys(top.keys, "", check_type, arg);
 	for (const struct aah_backend *const *b = aah_backends; *b; b++)
 		if ((*b)->config_keys)
@@ -535,6 +543,26 @@ Test(config, gpu_trials_run_one_process_per_gpu)
 	expect_error(MINIMAL "  gpuNum: 8\n  launcher: mpi\n", "'trial.launcher' 'mpi' starts one "
 		     "process per node (7 GPUs of each node's 8 would stay unused)",
 		     "trial.processMode: node");
+}
+
+/* config knows no backend: it takes the platforms it is given (issue 37,
+ * it used to call the registry back through config_platform). */
+Test(config, takes_the_platforms_it_is_given)
+{
+	struct config_platforms p = { 2, { "alpha", "beta" }, { "the first", "the second" } };
+	struct aah_config cfg;
+	char *path = write_config("trainingServicePlatform: beta\nbeta:\n  anything: 1\n" MINIMAL);
+	cr_assert_eq(config_load(path, &cfg, &p), 0, "%s", util_last_error());
+	cr_assert_str_eq(cfg.platform, "beta");
+	cr_assert_not_null(config_section(&cfg, "beta"));
+	cr_assert_null(config_section(&cfg, "alpha"));
+	config_release(&cfg);
+	free(path);
+	path = write_config("trainingServicePlatform: local\n" MINIMAL);
+	cr_assert_eq(config_load(path, &cfg, &p), -1, "a platform not given was accepted");
+	cr_assert(strstr(util_last_error(), "alpha") && strstr(util_last_error(), "beta"),
+		  "%s", util_last_error());
+	free(path);
 }
 
 /* AIPerf's GPU command form: the ids of CUDA_VISIBLE_DEVICES in a command. */

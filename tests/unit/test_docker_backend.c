@@ -12,10 +12,11 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "runner/backend/backend.h" /* backend_config_load */
 #include "runner/config/config.h"
 #include "runner/backend/docker.h"
 #include "runner/launch.h"
-#include "runner/ssh_keys.h"
+#include "runner/backend/ssh_keys.h"
 #include "strbuf.h"
 #include "util.h"
 
@@ -41,7 +42,7 @@ static void load(struct aah_config *cfg, const char *text)
 {
 	char *p = xstrfmt("%s/config.yml", tmpdir);
 	cr_assert_eq(fileio_write_atomic(p, text, strlen(text)), 0);
-	cr_assert_eq(config_load(p, cfg), 0, "%s", util_last_error());
+	cr_assert_eq(backend_config_load(p, cfg), 0, "%s", util_last_error());
 	free(p);
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "runner/backend/backend.h" /* backend_config_load */
 #include "runner/backend/docker.h"
 #include "runner/backend/docker_hosts.h"
 #include "runner/config/config.h"
@@ -50,7 +51,7 @@ static int parse(const char *docker, struct aah_config *cfg, struct docker_hosts
 	put("c.yml", text);
 	free(text);
 	char *p = xstrfmt("%s/c.yml", tmpdir);
-	cr_assert_eq(config_load(p, cfg), 0, "%s", util_last_error());
+	cr_assert_eq(backend_config_load(p, cfg), 0, "%s", util_last_error());
 	free(p);
 	return docker_hosts_parse(cfg, hs);
 }
@@ -272,7 +273,7 @@ Test(docker_hosts, check_wants_the_pool_the_size_of_the_hosts_slots)
 		put("c.yml", text);
 		free(text);
 		char *p = xstrfmt("%s/c.yml", tmpdir);
-		cr_assert_eq(config_load(p, &cfg), 0, "%s", util_last_error());
+		cr_assert_eq(backend_config_load(p, &cfg), 0, "%s", util_last_error());
 		free(p);
 		cr_assert_eq(docker_hosts_parse(&cfg, &hs), 0);
 		docker_hosts_release(&hs);

@@ -13,6 +13,7 @@
 
 #include "fileio.h"
 #include "jsonfile.h"
+#include "runner/backend/backend.h" /* backend_config_load */
 #include "runner/backend/kubernetes.h"
 #include "util.h"
 
@@ -159,7 +160,7 @@ static void load(struct aah_config *cfg, const char *text)
 {
 	char *p = xstrfmt("%s/config.yml", tmpdir);
 	cr_assert_eq(fileio_write_atomic(p, text, strlen(text)), 0);
-	cr_assert_eq(config_load(p, cfg), 0, "%s", util_last_error());
+	cr_assert_eq(backend_config_load(p, cfg), 0, "%s", util_last_error());
 	free(p);
 }
 

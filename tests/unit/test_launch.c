@@ -39,7 +39,7 @@ static void load(struct aah_config *cfg, const char *trial_section)
 	char *text = xstrfmt("experimentName: golden\ntrial:\n  command: aah-trial --dataset fashion\n%s",
 			     trial_section);
 	cr_assert_eq(fileio_write_atomic(p, text, strlen(text)), 0);
-	cr_assert_eq(config_load(p, cfg), 0, "%s", util_last_error());
+	cr_assert_eq(backend_config_load(p, cfg), 0, "%s", util_last_error());
 	free(p);
 	free(text);
 }

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 
-#include "runner/proc.h"
+#include "runner/backend/proc.h"
 #include "strvec.h"
 #include "util.h"
 

@@ -493,3 +493,19 @@ Test(report, report_py_rules_fail_only_on_low_accuracy)
 	report_score_release(&sc);
 	report_exp_release(&exp);
 }
+
+/* AIPerf's report rules are kept once, in config.c's key table (issue 37):
+ * REPORT_OPTIONS_INIT reads them there and gives AIPerf's numbers. */
+Test(report_options, aiperf_defaults_come_from_the_key_table)
+{
+	struct report_options o = REPORT_OPTIONS_INIT;
+	cr_assert_eq(o.sample_first_h, 0.2);
+	cr_assert_eq(o.sample_step_h, 0.1);
+	cr_assert_eq(o.min_duration_s, 3600.0);
+	cr_assert_eq(o.min_accuracy, 0.70);
+	cr_assert_str_eq(o.min_precision, "fp16");
+	cr_assert_null(o.rules);
+	cr_assert_null(o.charge);
+	cr_assert_eq(o.now, 0.0);
+	cr_assert_eq(o.gpu_fp32_ok, 0);
+}

@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "runner/backend/backend.h" /* backend_config_load */
 #include "runner/config/config.h"
 #include "runner/launch.h"
 #include "runner/backend/slurm.h"
-#include "runner/proc.h" /* PROC_TIMEOUT_STATUS */
+#include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "util.h"
 
 #define GOLDEN "tests/fixtures/slurm/"
@@ -38,7 +39,7 @@ static void load(struct aah_config *cfg, const char *text)
 {
 	char *p = xstrfmt("%s/config.yml", tmpdir);
 	cr_assert_eq(fileio_write_atomic(p, text, strlen(text)), 0);
-	cr_assert_eq(config_load(p, cfg), 0, "%s", util_last_error());
+	cr_assert_eq(backend_config_load(p, cfg), 0, "%s", util_last_error());
 	free(p);
 }
 
@@ -405,7 +406,7 @@ Test(slurm, shipped_imagenet_config_runs_one_process_per_gpu)
 	struct slurm_config sc;
 	struct aah_launch l;
 	struct strbuf script = STRBUF_INIT;
-	cr_assert_eq(config_load("examples/imagenet-slurm.yml", &cfg), 0, "%s", util_last_error());
+	cr_assert_eq(backend_config_load("examples/imagenet-slurm.yml", &cfg), 0, "%s", util_last_error());
 	cr_assert_null(cfg.notice, "%s", cfg.notice);
 	cr_assert_eq(parse_slurm(&cfg, &sc), 0, "%s", util_last_error());
 	build(&cfg, &l);

@@ -10,7 +10,6 @@
  * full-size decode of the same crop (ds->jpeg_full) by what the DCT's
  * downscale averages where the full-size sampling picks one pixel: a
  * tolerance docs/trainer.md gives and tests/unit/test_trial_data.c checks. */
-#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -21,6 +20,8 @@
 #include <jpeglib.h>
 
 #include "trialimg/data/dataset.h"
+#include "fileio.h" /* fileio_list_dir */
+#include "strvec.h"
 #include "util.h"
 
 struct jerr {
@@ -283,42 +284,32 @@ void dataset_jpeg_setup(struct dataset *ds, const struct ops_shape *want)
 	ds->flip = 1;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int keep_dir(const char *path, const char *name, void *arg)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	struct stat st;
+	(void)name;
+	(void)arg;
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+static int keep_jpeg(const char *path, const char *name, void *arg)
+{
+	struct stat st;
+	const char *dot = strrchr(name, '.');
+	(void)arg;
+	return dot && (!strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg")) && !stat(path, &st) &&
+	       S_ISREG(st.st_mode);
 }
 
 /* Sorted names of the entries of dir that are directories (want_dir) or
  * JPEG files. The caller frees the array and its strings. */
 static int list(const char *dir, int want_dir, char ***out, int *count)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0, cap = 0;
-	char **v = NULL;
-	if (!d)
+	struct strvec v = STRVEC_INIT;
+	if (fileio_list_dir(dir, want_dir ? keep_dir : keep_jpeg, NULL, &v) < 0)
 		return error_errno("cannot open directory '%s'", dir);
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char *p = xstrfmt("%s/%s", dir, e->d_name);
-		struct stat st;
-		int ok = !stat(p, &st);
-		free(p);
-		if (!ok || (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
-			continue;
-		const char *dot = strrchr(e->d_name, '.');
-		if (!want_dir && (!dot || (strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg"))))
-			continue;
-		if (n == cap)
-			v = xrealloc(v, sizeof(*v) * (cap = cap ? 2 * cap : 64));
-		v[n++] = xstrdup(e->d_name);
-	}
-	closedir(d);
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_str);
-	*out = v;
-	*count = n;
+	*out = v.v;
+	*count = (int)v.n;
 	return 0;
 }
 

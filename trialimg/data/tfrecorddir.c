@@ -17,7 +17,6 @@
  * writes image/class/label in 1..1000 (0 unused) and AIPerf's input
  * pipeline (examples/trials/network_morphism/imagenet/dataset.py,
  * _parse_example_proto) trains on label - 1; so does this reader. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -33,6 +32,8 @@
 #include "trialimg/data/tfrecord.h" /* struct tfrecord_index, tfrecord_read_at */
 #include "trialimg/data/tfrindex.h" /* tfrindex_load */
 #include "trialimg/data/loader.h" /* loader_cores */
+#include "fileio.h" /* fileio_list_dir */
+#include "strvec.h"
 #include "util.h"
 
 enum { MAX_LABEL = 1 << 20 };
@@ -63,37 +64,25 @@ static int tfrecord_name(const char *name)
 	return dash > name + 1 && all_digits(dash, (size_t)(of - dash));
 }
 
-static int cmp_str(const void *a, const void *b)
+static int keep_tfrecord(const char *path, const char *name, void *arg)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	struct stat st;
+	(void)arg;
+	return tfrecord_name(name) && !stat(path, &st) && S_ISREG(st.st_mode);
 }
 
 /* The sorted names of the TFRecord files in dir; with split ("train",
  * "validation") only those named "<split>-..." when there are any. */
 static int list(const char *dir, const char *split, char ***out, int *count)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0, cap = 0, n_split = 0;
-	char **v = NULL;
-	size_t sl = split ? strlen(split) : 0;
-	if (!d)
+	struct strvec sv = STRVEC_INIT;
+	if (fileio_list_dir(dir, keep_tfrecord, NULL, &sv) < 0)
 		return error_errno("cannot open directory '%s'", dir);
-	while ((e = readdir(d))) {
-		struct stat st;
-		if (e->d_name[0] == '.' || !tfrecord_name(e->d_name))
-			continue;
-		char *p = xstrfmt("%s/%s", dir, e->d_name);
-		int ok = !stat(p, &st) && S_ISREG(st.st_mode);
-		free(p);
-		if (!ok)
-			continue;
-		if (n == cap)
-			v = xrealloc(v, sizeof(*v) * (cap = cap ? 2 * cap : 64));
-		v[n++] = xstrdup(e->d_name);
-		n_split += split && !strncmp(e->d_name, split, sl) && e->d_name[sl] == '-';
-	}
-	closedir(d);
+	char **v = sv.v;
+	int n = (int)sv.n, n_split = 0;
+	size_t sl = split ? strlen(split) : 0;
+	for (int i = 0; split && i < n; i++)
+		n_split += !strncmp(v[i], split, sl) && v[i][sl] == '-';
 	if (n_split) {
 		int k = 0;
 		for (int i = 0; i < n; i++)
@@ -101,10 +90,8 @@ static int list(const char *dir, const char *split, char ***out, int *count)
 				v[k++] = v[i];
 			else
 				free(v[i]);
-		n = k;
+		v[n = k] = NULL;
 	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_str);
 	*out = v;
 	*count = n;
 	return 0;

@@ -1,4 +1,5 @@
-/* report_cmds.h: the subcommands of the report area, for runner/main.c's
+/* report_cmds.h: the subcommands of the report area (cmd_report.c,
+ * cmd_collect.c, cmd_verify.c, cmd_metrics.c), for runner/cmd/main.c's
  * table. Each takes argv[0] = the subcommand name and returns the process
  * exit code. */
 #ifndef AAH_REPORT_CMDS_H

@@ -1,7 +1,7 @@
 /* ssh_keys.c: OpenSSH ECDSA P-256 key pairs from libcrypto (RFC 5656's
  * public key blob: string "ecdsa-sha2-nistp256", string "nistp256",
  * string Q as an uncompressed point). */
-#include "runner/ssh_keys.h"
+#include "runner/backend/ssh_keys.h"
 #include "util.h"
 
 #include <openssl/core_names.h>

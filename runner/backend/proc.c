@@ -1,5 +1,5 @@
 /* proc.c: child processes from argv and env vectors. */
-#include "runner/proc.h"
+#include "runner/backend/proc.h"
 #include "util.h"
 
 #include <errno.h>

@@ -1,0 +1,103 @@
+/* Unit tests for runner/store/journal.c, the one reducer of the journal
+ * (the runner, `status`, the report and the tuner all read trials by it):
+ * each event's effect on the experiment and its trials. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "runner/store/journal.h"
+
+static struct expdir_event ev(enum expdir_event_kind kind, long seq, double ts, unsigned trial)
+{
+	return (struct expdir_event){ .kind = kind, .seq = seq, .ts = ts, .trial_seq = trial,
+				      .slot = -1, .exit_code = -1, .best_val_acc = NAN };
+}
+
+Test(journal, a_trial_through_retry_and_resubmission)
+{
+	struct journal j = { 0 };
+	struct expdir_event e = ev(EXPDIR_EV_EXPERIMENT_CREATED, 0, 100, 0);
+	e.exp_name = "exp";
+	journal_apply(&j, &e);
+	cr_assert_str_eq(j.name, "exp");
+	cr_assert_eq(j.created, 100);
+	journal_apply(&j, &(struct expdir_event){ .kind = EXPDIR_EV_TRIAL_CREATED, .seq = 1, .ts = 101,
+						    .trial_seq = 2, .slot = -1 });
+	cr_assert_eq(j.ntrials, 2, "the table grows to the trial named");
+	cr_assert_eq(j.trials[0].attempt, 0, "trial 1 was not named");
+	struct trial_rec *t = &j.trials[1];
+	cr_assert_eq(t->state, TRIAL_QUEUED);
+	cr_assert_eq(t->attempt, 1);
+
+	e = ev(EXPDIR_EV_TRIAL_SUBMITTED, 2, 110, 2);
+	e.slot = 3;
+	e.job = "job-a";
+	journal_apply(&j, &e);
+	t = &j.trials[1];
+	cr_assert_eq(t->state, TRIAL_RUNNING);
+	cr_assert_eq(t->slot, 3);
+	cr_assert_str_eq(t->job, "job-a");
+	cr_assert_eq(t->started, 110);
+
+	e = ev(EXPDIR_EV_TRIAL_FINISHED, 3, 120, 2);
+	e.state = TRIAL_FAILED;
+	e.reason = "oom";
+	journal_apply(&j, &e);
+	cr_assert_eq(t->state, TRIAL_FAILED);
+	cr_assert_eq(t->finished, 120);
+	cr_assert_str_eq(t->reason, "oom");
+
+	e = ev(EXPDIR_EV_TRIAL_RETRY, 4, 121, 2);
+	e.attempt = 2;
+	e.reason = "oom";
+	journal_apply(&j, &e);
+	cr_assert_eq(t->state, TRIAL_QUEUED);
+	cr_assert_eq(t->slot, -1, "a requeued trial holds no slot");
+	cr_assert_eq(t->last_slot, 3, "the report's timeline keeps the last slot");
+	cr_assert_null(t->job);
+	cr_assert_eq(t->retries.n, 1);
+	cr_assert_str_eq(t->retries.v[0], "attempt 1: oom");
+
+	e = ev(EXPDIR_EV_TRIAL_SUBMITTED, 5, 130, 2);
+	e.slot = 1;
+	journal_apply(&j, &e);
+	cr_assert_eq(t->attempt, 2);
+	cr_assert_eq(t->started, 110, "started is the first submission");
+	cr_assert_eq(t->submitted, 130);
+	cr_assert_eq(t->finished, 0, "submitted again: not settled");
+
+	e = ev(EXPDIR_EV_TRIAL_FINISHED, 6, 140, 2);
+	e.state = TRIAL_SUCCEEDED;
+	e.best_val_acc = 0.9;
+	journal_apply(&j, &e);
+	cr_assert_eq(t->state, TRIAL_SUCCEEDED);
+	cr_assert_float_eq(t->best_acc, 0.9, 1e-12);
+	cr_assert_null(t->reason, "a reason of an earlier attempt is not kept");
+
+	e = ev(EXPDIR_EV_EXPERIMENT_DONE, 7, 150, 0);
+	e.reason = "maxTrialNum";
+	journal_apply(&j, &e);
+	cr_assert(j.done);
+	cr_assert_str_eq(j.done_reason, "maxTrialNum");
+	cr_assert_eq(j.next_event, 8);
+	cr_assert_eq(j.last_event_ts, 150);
+	journal_release(&j);
+	cr_assert_eq(j.ntrials, 0);
+}
+
+Test(journal, runner_sessions_add_up)
+{
+	struct journal j = { 0 };
+	struct expdir_event e = ev(EXPDIR_EV_RUNNER_STARTED, 0, 100, 0);
+	journal_apply(&j, &e);
+	e = ev(EXPDIR_EV_RUNNER_STOPPED, 1, 160, 0);
+	journal_apply(&j, &e);
+	e = ev(EXPDIR_EV_RUNNER_STARTED, 2, 1000, 0);
+	journal_apply(&j, &e);
+	cr_assert_eq(j.run_seconds, 60, "the first session ran 60 s");
+	cr_assert_eq(j.session_start, 1000);
+	e = ev(EXPDIR_EV_UNKNOWN, -1, 1001, 0);
+	journal_apply(&j, &e);
+	cr_assert_eq(j.next_event, 4, "an unknown event without seq still counts");
+	journal_release(&j);
+}
