@@ -101,6 +101,7 @@ static void net_matches_reference(const char *name)
 			seen |= m.layers[i].op.cfg.type == (enum ops_type)t;
 		cr_assert(seen, "the net lacks a %s layer", ops_backend_find("cpu")->layer[t]->name);
 	}
+	m.keep_grads = 1; /* the inner gradients are compared below */
 	cr_assert_eq(model_alloc(&m, N, 5), 0);
 	if (ops_ctx_init(&ctx, name, 1, 11)) {
 		/* stderr, not cr_log_warn: a warning makes Criterion exit 1 */
