@@ -69,6 +69,22 @@ static size_t place(struct live *v, int n, int keep)
 	return end;
 }
 
+/* Whether layer j's backward writes its input k's gradient to the fan-out
+ * scratch (model_backward): when it is not the first to write that
+ * gradient, the last of the tensor's readers, and its first input of it. */
+static int into_scratch(const struct model *m, const int *last, int j, int k)
+{
+	int t = m->layers[j].inputs[k];
+	if (!t)
+		return 0;
+	if (last[t] != j)
+		return 1;
+	for (int q = 0; q < k; q++)
+		if (m->layers[j].inputs[q] == t)
+			return 1;
+	return 0;
+}
+
 static size_t act_size_of(const struct ops_ctx *ctx)
 {
 	(void)ctx; /* activations are stored in fp32 on every backend today */
@@ -95,7 +111,10 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	p->act_off = xcalloc((size_t)n + 1, sizeof(size_t));
 	p->dact_off = xcalloc((size_t)n + 1, sizeof(size_t));
 	struct live *v = xcalloc((size_t)n + 1, sizeof(*v));
-	int nv = 0;
+	int nv = 0, *last = xcalloc((size_t)n + 1, sizeof(int)); /* each tensor's last reader */
+	for (int j = 0; j < n; j++)
+		for (int k = 0; !m->layers[j].fused && k < m->layers[j].op.n_in; k++)
+			last[m->layers[j].inputs[k]] = j;
 	size_t acts = 0;
 	for (int i = 0; i < n; i++) {
 		const struct model_layer *L = &m->layers[i];
@@ -103,6 +122,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		if (!mul_ok((size_t)batch, ops_shape_size(&L->op.out), &vals) ||
 		    !mul_ok(vals, p->act_size, &bytes)) {
 			free(v);
+			free(last);
 			memplan_release(p);
 			return error("batch %d: layer '%s' would pass SIZE_MAX bytes", batch, L->id);
 		}
@@ -120,16 +140,15 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			scratch0 = s0 > scratch0 ? s0 : scratch0;
 			scratch1 = s1 > scratch1 ? s1 : scratch1;
 		}
-		for (int k = 0; k < L->op.n_in; k++) { /* fan-out scratch rows */
-			int t = L->inputs[k];
-			if (t && m->layers[t - 1].n_users > 1) {
+		if (L->fused)
+			continue;
+		for (int k = 0; k < L->op.n_in; k++) /* fan-out scratch rows */
+			if (into_scratch(m, last, i, k)) {
+				int t = L->inputs[k];
 				size_t tv = (size_t)batch * ops_shape_size(&m->layers[t - 1].op.out);
 				fan = tv > fan ? tv : fan;
 				rows = k + 1 > rows ? k + 1 : rows;
 			}
-		}
-		if (L->fused)
-			continue;
 		p->act_off[i] = acts;
 		acts += round_up(bytes, MEMPLAN_ALIGN);
 		v[nv++] = (struct live){ .layer = i, .from = i == m->output ? n : -1, .to = i,
@@ -150,6 +169,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	for (int q = 0; q < nv; q++)
 		if (v[q].from < v[q].to) /* read by no one: never written */
 			v[q].from = v[q].to;
+	free(last);
 	qsort(v, (size_t)nv, sizeof(*v), by_from);
 	size_t dacts = place(v, nv, keep_grads);
 	for (int q = 0; q < nv; q++) {

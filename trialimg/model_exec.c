@@ -251,7 +251,10 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 			} else if (!m->seen[t]) {
 				m->dxs[k] = m->layers[t - 1].dact;  /* first writer overwrites */
 				m->seen[t] = 1;
-			} else {
+			} else { /* a later part of a fan-out gradient: where the plan put it */
+				if (k >= m->plan.scratch_rows ||
+				    (size_t)n * ops_shape_size(&L->in_shapes[k]) > m->scratch_stride)
+					BUG("layer '%s' input %d: no fan-out scratch planned", L->id, k);
 				m->dxs[k] = m->scratch + (size_t)k * m->scratch_stride;
 			}
 		}
