@@ -66,6 +66,8 @@ static int print_plan(const struct args *a)
 			   : be->caps & OPS_CAP_GPU    ? "bf16"
 						       : "fp32";
 	struct ops_ctx ctx = { .be = be, .conv_algo = ops_conv_algo_parse(a->conv_algo) };
+	if (be == ops_backend_find("cpu")) /* what its init would set on this machine */
+		ctx.blocked = cpu_probe_layout();
 	if (!strcmp(prec, "bf16") || !strcmp(prec, "fp16"))
 		ctx.conv_type = prec[1] == 'b' ? OPS_BF16 : OPS_F16;
 	else if (strcmp(prec, "fp32"))

@@ -286,12 +286,14 @@ static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
  * the weight gradient's in fp32; with bf16, the bf16 copies of the input
  * (the forward's, kept for the weight gradient) and of the output
  * gradient; the gradient of an input of channels that do not fill a
- * vector register is padded to 16 of them (the network's input has none). The activations
+ * vector register is padded to ctx->blocked's width (the network's input
+ * has none). The activations
  * are in the primitives' layout already (the model keeps them blocked from
  * layer to layer). Winograd's scratchpad (oneDNN's, one for all
  * primitives) holds the weights transformed to 6x6 tiles, twice for the
  * weight gradient, and per-thread tile buffers, each in 2 MiB pages:
- * measured on AVX-512 to within 10%. */
+ * measured on AVX-512 to within 10%; oneDNN has these kernels on AVX-512
+ * only, where the blocked layout is 16 wide. */
 static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
 			     size_t *scratch)
 {
@@ -302,10 +304,11 @@ static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *
 	size_t b = 2 * nw * e + nw * sizeof(float);
 	if (ctx->conv_type != OPS_F32)
 		b += (size_t)n * (ops_shape_size(in) + ops_shape_size(&l->out)) * e;
-	if (in->c % 16 && !l->no_dx0)
-		b += (size_t)n * in->h * in->w * (size_t)((in->c + 15) / 16 * 16) * sizeof(float);
+	int blk = ops_layout_block(ctx->blocked);
+	if (in->c % blk && !l->no_dx0)
+		b += (size_t)n * in->h * in->w * (size_t)((in->c + blk - 1) / blk * blk) * sizeof(float);
 	*scratch = 0;
-	if (conv_winograd(ctx, l)) {
+	if (conv_winograd(ctx, l) && ctx->blocked == OPS_BLOCKED16) {
 		size_t u = 2 * 36 * (size_t)in->c * (size_t)l->cfg.units * sizeof(float);
 		*scratch = (u + MIB2 - 1) / MIB2 * MIB2 + 4 * MIB2;
 	}
