@@ -96,7 +96,7 @@ static const struct spec table[] = {
 	{NULL, NULL, "AAH_EXPERIMENT_ID", K_STR, F(experiment_id), NULL, NULL, "experiment id (logged)"},
 	{NULL, NULL, "AAH_TRIAL_ID", K_STR, F(trial_id), NULL, NULL, "trial id; its number is the default trial_seq"},
 	{"--memory_limit", NULL, "AAH_MEMORY_LIMIT", K_NUM, F(memory_limit), RANGE(0, 1e12), "0", "MiB of host memory a CPU trial may use (0: the cgroup's limit, memory.max, else what the machine has available): the memory plan of a step must fit in it less what the trial holds already (its data), see --batch_rule"},
-	{"--plan", NULL, NULL, K_BOOL, F(plan), NULL, "0", "print the memory plan of a training step of --arch at --batch_size and --precision on --backend (cpu, or cuda: no device needed) in bytes per image and fixed bytes, and exit"},
+	{"--plan", NULL, NULL, K_BOOL, F(plan), NULL, "0", "print the memory plan of a training step of --arch at --batch_size and --precision on --backend (cpu, or cuda: no device needed) in bytes per image and fixed bytes (with --memory_limit: also the largest batch that fits in it), and exit"},
 	{"--probe", NULL, NULL, K_BOOL, F(probe), NULL, "0", "print what this machine gives the cpu backend (CPU model, the ISA oneDNN dispatches to, the activation layout of its fast kernels, bf16 and Winograd convolutions) and exit"},
 	{"--help", "-h", NULL, K_BOOL, F(help), NULL, "0", "print this table and exit"},
 };

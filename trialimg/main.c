@@ -90,6 +90,9 @@ static int print_plan(const struct args *a)
 	       "precision %s, backend %s\n", a->arch, m.n_layers, params, batch, prec, be->name);
 	memplan_print(&p, &ctx, stdout);
 	memplan_release(&p);
+	if (a->memory_limit > 0) /* sizing a device: what fits in it */
+		printf("largest batch in --memory_limit %g MiB: %d\n", a->memory_limit,
+		       memplan_max_batch(&m, 65536, &ctx, (size_t)(a->memory_limit * 1048576.0)));
 	model_release(&m, NULL);
 	return 0;
 }

@@ -23,6 +23,12 @@ teardown() {
 		gradients "optimizer state" "total at batch 64"; do
 		[[ $output == *"$kind"* ]]
 	done
+	# sizing a device: 100 MiB hold fewer of these images than 1106
+	run aah-trial --plan --arch "$ARCH/resnet_small.json" --batch_size 1106 --backend cuda \
+		--memory_limit 100
+	[ "$status" -eq 0 ]
+	n=$(sed -n 's/^largest batch in --memory_limit 100 MiB: //p' <<<"$output")
+	[ "$n" -gt 0 ] && [ "$n" -lt 1106 ]
 	run aah-trial --plan --batch_size 64
 	[ "$status" -eq 2 ]
 	[[ $output == *"--plan needs --arch"* ]]
