@@ -127,12 +127,15 @@ int device_fit_batch(struct trial_device *d, const struct args *a, const struct 
 	double per = (double)(need - fixed) / *batch;
 	memplan_release(plan);
 	int fit = memplan_max_batch(m, *batch, ops, avail);
-	if (strcmp(a->batch_rule, "aiperf") || fit < 1)
+	const char *hint = "lower --batch_size, or let --batch_rule aiperf take what fits";
+	if (fit < 1)
+		hint = "not even one image fits";
+	else if (a->world_size > 1) /* ranks capping each on its own could disagree */
+		hint = "with several ranks, give them all a --batch_size that fits";
+	if (strcmp(a->batch_rule, "aiperf") || fit < 1 || a->world_size > 1)
 		return error("batch %d does not fit: its memory plan needs %.2f GiB (%.2f MB per image, "
-			     "%.2f GiB fixed), %s is %.2f GiB; %s", *batch, gib(need), per / 1e6,
-			     gib(fixed), what, gib(avail),
-			     fit < 1 ? "not even one image fits"
-				     : "lower --batch_size, or let --batch_rule aiperf take what fits");
+			     "%.2f GiB fixed), %s is %.2f GiB, enough for batch %d; %s", *batch,
+			     gib(need), per / 1e6, gib(fixed), what, gib(avail), fit, hint);
 	printf("aah-trial: --batch_rule aiperf: batch %d needs %.2f GiB by the memory plan (%.2f MB "
 	       "per image, %.2f GiB fixed), %s is %.2f GiB: training with batch %d, the largest "
 	       "that fits\n", *batch, gib(need), per / 1e6, gib(fixed), what, gib(avail), fit);

@@ -39,7 +39,9 @@ void device_batch_rule(struct trial_device *d, const struct args *a, int *batch)
  * the host --memory_limit, else the cgroup's limit, less what the process
  * holds already, else the machine's available memory. Where it does not
  * fit, --batch_rule aiperf takes the largest batch that does (one line in
- * trial.log, d->batch_rule says so); otherwise -1 with the plan's figures.
+ * trial.log, d->batch_rule says so) where the trial has one rank (ranks
+ * capping each on its own could disagree); otherwise -1 with the plan's
+ * figures.
  * d->batch_asked gets the batch asked for. */
 int device_fit_batch(struct trial_device *d, const struct args *a, const struct model *m,
 		     const struct ops_ctx *ops, int *batch, struct memplan *plan);

@@ -55,7 +55,7 @@ PY
 		--train_samples 2000 --val_samples 200 --monitor_interval 0 \
 		--batch_size 2000 --memory_limit 1024
 	[ "$status" -ne 0 ]
-	[[ $output == *"batch 2000 does not fit: its memory plan needs "*" GiB ("*" MB per image, "*"--memory_limit 1024 MiB"*"lower --batch_size"* ]]
+	[[ $output == *"batch 2000 does not fit: its memory plan needs "*" GiB ("*" MB per image, "*"--memory_limit 1024 MiB"*", enough for batch "*"; lower --batch_size"* ]]
 	[ ! -e "$T/big/metrics.jsonl" ]
 	grep -Eq '"status":[[:space:]]*"failed"' "$T/big/result.json"
 }
