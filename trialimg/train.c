@@ -592,14 +592,13 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	device_batch_rule(&t->dev, a, &t->batch);
 	if (elastic_batch(t))
 		return -1;
-	struct memplan plan;  /* the step's memory, checked before anything is sized by it */
+	if (loader_check_batch(&t->tr, t->batch, t->world))  /* before sizing anything by it */
+		return -1;
+	struct memplan plan;  /* the step's memory, checked before it is allocated; a cap
+			       * only lowers the batch */
 	t->ops.conv_algo = ops_conv_algo_parse(a->conv_algo); /* args_parse checked it */
 	if (device_fit_batch(&t->dev, a, &t->m, &t->ops, &t->batch, &plan))
 		return -1;
-	if (loader_check_batch(&t->tr, t->batch, t->world)) {
-		memplan_release(&plan);
-		return -1;
-	}
 	model_alloc_planned(&t->m, &plan, (uint64_t)a->seed); /* the model takes the plan */
 	if (t->dist && t->ops.be->comm_init) {
 		if (t->ops.be->comm_init(&t->ops, t->rank, t->world, share_comm_id, t->dist))
