@@ -86,6 +86,9 @@ struct ops_layer {
 	struct ops_layer_cfg cfg;
 	int index;                          /* position in the sorted graph */
 	int n_in;
+	int no_dx0;                         /* backward is never asked for dx[0]
+					     * (input 0 is the network's input):
+					     * a backend may keep nothing for it */
 	const struct ops_shape *in;         /* (n_in) input shapes */
 	struct ops_shape out;
 	/* layouts of the inputs (n_in; NULL: all NHWC) and of the output; an
@@ -130,6 +133,7 @@ struct ops_device {
 	int index;          /* among the visible devices (CUDA_VISIBLE_DEVICES) */
 	char name[96];      /* "NVIDIA H100 80GB HBM3" */
 	double mem_gib;     /* its total memory, GiB */
+	size_t mem_free;    /* bytes free when it was asked (0: unknown) */
 	int cc_major, cc_minor;
 };
 
@@ -145,6 +149,15 @@ struct ops_layer_ops {
 			const float *const *x, const float *y, const float *dy,
 			float *const *dx);
 	void (*release)(struct ops_ctx *ctx, struct ops_layer *l);
+	/* Bytes this op allocates for itself for a batch of n under ctx's
+	 * settings (conv_type, conv_algo; ctx need not be started), from the
+	 * shapes alone: what it keeps from its forward to its backward and
+	 * what it holds between calls; *scratch gets the bytes it needs only
+	 * while it runs (one scratchpad serves all ops: the largest counts).
+	 * The trainer's memory plan counts them (trialimg/memplan.h); NULL:
+	 * none. */
+	size_t (*workspace)(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			    size_t *scratch);
 	/* Reads and writes tensors in ctx->blocked too. Every op but conv2d and
 	 * global_avg_pool (whose rank-2 output stays NHWC) then takes its
 	 * inputs and output in one layout. */

@@ -62,7 +62,7 @@ static const struct spec table[] = {
 	{"--loss_scale", NULL, NULL, K_NUM, F(loss_scale), RANGE(1, 16777216), "65536", "fp16 only: the loss scale to start from; a step whose gradients overflow is skipped and the scale halved, and --loss_scale_interval good steps in a row double it (bounds 1 and 2^24)"},
 	{"--loss_scale_interval", NULL, NULL, K_INT, F(loss_scale_interval), RANGE(1, 1000000), "2000", "fp16 only: good steps in a row before the loss scale doubles"},
 	{"--backend", NULL, "AAH_BACKEND", K_STR, F(backend), NULL, "auto", "compute backend of kernels/ops.h: auto (cuda where this aah-trial has it built in and a CUDA device is visible, else cpu; the log and result.json say which and why), cpu (oneDNN), cuda (NVIDIA GPU: cuDNN, cuBLASLt and CUDA kernels; in builds that found nvcc and cuDNN), ref (kernels/ref, the plain-C reference ops every backend is tested against: single-threaded and slow, for checking a result), or refdev (ref's ops on a pretend device whose host copies read NaN until synced: checks the trainer's syncs of a device-resident model)"},
-	{"--batch_rule", NULL, "AAH_BATCH_RULE", K_STR, F(batch_rule), NULL, "off", "aiperf: on a GPU, each rank's batch is AIPerf's rule, params.json's batch_size (else 14, where the search space leaves it to the rule) times the GPU's memory in GiB, rounded (cudaGetDeviceProperties' total: what nvidia-smi and NVML report); recorded in result.json and the log. Elsewhere --batch_size stays. off: --batch_size (and --batch_scale) as given"},
+	{"--batch_rule", NULL, "AAH_BATCH_RULE", K_STR, F(batch_rule), NULL, "off", "aiperf: on a GPU, each rank's batch is AIPerf's rule, params.json's batch_size (else 14, where the search space leaves it to the rule) times the GPU's memory in GiB, rounded (cudaGetDeviceProperties' total: what nvidia-smi and NVML report); recorded in result.json and the log. Elsewhere --batch_size stays. Either is then checked against the step's memory plan: where it does not fit, the largest batch that does trains (the log and result.json's batch_asked say so). off: --batch_size (and --batch_scale) as given; one that does not fit fails before training"},
 	{"--augment", NULL, "AAH_AUGMENT", K_STR, F(augment), NULL, "auto", "training augmentation: none, or a comma list of flip and shift[=N] (up to N pixels, default 2); auto: flip for CIFAR-10 and JPEG folders, none for IDX"},
 	{"--conv_algo", NULL, "AAH_CONV_ALGO", K_STR, F(conv_algo), NULL, "auto", "convolutions: auto (Winograd for 3x3 stride-1 layers where the backend has it) or direct"},
 	{"--stop_diverged", NULL, NULL, K_BOOL, F(stop_diverged), NULL, "0", "stop after an epoch whose training loss is not finite, or above ln(classes) + 0.05 while val_acc is at chance (<= 1.5/classes)"},
@@ -95,6 +95,8 @@ static const struct spec table[] = {
 	{NULL, NULL, "VC_WORKER_HOSTS", K_STR, F(worker_hosts), NULL, NULL, "comma-joined hosts in rank order (Volcano)"},
 	{NULL, NULL, "AAH_EXPERIMENT_ID", K_STR, F(experiment_id), NULL, NULL, "experiment id (logged)"},
 	{NULL, NULL, "AAH_TRIAL_ID", K_STR, F(trial_id), NULL, NULL, "trial id; its number is the default trial_seq"},
+	{"--memory_limit", NULL, "AAH_MEMORY_LIMIT", K_NUM, F(memory_limit), RANGE(0, 1e12), "0", "MiB of host memory a CPU trial may use (0: the cgroup's limit, memory.max, else what the machine has available): the memory plan of a step must fit in it less what the trial holds already (its data), see --batch_rule"},
+	{"--plan", NULL, NULL, K_BOOL, F(plan), NULL, "0", "print the memory plan of a training step of --arch at --batch_size and --precision on --backend (cpu, or cuda: no device needed) in bytes per image and fixed bytes (with --memory_limit: also the largest batch that fits in it), and exit"},
 	{"--probe", NULL, NULL, K_BOOL, F(probe), NULL, "0", "print what this machine gives the cpu backend (CPU model, the ISA oneDNN dispatches to, the activation layout of its fast kernels, bf16 and Winograd convolutions) and exit"},
 	{"--help", "-h", NULL, K_BOOL, F(help), NULL, "0", "print this table and exit"},
 };
@@ -338,7 +340,7 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 	for (int k = 0; k < n_unknown; k++)
 		free(unknown[k]);
 	free(unknown);
-	if (rc || a->help || a->probe)
+	if (rc || a->help || a->probe || a->plan)
 		return rc;
 
 	if (!a->trial_dir && !a->train_url && !a->arch && !a->params) {

@@ -41,6 +41,8 @@ struct args {
 	char *master_addr, *master_port, *nccl_comm_id, *worker_hosts, *experiment_id, *trial_id;
 	int help;
 	int probe;
+	int plan;                /* --plan: print the memory plan and exit */
+	double memory_limit;     /* --memory_limit: MiB a CPU trial may use (0: the cgroup's) */
 	int usage;               /* nothing to train was named: print the usage, exit 2 */
 	/* which table entries were set, and from where (ARGS_FROM_*) */
 	unsigned char from[64];

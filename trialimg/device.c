@@ -1,10 +1,13 @@
 /* device.c: the trial's compute backend and its device. */
 #include <math.h>   /* lround */
+#include <stdint.h> /* SIZE_MAX */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trialimg/device.h"
+#include "trialimg/memplan.h" /* memplan_build, memplan_max_batch */
+#include "trialimg/model.h"
 #include "util.h"
 
 int device_start(struct trial_device *d, struct ops_ctx *ops, const struct args *a,
@@ -47,6 +50,103 @@ void device_batch_rule(struct trial_device *d, const struct args *a, int *batch)
 	printf("aah-trial: batch %d per GPU by AIPerf's rule, %s\n", *batch, d->batch_rule);
 }
 
+/* A "<key> <kB> kB" line's value of a /proc file, in bytes (0: none). */
+static size_t proc_kb(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	char k[64], line[256];
+	unsigned long long v, r = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %llu", k, &v) == 2 && !strcmp(k, key))
+			r = v * 1024;
+	if (f)
+		fclose(f);
+	return (size_t)r;
+}
+
+/* The first number in a one-line file (cgroup's memory.max, ...): 0 when
+ * absent or "max". */
+static size_t file_bytes(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long v = 0;
+	if (f && fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	if (f)
+		fclose(f);
+	return (size_t)v;
+}
+
+/* The bytes this trial's step may still take, and where the figure comes
+ * from (for messages): a GPU's free memory; on the host --memory_limit,
+ * else the cgroup's limit, less what the process holds now (its data),
+ * else the machine's available memory. */
+static size_t memory_free(const struct trial_device *d, const struct args *a, char *what,
+			  size_t what_size)
+{
+	if (d->gpu) {
+		size_t total = (size_t)(d->dev.mem_gib * 1073741824.0);
+		snprintf(what, what_size, "cuda:%d's free memory", d->dev.index);
+		return d->dev.mem_free ? d->dev.mem_free : total;
+	}
+	size_t held = proc_kb("/proc/self/status", "VmRSS:");
+	size_t limit = (size_t)(a->memory_limit * 1048576.0);
+	if (limit)
+		snprintf(what, what_size, "--memory_limit %g MiB less the %.0f MiB held", a->memory_limit,
+			 (double)held / 1048576.0);
+	else if ((limit = file_bytes("/sys/fs/cgroup/memory.max")) ||
+		 ((limit = file_bytes("/sys/fs/cgroup/memory/memory.limit_in_bytes")) &&
+		  limit < ((size_t)1 << 60)))
+		snprintf(what, what_size, "the cgroup's memory limit %.0f MiB less the %.0f MiB held",
+			 (double)limit / 1048576.0, (double)held / 1048576.0);
+	else {
+		size_t av = proc_kb("/proc/meminfo", "MemAvailable:");
+		snprintf(what, what_size, "the memory available (MemAvailable)");
+		return av ? av : SIZE_MAX;
+	}
+	return limit > held ? limit - held : 0;
+}
+
+static double gib(size_t b)
+{
+	return (double)b / 1073741824.0;
+}
+
+int device_fit_batch(struct trial_device *d, const struct args *a, const struct model *m,
+		     const struct ops_ctx *ops, int *batch, struct memplan *plan)
+{
+	char what[160];
+	size_t avail = memory_free(d, a, what, sizeof(what));
+	d->batch_asked = d->batch = *batch;
+	if (memplan_build(plan, m, *batch, ops, 0))
+		return -1;
+	size_t need = memplan_total(plan);
+	if (need <= avail)
+		return 0;
+	size_t fixed = memplan_fixed(plan) + plan->workspace_fixed;
+	double per = (double)(need - fixed) / *batch;
+	memplan_release(plan);
+	int fit = memplan_max_batch(m, *batch, ops, avail);
+	const char *hint = "lower --batch_size, or let --batch_rule aiperf take what fits";
+	if (fit < 1)
+		hint = "not even one image fits";
+	else if (a->world_size > 1) /* ranks capping each on its own could disagree */
+		hint = "with several ranks, give them all a --batch_size that fits";
+	if (strcmp(a->batch_rule, "aiperf") || fit < 1 || a->world_size > 1)
+		return error("batch %d does not fit: its memory plan needs %.2f GiB (%.2f MB per image, "
+			     "%.2f GiB fixed), %s is %.2f GiB, enough for batch %d; %s", *batch,
+			     gib(need), per / 1e6, gib(fixed), what, gib(avail), fit, hint);
+	printf("aah-trial: --batch_rule aiperf: batch %d needs %.2f GiB by the memory plan (%.2f MB "
+	       "per image, %.2f GiB fixed), %s is %.2f GiB: training with batch %d, the largest "
+	       "that fits\n", *batch, gib(need), per / 1e6, gib(fixed), what, gib(avail), fit);
+	fflush(stdout);
+	size_t len = strlen(d->batch_rule);
+	snprintf(d->batch_rule + len, sizeof(d->batch_rule) - len, "%sbatch %d capped to %d by the "
+		 "memory plan", len ? ", " : "aiperf: ", *batch, fit);
+	*batch = d->batch = fit;
+	return memplan_build(plan, m, *batch, ops, 0);
+}
+
 void device_log(const struct trial_device *d, const char *precision, int rank, int world)
 {
 	if (d->gpu)
@@ -71,11 +171,15 @@ void device_result(const struct trial_device *d, cJSON *r, long cores)
 	char *s = d->gpu ? xstrfmt("cuda:%d", d->dev.index) : xstrfmt("cpu:%ld", cores);
 	cJSON_AddItemToArray(dev, cJSON_CreateString(s));
 	free(s);
+	if (d->batch)
+		cJSON_AddNumberToObject(r, "batch", d->batch);
+	if (d->batch_rule[0]) {
+		cJSON_AddStringToObject(r, "batch_rule", d->batch_rule);
+		cJSON_AddNumberToObject(r, "batch_asked", d->batch_asked);
+	}
 	if (!d->gpu)
 		return;
 	cJSON *names = cJSON_AddArrayToObject(r, "device_names");
 	cJSON_AddItemToArray(names, cJSON_CreateString(d->dev.name));
 	cJSON_AddNumberToObject(r, "device_memory_gib", d->dev.mem_gib);
-	if (d->batch_rule[0])
-		cJSON_AddStringToObject(r, "batch_rule", d->batch_rule);
 }

@@ -6,6 +6,8 @@
 
 #include "kernels/cpu/cpu_probe.h" /* --probe */
 #include "trialimg/args.h"
+#include "trialimg/memplan.h" /* --plan */
+#include "trialimg/model.h"
 #include "trialimg/train.h"
 #include "trialimg/elastic.h" /* ELASTIC_EXIT_RESIZE */
 #include "util.h"
@@ -49,6 +51,52 @@ static const char *env_get(const char *name)
 	return getenv(name);
 }
 
+/* --plan: the memory plan of a step of --arch at --batch_size and
+ * --precision on --backend's ops (auto: cpu), with no device: the plan
+ * reads the backend's table and settings, it starts nothing. */
+static int print_plan(const struct args *a)
+{
+	const char *name = strcmp(a->backend, "auto") ? a->backend : "cpu";
+	const struct ops_backend *be = ops_backend_find(name);
+	if (!be)
+		return error("--plan: no backend '%s' in this aah-trial", name);
+	if (!a->arch)
+		return error("--plan needs --arch");
+	const char *prec = strcmp(a->precision, "auto") ? a->precision
+			   : be->caps & OPS_CAP_GPU    ? "bf16"
+						       : "fp32";
+	struct ops_ctx ctx = { .be = be, .conv_algo = ops_conv_algo_parse(a->conv_algo) };
+	if (be == ops_backend_find("cpu")) /* what its init would set on this machine */
+		ctx.blocked = cpu_probe_layout();
+	if (!strcmp(prec, "bf16") || !strcmp(prec, "fp16"))
+		ctx.conv_type = prec[1] == 'b' ? OPS_BF16 : OPS_F16;
+	else if (strcmp(prec, "fp32"))
+		return error("--precision %s: must be fp32, bf16, fp16 or auto", prec);
+	if (ctx.conv_algo < 0)
+		return error("--conv_algo %s: must be one of " OPS_CONV_ALGO_NAMES, a->conv_algo);
+	struct model m;
+	struct memplan p;
+	int batch = (int)a->batch_size;
+	if (model_load(&m, a->arch))
+		return -1;
+	if (memplan_build(&p, &m, batch, &ctx, 0)) {
+		model_release(&m, NULL);
+		return -1;
+	}
+	size_t params = 0;
+	for (int i = 0; i < m.n_layers; i++)
+		params += m.layers[i].n_weights + m.layers[i].n_biases;
+	printf("memory plan of a training step: %s (%d layers, %zu parameters), batch %d, "
+	       "precision %s, backend %s\n", a->arch, m.n_layers, params, batch, prec, be->name);
+	memplan_print(&p, &ctx, stdout);
+	memplan_release(&p);
+	if (a->memory_limit > 0) /* sizing a device: what fits in it */
+		printf("largest batch in --memory_limit %g MiB: %d\n", a->memory_limit,
+		       memplan_max_batch(&m, 65536, &ctx, (size_t)(a->memory_limit * 1048576.0)));
+	model_release(&m, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -75,6 +123,13 @@ int main(int argc, char **argv)
 		args_help(stdout);
 		args_release(&a);
 		return 0;
+	}
+	if (a.plan) {
+		int prc = print_plan(&a);
+		if (prc)
+			fprintf(stderr, "aah-trial: %s\n", util_last_error());
+		args_release(&a);
+		return prc ? 2 : 0;
 	}
 	if (a.probe) {
 		print_probe();

@@ -102,6 +102,7 @@ void model_build(struct model *m, const struct arch *a)
 			if (L->inputs[k])
 				m->layers[L->inputs[k] - 1].n_users++;
 		}
+		L->op.no_dx0 = L->inputs[0] == 0;
 		L->op.out = ops_shape_of(&r->out);
 		L->rank2 = r->out.rank == 2;
 		L->flops_fwd = r->flops_fwd;

@@ -11,6 +11,7 @@
 
 #include "arch.h"        /* struct arch, enum arch_type */
 #include "kernels/ops.h" /* struct ops_layer, struct ops_ctx */
+#include "trialimg/memplan.h" /* struct memplan */
 
 /* Tensor ids: 0 is the network input, t = i + 1 is the output of layer i
  * (in sorted order). */
@@ -45,13 +46,21 @@ struct model {
 	float *params, *grads, *velocity; /* (n_params) each */
 	size_t n_stats;
 	float *stats;                /* batchnorm running + batch statistics */
-	void *block;                 /* params, grads, velocity, stats in this order,
-				      * carved from one allocation (kernels/carve.h),
-				      * each at a multiple of MODEL_BLOCK_ALIGN */
+	int keep_grads;              /* set before model_alloc: every activation
+				      * gradient keeps its own buffer (tests read
+				      * them after the backward) */
+	struct memplan plan;         /* what the block holds, where (memplan.h) */
+	void *block;                 /* the plan's one allocation: params, grads,
+				      * velocity, stats, then activations, their
+				      * gradients, fan-out scratch and dropout masks,
+				      * carved as kernels/carve.h does, each region at
+				      * a multiple of MODEL_BLOCK_ALIGN */
 	size_t block_bytes;
-	float *acts, *dacts;         /* activations and their gradients: (n_acts) each */
-	size_t n_acts, n_masks;
-	float *scratch;              /* fan-out gradients: (max_in, batch, max tensor) */
+	size_t state_bytes;          /* the block's first bytes: params .. stats */
+	float *acts, *dacts;         /* the activations and gradients regions */
+	size_t n_masks;
+	float *scratch;              /* fan-out gradients: (plan.scratch_rows,
+				      * scratch_stride) */
 	uint8_t *masks;              /* dropout masks: (n_masks) */
 	size_t scratch_stride;
 	char *seen;                  /* (n_layers+1) backward bookkeeping */
@@ -81,9 +90,14 @@ int model_load(struct model *m, const char *path);
  * average pool, dense (stable at AIPerf's default learning rate 0.1). Fills
  * a (the caller checks and releases it). */
 void model_default_arch(struct arch *a, int h, int w, int c, int classes);
-/* Allocate the blocks for batches of up to `batch` samples and initialise
- * the parameters from seed (He / Glorot uniform, zero biases, BN 1/0). */
+/* Allocate the block for batches of up to `batch` samples as the memory
+ * plan places it (memplan_build for no backend, fp32, m->keep_grads) and
+ * initialise the parameters from seed (He / Glorot uniform, zero biases,
+ * BN 1/0). */
 int model_alloc(struct model *m, int batch, uint64_t seed);
+/* The same for a plan the caller built for m (memplan_build); the model
+ * takes *p over (model_release frees it) and *p is left empty. */
+int model_alloc_planned(struct model *m, struct memplan *p, uint64_t seed);
 /* Picks each activation's layout for ctx's backend: its blocked layout
  * (ctx->blocked) where the tensor's c is a multiple of the block width, its producer and all its readers
  * take blocked tensors and, for the ops that keep one layout (all but

@@ -23,66 +23,61 @@ static float rng_uniform(uint64_t *s, float a)
 
 int model_alloc(struct model *m, int batch, uint64_t seed)
 {
-	size_t nw = 0, nb = 0, nstats = 0, nact = 0, nmask = 0, maxt = 0;
-	int max_in = 1;
+	struct memplan p;
+	if (memplan_build(&p, m, batch, NULL, m->keep_grads))
+		return -1;
+	return model_alloc_planned(m, &p, seed);
+}
+
+int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
+{
+	size_t nw = 0, nb = 0, nstats = 0, nmask = 0;
+	int max_in = 1, batch = plan->batch;
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
-		size_t t = (size_t)batch * ops_shape_size(&L->op.out);
 		nw += L->n_weights;
 		nb += L->n_biases;
-		nact += t;
-		if (t > maxt)
-			maxt = t;
 		if (L->op.cfg.type == OPS_BATCHNORM)
 			nstats += 4 * (size_t)L->op.out.c;
 		if (L->op.cfg.type == OPS_DROPOUT)
-			nmask += t;
+			nmask += (size_t)batch * ops_shape_size(&L->op.out);
 		if (L->op.n_in > max_in)
 			max_in = L->op.n_in;
 	}
+	m->plan = *plan;
+	memset(plan, 0, sizeof(*plan));
 	m->batch = batch;
 	m->n_params = nw + nb;
 	m->n_decayed = nw;
 	m->n_stats = nstats;
-	/* the training state in one block, carved once (kernels/carve.h) */
-	struct carve lay;
-	size_t np = (m->n_params ? m->n_params : 1) * sizeof(float);
-	int ip, ig, iv, is;
-	if (carve_init(&lay, MODEL_BLOCK_ALIGN) || (ip = carve_add(&lay, "parameters", np)) < 0 ||
-	    (ig = carve_add(&lay, "gradients", np)) < 0 || (iv = carve_add(&lay, "velocities", np)) < 0 ||
-	    (is = carve_add(&lay, "batchnorm statistics", (nstats ? nstats : 1) * sizeof(float))) < 0)
-		return -1;
-	m->block_bytes = lay.total;
-	m->block = xcalloc(1, lay.total);
-	m->params = carve_at(&lay, m->block, ip);
-	m->grads = carve_at(&lay, m->block, ig);
-	m->velocity = carve_at(&lay, m->block, iv);
-	m->stats = carve_at(&lay, m->block, is);
-	m->n_acts = nact;
+	/* everything in one block, carved once (kernels/carve.h) */
+	const struct carve *lay = &m->plan.lay;
+	m->block_bytes = lay->total;
+	m->state_bytes = lay->r[MEMPLAN_STATS].offset + lay->r[MEMPLAN_STATS].bytes;
+	m->block = xcalloc(1, lay->total);
+	m->params = carve_at(lay, m->block, MEMPLAN_PARAMS);
+	m->grads = carve_at(lay, m->block, MEMPLAN_GRADS);
+	m->velocity = carve_at(lay, m->block, MEMPLAN_VELOCITY);
+	m->stats = carve_at(lay, m->block, MEMPLAN_STATS);
+	m->acts = carve_at(lay, m->block, MEMPLAN_ACTS);
+	m->dacts = carve_at(lay, m->block, MEMPLAN_DACTS);
+	m->scratch = carve_at(lay, m->block, MEMPLAN_SCRATCH);
+	m->masks = carve_at(lay, m->block, MEMPLAN_MASKS);
 	m->n_masks = nmask;
-	m->acts = xmalloc(nact * sizeof(float));
-	m->dacts = xmalloc(nact * sizeof(float));
-	m->masks = xmalloc(nmask ? nmask : 1);
-	m->scratch_stride = maxt;
-	m->scratch = xmalloc((size_t)max_in * maxt * sizeof(float));
+	m->scratch_stride = m->plan.scratch_stride;
 	m->seen = xcalloc(m->n_layers + 1, 1);
 	m->max_in = max_in;
 	m->xs = xcalloc(max_in, sizeof(*m->xs));
 	m->dxs = xcalloc(max_in, sizeof(*m->dxs));
 
-	size_t pw = 0, pb = nw, ps = 0, pa = 0, pm = 0;
+	size_t pw = 0, pb = nw, ps = 0, pm = 0;
 	uint64_t rng = seed * 0x2545f4914f6cdd1dull + 1;
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
 		struct ops_layer *op = &L->op;
 		size_t t = (size_t)batch * ops_shape_size(&op->out);
-		L->act = m->acts + pa;
-		L->dact = m->dacts + pa;
-		pa += t;
-		if (L->fused) {
-			L->act = m->layers[L->inputs[0] - 1].act;
-			L->dact = m->layers[L->inputs[0] - 1].dact;
-		}
+		L->act = (float *)((char *)m->acts + m->plan.act_off[i]);
+		L->dact = (float *)((char *)m->dacts + m->plan.dact_off[i]);
 		switch (op->cfg.type) {
 		case OPS_CONV2D:
 		case OPS_DENSE: {
@@ -256,7 +251,10 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 			} else if (!m->seen[t]) {
 				m->dxs[k] = m->layers[t - 1].dact;  /* first writer overwrites */
 				m->seen[t] = 1;
-			} else {
+			} else { /* a later part of a fan-out gradient: where the plan put it */
+				if (k >= m->plan.scratch_rows ||
+				    (size_t)n * ops_shape_size(&L->in_shapes[k]) > m->scratch_stride)
+					BUG("layer '%s' input %d: no fan-out scratch planned", L->id, k);
 				m->dxs[k] = m->scratch + (size_t)k * m->scratch_stride;
 			}
 		}
@@ -289,19 +287,13 @@ int model_update(struct model *m, struct ops_ctx *ctx, float lr, float momentum,
 
 int model_resident(struct model *m, struct ops_ctx *ctx)
 {
-	size_t f = sizeof(float);
-	return ops_resident(ctx, m->block, m->block_bytes) ||
-	       ops_resident(ctx, m->acts, m->n_acts * f) ||
-	       ops_resident(ctx, m->dacts, m->n_acts * f) ||
-	       ops_resident(ctx, m->scratch, (size_t)m->max_in * m->scratch_stride * f) ||
-	       ops_resident(ctx, m->masks, m->n_masks) ? -1 : 0;
+	return ops_resident(ctx, m->block, m->block_bytes);
 }
 
 void model_release(struct model *m, struct ops_ctx *ctx)
 {
-	void *blocks[] = { m->block, m->acts, m->dacts, m->scratch, m->masks };
-	for (size_t k = 0; ctx && k < ARRAY_SIZE(blocks); k++)
-		ops_forget(ctx, blocks[k]);
+	if (ctx && m->block)
+		ops_forget(ctx, m->block);
 	for (int i = 0; m->layers && i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
 		if (ctx && ctx->be->layer[L->op.cfg.type]->release)
@@ -314,10 +306,7 @@ void model_release(struct model *m, struct ops_ctx *ctx)
 	free(m->layers);
 	free(m->block);
 	free(m->layouts);
-	free(m->acts);
-	free(m->dacts);
-	free(m->masks);
-	free(m->scratch);
+	memplan_release(&m->plan);
 	free(m->seen);
 	free(m->xs);
 	free(m->dxs);

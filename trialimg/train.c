@@ -121,7 +121,7 @@ out:
 static int save_checkpoint(struct trial *t)
 {
 	struct model *m = &t->m;
-	if (t->ops_ok && ops_sync(&t->ops, m->block, m->block_bytes, OPS_TO_HOST))
+	if (t->ops_ok && ops_sync(&t->ops, m->block, m->state_bytes, OPS_TO_HOST))
 		return -1;
 	struct ckpt_header h = {
 		.n_params = m->n_params, .n_stats = m->n_stats,
@@ -594,8 +594,12 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		return -1;
 	if (loader_check_batch(&t->tr, t->batch, t->world))  /* before sizing anything by it */
 		return -1;
-	if (model_alloc(&t->m, t->batch, (uint64_t)a->seed))
+	struct memplan plan;  /* the step's memory, checked before it is allocated; a cap
+			       * only lowers the batch */
+	t->ops.conv_algo = ops_conv_algo_parse(a->conv_algo); /* args_parse checked it */
+	if (device_fit_batch(&t->dev, a, &t->m, &t->ops, &t->batch, &plan))
 		return -1;
+	model_alloc_planned(&t->m, &plan, (uint64_t)a->seed); /* the model takes the plan */
 	if (t->dist && t->ops.be->comm_init) {
 		if (t->ops.be->comm_init(&t->ops, t->rank, t->world, share_comm_id, t->dist))
 			return -1;
@@ -604,7 +608,6 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->scaled = !strcmp(prec, "fp16");
 	if (t->scaled && loss_scale_init(&t->ls, (float)a->loss_scale, a->loss_scale_interval))
 		return -1;
-	t->ops.conv_algo = ops_conv_algo_parse(a->conv_algo); /* args_parse checked it */
 	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
 	int workers = a->num_parallel_calls; /* 0: the rank's cores (loader_cores) */
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||

@@ -155,11 +155,22 @@ static void bn_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
+/* A fused relu's workspace: oneDNN's jit kernels keep one bit per value
+ * from the forward for the backward. */
+static size_t bn_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			   size_t *scratch)
+{
+	(void)ctx;
+	*scratch = 0;
+	return l->cfg.fuse_relu ? ((size_t)n * ops_shape_size(&l->out) + 7) / 8 : 0;
+}
+
 const struct ops_layer_ops cpu_bn_ops = {
 	.type = OPS_BATCHNORM,
 	.name = "batch normalization",
 	.forward = bn_forward,
 	.backward = bn_backward,
 	.release = bn_release,
+	.workspace = bn_workspace,
 	.blocked = 1,
 };

@@ -156,7 +156,8 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	if (cpu_xfer_init(ctx, &p->dst, &dst,
 			  dnnl_primitive_desc_query_md(fpd, dnnl_query_dst_md, 0), 0) ||
 	    cpu_xfer_init(ctx, &p->diff_src, &src,
-			  dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_src_md, 0), 0) ||
+			  l->no_dx0 ? &src : dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_src_md, 0),
+			  0) ||
 	    cpu_mem(ctx, &p->bias, &b) || cpu_mem(ctx, &p->diff_bias, &b))
 		goto out;
 	p->n = n;
@@ -172,13 +173,19 @@ out:
 	return rc;
 }
 
-static int conv_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan *p)
+/* Whether conv_build tries Winograd for l. */
+static int conv_winograd(const struct ops_ctx *ctx, const struct ops_layer *l)
 {
 	const struct ops_layer_cfg *c = &l->cfg;
-	int rc;
 	/* oneDNN also offers Winograd for a few input channels, where it loses */
-	if (ctx->conv_algo != OPS_CONV_DIRECT && ctx->conv_type == OPS_F32 && c->kernel == 3 &&
-	    c->stride == 1 && l->in[0].c % 16 == 0 && c->units % 16 == 0) {
+	return ctx->conv_algo != OPS_CONV_DIRECT && ctx->conv_type == OPS_F32 && c->kernel == 3 &&
+	       c->stride == 1 && l->in[0].c % 16 == 0 && c->units % 16 == 0;
+}
+
+static int conv_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_plan *p)
+{
+	int rc;
+	if (conv_winograd(ctx, l)) {
 		rc = conv_build_alg(ctx, l, n, p, dnnl_convolution_winograd, OPS_F32, 0);
 		if (rc <= 0)
 			return rc;
@@ -276,11 +283,48 @@ static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
+#define MIB2 ((size_t)2 << 20)
+
+/* What conv_build_alg allocates: the weights in oneDNN's layout, one copy
+ * in the compute type for the forward and one for the backward data pass,
+ * the weight gradient's in fp32; with bf16, the bf16 copies of the input
+ * (the forward's, kept for the weight gradient) and of the output
+ * gradient; the gradient of an input of channels that do not fill a
+ * vector register is padded to ctx->blocked's width (the network's input
+ * has none). The activations
+ * are in the primitives' layout already (the model keeps them blocked from
+ * layer to layer). Winograd's scratchpad (oneDNN's, one for all
+ * primitives) holds the weights transformed to 6x6 tiles, twice for the
+ * weight gradient, and per-thread tile buffers, each in 2 MiB pages:
+ * measured on AVX-512 to within 10%; oneDNN has these kernels on AVX-512
+ * only, where the blocked layout is 16 wide. */
+static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			     size_t *scratch)
+{
+	const struct ops_shape *in = &l->in[0];
+	size_t nw = (size_t)l->cfg.units * (size_t)l->cfg.kernel * (size_t)l->cfg.kernel *
+		    (size_t)in->c;
+	size_t e = ctx->conv_type == OPS_F32 ? sizeof(float) : 2;
+	size_t b = 2 * nw * e + nw * sizeof(float);
+	if (ctx->conv_type != OPS_F32)
+		b += (size_t)n * (ops_shape_size(in) + ops_shape_size(&l->out)) * e;
+	int blk = ops_layout_block(ctx->blocked);
+	if (in->c % blk && !l->no_dx0)
+		b += (size_t)n * in->h * in->w * (size_t)((in->c + blk - 1) / blk * blk) * sizeof(float);
+	*scratch = 0;
+	if (conv_winograd(ctx, l) && ctx->blocked == OPS_BLOCKED16) {
+		size_t u = 2 * 36 * (size_t)in->c * (size_t)l->cfg.units * sizeof(float);
+		*scratch = (u + MIB2 - 1) / MIB2 * MIB2 + 4 * MIB2;
+	}
+	return b;
+}
+
 const struct ops_layer_ops cpu_conv_ops = {
 	.type = OPS_CONV2D,
 	.name = "convolution",
 	.forward = conv_forward,
 	.backward = conv_backward,
 	.release = conv_release,
+	.workspace = conv_workspace,
 	.blocked = 1,
 };

@@ -206,11 +206,22 @@ static void maxpool_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
+/* The window position of each output's maximum, one byte each, kept
+ * from the training forward for the backward. */
+static size_t maxpool_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+				size_t *scratch)
+{
+	(void)ctx;
+	*scratch = 0;
+	return (size_t)n * ops_shape_size(&l->out);
+}
+
 const struct ops_layer_ops cpu_maxpool_ops = {
 	.type = OPS_MAXPOOL,
 	.name = "max pooling",
 	.forward = maxpool_forward,
 	.backward = maxpool_backward,
 	.release = maxpool_release,
+	.workspace = maxpool_workspace,
 	.blocked = 1,
 };

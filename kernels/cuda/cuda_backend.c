@@ -170,6 +170,9 @@ static int cuda_device_info(struct ops_ctx *ctx, struct ops_device *dev)
 	dev->mem_gib = (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0);
 	dev->cc_major = p.major;
 	dev->cc_minor = p.minor;
+	size_t free_b = 0, total_b = 0;
+	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+	dev->mem_free = free_b;
 	return 0;
 }
 

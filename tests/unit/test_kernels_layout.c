@@ -117,6 +117,7 @@ static void setup_model(struct model *m)
 	cr_assert_not_null(doc);
 	cr_assert_eq(model_parse(m, doc, "layout net"), 0, "%s", util_last_error());
 	cJSON_Delete(doc);
+	m->keep_grads = 1; /* every layer's gradient is compared */
 	cr_assert_eq(model_alloc(m, N, 5), 0);
 	seed = 99;
 	for (size_t i = m->n_decayed; i < m->n_params; i++)  /* non-trivial biases, BN affine */

@@ -1,0 +1,206 @@
+/* test_memplan.c: the memory plan of a training step (trialimg/memplan.c):
+ * its targets on AIPerf's ResNet-50, gradient buffers shared by liveness,
+ * and the plan against what the CPU backend really allocates. */
+#include <criterion/criterion.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "kernels/ops.h"
+#include "runner/tuner/graph.h"
+#include "runner/tuner/morph.h"
+#include "trialimg/memplan.h"
+#include "trialimg/model.h"
+#include "util.h"
+
+#define MB 1e6
+
+/* AIPerf's start graph at 224x224x3, 1000 classes: what
+ * tests/gpu/resnet50-arch.sh writes (trial 1 of the ImageNet config;
+ * test_nni_graph holds it to AIPerf's resnet50.json) */
+static void resnet50(struct model *m)
+{
+	struct tgraph g;
+	struct arch a;
+	cr_assert_eq(tmodel_resnet50(&g, 224, 3, 1000), 0, "%s", util_last_error());
+	tgraph_to_arch(&g, &a);
+	cJSON *doc = arch_to_json(&a);
+	cr_assert_eq(model_parse(m, doc, "resnet50"), 0, "%s", util_last_error());
+	cJSON_Delete(doc);
+	arch_release(&a);
+	tgraph_release(&g);
+}
+
+static void load(struct model *m, const char *name)
+{
+	char *p = xstrfmt("%s/tests/fixtures/arch/%s", getenv("AAH_ROOT") ? getenv("AAH_ROOT") : ".",
+			  name);
+	cr_assert_eq(model_load(m, p), 0, "%s", util_last_error());
+	free(p);
+}
+
+/* The settings of a backend, not started: what --plan gives memplan_build */
+static struct ops_ctx settings(const char *backend, enum ops_dtype conv_type)
+{
+	return (struct ops_ctx){ .be = ops_backend_find(backend), .conv_type = conv_type };
+}
+
+/* bytes per image that grow with the batch, from two batches' plans */
+static double per_image(const struct model *m, const struct ops_ctx *ctx)
+{
+	struct memplan a, b;
+	cr_assert_eq(memplan_build(&a, m, 64, ctx, 0), 0, "%s", util_last_error());
+	cr_assert_eq(memplan_build(&b, m, 128, ctx, 0), 0, "%s", util_last_error());
+	double d = (double)(memplan_total(&b) - b.host - memplan_total(&a) + a.host) / 64;
+	memplan_release(&a);
+	memplan_release(&b);
+	return d;
+}
+
+/* AIPerf's 14 images per GiB leave 76.7 MB per image for everything: the
+ * issue's targets are 128 MB in fp32, 64 MB in bf16 (not met yet: the
+ * activations stay fp32, docs/trainer.md) */
+Test(memplan, resnet50_meets_the_fp32_target)
+{
+	struct model m;
+	resnet50(&m);
+	cr_assert_eq(m.n_layers, 174);
+	struct ops_ctx cpu = settings("cpu", OPS_F32);
+	cpu.blocked = OPS_BLOCKED16; /* an AVX-512 machine's */
+	const struct ops_ctx *ctxs[] = { NULL, &cpu };
+	for (int k = 0; k < 2; k++) {
+		double fp32 = per_image(&m, ctxs[k]);
+		fprintf(stderr, "resnet50 %s: fp32 %.1f MB per image\n", k ? "cpu" : "no backend",
+			fp32 / MB);
+		cr_assert_leq(fp32, 128 * MB, "fp32: %.1f MB per image", fp32 / MB);
+	}
+	model_release(&m, NULL);
+}
+
+/* Every output but a fused relu's has its own bytes; the gradients share
+ * theirs by liveness, and keep_grads gives each its own. */
+Test(memplan, fused_relus_keep_nothing_and_gradients_share)
+{
+	struct model m;
+	resnet50(&m);
+	size_t want = 0, fused = 0;
+	int batch = 8;
+	for (int i = 0; i < m.n_layers; i++) {
+		size_t b = (size_t)batch * ops_shape_size(&m.layers[i].op.out) * sizeof(float);
+		if (m.layers[i].fused)
+			fused++;
+		else
+			want += (b + 63) / 64 * 64;
+	}
+	cr_assert_gt(fused, 40, "ResNet-50's relus after its batchnorms and adds are fused");
+	struct memplan p, k;
+	cr_assert_eq(memplan_build(&p, &m, batch, NULL, 0), 0);
+	cr_assert_eq(memplan_build(&k, &m, batch, NULL, 1), 0);
+	cr_assert_eq(p.lay.r[MEMPLAN_ACTS].bytes, want);
+	cr_assert_eq(k.lay.r[MEMPLAN_DACTS].bytes, k.dacts_unshared);
+	cr_assert_eq(p.dacts_unshared, k.dacts_unshared);
+	/* a later reader's part of a fan-out gradient: ResNet-50's are all
+	 * convolutions' (input 0), the adds write first */
+	cr_assert_eq(p.scratch_rows, 1);
+	cr_assert_lt(p.lay.r[MEMPLAN_DACTS].bytes * 5, p.dacts_unshared,
+		     "%zu bytes of gradients live at once of %zu", p.lay.r[MEMPLAN_DACTS].bytes,
+		     p.dacts_unshared);
+	memplan_release(&p);
+	memplan_release(&k);
+	model_release(&m, NULL);
+}
+
+/* Two buffers whose lives overlap never share a byte: for each layer's
+ * backward, its output gradient and those of its inputs are apart. */
+Test(memplan, live_gradients_are_apart)
+{
+	struct model m;
+	resnet50(&m);
+	cr_assert_eq(model_alloc(&m, 2, 1), 0, "%s", util_last_error());
+	for (int i = 0; i < m.n_layers; i++) {
+		const struct model_layer *L = &m.layers[i];
+		if (L->fused)
+			continue;
+		size_t ny = 2 * ops_shape_size(&L->op.out);
+		for (int a = 0; a < L->op.n_in; a++) {
+			int t = L->inputs[a];
+			if (!t)
+				continue;
+			const float *d = m.layers[t - 1].dact;
+			size_t nd = 2 * ops_shape_size(&m.layers[t - 1].op.out);
+			cr_assert(d + nd <= L->dact || L->dact + ny <= d, "layer %s: input %d's gradient "
+				  "overlaps its own", L->id, a);
+		}
+	}
+	model_release(&m, NULL);
+}
+
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* What the model and the CPU backend allocate for a training step (heap in
+ * use after two, one thread: one malloc arena) is the plan's total, but
+ * the host buffers the trainer's loaders hold, within 5%. (The plan does
+ * not see the layout conversions oneDNN's Winograd kernels need at an
+ * NHWC edge: cnn2, whose second convolution feeds a flatten, allocates
+ * 10% more than planned.) */
+static void plan_is_what_is_allocated(const char *arch, int batch, const char *prec, int algo)
+{
+	struct model m;
+	struct ops_ctx ctx;
+	load(&m, arch);
+	cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 3), 0, "%s", util_last_error());
+	int ran = ctx.be->set_precision(&ctx, prec);
+	ctx.conv_algo = algo;
+	cr_assert_geq(ran, 0);
+	if (ran > 0) {
+		fprintf(stderr, "skipped: %s: %s\n", prec, util_last_error());
+		ops_ctx_release(&ctx);
+		model_release(&m, NULL);
+		return;
+	}
+	size_t nx = (size_t)batch * ops_shape_size(&m.input);
+	float *x = xmalloc(nx * sizeof(float));
+	float *dl = xcalloc((size_t)batch * m.num_classes, sizeof(float));
+	for (size_t i = 0; i < nx; i++)
+		x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+	for (int i = 0; i < batch; i++)
+		dl[i * m.num_classes + i % m.num_classes] = 1.0f / (float)batch;
+	struct memplan p;
+	cr_assert_eq(memplan_build(&p, &m, batch, &ctx, 0), 0, "%s", util_last_error());
+	size_t planned = memplan_total(&p) - p.host;
+	size_t before = heap_in_use();
+	cr_assert_eq(model_alloc_planned(&m, &p, 1), 0, "%s", util_last_error());
+	for (int step = 0; step < 2; step++) {
+		cr_assert_eq(model_forward(&m, &ctx, x, batch, 1), 0, "%s", util_last_error());
+		cr_assert_eq(model_backward(&m, &ctx, x, batch, dl), 0, "%s", util_last_error());
+		cr_assert_eq(model_update(&m, &ctx, 0.01f, 0.9f, 1e-4f), 0, "%s", util_last_error());
+	}
+	size_t used = heap_in_use() - before;
+	fprintf(stderr, "%s batch %d %s: planned %zu bytes, allocated %zu (%+.1f%%)\n", arch, batch,
+		prec, planned, used, 100.0 * ((double)used - (double)planned) / (double)planned);
+	cr_assert_leq((double)used, 1.05 * (double)planned, "allocated %zu, planned %zu", used,
+		      planned);
+	cr_assert_geq((double)used, 0.95 * (double)planned, "allocated %zu, planned %zu", used,
+		      planned);
+	model_release(&m, &ctx);
+	ops_ctx_release(&ctx);
+	free(x);
+	free(dl);
+}
+
+Test(memplan, cpu_fp32_allocates_the_plan, .timeout = 120)
+{
+	plan_is_what_is_allocated("resnet_small.json", 32, "fp32", OPS_CONV_AUTO);
+	plan_is_what_is_allocated("resnet_small.json", 64, "fp32", OPS_CONV_DIRECT);
+}
+
+Test(memplan, cpu_bf16_allocates_the_plan, .timeout = 120)
+{
+	plan_is_what_is_allocated("resnet_small.json", 32, "bf16", OPS_CONV_AUTO);
+}

@@ -1,0 +1,279 @@
+/* memplan.c: the memory plan of a training step (see memplan.h). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trialimg/data/loader.h" /* LOADER_DEPTH */
+#include "trialimg/memplan.h"
+#include "trialimg/model.h" /* struct model, MODEL_BLOCK_ALIGN */
+#include "util.h"
+
+/* each buffer inside a region starts at a multiple of this (a cache line,
+ * the widest vector load) */
+#define MEMPLAN_ALIGN 64
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+/* The layer whose buffers a layer's output uses: a fused relu writes in
+ * place into its producer's. */
+static int owner(const struct model *m, int i)
+{
+	while (m->layers[i].fused)
+		i = m->layers[i].inputs[0] - 1;
+	return i;
+}
+
+/* A gradient buffer: live from the backward of layer `from` (the first to
+ * write it: its last reader, or before the backward for the logits) down to
+ * that of layer `to` (its producer, which reads it last). */
+struct live {
+	int layer;              /* its owner */
+	int from, to;           /* layer indices, from >= to */
+	size_t bytes, off;
+};
+
+static int by_from(const void *a, const void *b)
+{
+	const struct live *x = a, *y = b;
+	if (x->from != y->from)
+		return x->from > y->from ? -1 : 1;
+	return x->layer > y->layer ? -1 : x->layer < y->layer;
+}
+
+/* First fit: each buffer, in the order the backward needs them, at the
+ * lowest offset clear of every placed buffer whose life overlaps its own.
+ * Returns the bytes the region needs. */
+static size_t place(struct live *v, int n, int keep)
+{
+	size_t end = 0;
+	for (int i = 0; i < n; i++) {
+		size_t off = 0;
+		for (int moved = 1; moved;) {
+			moved = 0;
+			for (int j = 0; j < i; j++) {
+				int overlap = keep || (v[j].to <= v[i].from && v[i].to <= v[j].from);
+				if (overlap && off < v[j].off + v[j].bytes && v[j].off < off + v[i].bytes) {
+					off = v[j].off + v[j].bytes;
+					moved = 1;
+				}
+			}
+		}
+		v[i].off = off;
+		if (off + v[i].bytes > end)
+			end = off + v[i].bytes;
+	}
+	return end;
+}
+
+/* Whether layer j's backward writes its input k's gradient to the fan-out
+ * scratch (model_backward): when it is not the first to write that
+ * gradient, the last of the tensor's readers, and its first input of it. */
+static int into_scratch(const struct model *m, const int *last, int j, int k)
+{
+	int t = m->layers[j].inputs[k];
+	if (!t)
+		return 0;
+	if (last[t] != j)
+		return 1;
+	for (int q = 0; q < k; q++)
+		if (m->layers[j].inputs[q] == t)
+			return 1;
+	return 0;
+}
+
+static size_t act_size_of(const struct ops_ctx *ctx)
+{
+	(void)ctx; /* activations are stored in fp32 on every backend today */
+	return sizeof(float);
+}
+
+static int mul_ok(size_t a, size_t b, size_t *r)
+{
+	if (b && a > SIZE_MAX / b)
+		return 0;
+	*r = a * b;
+	return 1;
+}
+
+int memplan_build(struct memplan *p, const struct model *m, int batch, const struct ops_ctx *ctx,
+		  int keep_grads)
+{
+	int n = m->n_layers;
+	size_t nparams = 0, nstats = 0, nmask = 0, fan = 0, scratch0 = 0, scratch1 = 0;
+	int rows = 0;
+	memset(p, 0, sizeof(*p));
+	p->batch = batch;
+	p->act_size = act_size_of(ctx);
+	p->act_off = xcalloc((size_t)n + 1, sizeof(size_t));
+	p->dact_off = xcalloc((size_t)n + 1, sizeof(size_t));
+	struct live *v = xcalloc((size_t)n + 1, sizeof(*v));
+	int nv = 0, *last = xcalloc((size_t)n + 1, sizeof(int)); /* each tensor's last reader */
+	for (int j = 0; j < n; j++)
+		for (int k = 0; !m->layers[j].fused && k < m->layers[j].op.n_in; k++)
+			last[m->layers[j].inputs[k]] = j;
+	size_t acts = 0;
+	for (int i = 0; i < n; i++) {
+		const struct model_layer *L = &m->layers[i];
+		size_t vals, bytes;
+		if (!mul_ok((size_t)batch, ops_shape_size(&L->op.out), &vals) ||
+		    !mul_ok(vals, p->act_size, &bytes)) {
+			free(v);
+			free(last);
+			memplan_release(p);
+			return error("batch %d: layer '%s' would pass SIZE_MAX bytes", batch, L->id);
+		}
+		nparams += L->n_weights + L->n_biases;
+		if (L->op.cfg.type == OPS_BATCHNORM)
+			nstats += 4 * (size_t)L->op.out.c;
+		if (L->op.cfg.type == OPS_DROPOUT)
+			nmask += vals;
+		const struct ops_layer_ops *lo = ctx ? ctx->be->layer[L->op.cfg.type] : NULL;
+		if (lo && lo->workspace) { /* the batch's part and the fixed part */
+			size_t s0, s1, w0 = lo->workspace(ctx, &L->op, 0, &s0);
+			size_t w1 = lo->workspace(ctx, &L->op, batch, &s1);
+			p->workspace_fixed += w0;
+			p->workspace += w1 - w0;
+			scratch0 = s0 > scratch0 ? s0 : scratch0;
+			scratch1 = s1 > scratch1 ? s1 : scratch1;
+		}
+		if (L->fused)
+			continue;
+		for (int k = 0; k < L->op.n_in; k++) /* fan-out scratch rows */
+			if (into_scratch(m, last, i, k)) {
+				int t = L->inputs[k];
+				size_t tv = (size_t)batch * ops_shape_size(&m->layers[t - 1].op.out);
+				fan = tv > fan ? tv : fan;
+				rows = k + 1 > rows ? k + 1 : rows;
+			}
+		p->act_off[i] = acts;
+		acts += round_up(bytes, MEMPLAN_ALIGN);
+		v[nv++] = (struct live){ .layer = i, .from = i == m->output ? n : -1, .to = i,
+					  .bytes = round_up(bytes, MEMPLAN_ALIGN) };
+	}
+	/* each gradient's first writer: the last of the readers of its owner
+	 * and of the fused relus on it */
+	for (int j = 0; j < n; j++)
+		for (int k = 0; k < m->layers[j].op.n_in; k++) {
+			int t = m->layers[j].inputs[k];
+			if (!t || m->layers[j].fused)
+				continue;
+			int o = owner(m, t - 1);
+			for (int q = 0; q < nv; q++)
+				if (v[q].layer == o && v[q].from < j)
+					v[q].from = j;
+		}
+	for (int q = 0; q < nv; q++)
+		if (v[q].from < v[q].to) /* read by no one: never written */
+			v[q].from = v[q].to;
+	free(last);
+	qsort(v, (size_t)nv, sizeof(*v), by_from);
+	size_t dacts = place(v, nv, keep_grads);
+	for (int q = 0; q < nv; q++) {
+		p->dact_off[v[q].layer] = v[q].off;
+		p->dacts_unshared += v[q].bytes;
+	}
+	free(v);
+	for (int i = 0; i < n; i++)
+		if (m->layers[i].fused) {
+			p->act_off[i] = p->act_off[owner(m, i)];
+			p->dact_off[i] = p->dact_off[owner(m, i)];
+		}
+	/* two loaders (training, validation), LOADER_DEPTH batches each, of
+	 * fp32 images and int labels (trialimg/data/loader.c) */
+	p->host = (size_t)batch * (2 * LOADER_DEPTH * (ops_shape_size(&m->input) * sizeof(float) +
+						       sizeof(int)) +
+				   (size_t)m->num_classes * sizeof(float));
+	p->workspace_fixed += scratch0;
+	p->workspace += scratch1 - scratch0;
+	p->on_host = !ctx || !(ctx->be->caps & OPS_CAP_GPU);
+	p->scratch_stride = fan;
+	p->scratch_rows = rows;
+	size_t np = (nparams ? nparams : 1) * sizeof(float);
+	struct carve *c = &p->lay;
+	if (carve_init(c, MODEL_BLOCK_ALIGN) || carve_add(c, "parameters", np) < 0 ||
+	    carve_add(c, "gradients", np) < 0 || carve_add(c, "velocities", np) < 0 ||
+	    carve_add(c, "batchnorm statistics", (nstats ? nstats : 1) * sizeof(float)) < 0 ||
+	    carve_add(c, "activations", acts) < 0 || carve_add(c, "activation gradients", dacts) < 0 ||
+	    carve_add(c, "fan-out gradients", (size_t)rows * fan * p->act_size) < 0 ||
+	    carve_add(c, "dropout masks", nmask) < 0) {
+		memplan_release(p);
+		return -1;
+	}
+	return 0;
+}
+
+void memplan_release(struct memplan *p)
+{
+	free(p->act_off);
+	free(p->dact_off);
+	memset(p, 0, sizeof(*p));
+}
+
+size_t memplan_fixed(const struct memplan *p)
+{
+	return p->lay.r[MEMPLAN_ACTS].offset;
+}
+
+size_t memplan_total(const struct memplan *p)
+{
+	return p->lay.total + p->workspace_fixed + p->workspace + (p->on_host ? p->host : 0);
+}
+
+int memplan_max_batch(const struct model *m, int batch, const struct ops_ctx *ctx, size_t limit)
+{
+	int lo = 0, hi = batch; /* lo fits (0: nothing yet), hi + 1 does not */
+	while (lo < hi) {
+		int mid = lo + (hi - lo + 1) / 2;
+		struct memplan p;
+		if (memplan_build(&p, m, mid, ctx, 0))
+			return 0;
+		size_t total = memplan_total(&p);
+		memplan_release(&p);
+		if (total <= limit)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+static double mb(size_t b, int per)
+{
+	return (double)b / 1e6 / per;
+}
+
+void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out)
+{
+	const struct carve *c = &p->lay;
+	int n = p->batch;
+	size_t per = c->r[MEMPLAN_ACTS].bytes + c->r[MEMPLAN_DACTS].bytes +
+		     c->r[MEMPLAN_SCRATCH].bytes + c->r[MEMPLAN_MASKS].bytes + p->workspace;
+	size_t fixed = memplan_fixed(p) + p->workspace_fixed;
+	int ws = ctx && ctx->be->layer[OPS_CONV2D] && ctx->be->layer[OPS_CONV2D]->workspace;
+	fprintf(out, "per image (grows with the batch), MB:\n");
+	fprintf(out, "  kept activations      %9.2f  (every output but a fused relu's, %s)\n",
+		mb(c->r[MEMPLAN_ACTS].bytes, n), p->act_size == 2 ? "bf16" : "fp32");
+	fprintf(out, "  activation gradients  %9.2f  (the most live at once; %.2f with one buffer each)\n",
+		mb(c->r[MEMPLAN_DACTS].bytes, n), mb(p->dacts_unshared, n));
+	fprintf(out, "  fan-out gradients     %9.2f\n", mb(c->r[MEMPLAN_SCRATCH].bytes, n));
+	fprintf(out, "  dropout masks         %9.2f\n", mb(c->r[MEMPLAN_MASKS].bytes, n));
+	fprintf(out, "  backend workspace     %9.2f%s\n", mb(p->workspace, n),
+		ws ? "" : "  (not counted: this backend declares none before it runs)");
+	fprintf(out, "  total                 %9.2f\n", mb(per, n));
+	fprintf(out, "fixed, MB:\n");
+	fprintf(out, "  parameters            %9.2f  (fp32 master weights)\n",
+		mb(c->r[MEMPLAN_PARAMS].bytes, 1));
+	fprintf(out, "  gradients             %9.2f\n", mb(c->r[MEMPLAN_GRADS].bytes, 1));
+	fprintf(out, "  optimizer state       %9.2f  (SGD momentum)\n",
+		mb(c->r[MEMPLAN_VELOCITY].bytes, 1));
+	fprintf(out, "  batchnorm statistics  %9.2f\n", mb(c->r[MEMPLAN_STATS].bytes, 1));
+	fprintf(out, "  backend workspace     %9.2f\n", mb(p->workspace_fixed, 1));
+	fprintf(out, "  total                 %9.2f\n", mb(fixed, 1));
+	fprintf(out, "host, outside the model: %.2f MB per image (the loaders' batches)%s\n",
+		mb(p->host, n), p->on_host ? ", counted below" : ", not on the device");
+	fprintf(out, "total at batch %d: %.3f GiB\n", n, (double)memplan_total(p) / 1073741824.0);
+}

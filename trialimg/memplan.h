@@ -1,0 +1,86 @@
+/* memplan.h: the memory plan of a training step: every buffer the model
+ * needs for a batch, sized and placed from the layer graph before anything
+ * is allocated, as the regions of one block (kernels/carve.h).
+ *
+ * What it keeps (docs/trainer.md, "Memory"):
+ * - parameters, their gradients, the optimiser's velocities and the
+ *   batchnorm statistics: fixed, fp32;
+ * - each layer's output that is not a fused relu's (a fused relu's output
+ *   is its batchnorm's or add's, in place): the forward writes it and the
+ *   backward reads it (every op's backward is handed x and y);
+ * - each output's gradient only while it is live: from the backward of
+ *   its last reader (which writes it first) to its producer's backward
+ *   (which reads it last); buffers whose lives do not overlap share bytes;
+ * - the fan-out scratch: a later reader's part of the gradient of a tensor
+ *   with several readers, added into the first one's;
+ * - the dropout masks and the workspace the backend keeps per layer
+ *   (ops_layer_ops.workspace). */
+#ifndef AAH_MEMPLAN_H
+#define AAH_MEMPLAN_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "kernels/carve.h"
+
+struct model;
+struct ops_ctx;
+
+/* The block's regions, in order. */
+enum {
+	MEMPLAN_PARAMS,
+	MEMPLAN_GRADS,
+	MEMPLAN_VELOCITY,
+	MEMPLAN_STATS,
+	MEMPLAN_ACTS,
+	MEMPLAN_DACTS,
+	MEMPLAN_SCRATCH,
+	MEMPLAN_MASKS,
+	MEMPLAN_NREGIONS
+};
+
+struct memplan {
+	int batch;
+	size_t act_size;         /* bytes of one activation value (fp32: 4) */
+	struct carve lay;        /* the block: MEMPLAN_* regions */
+	size_t *act_off;         /* (n_layers) byte offset of each output in
+				  * MEMPLAN_ACTS; a fused relu: its producer's */
+	size_t *dact_off;        /* (n_layers) the same for the gradients, in
+				  * MEMPLAN_DACTS */
+	size_t scratch_stride;   /* values per fan-out scratch row */
+	int scratch_rows;
+	size_t workspace;        /* bytes the backend's ops allocate for the
+				  * batch beyond workspace_fixed (outside the
+				  * block; ops_layer_ops.workspace) */
+	size_t workspace_fixed;  /* the part that does not grow with the batch
+				  * (weights in the kernels' layout) */
+	size_t host;             /* host memory of the step outside the model:
+				  * the loaders' batches and the logits' gradient */
+	int on_host;             /* the backend computes in host memory: host
+				  * counts in memplan_total */
+	size_t dacts_unshared;   /* the gradients' bytes without sharing */
+};
+
+/* Plans m (model_build'ed) for batches of up to `batch` on ctx's backend
+ * under its settings (be, conv_type, conv_algo: it need not be started;
+ * NULL: no backend, no workspace counted). keep_grads: every gradient keeps its own buffer (tests
+ * that read them after the backward). -1 (after error()) when a size
+ * overflows. memplan_release frees it. */
+int memplan_build(struct memplan *p, const struct model *m, int batch, const struct ops_ctx *ctx,
+		  int keep_grads);
+void memplan_release(struct memplan *p);
+/* Bytes of the block's regions MEMPLAN_PARAMS..MEMPLAN_STATS (with their
+ * alignment): what does not depend on the batch. */
+size_t memplan_fixed(const struct memplan *p);
+/* Everything the plan allocates in the backend's memory: the block, the
+ * backend's workspace and, for a host backend, the host buffers. */
+size_t memplan_total(const struct memplan *p);
+/* The largest batch in [1, batch] whose plan's total fits in `limit`
+ * bytes; 0 when not even 1 does (or on error, after error()). */
+int memplan_max_batch(const struct model *m, int batch, const struct ops_ctx *ctx, size_t limit);
+
+/* The plan in bytes per image by kind and fixed bytes, for --plan; ctx:
+ * the one it was built for. */
+void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out);
+
+#endif
