@@ -23,9 +23,12 @@ tuner:
   initialArch: $AAH_ROOT/examples/fashion-mnist-cnn.json
 trial:
   command: aah-trial --dataset /usr/share/datasets/fashion-mnist --threads 1 --batch_size 64
-           --warmup_1 2 --epochs 2 --inherited_epochs 1 --train_samples 512 --val_samples 128
+           --warmup_1 2 --warmup_2 2 --epochs 2 --inherited_epochs 1 --train_samples 512
+           --val_samples 128
 EOF2
 }
+# (AAH_SLAVE is trialConcurrency, 1: trial 1 is round 0 of the epoch
+# budget and trial 2 round 1, so both rounds get 2 epochs from scratch.)
 
 # create_two INHERIT: a two-trial experiment (seed 3), its trials in $T
 create_two() {
