@@ -117,6 +117,23 @@ static void settled(const struct lifecycle_in *in, struct lifecycle_action *act)
 			expdir_state_name(status));
 }
 
+/* A trial resized once maxExecDuration is up: no queued trial runs again
+ * then, so it is not requeued but settles as one running at that moment
+ * does, canceled by the budget (the scheduler's cancel_running): its
+ * result wins if it wrote one, a stop makes it "stopped" (requeued on
+ * resume), and its checkpoint stays. */
+static void budget_spent_resizing(const struct lifecycle_in *in, struct lifecycle_action *act)
+{
+	struct aah_job_status st = *in->job;
+	struct lifecycle_in canceled = *in;
+	st.state = AAH_JOB_CANCELED;
+	snprintf(st.reason, sizeof(st.reason),
+		 "experiment budget (maxExecDuration) reached while it was being resized "
+		 "(it ran on %u devices)", in->pool.running_on);
+	canceled.job = &st;
+	settled(&canceled, act);
+}
+
 void lifecycle_decide(const struct lifecycle_in *in, struct lifecycle_action *act)
 {
 	const struct aah_job_status *st = in->job;
@@ -134,7 +151,9 @@ void lifecycle_decide(const struct lifecycle_in *in, struct lifecycle_action *ac
 			act_set(act, LIFECYCLE_WAIT, t->state, t->attempt, "%s", "");
 		return;
 	}
-	if (resized(in))
+	if (resized(in) && in->timeup)
+		budget_spent_resizing(in, act);
+	else if (resized(in))
 		act_set(act, LIFECYCLE_RESIZE, t->state, t->attempt,
 			"resized at a step boundary (it ran on %u devices)", in->pool.running_on);
 	else if (relaunchable(in))

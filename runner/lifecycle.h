@@ -22,7 +22,8 @@ enum lifecycle_kind {
 			     * attempt, charged to trial.retries */
 	LIFECYCLE_REQUEUE,  /* a trial stopped on purpose: trial_retry as the same attempt */
 	LIFECYCLE_RESIZE,   /* its ranks stopped to be resized: requeued as the same attempt,
-			     * relaunched on its share with --resume */
+			     * relaunched on its share with --resume (once maxExecDuration
+			     * is up it settles as canceled instead) */
 	LIFECYCLE_RELAUNCH, /* the cluster took a node away: requeued as the same attempt,
 			     * relaunched from its checkpoint; not charged */
 };

@@ -325,6 +325,32 @@ static void cancel_running(struct sched *s, const char *why)
 	}
 }
 
+/* maxExecDuration is up: a trial still queued (one waiting for its share
+ * of the device pool, or requeued to be resized, relaunched or retried)
+ * will not run any more (fill_slots), so it settles as canceled, as a
+ * running one does, and leaves the pool; the experiment can then end. */
+static int cancel_queued(struct sched *s, const char *why)
+{
+	for (size_t i = 0; i < s->e->ntrials; i++) {
+		struct trial_rec *t = &s->e->trials[i];
+		if (t->state != TRIAL_QUEUED)
+			continue;
+		unsigned seq = t->seq;
+		cJSON *f = trial_fields(seq, t->attempt ? t->attempt : 1);
+		cJSON_AddStringToObject(f, "state", expdir_state_name(TRIAL_CANCELED));
+		cJSON_AddStringToObject(f, "reason", why);
+		if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
+			return -1;
+		scheduler_pool_leave(s->cfg, s->e, seq);
+		s->settled_this_session++;
+		t = experiment_trial(s->e, seq);
+		progress(s, t);
+		if (scheduler_tuner_observe(&s->tuner, s->e->dir, t) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* A job its backend holds back with a reason (a cluster queue has not
  * admitted it yet) is told to `status` through <trial dir>/waiting, which
  * goes once the job runs or ends. */
@@ -486,6 +512,9 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		if (cfg->max_exec_duration > 0 && elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
 			s.timeup = 1;
 			cancel_running(&s, "experiment budget (maxExecDuration) reached");
+			if (cancel_queued(&s, "experiment budget (maxExecDuration) reached while it "
+					      "waited to run") < 0)
+				goto out_backend;
 		}
 		if (s.stop) {
 			cancel_running(&s, "stopped");

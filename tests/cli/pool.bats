@@ -66,6 +66,30 @@ ledger_has() {
 	[ "$(tr '\n' ' ' < allocs)" = '"shares":{"A/000001":8} "shares":{"A/000001":4,"B/000001":4} "shares":{"A/000001":3,"B/000001":5} "shares":{"B/000001":8} ' ]
 }
 
+# maxExecDuration runs out while b's training waits for its share (a holds
+# the devices and, the stand-in, never gives them back): no queued trial
+# runs once the budget is spent, so it settles as canceled and b's runner
+# ends (before, it looped until stopped; `timeout` makes that a failure).
+@test "the budget runs out while a training waits for its share: canceled, the runner ends" {
+	write_config a.yml "maxTrialNum: 1" "pool:" "  devices: 8" "  maxDevices: 8"
+	write_config b.yml "maxTrialNum: 1" "maxExecDuration: 2s" "pool:" "  devices: 8"
+	TRIAL_SLEEP=3600 aah-runner create -c a.yml -q > a.log 2>&1 &
+	wait_for ledger_has '"shares":{"[a-z0-9]*/000001":8}'
+	a=$(only_experiment)
+	run timeout 30 aah-runner create -c b.yml -q
+	echo "$output (status $status)"
+	b_status=$status
+	aah-runner stop "$a"
+	wait_for ledger_has "\"event\":\"leave\",\"training\":\"$a/000001\""
+	[ "$b_status" -eq 0 ]
+	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
+	journal "$b" | grep -q '"event":"experiment_done".*"reason":"max_duration"'
+	journal "$b" | grep -q '"event":"trial_finished".*"state":"canceled".*"reason":"experiment budget (maxExecDuration) reached while it waited to run"'
+	[ "$(count_events "$b" trial_submitted)" -eq 0 ]
+	# it left the pool: a keeps all 8
+	ledger_has "\"event\":\"leave\",\"training\":\"$b/000001\""
+}
+
 @test "priority: a bad value or an unknown experiment is refused" {
 	run aah-runner priority nosuch 10
 	[ "$status" -eq 1 ]

@@ -216,11 +216,23 @@ static const struct row rows[] = {
 	{ "exit 85 in a pool while stopping: still requeued", .job = AAH_JOB_FAILED,
 	  .exit_code = EXIT_RESIZE, .job_reason = "x", .pool = 8, .running_on = 4, .stopping = 1,
 	  .kind = LIFECYCLE_RESIZE, .next = 1, .why = "resized" },
-	/* as at 7995cb5, unlike a relaunch or a retry: the requeued trial is
-	 * then never run, and the experiment never counts as done */
-	{ "exit 85 in a pool once maxExecDuration is up: still requeued", .job = AAH_JOB_FAILED,
-	  .exit_code = EXIT_RESIZE, .job_reason = "x", .pool = 8, .running_on = 4, .timeup = 1,
-	  .kind = LIFECYCLE_RESIZE, .next = 1, .why = "resized" },
+	/* once maxExecDuration is up no queued trial runs again (fill_slots),
+	 * so a requeued one would keep the experiment from ever being done:
+	 * it settles as a trial running at that moment does (cancel_running) */
+	{ "exit 85 in a pool once maxExecDuration is up: canceled, not requeued",
+	  .job = AAH_JOB_FAILED, .exit_code = EXIT_RESIZE, .job_reason = "x", .pool = 8,
+	  .running_on = 4, .timeup = 1, .retries = 2, .kind = LIFECYCLE_SETTLE,
+	  .state = TRIAL_CANCELED,
+	  .why = "experiment budget (maxExecDuration) reached while it was being resized "
+		 "(it ran on 4 devices)" },
+	{ "presumed resized (lost) once maxExecDuration is up: canceled", .job = AAH_JOB_LOST,
+	  .job_reason = "gone", .pool = 8, .told_other = 1, .running_on = 4, .timeup = 1,
+	  .kind = LIFECYCLE_SETTLE, .state = TRIAL_CANCELED,
+	  .why = "experiment budget (maxExecDuration) reached while it was being resized" },
+	{ "exit 85 once maxExecDuration is up while stopping: stopped, resumable",
+	  .job = AAH_JOB_FAILED, .exit_code = EXIT_RESIZE, .job_reason = "x", .pool = 8,
+	  .running_on = 4, .timeup = 1, .stopping = 1, .kind = LIFECYCLE_SETTLE,
+	  .state = TRIAL_CANCELED, .why = "stopped" },
 	{ "exit 85 and disrupted in a pool: the resize wins", .job = AAH_JOB_FAILED,
 	  .exit_code = EXIT_RESIZE, .disrupted = 1, .job_reason = PREEMPTED, .pool = 8,
 	  .running_on = 5, .kind = LIFECYCLE_RESIZE, .next = 1, .why = "resized" },
