@@ -351,16 +351,6 @@ static int cancel_queued(struct sched *s, const char *why)
 	return 0;
 }
 
-/* A job its backend holds back with a reason (a cluster queue has not
- * admitted it yet) is told to `status` through <trial dir>/waiting, which
- * goes once the job runs or ends. */
-static void note_waiting(const struct sched *s, unsigned seq, const struct aah_job_status *st)
-{
-	int held = st->state == AAH_JOB_PENDING && st->reason[0];
-	if (expdir_waiting_set(s->e->dir, seq, held ? st->reason : NULL) < 0)
-		warning("trial %u: status cannot tell that it waits: %s", seq, util_last_error());
-}
-
 /* What the backend said of a job still on its way goes into the journal
  * (trial_note) once: `status` lists it under the trial. */
 static int record_note(struct sched *s, const struct trial_rec *t, const struct aah_job_status *st)
@@ -387,7 +377,7 @@ static int poll_running(struct sched *s)
 		char *job = xstrdup(t->job);
 		struct aah_job_status st = { .job = job };
 		backend_poll(&s->bctx, &st);
-		note_waiting(s, t->seq, &st);
+		scheduler_progress_waiting(s->e, t->seq, &st);
 		if (record_note(s, t, &st) < 0) {
 			free(job);
 			return -1;

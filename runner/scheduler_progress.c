@@ -68,3 +68,11 @@ void scheduler_progress_line(const struct aah_config *cfg, const struct experime
 	       running, bestacc, el, budget);
 	fflush(stdout);
 }
+
+void scheduler_progress_waiting(const struct experiment *e, unsigned seq,
+				const struct aah_job_status *st)
+{
+	int held = st->state == AAH_JOB_PENDING && st->reason[0];
+	if (expdir_waiting_set(e->dir, seq, held ? st->reason : NULL) < 0)
+		warning("trial %u: status cannot tell that it waits: %s", seq, util_last_error());
+}

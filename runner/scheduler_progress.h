@@ -1,8 +1,10 @@
-/* scheduler_progress.h: the progress line the runner prints as trials
- * settle, and now and then while they train. */
+/* scheduler_progress.h: what the runner shows of its trials: the progress
+ * line it prints as trials settle and now and then while they train, and
+ * the reason a job waits, for `status`. */
 #ifndef AAH_SCHEDULER_PROGRESS_H
 #define AAH_SCHEDULER_PROGRESS_H
 
+#include "runner/backend/backend.h" /* struct aah_job_status */
 #include "runner/config/config.h"
 #include "runner/experiment.h"  /* struct experiment, struct trial_rec */
 
@@ -10,5 +12,11 @@
  * elapsed: the experiment's runner time so far, in seconds. */
 void scheduler_progress_line(const struct aah_config *cfg, const struct experiment *e,
 			     const struct trial_rec *t, double elapsed);
+
+/* A job its backend holds back with a reason (a cluster queue has not
+ * admitted it yet) is told to `status` through <trial dir>/waiting, which
+ * goes once the job runs or ends. */
+void scheduler_progress_waiting(const struct experiment *e, unsigned seq,
+				const struct aah_job_status *st);
 
 #endif
