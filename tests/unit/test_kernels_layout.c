@@ -6,17 +6,16 @@
  * same net on the reference backend (all NHWC): every activation, every
  * gradient of an activation and of a parameter. */
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend_index.h"
 #include "cuda_skip.h"
 #include "kernels/ops.h"
 #include "trialimg/model.h"
 #include "util.h"
 
-#define LAYOUT_MAX_BACKENDS 16   /* the parameter table below */
 
 enum { N = 4, H = 8, W = 8, C = 3, K = 10 };
 
@@ -200,24 +199,15 @@ static void blocked_matches_reference(const struct ops_backend *be, enum ops_lay
 	ops_ctx_release(&ref);
 }
 
-/* One test a backend (a skip of its own where it cannot start). */
+/* One test a backend (backend_index.h). */
 ParameterizedTestParameters(layout, blocked_net_matches_reference)
 {
-	static size_t index[LAYOUT_MAX_BACKENDS];
-	size_t nb;
-	ops_backends(&nb);
-	for (size_t i = 0; i < nb && i < LAYOUT_MAX_BACKENDS; i++)
-		index[i] = i;
-	return cr_make_param_array(size_t, index,
-				   nb < LAYOUT_MAX_BACKENDS ? nb : LAYOUT_MAX_BACKENDS);
+	return backend_index_params();
 }
 
 ParameterizedTest(size_t *b, layout, blocked_net_matches_reference)
 {
-	size_t nb;
-	const struct ops_backend *const *be = ops_backends(&nb);
-	cr_assert_lt(nb, LAYOUT_MAX_BACKENDS, "more backends than the test's table holds");
-	blocked_matches_reference(be[*b], OPS_NHWC);
+	blocked_matches_reference(backend_index_get(b), OPS_NHWC);
 }
 
 /* Both block widths on every machine: a width whose kernels this CPU lacks

@@ -4,17 +4,16 @@
  * model's graph (fan-out, concat, fused relus, gradient accumulation) and
  * each backend's ops inside it. */
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend_index.h"
 #include "cuda_skip.h"
 #include "kernels/ops.h" /* ops_backends */
 #include "trialimg/model.h"
 #include "util.h"
 
-#define OPS_MAX_BACKENDS 16   /* the parameter tables below */
 
 enum { N = 3, H = 6, W = 6, C = 2, K = 5 };
 
@@ -189,22 +188,13 @@ static void net_matches_reference(const char *name)
 	ops_ctx_release(&ref);
 }
 
-/* One test a backend, so that one that cannot start here is a skip of its
- * own and the others still run. */
+/* One test a backend (backend_index.h). */
 ParameterizedTestParameters(kernels, every_layer_type_net_matches_reference)
 {
-	static size_t index[OPS_MAX_BACKENDS];
-	size_t nb;
-	ops_backends(&nb);
-	for (size_t i = 0; i < nb && i < OPS_MAX_BACKENDS; i++)
-		index[i] = i;
-	return cr_make_param_array(size_t, index, nb < OPS_MAX_BACKENDS ? nb : OPS_MAX_BACKENDS);
+	return backend_index_params();
 }
 
 ParameterizedTest(size_t *b, kernels, every_layer_type_net_matches_reference)
 {
-	size_t nb;
-	const struct ops_backend *const *be = ops_backends(&nb);
-	cr_assert_lt(nb, OPS_MAX_BACKENDS, "more backends than the test's table holds");
-	net_matches_reference(be[*b]->name);
+	net_matches_reference(backend_index_get(b)->name);
 }
