@@ -223,7 +223,7 @@ bench-deps: deps
 
 # ---- tests --------------------------------------------------------------------
 test: deps
-	@$(MAKE) --no-print-directory all unit fuzz-bins
+	@$(MAKE) --no-print-directory all unit fuzz-bins bench-bins
 	@AAH_BUILD=$(BUILD) AAH_FUZZ_BUILD=$(FUZZ_BUILD) tests/run.sh
 
 asan:

@@ -56,7 +56,7 @@ needs_mpirun() {
 @test "stop ends the mpirun and both of its ranks" {
 	needs_mpirun
 	mpi_config local
-	sed -i 's/--warmup_1 1/--warmup_1 500/' c.yml
+	sed -i 's/--warmup_1 1/--warmup_1 500 --patience 500/' c.yml  # no early stop before the stop
 	aah-runner create -c c.yml --detach > out.txt
 	id=$(head -1 out.txt)
 	T=$AAH_WORKDIR/experiments/$id/trials/000001

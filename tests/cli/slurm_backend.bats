@@ -217,7 +217,7 @@ mpi_slurm_config() {
 @test "slurm: trial.launcher mpi: stop ends the job, its mpirun and both ranks" {
 	command -v mpirun >/dev/null || skip "no mpirun here (apt-get install openmpi-bin)"
 	mpi_slurm_config
-	sed -i 's/--warmup_1 1/--warmup_1 500/' c.yml
+	sed -i 's/--warmup_1 1/--warmup_1 500 --patience 500/' c.yml  # no early stop before the stop
 	aah-runner create -c c.yml --detach > out.txt
 	id=$(head -1 out.txt)
 	d=$(exp_dir "$id")/trials/000001
