@@ -123,6 +123,16 @@ static void job_gone(struct sched *s, unsigned seq, const struct aah_job_status 
 	free_slot(s, seq);
 }
 
+/* Trial seq's end is journaled: it leaves the pool, counts, and is shown. */
+static struct trial_rec *settled(struct sched *s, unsigned seq)
+{
+	scheduler_pool_leave(s->cfg, s->e, seq);
+	s->settled_this_session++;
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	progress(s, t);
+	return t;
+}
+
 /* Carry out act for trial seq, whose job st ended. */
 static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status *st,
 		     const struct outcome *out, const struct lifecycle_action *act)
@@ -143,10 +153,7 @@ static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status 
 	if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
 		return -1;
 	job_gone(s, seq, st);
-	scheduler_pool_leave(s->cfg, s->e, seq);
-	s->settled_this_session++;
-	t = experiment_trial(s->e, seq);
-	progress(s, t);
+	t = settled(s, seq);
 	if (act->kind == LIFECYCLE_RETRY)
 		return record_retry(s, seq, act->attempt, act->reason);
 	return scheduler_tuner_observe(&s->tuner, s->e->dir, t);
@@ -341,10 +348,7 @@ static int cancel_queued(struct sched *s, const char *why)
 		cJSON_AddStringToObject(f, "reason", why);
 		if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
 			return -1;
-		scheduler_pool_leave(s->cfg, s->e, seq);
-		s->settled_this_session++;
-		t = experiment_trial(s->e, seq);
-		progress(s, t);
+		t = settled(s, seq);
 		if (scheduler_tuner_observe(&s->tuner, s->e->dir, t) < 0)
 			return -1;
 	}
