@@ -20,7 +20,7 @@ teardown() { teardown_workdir; }
 	# the scheduler journals the epochs' best and FLOPs, not result.json's
 	[ "$(grep -c '"event":"trial_finished".*"best_val_acc":0.62' "$E/journal.jsonl")" -eq 2 ]
 	[ "$(grep -c '"event":"trial_finished".*"flops":3000000000' "$E/journal.jsonl")" -eq 2 ]
-	! grep -q '0\.91' "$E/journal.jsonl"
+	! grep -qE '(^|[^0-9])0\.98765' "$E/journal.jsonl"
 
 	run aah-runner status "$id"
 	[ "$status" -eq 0 ]
@@ -44,5 +44,5 @@ PY
 	[ "$status" -eq 0 ]
 	[[ $output == *"aah_trial_best_accuracy{experiment=\"$id\",trial=\"000001\"} 0.62"$'\n'* ]]
 	[[ $output == *"aah_best_accuracy{experiment=\"$id\"} 0.62"$'\n'* ]]
-	! grep -q '0\.91' <<<"$output"
+	! grep -qE '(^|[^0-9])0\.98765' <<<"$output"
 }
