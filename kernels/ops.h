@@ -149,6 +149,13 @@ struct ops_layer_ops {
 			const float *const *x, const float *y, const float *dy,
 			float *const *dx);
 	void (*release)(struct ops_ctx *ctx, struct ops_layer *l);
+	/* y again, bit for bit what the last training forward wrote, from x and
+	 * what that forward kept (batchnorm: save_mean, save_var): the model
+	 * then keeps no buffer for y between the passes and calls this in the
+	 * backward before the first reader of y needs it (trialimg/memplan.h).
+	 * NULL: y is kept. */
+	int (*recompute)(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			 float *y);
 	/* Bytes this op allocates for itself for a batch of n under ctx's
 	 * settings (conv_type, conv_algo; ctx need not be started), from the
 	 * shapes alone: what it keeps from its forward to its backward and

@@ -91,6 +91,19 @@ static size_t act_size_of(const struct ops_ctx *ctx)
 	return sizeof(float);
 }
 
+/* Whether layer i's output may be recomputed in the backward rather than
+ * kept: its op can (ops_layer_ops.recompute), it is not the logits, and
+ * its input is kept (or the network's), so the backward has it. */
+static int recomputable(const struct model *m, const struct memplan *p,
+			const struct ops_layer_ops *lo, int i)
+{
+	const struct model_layer *L = &m->layers[i];
+	if (!lo || !lo->recompute || L->fused || i == m->output || L->op.n_in != 1)
+		return 0;
+	int t = L->inputs[0];
+	return !t || p->rec_last[owner(m, t - 1)] < 0;
+}
+
 static int mul_ok(size_t a, size_t b, size_t *r)
 {
 	if (b && a > SIZE_MAX / b)
@@ -116,6 +129,9 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		for (int k = 0; !m->layers[j].fused && k < m->layers[j].op.n_in; k++)
 			last[m->layers[j].inputs[k]] = j;
 	size_t acts = 0;
+	p->rec_last = xmalloc(((size_t)n + 1) * sizeof(int));
+	for (int i = 0; i <= n; i++)
+		p->rec_last[i] = -1;
 	for (int i = 0; i < n; i++) {
 		const struct model_layer *L = &m->layers[i];
 		size_t vals, bytes;
@@ -149,8 +165,12 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 				fan = tv > fan ? tv : fan;
 				rows = k + 1 > rows ? k + 1 : rows;
 			}
-		p->act_off[i] = acts;
-		acts += round_up(bytes, MEMPLAN_ALIGN);
+		if (recomputable(m, p, lo, i) && ctx && !keep_grads) {
+			p->rec_last[i] = i; /* placed below, once its readers are known */
+		} else {
+			p->act_off[i] = acts;
+			acts += round_up(bytes, MEMPLAN_ALIGN);
+		}
 		v[nv++] = (struct live){ .layer = i, .from = i == m->output ? n : -1, .to = i,
 					  .bytes = round_up(bytes, MEMPLAN_ALIGN) };
 	}
@@ -171,6 +191,22 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			v[q].from = v[q].to;
 	free(last);
 	qsort(v, (size_t)nv, sizeof(*v), by_from);
+	/* a recomputed output lives as its gradient does, from its last
+	 * reader to itself: in the forward from its writing to its last read,
+	 * in the backward from its recomputing to its own layer's backward */
+	struct live *r = xcalloc((size_t)nv + 1, sizeof(*r));
+	int nr = 0;
+	for (int q = 0; q < nv; q++)
+		if (p->rec_last[v[q].layer] >= 0) {
+			r[nr++] = v[q];
+			p->rec_last[v[q].layer] = v[q].from;
+			p->acts_recomputed_unshared += v[q].bytes;
+		}
+	p->acts_kept = acts;
+	acts += place(r, nr, 0);
+	for (int q = 0; q < nr; q++)
+		p->act_off[r[q].layer] = p->acts_kept + r[q].off;
+	free(r);
 	size_t dacts = place(v, nv, keep_grads);
 	for (int q = 0; q < nv; q++) {
 		p->dact_off[v[q].layer] = v[q].off;
@@ -210,6 +246,7 @@ void memplan_release(struct memplan *p)
 {
 	free(p->act_off);
 	free(p->dact_off);
+	free(p->rec_last);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -255,8 +292,16 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	size_t fixed = memplan_fixed(p) + p->workspace_fixed;
 	int ws = ctx && ctx->be->layer[OPS_CONV2D] && ctx->be->layer[OPS_CONV2D]->workspace;
 	fprintf(out, "per image (grows with the batch), MB:\n");
-	fprintf(out, "  kept activations      %9.2f  (every output but a fused relu's, %s)\n",
-		mb(c->r[MEMPLAN_ACTS].bytes, n), p->act_size == 2 ? "bf16" : "fp32");
+	fprintf(out, "  kept activations      %9.2f  (every output but a fused relu's%s, %s)\n",
+		mb(p->acts_kept, n), p->acts_recomputed_unshared ? " and a recomputed one's" : "",
+		p->act_size == 2 ? "bf16" : "fp32");
+	if (p->acts_recomputed_unshared)
+		fprintf(out, "  recomputed activations%9.2f  (batchnorm outputs, again in the backward: "
+			"the most live at once; %.2f with one buffer each)\n",
+			mb(c->r[MEMPLAN_ACTS].bytes - p->acts_kept, n),
+			mb(p->acts_recomputed_unshared, n));
+	else
+		fprintf(out, "  recomputed activations%9.2f  (none: this backend recomputes no output)\n", 0.0);
 	fprintf(out, "  activation gradients  %9.2f  (the most live at once; %.2f with one buffer each)\n",
 		mb(c->r[MEMPLAN_DACTS].bytes, n), mb(p->dacts_unshared, n));
 	fprintf(out, "  fan-out gradients     %9.2f\n", mb(c->r[MEMPLAN_SCRATCH].bytes, n));

@@ -8,6 +8,11 @@
  * - each layer's output that is not a fused relu's (a fused relu's output
  *   is its batchnorm's or add's, in place): the forward writes it and the
  *   backward reads it (every op's backward is handed x and y);
+ * - but an output the backend can recompute (ops_layer_ops.recompute: the
+ *   CPU's batchnorm) whose input is kept is not kept: its buffer lives, as
+ *   a gradient does, from its last reader to itself, in the forward and
+ *   again in the backward, where it is recomputed before its last reader's
+ *   backward; such buffers whose lives do not overlap share bytes;
  * - each output's gradient only while it is live: from the backward of
  *   its last reader (which writes it first) to its producer's backward
  *   (which reads it last); buffers whose lives do not overlap share bytes;
@@ -59,12 +64,19 @@ struct memplan {
 	int on_host;             /* the backend computes in host memory: host
 				  * counts in memplan_total */
 	size_t dacts_unshared;   /* the gradients' bytes without sharing */
+	int *rec_last;           /* (n_layers) a recomputed output: the layer
+				  * before whose backward it is recomputed (its
+				  * last reader); -1: kept */
+	size_t acts_kept;        /* MEMPLAN_ACTS: the kept outputs' bytes, then
+				  * the recomputed ones' */
+	size_t acts_recomputed_unshared; /* theirs without sharing */
 };
 
 /* Plans m (model_build'ed) for batches of up to `batch` on ctx's backend
  * under its settings (be, conv_type, conv_algo: it need not be started;
- * NULL: no backend, no workspace counted). keep_grads: every gradient keeps its own buffer (tests
- * that read them after the backward). -1 (after error()) when a size
+ * NULL: no backend, no workspace counted, nothing recomputed). keep_grads:
+ * every output and gradient keeps its own buffer (tests that read them
+ * after the backward). -1 (after error()) when a size
  * overflows. memplan_release frees it. */
 int memplan_build(struct memplan *p, const struct model *m, int batch, const struct ops_ctx *ctx,
 		  int keep_grads);

@@ -225,6 +225,22 @@ const float *model_logits(const struct model *m)
 	return m->layers[m->output].act;
 }
 
+/* The outputs the plan does not keep whose last reader is layer j, again
+ * in their buffers before j's backward (memplan.h) */
+static int recompute_for(struct model *m, struct ops_ctx *ctx, const float *x, int n, int j)
+{
+	for (int i = 0; i <= j; i++) {
+		if (m->plan.rec_last[i] != j)
+			continue;
+		struct model_layer *L = &m->layers[i];
+		for (int k = 0; k < L->op.n_in; k++)
+			m->xs[k] = tensor(m, x, L->inputs[k]);
+		if (ctx->be->layer[L->op.cfg.type]->recompute(ctx, &L->op, n, m->xs, L->act))
+			return error("layer '%s': recomputing its output failed", L->id);
+	}
+	return 0;
+}
+
 int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 		   const float *dlogits)
 {
@@ -243,6 +259,8 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 			m->seen[L->inputs[0]] = 1;
 			continue;
 		}
+		if (recompute_for(m, ctx, x, n, i))
+			return -1;
 		for (int k = 0; k < L->op.n_in; k++) {
 			int t = L->inputs[k];
 			m->xs[k] = tensor(m, x, t);

@@ -86,15 +86,15 @@ static struct bn_plan *bn_plan(struct ops_ctx *ctx, struct ops_layer *l, int n)
 	return bn_build(ctx, l, n, p) ? NULL : p;
 }
 
-static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
-		      float *y, int train)
+/* y from x: training (the batch's statistics computed into mean and var)
+ * or inference (normalised by the given mean and var) */
+static int bn_exec(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *x, float *y,
+		   int train, float *mean, float *var)
 {
 	struct bn_plan *p = bn_plan(ctx, l, n);
 	if (!p)
 		return error("batchnorm: cannot build a oneDNN primitive for batch %d", n);
-	float *mean = train ? l->save_mean : l->run_mean;
-	float *var = train ? l->save_var : l->run_var;
-	if (cpu_set(p->src, x[0]) || cpu_set(p->dst, y) || cpu_set(p->scale, l->gamma) ||
+	if (cpu_set(p->src, x) || cpu_set(p->dst, y) || cpu_set(p->scale, l->gamma) ||
 	    cpu_set(p->shift, l->beta) || cpu_set(p->mean, mean) || cpu_set(p->var, var))
 		return -1;
 	dnnl_exec_arg_t args[] = {
@@ -102,7 +102,14 @@ static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const flo
 		{DNNL_ARG_SHIFT, p->shift}, {DNNL_ARG_MEAN, p->mean}, {DNNL_ARG_VARIANCE, p->var},
 		{DNNL_ARG_WORKSPACE, p->ws},
 	};
-	if (cpu_exec(ctx, train ? p->fwd : p->inf, train && p->ws ? 7 : 6, args))
+	return cpu_exec(ctx, train ? p->fwd : p->inf, train && p->ws ? 7 : 6, args);
+}
+
+static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+		      float *y, int train)
+{
+	if (bn_exec(ctx, l, n, x[0], y, train, train ? l->save_mean : l->run_mean,
+		    train ? l->save_var : l->run_var))
 		return -1;
 	if (train) {
 		int c = l->in[0].c;
@@ -115,6 +122,16 @@ static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const flo
 		}
 	}
 	return 0;
+}
+
+/* Inference on the batch's saved statistics: oneDNN normalises as its
+ * training forward does, to the bit (test_kernels_ref holds it so at every
+ * ISA of the ladder); a fused relu is applied again, and the backward's
+ * relu mask stays the training forward's (the workspace). */
+static int bn_recompute(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			float *y)
+{
+	return bn_exec(ctx, l, n, x[0], y, 0, l->save_mean, l->save_var);
 }
 
 static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
@@ -171,6 +188,7 @@ const struct ops_layer_ops cpu_bn_ops = {
 	.forward = bn_forward,
 	.backward = bn_backward,
 	.release = bn_release,
+	.recompute = bn_recompute,
 	.workspace = bn_workspace,
 	.blocked = 1,
 };

@@ -7,7 +7,8 @@
  * same work, for timing); AAH_BENCH_FLOPS=1 prints the training FLOPs per
  * image to stderr;
  * AAH_LAYOUT=nhwc keeps every activation NHWC (ops_ctx.nhwc_only), the
- * layout before activations stayed blocked between layers. */
+ * layout before activations stayed blocked between layers; AAH_BENCH_KEEP=1
+ * keeps every output (no batchnorm recomputed: trialimg/memplan.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,16 @@ int main(int argc, char **argv)
 	/* the backend first: a GPU's start-up error says so before the host
 	 * copy of a large batch is allocated */
 	if (model_load(&m, argv[1]) ||
-	    ops_ctx_init(&ctx, getenv("AAH_BACKEND") ? getenv("AAH_BACKEND") : "cpu", threads, 1) ||
-	    model_alloc(&m, batch, 1))
+	    ops_ctx_init(&ctx, getenv("AAH_BACKEND") ? getenv("AAH_BACKEND") : "cpu", threads, 1))
 		die("cannot set up '%s'", argv[1]);
 	if (getenv("AAH_PRECISION") && ctx.be->set_precision(&ctx, getenv("AAH_PRECISION")))
 		die("precision %s is not available here", getenv("AAH_PRECISION"));
+	/* the trainer's plan for this backend (what it recomputes);
+	 * AAH_BENCH_KEEP=1: every output and gradient kept, for comparison */
+	struct memplan plan;
+	if (memplan_build(&plan, &m, batch, &ctx, getenv("AAH_BENCH_KEEP") != NULL) ||
+	    model_alloc_planned(&m, &plan, 1))
+		die("cannot set up '%s'", argv[1]);
 	if (getenv("AAH_CONV_ALGO") && (ctx.conv_algo = ops_conv_algo_parse(getenv("AAH_CONV_ALGO"))) < 0)
 		die("AAH_CONV_ALGO %s: must be one of %s", getenv("AAH_CONV_ALGO"), OPS_CONV_ALGO_NAMES);
 	if (getenv("AAH_LAYOUT"))

@@ -879,3 +879,90 @@ Test(kernels_ref, ref_fp16_emulation_rounds)
 	cr_assert_eq(ref_f16_round(0x1p-25f), 0.0f);
 	cr_assert(isnan(ref_f16_round(NAN)));
 }
+
+/* ops_layer_ops.recompute: on every backend that has one, batchnorm's
+ * output again from its input and saved statistics is the training
+ * forward's to the bit (the model trains on it, trialimg/memplan.h), in
+ * every layout the backend takes, with and without a fused relu. */
+static void recompute_matches(struct ops_ctx *ctx, enum ops_layout lay, int fuse, int n, int h,
+			      int c)
+{
+	struct ops_shape s = { h, h, c };
+	enum ops_layout in_lay[1] = { lay };
+	struct ops_layer l = { 0 };
+	l.cfg.type = OPS_BATCHNORM;
+	l.cfg.eps = 1e-3f;
+	l.cfg.momentum = 0.99f;
+	l.cfg.fuse_relu = fuse;
+	l.n_in = 1;
+	l.in = &s;
+	l.out = s;
+	l.in_layout = in_lay;
+	l.out_layout = lay;
+	float *p = xcalloc(8 * (size_t)c, sizeof(float));
+	float **f[] = { &l.gamma, &l.beta, &l.run_mean, &l.run_var, &l.save_mean, &l.save_var,
+			&l.dgamma, &l.dbeta };
+	for (size_t k = 0; k < ARRAY_SIZE(f); k++)
+		*f[k] = p + k * (size_t)c;
+	for (int i = 0; i < c; i++) {
+		l.gamma[i] = 0.5f + (float)(i % 7) * 0.1f;
+		l.beta[i] = (float)(i % 5) * 0.1f - 0.2f;
+		l.run_var[i] = 1;
+	}
+	size_t count = (size_t)n * ops_shape_size(&s);
+	float *x = xmalloc(count * sizeof(float)), *y = xmalloc(count * sizeof(float));
+	float *again = xmalloc(count * sizeof(float));
+	uint64_t r = 42;
+	for (size_t i = 0; i < count; i++) {
+		r = r * 6364136223846793005ull + 1442695040888963407ull;
+		x[i] = (float)((r >> 40) % 100000) / 30000.0f - 1.2f + (float)(i % (size_t)c) * 0.01f;
+	}
+	const float *xs[1] = { x };
+	const struct ops_layer_ops *o = ctx->be->layer[OPS_BATCHNORM];
+	cr_assert_eq(o->forward(ctx, &l, n, xs, y, 1), 0, "%s", util_last_error());
+	memset(again, 0xff, count * sizeof(float)); /* NaN: an unwritten value differs */
+	cr_assert_eq(o->recompute(ctx, &l, n, xs, again), 0, "%s", util_last_error());
+	size_t differ = 0, first = 0;
+	for (size_t i = count; i-- > 0;)
+		if (memcmp(&y[i], &again[i], sizeof(float))) {
+			differ++;
+			first = i;
+		}
+	cr_assert_eq(differ, 0,
+		     "%s: batchnorm %dx%dx%d batch %d, layout %d, relu %d: %zu of %zu values "
+		     "recomputed differ; first [%zu]: %.9g, the forward wrote %.9g",
+		     ctx->be->name, h, h, c, n, lay, fuse, differ, count, first, again[first],
+		     y[first]);
+	if (o->release)
+		o->release(ctx, &l);
+	free(p);
+	free(x);
+	free(y);
+	free(again);
+}
+
+Test(kernels_ref, recomputed_batchnorm_is_the_forwards_to_the_bit)
+{
+	size_t nb, tried = 0;
+	const struct ops_backend *const *all = ops_backends(&nb);
+	for (size_t b = 0; b < nb; b++) {
+		const struct ops_layer_ops *o = all[b]->layer[OPS_BATCHNORM];
+		if (!o || !o->recompute)
+			continue;
+		struct ops_ctx ctx;
+		if (ops_ctx_init(&ctx, all[b]->name, 2, 1)) {
+			if (all[b]->caps & OPS_CAP_GPU)
+				cuda_unavailable(all[b]->name, util_last_error(), "recompute");
+			cr_assert_fail("%s: %s", all[b]->name, util_last_error());
+		}
+		recompute_matches(&ctx, OPS_NHWC, 1, 8, 14, 64);
+		recompute_matches(&ctx, OPS_NHWC, 0, 4, 7, 3);
+		if (ctx.blocked != OPS_NHWC && o->blocked) {
+			recompute_matches(&ctx, ctx.blocked, 1, 8, 14, 64);
+			recompute_matches(&ctx, ctx.blocked, 0, 2, 28, 32);
+		}
+		ops_ctx_release(&ctx);
+		tried++;
+	}
+	cr_assert_gt(tried, 0, "no backend recomputes batchnorm: the cpu backend should");
+}

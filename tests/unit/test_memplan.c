@@ -61,7 +61,9 @@ static double per_image(const struct model *m, const struct ops_ctx *ctx)
 
 /* AIPerf's 14 images per GiB leave 76.7 MB per image for everything: the
  * issue's targets are 128 MB in fp32, 64 MB in bf16 (not met yet: the
- * activations stay fp32, docs/trainer.md) */
+ * activations stay fp32, docs/trainer.md). The cpu backend recomputes its
+ * batchnorm outputs in the backward: 86.8 MB per image where every output
+ * is kept for 122.7 (AVX-512's layout). */
 Test(memplan, resnet50_meets_the_fp32_target)
 {
 	struct model m;
@@ -74,8 +76,44 @@ Test(memplan, resnet50_meets_the_fp32_target)
 		double fp32 = per_image(&m, ctxs[k]);
 		fprintf(stderr, "resnet50 %s: fp32 %.1f MB per image\n", k ? "cpu" : "no backend",
 			fp32 / MB);
-		cr_assert_leq(fp32, 128 * MB, "fp32: %.1f MB per image", fp32 / MB);
+		cr_assert_leq(fp32, (k ? 90 : 128) * MB, "fp32: %.1f MB per image", fp32 / MB);
 	}
+	model_release(&m, NULL);
+}
+
+/* Two recomputed outputs whose lives overlap (from the forward of their
+ * layer to that of their last reader, and back) never share a byte, and
+ * none shares one with a kept output. */
+Test(memplan, recomputed_outputs_are_apart)
+{
+	struct model m;
+	resnet50(&m);
+	struct ops_ctx cpu = settings("cpu", OPS_F32);
+	cpu.blocked = OPS_BLOCKED16;
+	struct memplan p;
+	cr_assert_eq(memplan_build(&p, &m, 4, &cpu, 0), 0, "%s", util_last_error());
+	int rec = 0;
+	for (int i = 0; i < m.n_layers; i++) {
+		if (p.rec_last[i] < 0 || m.layers[i].fused)
+			continue;
+		rec++;
+		cr_assert_geq(p.act_off[i], p.acts_kept, "layer %s: recomputed among the kept",
+			      m.layers[i].id);
+		cr_assert_eq(m.layers[i].op.cfg.type, OPS_BATCHNORM);
+		size_t bi = 4 * ops_shape_size(&m.layers[i].op.out) * sizeof(float);
+		for (int j = 0; j < m.n_layers; j++) {
+			if (j == i || p.rec_last[j] < 0 || m.layers[j].fused)
+				continue;
+			int overlap = i <= p.rec_last[j] && j <= p.rec_last[i];
+			size_t bj = 4 * ops_shape_size(&m.layers[j].op.out) * sizeof(float);
+			cr_assert(!overlap || p.act_off[i] + bi <= p.act_off[j] ||
+					  p.act_off[j] + bj <= p.act_off[i],
+				  "%s (to %d) and %s (to %d) share bytes", m.layers[i].id, p.rec_last[i],
+				  m.layers[j].id, p.rec_last[j]);
+		}
+	}
+	cr_assert_eq(rec, 53, "ResNet-50's 53 batchnorms are recomputed on the cpu backend");
+	memplan_release(&p);
 	model_release(&m, NULL);
 }
 

@@ -257,3 +257,79 @@ Test(model, a_failed_accumulate_fails_the_backward_pass)
 	model_release(&m, &ctx);
 	ops_ctx_release(&ctx);
 }
+
+/* A fixed-seed training run of resnet_small on the cpu backend, with the
+ * plan the trainer makes for it (batchnorm outputs recomputed in the
+ * backward: memplan.h) or one that keeps every output (keep_grads): the
+ * losses of its steps and the state block after them. */
+struct cpu_run {
+	double loss[3];
+	char *state;
+	size_t state_bytes, recomputed;
+};
+
+static void train_cpu(const char *precision, int keep_all, struct cpu_run *r)
+{
+	struct model m;
+	struct ops_ctx ctx;
+	char *path = xstrfmt("%s/tests/fixtures/arch/resnet_small.json",
+			     getenv("AAH_ROOT") ? getenv("AAH_ROOT") : ".");
+	cr_assert_eq(model_load(&m, path), 0, "%s", util_last_error());
+	free(path);
+	cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 1), 0, "%s", util_last_error());
+	cr_assert_geq(ctx.be->set_precision(&ctx, precision), 0, "%s", util_last_error());
+	enum { BATCH = 8 };
+	struct memplan p;
+	cr_assert_eq(memplan_build(&p, &m, BATCH, &ctx, keep_all), 0, "%s", util_last_error());
+	r->recomputed = p.acts_recomputed_unshared;
+	cr_assert_eq(model_alloc_planned(&m, &p, 5), 0, "%s", util_last_error());
+	size_t nx = BATCH * ops_shape_size(&m.input);
+	float *x = xmalloc(nx * sizeof(float));
+	float *dz = xmalloc((size_t)BATCH * m.num_classes * sizeof(float));
+	int y[BATCH];
+	for (size_t i = 0; i < nx; i++)
+		x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+	for (int i = 0; i < BATCH; i++)
+		y[i] = (i * 3) % m.num_classes;
+	for (int step = 0; step < 3; step++) {
+		long correct = 0;
+		ctx.step = (uint64_t)step;
+		r->loss[step] = 0;
+		cr_assert_eq(model_forward(&m, &ctx, x, BATCH, 1), 0, "%s", util_last_error());
+		cr_assert_eq(ctx.be->loss(&ctx, BATCH, m.num_classes, model_logits(&m), y, 0.1f, dz,
+					  &r->loss[step], &correct),
+			     0);
+		cr_assert_eq(model_backward(&m, &ctx, x, BATCH, dz), 0, "%s", util_last_error());
+		cr_assert_eq(model_update(&m, &ctx, 0.05f, 0.9f, 1e-4f), 0, "%s", util_last_error());
+	}
+	r->state_bytes = m.state_bytes;
+	r->state = xmalloc(m.state_bytes);
+	memcpy(r->state, m.block, m.state_bytes);
+	model_release(&m, &ctx);
+	ops_ctx_release(&ctx);
+	free(x);
+	free(dz);
+}
+
+Test(model, recomputed_batchnorm_trains_as_keeping_every_output, .timeout = 120)
+{
+	const char *precisions[] = { "fp32", "bf16" };
+	for (size_t k = 0; k < ARRAY_SIZE(precisions); k++) {
+		struct cpu_run a, b;
+		train_cpu(precisions[k], 0, &a);
+		train_cpu(precisions[k], 1, &b);
+		cr_assert_gt(a.recomputed, 0, "%s: the cpu plan recomputes no batchnorm output",
+			     precisions[k]);
+		cr_assert_eq(b.recomputed, 0);
+		for (int s = 0; s < 3; s++)
+			cr_assert(!memcmp(&a.loss[s], &b.loss[s], sizeof(double)),
+				  "%s: step %d's loss %.17g recomputing, %.17g keeping every output",
+				  precisions[k], s, a.loss[s], b.loss[s]);
+		cr_assert_eq(a.state_bytes, b.state_bytes);
+		cr_assert(!memcmp(a.state, b.state, a.state_bytes),
+			  "%s: the weights, gradients or statistics differ after 3 steps",
+			  precisions[k]);
+		free(a.state);
+		free(b.state);
+	}
+}
