@@ -64,8 +64,9 @@ int cpu_xfer_run(struct ops_ctx *ctx, struct cpu_xfer *x, const void *ptr);
 int cpu_xfer_flush(struct ops_ctx *ctx, struct cpu_xfer *x);
 void cpu_xfer_release(struct cpu_xfer *x);
 
+/* attr NULL: oneDNN's defaults (its own scratchpad, library-managed). */
 int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
-		  const_dnnl_primitive_desc_t hint);
+		  const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint);
 /* Also notes in ctx's slow[] the first one that runs a reference kernel. */
 int cpu_prim_create(struct ops_ctx *ctx, dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd);
 /* Whether an implementation name is one of oneDNN's reference kernels

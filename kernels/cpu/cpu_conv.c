@@ -122,8 +122,9 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 			rc = 1;
 			goto out;
 		}
-	} else if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &dpd, &dd, fpd) ||
-		   cpu_pd_create(ctx, &wpd, &bd, fpd)) {
+	} else if (cpu_pd_create(ctx, &fpd, &fd, NULL, NULL) ||
+		   cpu_pd_create(ctx, &dpd, &dd, NULL, fpd) ||
+		   cpu_pd_create(ctx, &wpd, &bd, NULL, fpd)) {
 		goto out;
 	} else if (fast && any_ref((const_dnnl_primitive_desc_t[]){fpd, dpd, wpd}, 3)) {
 		rc = 1;

@@ -48,8 +48,8 @@ static int dense_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct d
 	DNNL_CHECK(dnnl_inner_product_backward_data_desc_init(&dd, &src, &w_any, &dst));
 	DNNL_CHECK(dnnl_inner_product_backward_weights_desc_init(&bd, &src, &w_any,
 								 c->bias ? &b : NULL, &dst));
-	if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &dpd, &dd, fpd) ||
-	    cpu_pd_create(ctx, &wpd, &bd, fpd))
+	if (cpu_pd_create(ctx, &fpd, &fd, NULL, NULL) || cpu_pd_create(ctx, &dpd, &dd, NULL, fpd) ||
+	    cpu_pd_create(ctx, &wpd, &bd, NULL, fpd))
 		goto out;
 	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->bwd_d, dpd) ||
 	    cpu_prim_create(ctx, &p->bwd_w, wpd))

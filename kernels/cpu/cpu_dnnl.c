@@ -79,9 +79,9 @@ void cpu_pd_free(dnnl_primitive_desc_t *pd)
 }
 
 int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
-		  const_dnnl_primitive_desc_t hint)
+		  const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint)
 {
-	DNNL_CHECK(dnnl_primitive_desc_create(pd, desc, NULL, cpu_ctx(ctx)->eng, hint));
+	DNNL_CHECK(dnnl_primitive_desc_create(pd, desc, attr, cpu_ctx(ctx)->eng, hint));
 	return 0;
 }
 
