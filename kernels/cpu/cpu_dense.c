@@ -1,5 +1,6 @@
 /* cpu_dense.c: dense (fully connected) layer on oneDNN inner product;
- * weights kept as (units, Cin), Cin in the NHWC order of the input. */
+ * weights kept as (units, Cin), Cin in the NHWC order of the input, and
+ * converted to the primitives' layouts in cpu_scratch while a pass runs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@ struct dense_plan {
 	int n;
 	dnnl_primitive_t fwd, bwd_d, bwd_w;
 	dnnl_memory_t src, dst, bias, diff_src, diff_dst, diff_bias;
-	struct cpu_xfer w_fwd, w_bwd, dw;
+	struct cpu_xfer w_fwd, w_bwd, dw;   /* in cpu_scratch, each at its own offset */
 };
 
 static void dense_free_plan(struct dense_plan *p)
@@ -54,12 +55,15 @@ static int dense_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct d
 	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->bwd_d, dpd) ||
 	    cpu_prim_create(ctx, &p->bwd_w, wpd))
 		goto out;
-	if (cpu_xfer_init(ctx, &p->w_fwd, &w_user,
-			  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1) ||
-	    cpu_xfer_init(ctx, &p->w_bwd, &w_user,
-			  dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0), 1) ||
-	    cpu_xfer_init(ctx, &p->dw, &w_user,
-			  dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0), 0))
+	size_t off = 0; /* into cpu_scratch */
+	if (cpu_xfer_init_scratch(ctx, &p->w_fwd, &w_user,
+				  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1, &off) ||
+	    cpu_xfer_init_scratch(ctx, &p->w_bwd, &w_user,
+				  dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0), 1, &off) ||
+	    cpu_xfer_init_scratch(ctx, &p->dw, &w_user,
+				  dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0), 0,
+				  &off) ||
+	    (off && !cpu_scratch(ctx, off)))
 		goto out;
 	if (cpu_mem(ctx, &p->src, &src) || cpu_mem(ctx, &p->dst, &dst) ||
 	    cpu_mem(ctx, &p->bias, &b) || cpu_mem(ctx, &p->diff_src, &src) ||
@@ -143,10 +147,27 @@ static void dense_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
+/* Nothing kept between calls; the scratch holds the weights in oneDNN's
+ * layouts while a pass runs: on AVX-512 three copies (forward, backward
+ * data, the weight gradient's) blocked 16 x 16, both dimensions padded;
+ * on AVX2 two, the backward data pass reading the weights as they are. */
+static size_t dense_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			      size_t *scratch)
+{
+	(void)n;
+	size_t units = (size_t)l->cfg.units, in = ops_shape_size(&l->in[0]);
+	if (ctx->blocked == OPS_BLOCKED16)
+		*scratch = 3 * ((units + 15) / 16 * 16) * ((in + 15) / 16 * 16) * sizeof(float);
+	else
+		*scratch = 2 * units * in * sizeof(float);
+	return 0;
+}
+
 const struct ops_layer_ops cpu_dense_ops = {
 	.type = OPS_DENSE,
 	.name = "inner product",
 	.forward = dense_forward,
 	.backward = dense_backward,
 	.release = dense_release,
+	.workspace = dense_workspace,
 };
