@@ -83,6 +83,20 @@ int cpu_xfer_run(struct ops_ctx *ctx, struct cpu_xfer *x, const void *ptr);
 int cpu_xfer_flush(struct ops_ctx *ctx, struct cpu_xfer *x);
 void cpu_xfer_release(struct cpu_xfer *x);
 
+/* A layer's weights (conv2d, dense) in the layouts of its three passes,
+ * each in cpu_scratch while a pass runs: read by the forward (fwd) and the
+ * backward data pass (bwd); the weight gradient (grad) written by the
+ * backward weights pass and flushed back to the user's layout. */
+struct cpu_weights {
+	struct cpu_xfer fwd, bwd, grad;
+};
+/* user: the model's layout of the weights; fwd, bwd_d, bwd_w: the passes'
+ * primitive descriptors; *off as cpu_xfer_init_scratch's. */
+int cpu_weights_init(struct ops_ctx *ctx, struct cpu_weights *w, const dnnl_memory_desc_t *user,
+		     const_dnnl_primitive_desc_t fwd, const_dnnl_primitive_desc_t bwd_d,
+		     const_dnnl_primitive_desc_t bwd_w, size_t *off);
+void cpu_weights_release(struct cpu_weights *w);
+
 /* attr NULL: oneDNN's defaults (its own scratchpad, library-managed). */
 int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
 		  const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint);

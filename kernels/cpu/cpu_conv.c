@@ -39,7 +39,7 @@ struct conv_plan {
 	/* every conversion below lives in cpu_scratch at its own offset, so
 	 * that those of one pass never overlap; nothing in them outlives it */
 	struct cpu_xfer dst, diff_src;  /* outward: identity unless Winograd */
-	struct cpu_xfer w_fwd, w_bwd, dw;
+	struct cpu_weights w;
 	/* inputs as the primitives read them (identity in fp32) */
 	struct cpu_xfer src_f, src_w, ddst_d, ddst_w;
 	int src_w_own, ddst_w_own;  /* src_w / ddst_w differ from src_f / ddst_d */
@@ -57,9 +57,7 @@ static void conv_free_plan(struct conv_plan *p)
 	cpu_mem_free(&p->bias);
 	cpu_xfer_release(&p->diff_src);
 	cpu_mem_free(&p->diff_bias);
-	cpu_xfer_release(&p->w_fwd);
-	cpu_xfer_release(&p->w_bwd);
-	cpu_xfer_release(&p->dw);
+	cpu_weights_release(&p->w);
 	cpu_xfer_release(&p->src_f);
 	cpu_xfer_release(&p->ddst_d);
 	if (p->src_w_own)
@@ -159,13 +157,7 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	    cpu_prim_create(ctx, &p->prim[CONV_BWD_W], wpd))
 		goto out;
 	size_t off = 0; /* into cpu_scratch */
-	if (cpu_xfer_init_scratch(ctx, &p->w_fwd, &w_user,
-				  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1, &off) ||
-	    cpu_xfer_init_scratch(ctx, &p->w_bwd, &w_user,
-				  dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0), 1, &off) ||
-	    cpu_xfer_init_scratch(ctx, &p->dw, &w_user,
-				  dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0), 0,
-				  &off))
+	if (cpu_weights_init(ctx, &p->w, &w_user, fpd, dpd, wpd, &off))
 		goto out;
 	const dnnl_memory_desc_t *sf = dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
 	const dnnl_memory_desc_t *sw = dnnl_primitive_desc_query_md(wpd, dnnl_query_src_md, 0);
@@ -283,11 +275,11 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
 	l->ran = p->type;
 	l->ran_out = OPS_F32;
-	if (cpu_xfer_run(ctx, &p->w_fwd, l->w) || cpu_xfer_run(ctx, &p->src_f, x[0]) ||
+	if (cpu_xfer_run(ctx, &p->w.fwd, l->w) || cpu_xfer_run(ctx, &p->src_f, x[0]) ||
 	    cpu_xfer_run(ctx, &p->dst, y) || (l->cfg.bias && cpu_set(p->bias, l->b)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
-		{DNNL_ARG_SRC, p->src_f.inner}, {DNNL_ARG_WEIGHTS, p->w_fwd.inner},
+		{DNNL_ARG_SRC, p->src_f.inner}, {DNNL_ARG_WEIGHTS, p->w.fwd.inner},
 		{DNNL_ARG_DST, p->dst.inner}, {DNNL_ARG_BIAS, p->bias},
 	};
 	if (conv_exec(ctx, p, CONV_FWD, l->cfg.bias ? 4 : 3, args))
@@ -305,11 +297,11 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	l->ran = p->type;
 	l->ran_out = OPS_F32;
 	if (dx[0]) {
-		if (cpu_xfer_run(ctx, &p->ddst_d, dy) || cpu_xfer_run(ctx, &p->w_bwd, l->w) ||
+		if (cpu_xfer_run(ctx, &p->ddst_d, dy) || cpu_xfer_run(ctx, &p->w.bwd, l->w) ||
 		    cpu_xfer_run(ctx, &p->diff_src, dx[0]))
 			return -1;
 		dnnl_exec_arg_t args[] = {
-			{DNNL_ARG_DIFF_DST, p->ddst_d.inner}, {DNNL_ARG_WEIGHTS, p->w_bwd.inner},
+			{DNNL_ARG_DIFF_DST, p->ddst_d.inner}, {DNNL_ARG_WEIGHTS, p->w.bwd.inner},
 			{DNNL_ARG_DIFF_SRC, p->diff_src.inner},
 		};
 		if (conv_exec(ctx, p, CONV_BWD_D, 3, args) || cpu_xfer_flush(ctx, &p->diff_src))
@@ -321,15 +313,15 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	 * bf16 one cast, the same values the forward read) */
 	if (cpu_xfer_run(ctx, &p->src_w, x[0]))
 		return -1;
-	if (cpu_xfer_run(ctx, &p->dw, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
+	if (cpu_xfer_run(ctx, &p->w.grad, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
 		{DNNL_ARG_SRC, p->src_w.inner}, {DNNL_ARG_DIFF_DST, p->ddst_w.inner},
-		{DNNL_ARG_DIFF_WEIGHTS, p->dw.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
+		{DNNL_ARG_DIFF_WEIGHTS, p->w.grad.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
 	};
 	if (conv_exec(ctx, p, CONV_BWD_W, l->cfg.bias ? 4 : 3, args))
 		return -1;
-	return cpu_xfer_flush(ctx, &p->dw);
+	return cpu_xfer_flush(ctx, &p->w.grad);
 }
 
 const char *cpu_conv_algo(const struct ops_layer *l)

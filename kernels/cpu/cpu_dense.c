@@ -10,7 +10,7 @@ struct dense_plan {
 	int n;
 	dnnl_primitive_t fwd, bwd_d, bwd_w;
 	dnnl_memory_t src, dst, bias, diff_src, diff_dst, diff_bias;
-	struct cpu_xfer w_fwd, w_bwd, dw;   /* in cpu_scratch, each at its own offset */
+	struct cpu_weights w;
 };
 
 static void dense_free_plan(struct dense_plan *p)
@@ -24,9 +24,7 @@ static void dense_free_plan(struct dense_plan *p)
 	cpu_mem_free(&p->diff_src);
 	cpu_mem_free(&p->diff_dst);
 	cpu_mem_free(&p->diff_bias);
-	cpu_xfer_release(&p->w_fwd);
-	cpu_xfer_release(&p->w_bwd);
-	cpu_xfer_release(&p->dw);
+	cpu_weights_release(&p->w);
 	p->n = 0;
 }
 
@@ -56,13 +54,7 @@ static int dense_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct d
 	    cpu_prim_create(ctx, &p->bwd_w, wpd))
 		goto out;
 	size_t off = 0; /* into cpu_scratch */
-	if (cpu_xfer_init_scratch(ctx, &p->w_fwd, &w_user,
-				  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1, &off) ||
-	    cpu_xfer_init_scratch(ctx, &p->w_bwd, &w_user,
-				  dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0), 1, &off) ||
-	    cpu_xfer_init_scratch(ctx, &p->dw, &w_user,
-				  dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0), 0,
-				  &off) ||
+	if (cpu_weights_init(ctx, &p->w, &w_user, fpd, dpd, wpd, &off) ||
 	    (off && !cpu_scratch(ctx, off)))
 		goto out;
 	if (cpu_mem(ctx, &p->src, &src) || cpu_mem(ctx, &p->dst, &dst) ||
@@ -98,11 +90,11 @@ static int dense_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	struct dense_plan *p = dense_plan(ctx, l, n);
 	if (!p)
 		return error("dense: cannot build a oneDNN primitive for batch %d", n);
-	if (cpu_xfer_run(ctx, &p->w_fwd, l->w) || cpu_set(p->src, x[0]) || cpu_set(p->dst, y) ||
+	if (cpu_xfer_run(ctx, &p->w.fwd, l->w) || cpu_set(p->src, x[0]) || cpu_set(p->dst, y) ||
 	    (l->cfg.bias && cpu_set(p->bias, l->b)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
-		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->w_fwd.inner},
+		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->w.fwd.inner},
 		{DNNL_ARG_DST, p->dst}, {DNNL_ARG_BIAS, p->bias},
 	};
 	return cpu_exec(ctx, p->fwd, l->cfg.bias ? 4 : 3, args);
@@ -118,24 +110,24 @@ static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	if (cpu_set(p->diff_dst, dy) || cpu_set(p->src, x[0]))
 		return -1;
 	if (dx[0]) {
-		if (cpu_xfer_run(ctx, &p->w_bwd, l->w) || cpu_set(p->diff_src, dx[0]))
+		if (cpu_xfer_run(ctx, &p->w.bwd, l->w) || cpu_set(p->diff_src, dx[0]))
 			return -1;
 		dnnl_exec_arg_t args[] = {
-			{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_WEIGHTS, p->w_bwd.inner},
+			{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_WEIGHTS, p->w.bwd.inner},
 			{DNNL_ARG_DIFF_SRC, p->diff_src},
 		};
 		if (cpu_exec(ctx, p->bwd_d, 3, args))
 			return -1;
 	}
-	if (cpu_xfer_run(ctx, &p->dw, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
+	if (cpu_xfer_run(ctx, &p->w.grad, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
 		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DIFF_DST, p->diff_dst},
-		{DNNL_ARG_DIFF_WEIGHTS, p->dw.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
+		{DNNL_ARG_DIFF_WEIGHTS, p->w.grad.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
 	};
 	if (cpu_exec(ctx, p->bwd_w, l->cfg.bias ? 4 : 3, args))
 		return -1;
-	return cpu_xfer_flush(ctx, &p->dw);
+	return cpu_xfer_flush(ctx, &p->w.grad);
 }
 
 static void dense_release(struct ops_ctx *ctx, struct ops_layer *l)

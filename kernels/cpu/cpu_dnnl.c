@@ -171,6 +171,27 @@ int cpu_xfer_init_scratch(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_me
 	return xfer_init(ctx, x, user, inner, to_inner, off);
 }
 
+int cpu_weights_init(struct ops_ctx *ctx, struct cpu_weights *w, const dnnl_memory_desc_t *user,
+		     const_dnnl_primitive_desc_t fwd, const_dnnl_primitive_desc_t bwd_d,
+		     const_dnnl_primitive_desc_t bwd_w, size_t *off)
+{
+	const dnnl_memory_desc_t *f = dnnl_primitive_desc_query_md(fwd, dnnl_query_weights_md, 0);
+	const dnnl_memory_desc_t *b = dnnl_primitive_desc_query_md(bwd_d, dnnl_query_weights_md, 0);
+	const dnnl_memory_desc_t *g =
+		dnnl_primitive_desc_query_md(bwd_w, dnnl_query_diff_weights_md, 0);
+	if (xfer_init(ctx, &w->fwd, user, f, 1, off) || xfer_init(ctx, &w->bwd, user, b, 1, off) ||
+	    xfer_init(ctx, &w->grad, user, g, 0, off))
+		return -1;
+	return 0;
+}
+
+void cpu_weights_release(struct cpu_weights *w)
+{
+	cpu_xfer_release(&w->fwd);
+	cpu_xfer_release(&w->bwd);
+	cpu_xfer_release(&w->grad);
+}
+
 /* Points a scratch inner at its bytes, which the op has asked for. */
 static int xfer_bind(struct ops_ctx *ctx, struct cpu_xfer *x)
 {
