@@ -18,6 +18,11 @@ struct cpu_ctx {
 	/* set by the trainer's bf16 (set_precision): a convolution whose bf16
 	 * kernel would be a reference one runs in fp32 instead (cpu_conv.c) */
 	int bf16_jit_only;
+	/* memory the ops need only while one runs (a convolution's operands
+	 * in its primitives' type and layout, oneDNN's scratchpad), shared by
+	 * all of them and grown to the largest request (cpu_scratch) */
+	void *scratch;
+	size_t scratch_size;
 };
 
 #define DNNL_CHECK(call)                                                        \
@@ -32,6 +37,11 @@ static inline struct cpu_ctx *cpu_ctx(struct ops_ctx *ctx)
 {
 	return ctx->priv;
 }
+
+/* At least bytes of the scratch the ops share: its contents do not outlive
+ * the op that asked for it, as the next op may use the same bytes, and it
+ * moves when a larger request grows it. Owned by ctx (freed by fini). */
+void *cpu_scratch(struct ops_ctx *ctx, size_t bytes);
 
 /* oneDNN's thread count (OpenMP's, where libgomp is loaded); 0: as is. */
 void cpu_set_threads(int threads);
@@ -52,20 +62,44 @@ int cpu_set(dnnl_memory_t m, const void *ptr);
  * they match, `prim` is NULL and `inner` is the user memory itself. */
 struct cpu_xfer {
 	dnnl_memory_t user;     /* handle set by the caller */
-	dnnl_memory_t inner;    /* owned buffer in the primitive's layout */
+	dnnl_memory_t inner;    /* the primitive's layout: its own buffer, or
+				 * the scratch's (in_scratch) */
 	dnnl_primitive_t prim;  /* reorder user->inner (to_inner) or back */
 	int to_inner;
+	int in_scratch;         /* inner is the backend's scratch at byte off */
+	size_t off;
 };
 int cpu_xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_desc_t *user,
 		  const dnnl_memory_desc_t *inner, int to_inner);
-/* Sets the user handle to ptr; an inward conversion also runs its reorder
- * now, an outward one runs it in cpu_xfer_flush after the primitive. */
+/* The same, with an inner buffer of its own only while the op runs: bytes
+ * *off of cpu_scratch, *off advanced past it (aligned). The op asks
+ * cpu_scratch for all its *off before the first cpu_xfer_run. */
+int cpu_xfer_init_scratch(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_desc_t *user,
+			  const dnnl_memory_desc_t *inner, int to_inner, size_t *off);
+/* Sets the user handle to ptr (and a scratch inner's to its bytes); an
+ * inward conversion also runs its reorder now, an outward one runs it in
+ * cpu_xfer_flush after the primitive. */
 int cpu_xfer_run(struct ops_ctx *ctx, struct cpu_xfer *x, const void *ptr);
 int cpu_xfer_flush(struct ops_ctx *ctx, struct cpu_xfer *x);
 void cpu_xfer_release(struct cpu_xfer *x);
 
+/* A layer's weights (conv2d, dense) in the layouts of its three passes,
+ * each in cpu_scratch while a pass runs: read by the forward (fwd) and the
+ * backward data pass (bwd); the weight gradient (grad) written by the
+ * backward weights pass and flushed back to the user's layout. */
+struct cpu_weights {
+	struct cpu_xfer fwd, bwd, grad;
+};
+/* user: the model's layout of the weights; fwd, bwd_d, bwd_w: the passes'
+ * primitive descriptors; *off as cpu_xfer_init_scratch's. */
+int cpu_weights_init(struct ops_ctx *ctx, struct cpu_weights *w, const dnnl_memory_desc_t *user,
+		     const_dnnl_primitive_desc_t fwd, const_dnnl_primitive_desc_t bwd_d,
+		     const_dnnl_primitive_desc_t bwd_w, size_t *off);
+void cpu_weights_release(struct cpu_weights *w);
+
+/* attr NULL: oneDNN's defaults (its own scratchpad, library-managed). */
 int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
-		  const_dnnl_primitive_desc_t hint);
+		  const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint);
 /* Also notes in ctx's slow[] the first one that runs a reference kernel. */
 int cpu_prim_create(struct ops_ctx *ctx, dnnl_primitive_t *p, const_dnnl_primitive_desc_t pd);
 /* Whether an implementation name is one of oneDNN's reference kernels

@@ -34,6 +34,7 @@ static void cpu_fini(struct ops_ctx *ctx)
 		return;
 	dnnl_stream_destroy(c->stream);
 	dnnl_engine_destroy(c->eng);
+	free(c->scratch);
 	free(c);
 	ctx->priv = NULL;
 }

@@ -46,8 +46,8 @@ static int bn_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct bn_p
 							      eps, flags | dnnl_use_global_stats));
 	DNNL_CHECK(dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &data, &data,
 							       eps, flags));
-	if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &ipd, &id, NULL) ||
-	    cpu_pd_create(ctx, &bpd, &bd, fpd))
+	if (cpu_pd_create(ctx, &fpd, &fd, NULL, NULL) || cpu_pd_create(ctx, &ipd, &id, NULL, NULL) ||
+	    cpu_pd_create(ctx, &bpd, &bd, NULL, fpd))
 		goto out;
 	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->inf, ipd) ||
 	    cpu_prim_create(ctx, &p->bwd, bpd))

@@ -3,6 +3,12 @@
  * layout around each primitive). With conv_type OPS_BF16 the convolution
  * reads bf16 copies of its input, weights and output gradient (oneDNN's
  * layout of choice) and writes fp32 outputs and fp32 weight gradients.
+ * Every such copy and conversion exists only while the layer's pass runs,
+ * in the backend's scratch (cpu_scratch), shared by all layers: the
+ * backward casts its input to bf16 again for the weight gradient rather
+ * than keep the forward's copy for the whole step (one pass over x, where
+ * the kept copies took n * (in + out) * 2 bytes per layer: 42 MB per
+ * ResNet-50 image).
  * Under the trainer's bf16 (cpu_ctx.bf16_jit_only) a layer for which oneDNN
  * has only its reference bf16 kernel (a first layer of one input channel
  * on AMX) computes in fp32 instead: more precise, and as fast as the rest.
@@ -19,14 +25,22 @@
 
 #include "kernels/cpu/cpu.h"
 
+/* The three passes of a convolution. */
+enum { CONV_FWD, CONV_BWD_D, CONV_BWD_W, CONV_PASSES };
+
 struct conv_plan {
 	int n;
-	dnnl_primitive_t fwd, bwd_d, bwd_w;
+	dnnl_primitive_t prim[CONV_PASSES];
+	/* oneDNN's scratchpad of each pass (NULL: it needs none), at byte
+	 * pad_off of cpu_scratch after the conversions */
+	dnnl_memory_t pad[CONV_PASSES];
+	size_t pad_off;
 	dnnl_memory_t bias, diff_bias;
+	/* every conversion below lives in cpu_scratch at its own offset, so
+	 * that those of one pass never overlap; nothing in them outlives it */
 	struct cpu_xfer dst, diff_src;  /* outward: identity unless Winograd */
-	struct cpu_xfer w_fwd, w_bwd, dw;
-	/* inputs as the primitives read them (identity in fp32): the forward's
-	 * copy of src is kept for the weight gradient of the same step */
+	struct cpu_weights w;
+	/* inputs as the primitives read them (identity in fp32) */
 	struct cpu_xfer src_f, src_w, ddst_d, ddst_w;
 	int src_w_own, ddst_w_own;  /* src_w / ddst_w differ from src_f / ddst_d */
 	int winograd;
@@ -35,16 +49,15 @@ struct conv_plan {
 
 static void conv_free_plan(struct conv_plan *p)
 {
-	cpu_prim_free(&p->fwd);
-	cpu_prim_free(&p->bwd_d);
-	cpu_prim_free(&p->bwd_w);
+	for (int i = 0; i < CONV_PASSES; i++) {
+		cpu_prim_free(&p->prim[i]);
+		cpu_mem_free(&p->pad[i]);
+	}
 	cpu_xfer_release(&p->dst);
 	cpu_mem_free(&p->bias);
 	cpu_xfer_release(&p->diff_src);
 	cpu_mem_free(&p->diff_bias);
-	cpu_xfer_release(&p->w_fwd);
-	cpu_xfer_release(&p->w_bwd);
-	cpu_xfer_release(&p->dw);
+	cpu_weights_release(&p->w);
 	cpu_xfer_release(&p->src_f);
 	cpu_xfer_release(&p->ddst_d);
 	if (p->src_w_own)
@@ -114,30 +127,37 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 		strides, pl, pr));
 	DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(&bd, alg, &src_c, &dw_any,
 		c->bias ? &b : NULL, &ddst_c, strides, pl, pr));
+	/* oneDNN's scratchpad goes in cpu_scratch too: one buffer, whose
+	 * largest layer is what the plan counts (conv_workspace) */
+	dnnl_primitive_attr_t attr;
+	DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+	if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) !=
+	    dnnl_success) {
+		error("conv2d: cannot ask oneDNN for a scratchpad of the caller's");
+		goto out;
+	}
 	if (wino) { /* no kernel for this shape: not an error, the caller goes direct */
 		dnnl_engine_t eng = cpu_ctx(ctx)->eng;
-		if (dnnl_primitive_desc_create(&fpd, &fd, NULL, eng, NULL) != dnnl_success ||
-		    dnnl_primitive_desc_create(&dpd, &dd, NULL, eng, fpd) != dnnl_success ||
-		    dnnl_primitive_desc_create(&wpd, &bd, NULL, eng, fpd) != dnnl_success) {
+		if (dnnl_primitive_desc_create(&fpd, &fd, attr, eng, NULL) != dnnl_success ||
+		    dnnl_primitive_desc_create(&dpd, &dd, attr, eng, fpd) != dnnl_success ||
+		    dnnl_primitive_desc_create(&wpd, &bd, attr, eng, fpd) != dnnl_success) {
 			rc = 1;
 			goto out;
 		}
-	} else if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &dpd, &dd, fpd) ||
-		   cpu_pd_create(ctx, &wpd, &bd, fpd)) {
+	} else if (cpu_pd_create(ctx, &fpd, &fd, attr, NULL) ||
+		   cpu_pd_create(ctx, &dpd, &dd, attr, fpd) ||
+		   cpu_pd_create(ctx, &wpd, &bd, attr, fpd)) {
 		goto out;
 	} else if (fast && any_ref((const_dnnl_primitive_desc_t[]){fpd, dpd, wpd}, 3)) {
 		rc = 1;
 		goto out;
 	}
-	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->bwd_d, dpd) ||
-	    cpu_prim_create(ctx, &p->bwd_w, wpd))
+	if (cpu_prim_create(ctx, &p->prim[CONV_FWD], fpd) ||
+	    cpu_prim_create(ctx, &p->prim[CONV_BWD_D], dpd) ||
+	    cpu_prim_create(ctx, &p->prim[CONV_BWD_W], wpd))
 		goto out;
-	if (cpu_xfer_init(ctx, &p->w_fwd, &w_user,
-			  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1) ||
-	    cpu_xfer_init(ctx, &p->w_bwd, &w_user,
-			  dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0), 1) ||
-	    cpu_xfer_init(ctx, &p->dw, &w_user,
-			  dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0), 0))
+	size_t off = 0; /* into cpu_scratch */
+	if (cpu_weights_init(ctx, &p->w, &w_user, fpd, dpd, wpd, &off))
 		goto out;
 	const dnnl_memory_desc_t *sf = dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
 	const dnnl_memory_desc_t *sw = dnnl_primitive_desc_query_md(wpd, dnnl_query_src_md, 0);
@@ -145,26 +165,46 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	const dnnl_memory_desc_t *gw = dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_dst_md, 0);
 	p->src_w_own = !dnnl_memory_desc_equal(sf, sw);
 	p->ddst_w_own = !dnnl_memory_desc_equal(gd, gw);
-	if (cpu_xfer_init(ctx, &p->src_f, &src, sf, 1) || cpu_xfer_init(ctx, &p->ddst_d, &dst, gd, 1) ||
-	    (p->src_w_own && cpu_xfer_init(ctx, &p->src_w, &src, sw, 1)) ||
-	    (p->ddst_w_own && cpu_xfer_init(ctx, &p->ddst_w, &dst, gw, 1)))
+	if (cpu_xfer_init_scratch(ctx, &p->src_f, &src, sf, 1, &off) ||
+	    cpu_xfer_init_scratch(ctx, &p->ddst_d, &dst, gd, 1, &off) ||
+	    (p->src_w_own && cpu_xfer_init_scratch(ctx, &p->src_w, &src, sw, 1, &off)) ||
+	    (p->ddst_w_own && cpu_xfer_init_scratch(ctx, &p->ddst_w, &dst, gw, 1, &off)))
 		goto out;
 	if (!p->src_w_own)
 		p->src_w = p->src_f;
 	if (!p->ddst_w_own)
 		p->ddst_w = p->ddst_d;
-	if (cpu_xfer_init(ctx, &p->dst, &dst,
-			  dnnl_primitive_desc_query_md(fpd, dnnl_query_dst_md, 0), 0) ||
-	    cpu_xfer_init(ctx, &p->diff_src, &src,
-			  l->no_dx0 ? &src : dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_src_md, 0),
-			  0) ||
+	if (cpu_xfer_init_scratch(ctx, &p->dst, &dst,
+				  dnnl_primitive_desc_query_md(fpd, dnnl_query_dst_md, 0), 0, &off) ||
+	    cpu_xfer_init_scratch(ctx, &p->diff_src, &src,
+				  l->no_dx0 ? &src
+					    : dnnl_primitive_desc_query_md(dpd, dnnl_query_diff_src_md, 0),
+				  0, &off) ||
 	    cpu_mem(ctx, &p->bias, &b) || cpu_mem(ctx, &p->diff_bias, &b))
+		goto out;
+	/* the passes run one at a time: their scratchpads share bytes */
+	p->pad_off = off;
+	const_dnnl_primitive_desc_t pds[CONV_PASSES] = {fpd, dpd, wpd};
+	for (int i = 0; i < CONV_PASSES; i++) {
+		const dnnl_memory_desc_t *md =
+			dnnl_primitive_desc_query_md(pds[i], dnnl_query_scratchpad_md, 0);
+		size_t size = md ? dnnl_memory_desc_get_size(md) : 0;
+		if (!size)
+			continue;
+		if (cpu_mem(ctx, &p->pad[i], md))
+			goto out;
+		off = p->pad_off + size > off ? p->pad_off + size : off;
+	}
+	/* the scratch only grows: asked for once here, it holds this layer's
+	 * conversions at every later call */
+	if (off && !cpu_scratch(ctx, off))
 		goto out;
 	p->n = n;
 	p->winograd = wino;
 	p->type = t;
 	rc = 0;
 out:
+	dnnl_primitive_attr_destroy(attr);
 	cpu_pd_free(&fpd);
 	cpu_pd_free(&dpd);
 	cpu_pd_free(&wpd);
@@ -210,6 +250,22 @@ static struct conv_plan *conv_plan(struct ops_ctx *ctx, struct ops_layer *l, int
 	return conv_build(ctx, l, n, p) ? NULL : p;
 }
 
+/* Runs one pass with its nargs args and its scratchpad, if any. */
+static int conv_exec(struct ops_ctx *ctx, const struct conv_plan *p, int pass, int nargs,
+		     const dnnl_exec_arg_t *args)
+{
+	dnnl_exec_arg_t a[5];
+	if (nargs >= (int)(sizeof(a) / sizeof(a[0])))
+		BUG("conv2d: %d arguments to a pass", nargs);
+	memcpy(a, args, (size_t)nargs * sizeof(*a));
+	if (p->pad[pass]) {
+		if (cpu_set(p->pad[pass], (char *)cpu_ctx(ctx)->scratch + p->pad_off))
+			return -1;
+		a[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->pad[pass]};
+	}
+	return cpu_exec(ctx, p->prim[pass], nargs, a);
+}
+
 static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 			const float *const *x, float *y, int train)
 {
@@ -219,14 +275,14 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
 	l->ran = p->type;
 	l->ran_out = OPS_F32;
-	if (cpu_xfer_run(ctx, &p->w_fwd, l->w) || cpu_xfer_run(ctx, &p->src_f, x[0]) ||
+	if (cpu_xfer_run(ctx, &p->w.fwd, l->w) || cpu_xfer_run(ctx, &p->src_f, x[0]) ||
 	    cpu_xfer_run(ctx, &p->dst, y) || (l->cfg.bias && cpu_set(p->bias, l->b)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
-		{DNNL_ARG_SRC, p->src_f.inner}, {DNNL_ARG_WEIGHTS, p->w_fwd.inner},
+		{DNNL_ARG_SRC, p->src_f.inner}, {DNNL_ARG_WEIGHTS, p->w.fwd.inner},
 		{DNNL_ARG_DST, p->dst.inner}, {DNNL_ARG_BIAS, p->bias},
 	};
-	if (cpu_exec(ctx, p->fwd, l->cfg.bias ? 4 : 3, args))
+	if (conv_exec(ctx, p, CONV_FWD, l->cfg.bias ? 4 : 3, args))
 		return -1;
 	return cpu_xfer_flush(ctx, &p->dst);
 }
@@ -240,32 +296,32 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
 	l->ran = p->type;
 	l->ran_out = OPS_F32;
-	/* the forward converted x[0] for this step already (bf16); fp32 reads it */
-	if ((p->type == OPS_F32 && cpu_xfer_run(ctx, &p->src_f, x[0])) ||
-	    (p->src_w_own && cpu_xfer_run(ctx, &p->src_w, x[0])))
-		return -1;
 	if (dx[0]) {
-		if (cpu_xfer_run(ctx, &p->ddst_d, dy) || cpu_xfer_run(ctx, &p->w_bwd, l->w) ||
+		if (cpu_xfer_run(ctx, &p->ddst_d, dy) || cpu_xfer_run(ctx, &p->w.bwd, l->w) ||
 		    cpu_xfer_run(ctx, &p->diff_src, dx[0]))
 			return -1;
 		dnnl_exec_arg_t args[] = {
-			{DNNL_ARG_DIFF_DST, p->ddst_d.inner}, {DNNL_ARG_WEIGHTS, p->w_bwd.inner},
+			{DNNL_ARG_DIFF_DST, p->ddst_d.inner}, {DNNL_ARG_WEIGHTS, p->w.bwd.inner},
 			{DNNL_ARG_DIFF_SRC, p->diff_src.inner},
 		};
-		if (cpu_exec(ctx, p->bwd_d, 3, args) || cpu_xfer_flush(ctx, &p->diff_src))
+		if (conv_exec(ctx, p, CONV_BWD_D, 3, args) || cpu_xfer_flush(ctx, &p->diff_src))
 			return -1;
 	}
 	if ((!dx[0] || p->ddst_w_own) && cpu_xfer_run(ctx, &p->ddst_w, dy))
 		return -1;
-	if (cpu_xfer_run(ctx, &p->dw, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
+	/* the forward's copy of x[0] went with its pass: convert it again (in
+	 * bf16 one cast, the same values the forward read) */
+	if (cpu_xfer_run(ctx, &p->src_w, x[0]))
+		return -1;
+	if (cpu_xfer_run(ctx, &p->w.grad, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
 		{DNNL_ARG_SRC, p->src_w.inner}, {DNNL_ARG_DIFF_DST, p->ddst_w.inner},
-		{DNNL_ARG_DIFF_WEIGHTS, p->dw.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
+		{DNNL_ARG_DIFF_WEIGHTS, p->w.grad.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
 	};
-	if (cpu_exec(ctx, p->bwd_w, l->cfg.bias ? 4 : 3, args))
+	if (conv_exec(ctx, p, CONV_BWD_W, l->cfg.bias ? 4 : 3, args))
 		return -1;
-	return cpu_xfer_flush(ctx, &p->dw);
+	return cpu_xfer_flush(ctx, &p->w.grad);
 }
 
 const char *cpu_conv_algo(const struct ops_layer *l)
@@ -285,19 +341,20 @@ static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
 
 #define MIB2 ((size_t)2 << 20)
 
-/* What conv_build_alg allocates: the weights in oneDNN's layout, one copy
- * in the compute type for the forward and one for the backward data pass,
- * the weight gradient's in fp32; with bf16, the bf16 copies of the input
- * (the forward's, kept for the weight gradient) and of the output
- * gradient; the gradient of an input of channels that do not fill a
- * vector register is padded to ctx->blocked's width (the network's input
- * has none). The activations
- * are in the primitives' layout already (the model keeps them blocked from
- * layer to layer). Winograd's scratchpad (oneDNN's, one for all
- * primitives) holds the weights transformed to 6x6 tiles, twice for the
- * weight gradient, and per-thread tile buffers, each in 2 MiB pages:
- * measured on AVX-512 to within 10%; oneDNN has these kernels on AVX-512
- * only, where the blocked layout is 16 wide. */
+/* What conv_build_alg asks of cpu_scratch, all of it only while a pass
+ * runs: the weights in oneDNN's layout, one copy in the compute type for
+ * the forward and one for the backward data pass, the weight gradient's
+ * in fp32; with bf16, the bf16 copies of the input and of the output
+ * gradient (the backward makes its own of the input again); the gradient
+ * of an input of channels that do not fill a vector register, padded to
+ * ctx->blocked's width (the network's input has none); and oneDNN's
+ * scratchpad. The activations are in the primitives' layout already (the
+ * model keeps them blocked from layer to layer). Winograd's scratchpad
+ * holds the weights transformed to 6x6 tiles, twice for the weight
+ * gradient, and per-thread tile buffers: measured on AVX-512 to within
+ * 10%, as 2 MiB pages; oneDNN has these kernels on AVX-512 only, where
+ * the blocked layout is 16 wide. Between calls the layer keeps nothing
+ * the plan counts: it returns 0. */
 static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
 			     size_t *scratch)
 {
@@ -305,18 +362,18 @@ static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *
 	size_t nw = (size_t)l->cfg.units * (size_t)l->cfg.kernel * (size_t)l->cfg.kernel *
 		    (size_t)in->c;
 	size_t e = ctx->conv_type == OPS_F32 ? sizeof(float) : 2;
-	size_t b = 2 * nw * e + nw * sizeof(float);
+	size_t s = 2 * nw * e + nw * sizeof(float);
 	if (ctx->conv_type != OPS_F32)
-		b += (size_t)n * (ops_shape_size(in) + ops_shape_size(&l->out)) * e;
+		s += (size_t)n * (ops_shape_size(in) + ops_shape_size(&l->out)) * e;
 	int blk = ops_layout_block(ctx->blocked);
 	if (in->c % blk && !l->no_dx0)
-		b += (size_t)n * in->h * in->w * (size_t)((in->c + blk - 1) / blk * blk) * sizeof(float);
-	*scratch = 0;
+		s += (size_t)n * in->h * in->w * (size_t)((in->c + blk - 1) / blk * blk) * sizeof(float);
 	if (conv_winograd(ctx, l) && ctx->blocked == OPS_BLOCKED16) {
 		size_t u = 2 * 36 * (size_t)in->c * (size_t)l->cfg.units * sizeof(float);
-		*scratch = (u + MIB2 - 1) / MIB2 * MIB2 + 4 * MIB2;
+		s += (u + MIB2 - 1) / MIB2 * MIB2 + 4 * MIB2;
 	}
-	return b;
+	*scratch = s;
+	return 0;
 }
 
 const struct ops_layer_ops cpu_conv_ops = {

@@ -1,5 +1,6 @@
 /* cpu_dense.c: dense (fully connected) layer on oneDNN inner product;
- * weights kept as (units, Cin), Cin in the NHWC order of the input. */
+ * weights kept as (units, Cin), Cin in the NHWC order of the input, and
+ * converted to the primitives' layouts in cpu_scratch while a pass runs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@ struct dense_plan {
 	int n;
 	dnnl_primitive_t fwd, bwd_d, bwd_w;
 	dnnl_memory_t src, dst, bias, diff_src, diff_dst, diff_bias;
-	struct cpu_xfer w_fwd, w_bwd, dw;
+	struct cpu_weights w;
 };
 
 static void dense_free_plan(struct dense_plan *p)
@@ -23,9 +24,7 @@ static void dense_free_plan(struct dense_plan *p)
 	cpu_mem_free(&p->diff_src);
 	cpu_mem_free(&p->diff_dst);
 	cpu_mem_free(&p->diff_bias);
-	cpu_xfer_release(&p->w_fwd);
-	cpu_xfer_release(&p->w_bwd);
-	cpu_xfer_release(&p->dw);
+	cpu_weights_release(&p->w);
 	p->n = 0;
 }
 
@@ -48,18 +47,15 @@ static int dense_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct d
 	DNNL_CHECK(dnnl_inner_product_backward_data_desc_init(&dd, &src, &w_any, &dst));
 	DNNL_CHECK(dnnl_inner_product_backward_weights_desc_init(&bd, &src, &w_any,
 								 c->bias ? &b : NULL, &dst));
-	if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &dpd, &dd, fpd) ||
-	    cpu_pd_create(ctx, &wpd, &bd, fpd))
+	if (cpu_pd_create(ctx, &fpd, &fd, NULL, NULL) || cpu_pd_create(ctx, &dpd, &dd, NULL, fpd) ||
+	    cpu_pd_create(ctx, &wpd, &bd, NULL, fpd))
 		goto out;
 	if (cpu_prim_create(ctx, &p->fwd, fpd) || cpu_prim_create(ctx, &p->bwd_d, dpd) ||
 	    cpu_prim_create(ctx, &p->bwd_w, wpd))
 		goto out;
-	if (cpu_xfer_init(ctx, &p->w_fwd, &w_user,
-			  dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 1) ||
-	    cpu_xfer_init(ctx, &p->w_bwd, &w_user,
-			  dnnl_primitive_desc_query_md(dpd, dnnl_query_weights_md, 0), 1) ||
-	    cpu_xfer_init(ctx, &p->dw, &w_user,
-			  dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0), 0))
+	size_t off = 0; /* into cpu_scratch */
+	if (cpu_weights_init(ctx, &p->w, &w_user, fpd, dpd, wpd, &off) ||
+	    (off && !cpu_scratch(ctx, off)))
 		goto out;
 	if (cpu_mem(ctx, &p->src, &src) || cpu_mem(ctx, &p->dst, &dst) ||
 	    cpu_mem(ctx, &p->bias, &b) || cpu_mem(ctx, &p->diff_src, &src) ||
@@ -94,11 +90,11 @@ static int dense_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	struct dense_plan *p = dense_plan(ctx, l, n);
 	if (!p)
 		return error("dense: cannot build a oneDNN primitive for batch %d", n);
-	if (cpu_xfer_run(ctx, &p->w_fwd, l->w) || cpu_set(p->src, x[0]) || cpu_set(p->dst, y) ||
+	if (cpu_xfer_run(ctx, &p->w.fwd, l->w) || cpu_set(p->src, x[0]) || cpu_set(p->dst, y) ||
 	    (l->cfg.bias && cpu_set(p->bias, l->b)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
-		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->w_fwd.inner},
+		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->w.fwd.inner},
 		{DNNL_ARG_DST, p->dst}, {DNNL_ARG_BIAS, p->bias},
 	};
 	return cpu_exec(ctx, p->fwd, l->cfg.bias ? 4 : 3, args);
@@ -114,24 +110,24 @@ static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	if (cpu_set(p->diff_dst, dy) || cpu_set(p->src, x[0]))
 		return -1;
 	if (dx[0]) {
-		if (cpu_xfer_run(ctx, &p->w_bwd, l->w) || cpu_set(p->diff_src, dx[0]))
+		if (cpu_xfer_run(ctx, &p->w.bwd, l->w) || cpu_set(p->diff_src, dx[0]))
 			return -1;
 		dnnl_exec_arg_t args[] = {
-			{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_WEIGHTS, p->w_bwd.inner},
+			{DNNL_ARG_DIFF_DST, p->diff_dst}, {DNNL_ARG_WEIGHTS, p->w.bwd.inner},
 			{DNNL_ARG_DIFF_SRC, p->diff_src},
 		};
 		if (cpu_exec(ctx, p->bwd_d, 3, args))
 			return -1;
 	}
-	if (cpu_xfer_run(ctx, &p->dw, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
+	if (cpu_xfer_run(ctx, &p->w.grad, l->dw) || (l->cfg.bias && cpu_set(p->diff_bias, l->db)))
 		return -1;
 	dnnl_exec_arg_t args[] = {
 		{DNNL_ARG_SRC, p->src}, {DNNL_ARG_DIFF_DST, p->diff_dst},
-		{DNNL_ARG_DIFF_WEIGHTS, p->dw.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
+		{DNNL_ARG_DIFF_WEIGHTS, p->w.grad.inner}, {DNNL_ARG_DIFF_BIAS, p->diff_bias},
 	};
 	if (cpu_exec(ctx, p->bwd_w, l->cfg.bias ? 4 : 3, args))
 		return -1;
-	return cpu_xfer_flush(ctx, &p->dw);
+	return cpu_xfer_flush(ctx, &p->w.grad);
 }
 
 static void dense_release(struct ops_ctx *ctx, struct ops_layer *l)
@@ -143,10 +139,27 @@ static void dense_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
+/* Nothing kept between calls; the scratch holds the weights in oneDNN's
+ * layouts while a pass runs: on AVX-512 three copies (forward, backward
+ * data, the weight gradient's) blocked 16 x 16, both dimensions padded;
+ * on AVX2 two, the backward data pass reading the weights as they are. */
+static size_t dense_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			      size_t *scratch)
+{
+	(void)n;
+	size_t units = (size_t)l->cfg.units, in = ops_shape_size(&l->in[0]);
+	if (ctx->blocked == OPS_BLOCKED16)
+		*scratch = 3 * ((units + 15) / 16 * 16) * ((in + 15) / 16 * 16) * sizeof(float);
+	else
+		*scratch = 2 * units * in * sizeof(float);
+	return 0;
+}
+
 const struct ops_layer_ops cpu_dense_ops = {
 	.type = OPS_DENSE,
 	.name = "inner product",
 	.forward = dense_forward,
 	.backward = dense_backward,
 	.release = dense_release,
+	.workspace = dense_workspace,
 };

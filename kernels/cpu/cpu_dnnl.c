@@ -1,6 +1,7 @@
 /* cpu_dnnl.c: oneDNN engine, stream and the memory helpers of kernels/cpu. */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h> /* aligned_alloc, free */
 #include <string.h>
 
 #include "kernels/cpu/cpu.h"
@@ -79,9 +80,9 @@ void cpu_pd_free(dnnl_primitive_desc_t *pd)
 }
 
 int cpu_pd_create(struct ops_ctx *ctx, dnnl_primitive_desc_t *pd, const void *desc,
-		  const_dnnl_primitive_desc_t hint)
+		  const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint)
 {
-	DNNL_CHECK(dnnl_primitive_desc_create(pd, desc, NULL, cpu_ctx(ctx)->eng, hint));
+	DNNL_CHECK(dnnl_primitive_desc_create(pd, desc, attr, cpu_ctx(ctx)->eng, hint));
 	return 0;
 }
 
@@ -105,8 +106,30 @@ int cpu_exec(struct ops_ctx *ctx, dnnl_primitive_t p, int nargs, const dnnl_exec
 	return 0;
 }
 
-int cpu_xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_desc_t *user,
-		  const dnnl_memory_desc_t *inner, int to_inner)
+#define SCRATCH_ALIGN 64
+
+void *cpu_scratch(struct ops_ctx *ctx, size_t bytes)
+{
+	struct cpu_ctx *c = cpu_ctx(ctx);
+	if (bytes <= c->scratch_size)
+		return c->scratch;
+	/* nothing in it outlives an op: free first, so the old and the new
+	 * size are never held at once */
+	free(c->scratch);
+	c->scratch_size = 0;
+	c->scratch = aligned_alloc(SCRATCH_ALIGN, (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN *
+					       SCRATCH_ALIGN);
+	if (!c->scratch) {
+		error("cannot allocate %zu bytes of scratch for the CPU backend's ops", bytes);
+		return NULL;
+	}
+	c->scratch_size = bytes;
+	return c->scratch;
+}
+
+/* off NULL: inner owns its buffer; else it is bytes *off of the scratch. */
+static int xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_desc_t *user,
+		     const dnnl_memory_desc_t *inner, int to_inner, size_t *off)
 {
 	dnnl_engine_t eng = cpu_ctx(ctx)->eng;
 	memset(x, 0, sizeof(*x));
@@ -117,7 +140,15 @@ int cpu_xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_des
 		x->inner = x->user;
 		return 0;
 	}
-	DNNL_CHECK(dnnl_memory_create(&x->inner, inner, eng, DNNL_MEMORY_ALLOCATE));
+	if (off) {
+		size_t bytes = dnnl_memory_desc_get_size(inner);
+		DNNL_CHECK(dnnl_memory_create(&x->inner, inner, eng, DNNL_MEMORY_NONE));
+		x->in_scratch = 1;
+		x->off = *off;
+		*off += (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN;
+	} else {
+		DNNL_CHECK(dnnl_memory_create(&x->inner, inner, eng, DNNL_MEMORY_ALLOCATE));
+	}
 	dnnl_primitive_desc_t pd;
 	if (to_inner)
 		DNNL_CHECK(dnnl_reorder_primitive_desc_create(&pd, user, eng, inner, eng, NULL));
@@ -128,9 +159,54 @@ int cpu_xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_des
 	return rc;
 }
 
+int cpu_xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_desc_t *user,
+		  const dnnl_memory_desc_t *inner, int to_inner)
+{
+	return xfer_init(ctx, x, user, inner, to_inner, NULL);
+}
+
+int cpu_xfer_init_scratch(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_desc_t *user,
+			  const dnnl_memory_desc_t *inner, int to_inner, size_t *off)
+{
+	return xfer_init(ctx, x, user, inner, to_inner, off);
+}
+
+int cpu_weights_init(struct ops_ctx *ctx, struct cpu_weights *w, const dnnl_memory_desc_t *user,
+		     const_dnnl_primitive_desc_t fwd, const_dnnl_primitive_desc_t bwd_d,
+		     const_dnnl_primitive_desc_t bwd_w, size_t *off)
+{
+	const dnnl_memory_desc_t *f = dnnl_primitive_desc_query_md(fwd, dnnl_query_weights_md, 0);
+	const dnnl_memory_desc_t *b = dnnl_primitive_desc_query_md(bwd_d, dnnl_query_weights_md, 0);
+	const dnnl_memory_desc_t *g =
+		dnnl_primitive_desc_query_md(bwd_w, dnnl_query_diff_weights_md, 0);
+	if (xfer_init(ctx, &w->fwd, user, f, 1, off) || xfer_init(ctx, &w->bwd, user, b, 1, off) ||
+	    xfer_init(ctx, &w->grad, user, g, 0, off))
+		return -1;
+	return 0;
+}
+
+void cpu_weights_release(struct cpu_weights *w)
+{
+	cpu_xfer_release(&w->fwd);
+	cpu_xfer_release(&w->bwd);
+	cpu_xfer_release(&w->grad);
+}
+
+/* Points a scratch inner at its bytes, which the op has asked for. */
+static int xfer_bind(struct ops_ctx *ctx, struct cpu_xfer *x)
+{
+	const struct cpu_ctx *c = cpu_ctx(ctx);
+	const dnnl_memory_desc_t *md;
+	DNNL_CHECK(dnnl_memory_get_memory_desc(x->inner, &md));
+	if (x->off + dnnl_memory_desc_get_size(md) > c->scratch_size)
+		BUG("a conversion at byte %zu of %zu bytes of scratch: the op did not ask for it",
+		    x->off, c->scratch_size);
+	return cpu_set(x->inner, (char *)c->scratch + x->off);
+}
+
 int cpu_xfer_run(struct ops_ctx *ctx, struct cpu_xfer *x, const void *ptr)
 {
-	if (cpu_set(x->user, ptr))
+	if (cpu_set(x->user, ptr) || (x->in_scratch && xfer_bind(ctx, x)))
 		return -1;
 	if (!x->prim || !x->to_inner)
 		return 0;

@@ -42,7 +42,7 @@ static int pool_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct po
 		DNNL_CHECK(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training,
 							  dnnl_eltwise_relu, &src, 0, 0));
 		DNNL_CHECK(dnnl_eltwise_backward_desc_init(&bd, dnnl_eltwise_relu, &src, &src, 0, 0));
-		if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &bpd, &bd, fpd))
+		if (cpu_pd_create(ctx, &fpd, &fd, NULL, NULL) || cpu_pd_create(ctx, &bpd, &bd, NULL, fpd))
 			goto out;
 	} else {
 		dnnl_alg_kind_t alg = c->type == OPS_MAXPOOL ? dnnl_pooling_max
@@ -58,7 +58,7 @@ static int pool_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct po
 							  strides, kernel, pl, pr));
 		DNNL_CHECK(dnnl_pooling_backward_desc_init(&bd, alg, &src, &dst, strides, kernel, pl,
 							   pr));
-		if (cpu_pd_create(ctx, &fpd, &fd, NULL) || cpu_pd_create(ctx, &bpd, &bd, fpd))
+		if (cpu_pd_create(ctx, &fpd, &fd, NULL, NULL) || cpu_pd_create(ctx, &bpd, &bd, NULL, fpd))
 			goto out;
 		const dnnl_memory_desc_t *ws = dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
 		if (ws && ws->ndims > 0 &&

@@ -130,7 +130,7 @@ Test(kernels_jit, a_reference_kernel_is_named)
 	cr_assert_eq(dnnl_memory_desc_init_by_tag(&md, 4, d, dnnl_f32, dnnl_abdc), dnnl_success);
 	cr_assert_eq(dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_training, &md,
 								1e-3f, 0), dnnl_success);
-	cr_assert_eq(cpu_pd_create(&ctx, &pd, &bd, NULL), 0, "%s", util_last_error());
+	cr_assert_eq(cpu_pd_create(&ctx, &pd, &bd, NULL, NULL), 0, "%s", util_last_error());
 	cr_assert_eq(cpu_prim_create(&ctx, &prim, pd), 0, "%s", util_last_error());
 	const char *slow = ctx.be->slow_path(&ctx);
 	cr_assert_not_null(slow);
