@@ -165,10 +165,19 @@ struct ops_layer_ops {
 	 * none. */
 	size_t (*workspace)(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
 			    size_t *scratch);
+	/* What this op's backward never reads (OPS_SKIPS_*; 0: it may read
+	 * its inputs and its output): a recomputed output that no backward
+	 * reads is not recomputed (trialimg/memplan.h). */
+	unsigned backward_skips;
 	/* Reads and writes tensors in ctx->blocked too. Every op but conv2d and
 	 * global_avg_pool (whose rank-2 output stays NHWC) then takes its
 	 * inputs and output in one layout. */
 	int blocked;
+};
+
+enum {
+	OPS_SKIPS_X = 1u << 0, /* its inputs x */
+	OPS_SKIPS_Y = 1u << 1, /* its output y */
 };
 
 static inline enum ops_layout ops_in_layout(const struct ops_layer *l, int k)

@@ -104,6 +104,23 @@ static int recomputable(const struct model *m, const struct memplan *p,
 	return !t || p->rec_last[owner(m, t - 1)] < 0;
 }
 
+/* When recomputed output i is needed again (memplan.rec_at): before the
+ * backward of its last reader that reads its input, else before its own
+ * where that reads its output, else never. */
+static int recompute_at(const struct model *m, const struct ops_ctx *ctx, int i)
+{
+	for (int j = m->n_layers - 1; j > i; j--) {
+		const struct model_layer *L = &m->layers[j];
+		if (L->fused || (ctx->be->layer[L->op.cfg.type]->backward_skips & OPS_SKIPS_X))
+			continue;
+		for (int k = 0; k < L->op.n_in; k++)
+			if (L->inputs[k] && owner(m, L->inputs[k] - 1) == i)
+				return j;
+	}
+	const struct ops_layer_ops *lo = ctx->be->layer[m->layers[i].op.cfg.type];
+	return lo->backward_skips & OPS_SKIPS_Y ? -1 : i;
+}
+
 static int mul_ok(size_t a, size_t b, size_t *r)
 {
 	if (b && a > SIZE_MAX / b)
@@ -130,8 +147,9 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			last[m->layers[j].inputs[k]] = j;
 	size_t acts = 0;
 	p->rec_last = xmalloc(((size_t)n + 1) * sizeof(int));
+	p->rec_at = xmalloc(((size_t)n + 1) * sizeof(int));
 	for (int i = 0; i <= n; i++)
-		p->rec_last[i] = -1;
+		p->rec_last[i] = p->rec_at[i] = -1;
 	for (int i = 0; i < n; i++) {
 		const struct model_layer *L = &m->layers[i];
 		size_t vals, bytes;
@@ -202,6 +220,8 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			p->rec_last[v[q].layer] = v[q].from;
 			p->acts_recomputed_unshared += v[q].bytes;
 		}
+	for (int q = 0; q < nr; q++)
+		p->rec_at[r[q].layer] = recompute_at(m, ctx, r[q].layer);
 	p->acts_kept = acts;
 	acts += place(r, nr, 0);
 	for (int q = 0; q < nr; q++)
@@ -247,6 +267,7 @@ void memplan_release(struct memplan *p)
 	free(p->act_off);
 	free(p->dact_off);
 	free(p->rec_last);
+	free(p->rec_at);
 	memset(p, 0, sizeof(*p));
 }
 

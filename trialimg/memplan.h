@@ -11,8 +11,10 @@
  * - but an output the backend can recompute (ops_layer_ops.recompute: the
  *   CPU's batchnorm) whose input is kept is not kept: its buffer lives, as
  *   a gradient does, from its last reader to itself, in the forward and
- *   again in the backward, where it is recomputed before its last reader's
- *   backward; such buffers whose lives do not overlap share bytes;
+ *   again in the backward, where it is recomputed before the backward of
+ *   the last reader that reads it (ops_layer_ops.backward_skips: an add
+ *   reads no input), or not at all; such buffers whose lives do not
+ *   overlap share bytes;
  * - each output's gradient only while it is live: from the backward of
  *   its last reader (which writes it first) to its producer's backward
  *   (which reads it last); buffers whose lives do not overlap share bytes;
@@ -64,9 +66,13 @@ struct memplan {
 	int on_host;             /* the backend computes in host memory: host
 				  * counts in memplan_total */
 	size_t dacts_unshared;   /* the gradients' bytes without sharing */
-	int *rec_last;           /* (n_layers) a recomputed output: the layer
-				  * before whose backward it is recomputed (its
-				  * last reader); -1: kept */
+	int *rec_last;           /* (n_layers) a recomputed output: its last
+				  * reader, where its buffer's life ends; -1:
+				  * kept */
+	int *rec_at;             /* (n_layers) the layer before whose backward
+				  * it is recomputed: the last reader whose
+				  * backward reads it, else itself where its own
+				  * backward reads it; -1: none does (or kept) */
 	size_t acts_kept;        /* MEMPLAN_ACTS: the kept outputs' bytes, then
 				  * the recomputed ones' */
 	size_t acts_recomputed_unshared; /* theirs without sharing */

@@ -225,12 +225,13 @@ const float *model_logits(const struct model *m)
 	return m->layers[m->output].act;
 }
 
-/* The outputs the plan does not keep whose last reader is layer j, again
- * in their buffers before j's backward (memplan.h) */
+/* The outputs the plan does not keep that layer j's backward (or, for
+ * j's own, nothing later) reads, again in their buffers before it
+ * (memplan.h) */
 static int recompute_for(struct model *m, struct ops_ctx *ctx, const float *x, int n, int j)
 {
 	for (int i = 0; i <= j; i++) {
-		if (m->plan.rec_last[i] != j)
+		if (m->plan.rec_at[i] != j)
 			continue;
 		struct model_layer *L = &m->layers[i];
 		for (int k = 0; k < L->op.n_in; k++)

@@ -189,6 +189,7 @@ const struct ops_layer_ops cpu_bn_ops = {
 	.backward = bn_backward,
 	.release = bn_release,
 	.recompute = bn_recompute,
+	.backward_skips = OPS_SKIPS_Y, /* a fused relu's mask is the workspace's */
 	.workspace = bn_workspace,
 	.blocked = 1,
 };

@@ -202,6 +202,7 @@ const struct ops_layer_ops cpu_add_ops = {
 	.name = "elementwise sum",
 	.forward = add_forward,
 	.backward = add_backward,
+	.backward_skips = OPS_SKIPS_X, /* dy to each input; a fused relu reads y */
 	.blocked = 1,   /* elementwise over inputs and output of one layout */
 };
 
