@@ -5,7 +5,9 @@
  * AAH_BACKEND picks another op table (cuda: tests/gpu/run-on-device.sh),
  * AAH_PRECISION its precision (fp16 without the trainer's loss scale: the
  * same work, for timing); AAH_BENCH_FLOPS=1 prints the training FLOPs per
- * image to stderr;
+ * image to stderr; on a GPU backend it prints the device memory the steps
+ * took (free before the model, less free after the steps) beside the
+ * memory plan's total, "device_memory_used BYTES plan BYTES", to stderr;
  * AAH_LAYOUT=nhwc keeps every activation NHWC (ops_ctx.nhwc_only), the
  * layout before activations stayed blocked between layers; AAH_BENCH_KEEP=1
  * keeps every output (no batchnorm recomputed: trialimg/memplan.h). */
@@ -31,6 +33,10 @@ int main(int argc, char **argv)
 		die("cannot set up '%s'", argv[1]);
 	if (getenv("AAH_PRECISION") && ctx.be->set_precision(&ctx, getenv("AAH_PRECISION")))
 		die("precision %s is not available here", getenv("AAH_PRECISION"));
+	/* a GPU's free memory before the model takes its share */
+	struct ops_device dev0 = { 0 }, dev1 = { 0 };
+	if (ctx.be->device_info && ctx.be->device_info(&ctx, &dev0))
+		die("cannot read the device's memory");
 	/* the trainer's plan for this backend (what it recomputes);
 	 * AAH_BENCH_KEEP=1: every output and gradient kept, for comparison */
 	struct memplan plan;
@@ -84,6 +90,12 @@ int main(int argc, char **argv)
 	double dt = util_monotonic() - t0;
 	if (getenv("AAH_BENCH_FLOPS"))   /* AIPerf's (docs/trainer.md), for MFU */
 		fprintf(stderr, "train_flops_per_image %.6g\n", m.flops_fwd + m.flops_bwd);
+	/* what the steps took of the GPU (the model, the backend's workspace
+	 * and handles) beside what the memory plan says, for issue 38 */
+	if (ctx.be->device_info && !ctx.be->device_info(&ctx, &dev1) && dev0.mem_free)
+		fprintf(stderr, "device_memory_used %zu plan %zu\n",
+			dev0.mem_free > dev1.mem_free ? dev0.mem_free - dev1.mem_free : 0,
+			memplan_total(&m.plan));
 	printf("%.1f\n", (double)batch * steps / dt);
 	if (m.prof) {  /* per-layer milliseconds per step, to stderr */
 		for (int k = 0; k < m.n_layers; k++)

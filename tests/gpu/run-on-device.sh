@@ -30,7 +30,9 @@
 #    pick cuda, name the device, and write result.json;
 # 5. optional (GPU_OPTIONAL_S): compute-sanitizer memcheck and racecheck on
 #    test_kernels_cast and test_kernels_ref (GPU_SANITIZE=0: none), the
-#    smaller nets of GPU_ARCHS, PyTorch torch.compile on ResNet-50.
+#    smaller nets of GPU_ARCHS, PyTorch torch.compile on ResNet-50, and
+#    ResNet-50 at AIPerf's batch as the memory plan caps it (GPU_RULE=0:
+#    not), with the device memory aah's steps took beside the plan.
 #
 # AAH_REQUIRE_CUDA=1 is exported: a cuda case that would be "skipped: no
 # CUDA device" fails (tests/unit/cuda_skip.h), and any other start-up error
@@ -272,7 +274,10 @@ bench_side() {
 	rc=$?
 	logged "$side $(basename "$f") batch $b $* (exit $rc)" "$out"
 	ips=$(tail -n 1 <<<"$out")
-	[ "$side" = aah ] && flops=$(sed -n 's/^train_flops_per_image //p' <<<"$out")
+	if [ "$side" = aah ]; then
+		flops=$(sed -n 's/^train_flops_per_image //p' <<<"$out")
+		mem=$(sed -n 's/^device_memory_used //p' <<<"$out")   # "USED plan PLANNED", bytes
+	fi
 	if [ "$rc" -ne 0 ] || ! num "$ips"; then
 		say "  $side $(basename "$f") batch $b: failed (exit $rc): $(grep -v '^\s*$' <<<"$out" | tail -n 3 | tr '\n' ' ')"
 		return 1
@@ -294,6 +299,8 @@ bench_row() {
 						m ? sprintf("%.1f%%", 100 * f * t / (p * 1e12)) : "?" }')
 				# shellcheck disable=SC2086 # mfu is three cells
 				say "$(printf '%-40s %6s %12s %12s %7s %8s %8s' "$(basename "$f")${1:+ $1}" "$b" "$aah" "$torch" $mfu) $(stamp)"
+				# shellcheck disable=SC2086 # mem is two numbers around "plan"
+				[ -n "${mem:-}" ] && say "$(awk '{ printf "  aah took %.2f GiB of the device (free before its model, less free after its steps); its memory plan says %.2f GiB", $1 / 2^30, $3 / 2^30 }' <<<"$mem")"
 				return 0
 			fi
 		fi
@@ -342,6 +349,22 @@ say "must-have parts done in $((SECONDS - t_start)) s of ${BUDGET} s"
 # ---- 5. optional ------------------------------------------------------------------
 say "== 5. optional, ${OPTIONAL} s $(stamp)"
 BUDGET=$((SECONDS - t_start + OPTIONAL))
+# ResNet-50 at AIPerf's batch (14 images per GiB of the GPU), capped by the
+# memory plan to what the GPU has free, as --batch_rule aiperf trains it
+# (issue 38): GPU_RULE=0 leaves it out
+if [ "${GPU_RULE:-1}" != 0 ] && [ -f "$R50" ] && [ "$gpu_name" != none ] && in_time 60 "ResNet-50 at the rule's batch"; then
+	total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | sed -n 1p)
+	free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | sed -n 1p)
+	asked=$((14 * ((total_mib + 512) / 1024)))
+	plan=$("${AAH_ENV[@]}" "$BUILD/aah-trial" --plan --backend cuda --arch "$R50" --precision "$PRECISION" \
+		--batch_size "$asked" --memory_limit "$free_mib" 2>&1)
+	logged "aah-trial --plan at the rule's batch $asked, $free_mib MiB free" "$plan"
+	rule=$(sed -n 's/^largest batch in --memory_limit [0-9]* MiB: //p' <<<"$plan")
+	say "AIPerf's rule: 14 x $(((total_mib + 512) / 1024)) GiB = $asked; the plan fits ${rule:-?} in $free_mib MiB free"
+	if num "${rule:-}" && [ "$rule" -gt 0 ]; then
+		BATCH=$rule STEPS=5 WARMUP=2 bench_row "$R50" 60
+	fi
+fi
 if [ "${GPU_SANITIZE:-1}" = 0 ]; then
 	say "compute-sanitizer: not asked for (GPU_SANITIZE=0)"
 elif ! command -v compute-sanitizer >/dev/null; then
