@@ -173,13 +173,17 @@ static void bn_release(struct ops_ctx *ctx, struct ops_layer *l)
 }
 
 /* A fused relu's workspace: oneDNN's jit kernels keep one bit per value
- * from the forward for the backward. */
+ * from the forward for the backward; on the network's input, the input
+ * gradient its backward writes and nobody reads (bn_plan.scratch). */
 static size_t bn_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
 			   size_t *scratch)
 {
 	(void)ctx;
 	*scratch = 0;
-	return l->cfg.fuse_relu ? ((size_t)n * ops_shape_size(&l->out) + 7) / 8 : 0;
+	size_t b = l->cfg.fuse_relu ? ((size_t)n * ops_shape_size(&l->out) + 7) / 8 : 0;
+	if (l->no_dx0)
+		b += (size_t)n * ops_shape_size(&l->in[0]) * sizeof(float);
+	return b;
 }
 
 const struct ops_layer_ops cpu_bn_ops = {
