@@ -104,23 +104,6 @@ static int recomputable(const struct model *m, const struct memplan *p,
 	return !t || p->rec_last[owner(m, t - 1)] < 0;
 }
 
-/* When recomputed output i is needed again (memplan.rec_at): before the
- * backward of its last reader that reads its input, else before its own
- * where that reads its output, else never. */
-static int recompute_at(const struct model *m, const struct ops_ctx *ctx, int i)
-{
-	for (int j = m->n_layers - 1; j > i; j--) {
-		const struct model_layer *L = &m->layers[j];
-		if (L->fused || (ctx->be->layer[L->op.cfg.type]->backward_skips & OPS_SKIPS_X))
-			continue;
-		for (int k = 0; k < L->op.n_in; k++)
-			if (L->inputs[k] && owner(m, L->inputs[k] - 1) == i)
-				return j;
-	}
-	const struct ops_layer_ops *lo = ctx->be->layer[m->layers[i].op.cfg.type];
-	return lo->backward_skips & OPS_SKIPS_Y ? -1 : i;
-}
-
 static int mul_ok(size_t a, size_t b, size_t *r)
 {
 	if (b && a > SIZE_MAX / b)
@@ -183,7 +166,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 				fan = tv > fan ? tv : fan;
 				rows = k + 1 > rows ? k + 1 : rows;
 			}
-		if (recomputable(m, p, lo, i) && ctx && !keep_grads) {
+		if (!keep_grads && recomputable(m, p, lo, i)) {
 			p->rec_last[i] = i; /* placed below, once its readers are known */
 		} else {
 			p->act_off[i] = acts;
@@ -193,7 +176,8 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 					  .bytes = round_up(bytes, MEMPLAN_ALIGN) };
 	}
 	/* each gradient's first writer: the last of the readers of its owner
-	 * and of the fused relus on it */
+	 * and of the fused relus on it; a recomputed output is needed again
+	 * before the backward of the last of those that reads its input */
 	for (int j = 0; j < n; j++)
 		for (int k = 0; k < m->layers[j].op.n_in; k++) {
 			int t = m->layers[j].inputs[k];
@@ -203,6 +187,9 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			for (int q = 0; q < nv; q++)
 				if (v[q].layer == o && v[q].from < j)
 					v[q].from = j;
+			if (p->rec_last[o] >= 0 && p->rec_at[o] < j &&
+			    !(ctx->be->layer[m->layers[j].op.cfg.type]->backward_skips & OPS_SKIPS_X))
+				p->rec_at[o] = j;
 		}
 	for (int q = 0; q < nv; q++)
 		if (v[q].from < v[q].to) /* read by no one: never written */
@@ -220,8 +207,12 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			p->rec_last[v[q].layer] = v[q].from;
 			p->acts_recomputed_unshared += v[q].bytes;
 		}
-	for (int q = 0; q < nr; q++)
-		p->rec_at[r[q].layer] = recompute_at(m, ctx, r[q].layer);
+	for (int q = 0; q < nr; q++) { /* read again by none but itself, or by none */
+		int i = r[q].layer;
+		if (p->rec_at[i] < 0 &&
+		    !(ctx->be->layer[m->layers[i].op.cfg.type]->backward_skips & OPS_SKIPS_Y))
+			p->rec_at[i] = i;
+	}
 	p->acts_kept = acts;
 	acts += place(r, nr, 0);
 	for (int q = 0; q < nr; q++)

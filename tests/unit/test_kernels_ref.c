@@ -910,13 +910,9 @@ static void recompute_matches(struct ops_ctx *ctx, enum ops_layout lay, int fuse
 		l.run_var[i] = 1;
 	}
 	size_t count = (size_t)n * ops_shape_size(&s);
-	float *x = xmalloc(count * sizeof(float)), *y = xmalloc(count * sizeof(float));
+	rng_state = 42;
+	float *x = random_tensor(count, -1.2, 2.1), *y = xmalloc(count * sizeof(float));
 	float *again = xmalloc(count * sizeof(float));
-	uint64_t r = 42;
-	for (size_t i = 0; i < count; i++) {
-		r = r * 6364136223846793005ull + 1442695040888963407ull;
-		x[i] = (float)((r >> 40) % 100000) / 30000.0f - 1.2f + (float)(i % (size_t)c) * 0.01f;
-	}
 	const float *xs[1] = { x };
 	const struct ops_layer_ops *o = ctx->be->layer[OPS_BATCHNORM];
 	cr_assert_eq(o->forward(ctx, &l, n, xs, y, 1), 0, "%s", util_last_error());
