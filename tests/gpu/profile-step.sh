@@ -15,14 +15,14 @@
 # Each side is capped (PROFILE_CAP_S, 70 s); the raw CSVs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
+. tests/gpu/gpu-env.sh   # GPU_RUN_DIR, gpu_lib_path
 BUILD=${AAH_BUILD:-build}
-[ -f "$BUILD/bundle.tar.xz" ] && [ ! -x "$BUILD/aah-trial" ] && BUILD=${TMPDIR:-/tmp}/aah-gpu-run
+[ -f "$BUILD/bundle.tar.xz" ] && [ ! -x "$BUILD/aah-trial" ] && BUILD=$GPU_RUN_DIR
 OUTDIR=${OUT:-$BUILD/gpu-out}
 mkdir -p "$OUTDIR" || exit 1
 BATCH=${GPU_BATCH:-256} CAP=${PROFILE_CAP_S:-70} PY=${PYTHON:-python3}
 R50=$BUILD/resnet50.json
-wheel_libs=$($PY -c 'import glob, os, nvidia; print(":".join(sorted(d for p in nvidia.__path__ for d in glob.glob(os.path.join(p, "*", "lib")))))' 2>/dev/null)
-AAH_LIBS="$(cd "$BUILD" && pwd)/gpu-libs${wheel_libs:+:$wheel_libs}"
+AAH_LIBS=$(gpu_lib_path "$BUILD" "$PY")
 ncu=$(command -v ncu || compgen -G '/opt/nvidia/nsight-compute/*/ncu' | tail -n 1)
 [ -n "$ncu" ] || { echo "profile-step: no ncu here"; exit 1; }
 NCU=("$ncu" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base)

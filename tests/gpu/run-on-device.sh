@@ -44,6 +44,7 @@
 # folder; build/gpu-out without one). Exit 1 on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
+. tests/gpu/gpu-env.sh   # GPU_RUN_DIR, gpu_lib_path
 BUILD=${AAH_BUILD:-build}
 OP_TESTS=(test_kernels_ref test_kernels_cast test_precision test_kernels_refnet test_monitor_sampling)
 TESTS=("${OP_TESTS[@]}" test_kernels_train_gpu)
@@ -106,10 +107,10 @@ failed() {
 	fail=1
 }
 
-# a bundle from --collect: unpacked beside it, not into the carried folder
-# (which must stay small), by tar, else Python's tarfile
+# a bundle from --collect: unpacked into GPU_RUN_DIR, by tar, else Python's
+# tarfile
 if [ -f "$BUILD/bundle.tar.xz" ] && [ ! -x "$BUILD/aah-trial" ]; then
-	run=${TMPDIR:-/tmp}/aah-gpu-run
+	run=$GPU_RUN_DIR
 	rm -rf "$run" && mkdir -p "$run" || exit 1
 	tar -C "$run" -xJf "$BUILD/bundle.tar.xz" 2>/dev/null ||
 		python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="tar")' \
@@ -127,18 +128,8 @@ PY=${PYTHON:-python3}
 DATA=$BUILD/fashion-mnist
 [ -d "$DATA" ] || DATA=/usr/share/datasets/fashion-mnist
 
-# CUDA's libraries for aah's binaries alone: the collected ones, the
-# system's, else those of PyTorch's nvidia-* wheels
-wheel_libs=$($PY - <<'PY' 2>/dev/null
-import glob, os
-try:
-    import nvidia
-    print(":".join(sorted(d for p in nvidia.__path__ for d in glob.glob(os.path.join(p, "*", "lib")))))
-except ImportError:
-    pass
-PY
-)
-AAH_ENV=(env "LD_LIBRARY_PATH=$(cd "$BUILD" && pwd)/gpu-libs${wheel_libs:+:$wheel_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+# set for aah's binaries alone, not for PyTorch or compute-sanitizer
+AAH_ENV=(env "LD_LIBRARY_PATH=$(gpu_lib_path "$BUILD" "$PY")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 
 BUDGET=${GPU_BUDGET_S:-300} OPTIONAL=${GPU_OPTIONAL_S:-90}
 t_start=$SECONDS
