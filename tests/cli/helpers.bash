@@ -22,6 +22,18 @@ teardown_workdir() {
 	rm -rf "$WORK"
 }
 
+# setup_trial_tmp / teardown_trial_tmp: aah-trial's own tests: a fresh
+# temporary folder T, the arch fixtures ARCH and the system's python PY.
+setup_trial_tmp() {
+	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-trial-bats.XXXXXX")
+	ARCH=$AAH_ROOT/tests/fixtures/arch
+	PY=/usr/bin/python3
+}
+
+teardown_trial_tmp() {
+	rm -rf "$T"
+}
+
 # dump_experiments N: the last lines of every journal and N of every
 # trial log of the work directory (a failed test's teardown).
 dump_experiments() {

@@ -3,15 +3,8 @@
 
 load helpers
 
-setup() {
-	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-trial-bats.XXXXXX")
-	ARCH=$AAH_ROOT/tests/fixtures/arch
-	PY=/usr/bin/python3
-}
-
-teardown() {
-	rm -rf "$T"
-}
+setup() { setup_trial_tmp; }
+teardown() { teardown_trial_tmp; }
 
 # json FILE EXPR: print a Python expression over the parsed document `d`
 json() {

@@ -4,15 +4,8 @@
 
 load helpers
 
-setup() {
-	T=$(mktemp -d "${TMPDIR:-/tmp}/aah-trial-bats.XXXXXX")
-	ARCH=$AAH_ROOT/tests/fixtures/arch
-	PY=/usr/bin/python3
-}
-
-teardown() {
-	rm -rf "$T"
-}
+setup() { setup_trial_tmp; }
+teardown() { teardown_trial_tmp; }
 
 @test "--plan prints bytes per image by kind and the fixed bytes, with no device" {
 	run aah-trial --plan --arch "$ARCH/resnet_small.json" --batch_size 64 --precision fp32 \
