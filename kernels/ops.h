@@ -95,6 +95,15 @@ struct ops_layer {
 	 * op's gradients share the layouts of the tensors they belong to */
 	const enum ops_layout *in_layout;
 	enum ops_layout out_layout;
+	/* element types of the inputs (n_in; NULL: all fp32) and of the
+	 * output: OPS_F32, or OPS_BF16 where the model stores the tensor so
+	 * (ops_ctx.act_type, ops_layer_ops.bf16); an op's gradients share the
+	 * types of the tensors they belong to. x, y, dy and dx point at values
+	 * of these types: the pointers say float, a bf16 tensor holds 16-bit
+	 * patterns (kernels/ref's ref_f32_to_bf16 rounds to them). A layer's types are fixed once its model is
+	 * planned (trialimg/memplan.h). */
+	const enum ops_dtype *in_type;
+	enum ops_dtype out_type;
 	/* parameters and their gradients (NULL when the type has none) */
 	float *w, *dw;      /* conv2d: (Cout, K, K, Cin); dense: (units, Cin) */
 	float *b, *db;      /* conv2d, dense: (Cout) */
@@ -116,9 +125,14 @@ struct ops_ctx {
 	int threads;
 	uint64_t seed;      /* dropout masks derive from (seed, step, layer) */
 	uint64_t step;      /* the trainer's global step */
-	enum ops_dtype conv_type; /* convolutions read copies of their operands in
-				   * this type (bf16, fp16) and write fp32; weights
-				   * stay fp32 (the master copies) */
+	enum ops_dtype conv_type; /* convolutions read their operands in this type
+				   * (bf16, fp16: copies where a tensor is stored
+				   * in another); weights stay fp32 (the master
+				   * copies) */
+	enum ops_dtype act_type; /* the type the model stores activations and
+				  * their gradients in where every op on a
+				  * tensor takes it (ops_layer_ops.bf16): OPS_F32,
+				  * or OPS_BF16, set by set_precision */
 	int conv_algo;      /* OPS_CONV_* */
 	int nhwc_only;      /* the model keeps every activation NHWC */
 	enum ops_layout blocked; /* the blocked layout this backend's blocked
@@ -173,6 +187,11 @@ struct ops_layer_ops {
 	 * global_avg_pool (whose rank-2 output stays NHWC) then takes its
 	 * inputs and output in one layout. */
 	int blocked;
+	/* Reads and writes tensors stored in bf16 too (ops_layer.in_type,
+	 * out_type). Every op but conv2d and global_avg_pool (whose rank-2
+	 * output may stay fp32 for the fp32 ops after it) then takes its
+	 * inputs and output in one type. */
+	int bf16;
 };
 
 enum {
@@ -183,6 +202,17 @@ enum {
 static inline enum ops_layout ops_in_layout(const struct ops_layer *l, int k)
 {
 	return l->in_layout ? l->in_layout[k] : OPS_NHWC;
+}
+
+static inline enum ops_dtype ops_in_type(const struct ops_layer *l, int k)
+{
+	return l->in_type ? l->in_type[k] : OPS_F32;
+}
+
+/* Bytes of one value of type t. */
+static inline size_t ops_dtype_size(enum ops_dtype t)
+{
+	return t == OPS_F32 ? sizeof(float) : sizeof(uint16_t);
 }
 
 /* How convolutions compute: AUTO lets the backend use a faster algorithm
@@ -226,8 +256,10 @@ struct ops_backend {
 	/* SGD with momentum: v = mu*v + g + wd*w; w -= lr*v, over count values. */
 	int (*sgd)(struct ops_ctx *ctx, size_t count, float *w, const float *g,
 		   float *v, float lr, float mu, float wd);
-	/* y[i] += x[i]: gradient accumulation for tensors with several users. */
-	int (*accumulate)(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+	/* y[i] += x[i] over count values of type t: gradient accumulation for
+	 * tensors with several users (t: the tensor's, ops_layer.out_type). */
+	int (*accumulate)(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y,
+			  const void *x);
 	/* fp16's loss scale: *finite = whether all count values of g are
 	 * finite; when they are, g[i] *= inv (1/scale). When not, g is left
 	 * undefined: the trainer skips the step, and the next backward pass

@@ -69,9 +69,12 @@ static int print_plan(const struct args *a)
 	if (be == ops_backend_find("cpu")) /* what its init would set on this machine */
 		ctx.blocked = cpu_probe_layout();
 	if (!strcmp(prec, "bf16") || !strcmp(prec, "fp16"))
-		ctx.conv_type = prec[1] == 'b' ? OPS_BF16 : OPS_F16;
+		ctx.conv_type = prec[0] == 'b' ? OPS_BF16 : OPS_F16;
 	else if (strcmp(prec, "fp32"))
 		return error("--precision %s: must be fp32, bf16, fp16 or auto", prec);
+	/* bf16 activations where the backend's ops take them (the CPU's, on a
+	 * CPU with bf16 kernels: its set_precision sets the same) */
+	ctx.act_type = ctx.conv_type == OPS_BF16 ? OPS_BF16 : OPS_F32;
 	if (ctx.conv_algo < 0)
 		return error("--conv_algo %s: must be one of " OPS_CONV_ALGO_NAMES, a->conv_algo);
 	struct model m;

@@ -85,10 +85,65 @@ static int into_scratch(const struct model *m, const int *last, int j, int k)
 	return 0;
 }
 
-static size_t act_size_of(const struct ops_ctx *ctx)
+static int takes(const struct ops_ctx *ctx, enum ops_type t, enum ops_dtype dt)
 {
-	(void)ctx; /* activations are stored in fp32 on every backend today */
-	return sizeof(float);
+	return dt == OPS_F32 || (dt == OPS_BF16 && ctx->be->layer[t] && ctx->be->layer[t]->bf16);
+}
+
+/* Whether ops of type t keep their inputs and output in one type. */
+static int one_type(enum ops_type t)
+{
+	return t != OPS_CONV2D && t != OPS_GLOBAL_AVG_POOL;
+}
+
+/* Each tensor's type (memplan.type): ctx->act_type where its producer and
+ * every reader take it, fp32 for the network's input and the logits; one
+ * fp32 tensor of an op of one type makes its others fp32. */
+static void plan_types(struct memplan *p, const struct model *m, const struct ops_ctx *ctx)
+{
+	int n = m->n_layers;
+	enum ops_dtype t = ctx ? ctx->act_type : OPS_F32, *ty = p->type;
+	ty[0] = OPS_F32;
+	for (int i = 0; i < n; i++)
+		ty[i + 1] = i != m->output && takes(ctx, m->layers[i].op.cfg.type, t) ? t : OPS_F32;
+	for (int i = 0; t != OPS_F32 && i < n; i++)
+		if (!takes(ctx, m->layers[i].op.cfg.type, t))
+			for (int k = 0; k < m->layers[i].op.n_in; k++)
+				ty[m->layers[i].inputs[k]] = OPS_F32;
+	for (int changed = t != OPS_F32; changed;) {
+		changed = 0;
+		for (int i = 0; i < n; i++) {
+			const struct model_layer *L = &m->layers[i];
+			if (!one_type(L->op.cfg.type))
+				continue;
+			int f32 = ty[i + 1] == OPS_F32, all = f32;
+			for (int k = 0; k < L->op.n_in; k++) {
+				f32 |= ty[L->inputs[k]] == OPS_F32;
+				all &= ty[L->inputs[k]] == OPS_F32;
+			}
+			if (!f32 || all)
+				continue;
+			ty[i + 1] = OPS_F32;
+			for (int k = 0; k < L->op.n_in; k++)
+				ty[L->inputs[k]] = OPS_F32;
+			changed = 1;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		p->n_bf16 += ty[i + 1] == OPS_BF16;
+}
+
+/* The layer's op with the types the plan gives its tensors, for the
+ * backend's workspace (its own in_type is set by model_alloc_planned). */
+static struct ops_layer typed(const struct memplan *p, const struct model_layer *L,
+			      enum ops_dtype *in_type)
+{
+	struct ops_layer op = L->op;
+	for (int k = 0; k < op.n_in; k++)
+		in_type[k] = p->type[L->inputs[k]];
+	op.in_type = in_type;
+	op.out_type = p->type[op.index + 1];
+	return op;
 }
 
 /* Whether layer i's output may be recomputed in the backward rather than
@@ -120,7 +175,13 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	int rows = 0;
 	memset(p, 0, sizeof(*p));
 	p->batch = batch;
-	p->act_size = act_size_of(ctx);
+	p->n_layers = n;
+	p->type = xcalloc((size_t)n + 1, sizeof(*p->type));
+	plan_types(p, m, ctx);
+	int max_in = 1;
+	for (int i = 0; i < n; i++)
+		max_in = m->layers[i].op.n_in > max_in ? m->layers[i].op.n_in : max_in;
+	enum ops_dtype *in_type = xcalloc((size_t)max_in, sizeof(*in_type));
 	p->act_off = xcalloc((size_t)n + 1, sizeof(size_t));
 	p->dact_off = xcalloc((size_t)n + 1, sizeof(size_t));
 	struct live *v = xcalloc((size_t)n + 1, sizeof(*v));
@@ -137,9 +198,10 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		const struct model_layer *L = &m->layers[i];
 		size_t vals, bytes;
 		if (!mul_ok((size_t)batch, ops_shape_size(&L->op.out), &vals) ||
-		    !mul_ok(vals, p->act_size, &bytes)) {
+		    !mul_ok(vals, ops_dtype_size(p->type[i + 1]), &bytes)) {
 			free(v);
 			free(last);
+			free(in_type);
 			memplan_release(p);
 			return error("batch %d: layer '%s' would pass SIZE_MAX bytes", batch, L->id);
 		}
@@ -150,8 +212,9 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			nmask += vals;
 		const struct ops_layer_ops *lo = ctx ? ctx->be->layer[L->op.cfg.type] : NULL;
 		if (lo && lo->workspace) { /* the batch's part and the fixed part */
-			size_t s0, s1, w0 = lo->workspace(ctx, &L->op, 0, &s0);
-			size_t w1 = lo->workspace(ctx, &L->op, batch, &s1);
+			struct ops_layer op = typed(p, L, in_type);
+			size_t s0, s1, w0 = lo->workspace(ctx, &op, 0, &s0);
+			size_t w1 = lo->workspace(ctx, &op, batch, &s1);
 			p->workspace_fixed += w0;
 			p->workspace += w1 - w0;
 			scratch0 = s0 > scratch0 ? s0 : scratch0;
@@ -162,7 +225,8 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		for (int k = 0; k < L->op.n_in; k++) /* fan-out scratch rows */
 			if (into_scratch(m, last, i, k)) {
 				int t = L->inputs[k];
-				size_t tv = (size_t)batch * ops_shape_size(&m->layers[t - 1].op.out);
+				size_t tv = (size_t)batch * ops_shape_size(&m->layers[t - 1].op.out) *
+					    ops_dtype_size(p->type[t]);
 				fan = tv > fan ? tv : fan;
 				rows = k + 1 > rows ? k + 1 : rows;
 			}
@@ -195,6 +259,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		if (v[q].from < v[q].to) /* read by no one: never written */
 			v[q].from = v[q].to;
 	free(last);
+	free(in_type);
 	qsort(v, (size_t)nv, sizeof(*v), by_from);
 	/* a recomputed output lives as its gradient does, from its last
 	 * reader to itself: in the forward from its writing to its last read,
@@ -237,7 +302,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	p->workspace_fixed += scratch0;
 	p->workspace += scratch1 - scratch0;
 	p->on_host = !ctx || !(ctx->be->caps & OPS_CAP_GPU);
-	p->scratch_stride = fan;
+	p->scratch_stride = round_up(fan, MEMPLAN_ALIGN);
 	p->scratch_rows = rows;
 	size_t np = (nparams ? nparams : 1) * sizeof(float);
 	struct carve *c = &p->lay;
@@ -245,7 +310,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	    carve_add(c, "gradients", np) < 0 || carve_add(c, "velocities", np) < 0 ||
 	    carve_add(c, "batchnorm statistics", (nstats ? nstats : 1) * sizeof(float)) < 0 ||
 	    carve_add(c, "activations", acts) < 0 || carve_add(c, "activation gradients", dacts) < 0 ||
-	    carve_add(c, "fan-out gradients", (size_t)rows * fan * p->act_size) < 0 ||
+	    carve_add(c, "fan-out gradients", (size_t)rows * p->scratch_stride) < 0 ||
 	    carve_add(c, "dropout masks", nmask) < 0) {
 		memplan_release(p);
 		return -1;
@@ -259,6 +324,7 @@ void memplan_release(struct memplan *p)
 	free(p->dact_off);
 	free(p->rec_last);
 	free(p->rec_at);
+	free(p->type);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -304,9 +370,15 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	size_t fixed = memplan_fixed(p) + p->workspace_fixed;
 	int ws = ctx && ctx->be->layer[OPS_CONV2D] && ctx->be->layer[OPS_CONV2D]->workspace;
 	fprintf(out, "per image (grows with the batch), MB:\n");
-	fprintf(out, "  kept activations      %9.2f  (every output but a fused relu's%s, %s)\n",
+	char types[96];
+	if (p->n_bf16)
+		snprintf(types, sizeof(types), "bf16: %d of %d outputs, the rest fp32", p->n_bf16,
+			 p->n_layers);
+	else
+		snprintf(types, sizeof(types), "fp32");
+	fprintf(out, "  kept activations      %9.2f  (every output but a fused relu's%s; %s)\n",
 		mb(p->acts_kept, n), p->acts_recomputed_unshared ? " and a recomputed one's" : "",
-		p->act_size == 2 ? "bf16" : "fp32");
+		types);
 	if (p->acts_recomputed_unshared)
 		fprintf(out, "  recomputed activations%9.2f  (batchnorm outputs, again in the backward: "
 			"the most live at once; %.2f with one buffer each)\n",

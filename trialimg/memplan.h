@@ -5,6 +5,11 @@
  * What it keeps (docs/trainer.md, "Memory"):
  * - parameters, their gradients, the optimiser's velocities and the
  *   batchnorm statistics: fixed, fp32;
+ * - activations and their gradients in ctx->act_type (bf16 under the CPU
+ *   backend's bf16) where the tensor's producer and every reader take it
+ *   (ops_layer_ops.bf16; an op of one type, all but conv2d and
+ *   global_avg_pool, has all its tensors in one), fp32 elsewhere: the
+ *   network's input and the logits always (memplan.type);
  * - each layer's output that is not a fused relu's (a fused relu's output
  *   is its batchnorm's or add's, in place): the forward writes it and the
  *   backward reads it (every op's backward is handed x and y);
@@ -29,6 +34,7 @@
 #include <stdio.h>
 
 #include "kernels/carve.h"
+#include "kernels/ops.h" /* enum ops_dtype */
 
 struct model;
 struct ops_ctx;
@@ -48,13 +54,17 @@ enum {
 
 struct memplan {
 	int batch;
-	size_t act_size;         /* bytes of one activation value (fp32: 4) */
+	enum ops_dtype *type;    /* (n_layers + 1) each tensor's type, the
+				  * network's input first: its output's and its
+				  * gradient's (ops_layer.in_type, out_type) */
+	int n_layers;
+	int n_bf16;              /* how many of the layers' outputs are bf16 */
 	struct carve lay;        /* the block: MEMPLAN_* regions */
 	size_t *act_off;         /* (n_layers) byte offset of each output in
 				  * MEMPLAN_ACTS; a fused relu: its producer's */
 	size_t *dact_off;        /* (n_layers) the same for the gradients, in
 				  * MEMPLAN_DACTS */
-	size_t scratch_stride;   /* values per fan-out scratch row */
+	size_t scratch_stride;   /* bytes per fan-out scratch row */
 	int scratch_rows;
 	size_t workspace;        /* bytes the backend's ops allocate for the
 				  * batch beyond workspace_fixed (outside the

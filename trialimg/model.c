@@ -96,6 +96,8 @@ void model_build(struct model *m, const struct arch *a)
 		L->op.in = L->in_shapes;
 		L->in_layouts = xcalloc((size_t)r->n_in, sizeof(enum ops_layout));
 		L->op.in_layout = L->in_layouts;
+		L->in_types = xcalloc((size_t)r->n_in, sizeof(enum ops_dtype));
+		L->op.in_type = L->in_types;
 		for (int k = 0; k < r->n_in; k++) {
 			L->inputs[k] = r->in[k] ? pos[r->in[k] - 1] + 1 : 0;
 			L->in_shapes[k] = L->inputs[k] ? m->layers[L->inputs[k] - 1].op.out : m->input;

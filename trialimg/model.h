@@ -27,8 +27,11 @@ struct model_layer {
 	int n_users;             /* layers reading this output */
 	int fused;               /* relu folded into the batchnorm before it:
 				  * act/dact alias that layer's, no op runs */
-	float *act, *dact;       /* (batch, out), in layout op.out_layout */
+	float *act, *dact;       /* (batch, out), in layout op.out_layout and
+				  * type op.out_type (bf16: 16-bit patterns) */
 	enum ops_layout *in_layouts; /* (op.n_in), op.in_layout points here */
+	enum ops_dtype *in_types;    /* (op.n_in), op.in_type points here: the
+				      * plan's (memplan.type) */
 };
 
 #define MODEL_BLOCK_ALIGN 256
@@ -59,10 +62,10 @@ struct model {
 	size_t state_bytes;          /* the block's first bytes: params .. stats */
 	float *acts, *dacts;         /* the activations and gradients regions */
 	size_t n_masks;
-	float *scratch;              /* fan-out gradients: (plan.scratch_rows,
-				      * scratch_stride) */
+	char *scratch;               /* fan-out gradients: (plan.scratch_rows,
+				      * scratch_stride bytes) */
 	uint8_t *masks;              /* dropout masks: (n_masks) */
-	size_t scratch_stride;
+	size_t scratch_stride;       /* bytes */
 	char *seen;                  /* (n_layers+1) backward bookkeeping */
 	int max_in;
 	const float **xs;            /* (max_in) input pointers of one op call */

@@ -78,6 +78,9 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 		size_t t = (size_t)batch * ops_shape_size(&op->out);
 		L->act = (float *)((char *)m->acts + m->plan.act_off[i]);
 		L->dact = (float *)((char *)m->dacts + m->plan.dact_off[i]);
+		op->out_type = m->plan.type[i + 1];
+		for (int k = 0; k < op->n_in; k++)
+			L->in_types[k] = m->plan.type[L->inputs[k]];
 		switch (op->cfg.type) {
 		case OPS_CONV2D:
 		case OPS_DENSE: {
@@ -272,9 +275,11 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 				m->seen[t] = 1;
 			} else { /* a later part of a fan-out gradient: where the plan put it */
 				if (k >= m->plan.scratch_rows ||
-				    (size_t)n * ops_shape_size(&L->in_shapes[k]) > m->scratch_stride)
+				    (size_t)n * ops_shape_size(&L->in_shapes[k]) *
+						    ops_dtype_size(L->in_types[k]) >
+					    m->scratch_stride)
 					BUG("layer '%s' input %d: no fan-out scratch planned", L->id, k);
-				m->dxs[k] = m->scratch + (size_t)k * m->scratch_stride;
+				m->dxs[k] = (float *)(m->scratch + (size_t)k * m->scratch_stride);
 			}
 		}
 		double t0 = m->prof ? util_monotonic() : 0;
@@ -285,7 +290,7 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 			int t = L->inputs[k];
 			if (t && m->dxs[k] != m->layers[t - 1].dact &&
 			    ctx->be->accumulate(ctx, (size_t)n * ops_shape_size(&L->in_shapes[k]),
-						m->layers[t - 1].dact, m->dxs[k]))
+						L->in_types[k], m->layers[t - 1].dact, m->dxs[k]))
 				return error("layer '%s': accumulating the gradient of '%s' failed",
 					     L->id, m->layers[t - 1].id);
 		}
@@ -321,6 +326,7 @@ void model_release(struct model *m, struct ops_ctx *ctx)
 		free(L->inputs);
 		free(L->in_shapes);
 		free(L->in_layouts);
+		free(L->in_types);
 	}
 	free(m->layers);
 	free(m->block);

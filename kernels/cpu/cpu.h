@@ -46,10 +46,17 @@ void *cpu_scratch(struct ops_ctx *ctx, size_t bytes);
 /* oneDNN's thread count (OpenMP's, where libgomp is loaded); 0: as is. */
 void cpu_set_threads(int threads);
 
+/* oneDNN's name of an element type. */
+static inline dnnl_data_type_t cpu_dt(enum ops_dtype t)
+{
+	return t == OPS_BF16 ? dnnl_bf16 : t == OPS_F16 ? dnnl_f16 : dnnl_f32;
+}
+
 /* (n, h, w, c) activation in NHWC: a 4-D descriptor in dnnl's NCHW order. */
 int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s);
-/* The same in any layout (BLOCKED8: nChw8c, BLOCKED16: nChw16c). */
-int cpu_md_act(dnnl_memory_desc_t *md, int n, const struct ops_shape *s, enum ops_layout layout);
+/* The same in any layout (BLOCKED8: nChw8c, BLOCKED16: nChw16c) and type. */
+int cpu_md_act(dnnl_memory_desc_t *md, int n, const struct ops_shape *s, enum ops_layout layout,
+	       enum ops_dtype t);
 /* (n, c) rank-2 descriptor, c = h*w*c of the shape. */
 int cpu_md_nc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s);
 int cpu_md_1d(dnnl_memory_desc_t *md, int len);
@@ -119,19 +126,26 @@ extern const struct ops_layer_ops cpu_conv_ops, cpu_bn_ops, cpu_relu_ops, cpu_ma
 	cpu_avgpool_ops, cpu_gap_ops, cpu_dense_ops;    /* oneDNN */
 extern const struct ops_layer_ops cpu_dropout_ops, cpu_add_ops, cpu_concat_ops,
 	cpu_flatten_ops;                                /* cpu_plain.c */
+/* The oneDNN pooling and relu ops' passes (cpu_pool.c), for max pooling
+ * over bf16 tensors too: l->priv is theirs. */
+int cpu_pool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+		     float *y, int train);
+int cpu_pool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+		      const float *y, const float *dy, float *const *dx);
+void cpu_pool_release(struct ops_ctx *ctx, struct ops_layer *l);
 int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
 	     float smoothing, float *dlogits, double *loss_sum, long *correct);
 int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	    float mu, float wd);
-int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+int cpu_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x);
 int cpu_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
-/* Over count floats, on oneDNN's threads (the primitives come from oneDNN's
- * primitive cache after the first call): dst = a + b, or relu(a + b);
- * dst = src; dx = dy where y > 0 (y a relu output). */
-int cpu_flat_add(struct ops_ctx *ctx, size_t count, float *dst, const float *a, const float *b,
-		 int relu);
-int cpu_flat_copy(struct ops_ctx *ctx, size_t count, float *dst, const float *src);
-int cpu_relu_backward_dst(struct ops_ctx *ctx, size_t count, float *dx, const float *dy,
-			  const float *y);
+/* Over count values of type t, on oneDNN's threads (the primitives come
+ * from oneDNN's primitive cache after the first call): dst = a + b, or
+ * relu(a + b); dst = src; dx = dy where y > 0 (y a relu output). */
+int cpu_flat_add(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *dst, const void *a,
+		 const void *b, int relu);
+int cpu_flat_copy(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *dst, const void *src);
+int cpu_relu_backward_dst(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *dx,
+			  const void *dy, const void *y);
 
 #endif

@@ -40,13 +40,17 @@ static void cpu_fini(struct ops_ctx *ctx)
 }
 
 /* fp32 always; bf16 where the probe runs a jit bf16 convolution here:
- * convolutions then read bf16 copies of activations and weights
- * (cpu_conv.c) and every other op stays fp32. Where it does not, bf16
- * falls back to fp32 (1, the reason as the last error). */
+ * convolutions then read bf16 activations and bf16 copies of the weights
+ * (cpu_conv.c), and the model stores activations and their gradients in
+ * bf16 wherever every op on a tensor takes it (ops_layer_ops.bf16: all but
+ * dense, dropout, concat and flatten); weights, their gradients, the
+ * optimiser's state and batchnorm statistics stay fp32. Where the probe
+ * finds no bf16 kernels, bf16 falls back to fp32 (1, the reason as the
+ * last error). */
 static int cpu_set_precision(struct ops_ctx *ctx, const char *precision)
 {
 	char why[256];
-	ctx->conv_type = OPS_F32;
+	ctx->conv_type = ctx->act_type = OPS_F32;
 	cpu_ctx(ctx)->bf16_jit_only = 0;
 	if (!strcmp(precision, "fp32"))
 		return 0;
@@ -59,7 +63,7 @@ static int cpu_set_precision(struct ops_ctx *ctx, const char *precision)
 		util_hold_errors(held);
 		return 1;
 	}
-	ctx->conv_type = OPS_BF16;
+	ctx->conv_type = ctx->act_type = OPS_BF16;
 	cpu_ctx(ctx)->bf16_jit_only = 1;
 	return 0;
 }

@@ -1,4 +1,5 @@
-/* cpu_bn.c: batch normalisation on oneDNN (per channel, NHWC or nChw16c), with the
+/* cpu_bn.c: batch normalisation on oneDNN (per channel, NHWC or nChw16c,
+ * fp32 or bf16 tensors; statistics, scale and shift always fp32), with the
  * running statistics updated here: run = m*run + (1-m)*batch, where the
  * batch variance is the unbiased one (count/(count-1)), as PyTorch does. */
 #include <stdlib.h>
@@ -12,7 +13,7 @@ struct bn_plan {
 	dnnl_memory_t src, dst, scale, shift, mean, var, diff_src, diff_dst, diff_scale,
 		diff_shift;
 	dnnl_memory_t ws;   /* fused relu mask, owned */
-	float *scratch; /* diff_src when the caller needs none: (n, H, W, C) */
+	void *scratch; /* diff_src when the caller needs none: (n, H, W, C) */
 };
 
 static void bn_free_plan(struct bn_plan *p)
@@ -37,7 +38,8 @@ static int bn_build(struct ops_ctx *ctx, struct ops_layer *l, int n, struct bn_p
 	float eps = l->cfg.eps;
 	int rc = -1;
 
-	if (cpu_md_act(&data, n, &l->in[0], ops_in_layout(l, 0)) || cpu_md_1d(&ch, l->in[0].c))
+	if (cpu_md_act(&data, n, &l->in[0], ops_in_layout(l, 0), l->out_type) ||
+	    cpu_md_1d(&ch, l->in[0].c))
 		return -1;
 	dnnl_batch_normalization_desc_t fd, id, bd;
 	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(&fd, dnnl_forward_training, &data,
@@ -141,10 +143,11 @@ static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const fl
 	struct bn_plan *p = bn_plan(ctx, l, n);
 	if (!p)
 		return error("batchnorm: cannot build a oneDNN primitive for batch %d", n);
-	float *ds = dx[0];
+	void *ds = dx[0];
 	if (!ds) {
 		if (!p->scratch)
-			p->scratch = xmalloc(sizeof(float) * (size_t)n * ops_shape_size(&l->in[0]));
+			p->scratch = xmalloc(ops_dtype_size(l->out_type) * (size_t)n *
+					     ops_shape_size(&l->in[0]));
 		ds = p->scratch;
 	}
 	if (cpu_set(p->src, x[0]) || cpu_set(p->diff_dst, dy) || cpu_set(p->diff_src, ds) ||
@@ -182,7 +185,7 @@ static size_t bn_workspace(const struct ops_ctx *ctx, const struct ops_layer *l,
 	*scratch = 0;
 	size_t b = l->cfg.fuse_relu ? ((size_t)n * ops_shape_size(&l->out) + 7) / 8 : 0;
 	if (l->no_dx0)
-		b += (size_t)n * ops_shape_size(&l->in[0]) * sizeof(float);
+		b += (size_t)n * ops_shape_size(&l->in[0]) * ops_dtype_size(l->out_type);
 	return b;
 }
 
@@ -196,4 +199,5 @@ const struct ops_layer_ops cpu_bn_ops = {
 	.backward_skips = OPS_SKIPS_Y, /* a fused relu's mask is the workspace's */
 	.workspace = bn_workspace,
 	.blocked = 1,
+	.bf16 = 1,
 };

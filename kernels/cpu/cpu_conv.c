@@ -2,7 +2,10 @@
  * weights kept as (Cout, K, K, Cin) and converted to oneDNN's preferred
  * layout around each primitive). With conv_type OPS_BF16 the convolution
  * reads bf16 copies of its input, weights and output gradient (oneDNN's
- * layout of choice) and writes fp32 outputs and fp32 weight gradients.
+ * layout of choice) and writes fp32 outputs and fp32 weight gradients;
+ * where the model stores a tensor in bf16 (ops_layer.in_type, out_type)
+ * the convolution reads it as it is and writes its output, or its input's
+ * gradient, in bf16 directly: no copy, no cast pass.
  * Every such copy and conversion exists only while the layer's pass runs,
  * in the backend's scratch (cpu_scratch), shared by all layers: the
  * backward casts its input to bf16 again for the weight gradient rather
@@ -101,24 +104,28 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	int any = wino || ops_in_layout(l, 0) != OPS_NHWC || l->out_layout != OPS_NHWC;
 	int rc = -1;
 
-	if (cpu_md_act(&src, n, &l->in[0], ops_in_layout(l, 0)) ||
-	    cpu_md_act(&dst, n, &l->out, l->out_layout) ||
+	enum ops_dtype ti = ops_in_type(l, 0), to = l->out_type;
+	/* what the passes write: the tensors' own types in bf16 (oneDNN's
+	 * bf16 kernels write either), fp32 where they compute in fp32 */
+	enum ops_dtype wi = t == OPS_BF16 ? ti : OPS_F32, wo = t == OPS_BF16 ? to : OPS_F32;
+	if (cpu_md_act(&src, n, &l->in[0], ops_in_layout(l, 0), ti) ||
+	    cpu_md_act(&dst, n, &l->out, l->out_layout, to) ||
 	    cpu_md_1d(&b, c->units))
 		return -1;
-	dnnl_data_type_t lp = t == OPS_BF16 ? dnnl_bf16 : dnnl_f32;
+	dnnl_data_type_t lp = cpu_dt(t);
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wd, lp, dnnl_format_tag_any));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dw_any, 4, wd, dnnl_f32, dnnl_format_tag_any));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_user, 4, wd, dnnl_f32, dnnl_ohwi));
 	src_c = dsrc_c = src;
 	dst_c = ddst_c = dst;
-	if (t == OPS_BF16 || any) {
+	if (t != OPS_F32 || ti != OPS_F32 || to != OPS_F32 || any) {
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&src_c, 4, sd, lp, dnnl_format_tag_any));
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&ddst_c, 4, dd_, lp, dnnl_format_tag_any));
 	}
-	if (any) {
-		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dst_c, 4, dd_, dnnl_f32, dnnl_format_tag_any));
-		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dsrc_c, 4, sd, dnnl_f32, dnnl_format_tag_any));
-	}
+	if (wo != to || any)
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dst_c, 4, dd_, cpu_dt(wo), dnnl_format_tag_any));
+	if (wi != ti || any)
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dsrc_c, 4, sd, cpu_dt(wi), dnnl_format_tag_any));
 
 	dnnl_convolution_desc_t fd, dd, bd;
 	DNNL_CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, alg, &src_c,
@@ -274,7 +281,7 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	if (!p)
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
 	l->ran = p->type;
-	l->ran_out = OPS_F32;
+	l->ran_out = l->out_type;
 	if (cpu_xfer_run(ctx, &p->w.fwd, l->w) || cpu_xfer_run(ctx, &p->src_f, x[0]) ||
 	    cpu_xfer_run(ctx, &p->dst, y) || (l->cfg.bias && cpu_set(p->bias, l->b)))
 		return -1;
@@ -295,8 +302,8 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	if (!p)
 		return error("conv2d: cannot build a oneDNN primitive for batch %d", n);
 	l->ran = p->type;
-	l->ran_out = OPS_F32;
 	if (dx[0]) {
+		l->ran_out = ops_in_type(l, 0);
 		if (cpu_xfer_run(ctx, &p->ddst_d, dy) || cpu_xfer_run(ctx, &p->w.bwd, l->w) ||
 		    cpu_xfer_run(ctx, &p->diff_src, dx[0]))
 			return -1;
@@ -344,8 +351,9 @@ static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
 /* What conv_build_alg asks of cpu_scratch, all of it only while a pass
  * runs: the weights in oneDNN's layout, one copy in the compute type for
  * the forward and one for the backward data pass, the weight gradient's
- * in fp32; with bf16, the bf16 copies of the input and of the output
- * gradient (the backward makes its own of the input again); the gradient
+ * in fp32; with bf16, a bf16 copy of the input and of the output gradient
+ * where that tensor is stored in fp32 (the network's input; the backward
+ * makes its own copy of the input again); the gradient
  * of an input of channels that do not fill a vector register, padded to
  * ctx->blocked's width (the network's input has none); and oneDNN's
  * scratchpad. The activations are in the primitives' layout already (the
@@ -361,10 +369,12 @@ static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *
 	const struct ops_shape *in = &l->in[0];
 	size_t nw = (size_t)l->cfg.units * (size_t)l->cfg.kernel * (size_t)l->cfg.kernel *
 		    (size_t)in->c;
-	size_t e = ctx->conv_type == OPS_F32 ? sizeof(float) : 2;
+	size_t e = ops_dtype_size(ctx->conv_type);
 	size_t s = 2 * nw * e + nw * sizeof(float);
-	if (ctx->conv_type != OPS_F32)
-		s += (size_t)n * (ops_shape_size(in) + ops_shape_size(&l->out)) * e;
+	if (ops_in_type(l, 0) != ctx->conv_type)
+		s += (size_t)n * ops_shape_size(in) * e;
+	if (l->out_type != ctx->conv_type)
+		s += (size_t)n * ops_shape_size(&l->out) * e;
 	int blk = ops_layout_block(ctx->blocked);
 	if (in->c % blk && !l->no_dx0)
 		s += (size_t)n * in->h * in->w * (size_t)((in->c + blk - 1) / blk * blk) * sizeof(float);
@@ -384,4 +394,5 @@ const struct ops_layer_ops cpu_conv_ops = {
 	.release = conv_release,
 	.workspace = conv_workspace,
 	.blocked = 1,
+	.bf16 = 1,
 };

@@ -22,13 +22,14 @@ int cpu_md_nhwc(dnnl_memory_desc_t *md, int n, const struct ops_shape *s)
 	return 0;
 }
 
-int cpu_md_act(dnnl_memory_desc_t *md, int n, const struct ops_shape *s, enum ops_layout layout)
+int cpu_md_act(dnnl_memory_desc_t *md, int n, const struct ops_shape *s, enum ops_layout layout,
+	       enum ops_dtype t)
 {
 	dnnl_dims_t d = {n, s->c, s->h, s->w};
 	dnnl_format_tag_t tag = layout == OPS_BLOCKED16 ? dnnl_nChw16c
 				: layout == OPS_BLOCKED8 ? dnnl_nChw8c
 							 : dnnl_nhwc;
-	DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, dnnl_f32, tag));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(md, 4, d, cpu_dt(t), tag));
 	return 0;
 }
 
@@ -236,11 +237,11 @@ void cpu_xfer_release(struct cpu_xfer *x)
 
 enum flat_kind { FLAT_ADD, FLAT_ADD_RELU, FLAT_COPY, FLAT_RELU_BWD };
 
-/* One elementwise primitive over 1-D views of count floats:
+/* One elementwise primitive over 1-D views of count values of type t:
  * ADD dst = a + b; ADD_RELU dst = relu(a + b); COPY dst = a;
  * RELU_BWD dst = a (dy) where b (the relu output) > 0. */
-static int flat_op(struct ops_ctx *ctx, enum flat_kind kind, size_t count, float *dst,
-		   const float *a, const float *b)
+static int flat_op(struct ops_ctx *ctx, enum flat_kind kind, size_t count, enum ops_dtype t,
+		   void *dst, const void *a, const void *b)
 {
 	dnnl_memory_desc_t md;
 	dnnl_primitive_desc_t pd = NULL, hint = NULL;
@@ -252,16 +253,18 @@ static int flat_op(struct ops_ctx *ctx, enum flat_kind kind, size_t count, float
 	int rc = -1;
 	if (count == 0)
 		return 0;
-	if (count > (size_t)1 << 30) { /* beyond a 1-D int descriptor: plain loops */
-		for (size_t i = 0; i < count; i++) {
-			float v = kind == FLAT_COPY ? a[i] : kind == FLAT_RELU_BWD ? (b[i] > 0 ? a[i] : 0)
-											: a[i] + b[i];
-			dst[i] = kind == FLAT_ADD_RELU && v < 0 ? 0 : v;
+	size_t most = (size_t)1 << 30, e = ops_dtype_size(t);
+	if (count > most) /* beyond a 1-D int descriptor: in parts */
+		for (size_t i = 0; i < count; i += most) {
+			size_t part = count - i < most ? count - i : most, o = i * e;
+			if (flat_op(ctx, kind, part, t, (char *)dst + o, (const char *)a + o,
+				    b ? (const char *)b + o : NULL))
+				return -1;
 		}
+	if (count > most)
 		return 0;
-	}
-	if (cpu_md_1d(&md, (int)count))
-		return -1;
+	dnnl_dims_t d1 = {(dnnl_dim_t)count};
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, 1, d1, cpu_dt(t), dnnl_a));
 	dnnl_status_t st;
 	if (kind == FLAT_ADD || kind == FLAT_ADD_RELU) {
 		dnnl_binary_desc_t bd;
@@ -320,19 +323,19 @@ out:
 	return rc;
 }
 
-int cpu_flat_add(struct ops_ctx *ctx, size_t count, float *dst, const float *a, const float *b,
-		 int relu)
+int cpu_flat_add(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *dst, const void *a,
+		 const void *b, int relu)
 {
-	return flat_op(ctx, relu ? FLAT_ADD_RELU : FLAT_ADD, count, dst, a, b);
+	return flat_op(ctx, relu ? FLAT_ADD_RELU : FLAT_ADD, count, t, dst, a, b);
 }
 
-int cpu_flat_copy(struct ops_ctx *ctx, size_t count, float *dst, const float *src)
+int cpu_flat_copy(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *dst, const void *src)
 {
-	return flat_op(ctx, FLAT_COPY, count, dst, src, NULL);
+	return flat_op(ctx, FLAT_COPY, count, t, dst, src, NULL);
 }
 
-int cpu_relu_backward_dst(struct ops_ctx *ctx, size_t count, float *dx, const float *dy,
-			  const float *y)
+int cpu_relu_backward_dst(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *dx,
+			  const void *dy, const void *y)
 {
-	return flat_op(ctx, FLAT_RELU_BWD, count, dx, dy, y);
+	return flat_op(ctx, FLAT_RELU_BWD, count, t, dx, dy, y);
 }

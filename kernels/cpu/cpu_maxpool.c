@@ -4,7 +4,9 @@
  * forward for a 64x28x28x32 batch, where these loops take 0.3 ms), so the
  * channel loop here is left to the compiler's vectorizer. The forward pass
  * in training keeps, per output value, which window position won (the first
- * of equal maxima, as oneDNN); backward routes each gradient there. */
+ * of equal maxima, as oneDNN); backward routes each gradient there.
+ * Over bf16 tensors the op runs oneDNN's pooling (cpu_pool.c), whose bf16
+ * kernels keep the same one byte per output. */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +110,8 @@ static void quad_route(float *restrict d0, float *restrict d1, float *restrict d
 static int maxpool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 			   const float *const *x, float *y, int train)
 {
-	(void)ctx;
+	if (l->out_type != OPS_F32)
+		return cpu_pool_forward(ctx, l, n, x, y, train);
 	const struct ops_shape *s = &l->in[0], *o = &l->out;
 	const int blk = ops_layout_block(ops_in_layout(l, 0));
 	const int C = blk > 1 ? blk : s->c, k = l->cfg.kernel;
@@ -158,7 +161,8 @@ static int maxpool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 			    const float *const *x, const float *y, const float *dy,
 			    float *const *dx)
 {
-	(void)ctx, (void)x, (void)y;
+	if (l->out_type != OPS_F32)
+		return cpu_pool_backward(ctx, l, n, x, y, dy, dx);
 	if (!dx[0])
 		return 0;
 	const struct ops_shape *s = &l->in[0], *o = &l->out;
@@ -198,7 +202,10 @@ static int maxpool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 
 static void maxpool_release(struct ops_ctx *ctx, struct ops_layer *l)
 {
-	(void)ctx;
+	if (l->out_type != OPS_F32) {
+		cpu_pool_release(ctx, l);
+		return;
+	}
 	struct maxpool_state *st = l->priv;
 	if (st)
 		free(st->arg);
@@ -224,4 +231,5 @@ const struct ops_layer_ops cpu_maxpool_ops = {
 	.release = maxpool_release,
 	.workspace = maxpool_workspace,
 	.blocked = 1,
+	.bf16 = 1,
 };

@@ -50,7 +50,7 @@ static int add_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const fl
 	(void)train;
 	size_t count = (size_t)n * ops_shape_size(&l->out);
 	for (int k = 1; k < l->n_in; k++)
-		if (cpu_flat_add(ctx, count, y, k == 1 ? x[0] : y, x[k],
+		if (cpu_flat_add(ctx, count, l->out_type, y, k == 1 ? x[0] : y, x[k],
 				 l->cfg.fuse_relu && k == l->n_in - 1))
 			return -1;
 	return 0;
@@ -60,23 +60,31 @@ static int add_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 			const float *y, const float *dy, float *const *dx)
 {
 	(void)x;
+	enum ops_dtype t = l->out_type;
 	size_t count = (size_t)n * ops_shape_size(&l->out);
-	const float *g = dy;
-	float *tmp = NULL;
+	const void *g = dy;
 	if (l->cfg.fuse_relu) { /* y = relu(sum): d(sum) = dy where y > 0 */
-		float *d = dx[0] ? dx[0] : (tmp = xmalloc(count * sizeof(float)));
-		if (cpu_relu_backward_dst(ctx, count, d, dy, y)) {
-			free(tmp);
+		void *d = dx[0] ? dx[0] : cpu_scratch(ctx, count * ops_dtype_size(t));
+		if (!d || cpu_relu_backward_dst(ctx, count, t, d, dy, y))
 			return -1;
-		}
 		g = d;
 	}
-	int rc = 0;
-	for (int k = 0; k < l->n_in && !rc; k++)
-		if (dx[k] && dx[k] != g)
-			rc = cpu_flat_copy(ctx, count, dx[k], g);
-	free(tmp);
-	return rc;
+	for (int k = 0; k < l->n_in; k++)
+		if (dx[k] && (const void *)dx[k] != g && cpu_flat_copy(ctx, count, t, dx[k], g))
+			return -1;
+	return 0;
+}
+
+/* A fused relu's gradient on the network's input, which has no gradient
+ * buffer: in the scratch while the backward runs. */
+static size_t add_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			    size_t *scratch)
+{
+	(void)ctx;
+	*scratch = l->cfg.fuse_relu && l->no_dx0
+			   ? (size_t)n * ops_shape_size(&l->out) * ops_dtype_size(l->out_type)
+			   : 0;
+	return 0;
 }
 
 /* Concat along channels: each pixel's output row is the inputs' rows in turn. */
@@ -174,9 +182,9 @@ int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *
 	return 0;
 }
 
-int cpu_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
+int cpu_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x)
 {
-	return cpu_flat_add(ctx, count, y, y, x, 0);
+	return cpu_flat_add(ctx, count, t, y, y, x, 0);
 }
 
 /* One thread: a pass over the gradients once a step, next to a backward
@@ -202,8 +210,10 @@ const struct ops_layer_ops cpu_add_ops = {
 	.name = "elementwise sum",
 	.forward = add_forward,
 	.backward = add_backward,
+	.workspace = add_workspace,
 	.backward_skips = OPS_SKIPS_X, /* dy to each input; a fused relu reads y */
 	.blocked = 1,   /* elementwise over inputs and output of one layout */
+	.bf16 = 1,      /* and of one type */
 };
 
 const struct ops_layer_ops cpu_concat_ops = {

@@ -221,7 +221,7 @@ int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, cons
 	      float smoothing, float *dlogits, double *loss_sum, long *correct);
 int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	     float mu, float wd);
-int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+int cuda_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x);
 int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
 int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 	      enum ops_dtype yt);

@@ -421,10 +421,12 @@ int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float 
 	return cuda_end(ctx);
 }
 
-int cuda_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
+int cuda_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x)
 {
 	void *dy, *dx;
 	size_t bytes = count * sizeof(float);
+	if (t != OPS_F32) /* no op of this backend takes a tensor stored otherwise */
+		return error("accumulate: the cuda backend's tensors are fp32");
 	if (!count)
 		return 0;
 	if (cuda_begin(ctx) || cuda_out(ctx, y, bytes, 1, &dy) || cuda_in(ctx, x, bytes, &dx))

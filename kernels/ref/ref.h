@@ -53,7 +53,7 @@ int ref_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const
 	     float smoothing, float *dlogits, double *loss_sum, long *correct); /* ref_train.c */
 int ref_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	    float mu, float wd);
-int ref_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x);
+int ref_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x);
 int ref_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
 
 #endif

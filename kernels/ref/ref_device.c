@@ -192,10 +192,11 @@ static int refdev_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *
 	return ref_sgd(ctx, count, dev(ctx, w), dev(ctx, g), dev(ctx, v), lr, mu, wd);
 }
 
-static int refdev_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
+static int refdev_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y,
+			     const void *x)
 {
 	poison(ctx);
-	return ref_accumulate(ctx, count, dev(ctx, y), dev(ctx, x));
+	return ref_accumulate(ctx, count, t, dev(ctx, y), dev(ctx, x));
 }
 
 static int refdev_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite)

@@ -12,7 +12,8 @@
  * first largest logit is the label's.
  *
  * sgd: v = mu*v + g + wd*w, then w = w - lr*v, value by value.
- * accumulate: y = y + x, value by value. */
+ * accumulate: y = y + x, value by value (bf16: summed in fp32, stored
+ * rounded to nearest even). */
 #include <math.h>
 
 #include "kernels/ref/ref.h"
@@ -60,11 +61,22 @@ int ref_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *
 	return 0;
 }
 
-int ref_accumulate(struct ops_ctx *ctx, size_t count, float *y, const float *x)
+int ref_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x)
 {
 	(void)ctx;
+	if (t == OPS_BF16) { /* the sum in fp32, stored rounded */
+		uint16_t *yh = y;
+		const uint16_t *xh = x;
+		for (size_t k = 0; k < count; k++)
+			yh[k] = ref_f32_to_bf16(ref_bf16_to_f32(yh[k]) + ref_bf16_to_f32(xh[k]));
+		return 0;
+	}
+	if (t != OPS_F32)
+		return error("accumulate: no tensor is stored in fp16");
+	float *yf = y;
+	const float *xf = x;
 	for (size_t k = 0; k < count; k++)
-		y[k] = y[k] + x[k];
+		yf[k] = yf[k] + xf[k];
 	return 0;
 }
 

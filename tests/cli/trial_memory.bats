@@ -27,6 +27,21 @@ teardown() { teardown_trial_tmp; }
 	[[ $output == *"--plan needs --arch"* ]]
 }
 
+@test "--plan in bf16 on the cpu keeps activations and gradients in bf16: about half of fp32" {
+	per_image() { # the first "total" line: the bytes per image
+		aah-trial --plan --arch "$ARCH/resnet_small.json" --batch_size 64 --backend cpu \
+			--precision "$1" | awk '$1 == "total" { print $2; exit }'
+	}
+	run aah-trial --plan --arch "$ARCH/resnet_small.json" --batch_size 64 --backend cpu \
+		--precision bf16
+	[ "$status" -eq 0 ]
+	[[ $output == *"precision bf16, backend cpu"* ]]
+	grep -Eq 'kept activations .*bf16: [0-9]+ of [0-9]+ outputs' <<<"$output"
+	bf16=$(per_image bf16) fp32=$(per_image fp32)
+	echo "per image: bf16 $bf16 MB, fp32 $fp32 MB"
+	awk -v b="$bf16" -v f="$fp32" 'BEGIN { exit !(b > 0 && b < 0.6 * f) }'
+}
+
 @test "--batch_rule aiperf takes the largest batch that fits --memory_limit, and says so" {
 	run aah-trial --trial_dir "$T/cap" --arch "$ARCH/cnn2.json" --warmup_1 1 --threads 1 \
 		--train_samples 2000 --val_samples 200 --monitor_interval 0 \

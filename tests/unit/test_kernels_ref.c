@@ -13,7 +13,14 @@
  * fp16 cases run only on backends with OPS_CAP_FP16 (cuda, and ref's
  * emulation: the CPU backend has no fp16 at all).
  * Where a device exists the comparison runs in full. The CPU backend must
- * have every op. */
+ * have every op.
+ *
+ * Cases whose tensors are stored in bf16 (ref_case.acts: what the model
+ * gives ops with ops_layer_ops.bf16 under bf16) run the backend on the
+ * bf16 patterns of inputs already rounded to bf16, and ref in fp32 on
+ * those same values: an op that sums (conv2d) is held to fp_bound.h's
+ * bound with its bf16 output, every other op to ref's value rounded to
+ * bf16 (bf16_store_tol). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -39,6 +46,10 @@ struct ref_case {
 	int no_dx;                  /* backward with no input gradient wanted */
 	int conv_algo;              /* OPS_CONV_AUTO or OPS_CONV_DIRECT */
 	enum ops_dtype type;        /* precision: OPS_F32 (0), OPS_BF16, OPS_F16 */
+	enum ops_dtype acts;        /* the backend's tensors stored in this type:
+				     * OPS_F32 (0) or OPS_BF16, but for: */
+	int in_f32, out_f32;        /* an fp32 input (the network's), an fp32
+				     * output (global_avg_pool's, for a dense) */
 	int count;                  /* LOSS: classes (n samples); SGD, ACCUMULATE, UNSCALE: values */
 	float smoothing;            /* LOSS */
 };
@@ -164,10 +175,63 @@ static const struct ref_case cases[] = {
 	{"flatten 2x3x2", .kind = LAYER, .cfg = {.type = OPS_FLATTEN},
 	 .n = 2, .n_in = 1, .in = {{2, 3, 2}}, .out = {1, 1, 12}, .train = 1},
 
+	{"bf16 tensors: conv2d 3x3/1 same 6x6x16->16", CONV(3, 1, 1, 1, 1, 1, 16, 1),
+	 .n = 2, .n_in = 1, .in = {{6, 6, 16}}, .out = {6, 6, 16}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: conv2d 1x1/2 valid odd 7x7x8->4x4x16, no bias", CONV(1, 2, 0, 0, 0, 0, 16, 0),
+	 .n = 3, .n_in = 1, .in = {{7, 7, 8}}, .out = {4, 4, 16}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: conv2d 3x3/2 same 7x6x3->4x3x5 from an fp32 network input",
+	 CONV(3, 2, 1, 0, 1, 1, 5, 1), .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5},
+	 .train = 1, .no_dx = 1, .type = OPS_BF16, .acts = OPS_BF16, .in_f32 = 1},
+	{"bf16 tensors: batchnorm training odd 5x3x7, fused relu", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-5f, .momentum = 0.99f, .fuse_relu = 1},
+	 .n = 2, .n_in = 1, .in = {{5, 3, 7}}, .out = {5, 3, 7}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: batchnorm training 4x4x16", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f},
+	 .n = 3, .n_in = 1, .in = {{4, 4, 16}}, .out = {4, 4, 16}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: batchnorm training, no input gradient", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f},
+	 .n = 2, .n_in = 1, .in = {{4, 4, 3}}, .out = {4, 4, 3}, .train = 1, .no_dx = 1,
+	 .type = OPS_BF16, .acts = OPS_BF16},
+	{"bf16 tensors: batchnorm inference, fused relu", .kind = LAYER,
+	 .cfg = {.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f, .fuse_relu = 1},
+	 .n = 2, .n_in = 1, .in = {{4, 4, 3}}, .out = {4, 4, 3}, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: relu 3x4x5", .kind = LAYER, .cfg = {.type = OPS_RELU},
+	 .n = 2, .n_in = 1, .in = {{3, 4, 5}}, .out = {3, 4, 5}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: maxpool 3x3/2 pad 1 overlapping 7x7x3", POOL(OPS_MAXPOOL, 3, 2, 1, 1, 1, 1),
+	 .n = 2, .n_in = 1, .in = {{7, 7, 3}}, .out = {4, 4, 3}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: maxpool 2x2/2 tiled 4x6x16", POOL(OPS_MAXPOOL, 2, 2, 0, 0, 0, 0),
+	 .n = 2, .n_in = 1, .in = {{4, 6, 16}}, .out = {2, 3, 16}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: avgpool 3x3/2 pad 1 5x5x2", POOL(OPS_AVGPOOL, 3, 2, 1, 1, 1, 1),
+	 .n = 2, .n_in = 1, .in = {{5, 5, 2}}, .out = {3, 3, 2}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+	{"bf16 tensors: global_avg_pool odd 5x7x3", .kind = LAYER,
+	 .cfg = {.type = OPS_GLOBAL_AVG_POOL}, .n = 3, .n_in = 1, .in = {{5, 7, 3}},
+	 .out = {1, 1, 3}, .train = 1, .type = OPS_BF16, .acts = OPS_BF16},
+	{"bf16 tensors: global_avg_pool 3x3x16 to an fp32 output", .kind = LAYER,
+	 .cfg = {.type = OPS_GLOBAL_AVG_POOL}, .n = 2, .n_in = 1, .in = {{3, 3, 16}},
+	 .out = {1, 1, 16}, .train = 1, .type = OPS_BF16, .acts = OPS_BF16, .out_f32 = 1},
+	{"bf16 tensors: add of 3 inputs 2x2x3", .kind = LAYER, .cfg = {.type = OPS_ADD},
+	 .n = 2, .n_in = 3, .in = {{2, 2, 3}, {2, 2, 3}, {2, 2, 3}}, .out = {2, 2, 3}, .train = 1,
+	 .type = OPS_BF16, .acts = OPS_BF16},
+	{"bf16 tensors: add of 2 inputs, fused relu", .kind = LAYER,
+	 .cfg = {.type = OPS_ADD, .fuse_relu = 1}, .n = 2, .n_in = 2,
+	 .in = {{3, 2, 5}, {3, 2, 5}}, .out = {3, 2, 5}, .train = 1, .type = OPS_BF16,
+	 .acts = OPS_BF16},
+
 	{"loss 4 x 5 classes, smoothing 0.1", .kind = LOSS, .n = 4, .count = 5, .smoothing = 0.1f},
 	{"loss 7 x 10 classes, no smoothing", .kind = LOSS, .n = 7, .count = 10},
 	{"sgd over 37 values", .kind = SGD, .count = 37},
 	{"accumulate over 101 values", .kind = ACCUMULATE, .count = 101},
+	{"accumulate over 101 bf16 values", .kind = ACCUMULATE, .count = 101, .type = OPS_BF16,
+	 .acts = OPS_BF16},
 	{"fp16 loss-scale unscale of 1000 gradients, finite and with an inf or a NaN",
 	 .kind = UNSCALE, .count = 1000},
 };
@@ -234,11 +298,63 @@ static void expect_close(const char *be, const struct ref_case *c, const char *t
 		     (double)b[worst]);
 }
 
+/* How many times a bf16 case's op rounds a value to bf16 on its way: once
+ * where it computes in fp32 and stores the result; an add of n inputs
+ * rounds each partial sum (n - 1); oneDNN's average pooling adds each
+ * window's share of the gradient into the bf16 gradient, once per window
+ * over a value. */
+static int bf16_roundings(const struct ref_case *c)
+{
+	if (c->cfg.type == OPS_ADD)
+		return c->n_in - 1;
+	if (c->cfg.type == OPS_AVGPOOL) {
+		int w = (c->cfg.kernel + c->cfg.stride - 1) / c->cfg.stride;
+		return w * w;
+	}
+	return 1;
+}
+
+/* Whether ref on |inputs| gives the magnitude each value is rounded at:
+ * ops linear in their input (the partial sums' magnitudes are at most the
+ * sums of |terms|). */
+static int store_linear(const struct ref_case *c)
+{
+	return c->cfg.type == OPS_ADD || c->cfg.type == OPS_AVGPOOL ||
+	       c->cfg.type == OPS_GLOBAL_AVG_POOL;
+}
+
+/* A tensor of a bf16 case's op that sums no products, or of a conv2d that
+ * computed in fp32 and stored bf16: each of its roundings moves a value by
+ * at most 2^-8 of the magnitude rounded (the |inputs| run's value av where
+ * the op is linear, else |ref|), and the fp32 tolerance stays for what the
+ * two sides compute differently in fp32. */
+static void expect_stored(const char *be, const struct ref_case *c, const char *tensor,
+			  const float *a, const float *r, const float *av, size_t count)
+{
+	size_t bad = 0, worst = 0;
+	double worst_excess = 0;
+	int rounds = bf16_roundings(c);
+	for (size_t i = 0; i < count; i++) {
+		double mag = av ? fabs(av[i]) : fabs(r[i]);
+		double excess = fabs((double)a[i] - r[i]) -
+				(fp32_tol.atol + fp32_tol.rtol * fabs(r[i]) + rounds * 0x1p-8 * mag);
+		if (excess > 0 || isnan(a[i]) != isnan(r[i])) {
+			if (!bad || excess > worst_excess)
+				worst = i, worst_excess = excess;
+			bad++;
+		}
+	}
+	cr_assert_eq(bad, 0, "%s: %s: %s: %zu of %zu values outside %d bf16 rounding(s) of ref; "
+		     "worst [%zu]: %s %.9g, ref %.9g", be, c->what, tensor, bad, count, rounds, worst,
+		     be, (double)a[worst], (double)r[worst]);
+}
+
 /* ---- one layer op on one backend --------------------------------------------- */
 
 /* A layer and the tensors one backend's run of a case writes. */
 struct side {
 	struct ops_layer l;
+	enum ops_dtype in_type[3];   /* the backend's, where the case stores bf16 */
 	float *y, *dx[3];
 	float *param[2], *grad[2];   /* w, b (conv2d, dense) or gamma, beta (batchnorm) */
 	float *stat[4];              /* batchnorm: run_mean, run_var, save_mean, save_var */
@@ -280,6 +396,45 @@ static void inputs_init(struct inputs *in, const struct ref_case *c)
 	for (int k = 0; k < 2; k++)
 		if (in->nparam[k])
 			in->param[k] = random_tensor(in->nparam[k], -0.5, 0.5);
+	if (c->acts != OPS_BF16) /* else both sides read the values bf16 holds */
+		return;
+	for (int k = 0; k < c->n_in && !c->in_f32; k++)
+		for (size_t i = 0; i < (size_t)c->n * ops_shape_size(&c->in[k]); i++)
+			in->x[k][i] = ref_bf16_round(in->x[k][i]);
+	for (size_t i = 0; i < (size_t)c->n * ops_shape_size(&c->out) && !c->out_f32; i++)
+		in->dy[i] = ref_bf16_round(in->dy[i]);
+}
+
+/* The types of a bf16 case's input and output tensors on the backend. */
+static enum ops_dtype x_type(const struct ref_case *c)
+{
+	return c->acts == OPS_BF16 && !c->in_f32 ? OPS_BF16 : OPS_F32;
+}
+
+static enum ops_dtype y_type(const struct ref_case *c)
+{
+	return c->acts == OPS_BF16 && !c->out_f32 ? OPS_BF16 : OPS_F32;
+}
+
+/* count floats as a new buffer of type t (bf16: their patterns) */
+static void *stored(const float *v, size_t count, enum ops_dtype t)
+{
+	if (t == OPS_F32)
+		return copy_of(v, count);
+	uint16_t *h = xmalloc((count ? count : 1) * sizeof(uint16_t));
+	for (size_t i = 0; i < count; i++)
+		h[i] = ref_f32_to_bf16(v[i]);
+	return h;
+}
+
+static void unstored(float *v, const void *p, size_t count, enum ops_dtype t)
+{
+	if (t == OPS_F32) {
+		memcpy(v, p, count * sizeof(float));
+		return;
+	}
+	for (size_t i = 0; i < count; i++)
+		v[i] = ref_bf16_to_f32(((const uint16_t *)p)[i]);
 }
 
 static void inputs_release(struct inputs *in)
@@ -342,18 +497,49 @@ static void side_release(struct side *s, struct ops_ctx *ctx)
 	free(s->mask);
 }
 
-/* Forward (and backward when the case trains) of one side from the inputs. */
+/* Forward (and backward when the case trains) of one side from the inputs:
+ * on the tensors' types of a bf16 case where the op takes them (ref's ops
+ * do not: it computes in fp32 on the same values), the results then
+ * written back as floats. */
 static void run_side(const struct ref_case *c, struct ops_ctx *ctx, struct side *s,
 		     const struct inputs *in)
 {
 	const char *be = ctx->be->name;
 	const struct ops_layer_ops *op = ctx->be->layer[c->cfg.type];
-	const float *xs[3] = {in->x[0], in->x[1], in->x[2]};
-	cr_assert_eq(op->forward(ctx, &s->l, c->n, xs, s->y, c->train), 0, "%s: %s: forward: %s",
+	int store = c->acts != OPS_F32 && op->bf16;
+	enum ops_dtype xt = store ? x_type(c) : OPS_F32, yt = store ? y_type(c) : OPS_F32;
+	size_t ny = (size_t)c->n * ops_shape_size(&c->out);
+	void *x[3] = {NULL}, *dx[3] = {NULL}, *y = s->y, *dy = in->dy;
+	for (int k = 0; k < c->n_in; k++) {
+		size_t nx = (size_t)c->n * ops_shape_size(&c->in[k]);
+		s->in_type[k] = xt;
+		x[k] = store ? stored(in->x[k], nx, xt) : in->x[k];
+		dx[k] = store && s->dx[k] ? xmalloc(nx * ops_dtype_size(xt)) : s->dx[k];
+	}
+	if (store) {
+		s->l.in_type = s->in_type;
+		s->l.out_type = yt;
+		y = xmalloc(ny * ops_dtype_size(yt));
+		dy = stored(in->dy, ny, yt);
+	}
+	const float *xs[3] = {x[0], x[1], x[2]};
+	float *dxs[3] = {dx[0], dx[1], dx[2]};
+	cr_assert_eq(op->forward(ctx, &s->l, c->n, xs, y, c->train), 0, "%s: %s: forward: %s",
 		     be, c->what, util_last_error());
 	if (c->train)
-		cr_assert_eq(op->backward(ctx, &s->l, c->n, xs, s->y, in->dy, s->dx), 0,
+		cr_assert_eq(op->backward(ctx, &s->l, c->n, xs, y, dy, dxs), 0,
 			     "%s: %s: backward: %s", be, c->what, util_last_error());
+	if (!store)
+		return;
+	unstored(s->y, y, ny, yt);
+	for (int k = 0; k < c->n_in; k++) {
+		if (s->dx[k])
+			unstored(s->dx[k], dx[k], (size_t)c->n * ops_shape_size(&c->in[k]), xt);
+		free(x[k]);
+		free(dx[k]);
+	}
+	free(y);
+	free(dy);
 }
 
 /* The inputs with every value made positive: ref's run on them gives each
@@ -435,7 +621,9 @@ static void check_layer(const struct ref_case *c, struct ops_ctx *ctx, struct op
 	const char *be = ctx->be->name;
 	struct inputs in, ab;
 	struct side s, r, a;   /* the backend's, ref's, ref's on |inputs| */
-	int lowp = c->type != OPS_F32;
+	int sums = c->cfg.type == OPS_CONV2D || c->cfg.type == OPS_DENSE;
+	int lowp = c->type != OPS_F32 && sums;
+	int store = c->acts == OPS_BF16 && !sums; /* expect_stored */
 	inputs_init(&in, c);
 	side_init(&s, c, &in);
 	side_init(&r, c, &in);
@@ -448,13 +636,15 @@ static void check_layer(const struct ref_case *c, struct ops_ctx *ctx, struct op
 				"fp32 with the fp32 tolerance\n", be, c->what, type_name(c->type));
 		cr_assert_eq(ref->be->set_precision(ref, "fp32"), 0);
 		lowp = 0;
+		store = c->acts == OPS_BF16;
 		t = fp32_tol;
 	} else if (lowp) {
 		cr_assert_eq(s.l.ran, c->type, "%s: %s: computed in %s, %s asked", be, c->what,
 			     type_name(s.l.ran), type_name(c->type));
 	}
 	run_side(c, ref, &r, &in);
-	if (lowp) {
+	int abs_run = lowp || (store && store_linear(c));
+	if (abs_run) {
 		inputs_abs(&ab, c, &in);
 		side_init(&a, c, &ab);
 		run_side(c, ref, &a, &ab);
@@ -463,10 +653,12 @@ static void check_layer(const struct ref_case *c, struct ops_ctx *ctx, struct op
 	do {                                                                        \
 		if (lowp)                                                           \
 			expect_bounded(be, c, name, &s, &r, sv, rv, av, count, which); \
+		else if (store && (which) < 2)                                      \
+			expect_stored(be, c, name, sv, rv, av, count);              \
 		else                                                                \
 			expect_close(be, c, name, sv, rv, count, t);                \
 	} while (0)
-	EXPECT("y", s.y, r.y, lowp ? a.y : NULL, ny, 0);
+	EXPECT("y", s.y, r.y, abs_run ? a.y : NULL, ny, 0);
 	if (c->cfg.type == OPS_BATCHNORM && c->train) {
 		static const char *const names[] = {"run_mean", "run_var", "save_mean", "save_var"};
 		for (int k = 0; k < 4; k++)
@@ -485,7 +677,7 @@ static void check_layer(const struct ref_case *c, struct ops_ctx *ctx, struct op
 	if (c->train) {
 		static const char *const dx_names[] = {"dx[0]", "dx[1]", "dx[2]"};
 		for (int k = 0; k < c->n_in && !c->no_dx; k++)
-			EXPECT(dx_names[k], s.dx[k], r.dx[k], lowp ? a.dx[k] : NULL,
+			EXPECT(dx_names[k], s.dx[k], r.dx[k], abs_run ? a.dx[k] : NULL,
 			       (size_t)c->n * ops_shape_size(&c->in[k]), 1);
 		static const char *const grad_names[] = {"d param[0] (dw, dgamma)",
 							  "d param[1] (db, dbeta)"};
@@ -495,7 +687,7 @@ static void check_layer(const struct ref_case *c, struct ops_ctx *ctx, struct op
 				       in.nparam[k], 2 + k);
 	}
 #undef EXPECT
-	if (lowp) {
+	if (abs_run) {
 		side_release(&a, ref);
 		inputs_release(&ab);
 	}
@@ -541,13 +733,31 @@ static void check_sgd(const struct ref_case *c, struct ops_ctx *ctx, struct ops_
 	free(w), free(g), free(v), free(rw), free(rv);
 }
 
+/* fp32 within the tolerance; bf16 to the bit: both sum in fp32 and round
+ * to nearest even. */
 static void check_accumulate(const struct ref_case *c, struct ops_ctx *ctx, struct ops_ctx *ref)
 {
 	size_t n = (size_t)c->count;
 	float *y = random_tensor(n, -1, 1), *x = random_tensor(n, -1, 1), *ry = copy_of(y, n);
-	cr_assert_eq(ctx->be->accumulate(ctx, n, y, x), 0);
-	cr_assert_eq(ref->be->accumulate(ref, n, ry, x), 0);
-	expect_close(ctx->be->name, c, "y", y, ry, n, fp32_tol);
+	if (c->acts == OPS_BF16) {
+		uint16_t *hy = stored(y, n, OPS_BF16), *hx = stored(x, n, OPS_BF16);
+		uint16_t *rhy = stored(y, n, OPS_BF16);
+		cr_assert_eq(ctx->be->accumulate(ctx, n, OPS_BF16, hy, hx), 0, "%s",
+			     util_last_error());
+		cr_assert_eq(ref->be->accumulate(ref, n, OPS_BF16, rhy, hx), 0);
+		size_t moved = 0;
+		for (size_t i = 0; i < n; i++) {
+			cr_assert_eq(hy[i], rhy[i], "%s: %s: y[%zu] %#06x, ref %#06x", ctx->be->name,
+				     c->what, i, hy[i], rhy[i]);
+			moved += ref_bf16_to_f32(hy[i]) != ref_bf16_round(y[i]);
+		}
+		cr_assert_gt(moved, n / 2, "bf16 accumulate changed %zu of %zu values", moved, n);
+		free(hy), free(hx), free(rhy);
+	} else {
+		cr_assert_eq(ctx->be->accumulate(ctx, n, OPS_F32, y, x), 0);
+		cr_assert_eq(ref->be->accumulate(ref, n, OPS_F32, ry, x), 0);
+		expect_close(ctx->be->name, c, "y", y, ry, n, fp32_tol);
+	}
 	free(y), free(x), free(ry);
 }
 
@@ -606,6 +816,15 @@ ParameterizedTestParameters(kernels_ref, op_matches_ref)
 			if (cases[c].type != OPS_F16 || (be[b]->caps & OPS_CAP_FP16))
 				runs[n++] = (struct run){b, c};
 	return cr_make_param_array(struct run, runs, n, free_runs);
+}
+
+/* Whether any op of the backend takes bf16 tensors. */
+static int stores_bf16(const struct ops_backend *be)
+{
+	for (int t = 0; t < OPS_NTYPES; t++)
+		if (be->layer[t] && be->layer[t]->bf16)
+			return 1;
+	return 0;
 }
 
 /* The case's convolution algorithm and precision on a started context, and
@@ -673,6 +892,11 @@ ParameterizedTest(struct run *run, kernels_ref, op_matches_ref)
 			  be->name, type_name(c->type), util_last_error(), c->what);
 		cr_skip_test("skipped: %s has no %s on this machine (%s): %s", be->name,
 			     type_name(c->type), util_last_error(), c->what);
+	}
+	/* a declared capability, not the device's: skipped on the device too */
+	if (c->acts != OPS_F32 && !(c->kind == LAYER ? be->layer[c->cfg.type]->bf16 : stores_bf16(be))) {
+		cr_assert(strcmp(be->name, "cpu"), "cpu: stores no bf16 tensors for: %s", c->what);
+		cr_skip_test("skipped: %s stores no tensor in bf16 for this op: %s", be->name, c->what);
 	}
 	ref_context(&ref, c);
 	check_case(c, &ctx, &ref, fp32_tol);

@@ -162,13 +162,13 @@ static void net_matches_reference(const char *name)
 	bwd(layer(&m, "dr", NULL, NULL), ap, NULL, dr, ddr, dap, NULL);
 	bwd(layer(&m, "ap", NULL, NULL), cc, NULL, ap, dap, dcc, NULL);
 	bwd(layer(&m, "gp", NULL, NULL), cc, NULL, gp, dgp, dcc_gp, NULL);
-	ref.be->accumulate(&ref, N * 72, dcc, dcc_gp);       /* cc feeds both ap and gp */
+	ref.be->accumulate(&ref, N * 72, OPS_F32, dcc, dcc_gp);       /* cc feeds both ap and gp */
 	bwd(layer(&m, "cc", NULL, NULL), ar, mp, cc, dcc, dar, dmp);  /* dmp: through cc */
 	bwd(layer(&m, "ar", NULL, NULL), ad, NULL, ar, dar, dad, NULL);
 	bwd(layer(&m, "ad", NULL, NULL), c2, mp, ad, dad, dc2, dmp_add);
 	bwd(layer(&m, "c2", dw_c2, NULL), mp, NULL, c2, dc2, dmp_c2, NULL);
-	ref.be->accumulate(&ref, N * 36, dmp, dmp_add);      /* and through add ... */
-	ref.be->accumulate(&ref, N * 36, dmp, dmp_c2);       /* ... and through c2 */
+	ref.be->accumulate(&ref, N * 36, OPS_F32, dmp, dmp_add);      /* and through add ... */
+	ref.be->accumulate(&ref, N * 36, OPS_F32, dmp, dmp_c2);       /* ... and through c2 */
 	bwd(layer(&m, "mp", NULL, NULL), r1, NULL, mp, dmp, dr1, NULL);
 	bwd(layer(&m, "r1", NULL, NULL), bn1, NULL, r1, dr1, dbn1, NULL);
 	bwd(layer(&m, "bn1", dgam, dbet), c1, NULL, bn1, dbn1, dc1, NULL);

@@ -220,9 +220,10 @@ Test(model, every_arch_type_maps_to_one_op)
 /* A backend whose accumulate fails: the backward pass must say so, not go
  * on with a gradient that lacks a branch (a layer with two users, "a"
  * here, sums its gradients with accumulate). */
-static int accumulate_fails(struct ops_ctx *ctx, size_t count, float *y, const float *x)
+static int accumulate_fails(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y,
+			    const void *x)
 {
-	(void)ctx, (void)count, (void)y, (void)x;
+	(void)ctx, (void)count, (void)t, (void)y, (void)x;
 	return error("accumulate: the device said no");
 }
 
