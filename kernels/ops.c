@@ -45,9 +45,11 @@ int ops_conv_algo_parse(const char *name)
 	return -1;
 }
 
-int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes)
+int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy)
 {
-	return ctx->be->resident ? ctx->be->resident(ctx, p, bytes) : 0;
+	if (copy > bytes)
+		BUG("%zu bytes to copy of a block of %zu", copy, bytes);
+	return ctx->be->resident ? ctx->be->resident(ctx, p, bytes, copy) : 0;
 }
 
 int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device)

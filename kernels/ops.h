@@ -273,13 +273,15 @@ struct ops_backend {
 		    enum ops_dtype yt);
 	/* Device residency (cuda); NULL on backends whose ops work in host
 	 * memory. resident: from now on the backend keeps the bytes at p on its
-	 * device, copied there now; ops given pointers into them use the device
+	 * device, the first `copy` of them copied there now and the rest zeros
+	 * (bytes the host never wrote: the model's activations and gradients,
+	 * whose host pages then need never exist); ops given pointers into them use the device
 	 * copy in place, and the host copy goes stale. sync brings the host copy
 	 * up to date (to_device 0) or, after the host wrote there, the device's
 	 * (1). forget drops the device copy of the block made resident at p,
 	 * before the host frees it. ops_resident, ops_sync and ops_forget below
 	 * call them where they exist. */
-	int (*resident)(struct ops_ctx *ctx, void *p, size_t bytes);
+	int (*resident)(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy);
 	int (*sync)(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
 	void (*forget)(struct ops_ctx *ctx, void *p);
 	/* Data parallel on the device (NCCL on cuda); NULL where the trainer's
@@ -304,7 +306,7 @@ struct ops_backend {
 
 /* ops_backend.resident, .sync and .forget where the backend has them;
  * nothing (0) otherwise: the host copy is the only one. */
-int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes);
+int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy);
 int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
 void ops_forget(struct ops_ctx *ctx, void *p);
 /* ops_backend.finish where the backend has it: before a clock is read. */

@@ -59,6 +59,9 @@ struct model {
 				      * carved as kernels/carve.h does, each region at
 				      * a multiple of MODEL_BLOCK_ALIGN */
 	size_t block_bytes;
+	int block_mapped;            /* a device backend's plan: the block is
+				      * mapped address space, written only in its
+				      * state (model_resident) */
 	size_t state_bytes;          /* the block's first bytes: params .. stats */
 	float *acts, *dacts;         /* the activations and gradients regions */
 	size_t n_masks;

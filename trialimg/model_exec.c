@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h> /* mmap, munmap */
 
 #include "kernels/carve.h"
 #include "trialimg/model.h"
@@ -54,7 +55,22 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 	const struct carve *lay = &m->plan.lay;
 	m->block_bytes = lay->total;
 	m->state_bytes = lay->r[MEMPLAN_STATS].offset + lay->r[MEMPLAN_STATS].bytes;
-	m->block = xcalloc(1, lay->total);
+	if (m->plan.on_host) {
+		m->block = xcalloc(1, lay->total);
+	} else {
+		/* a device backend keeps all but the state on its device
+		 * (model_resident): the host writes only the state, so the
+		 * rest is address space, reserved nowhere (at AIPerf's batch
+		 * it can be more than the host's memory, which calloc's
+		 * accounting would refuse) */
+		m->block = mmap(NULL, lay->total, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m->block == MAP_FAILED) {
+			m->block = NULL;
+			return error("cannot map %zu bytes of address space for the model", lay->total);
+		}
+		m->block_mapped = 1;
+	}
 	m->params = carve_at(lay, m->block, MEMPLAN_PARAMS);
 	m->grads = carve_at(lay, m->block, MEMPLAN_GRADS);
 	m->velocity = carve_at(lay, m->block, MEMPLAN_VELOCITY);
@@ -311,7 +327,7 @@ int model_update(struct model *m, struct ops_ctx *ctx, float lr, float momentum,
 
 int model_resident(struct model *m, struct ops_ctx *ctx)
 {
-	return ops_resident(ctx, m->block, m->block_bytes);
+	return ops_resident(ctx, m->block, m->block_bytes, m->state_bytes);
 }
 
 void model_release(struct model *m, struct ops_ctx *ctx)
@@ -329,7 +345,10 @@ void model_release(struct model *m, struct ops_ctx *ctx)
 		free(L->in_types);
 	}
 	free(m->layers);
-	free(m->block);
+	if (m->block_mapped)
+		munmap(m->block, m->block_bytes);
+	else
+		free(m->block);
 	free(m->layouts);
 	memplan_release(&m->plan);
 	free(m->seen);

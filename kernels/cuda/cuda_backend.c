@@ -316,10 +316,12 @@ int cuda_end(struct ops_ctx *ctx)
 
 /* The model's blocks (parameters to statistics, activations, their
  * gradients, scratch, masks) live on the device from here on: one
- * cudaMalloc each, filled from the host once; ops then read and write them
+ * cudaMalloc each, its first `copy` bytes filled from the host once, the
+ * rest set to zeros there (the host never wrote them: at AIPerf's batch
+ * they are far more than the host's memory); ops then read and write them
  * in place and the step moves nothing over PCIe but the batch, the labels,
  * the logits' gradient and the loss read. */
-static int cuda_resident(struct ops_ctx *ctx, void *p, size_t bytes)
+static int cuda_resident(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	if (c->staged_only || !p || !bytes)
@@ -333,7 +335,10 @@ static int cuda_resident(struct ops_ctx *ctx, void *p, size_t bytes)
 	m->host = p;
 	m->bytes = bytes;
 	c->nmirror++;
-	CUDA_CHECK(cudaMemcpyAsync(m->dev, p, bytes, cudaMemcpyHostToDevice, c->stream));
+	if (copy)
+		CUDA_CHECK(cudaMemcpyAsync(m->dev, p, copy, cudaMemcpyHostToDevice, c->stream));
+	if (bytes > copy)
+		CUDA_CHECK(cudaMemsetAsync(m->dev + copy, 0, bytes - copy, c->stream));
 	CUDA_CHECK(cudaStreamSynchronize(c->stream));
 	return 0;
 }

@@ -67,7 +67,7 @@ static void poison(struct ops_ctx *ctx)
 		memset(d->m[k].host, 0xff, d->m[k].bytes);
 }
 
-static int refdev_resident(struct ops_ctx *ctx, void *p, size_t bytes)
+static int refdev_resident(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy)
 {
 	struct refdev *d = refdev(ctx);
 	if (!p || !bytes)
@@ -76,8 +76,8 @@ static int refdev_resident(struct ops_ctx *ctx, void *p, size_t bytes)
 		return error("refdev: more than %d resident blocks", REFDEV_MAX);
 	d->m[d->n].host = p;
 	d->m[d->n].bytes = bytes;
-	d->m[d->n].dev = xmalloc(bytes);
-	memcpy(d->m[d->n].dev, p, bytes);
+	d->m[d->n].dev = xcalloc(1, bytes);
+	memcpy(d->m[d->n].dev, p, copy);
 	d->n++;
 	poison(ctx);
 	return 0;

@@ -303,3 +303,46 @@ Test(memplan, cpu_bf16_allocates_the_plan, .timeout = 120)
 	plan_is_what_is_allocated("resnet_small.json", 64, "bf16", OPS_CONV_AUTO);
 	plan_is_what_is_allocated("resnet_small.json", 128, "bf16", OPS_CONV_AUTO);
 }
+
+static size_t rss_bytes(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fscanf(f, "%ld %ld", &pages, &resident), 2);
+	fclose(f);
+	return (size_t)resident * 4096;
+}
+
+/* A backend that computes on its device, as the model's plan sees one (no
+ * op of its own: nothing recomputed, no workspace, every tensor fp32). */
+static const struct ops_backend device_like = {
+	.name = "device-like",
+	.caps = OPS_CAP_FP32 | OPS_CAP_GPU,
+};
+
+/* On a device backend the model's block is the device's to hold but its
+ * state (model_resident copies the state and zeros the rest there): at
+ * AIPerf's batch on an H200 (1226 of ResNet-50, 150 GB) the host maps it
+ * and holds only the weights it writes. It was calloc'ed: more than this
+ * machine's memory, refused. */
+Test(memplan, a_device_plan_is_not_held_on_the_host)
+{
+	struct model m;
+	resnet50(&m);
+	struct ops_ctx dev = { .be = &device_like };
+	struct memplan p;
+	cr_assert_eq(memplan_build(&p, &m, 1226, &dev, 0), 0, "%s", util_last_error());
+	cr_assert_eq(p.on_host, 0);
+	size_t total = p.lay.total, before = rss_bytes();
+	cr_assert_gt(total, (size_t)140e9, "%zu bytes", total);
+	cr_assert_eq(model_alloc_planned(&m, &p, 1), 0, "%s", util_last_error());
+	cr_assert(m.block_mapped);
+	size_t held = rss_bytes() - before;
+	fprintf(stderr, "resnet50 at batch 1226 on a device backend: a block of %.1f GB, "
+		"%.1f MB of it held on the host\n", (double)total / 1e9, (double)held / 1e6);
+	cr_assert_leq(held, m.state_bytes, "the host holds %zu bytes; the state is %zu", held,
+		      m.state_bytes);
+	cr_assert(m.params[0] != 0.0f, "the weights are initialised");
+	model_release(&m, NULL);
+}
