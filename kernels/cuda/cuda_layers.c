@@ -90,6 +90,25 @@ static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const flo
 	return cuda_end(ctx);
 }
 
+/* The training forward's output again: the same normalising kernel on the
+ * same input and the batch's saved statistics, so the same values to the
+ * bit (test_kernels_ref holds every backend's recompute so). */
+static int bn_recompute(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			float *y)
+{
+	const struct ops_shape *s = &l->in[0];
+	size_t rows = (size_t)n * s->h * s->w, count = rows * s->c, c = (size_t)s->c;
+	void *gx, *gy, *gamma, *beta, *mean, *var;
+	if (cuda_begin(ctx) || cuda_in(ctx, x[0], F(count), &gx) ||
+	    cuda_out(ctx, y, F(count), 0, &gy) || cuda_in(ctx, l->gamma, F(c), &gamma) ||
+	    cuda_in(ctx, l->beta, F(c), &beta) || cuda_in(ctx, l->save_mean, F(c), &mean) ||
+	    cuda_in(ctx, l->save_var, F(c), &var))
+		return -1;
+	CUDA_LAUNCH(cuk_bn_norm(stream(ctx), rows, s->c, gx, mean, var, gamma, beta, l->cfg.eps,
+				l->cfg.fuse_relu, gy));
+	return cuda_end(ctx);
+}
+
 static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 		       const float *y, const float *dy, float *const *dx)
 {
@@ -113,6 +132,7 @@ const struct ops_layer_ops cuda_bn_ops = {
 	.name = "batch normalization",
 	.forward = bn_forward,
 	.backward = bn_backward,
+	.recompute = bn_recompute, /* its backward reads y (a fused relu's sign) */
 };
 
 /* ---- pooling --------------------------------------------------------------------- */
@@ -290,6 +310,7 @@ const struct ops_layer_ops cuda_add_ops = {
 	.name = "elementwise sum",
 	.forward = add_forward,
 	.backward = add_backward,
+	.backward_skips = OPS_SKIPS_X, /* dy to each input; a fused relu reads y */
 };
 
 /* ---- concat, flatten ---------------------------------------------------------------- */
