@@ -181,6 +181,9 @@ static const struct ref_case cases[] = {
 	{"bf16 tensors: conv2d 1x1/2 valid odd 7x7x8->4x4x16, no bias", CONV(1, 2, 0, 0, 0, 0, 16, 0),
 	 .n = 3, .n_in = 1, .in = {{7, 7, 8}}, .out = {4, 4, 16}, .train = 1, .type = OPS_BF16,
 	 .acts = OPS_BF16},
+	{"bf16 tensors: conv2d 3x3/1 same 6x6x1->3, one channel in, three out",
+	 CONV(3, 1, 1, 1, 1, 1, 3, 1), .n = 2, .n_in = 1, .in = {{6, 6, 1}}, .out = {6, 6, 3},
+	 .train = 1, .type = OPS_BF16, .acts = OPS_BF16},
 	{"bf16 tensors: conv2d 3x3/2 same 7x6x3->4x3x5 from an fp32 network input",
 	 CONV(3, 2, 1, 0, 1, 1, 5, 1), .n = 3, .n_in = 1, .in = {{7, 6, 3}}, .out = {4, 3, 5},
 	 .train = 1, .no_dx = 1, .type = OPS_BF16, .acts = OPS_BF16, .in_f32 = 1},
@@ -300,14 +303,14 @@ static void expect_close(const char *be, const struct ref_case *c, const char *t
 
 /* How many times a bf16 case's op rounds a value to bf16 on its way: once
  * where it computes in fp32 and stores the result; an add of n inputs
- * rounds each partial sum (n - 1); oneDNN's average pooling adds each
- * window's share of the gradient into the bf16 gradient, once per window
- * over a value. */
+ * rounds each partial sum (n - 1); oneDNN's average and max pooling add
+ * each window's share of the gradient into the bf16 gradient, once per
+ * window over a value. */
 static int bf16_roundings(const struct ref_case *c)
 {
 	if (c->cfg.type == OPS_ADD)
 		return c->n_in - 1;
-	if (c->cfg.type == OPS_AVGPOOL) {
+	if (c->cfg.type == OPS_AVGPOOL || c->cfg.type == OPS_MAXPOOL) {
 		int w = (c->cfg.kernel + c->cfg.stride - 1) / c->cfg.stride;
 		return w * w;
 	}
@@ -316,11 +319,12 @@ static int bf16_roundings(const struct ref_case *c)
 
 /* Whether ref on |inputs| gives the magnitude each value is rounded at:
  * ops linear in their input (the partial sums' magnitudes are at most the
- * sums of |terms|). */
+ * sums of |terms|), and max pooling's backward, linear in dy once the
+ * maxima are found (inputs_abs keeps its x). */
 static int store_linear(const struct ref_case *c)
 {
 	return c->cfg.type == OPS_ADD || c->cfg.type == OPS_AVGPOOL ||
-	       c->cfg.type == OPS_GLOBAL_AVG_POOL;
+	       c->cfg.type == OPS_GLOBAL_AVG_POOL || c->cfg.type == OPS_MAXPOOL;
 }
 
 /* A tensor of a bf16 case's op that sums no products, or of a conv2d that
@@ -543,7 +547,8 @@ static void run_side(const struct ref_case *c, struct ops_ctx *ctx, struct side 
 }
 
 /* The inputs with every value made positive: ref's run on them gives each
- * output's sum of |products| (fp_bound.h). */
+ * output's sum of |products| (fp_bound.h); max pooling's x is kept, so
+ * that its backward routes |dy| where it routed dy. */
 static void inputs_abs(struct inputs *a, const struct ref_case *c, const struct inputs *in)
 {
 	memset(a, 0, sizeof(*a));
@@ -551,7 +556,7 @@ static void inputs_abs(struct inputs *a, const struct ref_case *c, const struct 
 	for (int k = 0; k < c->n_in; k++) {
 		size_t nx = (size_t)c->n * ops_shape_size(&c->in[k]);
 		a->x[k] = copy_of(in->x[k], nx);
-		for (size_t i = 0; i < nx; i++)
+		for (size_t i = 0; i < nx && c->cfg.type != OPS_MAXPOOL; i++)
 			a->x[k][i] = fabsf(a->x[k][i]);
 	}
 	a->dy = copy_of(in->dy, ny);
