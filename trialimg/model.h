@@ -108,8 +108,8 @@ int model_alloc_planned(struct model *m, struct memplan *p, uint64_t seed);
  * (ctx->blocked) where the tensor's c is a multiple of the block width, its producer and all its readers
  * take blocked tensors and, for the ops that keep one layout (all but
  * conv2d and global_avg_pool), the other tensors of that op are blocked
- * too; OPS_NHWC everywhere else, so the input, flatten, dense, concat and
- * dropout see NHWC and conversions happen only inside the convolutions at
+ * too; OPS_NHWC everywhere else, so the input, flatten, dense and dropout
+ * see NHWC and conversions happen only inside the convolutions at
  * those edges. model_forward calls it when the backend changes. */
 void model_layouts(struct model *m, struct ops_ctx *ctx);
 /* Forward n samples of x (n, input) to the logits model_logits(m). */

@@ -43,7 +43,7 @@ static void cpu_fini(struct ops_ctx *ctx)
  * convolutions then read bf16 activations and bf16 copies of the weights
  * (cpu_conv.c), and the model stores activations and their gradients in
  * bf16 wherever every op on a tensor takes it (ops_layer_ops.bf16: all but
- * dense, dropout, concat and flatten); weights, their gradients, the
+ * dense, dropout and flatten); weights, their gradients, the
  * optimiser's state and batchnorm statistics stay fp32. Where the probe
  * finds no bf16 kernels, bf16 falls back to fp32 (1, the reason as the
  * last error). */

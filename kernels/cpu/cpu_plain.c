@@ -87,19 +87,34 @@ static size_t add_workspace(const struct ops_ctx *ctx, const struct ops_layer *l
 	return 0;
 }
 
-/* Concat along channels: each pixel's output row is the inputs' rows in turn. */
+/* Concat along channels, of values of e bytes (fp32 or bf16: a copy either
+ * way). NHWC: each pixel's output row is the inputs' rows in turn; blocked
+ * (every input's channels a multiple of the block): each image's output is
+ * the inputs' images in turn, whole, their channel blocks being the
+ * output's next ones. With to_out, x -> y; else y's slices -> x. */
+static void concat_copy(const struct ops_layer *l, int n, char *const *x, char *y, int to_out)
+{
+	size_t e = ops_dtype_size(l->out_type), off = 0;
+	size_t hw = (size_t)l->out.h * l->out.w;
+	int blocked = ops_layout_block(l->out_layout) > 1;
+	/* runs: per pixel (NHWC) or per image (blocked), and their lengths */
+	size_t runs = blocked ? (size_t)n : (size_t)n * hw, unit = blocked ? hw * e : e;
+	size_t row = (size_t)l->out.c * unit;
+	for (int k = 0; k < l->n_in; k++) {
+		size_t ck = (size_t)l->in[k].c * unit;
+		for (size_t p = 0; x[k] && p < runs; p++) {
+			char *out = y + p * row + off, *in = x[k] + p * ck;
+			memcpy(to_out ? out : in, to_out ? in : out, ck);
+		}
+		off += ck;
+	}
+}
+
 static int concat_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 			  const float *const *x, float *y, int train)
 {
 	(void)ctx, (void)train;
-	size_t pixels = (size_t)n * l->out.h * l->out.w;
-	int off = 0;
-	for (int k = 0; k < l->n_in; k++) {
-		int ck = l->in[k].c;
-		for (size_t p = 0; p < pixels; p++)
-			memcpy(y + p * l->out.c + off, x[k] + p * ck, ck * sizeof(float));
-		off += ck;
-	}
+	concat_copy(l, n, (char *const *)x, (char *)y, 1);
 	return 0;
 }
 
@@ -108,15 +123,7 @@ static int concat_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 			   float *const *dx)
 {
 	(void)ctx, (void)x, (void)y;
-	size_t pixels = (size_t)n * l->out.h * l->out.w;
-	int off = 0;
-	for (int k = 0; k < l->n_in; k++) {
-		int ck = l->in[k].c;
-		if (dx[k])
-			for (size_t p = 0; p < pixels; p++)
-				memcpy(dx[k] + p * ck, dy + p * l->out.c + off, ck * sizeof(float));
-		off += ck;
-	}
+	concat_copy(l, n, (char *const *)dx, (char *)dy, 0);
 	return 0;
 }
 
@@ -221,6 +228,8 @@ const struct ops_layer_ops cpu_concat_ops = {
 	.name = "channel concatenation",
 	.forward = concat_forward,
 	.backward = concat_backward,
+	.blocked = 1,
+	.bf16 = 1,
 };
 
 const struct ops_layer_ops cpu_flatten_ops = {

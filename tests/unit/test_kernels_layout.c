@@ -21,9 +21,10 @@ enum { N = 4, H = 8, W = 8, C = 3, K = 10 };
 
 /* 32 channels: with 16, nChw16c and NHWC are the same bytes.
  * c0 reads the NHWC input; c0..ap may stay blocked (conv, batchnorm+relu,
- * add+relu, max pooling, a standalone relu, average pooling); dropout,
- * flatten and concat take NHWC only, so c2 converts back and gp's rank-2
- * output is NHWC. */
+ * add+relu, a concat of two blocked tensors, max pooling, a standalone
+ * relu, average pooling); dropout and flatten take NHWC only, so c2
+ * converts back, gp's rank-2 output is NHWC and so is the concat of
+ * rank-2 tensors that reads it. */
 static const char *net =
 	"{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":3},"
 	"\"num_classes\":10,\"output\":\"out\",\"layers\":["
@@ -34,7 +35,8 @@ static const char *net =
 	"{\"id\":\"b1\",\"type\":\"batchnorm\",\"inputs\":[\"c1\"]},"
 	"{\"id\":\"ad\",\"type\":\"add\",\"inputs\":[\"b1\",\"r0\"]},"
 	"{\"id\":\"ar\",\"type\":\"relu\",\"inputs\":[\"ad\"]},"
-	"{\"id\":\"mp\",\"type\":\"maxpool\",\"inputs\":[\"ar\"],\"kernel\":2},"
+	"{\"id\":\"cb\",\"type\":\"concat\",\"inputs\":[\"ar\",\"r0\"]},"
+	"{\"id\":\"mp\",\"type\":\"maxpool\",\"inputs\":[\"cb\"],\"kernel\":2},"
 	"{\"id\":\"rl\",\"type\":\"relu\",\"inputs\":[\"mp\"]},"
 	"{\"id\":\"ap\",\"type\":\"avgpool\",\"inputs\":[\"rl\"],\"kernel\":3,\"stride\":1,\"padding\":\"same\"},"
 	"{\"id\":\"c2\",\"type\":\"conv2d\",\"inputs\":[\"ap\"],\"filters\":32,\"kernel\":1},"
@@ -161,7 +163,7 @@ static void blocked_matches_reference(const struct ops_backend *be, enum ops_lay
 		cr_assert_null(be->slow_path(&ctx), "%s: %s", be->name, be->slow_path(&ctx));
 
 	/* the layouts picked: blocked from c0 to ap, NHWC at the edges */
-	const char *blocked[] = {"c0", "b0", "r0", "c1", "b1", "ad", "ar", "mp", "rl", "ap"};
+	const char *blocked[] = {"c0", "b0", "r0", "c1", "b1", "ad", "ar", "cb", "mp", "rl", "ap"};
 	const char *nhwc[] = {"c2", "gp", "dr", "fl", "cc", "out"};
 	for (size_t i = 0; i < ARRAY_SIZE(blocked); i++)
 		cr_assert_eq(layer(&m, blocked[i])->op.out_layout, ctx.blocked, "%s: %s not blocked",
@@ -174,7 +176,7 @@ static void blocked_matches_reference(const struct ops_backend *be, enum ops_lay
 	for (int i = 0; i < r.n_layers; i++)
 		cr_assert_eq(r.layers[i].op.out_layout, OPS_NHWC, "ref: %s", r.layers[i].id);
 
-	static float a[N * H * W * 32];
+	static float a[N * H * W * 64];
 	for (int i = 0; i < m.n_layers; i++) {
 		struct model_layer *L = &m.layers[i], *R = &r.layers[i];
 		size_t count = (size_t)N * ops_shape_size(&L->op.out);
