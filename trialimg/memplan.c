@@ -133,16 +133,22 @@ static void plan_types(struct memplan *p, const struct model *m, const struct op
 		p->n_bf16 += ty[i + 1] == OPS_BF16;
 }
 
-/* The layer's op with the types the plan gives its tensors, for the
- * backend's workspace (its own in_type is set by model_alloc_planned). */
+/* The layer's op with the types the plan gives its tensors and the
+ * layouts the model will pick (lay), for the backend's workspace (its own
+ * in_type is set by model_alloc_planned, its layouts by model_layouts). */
 static struct ops_layer typed(const struct memplan *p, const struct model_layer *L,
-			      enum ops_dtype *in_type)
+			      const enum ops_layout *lay, enum ops_dtype *in_type,
+			      enum ops_layout *in_layout)
 {
 	struct ops_layer op = L->op;
-	for (int k = 0; k < op.n_in; k++)
+	for (int k = 0; k < op.n_in; k++) {
 		in_type[k] = p->type[L->inputs[k]];
+		in_layout[k] = lay[L->inputs[k]];
+	}
 	op.in_type = in_type;
 	op.out_type = p->type[op.index + 1];
+	op.in_layout = in_layout;
+	op.out_layout = lay[op.index + 1];
 	return op;
 }
 
@@ -182,6 +188,10 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	for (int i = 0; i < n; i++)
 		max_in = m->layers[i].op.n_in > max_in ? m->layers[i].op.n_in : max_in;
 	enum ops_dtype *in_type = xcalloc((size_t)max_in, sizeof(*in_type));
+	enum ops_layout *in_layout = xcalloc((size_t)max_in, sizeof(*in_layout));
+	enum ops_layout *lay = xcalloc((size_t)n + 1, sizeof(*lay));
+	if (ctx)
+		model_pick_layouts(m, ctx, lay);
 	p->act_off = xcalloc((size_t)n + 1, sizeof(size_t));
 	p->dact_off = xcalloc((size_t)n + 1, sizeof(size_t));
 	struct live *v = xcalloc((size_t)n + 1, sizeof(*v));
@@ -202,6 +212,8 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			free(v);
 			free(last);
 			free(in_type);
+			free(in_layout);
+			free(lay);
 			memplan_release(p);
 			return error("batch %d: layer '%s' would pass SIZE_MAX bytes", batch, L->id);
 		}
@@ -212,7 +224,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			nmask += vals;
 		const struct ops_layer_ops *lo = ctx ? ctx->be->layer[L->op.cfg.type] : NULL;
 		if (lo && lo->workspace) { /* the batch's part and the fixed part */
-			struct ops_layer op = typed(p, L, in_type);
+			struct ops_layer op = typed(p, L, lay, in_type, in_layout);
 			size_t s0, s1, w0 = lo->workspace(ctx, &op, 0, &s0);
 			size_t w1 = lo->workspace(ctx, &op, batch, &s1);
 			p->workspace_fixed += w0;
@@ -260,6 +272,8 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 			v[q].from = v[q].to;
 	free(last);
 	free(in_type);
+	free(in_layout);
+	free(lay);
 	qsort(v, (size_t)nv, sizeof(*v), by_from);
 	/* a recomputed output lives as its gradient does, from its last
 	 * reader to itself: in the forward from its writing to its last read,

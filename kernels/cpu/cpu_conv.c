@@ -371,11 +371,23 @@ static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *
 		    (size_t)in->c;
 	size_t e = ops_dtype_size(ctx->conv_type);
 	size_t s = 2 * nw * e + nw * sizeof(float);
-	if (ops_in_type(l, 0) != ctx->conv_type)
-		s += (size_t)n * ops_shape_size(in) * e;
-	if (l->out_type != ctx->conv_type)
-		s += (size_t)n * ops_shape_size(&l->out) * e;
+	size_t nin = (size_t)n * ops_shape_size(in), nout = (size_t)n * ops_shape_size(&l->out);
 	int blk = ops_layout_block(ctx->blocked);
+	/* an NHWC edge: the layer runs on oneDNN's layouts of choice (Winograd,
+	 * or its other tensor blocked), which are blocked for a tensor of
+	 * whole blocks of channels that the model keeps NHWC: converted */
+	int any = conv_winograd(ctx, l) || ops_in_layout(l, 0) != OPS_NHWC ||
+		  l->out_layout != OPS_NHWC;
+	int edge_in = any && blk > 1 && ops_in_layout(l, 0) == OPS_NHWC && in->c % blk == 0;
+	int edge_out = any && blk > 1 && l->out_layout == OPS_NHWC && l->out.c % blk == 0;
+	if (ops_in_type(l, 0) != ctx->conv_type || edge_in)
+		s += nin * e;
+	if (l->out_type != ctx->conv_type || edge_out)
+		s += nout * e;
+	if (edge_out) /* the output, written in oneDNN's layout, then converted */
+		s += nout * ops_dtype_size(l->out_type);
+	if (edge_in && !l->no_dx0) /* the input's gradient likewise */
+		s += nin * ops_dtype_size(ops_in_type(l, 0));
 	if (in->c % blk && !l->no_dx0)
 		s += (size_t)n * in->h * in->w * (size_t)((in->c + blk - 1) / blk * blk) * sizeof(float);
 	if (conv_winograd(ctx, l) && ctx->blocked == OPS_BLOCKED16) {
