@@ -91,7 +91,8 @@ static size_t add_workspace(const struct ops_ctx *ctx, const struct ops_layer *l
  * way). NHWC: each pixel's output row is the inputs' rows in turn; blocked
  * (every input's channels a multiple of the block): each image's output is
  * the inputs' images in turn, whole, their channel blocks being the
- * output's next ones. With to_out, x -> y; else y's slices -> x. */
+ * output's next ones. With to_out, x -> y (x only read); else y's slices
+ * -> x. */
 static void concat_copy(const struct ops_layer *l, int n, char *const *x, char *y, int to_out)
 {
 	size_t e = ops_dtype_size(l->out_type), off = 0;
