@@ -133,6 +133,55 @@ static void plan_types(struct memplan *p, const struct model *m, const struct op
 		p->n_bf16 += ty[i + 1] == OPS_BF16;
 }
 
+/* Whether ops of type t keep their inputs and output in one layout. */
+static int one_layout(enum ops_type t)
+{
+	return t != OPS_CONV2D && t != OPS_GLOBAL_AVG_POOL;
+}
+
+static int takes_blocked(const struct ops_backend *be, enum ops_type t)
+{
+	return be->layer[t] && be->layer[t]->blocked;
+}
+
+void memplan_layouts(const struct model *m, const struct ops_ctx *ctx, enum ops_layout *lay)
+{
+	const struct ops_backend *be = ctx->be;
+	lay[0] = OPS_NHWC;
+	for (int i = 0; i < m->n_layers; i++) {
+		const struct model_layer *L = &m->layers[i];
+		lay[i + 1] = !ctx->nhwc_only && takes_blocked(be, L->op.cfg.type) && !L->rank2 &&
+					     ops_blockable(&L->op.out, ctx->blocked)
+				     ? ctx->blocked
+				     : OPS_NHWC;
+	}
+	for (int i = 0; i < m->n_layers; i++) {
+		const struct model_layer *L = &m->layers[i];
+		if (!takes_blocked(be, L->op.cfg.type))
+			for (int k = 0; k < L->op.n_in; k++)
+				lay[L->inputs[k]] = OPS_NHWC;
+	}
+	for (int changed = 1; changed;) { /* one NHWC tensor makes its op's others NHWC */
+		changed = 0;
+		for (int i = 0; i < m->n_layers; i++) {
+			const struct model_layer *L = &m->layers[i];
+			if (!one_layout(L->op.cfg.type))
+				continue;
+			int nhwc = lay[i + 1] == OPS_NHWC, all = nhwc;
+			for (int k = 0; k < L->op.n_in; k++) {
+				nhwc |= lay[L->inputs[k]] == OPS_NHWC;
+				all &= lay[L->inputs[k]] == OPS_NHWC;
+			}
+			if (!nhwc || all)
+				continue;
+			lay[i + 1] = OPS_NHWC;
+			for (int k = 0; k < L->op.n_in; k++)
+				lay[L->inputs[k]] = OPS_NHWC;
+			changed = 1;
+		}
+	}
+}
+
 /* The layer's op with the types the plan gives its tensors and the
  * layouts the model will pick (lay), for the backend's workspace (its own
  * in_type is set by model_alloc_planned, its layouts by model_layouts). */
@@ -191,7 +240,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	enum ops_layout *in_layout = xcalloc((size_t)max_in, sizeof(*in_layout));
 	enum ops_layout *lay = xcalloc((size_t)n + 1, sizeof(*lay));
 	if (ctx)
-		model_pick_layouts(m, ctx, lay);
+		memplan_layouts(m, ctx, lay);
 	p->act_off = xcalloc((size_t)n + 1, sizeof(size_t));
 	p->dact_off = xcalloc((size_t)n + 1, sizeof(size_t));
 	struct live *v = xcalloc((size_t)n + 1, sizeof(*v));

@@ -107,6 +107,10 @@ size_t memplan_total(const struct memplan *p);
  * bytes; 0 when not even 1 does (or on error, after error()). */
 int memplan_max_batch(const struct model *m, int batch, const struct ops_ctx *ctx, size_t limit);
 
+/* The layout of each tensor of m on ctx's backend (n_layers + 1 into lay,
+ * the network's input first): the rule model_layouts applies (model.h),
+ * which the plan sizes the convolutions' conversions at NHWC edges by. */
+void memplan_layouts(const struct model *m, const struct ops_ctx *ctx, enum ops_layout *lay);
 /* The plan in bytes per image by kind and fixed bytes, for --plan; ctx:
  * the one it was built for. */
 void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out);

@@ -110,12 +110,9 @@ int model_alloc_planned(struct model *m, struct memplan *p, uint64_t seed);
  * conv2d and global_avg_pool), the other tensors of that op are blocked
  * too; OPS_NHWC everywhere else, so the input, flatten, dense and dropout
  * see NHWC and conversions happen only inside the convolutions at
- * those edges. model_forward calls it when the backend changes. */
+ * those edges (the rule is memplan_layouts', which the plan sizes those
+ * conversions by). model_forward calls it when the backend changes. */
 void model_layouts(struct model *m, struct ops_ctx *ctx);
-/* The layouts model_layouts picks, for each tensor (n_layers + 1, the
- * network's input first) into lay, without applying them: the memory plan
- * sizes the convolutions' conversions at NHWC edges by them. */
-void model_pick_layouts(const struct model *m, const struct ops_ctx *ctx, enum ops_layout *lay);
 /* Forward n samples of x (n, input) to the logits model_logits(m). */
 int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, int train);
 const float *model_logits(const struct model *m);

@@ -150,60 +150,11 @@ static const float *tensor(const struct model *m, const float *x, int t)
 	return t ? m->layers[t - 1].act : x;
 }
 
-/* Whether ops of type t keep their inputs and output in one layout. */
-static int one_layout(enum ops_type t)
-{
-	return t != OPS_CONV2D && t != OPS_GLOBAL_AVG_POOL;
-}
-
-static int takes_blocked(const struct ops_backend *be, enum ops_type t)
-{
-	return be->layer[t] && be->layer[t]->blocked;
-}
-
-void model_pick_layouts(const struct model *m, const struct ops_ctx *ctx, enum ops_layout *lay)
-{
-	const struct ops_backend *be = ctx->be;
-	lay[0] = OPS_NHWC;
-	for (int i = 0; i < m->n_layers; i++) {
-		const struct model_layer *L = &m->layers[i];
-		lay[i + 1] = !ctx->nhwc_only && takes_blocked(be, L->op.cfg.type) && !L->rank2 &&
-					     ops_blockable(&L->op.out, ctx->blocked)
-				     ? ctx->blocked
-				     : OPS_NHWC;
-	}
-	for (int i = 0; i < m->n_layers; i++) {
-		const struct model_layer *L = &m->layers[i];
-		if (!takes_blocked(be, L->op.cfg.type))
-			for (int k = 0; k < L->op.n_in; k++)
-				lay[L->inputs[k]] = OPS_NHWC;
-	}
-	for (int changed = 1; changed;) { /* one NHWC tensor makes its op's others NHWC */
-		changed = 0;
-		for (int i = 0; i < m->n_layers; i++) {
-			const struct model_layer *L = &m->layers[i];
-			if (!one_layout(L->op.cfg.type))
-				continue;
-			int nhwc = lay[i + 1] == OPS_NHWC, all = nhwc;
-			for (int k = 0; k < L->op.n_in; k++) {
-				nhwc |= lay[L->inputs[k]] == OPS_NHWC;
-				all &= lay[L->inputs[k]] == OPS_NHWC;
-			}
-			if (!nhwc || all)
-				continue;
-			lay[i + 1] = OPS_NHWC;
-			for (int k = 0; k < L->op.n_in; k++)
-				lay[L->inputs[k]] = OPS_NHWC;
-			changed = 1;
-		}
-	}
-}
-
 void model_layouts(struct model *m, struct ops_ctx *ctx)
 {
 	const struct ops_backend *be = ctx->be;
 	enum ops_layout *lay = m->layouts;
-	model_pick_layouts(m, ctx, lay);
+	memplan_layouts(m, ctx, lay);
 	for (int i = 0; i < m->n_layers; i++) {
 		struct model_layer *L = &m->layers[i];
 		int same = L->op.out_layout == lay[i + 1];
