@@ -85,101 +85,90 @@ static int into_scratch(const struct model *m, const int *last, int j, int k)
 	return 0;
 }
 
-static int takes(const struct ops_ctx *ctx, enum ops_type t, enum ops_dtype dt)
+static int takes_bf16(const struct ops_layer_ops *o)
 {
-	return dt == OPS_F32 || (dt == OPS_BF16 && ctx->be->layer[t] && ctx->be->layer[t]->bf16);
+	return o && o->bf16;
 }
 
-/* Whether ops of type t keep their inputs and output in one type. */
-static int one_type(enum ops_type t)
+static int takes_blocked(const struct ops_layer_ops *o)
+{
+	return o && o->blocked;
+}
+
+/* Whether ops of type t keep one layout and one type over their inputs and
+ * output (all but conv2d and global_avg_pool). */
+static int joint(enum ops_type t)
 {
 	return t != OPS_CONV2D && t != OPS_GLOBAL_AVG_POOL;
 }
 
-/* Each tensor's type (memplan.type): ctx->act_type where its producer and
- * every reader take it, fp32 for the network's input and the logits; one
- * fp32 tensor of an op of one type makes its others fp32. */
-static void plan_types(struct memplan *p, const struct model *m, const struct ops_ctx *ctx)
+/* A tensor keeps a form (a blocked layout, bf16) where its producer may
+ * write it so (ok[t], set by the caller, the network's input first) and
+ * every reader takes it (takes: the reader's op); an op that keeps one
+ * form over all its tensors (joint) with one tensor out of it takes all of
+ * its tensors out. */
+static void spread(const struct model *m, const struct ops_backend *be,
+		   int (*takes)(const struct ops_layer_ops *), char *ok)
 {
-	int n = m->n_layers;
-	enum ops_dtype t = ctx ? ctx->act_type : OPS_F32, *ty = p->type;
-	ty[0] = OPS_F32;
-	for (int i = 0; i < n; i++)
-		ty[i + 1] = i != m->output && takes(ctx, m->layers[i].op.cfg.type, t) ? t : OPS_F32;
-	for (int i = 0; t != OPS_F32 && i < n; i++)
-		if (!takes(ctx, m->layers[i].op.cfg.type, t))
-			for (int k = 0; k < m->layers[i].op.n_in; k++)
-				ty[m->layers[i].inputs[k]] = OPS_F32;
-	for (int changed = t != OPS_F32; changed;) {
-		changed = 0;
-		for (int i = 0; i < n; i++) {
-			const struct model_layer *L = &m->layers[i];
-			if (!one_type(L->op.cfg.type))
-				continue;
-			int f32 = ty[i + 1] == OPS_F32, all = f32;
-			for (int k = 0; k < L->op.n_in; k++) {
-				f32 |= ty[L->inputs[k]] == OPS_F32;
-				all &= ty[L->inputs[k]] == OPS_F32;
-			}
-			if (!f32 || all)
-				continue;
-			ty[i + 1] = OPS_F32;
+	for (int i = 0; i < m->n_layers; i++) {
+		const struct model_layer *L = &m->layers[i];
+		if (!takes(be->layer[L->op.cfg.type]))
 			for (int k = 0; k < L->op.n_in; k++)
-				ty[L->inputs[k]] = OPS_F32;
+				ok[L->inputs[k]] = 0;
+	}
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int i = 0; i < m->n_layers; i++) {
+			const struct model_layer *L = &m->layers[i];
+			if (!joint(L->op.cfg.type))
+				continue;
+			int out = !ok[i + 1], all = out;
+			for (int k = 0; k < L->op.n_in; k++) {
+				out |= !ok[L->inputs[k]];
+				all &= !ok[L->inputs[k]];
+			}
+			if (!out || all)
+				continue;
+			ok[i + 1] = 0;
+			for (int k = 0; k < L->op.n_in; k++)
+				ok[L->inputs[k]] = 0;
 			changed = 1;
 		}
 	}
-	for (int i = 0; i < n; i++)
-		p->n_bf16 += ty[i + 1] == OPS_BF16;
 }
 
-/* Whether ops of type t keep their inputs and output in one layout. */
-static int one_layout(enum ops_type t)
+/* Each tensor's type (memplan.type): ctx->act_type where its producer and
+ * every reader take it (spread), fp32 for the network's input and the
+ * logits. */
+static void plan_types(struct memplan *p, const struct model *m, const struct ops_ctx *ctx)
 {
-	return t != OPS_CONV2D && t != OPS_GLOBAL_AVG_POOL;
-}
-
-static int takes_blocked(const struct ops_backend *be, enum ops_type t)
-{
-	return be->layer[t] && be->layer[t]->blocked;
+	int n = m->n_layers;
+	enum ops_dtype t = ctx ? ctx->act_type : OPS_F32;
+	char *ok = xcalloc((size_t)n + 1, 1);
+	for (int i = 0; t == OPS_BF16 && i < n; i++)
+		ok[i + 1] = i != m->output && takes_bf16(ctx->be->layer[m->layers[i].op.cfg.type]);
+	if (t == OPS_BF16)
+		spread(m, ctx->be, takes_bf16, ok);
+	for (int i = 0; i <= n; i++) {
+		p->type[i] = ok[i] ? t : OPS_F32;
+		p->n_bf16 += i > 0 && ok[i];
+	}
+	free(ok);
 }
 
 void memplan_layouts(const struct model *m, const struct ops_ctx *ctx, enum ops_layout *lay)
 {
-	const struct ops_backend *be = ctx->be;
-	lay[0] = OPS_NHWC;
-	for (int i = 0; i < m->n_layers; i++) {
+	int n = m->n_layers;
+	char *ok = xcalloc((size_t)n + 1, 1);
+	for (int i = 0; i < n; i++) {
 		const struct model_layer *L = &m->layers[i];
-		lay[i + 1] = !ctx->nhwc_only && takes_blocked(be, L->op.cfg.type) && !L->rank2 &&
-					     ops_blockable(&L->op.out, ctx->blocked)
-				     ? ctx->blocked
-				     : OPS_NHWC;
+		ok[i + 1] = !ctx->nhwc_only && takes_blocked(ctx->be->layer[L->op.cfg.type]) &&
+			    !L->rank2 && ops_blockable(&L->op.out, ctx->blocked);
 	}
-	for (int i = 0; i < m->n_layers; i++) {
-		const struct model_layer *L = &m->layers[i];
-		if (!takes_blocked(be, L->op.cfg.type))
-			for (int k = 0; k < L->op.n_in; k++)
-				lay[L->inputs[k]] = OPS_NHWC;
-	}
-	for (int changed = 1; changed;) { /* one NHWC tensor makes its op's others NHWC */
-		changed = 0;
-		for (int i = 0; i < m->n_layers; i++) {
-			const struct model_layer *L = &m->layers[i];
-			if (!one_layout(L->op.cfg.type))
-				continue;
-			int nhwc = lay[i + 1] == OPS_NHWC, all = nhwc;
-			for (int k = 0; k < L->op.n_in; k++) {
-				nhwc |= lay[L->inputs[k]] == OPS_NHWC;
-				all &= lay[L->inputs[k]] == OPS_NHWC;
-			}
-			if (!nhwc || all)
-				continue;
-			lay[i + 1] = OPS_NHWC;
-			for (int k = 0; k < L->op.n_in; k++)
-				lay[L->inputs[k]] = OPS_NHWC;
-			changed = 1;
-		}
-	}
+	spread(m, ctx->be, takes_blocked, ok);
+	for (int i = 0; i <= n; i++)
+		lay[i] = ok[i] ? ctx->blocked : OPS_NHWC;
+	free(ok);
 }
 
 /* The layer's op with the types the plan gives its tensors and the
