@@ -443,7 +443,11 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	fprintf(out, "  fan-out gradients     %9.2f\n", mb(c->r[MEMPLAN_SCRATCH].bytes, n));
 	fprintf(out, "  dropout masks         %9.2f\n", mb(c->r[MEMPLAN_MASKS].bytes, n));
 	fprintf(out, "  backend workspace     %9.2f%s\n", mb(p->workspace, n),
-		ws ? "" : "  (not counted: this backend declares none before it runs)");
+		!ws ? "  (not counted: this backend declares none before it runs)"
+		: ctx->be->caps & OPS_CAP_GPU
+			? "  (its copies around convolutions; cuDNN's own workspace is known only "
+			  "on the device: not counted)"
+			: "");
 	fprintf(out, "  total                 %9.2f\n", mb(per, n));
 	fprintf(out, "fixed, MB:\n");
 	fprintf(out, "  parameters            %9.2f  (fp32 master weights)\n",

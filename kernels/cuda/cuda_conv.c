@@ -328,10 +328,47 @@ static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
+/* bytes as cuda_scratch hands them out */
+static size_t arena_bytes(size_t bytes)
+{
+	return (bytes + 255) / 256 * 256;
+}
+
+/* What a pass takes of the backend's scratch arena (cuda_scratch), which
+ * holds one op's buffers at a time: the input in its zero frame where the
+ * padding is uneven; under bf16 or fp16 the 16-bit copies of the input,
+ * the weights and the output gradient, and the 16-bit results (y, dw, dx)
+ * before their cast to fp32; the input gradient in its frame; the bias
+ * gradient's double sums. The larger pass counts. Not counted, as it is
+ * known only on the device: cuDNN's own workspace for the algorithms its
+ * heuristics pick (conv_plan.ws). A 16-bit layer that falls back to fp32
+ * takes less than this. Between calls the layer keeps nothing: 0. */
+static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			     size_t *scratch)
+{
+	const struct ops_layer_cfg *c = &l->cfg;
+	const struct ops_shape *s = &l->in[0];
+	int padded = c->pad_t != c->pad_b || c->pad_l != c->pad_r;
+	size_t nxf = (size_t)n * (s->h + (padded ? c->pad_t + c->pad_b : 0)) *
+		     (s->w + (padded ? c->pad_l + c->pad_r : 0)) * s->c;
+	size_t ny = (size_t)n * ops_shape_size(&l->out);
+	size_t nw = (size_t)c->units * c->kernel * c->kernel * s->c;
+	size_t e = ctx->conv_type == OPS_F32 ? 0 : 2; /* the 16-bit copies' bytes a value */
+	size_t frame = padded ? arena_bytes(nxf * sizeof(float)) : 0;
+	size_t fwd = frame + arena_bytes(nxf * e) + arena_bytes(nw * e) + arena_bytes(ny * e);
+	size_t bwd = arena_bytes((size_t)c->units * sizeof(double)) + frame +
+		     arena_bytes(nxf * e) + arena_bytes(ny * e) + arena_bytes(nw * e);
+	if (!l->no_dx0) /* the input gradient: its frame, the weights' copy, its 16-bit copy */
+		bwd += frame + arena_bytes(nw * e) + arena_bytes(nxf * e);
+	*scratch = fwd > bwd ? fwd : bwd;
+	return 0;
+}
+
 const struct ops_layer_ops cuda_conv_ops = {
 	.type = OPS_CONV2D,
 	.name = "convolution",
 	.forward = conv_forward,
 	.backward = conv_backward,
 	.release = conv_release,
+	.workspace = conv_workspace,
 };

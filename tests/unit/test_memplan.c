@@ -338,6 +338,37 @@ Test(memplan, a_concat_skip_stays_bf16, .timeout = 120)
 	plan_is_what_is_allocated("concat_skip.json", 64, "bf16", OPS_CONV_AUTO);
 }
 
+/* The cuda backend declares what its convolutions take of its scratch
+ * arena: under bf16 at least the largest layer's 16-bit copies of its input
+ * and output (2 bytes a value each), which fp32 does not make; cuDNN's own
+ * workspace is left out (known only on the device). */
+Test(memplan, cuda_plans_its_convolutions_copies)
+{
+	const struct ops_backend *be = ops_backend_find("cuda");
+	if (!be)
+		cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA)");
+	struct model m;
+	resnet50(&m);
+	struct ops_ctx fp32 = settings("cuda", OPS_F32), bf16 = settings("cuda", OPS_BF16);
+	double copies = 0;
+	for (int i = 0; i < m.n_layers; i++) {
+		const struct ops_layer *l = &m.layers[i].op;
+		double c = 2.0 * (double)(ops_shape_size(&l->in[0]) + ops_shape_size(&l->out));
+		copies = l->cfg.type == OPS_CONV2D && c > copies ? c : copies;
+	}
+	struct memplan a, b;
+	cr_assert_eq(memplan_build(&a, &m, 64, &fp32, 0), 0, "%s", util_last_error());
+	cr_assert_eq(memplan_build(&b, &m, 64, &bf16, 0), 0, "%s", util_last_error());
+	double wa = (double)a.workspace / 64, wb = (double)b.workspace / 64;
+	fprintf(stderr, "resnet50 cuda: scratch per image fp32 %.2f MB, bf16 %.2f MB (the largest "
+		"layer's copies of x and y %.2f MB)\n", wa / MB, wb / MB, copies / MB);
+	cr_assert_geq(wb, copies, "bf16: %.2f MB per image", wb / MB);
+	cr_assert_lt(wa, copies, "fp32: %.2f MB per image", wa / MB);
+	memplan_release(&a);
+	memplan_release(&b);
+	model_release(&m, NULL);
+}
+
 static size_t rss_bytes(void)
 {
 	long pages = 0, resident = 0;
