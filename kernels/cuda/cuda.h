@@ -207,6 +207,12 @@ int cuda_in(struct ops_ctx *ctx, const void *p, size_t bytes, void **dev);
 int cuda_out(struct ops_ctx *ctx, void *p, size_t bytes, int inout, void **dev);
 /* bytes of device scratch, valid until the op ends, 256-byte aligned. */
 int cuda_scratch(struct ops_ctx *ctx, size_t bytes, void **dev);
+/* What a request of bytes (above 0) takes of the scratch arena: whole
+ * 256-byte units (a layer's workspace counts it so). */
+static inline size_t cuda_scratch_bytes(size_t bytes)
+{
+	return (bytes + 255) / 256 * 256;
+}
 /* Ends an op: copies staged outputs back and waits for them (only when
  * something was staged; device-resident ops return without a sync). */
 int cuda_end(struct ops_ctx *ctx);

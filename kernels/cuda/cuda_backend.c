@@ -178,7 +178,6 @@ static int cuda_device_info(struct ops_ctx *ctx, struct ops_device *dev)
 
 /* ---- staging ----------------------------------------------------------------- */
 
-#define ALIGN 256
 
 int cuda_begin(struct ops_ctx *ctx)
 {
@@ -200,9 +199,7 @@ int cuda_begin(struct ops_ctx *ctx)
 int cuda_scratch(struct ops_ctx *ctx, size_t bytes, void **dev)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
-	bytes = (bytes + ALIGN - 1) / ALIGN * ALIGN;
-	if (!bytes)
-		bytes = ALIGN;
+	bytes = cuda_scratch_bytes(bytes ? bytes : 1);
 	c->arena_want += bytes;
 	if (!c->nspill && c->arena_used + bytes <= c->arena_cap) {
 		*dev = c->arena + c->arena_used;

@@ -328,12 +328,6 @@ static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
-/* bytes as cuda_scratch hands them out */
-static size_t arena_bytes(size_t bytes)
-{
-	return (bytes + 255) / 256 * 256;
-}
-
 /* What a pass takes of the backend's scratch arena (cuda_scratch), which
  * holds one op's buffers at a time: the input in its zero frame where the
  * padding is uneven; under bf16 or fp16 the 16-bit copies of the input,
@@ -354,12 +348,13 @@ static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *
 	size_t ny = (size_t)n * ops_shape_size(&l->out);
 	size_t nw = (size_t)c->units * c->kernel * c->kernel * s->c;
 	size_t e = ctx->conv_type == OPS_F32 ? 0 : 2; /* the 16-bit copies' bytes a value */
-	size_t frame = padded ? arena_bytes(nxf * sizeof(float)) : 0;
-	size_t fwd = frame + arena_bytes(nxf * e) + arena_bytes(nw * e) + arena_bytes(ny * e);
-	size_t bwd = arena_bytes((size_t)c->units * sizeof(double)) + frame +
-		     arena_bytes(nxf * e) + arena_bytes(ny * e) + arena_bytes(nw * e);
+	size_t frame = padded ? cuda_scratch_bytes(nxf * sizeof(float)) : 0;
+	size_t x16 = cuda_scratch_bytes(nxf * e), y16 = cuda_scratch_bytes(ny * e);
+	size_t w16 = cuda_scratch_bytes(nw * e);
+	size_t fwd = frame + x16 + w16 + y16;
+	size_t bwd = cuda_scratch_bytes((size_t)c->units * sizeof(double)) + frame + x16 + y16 + w16;
 	if (!l->no_dx0) /* the input gradient: its frame, the weights' copy, its 16-bit copy */
-		bwd += frame + arena_bytes(nw * e) + arena_bytes(nxf * e);
+		bwd += frame + w16 + x16;
 	*scratch = fwd > bwd ? fwd : bwd;
 	return 0;
 }
