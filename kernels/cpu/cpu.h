@@ -42,6 +42,13 @@ static inline struct cpu_ctx *cpu_ctx(struct ops_ctx *ctx)
  * the op that asked for it, as the next op may use the same bytes, and it
  * moves when a larger request grows it. Owned by ctx (freed by fini). */
 void *cpu_scratch(struct ops_ctx *ctx, size_t bytes);
+/* Bytes a buffer of the scratch takes, its start kept at a cache line
+ * (cpu_xfer_init_scratch's offsets; an op's workspace counts them so). */
+#define CPU_SCRATCH_ALIGN 64
+static inline size_t cpu_scratch_bytes(size_t bytes)
+{
+	return (bytes + CPU_SCRATCH_ALIGN - 1) / CPU_SCRATCH_ALIGN * CPU_SCRATCH_ALIGN;
+}
 
 /* oneDNN's thread count (OpenMP's, where libgomp is loaded); 0: as is. */
 void cpu_set_threads(int threads);

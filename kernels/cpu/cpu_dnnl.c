@@ -107,8 +107,6 @@ int cpu_exec(struct ops_ctx *ctx, dnnl_primitive_t p, int nargs, const dnnl_exec
 	return 0;
 }
 
-#define SCRATCH_ALIGN 64
-
 void *cpu_scratch(struct ops_ctx *ctx, size_t bytes)
 {
 	struct cpu_ctx *c = cpu_ctx(ctx);
@@ -118,8 +116,7 @@ void *cpu_scratch(struct ops_ctx *ctx, size_t bytes)
 	 * size are never held at once */
 	free(c->scratch);
 	c->scratch_size = 0;
-	c->scratch = aligned_alloc(SCRATCH_ALIGN, (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN *
-					       SCRATCH_ALIGN);
+	c->scratch = aligned_alloc(CPU_SCRATCH_ALIGN, cpu_scratch_bytes(bytes));
 	if (!c->scratch) {
 		error("cannot allocate %zu bytes of scratch for the CPU backend's ops", bytes);
 		return NULL;
@@ -146,7 +143,7 @@ static int xfer_init(struct ops_ctx *ctx, struct cpu_xfer *x, const dnnl_memory_
 		DNNL_CHECK(dnnl_memory_create(&x->inner, inner, eng, DNNL_MEMORY_NONE));
 		x->in_scratch = 1;
 		x->off = *off;
-		*off += (bytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN;
+		*off += cpu_scratch_bytes(bytes);
 	} else {
 		DNNL_CHECK(dnnl_memory_create(&x->inner, inner, eng, DNNL_MEMORY_ALLOCATE));
 	}

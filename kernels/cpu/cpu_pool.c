@@ -176,7 +176,7 @@ static size_t gap_workspace(const struct ops_ctx *ctx, const struct ops_layer *l
 {
 	(void)ctx;
 	size_t b = (size_t)n * ops_shape_size(&l->out) * ops_dtype_size(ops_in_type(l, 0));
-	*scratch = l->out_type != ops_in_type(l, 0) ? 2 * ((b + 63) / 64 * 64) : 0;
+	*scratch = l->out_type != ops_in_type(l, 0) ? 2 * cpu_scratch_bytes(b) : 0;
 	return 0;
 }
 
