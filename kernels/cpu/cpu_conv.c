@@ -82,6 +82,15 @@ static int any_ref(const_dnnl_primitive_desc_t *pds, int n)
 	return 0;
 }
 
+/* Whether a layer lets oneDNN pick its activations' layouts (the xfers
+ * convert where they differ from the model's): under Winograd, and where
+ * either tensor is blocked, as a mix of NHWC and blocked may have only
+ * oneDNN's reference kernel. */
+static int picks_layouts(const struct ops_layer *l, int wino)
+{
+	return wino || ops_in_layout(l, 0) != OPS_NHWC || l->out_layout != OPS_NHWC;
+}
+
 /* Builds the three primitives with algorithm alg reading operands of type
  * t; Winograd lets oneDNN pick the activation layouts too. Returns 1 when
  * oneDNN has no such kernel (Winograd), or only a reference one where
@@ -98,10 +107,7 @@ static int conv_build_alg(struct ops_ctx *ctx, struct ops_layer *l, int n, struc
 	dnnl_dims_t dd_ = {n, l->out.c, l->out.h, l->out.w};
 	dnnl_primitive_desc_t fpd = NULL, dpd = NULL, wpd = NULL;
 	int wino = alg == dnnl_convolution_winograd;
-	/* blocked activations: let oneDNN pick its layouts too (the xfers
-	 * convert where they differ), as a mix of NHWC and blocked may have
-	 * only its reference kernel */
-	int any = wino || ops_in_layout(l, 0) != OPS_NHWC || l->out_layout != OPS_NHWC;
+	int any = picks_layouts(l, wino);
 	int rc = -1;
 
 	enum ops_dtype ti = ops_in_type(l, 0), to = l->out_type;
@@ -373,11 +379,10 @@ static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *
 	size_t s = 2 * nw * e + nw * sizeof(float);
 	size_t nin = (size_t)n * ops_shape_size(in), nout = (size_t)n * ops_shape_size(&l->out);
 	int blk = ops_layout_block(ctx->blocked);
-	/* an NHWC edge: the layer runs on oneDNN's layouts of choice (Winograd,
-	 * or its other tensor blocked), which are blocked for a tensor of
-	 * whole blocks of channels that the model keeps NHWC: converted */
-	int any = conv_winograd(ctx, l) || ops_in_layout(l, 0) != OPS_NHWC ||
-		  l->out_layout != OPS_NHWC;
+	/* an NHWC edge: the layer runs on oneDNN's layouts of choice, which are
+	 * blocked for a tensor of whole blocks of channels that the model
+	 * keeps NHWC: converted */
+	int any = picks_layouts(l, conv_winograd(ctx, l));
 	int edge_in = any && blk > 1 && ops_in_layout(l, 0) == OPS_NHWC && in->c % blk == 0;
 	int edge_out = any && blk > 1 && l->out_layout == OPS_NHWC && l->out.c % blk == 0;
 	if (ops_in_type(l, 0) != ctx->conv_type || edge_in)

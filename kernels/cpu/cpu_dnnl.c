@@ -251,15 +251,15 @@ static int flat_op(struct ops_ctx *ctx, enum flat_kind kind, size_t count, enum 
 	if (count == 0)
 		return 0;
 	size_t most = (size_t)1 << 30, e = ops_dtype_size(t);
-	if (count > most) /* beyond a 1-D int descriptor: in parts */
+	if (count > most) { /* beyond a 1-D int descriptor: in parts */
 		for (size_t i = 0; i < count; i += most) {
 			size_t part = count - i < most ? count - i : most, o = i * e;
 			if (flat_op(ctx, kind, part, t, (char *)dst + o, (const char *)a + o,
 				    b ? (const char *)b + o : NULL))
 				return -1;
 		}
-	if (count > most)
 		return 0;
+	}
 	dnnl_dims_t d1 = {(dnnl_dim_t)count};
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&md, 1, d1, cpu_dt(t), dnnl_a));
 	dnnl_status_t st;
