@@ -423,25 +423,22 @@ static enum ops_dtype y_type(const struct ref_case *c)
 	return c->acts == OPS_BF16 && !c->out_f32 ? OPS_BF16 : OPS_F32;
 }
 
-/* count floats as a new buffer of type t (bf16: their patterns) */
+/* count floats as a new buffer of type t (bf16: their patterns, ref_cast) */
 static void *stored(const float *v, size_t count, enum ops_dtype t)
 {
 	if (t == OPS_F32)
 		return copy_of(v, count);
 	uint16_t *h = xmalloc((count ? count : 1) * sizeof(uint16_t));
-	for (size_t i = 0; i < count; i++)
-		h[i] = ref_f32_to_bf16(v[i]);
+	cr_assert_eq(ref_cast(NULL, count, v, OPS_F32, h, t), 0, "%s", util_last_error());
 	return h;
 }
 
 static void unstored(float *v, const void *p, size_t count, enum ops_dtype t)
 {
-	if (t == OPS_F32) {
+	if (t == OPS_F32)
 		memcpy(v, p, count * sizeof(float));
-		return;
-	}
-	for (size_t i = 0; i < count; i++)
-		v[i] = ref_bf16_to_f32(((const uint16_t *)p)[i]);
+	else
+		cr_assert_eq(ref_cast(NULL, count, p, t, v, OPS_F32), 0, "%s", util_last_error());
 }
 
 static void inputs_release(struct inputs *in)
