@@ -285,20 +285,32 @@ static const char *type_name(enum ops_dtype t)
 	return t == OPS_BF16 ? "bf16" : t == OPS_F16 ? "fp16" : "fp32";
 }
 
+/* How many values of a (the backend) are farther from b (ref) than
+ * t.atol + t.rtol |b| + per_mag |mag| (mag NULL: b), or NaN where b is
+ * not; *worst gets the farthest of them. */
+static size_t count_outside(const float *a, const float *b, const float *mag, size_t count,
+			    struct tol t, double per_mag, size_t *worst)
+{
+	size_t bad = 0;
+	double worst_excess = 0;
+	*worst = 0;
+	for (size_t i = 0; i < count; i++) {
+		double m = fabs(mag ? mag[i] : b[i]);
+		double excess = fabs((double)a[i] - b[i]) - (t.atol + t.rtol * fabs(b[i]) + per_mag * m);
+		if (excess > 0 || isnan(a[i]) != isnan(b[i])) {
+			if (!bad || excess > worst_excess)
+				*worst = i, worst_excess = excess;
+			bad++;
+		}
+	}
+	return bad;
+}
+
 /* Asserts every value of a (the backend) is close to b (ref). */
 static void expect_close(const char *be, const struct ref_case *c, const char *tensor,
 			 const float *a, const float *b, size_t count, struct tol t)
 {
-	size_t bad = 0, worst = 0;
-	double worst_excess = 0;
-	for (size_t i = 0; i < count; i++) {
-		double excess = fabs((double)a[i] - b[i]) - (t.atol + t.rtol * fabs(b[i]));
-		if (excess > 0 || isnan(a[i]) != isnan(b[i])) {
-			if (!bad || excess > worst_excess)
-				worst = i, worst_excess = excess;
-			bad++;
-		}
-	}
+	size_t worst, bad = count_outside(a, b, NULL, count, t, 0, &worst);
 	cr_assert_eq(bad, 0, "%s: %s: %s: %zu of %zu values differ from ref; worst [%zu]: %s %.9g, "
 		     "ref %.9g", be, c->what, tensor, bad, count, worst, be, (double)a[worst],
 		     (double)b[worst]);
@@ -338,19 +350,8 @@ static int store_linear(const struct ref_case *c)
 static void expect_stored(const char *be, const struct ref_case *c, const char *tensor,
 			  const float *a, const float *r, const float *av, size_t count)
 {
-	size_t bad = 0, worst = 0;
-	double worst_excess = 0;
 	int rounds = bf16_roundings(c);
-	for (size_t i = 0; i < count; i++) {
-		double mag = av ? fabs(av[i]) : fabs(r[i]);
-		double excess = fabs((double)a[i] - r[i]) -
-				(fp32_tol.atol + fp32_tol.rtol * fabs(r[i]) + rounds * 0x1p-8 * mag);
-		if (excess > 0 || isnan(a[i]) != isnan(r[i])) {
-			if (!bad || excess > worst_excess)
-				worst = i, worst_excess = excess;
-			bad++;
-		}
-	}
+	size_t worst, bad = count_outside(a, r, av, count, fp32_tol, rounds * 0x1p-8, &worst);
 	cr_assert_eq(bad, 0, "%s: %s: %s: %zu of %zu values outside %d bf16 rounding(s) of ref; "
 		     "worst [%zu]: %s %.9g, ref %.9g", be, c->what, tensor, bad, count, rounds, worst,
 		     be, (double)a[worst], (double)r[worst]);
