@@ -57,11 +57,11 @@ struct model {
 				      * velocity, stats, then activations, their
 				      * gradients, fan-out scratch and dropout masks,
 				      * carved as kernels/carve.h does, each region at
-				      * a multiple of MODEL_BLOCK_ALIGN */
+				      * a multiple of MODEL_BLOCK_ALIGN; for a device
+				      * backend's plan (!plan.on_host) mapped address
+				      * space, written only in its state
+				      * (model_resident) */
 	size_t block_bytes;
-	int block_mapped;            /* a device backend's plan: the block is
-				      * mapped address space, written only in its
-				      * state (model_resident) */
 	size_t state_bytes;          /* the block's first bytes: params .. stats */
 	float *acts, *dacts;         /* the activations and gradients regions */
 	size_t n_masks;

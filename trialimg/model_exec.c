@@ -69,7 +69,6 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 			m->block = NULL;
 			return error("cannot map %zu bytes of address space for the model", lay->total);
 		}
-		m->block_mapped = 1;
 	}
 	m->params = carve_at(lay, m->block, MEMPLAN_PARAMS);
 	m->grads = carve_at(lay, m->block, MEMPLAN_GRADS);
@@ -302,7 +301,7 @@ void model_release(struct model *m, struct ops_ctx *ctx)
 		free(L->in_types);
 	}
 	free(m->layers);
-	if (m->block_mapped)
+	if (m->block && !m->plan.on_host)
 		munmap(m->block, m->block_bytes);
 	else
 		free(m->block);
