@@ -46,15 +46,18 @@ int docker_fleet_unreachable(const char *err, int code)
 	       strstr(err, "connection refused") || strstr(err, "Connection refused");
 }
 
-/* The reason in words: ssh's own line when the CLI quotes it. */
-static void reason_of(const char *err, char *buf, size_t n)
+/* The reason in words: ssh's own line when the CLI quotes it (returns 1),
+ * else the CLI's first line. */
+static int reason_of(const char *err, char *buf, size_t n)
 {
 	const char *s = strstr(err, "stderr=");
+	int quoted = s != NULL;
 	s = s ? s + 7 : err;
 	while (*s == ' ' || *s == '\n')
 		s++;
 	int len = (int)strcspn(s, "\n");
 	snprintf(buf, n, "%.*s", len, len ? s : "no answer");
+	return quoted && len;
 }
 
 static void save(struct docker_priv *p)
@@ -72,12 +75,11 @@ void docker_fleet_answered(struct docker_priv *p, struct docker_host *h)
 	save(p);
 }
 
-static void mark_down(struct docker_priv *p, struct docker_host *h, const char *why)
+static void mark_down(struct docker_priv *p, struct docker_host *h)
 {
 	h->down = 1;
 	h->since = util_now();
 	h->probed = util_monotonic();
-	xstrlcpy(h->reason, why, sizeof(h->reason));
 	warning("docker host %s is down: %s; its trials go on elsewhere", h->name, h->reason);
 	save(p);
 }
@@ -86,7 +88,7 @@ int docker_fleet_failed(struct docker_priv *p, struct docker_host *h, const char
 {
 	char why[256];
 	double now = util_monotonic();
-	reason_of(err, why, sizeof(why));
+	int quoted = reason_of(err, why, sizeof(why));
 	if (h->down)
 		return 1;
 	if (!h->failing_since) {
@@ -96,9 +98,14 @@ int docker_fleet_failed(struct docker_priv *p, struct docker_host *h, const char
 		warning("docker host %s does not answer (%s); down if it still does not after %gs",
 			h->name, why, p->dc.host_timeout);
 		save(p);
+	} else if (quoted) {
+		/* Only ssh's words replace the reason: the CLI loses them when
+		 * its write to an ssh that already exited fails first ("write |1:
+		 * broken pipe"), which says nothing about the host. */
+		xstrlcpy(h->reason, why, sizeof(h->reason));
 	}
 	if (now - h->failing_since >= p->dc.host_timeout)
-		mark_down(p, h, why);
+		mark_down(p, h);
 	return h->down;
 }
 

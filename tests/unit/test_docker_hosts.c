@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "runner/backend/backend.h" /* backend_config_load */
 #include "runner/backend/docker.h"
+#include "runner/backend/docker_fleet.h"
 #include "runner/backend/docker_hosts.h"
 #include "runner/config/config.h"
 #include "runner/launch.h"
@@ -316,5 +317,40 @@ Test(docker_hosts, the_state_file_round_trips_what_down_hosts_kept)
 	strbuf_release(&sb);
 	docker_hosts_release(&again);
 	docker_hosts_release(&hs);
+	config_release(&cfg);
+}
+
+/* Docker's CLI quotes ssh's line when ssh fails before the CLI writes to
+ * it; when the CLI's write fails first it says only "broken pipe". A host
+ * that went down keeps the reason that named ssh's words (seen as a
+ * flaky docker_hosts.bats, where the down host's reason became the pipe). */
+Test(docker_hosts, a_host_down_keeps_ssh_s_words_over_the_cli_s_broken_pipe)
+{
+	struct aah_config cfg;
+	struct docker_priv p = {0};
+	cr_assert_eq(parse("  hosts: [{address: node1}, {address: node2}]\n", &cfg, &p.hosts), 0, "%s",
+		     util_last_error());
+	p.expdir = tmpdir;
+	p.dc.host_timeout = 3600;
+	struct docker_host *h = &p.hosts.h[1];
+	const char *refused =
+		"error during connect: Get \"http://docker.example.com/v1.24/version\": command "
+		"[ssh -p 2222 -- node2 docker system dial-stdio] has exited with exit status 255, "
+		"please make sure the URL is valid, and Docker 18.09 or later is installed on the "
+		"remote host: stderr=ssh: connect to host node2 port 2222: Connection refused\n";
+	const char *pipe_only =
+		"error during connect: Get \"http://docker.example.com/v1.24/version\": "
+		"write |1: broken pipe\n";
+	cr_assert_eq(docker_fleet_failed(&p, h, refused), 0);
+	cr_assert_str_eq(h->reason, "ssh: connect to host node2 port 2222: Connection refused");
+	p.dc.host_timeout = 0;
+	cr_assert_eq(docker_fleet_failed(&p, h, pipe_only), 1);
+	cr_assert_str_eq(h->reason, "ssh: connect to host node2 port 2222: Connection refused");
+	struct strbuf sb = STRBUF_INIT;
+	docker_hosts_status(tmpdir, &sb);
+	cr_assert(strstr(sb.buf, "Connection refused"), "%s", sb.buf);
+	strbuf_release(&sb);
+	cr_assert_eq(p.hosts.h[0].down, 0);
+	docker_hosts_release(&p.hosts);
 	config_release(&cfg);
 }
