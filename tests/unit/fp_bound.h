@@ -24,10 +24,15 @@
  * writes bf16 and fp16 sums; ref writes fp16 sums as cuDNN does), that
  * rounding adds at most u_out of the sum's magnitude, which is at most
  * |r| + |bias| with r the reference value (taken with |r| for the value
- * and the largest |bias| of the layer). So, for value i of a tensor:
+ * and the largest |bias| of the layer). A side that adds the bias to its
+ * 16-bit sums and stores the result in 16 bits again (cuda, where the
+ * model stores y in bf16: cuDNN's legacy API writes y in the operands'
+ * type) rounds a second time, by at most u_out of |sum + bias|, again at
+ * most |r| + |bias| (bias_again: u_out(a) counts twice). So, for value i
+ * of a tensor:
  *
  *     |a_i - r_i| <= (gamma_m(2^-23) + gamma_m(2^-53)) S_i
- *                    + (u_out(a) + u_out(r)) (|r_i| + bmax)
+ *                    + ((1 + bias_again) u_out(a) + u_out(r)) (|r_i| + bmax)
  *                    + u_op S_i                 (operand_slack: see below)
  *                    + m 2^-126                 (subnormals flushed to 0)
  *
@@ -84,6 +89,7 @@ struct fp_bound {
 	enum ops_dtype operands;    /* the format the operands were rounded to */
 	enum ops_dtype out_a, out_r; /* where each side stored its sums */
 	int operand_slack;          /* 1: a side may sum the fp32 operand (db) */
+	int bias_again;             /* 1: side a may round its stored sums again with the bias */
 };
 
 /* The bound for one value: r the reference, s the sum of |products|. */
@@ -91,7 +97,8 @@ static inline double fp_bound_of(const struct fp_bound *b, double r, double s)
 {
 	int m = b->terms + 1;
 	return (fp_bound_gamma(m, 0x1p-23) + fp_bound_gamma(m, 0x1p-53)) * s +
-	       (fp_bound_u_out(b->out_a) + fp_bound_u_out(b->out_r)) * (fabs(r) + b->bmax) +
+	       ((1 + b->bias_again) * fp_bound_u_out(b->out_a) + fp_bound_u_out(b->out_r)) *
+		       (fabs(r) + b->bmax) +
 	       (b->operand_slack ? fp_bound_u_operand(b->operands) * s : 0) + m * 0x1p-126;
 }
 

@@ -602,6 +602,7 @@ static void expect_bounded(const char *be, const struct ref_case *c, const char 
 		.bmax = which == 0 && c->cfg.bias ? largest_abs(r->param[1], (size_t)c->cfg.units) : 0,
 		.operands = c->type, .out_a = s->l.ran_out, .out_r = r->l.ran_out,
 		.operand_slack = which == 3,
+		.bias_again = which == 0 && c->cfg.bias && s->l.out_type != OPS_F32,
 	};
 	struct fp_bound_worst w;
 	size_t out = fp_bound_check(&b, a, rv, sums, count, &w);
