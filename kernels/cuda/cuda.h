@@ -27,11 +27,16 @@ extern "C" {
 /* ---- kernel launchers (cuda_kernels.cu) ------------------------------------
  * Each enqueues its kernel on stream and returns cudaGetLastError() of the
  * launch; the caller checks it with CUDA_LAUNCH. Shapes: count values; rows
- * of c channels (an NHWC tensor is n*h*w rows). */
-cudaError_t cuk_relu_fwd(cudaStream_t s, size_t count, const float *x, float *y);
-cudaError_t cuk_relu_bwd(cudaStream_t s, size_t count, const float *x, const float *dy, float *dx);
+ * of c channels (an NHWC tensor is n*h*w rows). t: the type of the
+ * tensors' values (the model's activations and their gradients), which a
+ * kernel reads as float and stores rounded to nearest even; parameters,
+ * statistics and their gradients are fp32. */
+enum cuk_type { CUK_F32, CUK_BF16 };
+cudaError_t cuk_relu_fwd(cudaStream_t s, int t, size_t count, const void *x, void *y);
+cudaError_t cuk_relu_bwd(cudaStream_t s, int t, size_t count, const void *x, const void *dy,
+			 void *dx);
 cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y);
-cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x);
+cudaError_t cuk_accumulate(cudaStream_t s, int t, size_t count, void *y, const void *x);
 /* g[i] *= inv over count values; *bad = 1 where one is inf or NaN (the
  * caller zeroes it first). */
 cudaError_t cuk_unscale(cudaStream_t s, size_t count, float *g, float inv, int *bad);
@@ -48,61 +53,65 @@ cudaError_t cuk_sgd(cudaStream_t s, size_t count, float *w, const float *g, floa
  * every non-NULL dx[k]. */
 #define CUK_MAX_ARGS 8
 struct cuk_args {
-	const float *x[CUK_MAX_ARGS];
-	float *dx[CUK_MAX_ARGS];
+	const void *x[CUK_MAX_ARGS];
+	void *dx[CUK_MAX_ARGS];
 };
-cudaError_t cuk_add_fwd(cudaStream_t s, size_t count, struct cuk_args a, int nx, int acc,
-			int relu, float *y);
-cudaError_t cuk_add_bwd(cudaStream_t s, size_t count, struct cuk_args a, int ndx, int relu,
-			const float *y, const float *dy);
+cudaError_t cuk_add_fwd(cudaStream_t s, int t, size_t count, struct cuk_args a, int nx, int acc,
+			int relu, void *y);
+cudaError_t cuk_add_bwd(cudaStream_t s, int t, size_t count, struct cuk_args a, int ndx,
+			int relu, const void *y, const void *dy);
 /* concat slice: y[r, off + ch] = x[r, ch] over rows r, ch < cx (cy the
  * width of y); back: dx[r, ch] = dy[r, off + ch]. */
-cudaError_t cuk_slice_put(cudaStream_t s, size_t rows, int cx, int cy, int off, const float *x,
-			  float *y);
-cudaError_t cuk_slice_get(cudaStream_t s, size_t rows, int cx, int cy, int off, const float *dy,
-			  float *dx);
-/* dropout: mask from ops_dropout_mask's generator (base, threshold), then
- * y = x * mask * scale; back: dx = dy * mask * scale (mask NULL: all kept). */
+cudaError_t cuk_slice_put(cudaStream_t s, int t, size_t rows, int cx, int cy, int off,
+			  const void *x, void *y);
+cudaError_t cuk_slice_get(cudaStream_t s, int t, size_t rows, int cx, int cy, int off,
+			  const void *dy, void *dx);
+/* dropout (fp32 tensors): mask from ops_dropout_mask's generator (base,
+ * threshold), then y = x * mask * scale; back: dx = dy * mask * scale (mask
+ * NULL: all kept). */
 cudaError_t cuk_dropout_fwd(cudaStream_t s, size_t count, uint64_t base, uint32_t threshold,
 			    float scale, const float *x, float *y, uint8_t *mask);
 cudaError_t cuk_dropout_bwd(cudaStream_t s, size_t count, float scale, const uint8_t *mask,
 			    const float *dy, float *dx);
 /* y[r, ch] += b[ch]; sum[ch] = sum over rows of x[r, ch] (into float). */
-cudaError_t cuk_bias_add(cudaStream_t s, size_t rows, int c, const float *b, float *y);
-cudaError_t cuk_channel_sum(cudaStream_t s, size_t rows, int c, const float *x, double *acc,
-			    float *sum);
+cudaError_t cuk_bias_add(cudaStream_t s, int t, size_t rows, int c, const float *b, void *y);
+cudaError_t cuk_channel_sum(cudaStream_t s, int t, size_t rows, int c, const void *x,
+			    double *acc, float *sum);
 /* pad: dst (n, hp, wp, c) = zeros with src (n, h, w, c) at (pt, pl);
  * crop: the reverse (dst (n, h, w, c) from src (n, hp, wp, c)). */
-cudaError_t cuk_pad(cudaStream_t s, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
-		    const float *src, float *dst);
-cudaError_t cuk_crop(cudaStream_t s, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
-		     const float *src, float *dst);
+cudaError_t cuk_pad(cudaStream_t s, int t, int n, int h, int w, int c, int hp, int wp, int pt,
+		    int pl, const void *src, void *dst);
+cudaError_t cuk_crop(cudaStream_t s, int t, int n, int h, int w, int c, int hp, int wp, int pt,
+		     int pl, const void *src, void *dst);
 
 /* Pooling geometry of one layer: input (n, h, w, c), output (oh, ow). */
 struct cuk_pool {
 	int n, h, w, c, oh, ow, k, stride, pt, pl;
 };
-cudaError_t cuk_maxpool_fwd(cudaStream_t s, struct cuk_pool p, const float *x, float *y);
-cudaError_t cuk_maxpool_bwd(cudaStream_t s, struct cuk_pool p, const float *x, const float *dy,
-			    float *dx);
-cudaError_t cuk_avgpool_fwd(cudaStream_t s, struct cuk_pool p, const float *x, float *y);
-cudaError_t cuk_avgpool_bwd(cudaStream_t s, struct cuk_pool p, const float *dy, float *dx);
-cudaError_t cuk_gap_fwd(cudaStream_t s, int n, int hw, int c, const float *x, float *y);
-cudaError_t cuk_gap_bwd(cudaStream_t s, int n, int hw, int c, const float *dy, float *dx);
+cudaError_t cuk_maxpool_fwd(cudaStream_t s, int t, struct cuk_pool p, const void *x, void *y);
+cudaError_t cuk_maxpool_bwd(cudaStream_t s, int t, struct cuk_pool p, const void *x,
+			    const void *dy, void *dx);
+cudaError_t cuk_avgpool_fwd(cudaStream_t s, int t, struct cuk_pool p, const void *x, void *y);
+cudaError_t cuk_avgpool_bwd(cudaStream_t s, int t, struct cuk_pool p, const void *dy, void *dx);
+/* x and dx of type tx, the rank-2 y and dy of type ty */
+cudaError_t cuk_gap_fwd(cudaStream_t s, int tx, int ty, int n, int hw, int c, const void *x,
+			void *y);
+cudaError_t cuk_gap_bwd(cudaStream_t s, int tx, int ty, int n, int hw, int c, const void *dy,
+			void *dx);
 
 /* Batchnorm over rows of c channels (NHWC). acc: 2*c doubles of scratch.
  * stats: mean, var of the batch into save_*, running averages updated;
  * norm: y = gamma*(x - mean)/sqrt(var + eps) + beta (relu when relu) from
  * mean, var; bwd: dgamma, dbeta, then dx (NULL: none). */
-cudaError_t cuk_bn_stats(cudaStream_t s, size_t rows, int c, const float *x, double *acc,
+cudaError_t cuk_bn_stats(cudaStream_t s, int t, size_t rows, int c, const void *x, double *acc,
 			 float *save_mean, float *save_var, float *run_mean, float *run_var,
 			 float momentum);
-cudaError_t cuk_bn_norm(cudaStream_t s, size_t rows, int c, const float *x, const float *mean,
-			const float *var, const float *gamma, const float *beta, float eps,
-			int relu, float *y);
-cudaError_t cuk_bn_bwd(cudaStream_t s, size_t rows, int c, const float *x, const float *y,
-		       const float *dy, const float *mean, const float *var, const float *gamma,
-		       float eps, int relu, double *acc, float *dgamma, float *dbeta, float *dx);
+cudaError_t cuk_bn_norm(cudaStream_t s, int t, size_t rows, int c, const void *x,
+			const float *mean, const float *var, const float *gamma, const float *beta,
+			float eps, int relu, void *y);
+cudaError_t cuk_bn_bwd(cudaStream_t s, int t, size_t rows, int c, const void *x, const void *y,
+		       const void *dy, const float *mean, const float *var, const float *gamma,
+		       float eps, int relu, double *acc, float *dgamma, float *dbeta, void *dx);
 
 /* Softmax cross-entropy with label smoothing, one sample per thread:
  * loss[i], hit[i] (argmax == label), dz (may be NULL). bad[0] set to
@@ -196,6 +205,18 @@ struct cuda_ctx {
 static inline struct cuda_ctx *cuda_ctx(struct ops_ctx *ctx)
 {
 	return ctx->priv;
+}
+
+/* The kernels' type of a tensor stored as t (OPS_F32 or OPS_BF16: the
+ * model stores no tensor in fp16), and its bytes for count values. */
+static inline int cuda_type(enum ops_dtype t)
+{
+	return t == OPS_BF16 ? CUK_BF16 : CUK_F32;
+}
+
+static inline size_t cuda_bytes(size_t count, enum ops_dtype t)
+{
+	return count * ops_dtype_size(t);
 }
 
 /* Starts an op: forgets the previous op's stages and scratch. */

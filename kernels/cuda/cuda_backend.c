@@ -128,14 +128,17 @@ static int cc_major(struct ops_ctx *ctx)
 
 /* fp32: conv2d runs cuDNN with CUDNN_FMA_MATH and dense cuBLASLt with
  * CUBLAS_COMPUTE_32F (no TF32). bf16 and fp16 (on every device the backend
- * starts on: 8.0 and up): convolutions read 16-bit copies
- * of their inputs and weights on tensor cores with fp32 accumulation
- * (cuda_conv.c), every other op stays fp32, as on the CPU backend; weights,
- * gradients and optimiser state are fp32 (the master copies). fp16 trains
- * under the trainer's dynamic loss scale (kernels/loss_scale.h). */
+ * starts on: 8.0 and up): convolutions read 16-bit operands on tensor
+ * cores with fp32 accumulation (cuda_conv.c); weights, their gradients and
+ * optimiser state are fp32 (the master copies). Under bf16 the model stores
+ * activations and their gradients in bf16 wherever every op on a tensor
+ * takes it (ops_layer_ops.bf16: all but dense, dropout and flatten), as the
+ * CPU backend does with bf16 kernels. fp16 keeps them fp32, converting
+ * around each convolution, and trains under the trainer's dynamic loss
+ * scale (kernels/loss_scale.h). */
 static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 {
-	ctx->conv_type = OPS_F32;
+	ctx->conv_type = ctx->act_type = OPS_F32;
 	if (!strcmp(precision, "fp32"))
 		return 0;
 	int bf16 = !strcmp(precision, "bf16");
@@ -145,6 +148,7 @@ static int cuda_set_precision(struct ops_ctx *ctx, const char *precision)
 	/* no capability check: cuda_init refused every device below 8.0
 	 * (ops_gpu_supported), and from 8.0 both run on tensor cores */
 	ctx->conv_type = bf16 ? OPS_BF16 : OPS_F16;
+	ctx->act_type = bf16 ? OPS_BF16 : OPS_F32;
 	return 0;
 }
 
@@ -426,14 +430,14 @@ int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float 
 int cuda_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x)
 {
 	void *dy, *dx;
-	size_t bytes = count * sizeof(float);
-	if (t != OPS_F32) /* no op of this backend takes a tensor stored otherwise */
-		return error("accumulate: the cuda backend's tensors are fp32");
+	size_t bytes = cuda_bytes(count, t);
+	if (t != OPS_F32 && t != OPS_BF16) /* the model stores no tensor otherwise */
+		return error("accumulate: the cuda backend's tensors are fp32 or bf16");
 	if (!count)
 		return 0;
 	if (cuda_begin(ctx) || cuda_out(ctx, y, bytes, 1, &dy) || cuda_in(ctx, x, bytes, &dx))
 		return -1;
-	CUDA_LAUNCH(cuk_accumulate(cuda_ctx(ctx)->stream, count, dy, dx));
+	CUDA_LAUNCH(cuk_accumulate(cuda_ctx(ctx)->stream, cuda_type(t), count, dy, dx));
 	return cuda_end(ctx);
 }
 

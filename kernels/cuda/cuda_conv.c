@@ -1,4 +1,4 @@
-/* cuda_conv.c: conv2d on cuDNN's legacy convolution API, NHWC fp32.
+/* cuda_conv.c: conv2d on cuDNN's legacy convolution API, NHWC.
  *
  *   x: (n, H, W, Cin)   w: (Cout, K, K, Cin) (cuDNN's NHWC filter, KRSC)
  *   b: (Cout)           y: (n, Ho, Wo, Cout)
@@ -10,19 +10,23 @@
  * its own, its gradient a per-channel sum (cuda_kernels.cu).
  *
  * Math is CUDNN_FMA_MATH: true fp32, no TF32, so the results meet ref's
- * fp32 tolerance. With ctx->conv_type bf16 or fp16 (--precision) x, w and dy
- * are cast to 16-bit copies (cuk_cast), cuDNN computes on tensor cores with
- * fp32 accumulation (16-bit descriptors, fp32 compute type) into 16-bit y,
- * dx and dw, which are cast back: weights, their gradients and the
- * activations the other layers see stay fp32 (the master copies). In fp16 a
- * value past 65504 becomes inf, which the trainer's loss scale catches in
- * the gradients. Algorithms come from cuDNN's heuristics
+ * fp32 tolerance. With ctx->conv_type bf16 or fp16 (--precision) cuDNN
+ * computes on tensor cores with fp32 accumulation (16-bit descriptors,
+ * fp32 compute type) from 16-bit x, w and dy into 16-bit y, dx and dw.
+ * Tensors stored in that type are read and written as they are (under
+ * bf16 the model stores activations and their gradients in bf16:
+ * ops_layer.in_type, out_type); the rest goes through a copy (cuk_cast):
+ * the fp32 master weights and their gradients always, the network's fp32
+ * input, and under fp16 every activation. In fp16 a value past 65504
+ * becomes inf, which the trainer's loss scale catches in the gradients.
+ * The bias is added where the sums are fp32, else to the stored 16-bit y
+ * (rounding it a second time). Algorithms come from cuDNN's heuristics
  * (cudnnGet*Algorithm_v7) once per batch size: with --conv_algo direct the
  * implicit-GEMM ones where cuDNN lists them as usable, else its first; each
  * runs with the math type the heuristics gave it (cuda_conv_math). A 16-bit
  * layer for which cuDNN lists no usable algorithm (a first layer of 1 or 3
  * input channels may have none in the legacy API) falls back to fp32, saying
- * so once: it is not padded to 8 channels. */
+ * so once, converting its 16-bit tensors: it is not padded to 8 channels. */
 #include <stdlib.h>
 
 #include "kernels/cuda/cuda.h"
@@ -193,50 +197,58 @@ static int plan_of(struct ops_ctx *ctx, struct ops_layer *l, int n, struct conv_
 	return 0;
 }
 
-/* x as cuDNN reads it: x itself, or x in its zero frame. */
+/* x (of type t) as cuDNN reads it: x itself, or x in its zero frame. */
 static int framed(struct ops_ctx *ctx, const struct ops_layer *l, const struct conv_plan *p,
-		  int n, void *x, void **xf)
+		  int n, enum ops_dtype t, void *x, void **xf)
 {
 	const struct ops_shape *s = &l->in[0];
 	*xf = x;
 	if (!p->padded)
 		return 0;
-	if (cuda_scratch(ctx, (size_t)n * p->hp * p->wp * s->c * sizeof(float), xf))
+	if (cuda_scratch(ctx, cuda_bytes((size_t)n * p->hp * p->wp * s->c, t), xf))
 		return -1;
-	CUDA_LAUNCH(cuk_pad(cuda_ctx(ctx)->stream, n, s->h, s->w, s->c, p->hp, p->wp,
+	CUDA_LAUNCH(cuk_pad(cuda_ctx(ctx)->stream, cuda_type(t), n, s->h, s->w, s->c, p->hp, p->wp,
 			    l->cfg.pad_t, l->cfg.pad_l, x, *xf));
 	return 0;
 }
 
-/* In bf16 or fp16: a 16-bit copy of count fp32 values at x in scratch
- * (*out = x in fp32). */
-static int low(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *x, void **out)
+/* y = count values of x converted from type a to type b. */
+static int convert(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype a, void *y,
+		   enum ops_dtype b)
+{
+	int kind = cuda_cast_kind(a, b);
+	if (kind < 0)
+		return error("conv2d: no conversion from type %d to type %d", (int)a, (int)b);
+	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, kind, x, y));
+	return 0;
+}
+
+/* count values at x, stored as t, as cuDNN reads them (in p->type): x
+ * itself, or a copy in scratch. */
+static int operand(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *x,
+		   enum ops_dtype t, void **out)
 {
 	*out = x;
-	if (p->type == OPS_F32)
+	if (t == p->type)
 		return 0;
-	if (cuda_scratch(ctx, count * 2, out))
+	if (cuda_scratch(ctx, cuda_bytes(count, p->type), out))
 		return -1;
-	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, cuda_cast_kind(OPS_F32, p->type), x,
-			     *out));
-	return 0;
+	return convert(ctx, count, x, t, *out, p->type);
 }
 
-/* Where cuDNN writes count values meant for the fp32 y: y itself, or a
- * 16-bit scratch buffer that high() then casts into y. */
-static int low_out(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *y,
-		   void **out)
+/* Where cuDNN writes count values (in p->type) meant for y, stored as t: y
+ * itself, or scratch that stored() then converts into y. */
+static int result(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *y,
+		  enum ops_dtype t, void **out)
 {
 	*out = y;
-	return p->type != OPS_F32 ? cuda_scratch(ctx, count * 2, out) : 0;
+	return t != p->type ? cuda_scratch(ctx, cuda_bytes(count, p->type), out) : 0;
 }
 
-static int high(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *lo, void *y)
+static int stored(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *r, void *y,
+		  enum ops_dtype t)
 {
-	if (p->type != OPS_F32)
-		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, cuda_cast_kind(p->type, OPS_F32),
-				     lo, y));
-	return 0;
+	return r != y ? convert(ctx, count, r, p->type, y, t) : 0;
 }
 
 /* Values in x as cuDNN reads it (in its frame when padded unevenly). */
@@ -252,25 +264,32 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	(void)train;
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	struct conv_plan *p;
+	enum ops_dtype tx = ops_in_type(l, 0), ty = l->out_type;
 	size_t nx = (size_t)n * ops_shape_size(&l->in[0]), ny = (size_t)n * ops_shape_size(&l->out);
 	size_t nw = (size_t)l->cfg.units * l->cfg.kernel * l->cfg.kernel * l->in[0].c;
 	void *gx, *gxf, *gw, *gb = NULL, *gy, *ws, *lx, *lw, *ly;
 	const float one = 1, zero = 0;
-	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], nx * 4, &gx) ||
+	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], cuda_bytes(nx, tx), &gx) ||
 	    cuda_in(ctx, l->w, nw * 4, &gw) ||
 	    (l->cfg.bias && cuda_in(ctx, l->b, (size_t)l->cfg.units * 4, &gb)) ||
-	    cuda_out(ctx, y, ny * 4, 0, &gy) || cuda_scratch(ctx, p->ws, &ws) ||
-	    framed(ctx, l, p, n, gx, &gxf) || low(ctx, p, framed_count(l, p, n), gxf, &lx) ||
-	    low(ctx, p, nw, gw, &lw) || low_out(ctx, p, ny, gy, &ly))
+	    cuda_out(ctx, y, cuda_bytes(ny, ty), 0, &gy) || cuda_scratch(ctx, p->ws, &ws) ||
+	    framed(ctx, l, p, n, tx, gx, &gxf) ||
+	    operand(ctx, p, framed_count(l, p, n), gxf, tx, &lx) ||
+	    operand(ctx, p, nw, gw, OPS_F32, &lw) || result(ctx, p, ny, gy, ty, &ly))
 		return -1;
-	l->ran = l->ran_out = p->type;   /* the sums land in p->type, then high() */
+	l->ran = l->ran_out = p->type;   /* the sums land in p->type, then stored() */
 	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
 	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, p->x, lx, p->w, lw, p->conv, p->fwd, ws,
 					    p->ws, &zero, p->y, ly));
-	if (high(ctx, p, ny, ly, gy))
+	/* the bias where the sums are fp32 (cuDNN's, else y's once stored): a
+	 * 16-bit y that cuDNN wrote is rounded again with it */
+	if (gb && p->type == OPS_F32)
+		CUDA_LAUNCH(cuk_bias_add(c->stream, CUK_F32, ny / l->cfg.units, l->cfg.units, gb, ly));
+	if (stored(ctx, p, ny, ly, gy, ty))
 		return -1;
-	if (gb)
-		CUDA_LAUNCH(cuk_bias_add(c->stream, ny / l->cfg.units, l->cfg.units, gb, gy));
+	if (gb && p->type != OPS_F32)
+		CUDA_LAUNCH(cuk_bias_add(c->stream, cuda_type(ty), ny / l->cfg.units, l->cfg.units,
+					 gb, gy));
 	return cuda_end(ctx);
 }
 
@@ -281,42 +300,44 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	const struct ops_shape *s = &l->in[0];
 	struct conv_plan *p;
+	enum ops_dtype tx = ops_in_type(l, 0), ty = l->out_type;
 	size_t nx = (size_t)n * ops_shape_size(s), ny = (size_t)n * ops_shape_size(&l->out);
 	size_t nw = (size_t)l->cfg.units * l->cfg.kernel * l->cfg.kernel * s->c;
 	void *gx, *gxf, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *ws, *acc, *lx, *lw, *ldy, *ldw;
 	const float one = 1, zero = 0;
 	size_t nxf;
-	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], nx * 4, &gx) ||
-	    cuda_in(ctx, l->w, nw * 4, &gw) || cuda_in(ctx, dy, ny * 4, &gdy) ||
+	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], cuda_bytes(nx, tx), &gx) ||
+	    cuda_in(ctx, l->w, nw * 4, &gw) || cuda_in(ctx, dy, cuda_bytes(ny, ty), &gdy) ||
 	    cuda_out(ctx, l->dw, nw * 4, 0, &gdw) ||
 	    (l->cfg.bias && cuda_out(ctx, l->db, (size_t)l->cfg.units * 4, 0, &gdb)) ||
-	    cuda_out(ctx, dx[0], nx * 4, 0, &gdx) || cuda_scratch(ctx, p->ws, &ws) ||
+	    cuda_out(ctx, dx[0], cuda_bytes(nx, tx), 0, &gdx) || cuda_scratch(ctx, p->ws, &ws) ||
 	    cuda_scratch(ctx, (size_t)l->cfg.units * sizeof(double), &acc) ||
-	    framed(ctx, l, p, n, gx, &gxf) ||
-	    low(ctx, p, nxf = framed_count(l, p, n), gxf, &lx) || low(ctx, p, ny, gdy, &ldy) ||
-	    low_out(ctx, p, nw, gdw, &ldw))
+	    framed(ctx, l, p, n, tx, gx, &gxf) ||
+	    operand(ctx, p, nxf = framed_count(l, p, n), gxf, tx, &lx) ||
+	    operand(ctx, p, ny, gdy, ty, &ldy) || result(ctx, p, nw, gdw, OPS_F32, &ldw))
 		return -1;
 	l->ran = l->ran_out = p->type;
-	if (gdb)   /* from the fp32 dy: the bias is not part of the 16-bit convolution */
-		CUDA_LAUNCH(cuk_channel_sum(c->stream, ny / l->cfg.units, l->cfg.units, gdy, acc, gdb));
+	if (gdb)   /* from dy as stored: the bias is not part of the 16-bit convolution */
+		CUDA_LAUNCH(cuk_channel_sum(c->stream, cuda_type(ty), ny / l->cfg.units, l->cfg.units,
+					    gdy, acc, gdb));
 	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
 	CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->dnn, &one, p->x, lx, p->y, ldy, p->conv,
 						   p->bwd_filter, ws, p->ws, &zero, p->w, ldw));
-	if (high(ctx, p, nw, ldw, gdw))
+	if (stored(ctx, p, nw, ldw, gdw, OPS_F32))
 		return -1;
 	if (gdx) {
 		void *gdxf = gdx, *ldx;   /* the input gradient in the frame, then cropped */
-		if ((p->padded && cuda_scratch(ctx, nxf * 4, &gdxf)) || low(ctx, p, nw, gw, &lw) ||
-		    low_out(ctx, p, nxf, gdxf, &ldx))
+		if ((p->padded && cuda_scratch(ctx, cuda_bytes(nxf, tx), &gdxf)) ||
+		    operand(ctx, p, nw, gw, OPS_F32, &lw) || result(ctx, p, nxf, gdxf, tx, &ldx))
 			return -1;
 		CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
 		CUDNN_CHECK(cudnnConvolutionBackwardData(c->dnn, &one, p->w, lw, p->y, ldy, p->conv,
 							 p->bwd_data, ws, p->ws, &zero, p->x, ldx));
-		if (high(ctx, p, nxf, ldx, gdxf))
+		if (stored(ctx, p, nxf, ldx, gdxf, tx))
 			return -1;
 		if (p->padded)
-			CUDA_LAUNCH(cuk_crop(c->stream, n, s->h, s->w, s->c, p->hp, p->wp, l->cfg.pad_t,
-					     l->cfg.pad_l, gdxf, gdx));
+			CUDA_LAUNCH(cuk_crop(c->stream, cuda_type(tx), n, s->h, s->w, s->c, p->hp,
+					     p->wp, l->cfg.pad_t, l->cfg.pad_l, gdxf, gdx));
 	}
 	return cuda_end(ctx);
 }
@@ -328,34 +349,48 @@ static void conv_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
-/* What a pass takes of the backend's scratch arena (cuda_scratch), which
- * holds one op's buffers at a time: the input in its zero frame where the
- * padding is uneven; under bf16 or fp16 the 16-bit copies of the input,
- * the weights and the output gradient, and the 16-bit results (y, dw, dx)
- * before their cast to fp32; the input gradient in its frame; the bias
- * gradient's double sums. The larger pass counts. Not counted, as it is
- * known only on the device: cuDNN's own workspace for the algorithms its
- * heuristics pick (conv_plan.ws). A 16-bit layer that falls back to fp32
- * takes less than this. Between calls the layer keeps nothing: 0. */
-static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
-			     size_t *scratch)
+/* What the larger pass in type t takes of the backend's scratch arena
+ * (cuda_scratch), which holds one op's buffers at a time: the input in
+ * its zero frame where the padding is uneven; copies in t of what is
+ * stored in another type (the input, the output or its gradient: the
+ * network's fp32 input under bf16, all three under fp16; the fp32 weights
+ * in 16 bits); cuDNN's 16-bit weight gradient before its cast to fp32;
+ * the input gradient in its frame and in t; the bias gradient's double
+ * sums. */
+static size_t pass_scratch(const struct ops_layer *l, int n, enum ops_dtype t)
 {
 	const struct ops_layer_cfg *c = &l->cfg;
 	const struct ops_shape *s = &l->in[0];
+	enum ops_dtype tx = ops_in_type(l, 0), ty = l->out_type;
 	int padded = c->pad_t != c->pad_b || c->pad_l != c->pad_r;
 	size_t nxf = (size_t)n * (s->h + (padded ? c->pad_t + c->pad_b : 0)) *
 		     (s->w + (padded ? c->pad_l + c->pad_r : 0)) * s->c;
 	size_t ny = (size_t)n * ops_shape_size(&l->out);
 	size_t nw = (size_t)c->units * c->kernel * c->kernel * s->c;
-	size_t e = ctx->conv_type == OPS_F32 ? 0 : 2; /* the 16-bit copies' bytes a value */
-	size_t frame = padded ? cuda_scratch_bytes(nxf * sizeof(float)) : 0;
-	size_t x16 = cuda_scratch_bytes(nxf * e), y16 = cuda_scratch_bytes(ny * e);
-	size_t w16 = cuda_scratch_bytes(nw * e);
-	size_t fwd = frame + x16 + w16 + y16;
-	size_t bwd = cuda_scratch_bytes((size_t)c->units * sizeof(double)) + frame + x16 + y16 + w16;
-	if (!l->no_dx0) /* the input gradient: its frame, the weights' copy, its 16-bit copy */
-		bwd += frame + w16 + x16;
-	*scratch = fwd > bwd ? fwd : bwd;
+	size_t frame = padded ? cuda_scratch_bytes(cuda_bytes(nxf, tx)) : 0;
+	size_t xc = tx != t ? cuda_scratch_bytes(cuda_bytes(nxf, t)) : 0;
+	size_t yc = ty != t ? cuda_scratch_bytes(cuda_bytes(ny, t)) : 0;
+	size_t wc = t != OPS_F32 ? cuda_scratch_bytes(cuda_bytes(nw, t)) : 0;
+	size_t fwd = frame + xc + wc + yc;
+	size_t bwd = cuda_scratch_bytes((size_t)c->units * sizeof(double)) + frame + xc + yc + wc;
+	if (!l->no_dx0)
+		bwd += frame + wc + xc;
+	return fwd > bwd ? fwd : bwd;
+}
+
+/* pass_scratch in ctx->conv_type; a 16-bit layer whose input channels are
+ * not a multiple of 8 may find no 16-bit algorithm and run in fp32
+ * (plan_of), so it counts the larger of both. Not counted, as it is known
+ * only on the device: cuDNN's own workspace for the algorithms its
+ * heuristics pick (conv_plan.ws). Between calls the layer keeps nothing: 0. */
+static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			     size_t *scratch)
+{
+	*scratch = pass_scratch(l, n, ctx->conv_type);
+	if (ctx->conv_type != OPS_F32 && l->in[0].c % 8) {
+		size_t f = pass_scratch(l, n, OPS_F32);
+		*scratch = f > *scratch ? f : *scratch;
+	}
 	return 0;
 }
 
@@ -366,4 +401,5 @@ const struct ops_layer_ops cuda_conv_ops = {
 	.backward = conv_backward,
 	.release = conv_release,
 	.workspace = conv_workspace,
+	.bf16 = 1,
 };

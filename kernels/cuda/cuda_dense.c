@@ -187,7 +187,8 @@ static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const
 	    (gdx && mm_run(ctx, &p->bwd_data, gw, gdy, gdx, NULL)))
 		return -1;
 	if (gdb)
-		CUDA_LAUNCH(cuk_channel_sum(cuda_ctx(ctx)->stream, (size_t)n, (int)u, gdy, acc, gdb));
+		CUDA_LAUNCH(cuk_channel_sum(cuda_ctx(ctx)->stream, CUK_F32, (size_t)n, (int)u, gdy, acc,
+					    gdb));
 	return cuda_end(ctx);
 }
 

@@ -1,13 +1,16 @@
 /* cuda_kernels.cu: the hand-written CUDA kernels of the cuda backend, one
  * plain kernel per formula of kernels/ref (the definitions they are tested
- * against), fp32, and their launchers (kernels/cuda/cuda.h).
+ * against), and their launchers (kernels/cuda/cuda.h). Tensors are fp32 or
+ * bf16 (enum cuk_type, a kernel argument: ld() reads either as float, st()
+ * rounds to nearest even where it stores bf16); every sum is in float or
+ * double whatever the tensors' type.
  *
  * Per-channel sums (batchnorm, biases) reduce a tile of rows per block and
  * add the block's partial sums into double accumulators with atomicAdd, so
  * the sums keep the precision ref's double sums have; the order of the
  * additions varies from run to run by a rounding of double, far below the
- * fp32 results. Pool backward scatters with float atomicAdd (a value is in
- * at most ceil(K/S)^2 windows). */
+ * fp32 results. Pool backward gathers: each input sums the windows it is
+ * in (at most ceil(K/S)^2) in the order ref adds them, and stores once. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -28,16 +31,34 @@ static unsigned blocks_for(size_t count)
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (count); \
 	     i += (size_t)gridDim.x * blockDim.x)
 
-/* ---- element-wise ------------------------------------------------------------ */
-
-__global__ void relu_fwd(size_t count, const float *x, float *y)
+/* Value i of a tensor of type t as a float, and a float stored there. */
+__device__ __forceinline__ float ld(int t, const void *p, size_t i)
 {
-	FOR_EACH(i, count) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+	return t == CUK_BF16 ? __bfloat162float(((const __nv_bfloat16 *)p)[i])
+			     : ((const float *)p)[i];
 }
 
-__global__ void relu_bwd(size_t count, const float *x, const float *dy, float *dx)
+__device__ __forceinline__ void st(int t, void *p, size_t i, float v)
 {
-	FOR_EACH(i, count) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+	if (t == CUK_BF16)
+		((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+	else
+		((float *)p)[i] = v;
+}
+
+/* ---- element-wise ------------------------------------------------------------ */
+
+__global__ void relu_fwd(int t, size_t count, const void *x, void *y)
+{
+	FOR_EACH(i, count) {
+		float v = ld(t, x, i);
+		st(t, y, i, v > 0.0f ? v : 0.0f);
+	}
+}
+
+__global__ void relu_bwd(int t, size_t count, const void *x, const void *dy, void *dx)
+{
+	FOR_EACH(i, count) st(t, dx, i, ld(t, x, i) > 0.0f ? ld(t, dy, i) : 0.0f);
 }
 
 __global__ void copy_k(size_t count, const float *x, float *y)
@@ -45,9 +66,9 @@ __global__ void copy_k(size_t count, const float *x, float *y)
 	FOR_EACH(i, count) y[i] = x[i];
 }
 
-__global__ void accumulate_k(size_t count, float *y, const float *x)
+__global__ void accumulate_k(int t, size_t count, void *y, const void *x)
 {
-	FOR_EACH(i, count) y[i] = y[i] + x[i];
+	FOR_EACH(i, count) st(t, y, i, ld(t, y, i) + ld(t, x, i));
 }
 
 /* Every thread that meets an inf or a NaN stores the same 1. */
@@ -87,42 +108,42 @@ __global__ void sgd_k(size_t count, float *w, const float *g, float *v, float lr
 	}
 }
 
-__global__ void add_fwd(size_t count, cuk_args a, int nx, int acc, int relu, float *y)
+__global__ void add_fwd(int t, size_t count, cuk_args a, int nx, int acc, int relu, void *y)
 {
 	FOR_EACH(i, count) {
-		double sum = acc ? y[i] : 0.0;
+		double sum = acc ? ld(t, y, i) : 0.0;
 		for (int k = 0; k < nx; k++)
-			sum += a.x[k][i];
+			sum += ld(t, a.x[k], i);
 		if (relu && sum < 0)
 			sum = 0;
-		y[i] = (float)sum;
+		st(t, y, i, (float)sum);
 	}
 }
 
-__global__ void add_bwd(size_t count, cuk_args a, int ndx, int relu, const float *y,
-			const float *dy)
+__global__ void add_bwd(int t, size_t count, cuk_args a, int ndx, int relu, const void *y,
+			const void *dy)
 {
 	FOR_EACH(i, count) {
-		float g = relu && !(y[i] > 0.0f) ? 0.0f : dy[i];
+		float g = relu && !(ld(t, y, i) > 0.0f) ? 0.0f : ld(t, dy, i);
 		for (int k = 0; k < ndx; k++)
 			if (a.dx[k])
-				a.dx[k][i] = g;
+				st(t, a.dx[k], i, g);
 	}
 }
 
-__global__ void slice_put(size_t rows, int cx, int cy, int off, const float *x, float *y)
+__global__ void slice_put(int t, size_t rows, int cx, int cy, int off, const void *x, void *y)
 {
 	FOR_EACH(i, rows * (size_t)cx) {
 		size_t r = i / cx, ch = i % cx;
-		y[r * cy + off + ch] = x[i];
+		st(t, y, r * cy + off + ch, ld(t, x, i));
 	}
 }
 
-__global__ void slice_get(size_t rows, int cx, int cy, int off, const float *dy, float *dx)
+__global__ void slice_get(int t, size_t rows, int cx, int cy, int off, const void *dy, void *dx)
 {
 	FOR_EACH(i, rows * (size_t)cx) {
 		size_t r = i / cx, ch = i % cx;
-		dx[i] = dy[r * cy + off + ch];
+		st(t, dx, i, ld(t, dy, r * cy + off + ch));
 	}
 }
 
@@ -198,14 +219,15 @@ __device__ void channel_reduce(size_t rows, int c, F f, G g, double *acc, double
 }
 
 struct read_x {
-	const float *x;
+	int t;
+	const void *x;
 	int c;
-	__device__ double operator()(size_t r, int ch) const { return x[r * c + ch]; }
+	__device__ double operator()(size_t r, int ch) const { return ld(t, x, r * c + ch); }
 };
 
-__global__ void channel_sum_k(size_t rows, int c, const float *x, double *acc)
+__global__ void channel_sum_k(int t, size_t rows, int c, const void *x, double *acc)
 {
-	read_x f{x, c};
+	read_x f{t, x, c};
 	channel_reduce(rows, c, f, f, acc, (double *)0);
 }
 
@@ -216,20 +238,20 @@ __global__ void to_float(int c, const double *acc, float *out)
 		out[ch] = (float)acc[ch];
 }
 
-__global__ void bias_add_k(size_t rows, int c, const float *b, float *y)
+__global__ void bias_add_k(int t, size_t rows, int c, const float *b, void *y)
 {
-	FOR_EACH(i, rows * (size_t)c) y[i] += b[i % c];
+	FOR_EACH(i, rows * (size_t)c) st(t, y, i, ld(t, y, i) + b[i % c]);
 }
 
 /* ---- batchnorm --------------------------------------------------------------- */
 
 /* sum of x and of x^2 (one pass, in double: the fp32 values' squares and
  * sums are exact enough there for the variance of a batch) */
-__global__ void bn_sums(size_t rows, int c, const float *x, double *acc)
+__global__ void bn_sums(int t, size_t rows, int c, const void *x, double *acc)
 {
-	read_x f{x, c};
+	read_x f{t, x, c};
 	auto sq = [=](size_t r, int ch) {
-		double v = x[r * c + ch];
+		double v = ld(t, x, r * c + ch);
 		return v * v;
 	};
 	channel_reduce(rows, c, f, sq, acc, acc + c);
@@ -252,29 +274,34 @@ __global__ void bn_finish_stats(size_t rows, int c, const double *acc, float *sa
 	run_var[ch] = (float)(mo * run_var[ch] + (1.0 - mo) * unbiased);
 }
 
-__global__ void bn_norm_k(size_t rows, int c, const float *x, const float *mean, const float *var,
-			  const float *gamma, const float *beta, float eps, int relu, float *y)
+__global__ void bn_norm_k(int t, size_t rows, int c, const void *x, const float *mean,
+			  const float *var, const float *gamma, const float *beta, float eps,
+			  int relu, void *y)
 {
 	FOR_EACH(i, rows * (size_t)c) {
 		int ch = (int)(i % c);
 		float istd = rsqrtf(var[ch] + eps);
-		float v = gamma[ch] * (x[i] - mean[ch]) * istd + beta[ch];
-		y[i] = relu && v < 0.0f ? 0.0f : v;
+		float v = gamma[ch] * (ld(t, x, i) - mean[ch]) * istd + beta[ch];
+		st(t, y, i, relu && v < 0.0f ? 0.0f : v);
 	}
 }
 
-/* dbeta = sum g, dgamma = sum g*xhat (g = dy, masked by y > 0 under relu) */
-__global__ void bn_bwd_sums(size_t rows, int c, const float *x, const float *y, const float *dy,
-			    const float *mean, const float *var, float eps, int relu, double *acc)
+/* The gradient at the normalised value: dy, masked by y > 0 under relu. */
+__device__ __forceinline__ double bn_g(int t, const void *y, const void *dy, int relu, size_t at)
 {
-	auto g = [=](size_t r, int ch) -> double {
+	return relu && !(ld(t, y, at) > 0.0f) ? 0.0 : (double)ld(t, dy, at);
+}
+
+/* dbeta = sum g, dgamma = sum g*xhat */
+__global__ void bn_bwd_sums(int t, size_t rows, int c, const void *x, const void *y,
+			    const void *dy, const float *mean, const float *var, float eps,
+			    int relu, double *acc)
+{
+	auto g = [=](size_t r, int ch) { return bn_g(t, y, dy, relu, r * c + ch); };
+	auto gx = [=](size_t r, int ch) {
 		size_t at = r * c + ch;
-		return relu && !(y[at] > 0.0f) ? 0.0 : (double)dy[at];
-	};
-	auto gx = [=](size_t r, int ch) -> double {
-		size_t at = r * c + ch;
-		double gv = relu && !(y[at] > 0.0f) ? 0.0 : (double)dy[at];
-		return gv * (x[at] - mean[ch]) / sqrt((double)var[ch] + eps);
+		return bn_g(t, y, dy, relu, at) * (ld(t, x, at) - mean[ch]) /
+		       sqrt((double)var[ch] + eps);
 	};
 	channel_reduce(rows, c, g, gx, acc, acc + c);
 }
@@ -288,16 +315,16 @@ __global__ void bn_bwd_finish(int c, const double *acc, float *dgamma, float *db
 	}
 }
 
-__global__ void bn_bwd_dx(size_t rows, int c, const float *x, const float *y, const float *dy,
-			  const float *mean, const float *var, const float *gamma, float eps,
-			  int relu, const double *acc, float *dx)
+__global__ void bn_bwd_dx(int t, size_t rows, int c, const void *x, const void *y,
+			  const void *dy, const float *mean, const float *var, const float *gamma,
+			  float eps, int relu, const double *acc, void *dx)
 {
 	FOR_EACH(i, rows * (size_t)c) {
 		int ch = (int)(i % c);
 		double istd = 1.0 / sqrt((double)var[ch] + eps), m = (double)rows;
-		double g = relu && !(y[i] > 0.0f) ? 0.0 : (double)dy[i];
-		double xhat = (x[i] - mean[ch]) * istd;
-		dx[i] = (float)(gamma[ch] * istd / m * (m * g - acc[ch] - xhat * acc[c + ch]));
+		double g = bn_g(t, y, dy, relu, i);
+		double xhat = (ld(t, x, i) - mean[ch]) * istd;
+		st(t, dx, i, (float)(gamma[ch] * istd / m * (m * g - acc[ch] - xhat * acc[c + ch])));
 	}
 }
 
@@ -308,19 +335,23 @@ struct window {
 	int n, oy, ox, ch, y0, y1, x0, x1;
 };
 
-__device__ window window_of(const cuk_pool &p, size_t i)
+__device__ window window_at(const cuk_pool &p, int n, int oy, int ox, int ch)
 {
 	window w;
-	w.ch = (int)(i % p.c);
-	size_t r = i / p.c;
-	w.ox = (int)(r % p.ow);
-	r /= p.ow;
-	w.oy = (int)(r % p.oh);
-	w.n = (int)(r / p.oh);
-	int top = w.oy * p.stride - p.pt, left = w.ox * p.stride - p.pl;
+	w.n = n, w.oy = oy, w.ox = ox, w.ch = ch;
+	int top = oy * p.stride - p.pt, left = ox * p.stride - p.pl;
 	w.y0 = max(top, 0), w.y1 = min(top + p.k, p.h);
 	w.x0 = max(left, 0), w.x1 = min(left + p.k, p.w);
 	return w;
+}
+
+__device__ window window_of(const cuk_pool &p, size_t i)
+{
+	int ch = (int)(i % p.c);
+	size_t r = i / p.c;
+	int ox = (int)(r % p.ow);
+	r /= p.ow;
+	return window_at(p, (int)(r / p.oh), (int)(r % p.oh), ox, ch);
 }
 
 __device__ size_t at_in(const cuk_pool &p, int n, int y, int x, int ch)
@@ -328,96 +359,146 @@ __device__ size_t at_in(const cuk_pool &p, int n, int y, int x, int ch)
 	return (((size_t)n * p.h + y) * p.w + x) * p.c + ch;
 }
 
+__device__ size_t at_out(const cuk_pool &p, const window &w)
+{
+	return (((size_t)w.n * p.oh + w.oy) * p.ow + w.ox) * p.c + w.ch;
+}
+
+/* The outputs whose windows hold input row (or column) v: [*lo, *hi] of
+ * out, with pad before the first window (window o covers o*stride - pad
+ * up to k - 1 further). */
+__device__ void windows_over(int v, int pad, int k, int stride, int out, int *lo, int *hi)
+{
+	int first = v + pad - k + 1;   /* o*stride at least this */
+	*lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+	*hi = min((v + pad) / stride, out - 1);
+}
+
+/* Input value i: its sample and channel, and the windows (oy0..oy1 by
+ * ox0..ox1) that hold it. */
+struct held {
+	int n, ch, oy0, oy1, ox0, ox1;
+};
+
+__device__ held held_by(const cuk_pool &p, size_t i)
+{
+	held h;
+	h.ch = (int)(i % p.c);
+	size_t r = i / p.c;
+	int x = (int)(r % p.w), y = (int)(r / p.w % p.h);
+	h.n = (int)(r / p.w / p.h);
+	windows_over(y, p.pt, p.k, p.stride, p.oh, &h.oy0, &h.oy1);
+	windows_over(x, p.pl, p.k, p.stride, p.ow, &h.ox0, &h.ox1);
+	return h;
+}
+
 /* the first (row-major) position holding the window's largest value */
-__device__ size_t argmax_of(const cuk_pool &p, const window &w, const float *x)
+__device__ size_t argmax_of(const cuk_pool &p, const window &w, int t, const void *x)
 {
 	size_t best = at_in(p, w.n, w.y0, w.x0, w.ch);
+	float top = ld(t, x, best);
 	for (int y = w.y0; y < w.y1; y++)
 		for (int xx = w.x0; xx < w.x1; xx++) {
 			size_t at = at_in(p, w.n, y, xx, w.ch);
-			if (x[at] > x[best])
-				best = at;
+			float v = ld(t, x, at);
+			if (v > top)
+				best = at, top = v;
 		}
 	return best;
 }
 
-__global__ void maxpool_fwd(cuk_pool p, const float *x, float *y)
+__global__ void maxpool_fwd(int t, cuk_pool p, const void *x, void *y)
 {
 	FOR_EACH(i, (size_t)p.n * p.oh * p.ow * p.c) {
 		window w = window_of(p, i);
-		y[i] = x[argmax_of(p, w, x)];
+		st(t, y, i, ld(t, x, argmax_of(p, w, t, x)));
 	}
 }
 
-__global__ void maxpool_bwd(cuk_pool p, const float *x, const float *dy, float *dx)
+/* One thread per input value: dy of every window whose maximum it is, in
+ * the windows' order (ref's), summed in float. */
+__global__ void maxpool_bwd(int t, cuk_pool p, const void *x, const void *dy, void *dx)
 {
-	FOR_EACH(i, (size_t)p.n * p.oh * p.ow * p.c) {
-		window w = window_of(p, i);
-		atomicAdd(&dx[argmax_of(p, w, x)], dy[i]);
+	FOR_EACH(i, (size_t)p.n * p.h * p.w * p.c) {
+		held h = held_by(p, i);
+		float g = 0.0f;
+		for (int oy = h.oy0; oy <= h.oy1; oy++)
+			for (int ox = h.ox0; ox <= h.ox1; ox++) {
+				window w = window_at(p, h.n, oy, ox, h.ch);
+				if (argmax_of(p, w, t, x) == i)
+					g += ld(t, dy, at_out(p, w));
+			}
+		st(t, dx, i, g);
 	}
 }
 
-__global__ void avgpool_fwd(cuk_pool p, const float *x, float *y)
+__global__ void avgpool_fwd(int t, cuk_pool p, const void *x, void *y)
 {
 	FOR_EACH(i, (size_t)p.n * p.oh * p.ow * p.c) {
 		window w = window_of(p, i);
 		double sum = 0;
 		for (int yy = w.y0; yy < w.y1; yy++)
 			for (int xx = w.x0; xx < w.x1; xx++)
-				sum += x[at_in(p, w.n, yy, xx, w.ch)];
-		y[i] = (float)(sum / ((w.y1 - w.y0) * (w.x1 - w.x0)));
+				sum += ld(t, x, at_in(p, w.n, yy, xx, w.ch));
+		st(t, y, i, (float)(sum / ((w.y1 - w.y0) * (w.x1 - w.x0))));
 	}
 }
 
-__global__ void avgpool_bwd(cuk_pool p, const float *dy, float *dx)
+/* One thread per input value: dy / count of every window it is in, summed
+ * in double as ref does. */
+__global__ void avgpool_bwd(int t, cuk_pool p, const void *dy, void *dx)
 {
-	FOR_EACH(i, (size_t)p.n * p.oh * p.ow * p.c) {
-		window w = window_of(p, i);
-		float g = dy[i] / (float)((w.y1 - w.y0) * (w.x1 - w.x0));
-		for (int yy = w.y0; yy < w.y1; yy++)
-			for (int xx = w.x0; xx < w.x1; xx++)
-				atomicAdd(&dx[at_in(p, w.n, yy, xx, w.ch)], g);
+	FOR_EACH(i, (size_t)p.n * p.h * p.w * p.c) {
+		held h = held_by(p, i);
+		double g = 0;
+		for (int oy = h.oy0; oy <= h.oy1; oy++)
+			for (int ox = h.ox0; ox <= h.ox1; ox++) {
+				window w = window_at(p, h.n, oy, ox, h.ch);
+				g += (double)ld(t, dy, at_out(p, w)) / ((w.y1 - w.y0) * (w.x1 - w.x0));
+			}
+		st(t, dx, i, (float)g);
 	}
 }
 
 /* one thread per (sample, channel): reads are strided by c across the
- * image but neighbouring threads read neighbouring channels */
-__global__ void gap_fwd(int n, int hw, int c, const float *x, float *y)
+ * image but neighbouring threads read neighbouring channels; x of type tx,
+ * y (rank 2) of type ty */
+__global__ void gap_fwd(int tx, int ty, int n, int hw, int c, const void *x, void *y)
 {
 	FOR_EACH(i, (size_t)n * c) {
 		size_t s = i / c, ch = i % c;
 		double sum = 0;
 		for (int k = 0; k < hw; k++)
-			sum += x[(s * hw + k) * c + ch];
-		y[i] = (float)(sum / hw);
+			sum += ld(tx, x, (s * hw + k) * c + ch);
+		st(ty, y, i, (float)(sum / hw));
 	}
 }
 
-__global__ void gap_bwd(int n, int hw, int c, const float *dy, float *dx)
+__global__ void gap_bwd(int tx, int ty, int n, int hw, int c, const void *dy, void *dx)
 {
 	FOR_EACH(i, (size_t)n * hw * c) {
 		size_t ch = i % c, s = i / ((size_t)hw * c);
-		dx[i] = dy[s * c + ch] / (float)hw;
+		st(tx, dx, i, ld(ty, dy, s * c + ch) / (float)hw);
 	}
 }
 
-__global__ void pad_k(int n, int h, int w, int c, int hp, int wp, int pt, int pl, const float *src,
-		      float *dst)
+__global__ void pad_k(int t, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
+		      const void *src, void *dst)
 {
 	FOR_EACH(i, (size_t)n * h * w * c) {
 		size_t r = i / c;
 		int ch = (int)(i % c), x = (int)(r % w), y = (int)((r / w) % h), s = (int)(r / w / h);
-		dst[(((size_t)s * hp + y + pt) * wp + x + pl) * c + ch] = src[i];
+		st(t, dst, (((size_t)s * hp + y + pt) * wp + x + pl) * c + ch, ld(t, src, i));
 	}
 }
 
-__global__ void crop_k(int n, int h, int w, int c, int hp, int wp, int pt, int pl, const float *src,
-		       float *dst)
+__global__ void crop_k(int t, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
+		       const void *src, void *dst)
 {
 	FOR_EACH(i, (size_t)n * h * w * c) {
 		size_t r = i / c;
 		int ch = (int)(i % c), x = (int)(r % w), y = (int)((r / w) % h), s = (int)(r / w / h);
-		dst[i] = src[(((size_t)s * hp + y + pt) * wp + x + pl) * c + ch];
+		st(t, dst, i, ld(t, src, (((size_t)s * hp + y + pt) * wp + x + pl) * c + ch));
 	}
 }
 
@@ -459,15 +540,16 @@ __global__ void loss_k(int n, int classes, const float *z, const int *labels, fl
 
 extern "C" {
 
-cudaError_t cuk_relu_fwd(cudaStream_t s, size_t count, const float *x, float *y)
+cudaError_t cuk_relu_fwd(cudaStream_t s, int t, size_t count, const void *x, void *y)
 {
-	relu_fwd<<<blocks_for(count), THREADS, 0, s>>>(count, x, y);
+	relu_fwd<<<blocks_for(count), THREADS, 0, s>>>(t, count, x, y);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_relu_bwd(cudaStream_t s, size_t count, const float *x, const float *dy, float *dx)
+cudaError_t cuk_relu_bwd(cudaStream_t s, int t, size_t count, const void *x, const void *dy,
+			 void *dx)
 {
-	relu_bwd<<<blocks_for(count), THREADS, 0, s>>>(count, x, dy, dx);
+	relu_bwd<<<blocks_for(count), THREADS, 0, s>>>(t, count, x, dy, dx);
 	return cudaGetLastError();
 }
 
@@ -477,9 +559,9 @@ cudaError_t cuk_copy(cudaStream_t s, size_t count, const float *x, float *y)
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_accumulate(cudaStream_t s, size_t count, float *y, const float *x)
+cudaError_t cuk_accumulate(cudaStream_t s, int t, size_t count, void *y, const void *x)
 {
-	accumulate_k<<<blocks_for(count), THREADS, 0, s>>>(count, y, x);
+	accumulate_k<<<blocks_for(count), THREADS, 0, s>>>(t, count, y, x);
 	return cudaGetLastError();
 }
 
@@ -502,31 +584,31 @@ cudaError_t cuk_sgd(cudaStream_t s, size_t count, float *w, const float *g, floa
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_add_fwd(cudaStream_t s, size_t count, struct cuk_args a, int nx, int acc,
-			int relu, float *y)
+cudaError_t cuk_add_fwd(cudaStream_t s, int t, size_t count, struct cuk_args a, int nx, int acc,
+			int relu, void *y)
 {
-	add_fwd<<<blocks_for(count), THREADS, 0, s>>>(count, a, nx, acc, relu, y);
+	add_fwd<<<blocks_for(count), THREADS, 0, s>>>(t, count, a, nx, acc, relu, y);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_add_bwd(cudaStream_t s, size_t count, struct cuk_args a, int ndx, int relu,
-			const float *y, const float *dy)
+cudaError_t cuk_add_bwd(cudaStream_t s, int t, size_t count, struct cuk_args a, int ndx,
+			int relu, const void *y, const void *dy)
 {
-	add_bwd<<<blocks_for(count), THREADS, 0, s>>>(count, a, ndx, relu, y, dy);
+	add_bwd<<<blocks_for(count), THREADS, 0, s>>>(t, count, a, ndx, relu, y, dy);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_slice_put(cudaStream_t s, size_t rows, int cx, int cy, int off, const float *x,
-			  float *y)
+cudaError_t cuk_slice_put(cudaStream_t s, int t, size_t rows, int cx, int cy, int off,
+			  const void *x, void *y)
 {
-	slice_put<<<blocks_for(rows * cx), THREADS, 0, s>>>(rows, cx, cy, off, x, y);
+	slice_put<<<blocks_for(rows * cx), THREADS, 0, s>>>(t, rows, cx, cy, off, x, y);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_slice_get(cudaStream_t s, size_t rows, int cx, int cy, int off, const float *dy,
-			  float *dx)
+cudaError_t cuk_slice_get(cudaStream_t s, int t, size_t rows, int cx, int cy, int off,
+			  const void *dy, void *dx)
 {
-	slice_get<<<blocks_for(rows * cx), THREADS, 0, s>>>(rows, cx, cy, off, dy, dx);
+	slice_get<<<blocks_for(rows * cx), THREADS, 0, s>>>(t, rows, cx, cy, off, dy, dx);
 	return cudaGetLastError();
 }
 
@@ -544,41 +626,47 @@ cudaError_t cuk_dropout_bwd(cudaStream_t s, size_t count, float scale, const uin
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_bias_add(cudaStream_t s, size_t rows, int c, const float *b, float *y)
+cudaError_t cuk_bias_add(cudaStream_t s, int t, size_t rows, int c, const float *b, void *y)
 {
-	bias_add_k<<<blocks_for(rows * c), THREADS, 0, s>>>(rows, c, b, y);
+	bias_add_k<<<blocks_for(rows * c), THREADS, 0, s>>>(t, rows, c, b, y);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_channel_sum(cudaStream_t s, size_t rows, int c, const float *x, double *acc,
-			    float *sum)
+cudaError_t cuk_channel_sum(cudaStream_t s, int t, size_t rows, int c, const void *x,
+			    double *acc, float *sum)
 {
 	cudaError_t e = cudaMemsetAsync(acc, 0, sizeof(double) * c, s);
 	if (e != cudaSuccess)
 		return e;
-	channel_sum_k<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(rows, c, x, acc);
+	channel_sum_k<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(t, rows, c, x, acc);
 	if ((e = cudaGetLastError()) != cudaSuccess)
 		return e;
 	to_float<<<(c + THREADS - 1) / THREADS, THREADS, 0, s>>>(c, acc, sum);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_pad(cudaStream_t s, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
-		    const float *src, float *dst)
+/* Bytes of one value of type t. */
+static size_t size_of(int t)
 {
-	cudaError_t e = cudaMemsetAsync(dst, 0, sizeof(float) * n * hp * wp * c, s);
+	return t == CUK_BF16 ? sizeof(__nv_bfloat16) : sizeof(float);
+}
+
+cudaError_t cuk_pad(cudaStream_t s, int t, int n, int h, int w, int c, int hp, int wp, int pt,
+		    int pl, const void *src, void *dst)
+{
+	cudaError_t e = cudaMemsetAsync(dst, 0, size_of(t) * n * hp * wp * c, s);
 	if (e != cudaSuccess)
 		return e;
-	pad_k<<<blocks_for((size_t)n * h * w * c), THREADS, 0, s>>>(n, h, w, c, hp, wp, pt, pl, src,
-								     dst);
+	pad_k<<<blocks_for((size_t)n * h * w * c), THREADS, 0, s>>>(t, n, h, w, c, hp, wp, pt, pl,
+								     src, dst);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_crop(cudaStream_t s, int n, int h, int w, int c, int hp, int wp, int pt, int pl,
-		     const float *src, float *dst)
+cudaError_t cuk_crop(cudaStream_t s, int t, int n, int h, int w, int c, int hp, int wp, int pt,
+		     int pl, const void *src, void *dst)
 {
-	crop_k<<<blocks_for((size_t)n * h * w * c), THREADS, 0, s>>>(n, h, w, c, hp, wp, pt, pl, src,
-								      dst);
+	crop_k<<<blocks_for((size_t)n * h * w * c), THREADS, 0, s>>>(t, n, h, w, c, hp, wp, pt, pl,
+								      src, dst);
 	return cudaGetLastError();
 }
 
@@ -587,57 +675,58 @@ static size_t pool_outputs(const cuk_pool &p)
 	return (size_t)p.n * p.oh * p.ow * p.c;
 }
 
-cudaError_t cuk_maxpool_fwd(cudaStream_t s, struct cuk_pool p, const float *x, float *y)
+static size_t pool_inputs(const cuk_pool &p)
 {
-	maxpool_fwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(p, x, y);
+	return (size_t)p.n * p.h * p.w * p.c;
+}
+
+cudaError_t cuk_maxpool_fwd(cudaStream_t s, int t, struct cuk_pool p, const void *x, void *y)
+{
+	maxpool_fwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(t, p, x, y);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_maxpool_bwd(cudaStream_t s, struct cuk_pool p, const float *x, const float *dy,
-			    float *dx)
+cudaError_t cuk_maxpool_bwd(cudaStream_t s, int t, struct cuk_pool p, const void *x,
+			    const void *dy, void *dx)
 {
-	cudaError_t e = cudaMemsetAsync(dx, 0, sizeof(float) * p.n * p.h * p.w * p.c, s);
-	if (e != cudaSuccess)
-		return e;
-	maxpool_bwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(p, x, dy, dx);
+	maxpool_bwd<<<blocks_for(pool_inputs(p)), THREADS, 0, s>>>(t, p, x, dy, dx);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_avgpool_fwd(cudaStream_t s, struct cuk_pool p, const float *x, float *y)
+cudaError_t cuk_avgpool_fwd(cudaStream_t s, int t, struct cuk_pool p, const void *x, void *y)
 {
-	avgpool_fwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(p, x, y);
+	avgpool_fwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(t, p, x, y);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_avgpool_bwd(cudaStream_t s, struct cuk_pool p, const float *dy, float *dx)
+cudaError_t cuk_avgpool_bwd(cudaStream_t s, int t, struct cuk_pool p, const void *dy, void *dx)
 {
-	cudaError_t e = cudaMemsetAsync(dx, 0, sizeof(float) * p.n * p.h * p.w * p.c, s);
-	if (e != cudaSuccess)
-		return e;
-	avgpool_bwd<<<blocks_for(pool_outputs(p)), THREADS, 0, s>>>(p, dy, dx);
+	avgpool_bwd<<<blocks_for(pool_inputs(p)), THREADS, 0, s>>>(t, p, dy, dx);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_gap_fwd(cudaStream_t s, int n, int hw, int c, const float *x, float *y)
+cudaError_t cuk_gap_fwd(cudaStream_t s, int tx, int ty, int n, int hw, int c, const void *x,
+			void *y)
 {
-	gap_fwd<<<blocks_for((size_t)n * c), THREADS, 0, s>>>(n, hw, c, x, y);
+	gap_fwd<<<blocks_for((size_t)n * c), THREADS, 0, s>>>(tx, ty, n, hw, c, x, y);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_gap_bwd(cudaStream_t s, int n, int hw, int c, const float *dy, float *dx)
+cudaError_t cuk_gap_bwd(cudaStream_t s, int tx, int ty, int n, int hw, int c, const void *dy,
+			void *dx)
 {
-	gap_bwd<<<blocks_for((size_t)n * hw * c), THREADS, 0, s>>>(n, hw, c, dy, dx);
+	gap_bwd<<<blocks_for((size_t)n * hw * c), THREADS, 0, s>>>(tx, ty, n, hw, c, dy, dx);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_bn_stats(cudaStream_t s, size_t rows, int c, const float *x, double *acc,
+cudaError_t cuk_bn_stats(cudaStream_t s, int t, size_t rows, int c, const void *x, double *acc,
 			 float *save_mean, float *save_var, float *run_mean, float *run_var,
 			 float momentum)
 {
 	cudaError_t e = cudaMemsetAsync(acc, 0, 2 * sizeof(double) * c, s);
 	if (e != cudaSuccess)
 		return e;
-	bn_sums<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(rows, c, x, acc);
+	bn_sums<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(t, rows, c, x, acc);
 	if ((e = cudaGetLastError()) != cudaSuccess)
 		return e;
 	bn_finish_stats<<<(c + THREADS - 1) / THREADS, THREADS, 0, s>>>(
@@ -645,32 +734,31 @@ cudaError_t cuk_bn_stats(cudaStream_t s, size_t rows, int c, const float *x, dou
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_bn_norm(cudaStream_t s, size_t rows, int c, const float *x, const float *mean,
-			const float *var, const float *gamma, const float *beta, float eps,
-			int relu, float *y)
+cudaError_t cuk_bn_norm(cudaStream_t s, int t, size_t rows, int c, const void *x,
+			const float *mean, const float *var, const float *gamma, const float *beta,
+			float eps, int relu, void *y)
 {
-	bn_norm_k<<<blocks_for(rows * c), THREADS, 0, s>>>(rows, c, x, mean, var, gamma, beta, eps,
-							    relu, y);
+	bn_norm_k<<<blocks_for(rows * c), THREADS, 0, s>>>(t, rows, c, x, mean, var, gamma, beta,
+							    eps, relu, y);
 	return cudaGetLastError();
 }
 
-cudaError_t cuk_bn_bwd(cudaStream_t s, size_t rows, int c, const float *x, const float *y,
-		       const float *dy, const float *mean, const float *var, const float *gamma,
-		       float eps, int relu, double *acc, float *dgamma, float *dbeta, float *dx)
+cudaError_t cuk_bn_bwd(cudaStream_t s, int t, size_t rows, int c, const void *x, const void *y,
+		       const void *dy, const float *mean, const float *var, const float *gamma,
+		       float eps, int relu, double *acc, float *dgamma, float *dbeta, void *dx)
 {
 	cudaError_t e = cudaMemsetAsync(acc, 0, 2 * sizeof(double) * c, s);
 	if (e != cudaSuccess)
 		return e;
-	bn_bwd_sums<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(rows, c, x, y, dy,
-									       mean, var, eps, relu,
-									       acc);
+	bn_bwd_sums<<<channel_grid(rows, c), dim3(CH_TILE, ROW_TILE), 0, s>>>(
+		t, rows, c, x, y, dy, mean, var, eps, relu, acc);
 	if ((e = cudaGetLastError()) != cudaSuccess)
 		return e;
 	bn_bwd_finish<<<(c + THREADS - 1) / THREADS, THREADS, 0, s>>>(c, acc, dgamma, dbeta);
 	if ((e = cudaGetLastError()) != cudaSuccess || !dx)
 		return e;
-	bn_bwd_dx<<<blocks_for(rows * c), THREADS, 0, s>>>(rows, c, x, y, dy, mean, var, gamma, eps,
-							    relu, acc, dx);
+	bn_bwd_dx<<<blocks_for(rows * c), THREADS, 0, s>>>(t, rows, c, x, y, dy, mean, var, gamma,
+							    eps, relu, acc, dx);
 	return cudaGetLastError();
 }
 
