@@ -108,12 +108,19 @@ __global__ void sgd_k(size_t count, float *w, const float *g, float *v, float lr
 	}
 }
 
+/* add_fwd and add_bwd index the argument arrays with constants only (the
+ * loops over CUK_MAX_ARGS unroll): a run-time index into a by-value
+ * parameter array makes every thread copy it to local memory first (a
+ * 128-byte stack frame in `nvcc -Xptxas -v`; on an H200 these two kernels
+ * took 40% of a ResNet-50 step, docs/cuda.md). */
 __global__ void add_fwd(int t, size_t count, cuk_args a, int nx, int acc, int relu, void *y)
 {
 	FOR_EACH(i, count) {
 		double sum = acc ? ld(t, y, i) : 0.0;
-		for (int k = 0; k < nx; k++)
-			sum += ld(t, a.x[k], i);
+#pragma unroll
+		for (int k = 0; k < CUK_MAX_ARGS; k++)
+			if (k < nx)
+				sum += ld(t, a.x[k], i);
 		if (relu && sum < 0)
 			sum = 0;
 		st(t, y, i, (float)sum);
@@ -125,8 +132,9 @@ __global__ void add_bwd(int t, size_t count, cuk_args a, int ndx, int relu, cons
 {
 	FOR_EACH(i, count) {
 		float g = relu && !(ld(t, y, i) > 0.0f) ? 0.0f : ld(t, dy, i);
-		for (int k = 0; k < ndx; k++)
-			if (a.dx[k])
+#pragma unroll
+		for (int k = 0; k < CUK_MAX_ARGS; k++)
+			if (k < ndx && a.dx[k])
 				st(t, a.dx[k], i, g);
 	}
 }
