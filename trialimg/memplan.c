@@ -445,8 +445,8 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	fprintf(out, "  backend workspace     %9.2f%s\n", mb(p->workspace, n),
 		!ws ? "  (not counted: this backend declares none before it runs)"
 		: ctx->be->caps & OPS_CAP_GPU
-			? "  (its copies around convolutions; cuDNN's own workspace is known only "
-			  "on the device: not counted)"
+			? "  (its copies around convolutions; cuDNN's and cuBLASLt's workspace, "
+			  "the most their algorithms may take, is fixed, below)"
 			: "");
 	fprintf(out, "  total                 %9.2f\n", mb(per, n));
 	fprintf(out, "fixed, MB:\n");

@@ -71,6 +71,15 @@ cudnnMathType_t cuda_conv_math(enum ops_dtype type, cudnnMathType_t listed)
 /* NO_ALGO: cuDNN lists no usable algorithm for the layer in p->type */
 enum { NO_ALGO = -2 };
 
+/* The most workspace a pass's algorithm may take: one that needs more is
+ * passed over, so the memory plan counts cuDNN's workspace before the
+ * device is known (conv_workspace). The implicit-GEMM algorithms take
+ * little or none, and cuDNN lists them for every layer. */
+#define CONV_WS_MAX ((size_t)256 << 20)
+
+/* Whether a listed algorithm can run here: cuDNN says so, within CONV_WS_MAX. */
+#define USABLE(perf) ((perf).status == CUDNN_STATUS_SUCCESS && (perf).memory <= CONV_WS_MAX)
+
 static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 {
 	cudnnHandle_t h = cuda_ctx(ctx)->dnn;
@@ -84,11 +93,12 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 							   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, f));
 	int pick = -1;
 	for (int k = 0; k < got; k++)   /* the first usable, or the direct one */
-		if (f[k].status == CUDNN_STATUS_SUCCESS &&
+		if (USABLE(f[k]) &&
 		    (pick < 0 || (direct && f[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)))
 			pick = k;
 	if (pick < 0)
-		return error("cuDNN has no forward convolution algorithm for this layer"), NO_ALGO;
+		return error("cuDNN has no forward convolution algorithm for this layer within "
+			     "%zu MiB of workspace", CONV_WS_MAX >> 20), NO_ALGO;
 	p->fwd = f[pick].algo;
 	p->fwd_math = cuda_conv_math(p->type, f[pick].mathType);
 
@@ -96,11 +106,12 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 		h, p->w, p->y, p->conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, d));
 	pick = -1;
 	for (int k = 0; k < got; k++)
-		if (d[k].status == CUDNN_STATUS_SUCCESS &&
+		if (USABLE(d[k]) &&
 		    (pick < 0 || (direct && d[k].algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)))
 			pick = k;
 	if (pick < 0)
-		return error("cuDNN has no backward-data convolution algorithm for this layer"),
+		return error("cuDNN has no backward-data convolution algorithm for this layer "
+			     "within %zu MiB of workspace", CONV_WS_MAX >> 20),
 		       NO_ALGO;
 	p->bwd_data = d[pick].algo;
 	p->bwd_data_math = cuda_conv_math(p->type, d[pick].mathType);
@@ -109,11 +120,12 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 		h, p->x, p->y, p->conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, g));
 	pick = -1;
 	for (int k = 0; k < got; k++)
-		if (g[k].status == CUDNN_STATUS_SUCCESS &&
+		if (USABLE(g[k]) &&
 		    (pick < 0 || (direct && g[k].algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1)))
 			pick = k;
 	if (pick < 0)
-		return error("cuDNN has no backward-filter convolution algorithm for this layer"),
+		return error("cuDNN has no backward-filter convolution algorithm for this layer "
+			     "within %zu MiB of workspace", CONV_WS_MAX >> 20),
 		       NO_ALGO;
 	p->bwd_filter = g[pick].algo;
 	p->bwd_filter_math = cuda_conv_math(p->type, g[pick].mathType);
@@ -378,11 +390,11 @@ static size_t pass_scratch(const struct ops_layer *l, int n, enum ops_dtype t)
 	return fwd > bwd ? fwd : bwd;
 }
 
-/* pass_scratch in ctx->conv_type; a 16-bit layer whose input channels are
- * not a multiple of 8 may find no 16-bit algorithm and run in fp32
- * (plan_of), so it counts the larger of both. Not counted, as it is known
- * only on the device: cuDNN's own workspace for the algorithms its
- * heuristics pick (conv_plan.ws). Between calls the layer keeps nothing: 0. */
+/* pass_scratch in ctx->conv_type (a 16-bit layer whose input channels are
+ * not a multiple of 8 may find no 16-bit algorithm and run in fp32,
+ * plan_of: the larger of both), and cuDNN's workspace, at most CONV_WS_MAX
+ * (its size is known only on the device). Between calls the layer keeps
+ * nothing: 0. */
 static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
 			     size_t *scratch)
 {
@@ -391,6 +403,7 @@ static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *
 		size_t f = pass_scratch(l, n, OPS_F32);
 		*scratch = f > *scratch ? f : *scratch;
 	}
+	*scratch += cuda_scratch_bytes(CONV_WS_MAX);
 	return 0;
 }
 

@@ -199,10 +199,24 @@ static void dense_release(struct ops_ctx *ctx, struct ops_layer *l)
 	l->priv = NULL;
 }
 
+/* What a pass takes of the backend's scratch arena: cuBLASLt's workspace
+ * for each of its matrix products, at most MM_WS_MAX each (two in the
+ * backward), and the bias gradient's double sums. Between calls the layer
+ * keeps nothing: 0. */
+static size_t dense_workspace(const struct ops_ctx *ctx, const struct ops_layer *l, int n,
+			      size_t *scratch)
+{
+	(void)ctx, (void)n;
+	*scratch = cuda_scratch_bytes((size_t)l->cfg.units * sizeof(double)) +
+		   2 * cuda_scratch_bytes(MM_WS_MAX);
+	return 0;
+}
+
 const struct ops_layer_ops cuda_dense_ops = {
 	.type = OPS_DENSE,
 	.name = "fully connected",
 	.forward = dense_forward,
 	.backward = dense_backward,
 	.release = dense_release,
+	.workspace = dense_workspace,
 };
