@@ -20,12 +20,12 @@ static size_t count_of(const struct ops_layer *l, int n)
 
 /* Bytes of count values of the layer's output type (its inputs', but for
  * global average pooling's). */
-static size_t B(const struct ops_layer *l, size_t count)
+static size_t bytes_of(const struct ops_layer *l, size_t count)
 {
 	return cuda_bytes(count, l->out_type);
 }
 
-static int T(const struct ops_layer *l)
+static int type_of(const struct ops_layer *l)
 {
 	return cuda_type(l->out_type);
 }
@@ -38,10 +38,10 @@ static int relu_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	(void)train;
 	size_t count = count_of(l, n);
 	void *dx, *dy;
-	if (cuda_begin(ctx) || cuda_in(ctx, x[0], B(l, count), &dx) ||
-	    cuda_out(ctx, y, B(l, count), 0, &dy))
+	if (cuda_begin(ctx) || cuda_in(ctx, x[0], bytes_of(l, count), &dx) ||
+	    cuda_out(ctx, y, bytes_of(l, count), 0, &dy))
 		return -1;
-	CUDA_LAUNCH(cuk_relu_fwd(stream(ctx), T(l), count, dx, dy));
+	CUDA_LAUNCH(cuk_relu_fwd(stream(ctx), type_of(l), count, dx, dy));
 	return cuda_end(ctx);
 }
 
@@ -53,10 +53,11 @@ static int relu_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	void *gx, *gdy, *gdx;
 	if (!dx[0])
 		return 0;
-	if (cuda_begin(ctx) || cuda_in(ctx, x[0], B(l, count), &gx) ||
-	    cuda_in(ctx, dy, B(l, count), &gdy) || cuda_out(ctx, dx[0], B(l, count), 0, &gdx))
+	if (cuda_begin(ctx) || cuda_in(ctx, x[0], bytes_of(l, count), &gx) ||
+	    cuda_in(ctx, dy, bytes_of(l, count), &gdy) ||
+	    cuda_out(ctx, dx[0], bytes_of(l, count), 0, &gdx))
 		return -1;
-	CUDA_LAUNCH(cuk_relu_bwd(stream(ctx), T(l), count, gx, gdy, gdx));
+	CUDA_LAUNCH(cuk_relu_bwd(stream(ctx), type_of(l), count, gx, gdy, gdx));
 	return cuda_end(ctx);
 }
 
@@ -93,13 +94,13 @@ static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const flo
 	size_t rows = (size_t)n * s->h * s->w, count = rows * s->c;
 	struct bn_dev d;
 	void *gx, *gy;
-	if (cuda_begin(ctx) || cuda_in(ctx, x[0], B(l, count), &gx) ||
-	    cuda_out(ctx, y, B(l, count), 0, &gy) || bn_stage(ctx, l, train, &d))
+	if (cuda_begin(ctx) || cuda_in(ctx, x[0], bytes_of(l, count), &gx) ||
+	    cuda_out(ctx, y, bytes_of(l, count), 0, &gy) || bn_stage(ctx, l, train, &d))
 		return -1;
 	if (train)
-		CUDA_LAUNCH(cuk_bn_stats(stream(ctx), T(l), rows, s->c, gx, d.acc, d.save_mean,
+		CUDA_LAUNCH(cuk_bn_stats(stream(ctx), type_of(l), rows, s->c, gx, d.acc, d.save_mean,
 					 d.save_var, d.run_mean, d.run_var, l->cfg.momentum));
-	CUDA_LAUNCH(cuk_bn_norm(stream(ctx), T(l), rows, s->c, gx,
+	CUDA_LAUNCH(cuk_bn_norm(stream(ctx), type_of(l), rows, s->c, gx,
 				train ? d.save_mean : d.run_mean,
 				train ? d.save_var : d.run_var, d.gamma, d.beta, l->cfg.eps,
 				l->cfg.fuse_relu, gy));
@@ -115,12 +116,12 @@ static int bn_recompute(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	const struct ops_shape *s = &l->in[0];
 	size_t rows = (size_t)n * s->h * s->w, count = rows * s->c, c = (size_t)s->c;
 	void *gx, *gy, *gamma, *beta, *mean, *var;
-	if (cuda_begin(ctx) || cuda_in(ctx, x[0], B(l, count), &gx) ||
-	    cuda_out(ctx, y, B(l, count), 0, &gy) || cuda_in(ctx, l->gamma, F(c), &gamma) ||
+	if (cuda_begin(ctx) || cuda_in(ctx, x[0], bytes_of(l, count), &gx) ||
+	    cuda_out(ctx, y, bytes_of(l, count), 0, &gy) || cuda_in(ctx, l->gamma, F(c), &gamma) ||
 	    cuda_in(ctx, l->beta, F(c), &beta) || cuda_in(ctx, l->save_mean, F(c), &mean) ||
 	    cuda_in(ctx, l->save_var, F(c), &var))
 		return -1;
-	CUDA_LAUNCH(cuk_bn_norm(stream(ctx), T(l), rows, s->c, gx, mean, var, gamma, beta,
+	CUDA_LAUNCH(cuk_bn_norm(stream(ctx), type_of(l), rows, s->c, gx, mean, var, gamma, beta,
 				l->cfg.eps, l->cfg.fuse_relu, gy));
 	return cuda_end(ctx);
 }
@@ -131,14 +132,14 @@ static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const fl
 	const struct ops_shape *s = &l->in[0];
 	size_t rows = (size_t)n * s->h * s->w, count = rows * s->c, c = (size_t)s->c;
 	void *gx, *gy, *gdy, *gdx, *gamma, *mean, *var, *acc, *dgamma, *dbeta;
-	if (cuda_begin(ctx) || cuda_in(ctx, x[0], B(l, count), &gx) ||
-	    cuda_in(ctx, y, B(l, count), &gy) || cuda_in(ctx, dy, B(l, count), &gdy) ||
-	    cuda_out(ctx, dx[0], B(l, count), 0, &gdx) || cuda_in(ctx, l->gamma, F(c), &gamma) ||
+	if (cuda_begin(ctx) || cuda_in(ctx, x[0], bytes_of(l, count), &gx) ||
+	    cuda_in(ctx, y, bytes_of(l, count), &gy) || cuda_in(ctx, dy, bytes_of(l, count), &gdy) ||
+	    cuda_out(ctx, dx[0], bytes_of(l, count), 0, &gdx) || cuda_in(ctx, l->gamma, F(c), &gamma) ||
 	    cuda_in(ctx, l->save_mean, F(c), &mean) || cuda_in(ctx, l->save_var, F(c), &var) ||
 	    cuda_out(ctx, l->dgamma, F(c), 0, &dgamma) || cuda_out(ctx, l->dbeta, F(c), 0, &dbeta) ||
 	    cuda_scratch(ctx, 2 * c * sizeof(double), &acc))
 		return -1;
-	CUDA_LAUNCH(cuk_bn_bwd(stream(ctx), T(l), rows, s->c, gx, gy, gdy, mean, var, gamma,
+	CUDA_LAUNCH(cuk_bn_bwd(stream(ctx), type_of(l), rows, s->c, gx, gy, gdy, mean, var, gamma,
 			       l->cfg.eps, l->cfg.fuse_relu, acc, dgamma, dbeta, gdx));
 	return cuda_end(ctx);
 }
@@ -170,17 +171,18 @@ static int pool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	void *gx, *gy;
 	struct cuk_pool p = pool_of(l, n);
 	if (cuda_begin(ctx) || cuda_in(ctx, x[0], cuda_bytes(nx, tx), &gx) ||
-	    cuda_out(ctx, y, B(l, ny), 0, &gy))
+	    cuda_out(ctx, y, bytes_of(l, ny), 0, &gy))
 		return -1;
 	switch (l->cfg.type) {
 	case OPS_MAXPOOL:
-		CUDA_LAUNCH(cuk_maxpool_fwd(stream(ctx), T(l), p, gx, gy));
+		CUDA_LAUNCH(cuk_maxpool_fwd(stream(ctx), type_of(l), p, gx, gy));
 		break;
 	case OPS_AVGPOOL:
-		CUDA_LAUNCH(cuk_avgpool_fwd(stream(ctx), T(l), p, gx, gy));
+		CUDA_LAUNCH(cuk_avgpool_fwd(stream(ctx), type_of(l), p, gx, gy));
 		break;
 	default:
-		CUDA_LAUNCH(cuk_gap_fwd(stream(ctx), cuda_type(tx), T(l), n, p.h * p.w, p.c, gx, gy));
+		CUDA_LAUNCH(cuk_gap_fwd(stream(ctx), cuda_type(tx), type_of(l), n, p.h * p.w, p.c, gx,
+					gy));
 		break;
 	}
 	return cuda_end(ctx);
@@ -198,17 +200,17 @@ static int pool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 		return 0;
 	if (cuda_begin(ctx) ||
 	    (l->cfg.type == OPS_MAXPOOL && cuda_in(ctx, x[0], cuda_bytes(nx, tx), &gx)) ||
-	    cuda_in(ctx, dy, B(l, ny), &gdy) || cuda_out(ctx, dx[0], cuda_bytes(nx, tx), 0, &gdx))
+	    cuda_in(ctx, dy, bytes_of(l, ny), &gdy) || cuda_out(ctx, dx[0], cuda_bytes(nx, tx), 0, &gdx))
 		return -1;
 	switch (l->cfg.type) {
 	case OPS_MAXPOOL:
-		CUDA_LAUNCH(cuk_maxpool_bwd(stream(ctx), T(l), p, gx, gdy, gdx));
+		CUDA_LAUNCH(cuk_maxpool_bwd(stream(ctx), type_of(l), p, gx, gdy, gdx));
 		break;
 	case OPS_AVGPOOL:
-		CUDA_LAUNCH(cuk_avgpool_bwd(stream(ctx), T(l), p, gdy, gdx));
+		CUDA_LAUNCH(cuk_avgpool_bwd(stream(ctx), type_of(l), p, gdy, gdx));
 		break;
 	default:
-		CUDA_LAUNCH(cuk_gap_bwd(stream(ctx), cuda_type(tx), T(l), n, p.h * p.w, p.c, gdy,
+		CUDA_LAUNCH(cuk_gap_bwd(stream(ctx), cuda_type(tx), type_of(l), n, p.h * p.w, p.c, gdy,
 					gdx));
 		break;
 	}
@@ -296,16 +298,16 @@ static int add_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const fl
 	(void)train;
 	size_t count = count_of(l, n);
 	void *gy;
-	if (cuda_begin(ctx) || cuda_out(ctx, y, B(l, count), 0, &gy))
+	if (cuda_begin(ctx) || cuda_out(ctx, y, bytes_of(l, count), 0, &gy))
 		return -1;
 	/* CUK_MAX_ARGS inputs per launch; the relu after the last */
 	for (int k0 = 0; k0 < l->n_in; k0 += CUK_MAX_ARGS) {
 		struct cuk_args a = {.x = {0}};
 		int m = l->n_in - k0 < CUK_MAX_ARGS ? l->n_in - k0 : CUK_MAX_ARGS;
 		for (int k = 0; k < m; k++)
-			if (cuda_in(ctx, x[k0 + k], B(l, count), (void **)&a.x[k]))
+			if (cuda_in(ctx, x[k0 + k], bytes_of(l, count), (void **)&a.x[k]))
 				return -1;
-		CUDA_LAUNCH(cuk_add_fwd(stream(ctx), T(l), count, a, m, k0 > 0,
+		CUDA_LAUNCH(cuk_add_fwd(stream(ctx), type_of(l), count, a, m, k0 > 0,
 					l->cfg.fuse_relu && k0 + m == l->n_in, gy));
 	}
 	return cuda_end(ctx);
@@ -317,16 +319,16 @@ static int add_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	(void)x;
 	size_t count = count_of(l, n);
 	void *gy, *gdy;
-	if (cuda_begin(ctx) || cuda_in(ctx, y, B(l, count), &gy) ||
-	    cuda_in(ctx, dy, B(l, count), &gdy))
+	if (cuda_begin(ctx) || cuda_in(ctx, y, bytes_of(l, count), &gy) ||
+	    cuda_in(ctx, dy, bytes_of(l, count), &gdy))
 		return -1;
 	for (int k0 = 0; k0 < l->n_in; k0 += CUK_MAX_ARGS) {
 		struct cuk_args a = {.x = {0}};
 		int m = l->n_in - k0 < CUK_MAX_ARGS ? l->n_in - k0 : CUK_MAX_ARGS;
 		for (int k = 0; k < m; k++)
-			if (cuda_out(ctx, dx[k0 + k], B(l, count), 0, &a.dx[k]))
+			if (cuda_out(ctx, dx[k0 + k], bytes_of(l, count), 0, &a.dx[k]))
 				return -1;
-		CUDA_LAUNCH(cuk_add_bwd(stream(ctx), T(l), count, a, m, l->cfg.fuse_relu, gy, gdy));
+		CUDA_LAUNCH(cuk_add_bwd(stream(ctx), type_of(l), count, a, m, l->cfg.fuse_relu, gy, gdy));
 	}
 	return cuda_end(ctx);
 }
@@ -348,13 +350,13 @@ static int concat_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	(void)train;
 	size_t rows = (size_t)n * l->out.h * l->out.w;
 	void *gy;
-	if (cuda_begin(ctx) || cuda_out(ctx, y, B(l, rows * l->out.c), 0, &gy))
+	if (cuda_begin(ctx) || cuda_out(ctx, y, bytes_of(l, rows * l->out.c), 0, &gy))
 		return -1;
 	for (int k = 0, off = 0; k < l->n_in; off += l->in[k].c, k++) {
 		void *gx;
-		if (cuda_in(ctx, x[k], B(l, rows * l->in[k].c), &gx))
+		if (cuda_in(ctx, x[k], bytes_of(l, rows * l->in[k].c), &gx))
 			return -1;
-		CUDA_LAUNCH(cuk_slice_put(stream(ctx), T(l), rows, l->in[k].c, l->out.c, off, gx,
+		CUDA_LAUNCH(cuk_slice_put(stream(ctx), type_of(l), rows, l->in[k].c, l->out.c, off, gx,
 					  gy));
 	}
 	return cuda_end(ctx);
@@ -367,15 +369,15 @@ static int concat_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	(void)x, (void)y;
 	size_t rows = (size_t)n * l->out.h * l->out.w;
 	void *gdy;
-	if (cuda_begin(ctx) || cuda_in(ctx, dy, B(l, rows * l->out.c), &gdy))
+	if (cuda_begin(ctx) || cuda_in(ctx, dy, bytes_of(l, rows * l->out.c), &gdy))
 		return -1;
 	for (int k = 0, off = 0; k < l->n_in; off += l->in[k].c, k++) {
 		void *gdx;
 		if (!dx[k])
 			continue;
-		if (cuda_out(ctx, dx[k], B(l, rows * l->in[k].c), 0, &gdx))
+		if (cuda_out(ctx, dx[k], bytes_of(l, rows * l->in[k].c), 0, &gdx))
 			return -1;
-		CUDA_LAUNCH(cuk_slice_get(stream(ctx), T(l), rows, l->in[k].c, l->out.c, off, gdy,
+		CUDA_LAUNCH(cuk_slice_get(stream(ctx), type_of(l), rows, l->in[k].c, l->out.c, off, gdy,
 					  gdx));
 	}
 	return cuda_end(ctx);
