@@ -43,9 +43,12 @@ int util_hold_errors(int hold)
  * a fatal one always, an error unless quiet or held, a warning unless quiet. */
 static void report(const char *prefix, int print, const char *fmt, va_list ap, const char *suffix)
 {
-	int n = vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	if (suffix && n >= 0 && (size_t)n < sizeof(last_error))
-		snprintf(last_error + n, sizeof(last_error) - (size_t)n, ": %s", suffix);
+	/* formatted aside first: an argument may be util_last_error() itself */
+	char msg[sizeof(last_error)];
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (suffix && n >= 0 && (size_t)n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s", suffix);
+	memcpy(last_error, msg, sizeof(msg));
 	if (print)
 		fprintf(stderr, "%s: %s%s\n", progname, prefix, last_error);
 }

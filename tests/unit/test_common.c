@@ -181,6 +181,23 @@ Test(common, held_errors_are_kept_not_printed)
 	util_set_quiet(1);
 }
 
+/* A caller passes a callee's words on with its own context
+ * (`error("rank 0: %s", util_last_error())`, util.h): the message is
+ * formatted aside, so the context does not overwrite the words it quotes
+ * ("rank 0: rank 0:  rank closed ..." before). */
+Test(common, an_error_may_quote_the_last_one)
+{
+	util_set_quiet(1);
+	error("the next rank closed the connection");
+	error("rank %d: %s", 0, util_last_error());
+	cr_assert_str_eq(util_last_error(), "rank 0: the next rank closed the connection");
+	errno = ENOENT;
+	error_errno("cannot read '%s'", util_last_error());
+	cr_assert_str_eq(util_last_error(),
+			 "cannot read 'rank 0: the next rank closed the connection': "
+			 "No such file or directory");
+}
+
 Test(common, edit_distance)
 {
 	cr_assert_eq(util_edit_distance("maxTrialNum", "maxTrailNum"), 2);
