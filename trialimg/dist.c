@@ -138,6 +138,14 @@ static int connect_until(const char *host, int port, double deadline, int *fd)
 	}
 }
 
+/* Whether a send or recv that returned k says the peer is gone: its end of
+ * the stream, or a reset (it exited with our bytes unread, as a killed
+ * rank does mid-collective) or a broken pipe under our send. */
+static int gone(ssize_t k)
+{
+	return k == 0 || (k < 0 && (errno == ECONNRESET || errno == EPIPE));
+}
+
 /* Send or receive exactly len bytes, each wait bounded by timeout. */
 static int io_all(int fd, void *buf, size_t len, int sending, double timeout, const char *peer)
 {
@@ -150,7 +158,7 @@ static int io_all(int fd, void *buf, size_t len, int sending, double timeout, co
 		if (r == 0)
 			return error("%s did not respond within %.0f s", peer, timeout);
 		ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-		if (n == 0)
+		if (gone(n))
 			return error("%s closed the connection (it exited?)", peer);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
@@ -178,6 +186,9 @@ static int exchange(struct dist *d, const void *sbuf, size_t slen, void *rbuf, s
 				     d->rank, d->timeout);
 		if (slen && (pf[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
 			ssize_t k = send(d->right, s, slen, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (gone(k))
+				return error("rank %d: rank %d closed the connection (it exited?)", d->rank,
+					     (d->rank + 1) % d->world);
 			if (k < 0 && errno != EAGAIN && errno != EINTR)
 				return error_errno("rank %d: sending to rank %d failed", d->rank,
 						   (d->rank + 1) % d->world);
@@ -186,7 +197,7 @@ static int exchange(struct dist *d, const void *sbuf, size_t slen, void *rbuf, s
 		}
 		if (rlen && (pf[1].revents & (POLLIN | POLLERR | POLLHUP))) {
 			ssize_t k = recv(d->left, r, rlen, MSG_DONTWAIT);
-			if (k == 0)
+			if (gone(k))
 				return error("rank %d: rank %d closed the connection (it exited?)", d->rank,
 					     (d->rank + d->world - 1) % d->world);
 			if (k < 0 && errno != EAGAIN && errno != EINTR)
@@ -335,11 +346,18 @@ int dist_allreduce_mean(struct dist *d, float *buf, size_t n)
 
 int dist_broadcast(struct dist *d, void *buf, size_t len)
 {
-	/* around the ring from rank 0: rank r receives from r-1, then forwards */
-	if ((d->rank != 0 && io_all(d->left, buf, len, 0, d->timeout, "the previous rank")) ||
-	    (d->rank != d->world - 1 && io_all(d->right, buf, len, 1, d->timeout, "the next rank"))) {
+	/* around the ring from rank 0: rank r receives from r-1, then forwards;
+	 * a failure is told as the allreduce tells it: "rank r: rank q ..." */
+	char left[24], right[24];
+	snprintf(left, sizeof(left), "rank %d", d->rank - 1);
+	snprintf(right, sizeof(right), "rank %d", d->rank + 1);
+	int was = util_hold_errors(1);
+	int rc = (d->rank != 0 && io_all(d->left, buf, len, 0, d->timeout, left)) ||
+		 (d->rank != d->world - 1 && io_all(d->right, buf, len, 1, d->timeout, right));
+	util_hold_errors(was);
+	if (rc) {
 		d->lost = 1;
-		return -1;
+		return error("rank %d: %s", d->rank, util_last_error());
 	}
 	return 0;
 }
