@@ -252,9 +252,11 @@ int cuda_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y
 int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
 int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
 	      enum ops_dtype yt);
-/* The CUK_* kind of cuk_cast from xt to yt; -1 unless one side is fp32 and
- * the other bf16 or fp16. */
-int cuda_cast_kind(enum ops_dtype xt, enum ops_dtype yt);
+/* y = count values of x converted from xt to yt (cuk_cast), on the device's
+ * own pointers; an error unless one side is fp32 and the other bf16 or
+ * fp16. cuda_cast stages host tensors around it. */
+int cuda_convert(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+		 enum ops_dtype yt);
 /* The math type a convolution runs with, given the one cuDNN's heuristics
  * listed for its algorithm: that one in bf16 and fp16; in fp32 always
  * CUDNN_FMA_MATH (the heuristics' default math would allow TF32, and their

@@ -462,7 +462,9 @@ int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *fi
 	return 0;
 }
 
-int cuda_cast_kind(enum ops_dtype xt, enum ops_dtype yt)
+/* The CUK_* kind of cuk_cast from xt to yt; -1 unless one side is fp32 and
+ * the other bf16 or fp16. */
+static int cast_kind(enum ops_dtype xt, enum ops_dtype yt)
 {
 	return xt == OPS_F32 && yt == OPS_BF16   ? CUK_F32_TO_BF16
 	       : xt == OPS_BF16 && yt == OPS_F32 ? CUK_BF16_TO_F32
@@ -471,20 +473,28 @@ int cuda_cast_kind(enum ops_dtype xt, enum ops_dtype yt)
 						 : -1;
 }
 
-int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
-	      enum ops_dtype yt)
+int cuda_convert(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+		 enum ops_dtype yt)
 {
-	int kind = cuda_cast_kind(xt, yt);
+	int kind = cast_kind(xt, yt);
 	if (kind < 0)
 		return error("cast from type %d to type %d: one side must be fp32, the other bf16 or fp16",
 			     (int)xt, (int)yt);
-	size_t xb = count * (xt == OPS_F32 ? 4 : 2), yb = count * (yt == OPS_F32 ? 4 : 2);
+	if (count)
+		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, kind, x, y));
+	return 0;
+}
+
+int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
+	      enum ops_dtype yt)
+{
 	void *dx, *dy;
-	if (!count)
-		return 0;
-	if (cuda_begin(ctx) || cuda_in(ctx, x, xb, &dx) || cuda_out(ctx, y, yb, 0, &dy))
+	if (!count) /* nothing to stage: the types are still checked */
+		return cuda_convert(ctx, 0, x, xt, y, yt);
+	if (cuda_begin(ctx) || cuda_in(ctx, x, cuda_bytes(count, xt), &dx) ||
+	    cuda_out(ctx, y, cuda_bytes(count, yt), 0, &dy) ||
+	    cuda_convert(ctx, count, dx, xt, dy, yt))
 		return -1;
-	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, kind, dx, dy));
 	return cuda_end(ctx);
 }
 

@@ -224,17 +224,6 @@ static int framed(struct ops_ctx *ctx, const struct ops_layer *l, const struct c
 	return 0;
 }
 
-/* y = count values of x converted from type a to type b. */
-static int convert(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype a, void *y,
-		   enum ops_dtype b)
-{
-	int kind = cuda_cast_kind(a, b);
-	if (kind < 0)
-		return error("conv2d: no conversion from type %d to type %d", (int)a, (int)b);
-	CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, kind, x, y));
-	return 0;
-}
-
 /* count values at x, stored as t, as cuDNN reads them (in p->type): x
  * itself, or a copy in scratch. */
 static int operand(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *x,
@@ -245,7 +234,7 @@ static int operand(struct ops_ctx *ctx, const struct conv_plan *p, size_t count,
 		return 0;
 	if (cuda_scratch(ctx, cuda_bytes(count, p->type), out))
 		return -1;
-	return convert(ctx, count, x, t, *out, p->type);
+	return cuda_convert(ctx, count, x, t, *out, p->type);
 }
 
 /* Where cuDNN writes count values (in p->type) meant for y, stored as t: y
@@ -260,7 +249,7 @@ static int result(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, 
 static int stored(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *r, void *y,
 		  enum ops_dtype t)
 {
-	return r != y ? convert(ctx, count, r, p->type, y, t) : 0;
+	return r != y ? cuda_convert(ctx, count, r, p->type, y, t) : 0;
 }
 
 /* Values in x as cuDNN reads it (in its frame when padded unevenly). */
