@@ -12,10 +12,13 @@ setup_workdir() {
 }
 
 teardown_workdir() {
-	# On failure, show what the journals say went wrong.
+	# On failure, show what the journals say went wrong, and what the
+	# trials said about it (their error lines: a rank's own words).
 	if [ -z "${BATS_TEST_COMPLETED:-}" ] && [ -d "$AAH_WORKDIR/experiments" ]; then
 		grep -h -E '"state":"(failed|canceled)"' "$AAH_WORKDIR"/experiments/*/journal.jsonl 2>/dev/null |
 			head -20 | sed 's/^/# journal: /' >&3
+		grep -H -i -E 'error|killed|signal' "$AAH_WORKDIR"/experiments/*/trials/*/trial.log 2>/dev/null |
+			sed "s#^$AAH_WORKDIR/experiments/##" | head -12 | sed 's/^/# trial log: /' >&3
 	fi
 	# Leave no trial process behind, whatever the test did.
 	pkill -f "$WORK" 2>/dev/null || true
