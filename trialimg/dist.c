@@ -3,10 +3,13 @@
  * Rendezvous: rank 0 listens on the --init_method port; every other rank
  * connects and sends (rank, world, ring port); rank 0 answers with the ring
  * address of every rank. Then each rank connects to its right neighbour and
- * accepts its left one. Allreduce is reduce-scatter + allgather over the
- * ring, sending and receiving at once under poll() so no order deadlocks.
- * A peer that exits shows as EOF or a reset: an error at once; one that
- * hangs: an error after the timeout. */
+ * accepts its left one: rank 0 on the rendezvous port itself, the others on
+ * a port of their own, never the rendezvous port (the runner picked it free
+ * and let it go, so a bind to port 0 may hand it to a rank that starts
+ * before rank 0 binds it, and rank 0 could not listen). Allreduce is
+ * reduce-scatter + allgather over the ring, sending and receiving at once
+ * under poll() so no order deadlocks. A peer that exits shows as EOF or a
+ * reset: an error at once; one that hangs: an error after the timeout. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -88,6 +91,20 @@ static int listen_any(int port, int *fd, int *actual)
 	getsockname(*fd, (struct sockaddr *)&sa, &len);
 	*actual = ntohs(sa.sin_port);
 	return 0;
+}
+
+/* A rank's ring listener: any free port but the rendezvous port, which
+ * rank 0 may not have bound yet. */
+static int listen_ring(int rendezvous_port, int *fd, int *actual)
+{
+	if (listen_any(0, fd, actual))
+		return -1;
+	if (*actual != rendezvous_port)
+		return 0;
+	int taken = *fd;   /* held while the next bind picks another port */
+	int rc = listen_any(0, fd, actual);
+	close(taken);
+	return rc;
 }
 
 static int accept_until(int lfd, double deadline, int *fd, char *peer, size_t peer_len)
@@ -210,14 +227,14 @@ static int exchange(struct dist *d, const void *sbuf, size_t slen, void *rbuf, s
 	return 0;
 }
 
+/* Rank 0 listens on lfd (the rendezvous port, its ring port too); the
+ * others reach it at host:port. */
 static int rendezvous(struct dist *d, const char *host, int port, double deadline,
-		      struct peer_addr *table, int ring_port)
+		      struct peer_addr *table, int lfd, int ring_port)
 {
 	int W = d->world;
 	if (d->rank == 0) {
-		int lfd, actual, rc = 0;
-		if (listen_any(port, &lfd, &actual))
-			return -1;
+		int rc = 0;
 		int *fds = xcalloc(W, sizeof(int));
 		snprintf(table[0].host, HOST_LEN, "%s", host);
 		table[0].port = (uint32_t)ring_port;
@@ -249,7 +266,6 @@ static int rendezvous(struct dist *d, const char *host, int port, double deadlin
 				close(fds[r]);
 		}
 		free(fds);
-		close(lfd);
 		return rc;
 	}
 	int fd;
@@ -276,8 +292,8 @@ int dist_init(struct dist **out, const char *host, int port, int rank, int world
 	d->left = d->right = -1;
 	d->timeout = timeout_s > 600 ? timeout_s : 600;
 	*out = NULL;
-	if (listen_any(0, &lfd, &ring_port) ||
-	    rendezvous(d, host, port, deadline, table, ring_port))
+	if ((rank == 0 ? listen_any(port, &lfd, &ring_port) : listen_ring(port, &lfd, &ring_port)) ||
+	    rendezvous(d, host, port, deadline, table, lfd, ring_port))
 		goto out;
 	int right = (rank + 1) % world, one = 1;
 	uint32_t me = (uint32_t)rank, them = 0;
