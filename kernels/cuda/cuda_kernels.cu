@@ -382,22 +382,19 @@ __device__ void windows_over(int v, int pad, int k, int stride, int out, int *lo
 	*hi = min((v + pad) / stride, out - 1);
 }
 
-/* Input value i: its sample and channel, and the windows (oy0..oy1 by
- * ox0..ox1) that hold it. */
-struct held {
-	int n, ch, oy0, oy1, ox0, ox1;
-};
-
-__device__ held held_by(const cuk_pool &p, size_t i)
+/* f(w) for every window w that holds input value i, in the windows' order
+ * (ref's): the backward passes gather what each input is owed. */
+template <typename F>
+__device__ void each_window_holding(const cuk_pool &p, size_t i, F f)
 {
-	held h;
-	h.ch = (int)(i % p.c);
+	int ch = (int)(i % p.c), oy0, oy1, ox0, ox1;
 	size_t r = i / p.c;
-	int x = (int)(r % p.w), y = (int)(r / p.w % p.h);
-	h.n = (int)(r / p.w / p.h);
-	windows_over(y, p.pt, p.k, p.stride, p.oh, &h.oy0, &h.oy1);
-	windows_over(x, p.pl, p.k, p.stride, p.ow, &h.ox0, &h.ox1);
-	return h;
+	int x = (int)(r % p.w), y = (int)(r / p.w % p.h), n = (int)(r / p.w / p.h);
+	windows_over(y, p.pt, p.k, p.stride, p.oh, &oy0, &oy1);
+	windows_over(x, p.pl, p.k, p.stride, p.ow, &ox0, &ox1);
+	for (int oy = oy0; oy <= oy1; oy++)
+		for (int ox = ox0; ox <= ox1; ox++)
+			f(window_at(p, n, oy, ox, ch));
 }
 
 /* the first (row-major) position holding the window's largest value */
@@ -428,14 +425,11 @@ __global__ void maxpool_fwd(int t, cuk_pool p, const void *x, void *y)
 __global__ void maxpool_bwd(int t, cuk_pool p, const void *x, const void *dy, void *dx)
 {
 	FOR_EACH(i, (size_t)p.n * p.h * p.w * p.c) {
-		held h = held_by(p, i);
 		float g = 0.0f;
-		for (int oy = h.oy0; oy <= h.oy1; oy++)
-			for (int ox = h.ox0; ox <= h.ox1; ox++) {
-				window w = window_at(p, h.n, oy, ox, h.ch);
-				if (argmax_of(p, w, t, x) == i)
-					g += ld(t, dy, at_out(p, w));
-			}
+		each_window_holding(p, i, [&](const window &w) {
+			if (argmax_of(p, w, t, x) == i)
+				g += ld(t, dy, at_out(p, w));
+		});
 		st(t, dx, i, g);
 	}
 }
@@ -457,13 +451,10 @@ __global__ void avgpool_fwd(int t, cuk_pool p, const void *x, void *y)
 __global__ void avgpool_bwd(int t, cuk_pool p, const void *dy, void *dx)
 {
 	FOR_EACH(i, (size_t)p.n * p.h * p.w * p.c) {
-		held h = held_by(p, i);
 		double g = 0;
-		for (int oy = h.oy0; oy <= h.oy1; oy++)
-			for (int ox = h.ox0; ox <= h.ox1; ox++) {
-				window w = window_at(p, h.n, oy, ox, h.ch);
-				g += (double)ld(t, dy, at_out(p, w)) / ((w.y1 - w.y0) * (w.x1 - w.x0));
-			}
+		each_window_holding(p, i, [&](const window &w) {
+			g += (double)ld(t, dy, at_out(p, w)) / ((w.y1 - w.y0) * (w.x1 - w.x0));
+		});
 		st(t, dx, i, (float)g);
 	}
 }
