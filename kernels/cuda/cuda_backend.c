@@ -182,7 +182,6 @@ static int cuda_device_info(struct ops_ctx *ctx, struct ops_device *dev)
 
 /* ---- staging ----------------------------------------------------------------- */
 
-
 int cuda_begin(struct ops_ctx *ctx)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
