@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,25 @@ int fileio_write_atomic(const char *path, const void *data, size_t len)
 	return fileio_write_atomic_flags(path, data, len, 0);
 }
 
+/* Test hook (docs/design-notes.md, "Test hooks"): with
+ * AAH_FAULT_STOP_WRITING=<name>, a process writing a file of that name
+ * stops itself (SIGSTOP) halfway through its temp file, after saying so on
+ * stderr: the event a test waits for before it kills the process mid-write.
+ * Returns how much to write before the stop: all of len when not asked. */
+static size_t fault_stop_at(const char *path, size_t len)
+{
+	const char *want = getenv("AAH_FAULT_STOP_WRITING");
+	const char *base = strrchr(path, '/');
+	return want && *want && !strcmp(want, base ? base + 1 : path) ? len / 2 : len;
+}
+
+static void fault_stop(const char *tmp)
+{
+	fprintf(stderr, "aah: fault hook: stopped while writing '%s'\n", tmp);
+	fflush(stderr);
+	raise(SIGSTOP);
+}
+
 int fileio_write_atomic_flags(const char *path, const void *data, size_t len, unsigned flags)
 {
 	int sync = !(flags & FILEIO_NOSYNC);
@@ -111,7 +131,13 @@ int fileio_write_atomic_flags(const char *path, const void *data, size_t len, un
 		free(tmp);
 		return r;
 	}
-	if (fileio_write_all(fd, data, len) < 0 || (sync && fsync(fd) < 0)) {
+	size_t first = fault_stop_at(path, len);
+	int w = fileio_write_all(fd, data, first);
+	if (w == 0 && first < len) {
+		fault_stop(tmp);
+		w = fileio_write_all(fd, (const char *)data + first, len - first);
+	}
+	if (w < 0 || (sync && fsync(fd) < 0)) {
 		error_errno("cannot write '%s'", tmp);
 		close(fd);
 		unlink(tmp);
