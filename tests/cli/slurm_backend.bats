@@ -296,16 +296,30 @@ mpi_slurm_config() {
 	cpus=$(sinfo -h -N -o %c | head -1)
 	blocker=$(sbatch --parsable --ntasks="$cpus" --output=/dev/null --wrap "sleep 120")
 	wait_until 30 jobs_in_state RUNNING 1
-	aah-runner create -c c.yml -q > runner1.log 2>&1 &
+	# The runner's squeue and scontrol calls, each with its time, logged
+	# by shims first on its PATH: the events this test waits for.
+	mkdir shim
+	for tool in squeue scontrol; do
+		printf '#!/bin/sh\necho "$(date +%%s.%%N) %s $*" >> %s/calls.log\nexec %s "$@"\n' \
+			"$tool" "$WORK" "$(command -v "$tool")" > "shim/$tool"
+		chmod +x "shim/$tool"
+	done
+	PATH=$WORK/shim:$PATH aah-runner create -c c.yml -q > runner1.log 2>&1 &
 	RUNNER_PID=$!
 	wait_until 30 jobs_in_state PENDING 1
 	job=$(squeue -h -t PENDING -o %i)
+	wait_until 30 grep -q " scontrol release $job\$" calls.log
 	# As if the runner died after journaling, before its scontrol release.
 	scontrol uhold "$job"
 	[ "$(squeue -h -j "$job" -o %r)" = JobHeldUser ]
-	sleep 1
-	# The runner that released it once leaves a later hold alone.
+	# The runner that released it once leaves a later hold alone: not at
+	# its next poll, nor at one past the 10 s it waits between releases.
+	held=$(date +%s.%N)
+	released=$(awk '$2 == "scontrol" && $3 == "release" { t = $1 } END { print t }' calls.log)
+	polled_after() { awk -v t="$1" '$2 == "squeue" && $1 > t { n++ } END { exit !(n >= 2) }' calls.log; }
+	wait_until 60 polled_after "$(echo "$held $released" | awk '{ printf "%.6f\n", ($1 > $2 + 11 ? $1 : $2 + 11) }')"
 	[ "$(squeue -h -j "$job" -o %r)" = JobHeldUser ]
+	[ "$(grep -c ' scontrol release ' calls.log)" -eq 1 ]
 	kill -9 "$RUNNER_PID"
 	wait "$RUNNER_PID" 2>/dev/null || true
 	aah-runner resume "$(only_experiment)" -q > runner2.log 2>&1 &
