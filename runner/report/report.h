@@ -127,7 +127,7 @@ struct report_options {
 				  * fp32 (or wider) fails the run unless this is set */
 };
 /* AIPerf's rules: the defaults of config.yml's report: keys, whose one
- * place is their key table (runner/config/config.c); rules and charge
+ * place is their key table (runner/config/config_keys.c); rules and charge
  * NULL (readme, auto). */
 struct report_options report_options_aiperf(void);
 #define REPORT_OPTIONS_INIT report_options_aiperf()

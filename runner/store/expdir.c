@@ -198,7 +198,7 @@ int expdir_info_read(const char *expdir, struct expdir_info *info)
 		    json_get_string(p, doc, "name", 1, &name) < 0 ||
 		    json_get_string(p, doc, "config_source", 1, &src) < 0 ||
 		    json_get_string(p, doc, "workdir", 1, &wd) < 0 ||
-		    /* the config's range of seed (runner/config/config.c) */
+		    /* the config's range of seed (runner/config/config_keys.c) */
 		    json_get_int(p, doc, "seed", 1, 0, 2147483647, &seed) < 0) {
 			r = -1;
 		} else {
