@@ -16,6 +16,7 @@ static void act_set(struct lifecycle_action *act, enum lifecycle_kind kind, enum
 	act->kind = kind;
 	act->state = state;
 	act->attempt = attempt;
+	act->relaunch = 0;
 	va_start(ap, fmt);
 	vsnprintf(act->reason, sizeof(act->reason), fmt, ap);
 	va_end(ap);
@@ -26,13 +27,21 @@ int lifecycle_job_ended(enum aah_job_state s)
 	return s != AAH_JOB_RUNNING && s != AAH_JOB_PENDING;
 }
 
-/* A runner resumes: a trial stopped on purpose goes back in the queue as
- * the same attempt; one killed between a failure and its retry is retried. */
-static void resumed(const struct lifecycle_in *in, struct lifecycle_action *act)
+/* No job to poll: the journal alone decides. Once maxExecDuration is up a
+ * trial still queued (waiting for its share of the device pool, or
+ * requeued to be resized, relaunched or retried) will not run any more
+ * (the scheduler fills no slot then): it settles as canceled, as a running
+ * one does, and the experiment can end. A runner resumes: a trial stopped
+ * on purpose goes back in the queue as the same attempt; one killed
+ * between a failure and its retry is retried. */
+static void journal_alone(const struct lifecycle_in *in, struct lifecycle_action *act)
 {
 	const struct trial_rec *t = in->trial;
 	const char *why = t->reason ? t->reason : "";
-	if (t->state == TRIAL_CANCELED && !strcmp(why, "stopped"))
+	if (t->state == TRIAL_QUEUED && in->timeup)
+		act_set(act, LIFECYCLE_SETTLE, TRIAL_CANCELED, t->attempt, "%s",
+			LIFECYCLE_QUEUED_AT_BUDGET);
+	else if (t->state == TRIAL_CANCELED && !strcmp(why, "stopped"))
 		act_set(act, LIFECYCLE_REQUEUE, t->state, t->attempt, "%s", why);
 	else if (t->state == TRIAL_FAILED && t->attempt <= (unsigned)in->cfg->trial.retries)
 		act_set(act, LIFECYCLE_RETRY, t->state, t->attempt + 1, "%s", why);
@@ -60,15 +69,9 @@ static int resized(const struct lifecycle_in *in)
 static int relaunchable(const struct lifecycle_in *in)
 {
 	const struct aah_job_status *st = in->job;
-	const struct trial_rec *t = in->trial;
 	if (!st->disrupted || st->state != AAH_JOB_FAILED || in->stopping || in->timeup)
 		return 0;
-	char mine[64];
-	snprintf(mine, sizeof(mine), "attempt %u: " LIFECYCLE_RELAUNCH_WHY, t->attempt);
-	unsigned n = 0;
-	for (size_t i = 0; i < t->retries.n; i++)
-		n += !strncmp(t->retries.v[i], mine, strlen(mine));
-	return n < LIFECYCLE_RELAUNCH_MAX;
+	return in->trial->relaunches < LIFECYCLE_RELAUNCH_MAX;
 }
 
 /* How an ended job settles, as trial_finished records it. The result on
@@ -139,7 +142,7 @@ void lifecycle_decide(const struct lifecycle_in *in, struct lifecycle_action *ac
 	const struct aah_job_status *st = in->job;
 	const struct trial_rec *t = in->trial;
 	if (!st) {
-		resumed(in, act);
+		journal_alone(in, act);
 		return;
 	}
 	if (!lifecycle_job_ended(st->state)) {
@@ -156,10 +159,11 @@ void lifecycle_decide(const struct lifecycle_in *in, struct lifecycle_action *ac
 	else if (resized(in))
 		act_set(act, LIFECYCLE_RESIZE, t->state, t->attempt,
 			"resized at a step boundary (it ran on %u devices)", in->pool.running_on);
-	else if (relaunchable(in))
+	else if (relaunchable(in)) {
 		act_set(act, LIFECYCLE_RELAUNCH, t->state, t->attempt, LIFECYCLE_RELAUNCH_WHY "%s",
 			st->reason);
-	else
+		act->relaunch = t->relaunches + 1;
+	} else
 		settled(in, act);
 }
 

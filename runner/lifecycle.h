@@ -40,8 +40,9 @@ struct lifecycle_pool {
 struct lifecycle_in {
 	const struct aah_config *cfg;
 	const struct trial_rec *trial;      /* as journaled */
-	const struct aah_job_status *job;   /* its job, as polled; NULL: the runner resumes and
-					     * the journal alone decides */
+	const struct aah_job_status *job;   /* its job, as polled; NULL: it has none to poll
+					     * (the runner resumes, or a queued trial at the
+					     * end of the budget) and the journal alone decides */
 	const struct outcome *outcome;      /* read once the job ended (outcome_read with
 					     * TRIAL_UNKNOWN); NULL while it runs */
 	const char *trial_dir;              /* named in a reason */
@@ -55,16 +56,21 @@ struct lifecycle_action {
 	enum lifecycle_kind kind;
 	enum trial_state state;   /* SETTLE, RETRY: the state trial_finished journals */
 	unsigned attempt;         /* RETRY, REQUEUE, RESIZE, RELAUNCH: the attempt it runs as next */
+	unsigned relaunch;        /* RELAUNCH: the relaunch of its attempt it is, 1-based: the
+				   * trial_retry's "relaunch" (journal.h, trial_rec.relaunches) */
 	char reason[320];         /* why, for the journal; "" for a trial that ended well */
 };
 
 /* A trial in a pool whose ranks all stopped at a step boundary to be
  * resized exits with POOLTRIAL_EXIT_RESIZE; a job disrupted by its cluster
  * (aah_job_status.disrupted) is relaunched at most LIFECYCLE_RELAUNCH_MAX
- * times in one attempt, then fails as any other. The journal knows a
- * relaunch by its reason's prefix. */
+ * times in one attempt (the trial's record counts them: relaunches), then
+ * fails as any other. Its reason starts with LIFECYCLE_RELAUNCH_WHY. */
 #define LIFECYCLE_RELAUNCH_MAX 10
-#define LIFECYCLE_RELAUNCH_WHY "relaunched from its checkpoint: "
+#define LIFECYCLE_RELAUNCH_WHY JOURNAL_RELAUNCH_WHY
+/* The reason a trial still queued when maxExecDuration is up settles with. */
+#define LIFECYCLE_QUEUED_AT_BUDGET \
+	"experiment budget (maxExecDuration) reached while it waited to run"
 
 /* What becomes of in->trial. */
 void lifecycle_decide(const struct lifecycle_in *in, struct lifecycle_action *act);

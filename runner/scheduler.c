@@ -105,13 +105,33 @@ static void progress(struct sched *s, const struct trial_rec *t)
 	scheduler_progress_line(s->cfg, s->e, t, elapsed(s));
 }
 
-/* Run trial seq again as attempt; why the last attempt ended goes with it,
- * for `status`. */
-static int record_retry(struct sched *s, unsigned seq, unsigned attempt, const char *why)
+/* Run trial seq again as act->attempt; why the last attempt ended goes
+ * with it, for `status`, and which relaunch of its attempt it is. */
+static int record_retry(struct sched *s, unsigned seq, const struct lifecycle_action *act)
 {
-	cJSON *f = trial_fields(seq, attempt);
-	cJSON_AddStringToObject(f, "reason", why && *why ? why : "failed");
+	cJSON *f = trial_fields(seq, act->attempt);
+	cJSON_AddStringToObject(f, "reason", act->reason[0] ? act->reason : "failed");
+	if (act->relaunch)
+		cJSON_AddNumberToObject(f, "relaunch", act->relaunch);
 	return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f);
+}
+
+/* Journal trial seq's end as act says: st is its job (NULL: it had none
+ * running), out its outcome (NULL: none read). */
+static int record_finished(struct sched *s, unsigned seq, const struct lifecycle_action *act,
+			   const struct aah_job_status *st, const struct outcome *out)
+{
+	const struct trial_rec *t = experiment_trial(s->e, seq);
+	cJSON *f = trial_fields(seq, t->attempt ? t->attempt : 1);
+	cJSON_AddStringToObject(f, "state", expdir_state_name(act->state));
+	if (st)
+		cJSON_AddNumberToObject(f, "exit_code", st->exit_code);
+	cJSON_AddStringToObject(f, "reason", act->reason);
+	if (out && !isnan(out->best_acc))
+		cJSON_AddNumberToObject(f, "best_val_acc", out->best_acc);
+	if (out)
+		cJSON_AddNumberToObject(f, "flops", out->flops);
+	return experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f);
 }
 
 /* Its job ended: its logs reaped, its slot freed. */
@@ -137,25 +157,17 @@ static struct trial_rec *settled(struct sched *s, unsigned seq)
 static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status *st,
 		     const struct outcome *out, const struct lifecycle_action *act)
 {
-	struct trial_rec *t = experiment_trial(s->e, seq);
 	if (act->kind == LIFECYCLE_RESIZE || act->kind == LIFECYCLE_RELAUNCH) {
 		/* the same attempt again: fill_slots relaunches it with --resume */
 		job_gone(s, seq, st);
-		return record_retry(s, seq, act->attempt, act->reason) < 0 ? -1 : 1;
+		return record_retry(s, seq, act) < 0 ? -1 : 1;
 	}
-	cJSON *f = trial_fields(seq, t->attempt);
-	cJSON_AddStringToObject(f, "state", expdir_state_name(act->state));
-	cJSON_AddNumberToObject(f, "exit_code", st->exit_code);
-	cJSON_AddStringToObject(f, "reason", act->reason);
-	if (!isnan(out->best_acc))
-		cJSON_AddNumberToObject(f, "best_val_acc", out->best_acc);
-	cJSON_AddNumberToObject(f, "flops", out->flops);
-	if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
+	if (record_finished(s, seq, act, st, out) < 0)
 		return -1;
 	job_gone(s, seq, st);
-	t = settled(s, seq);
+	struct trial_rec *t = settled(s, seq);
 	if (act->kind == LIFECYCLE_RETRY)
-		return record_retry(s, seq, act->attempt, act->reason);
+		return record_retry(s, seq, act);
 	return scheduler_tuner_observe(&s->tuner, s->e->dir, t);
 }
 
@@ -332,24 +344,21 @@ static void cancel_running(struct sched *s, const char *why)
 	}
 }
 
-/* maxExecDuration is up: a trial still queued (one waiting for its share
- * of the device pool, or requeued to be resized, relaunched or retried)
- * will not run any more (fill_slots), so it settles as canceled, as a
- * running one does, and leaves the pool; the experiment can then end. */
-static int cancel_queued(struct sched *s, const char *why)
+/* maxExecDuration is up: what becomes of a trial still queued is
+ * lifecycle_decide's (it settles as canceled, and leaves the pool). */
+static int cancel_queued(struct sched *s)
 {
 	for (size_t i = 0; i < s->e->ntrials; i++) {
 		struct trial_rec *t = &s->e->trials[i];
 		if (t->state != TRIAL_QUEUED)
 			continue;
 		unsigned seq = t->seq;
-		cJSON *f = trial_fields(seq, t->attempt ? t->attempt : 1);
-		cJSON_AddStringToObject(f, "state", expdir_state_name(TRIAL_CANCELED));
-		cJSON_AddStringToObject(f, "reason", why);
-		if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
-			return -1;
-		t = settled(s, seq);
-		if (scheduler_tuner_observe(&s->tuner, s->e->dir, t) < 0)
+		struct lifecycle_action act;
+		decide(s, t, NULL, util_now(), NULL, &act);
+		if (act.kind != LIFECYCLE_SETTLE)
+			continue;
+		if (record_finished(s, seq, &act, NULL, NULL) < 0 ||
+		    scheduler_tuner_observe(&s->tuner, s->e->dir, settled(s, seq)) < 0)
 			return -1;
 	}
 	return 0;
@@ -445,7 +454,7 @@ static int resume_state(struct sched *s)
 		decide(s, t, NULL, util_now(), NULL, &act);
 		if (act.kind == LIFECYCLE_REQUEUE || act.kind == LIFECYCLE_RETRY) {
 			unsigned seq = t->seq;
-			if (record_retry(s, seq, act.attempt, act.reason) < 0)
+			if (record_retry(s, seq, &act) < 0)
 				return -1;
 			t = experiment_trial(s->e, seq);
 		}
@@ -506,8 +515,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		if (cfg->max_exec_duration > 0 && elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
 			s.timeup = 1;
 			cancel_running(&s, "experiment budget (maxExecDuration) reached");
-			if (cancel_queued(&s, "experiment budget (maxExecDuration) reached while it "
-					      "waited to run") < 0)
+			if (cancel_queued(&s) < 0)
 				goto out_backend;
 		}
 		if (s.stop) {

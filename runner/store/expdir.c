@@ -331,6 +331,11 @@ static int decode(const char *what, const cJSON *doc, struct expdir_event *ev)
 			return -1;
 		ev->slot = (int)v;
 		break;
+	case EXPDIR_EV_TRIAL_RETRY:
+		if (int_or(what, doc, "relaunch", 0, 0, UINT_MAX, &v) < 0)
+			return -1;
+		ev->relaunch = (unsigned)v;
+		break;
 	case EXPDIR_EV_TRIAL_FINISHED: {
 		const char *st = str_or_null(doc, "state");
 		if (!st || expdir_state_parse(st, &ev->state) < 0 || !expdir_state_final(ev->state))

@@ -128,6 +128,9 @@ struct expdir_event {
 	unsigned attempt;         /* trial_* events: "attempt"; 0 when absent */
 	const char *job;          /* trial_submitted: backend job id; NULL when absent */
 	const char *gpus;         /* trial_submitted: devices of the slot; NULL when absent */
+	unsigned relaunch;        /* trial_retry: the relaunch of its attempt this requeue
+				   * is, 1-based; 0 when it is none, or the line predates
+				   * the field (journal.h says how those count) */
 	int slot;                 /* trial_submitted: -1 when absent */
 	enum trial_state state;   /* trial_finished: a final state */
 	int exit_code;            /* trial_finished: -1 when absent */

@@ -37,7 +37,10 @@ void journal_apply(struct journal *j, const struct expdir_event *ev)
 	struct trial_rec *t = NULL;
 	if (ev->trial_seq) {      /* the trial_* events */
 		t = journal_trial(j, ev->trial_seq);
-		t->attempt = ev->attempt ? ev->attempt : t->attempt ? t->attempt : 1;
+		unsigned attempt = ev->attempt ? ev->attempt : t->attempt ? t->attempt : 1;
+		if (attempt != t->attempt)
+			t->relaunches = 0;
+		t->attempt = attempt;
 	}
 	switch (ev->kind) {
 	case EXPDIR_EV_EXPERIMENT_CREATED:
@@ -75,6 +78,11 @@ void journal_apply(struct journal *j, const struct expdir_event *ev)
 		t->finished = ev->ts;
 		break;
 	case EXPDIR_EV_TRIAL_RETRY:
+		if (ev->relaunch)
+			t->relaunches = ev->relaunch;
+		else if (t->state != TRIAL_FAILED && ev->reason &&
+			 !strncmp(ev->reason, JOURNAL_RELAUNCH_WHY, strlen(JOURNAL_RELAUNCH_WHY)))
+			t->relaunches++;   /* a journal from before the "relaunch" field */
 		if (ev->reason)   /* the attempt that ended: this one when requeued as it was */
 			strvec_pushf(&t->retries, "attempt %u: %s",
 				     t->state == TRIAL_FAILED && t->attempt > 1 ? t->attempt - 1 : t->attempt,

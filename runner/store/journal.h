@@ -25,6 +25,8 @@ struct trial_rec {
 	double flops;
 	int exit_code;
 	char *reason;
+	unsigned relaunches;      /* times this attempt was relaunched after its cluster lost
+				   * it (trial_retry "relaunch"); 0 on a new attempt */
 	struct strvec retries;     /* "attempt N: why it ended", one per retry */
 	struct strvec notes;       /* "attempt N: what its backend said", trial_note events */
 };
@@ -48,6 +50,11 @@ struct journal {
 
 /* The record of trial seq, growing the table as needed. */
 struct trial_rec *journal_trial(struct journal *j, unsigned seq);
+/* A trial_retry's reason when it is a relaunch (lifecycle.h's
+ * LIFECYCLE_RELAUNCH): journals written before the "relaunch" field are
+ * counted by it, in journal_apply alone. */
+#define JOURNAL_RELAUNCH_WHY "relaunched from its checkpoint: "
+
 /* Apply one event: the reducer (an expdir_visit_fn's body). */
 void journal_apply(struct journal *j, const struct expdir_event *ev);
 /* Replay <expdir>/journal.jsonl into j (zeroed first); on error j is released. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runner/store/journal.h"
+#include "util.h" /* util_last_error */
 
 static struct expdir_event ev(enum expdir_event_kind kind, long seq, double ts, unsigned trial)
 {
@@ -100,4 +101,95 @@ Test(journal, runner_sessions_add_up)
 	journal_apply(&j, &e);
 	cr_assert_eq(j.next_event, 4, "an unknown event without seq still counts");
 	journal_release(&j);
+}
+
+/* A relaunch is a field of the trial's record, counted per attempt from
+ * trial_retry's "relaunch": a retry of another kind (a resize, a failure)
+ * leaves it, a new attempt starts it over. */
+Test(journal, relaunches_are_counted_per_attempt_from_the_field)
+{
+	struct journal j = { 0 };
+	struct expdir_event e = ev(EXPDIR_EV_TRIAL_CREATED, 0, 1, 1);
+	e.attempt = 1;
+	journal_apply(&j, &e);
+	struct trial_rec *t = &j.trials[0];
+	cr_assert_eq(t->relaunches, 0);
+	for (unsigned k = 1; k <= 3; k++) {
+		e = ev(EXPDIR_EV_TRIAL_SUBMITTED, k * 2 - 1, 2, 1);
+		e.attempt = 1;
+		journal_apply(&j, &e);
+		e = ev(EXPDIR_EV_TRIAL_RETRY, k * 2, 3, 1);
+		e.attempt = 1;
+		e.relaunch = k;
+		e.reason = "relaunched from its checkpoint: pod gone";
+		journal_apply(&j, &e);
+		cr_assert_eq(t->relaunches, k);
+	}
+	e = ev(EXPDIR_EV_TRIAL_RETRY, 7, 4, 1);   /* a resize: not a relaunch */
+	e.attempt = 1;
+	e.reason = "resized at a step boundary (it ran on 4 devices)";
+	journal_apply(&j, &e);
+	cr_assert_eq(t->relaunches, 3);
+	e = ev(EXPDIR_EV_TRIAL_RETRY, 8, 5, 1);   /* prose alone counts for nothing now */
+	e.attempt = 1;
+	e.relaunch = 3;
+	e.reason = "relaunched from its checkpoint: told twice";
+	journal_apply(&j, &e);
+	cr_assert_eq(t->relaunches, 3, "the field says which relaunch it is");
+	e = ev(EXPDIR_EV_TRIAL_FINISHED, 9, 6, 1);
+	e.attempt = 1;
+	e.state = TRIAL_FAILED;
+	journal_apply(&j, &e);
+	cr_assert_eq(t->relaunches, 3, "a settled attempt keeps its count");
+	e = ev(EXPDIR_EV_TRIAL_RETRY, 10, 7, 1);
+	e.attempt = 2;
+	e.reason = "a rank exited with status 1";
+	journal_apply(&j, &e);
+	cr_assert_eq(t->attempt, 2);
+	cr_assert_eq(t->relaunches, 0, "attempt 2 starts its own count");
+	journal_release(&j);
+}
+
+struct counts {
+	struct journal j;
+	unsigned attempt[32], relaunches[32];
+	size_t n;
+};
+
+static int count_visit(const struct expdir_event *e, void *arg)
+{
+	struct counts *c = arg;
+	journal_apply(&c->j, e);
+	if (c->n < 32 && c->j.ntrials) {
+		c->attempt[c->n] = c->j.trials[0].attempt;
+		c->relaunches[c->n] = c->j.trials[0].relaunches;
+	}
+	c->n++;
+	return 0;
+}
+
+/* A journal written before the "relaunch" field (tests/fixtures/journal/
+ * before-relaunch-field, as the runner wrote them: a relaunch was a
+ * trial_retry of the running attempt whose reason began "relaunched from
+ * its checkpoint: ") still replays, and counts its relaunches by that
+ * reason: a resize is none, a failure's retry whose backend said the same
+ * words is none, and a new attempt starts over. A resumed runner so keeps
+ * LIFECYCLE_RELAUNCH_MAX across the upgrade. */
+Test(journal, a_journal_from_before_the_field_replays_and_counts_relaunches)
+{
+	struct counts c = { .n = 0 };
+	cr_assert_eq(expdir_replay("tests/fixtures/journal/before-relaunch-field", count_visit, &c),
+		     0, "%s", util_last_error());
+	cr_assert_eq(c.n, 15);
+	/* after each line: trial 1's attempt and relaunches */
+	static const unsigned attempt[] = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2 };
+	static const unsigned relaunches[] = { 0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 0, 0, 1, 1 };
+	for (size_t i = 2; i < c.n; i++) {
+		cr_expect_eq(c.attempt[i], attempt[i], "line %zu: attempt %u", i, c.attempt[i]);
+		cr_expect_eq(c.relaunches[i], relaunches[i], "line %zu: relaunches %u", i,
+			     c.relaunches[i]);
+	}
+	cr_assert_eq(c.j.trials[0].state, TRIAL_RUNNING);
+	cr_assert_eq(c.j.trials[0].retries.n, 5, "status still lists every requeue");
+	journal_release(&c.j);
 }

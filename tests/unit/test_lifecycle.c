@@ -1,6 +1,7 @@
 /* The trial lifecycle as one rule (runner/lifecycle.c), pinned as a table:
  * each row is a trial (its journaled state, attempt and relaunches), its
- * job's status (or none: a resumed runner), its outcome (result.json), the
+ * job's status (or none: a resumed runner, a queued trial at the end of the
+ * budget), its outcome (result.json), the
  * config (trial.retries, trial.timeout, pool.devices), the pool's view
  * (result visible, told another size, devices it ran on), a stop or the end
  * of maxExecDuration, and the one action lifecycle_decide must return with
@@ -27,12 +28,12 @@
 struct row {
 	const char *name;
 	/* the trial, as journaled */
-	int resume;               /* no job: a runner resumes from the journal */
-	enum trial_state tstate;  /* resume rows; a polled trial is running */
+	int nojob;                /* no job to poll: the journal alone decides (a runner
+				   * resumes, or a queued trial at the end of the budget) */
+	enum trial_state tstate;  /* nojob rows; a polled trial is running */
 	unsigned attempt;         /* 0 = 1 */
-	const char *treason;      /* the journal's reason (resume rows) */
-	unsigned relaunched;      /* relaunches journaled in relaunch_attempt */
-	unsigned relaunch_attempt; /* 0 = the trial's attempt */
+	const char *treason;      /* the journal's reason (nojob rows) */
+	unsigned relaunched;      /* relaunches of this attempt in its record */
 	double ran;               /* seconds since it was submitted */
 	/* its job */
 	enum aah_job_state job;
@@ -283,10 +284,9 @@ static const struct row rows[] = {
 	{ "the 11th disruption, a retry left: retried as attempt 2", .job = AAH_JOB_FAILED,
 	  .disrupted = 1, .job_reason = PREEMPTED, .relaunched = 10, .retries = 1,
 	  .kind = LIFECYCLE_RETRY, .state = TRIAL_FAILED, .next = 2, .why = "was disrupted" },
-	{ "10 relaunches of attempt 1 do not count for attempt 2", .job = AAH_JOB_FAILED,
-	  .attempt = 2, .disrupted = 1, .job_reason = PREEMPTED, .relaunched = 10,
-	  .relaunch_attempt = 1, .retries = 1, .kind = LIFECYCLE_RELAUNCH, .next = 2,
-	  .why = "relaunched" },
+	{ "a preempted pod after 3 relaunches of its attempt: the 4th", .job = AAH_JOB_FAILED,
+	  .attempt = 2, .disrupted = 1, .job_reason = PREEMPTED, .relaunched = 3, .retries = 1,
+	  .kind = LIFECYCLE_RELAUNCH, .next = 2, .why = "relaunched" },
 	{ "disrupted while stopping: a failure", .job = AAH_JOB_FAILED, .disrupted = 1,
 	  .job_reason = PREEMPTED, .stopping = 1, .kind = LIFECYCLE_SETTLE, .state = TRIAL_FAILED,
 	  .why = "was disrupted" },
@@ -304,55 +304,76 @@ static const struct row rows[] = {
 	  .kind = LIFECYCLE_RELAUNCH, .next = 1, .why = "relaunched from its checkpoint" },
 
 	/* ---- a runner resumes: the journal alone decides (runner_crash, fault_injection) ---- */
-	{ "resume: stopped on purpose, requeued as the same attempt", .resume = 1,
+	{ "resume: stopped on purpose, requeued as the same attempt", .nojob = 1,
 	  .tstate = TRIAL_CANCELED, .treason = "stopped", .kind = LIFECYCLE_REQUEUE, .next = 1,
 	  .why = "stopped" },
-	{ "resume: stopped in attempt 2, requeued as attempt 2", .resume = 1, .attempt = 2,
+	{ "resume: stopped in attempt 2, requeued as attempt 2", .nojob = 1, .attempt = 2,
 	  .tstate = TRIAL_CANCELED, .treason = "stopped", .retries = 1, .kind = LIFECYCLE_REQUEUE,
 	  .next = 2, .why = "stopped" },
-	{ "resume: canceled at maxExecDuration stays canceled", .resume = 1,
+	{ "resume: canceled at maxExecDuration stays canceled", .nojob = 1,
 	  .tstate = TRIAL_CANCELED, .treason = "experiment budget (maxExecDuration) reached",
 	  .kind = LIFECYCLE_WAIT, .why = NO_REASON },
-	{ "resume: canceled with no reason stays canceled", .resume = 1, .tstate = TRIAL_CANCELED,
+	{ "resume: canceled with no reason stays canceled", .nojob = 1, .tstate = TRIAL_CANCELED,
 	  .kind = LIFECYCLE_WAIT, .why = NO_REASON },
-	{ "resume: killed between a failure and its retry", .resume = 1, .tstate = TRIAL_FAILED,
+	{ "resume: killed between a failure and its retry", .nojob = 1, .tstate = TRIAL_FAILED,
 	  .treason = "a rank exited with status 7", .retries = 1, .kind = LIFECYCLE_RETRY,
 	  .next = 2, .why = "status 7" },
-	{ "resume: a failure with no reason, a retry due", .resume = 1, .tstate = TRIAL_FAILED,
+	{ "resume: a failure with no reason, a retry due", .nojob = 1, .tstate = TRIAL_FAILED,
 	  .retries = 1, .kind = LIFECYCLE_RETRY, .next = 2, .why = NO_REASON },
-	{ "resume: a failure with its retries spent", .resume = 1, .tstate = TRIAL_FAILED,
+	{ "resume: a failure with its retries spent", .nojob = 1, .tstate = TRIAL_FAILED,
 	  .attempt = 2, .treason = "x", .retries = 1, .kind = LIFECYCLE_WAIT, .why = NO_REASON },
-	{ "resume: a failure, no retries", .resume = 1, .tstate = TRIAL_FAILED, .treason = "x",
+	{ "resume: a failure, no retries", .nojob = 1, .tstate = TRIAL_FAILED, .treason = "x",
 	  .kind = LIFECYCLE_WAIT, .why = NO_REASON },
-	{ "resume: running, slotted again", .resume = 1, .tstate = TRIAL_RUNNING,
+	{ "resume: running, slotted again", .nojob = 1, .tstate = TRIAL_RUNNING,
 	  .kind = LIFECYCLE_WAIT, .why = NO_REASON },
-	{ "resume: queued", .resume = 1, .tstate = TRIAL_QUEUED, .kind = LIFECYCLE_WAIT,
+	{ "resume: queued", .nojob = 1, .tstate = TRIAL_QUEUED, .kind = LIFECYCLE_WAIT,
 	  .why = NO_REASON },
-	{ "resume: succeeded", .resume = 1, .tstate = TRIAL_SUCCEEDED, .retries = 2,
+	{ "resume: succeeded", .nojob = 1, .tstate = TRIAL_SUCCEEDED, .retries = 2,
 	  .kind = LIFECYCLE_WAIT, .why = NO_REASON },
-	{ "resume: early_stopped", .resume = 1, .tstate = TRIAL_EARLY_STOPPED,
+	{ "resume: early_stopped", .nojob = 1, .tstate = TRIAL_EARLY_STOPPED,
+	  .kind = LIFECYCLE_WAIT, .why = NO_REASON },
+
+	/* ---- queued when maxExecDuration is up: no slot is filled any more ---- */
+	{ "queued at maxExecDuration (waiting for its pool share): canceled (pool, elastic_pool)",
+	  .nojob = 1, .tstate = TRIAL_QUEUED, .timeup = 1, .pool = 8, .kind = LIFECYCLE_SETTLE,
+	  .state = TRIAL_CANCELED,
+	  .why = "experiment budget (maxExecDuration) reached while it waited to run" },
+	{ "queued for its retry at maxExecDuration: canceled, not retried", .nojob = 1,
+	  .tstate = TRIAL_QUEUED, .attempt = 2, .retries = 3, .timeup = 1,
+	  .kind = LIFECYCLE_SETTLE, .state = TRIAL_CANCELED, .why = "while it waited to run" },
+	{ "queued for a relaunch at maxExecDuration: canceled", .nojob = 1,
+	  .tstate = TRIAL_QUEUED, .relaunched = 2, .timeup = 1, .kind = LIFECYCLE_SETTLE,
+	  .state = TRIAL_CANCELED, .why = "while it waited to run" },
+	{ "queued at maxExecDuration while stopping: canceled all the same", .nojob = 1,
+	  .tstate = TRIAL_QUEUED, .timeup = 1, .stopping = 1, .kind = LIFECYCLE_SETTLE,
+	  .state = TRIAL_CANCELED, .why = "while it waited to run" },
+	{ "running at maxExecDuration, no job polled: its job decides, later", .nojob = 1,
+	  .tstate = TRIAL_RUNNING, .timeup = 1, .kind = LIFECYCLE_WAIT, .why = NO_REASON },
+	{ "failed at maxExecDuration, no job polled: stays failed", .nojob = 1,
+	  .tstate = TRIAL_FAILED, .attempt = 2, .retries = 1, .timeup = 1,
 	  .kind = LIFECYCLE_WAIT, .why = NO_REASON },
 };
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
-/* The trial record of row r; its retries hold r->relaunched relaunches
- * (and one retry of another kind that must not count). */
+/* The trial record of row r. Its retries list says 20 relaunches of its
+ * attempt in prose: only the record's count (relaunches) may decide. */
 static void trial_of(const struct row *r, struct trial_rec *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->seq = 1;
-	t->state = r->resume ? r->tstate : TRIAL_RUNNING;
+	t->state = r->nojob ? r->tstate : TRIAL_RUNNING;
 	t->attempt = r->attempt ? r->attempt : 1;
 	t->reason = (char *)r->treason;
 	t->submitted = 1000 - r->ran;
 	t->best_acc = NAN;
 	t->slot = -1;
+	t->relaunches = r->relaunched;
 	strvec_init(&t->retries);
 	strvec_pushf(&t->retries, "attempt %u: a rank exited with status 3", t->attempt);
-	unsigned a = r->relaunch_attempt ? r->relaunch_attempt : t->attempt;
-	for (unsigned i = 0; i < r->relaunched; i++)
-		strvec_pushf(&t->retries, "attempt %u: " LIFECYCLE_RELAUNCH_WHY "%s", a, PREEMPTED);
+	for (unsigned i = 0; i < 20; i++)
+		strvec_pushf(&t->retries, "attempt %u: " LIFECYCLE_RELAUNCH_WHY "%s", t->attempt,
+			     PREEMPTED);
 }
 
 static void decide_row(const struct row *r, struct trial_rec *t, struct lifecycle_action *act)
@@ -372,11 +393,11 @@ static void decide_row(const struct row *r, struct trial_rec *t, struct lifecycl
 	out.have_result = r->have;
 	out.result.status = r->have > 0 ? r->result : TRIAL_UNKNOWN;
 	trial_of(r, t);
-	int ended = !r->resume && lifecycle_job_ended(r->job);
+	int ended = !r->nojob && lifecycle_job_ended(r->job);
 	struct lifecycle_in in = {
 		.cfg = &cfg,
 		.trial = t,
-		.job = r->resume ? NULL : &st,
+		.job = r->nojob ? NULL : &st,
 		.outcome = ended ? &out : NULL,
 		.trial_dir = DIR,
 		.pool = { .in_pool = r->pool > 0, .result_visible = r->visible,
@@ -405,13 +426,16 @@ static void check_row(const struct row *r)
 			  act.reason, r->why);
 	else
 		cr_expect_str_empty(act.reason, "%s: reason '%s', not none", r->name, act.reason);
-	if (!r->resume && (r->kind == LIFECYCLE_SETTLE || r->kind == LIFECYCLE_RETRY))
+	if (r->kind == LIFECYCLE_SETTLE || (!r->nojob && r->kind == LIFECYCLE_RETRY))
 		cr_expect_eq(act.state, r->state, "%s: state %s, not %s", r->name,
 			     expdir_state_name(act.state), expdir_state_name(r->state));
 	if (r->kind == LIFECYCLE_RETRY || r->kind == LIFECYCLE_REQUEUE ||
 	    r->kind == LIFECYCLE_RESIZE || r->kind == LIFECYCLE_RELAUNCH)
 		cr_expect_eq(act.attempt, r->next, "%s: attempt %u, not %u", r->name, act.attempt,
 			     r->next);
+	/* a relaunch says which of its attempt it is; nothing else is one */
+	cr_expect_eq(act.relaunch, r->kind == LIFECYCLE_RELAUNCH ? r->relaunched + 1 : 0,
+		     "%s: relaunch %u", r->name, act.relaunch);
 	/* a settled trial keeps its attempt; only a retry charges another */
 	if (r->kind == LIFECYCLE_SETTLE)
 		cr_expect_eq(act.attempt, t.attempt, "%s", r->name);
@@ -431,7 +455,7 @@ Test(lifecycle, the_table_covers_every_action_and_job_state)
 	unsigned kinds = 0, jobs = 0;
 	for (size_t i = 0; i < NROWS; i++) {
 		kinds |= 1u << rows[i].kind;
-		if (!rows[i].resume)
+		if (!rows[i].nojob)
 			jobs |= 1u << rows[i].job;
 	}
 	cr_assert_eq(kinds, (1u << (LIFECYCLE_RELAUNCH + 1)) - 1, "kinds seen: %#x", kinds);
