@@ -160,6 +160,59 @@ int fileio_write_atomic_flags(const char *path, const void *data, size_t len, un
 	return r;
 }
 
+int fileio_copy(const char *from, const char *to, unsigned flags)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return error_errno("cannot open '%s'", from);
+	char *tmp = xstrfmt("%s.tmp.%ld", to, (long)getpid());
+	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		int r = error_errno("cannot create '%s'", tmp);
+		close(in);
+		free(tmp);
+		return r;
+	}
+	size_t cap = (size_t)1 << 20;
+	char *buf = xmalloc(cap);
+	off_t total = 0, whole = 0;    /* bytes copied; those up to the last '\n' */
+	int r = 0;
+	for (;;) {
+		ssize_t n = read(in, buf, cap);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = error_errno("cannot read '%s'", from);
+			break;
+		}
+		if (!n)
+			break;
+		for (ssize_t i = n; i > 0; i--)
+			if (buf[i - 1] == '\n') {
+				whole = total + i;
+				break;
+			}
+		if (fileio_write_all(out, buf, (size_t)n) < 0) {
+			r = error_errno("cannot write '%s'", tmp);
+			break;
+		}
+		total += n;
+	}
+	free(buf);
+	close(in);
+	if (r == 0 && (flags & FILEIO_WHOLE_LINES) && ftruncate(out, whole) < 0)
+		r = error_errno("cannot cut '%s' to its whole lines", tmp);
+	if (r == 0 && !(flags & FILEIO_NOSYNC) && fsync(out) < 0)
+		r = error_errno("cannot write '%s'", tmp);
+	close(out);
+	if (r == 0 && rename(tmp, to) < 0)
+		r = error_errno("cannot rename '%s' to '%s'", tmp, to);
+	if (r < 0)
+		unlink(tmp);
+	free(tmp);
+	return r;
+}
+
 int fileio_append_line(const char *path, const char *line)
 {
 	return fileio_append_line_flags(path, line, 0);

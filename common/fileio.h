@@ -20,6 +20,11 @@ int fileio_append_line(const char *path, const char *line);
 #define FILEIO_NOSYNC 1u
 int fileio_write_atomic_flags(const char *path, const void *data, size_t len, unsigned flags);
 int fileio_append_line_flags(const char *path, const char *line, unsigned flags);
+/* Copy file from to file to, atomically (to's temp, then rename), in
+ * pieces (any size). FILEIO_WHOLE_LINES: only up to from's last '\n' (a
+ * line being appended as it is read is left out). */
+#define FILEIO_WHOLE_LINES 2u
+int fileio_copy(const char *from, const char *to, unsigned flags);
 /* write(2) all of data, retrying on EINTR and short writes; -1 with errno. */
 int fileio_write_all(int fd, const void *data, size_t len);
 /* mkdir -p with the given mode. */

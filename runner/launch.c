@@ -140,7 +140,7 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 		strvec_pushf(e, "AAH_DEADLINE=%.0f", floor(p->deadline));
 	if (cfg->seed > 0) /* the command line's --seed, if any, still wins */
 		strvec_pushf(e, "AAH_SEED=%lu", launch_trial_seed(cfg->seed, l->trial_seq));
-	strvec_setenv(e, "AAH_TRIAL_DIR", l->trial_dir);
+	strvec_setenv(e, "AAH_TRIAL_DIR", l->place_dir);
 	strvec_setenv(e, "AAH_WORKDIR", l->workdir);
 	strvec_setenv(e, "AAH_EXPERIMENT_DIR", l->expdir);
 	strvec_pushf(e, "MA_NUM_HOSTS=%u", l->nodes);
@@ -157,7 +157,7 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 	strvec_setenv(e, "MA_VJ_NAME", l->job_name);
 	if (!l->mpi)
 		strvec_pushf(e, "MA_CURRENT_INSTANCE_NAME=%s-worker-%u", l->job_name, r->node);
-	char *rank_table = expdir_file(l->trial_dir, EXPDIR_RANK_TABLE);
+	char *rank_table = expdir_file(l->place_dir, EXPDIR_RANK_TABLE);
 	strvec_setenv(e, "RANK_TABLE_FILE", rank_table);
 	free(rank_table);
 	if (!l->mpi)
@@ -239,7 +239,7 @@ static void add_argv(struct launch_rank *r, const struct aah_launch *l,
 		strvec_push(a, cfg->trial.data_url);
 	}
 	strvec_push(a, "--train_url");
-	strvec_push(a, cfg->trial.train_url ? cfg->trial.train_url : l->trial_dir);
+	strvec_push(a, cfg->trial.train_url ? cfg->trial.train_url : l->place_dir);
 	if (l->tf_style) {
 		char *workers = join_hosts(l->hosts, l->nodes, l->port + 1, 1);
 		strvec_push(a, "--task_index");
@@ -275,7 +275,7 @@ static void build_mpi(struct aah_launch *l, enum launch_mpi_hosts how)
 	int local = how == LAUNCH_MPI_LOOPBACK;
 	int slurm = how == LAUNCH_MPI_PLACED;
 	unsigned per_node = l->nranks / l->nodes;
-	l->hostfile = expdir_file(l->trial_dir, EXPDIR_HOSTFILE);
+	l->hostfile = expdir_file(l->place_dir, EXPDIR_HOSTFILE);
 	strvec_init(&l->hostfile_lines);
 	strvec_init(&l->mpirun_argv);
 	if (local)
@@ -329,6 +329,7 @@ int launch_build(struct aah_launch *l, const struct launch_params *p)
 	l->expdir = xstrdup(p->expdir);
 	l->workdir = xstrdup(p->workdir);
 	l->trial_dir = expdir_trial_dir(p->expdir, p->trial_seq);
+	l->place_dir = expdir_place_dir(p->expdir, p->trial_seq, p->place);
 	l->cwd = config_resolve(cfg, cfg->trial.code_dir);
 	l->job_name = xstrfmt("aah-%s-%s", p->experiment_id, l->trial_id);
 	l->nodes = p->nodes ? p->nodes : (unsigned)cfg->trial.nodes;
@@ -448,10 +449,10 @@ static cJSON *rank_table_json(const struct aah_launch *l)
 
 int launch_write(const struct aah_launch *l)
 {
-	if (fileio_mkdir_p(l->trial_dir, 0755) < 0)
+	if (fileio_mkdir_p(l->place_dir, 0755) < 0)
 		return -1;
-	char *p1 = expdir_file(l->trial_dir, EXPDIR_LAUNCH);
-	char *p2 = expdir_file(l->trial_dir, EXPDIR_RANK_TABLE);
+	char *p1 = expdir_file(l->place_dir, EXPDIR_LAUNCH);
+	char *p2 = expdir_file(l->place_dir, EXPDIR_RANK_TABLE);
 	cJSON *d1 = launch_to_json(l), *d2 = rank_table_json(l);
 	/* Rewritten at every submission, so a power cut costs nothing. */
 	int r = jsonfile_write_flags(p1, d1, FILEIO_NOSYNC) < 0 ||
@@ -486,6 +487,7 @@ void launch_release(struct aah_launch *l)
 	free(l->expdir);
 	free(l->workdir);
 	free(l->trial_dir);
+	free(l->place_dir);
 	free(l->cwd);
 	free(l->job_name);
 	if (l->mpi) {

@@ -26,7 +26,10 @@ struct aah_launch {
 	char *trial_id;           /* "000001" */
 	unsigned trial_seq;
 	unsigned attempt;
-	char *trial_dir;
+	char *trial_dir;          /* the trial's directory: its proposal, its trial.log */
+	char *place_dir;          /* where this launch writes and reads (AAH_TRIAL_DIR,
+				   * --train_url, launch.json): its place in the trial
+				   * directory (runner/store/expdir.h), or the directory itself */
 	char *cwd;                /* the trial's working directory: trial.codeDir, resolved
 				   * against the config's folder (config_resolve) */
 	char *expdir;
@@ -46,7 +49,7 @@ struct aah_launch {
 	 * rank; each takes its rank from mpirun's env, so rank-specific names
 	 * and --rank are left out of env and argv. */
 	int mpi;
-	char *hostfile;           /* <trial dir>/hostfile */
+	char *hostfile;           /* <place dir>/hostfile */
 	struct strvec hostfile_lines; /* "<host> slots=<ranks on it>" */
 	struct strvec mpirun_argv;/* mpirun ... <the trial command> */
 };
@@ -67,6 +70,8 @@ struct launch_params {
 	const char *experiment_id;
 	unsigned trial_seq;
 	unsigned attempt;
+	const char *place;        /* the launch's place (expdir_place_name); NULL or "": the
+				   * trial directory */
 	const char *const *hosts; /* cfg->trial.nodes host names in rank order */
 	unsigned port;            /* rendezvous port */
 	const char *gpus;         /* this slot's devices, e.g. "2,3"; NULL = none */
@@ -82,7 +87,7 @@ struct launch_params {
 
 /* Build the contract. The caller releases l with launch_release. */
 int launch_build(struct aah_launch *l, const struct launch_params *p);
-/* Write launch.json and rank_table.json into the trial directory. */
+/* Write launch.json and rank_table.json into the launch's place. */
 int launch_write(const struct aah_launch *l);
 cJSON *launch_to_json(const struct aah_launch *l);
 void launch_release(struct aah_launch *l);

@@ -17,6 +17,7 @@ static void act_set(struct lifecycle_action *act, enum lifecycle_kind kind, enum
 	act->state = state;
 	act->attempt = attempt;
 	act->relaunch = 0;
+	act->keep_place = 0;
 	va_start(ap, fmt);
 	vsnprintf(act->reason, sizeof(act->reason), fmt, ap);
 	va_end(ap);
@@ -156,10 +157,11 @@ void lifecycle_decide(const struct lifecycle_in *in, struct lifecycle_action *ac
 	}
 	if (resized(in) && in->timeup)
 		budget_spent_resizing(in, act);
-	else if (resized(in))
+	else if (resized(in)) {
 		act_set(act, LIFECYCLE_RESIZE, t->state, t->attempt,
 			"resized at a step boundary (it ran on %u devices)", in->pool.running_on);
-	else if (relaunchable(in)) {
+		act->keep_place = st->state == AAH_JOB_FAILED;   /* not one presumed resized */
+	} else if (relaunchable(in)) {
 		act_set(act, LIFECYCLE_RELAUNCH, t->state, t->attempt, LIFECYCLE_RELAUNCH_WHY "%s",
 			st->reason);
 		act->relaunch = t->relaunches + 1;

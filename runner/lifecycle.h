@@ -58,6 +58,9 @@ struct lifecycle_action {
 	unsigned attempt;         /* RETRY, REQUEUE, RESIZE, RELAUNCH: the attempt it runs as next */
 	unsigned relaunch;        /* RELAUNCH: the relaunch of its attempt it is, 1-based: the
 				   * trial_retry's "relaunch" (journal.h, trial_rec.relaunches) */
+	int keep_place;           /* RESIZE: every rank of the launch exited, so the next goes
+				   * on in its place; any other launch gets a place of its own
+				   * (runner/store/expdir.h), fenced from one cut off */
 	char reason[320];         /* why, for the journal; "" for a trial that ended well */
 };
 

@@ -10,6 +10,7 @@
 #include "runner/scheduler_progress.h" /* scheduler_progress_line */
 #include "runner/scheduler_tuner.h" /* the master tuner: propose, observe */
 #include "runner/store/outcome.h" /* outcome_read: the figures of a settled trial */
+#include "runner/store/place.h"   /* place_prepare: a launch's own place */
 #include "strbuf.h"
 #include "util.h"
 
@@ -70,20 +71,20 @@ static cJSON *trial_fields(unsigned seq, unsigned attempt)
 /* ---- carrying out lifecycle.h's actions --------------------------------- */
 
 /* What lifecycle_decide makes of trial t and its job st (NULL: resumed
- * from the journal). The facts only files tell are read here: once the job
- * ended, the pool's view of it and its outcome, into *out (released by the
- * caller). */
+ * from the journal). The facts only files tell are read here, from the
+ * place of its last launch: once the job ended, the pool's view of it and
+ * its outcome, into *out (released by the caller). */
 static void decide(struct sched *s, const struct trial_rec *t, const struct aah_job_status *st,
 		   double now, struct outcome *out, struct lifecycle_action *act)
 {
-	char *dir = expdir_trial_dir(s->e->dir, t->seq);
+	char *dir = expdir_place_dir(s->e->dir, t->seq, t->place);
 	struct lifecycle_in in = { .cfg = s->cfg, .trial = t, .job = st, .trial_dir = dir,
 				   .now = now, .stopping = s->stop, .timeup = s->timeup };
 	if (st && lifecycle_job_ended(st->state)) {
 		scheduler_pool_facts(s->cfg, s->e, t->seq, dir, &in.pool);
 		outcome_release(out);
 		/* a file it cannot read is said, and counts as none */
-		(void)outcome_read(s->e->dir, t->seq, TRIAL_UNKNOWN, 0, out);
+		(void)outcome_read(s->e->dir, t->seq, t->place, TRIAL_UNKNOWN, 0, out);
 		in.outcome = out;
 	}
 	lifecycle_decide(&in, act);
@@ -113,6 +114,8 @@ static int record_retry(struct sched *s, unsigned seq, const struct lifecycle_ac
 	cJSON_AddStringToObject(f, "reason", act->reason[0] ? act->reason : "failed");
 	if (act->relaunch)
 		cJSON_AddNumberToObject(f, "relaunch", act->relaunch);
+	if (act->keep_place)
+		cJSON_AddBoolToObject(f, "keep_place", 1);
 	return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f);
 }
 
@@ -188,6 +191,7 @@ struct submit_arg {
 	struct sched *s;
 	unsigned seq;
 	unsigned slot;
+	const char *place;
 };
 
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
@@ -199,9 +203,22 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 	cJSON_AddStringToObject(f, "backend", a->s->bctx.backend->name);
 	cJSON_AddStringToObject(f, "job", job);
 	cJSON_AddNumberToObject(f, "slot", a->slot);
+	if (*a->place)
+		cJSON_AddStringToObject(f, "place", a->place);
 	if (a->s->slots[a->slot].gpus)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
 	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
+}
+
+/* The place trial t's next launch writes into (runner/store/expdir.h): a
+ * place of its own, fenced from any launch before it that may still run
+ * cut off from us, unless its last launch was resized (every rank exited). */
+static void next_place(const struct trial_rec *t, char place[EXPDIR_PLACE_SIZE])
+{
+	if (t->keep_place)
+		xstrlcpy(place, t->place ? t->place : "", EXPDIR_PLACE_SIZE);
+	else
+		expdir_place_name(t->attempt ? t->attempt : 1, t->launches, place);
 }
 
 static int submit(struct sched *s, unsigned seq, unsigned slot)
@@ -209,10 +226,14 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	struct trial_rec *t = experiment_trial(s->e, seq);
 	const struct aah_config *cfg = s->cfg;
 	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
-	char *dir = expdir_trial_dir(s->e->dir, seq);
+	char place[EXPDIR_PLACE_SIZE];
+	next_place(t, place);
+	char *dir = expdir_place_dir(s->e->dir, seq, place);
 	cJSON *params = NULL;
 	struct aah_launch l;
-	int r = fileio_mkdir_p(dir, 0755);
+	int resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1);
+	/* it starts from the last checkpoint, whatever a launch cut off writes later */
+	int r = place_prepare(s->e->dir, seq, place, t->place, resume);
 	int master = !strcmp(cfg->tuner.placement, "master");
 
 	if (r == 0)
@@ -230,10 +251,11 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.experiment_id = s->e->id,
 			.trial_seq = seq,
 			.attempt = t->attempt ? t->attempt : 1,
+			.place = place,
 			.hosts = (const char *const *)hosts,
 			.port = port,
 			.gpus = s->slots[slot].gpus,
-			.resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1),
+			.resume = resume,
 			.nodes = nodes,
 			.elastic = cfg->pool.devices > 0 && (s->bctx.backend->caps & AAH_CAP_ELASTIC),
 			.mpi_hosts = s->bctx.backend->mpi_hosts,
@@ -244,7 +266,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 		launch_build(&l, &lp);
 		r = launch_write(&l);
 		if (r == 0) {
-			struct submit_arg a = { s, seq, slot };
+			struct submit_arg a = { s, seq, slot, place };
 			char *job = NULL;
 			s->bctx.on_submitted = on_submitted;
 			s->bctx.on_submitted_arg = &a;

@@ -39,7 +39,8 @@ void scheduler_pool_tell(const struct aah_config *cfg, const struct experiment *
 {
 	if (!in_pool(cfg))
 		return;
-	char *dir = expdir_trial_dir(e->dir, seq);
+	/* the trial reads its world_size in its launch's place */
+	char *dir = expdir_place_dir(e->dir, seq, seq <= e->ntrials ? e->trials[seq - 1].place : NULL);
 	if (pooltrial_tell(cfg, e->workdir, e->id, seq, dir) < 0)
 		warning("trial %u is not told its share: %s", seq, util_last_error());
 	free(dir);
@@ -52,7 +53,7 @@ void scheduler_pool_facts(const struct aah_config *cfg, const struct experiment 
 	if (!p->in_pool)
 		return;
 	int was_quiet = util_set_quiet(1);
-	p->result_visible = expdir_result_visible(e->dir, seq);
+	p->result_visible = expdir_result_visible(trial_dir);
 	p->told_other = pooltrial_told_other(cfg, e->workdir, e->id, seq, trial_dir);
 	p->running_on = pooltrial_running_on(cfg, e->workdir, e->id, seq);
 	util_set_quiet(was_quiet);

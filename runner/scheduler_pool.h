@@ -11,14 +11,17 @@
 
 /* Before a launch: trial seq joins the pool (once) and runs on what the
  * ledger gives it (its share once nobody else holds those devices), told
- * through <trial_dir>/world_size: *nodes ranks; a GPU trial on the very
+ * through <trial_dir>/world_size (trial_dir: its launch's place, the
+ * trial's AAH_TRIAL_DIR): *nodes ranks; a GPU trial on the very
  * devices granted, which replace *gpus (its slot's, owned by the caller).
  * 0, 1 when there are no devices for it now (it waits), or -1. */
 int scheduler_pool_claim(const struct aah_config *cfg, const struct experiment *e, unsigned seq,
 			 const char *trial_dir, unsigned *nodes, char **gpus);
-/* Every poll of a running trial: a new share reaches it as world_size. */
+/* Every poll of a running trial: a new share reaches it as world_size, in
+ * its last launch's place. */
 void scheduler_pool_tell(const struct aah_config *cfg, const struct experiment *e, unsigned seq);
-/* Its job ended: what lifecycle_decide needs of the pool, read quietly. */
+/* Its job ended: what lifecycle_decide needs of the pool, read quietly
+ * from trial_dir, its last launch's place. */
 void scheduler_pool_facts(const struct aah_config *cfg, const struct experiment *e, unsigned seq,
 			  const char *trial_dir, struct lifecycle_pool *p);
 /* It settled: its devices go back to the pool (a failure is a warning). */

@@ -4,6 +4,8 @@
 #include "runner/archive/archive_form.h" /* archive_form_entry, archive_form_check */
 #include "runner/archive/archive_walk.h" /* archive_walk_start, _next, _finish */
 #include "fileio.h"
+#include "runner/store/journal.h" /* the trials' last places, from the journal */
+#include "strvec.h"
 #include "util.h"
 
 #include <archive.h>        /* libarchive: archive_write_*, archive_read_* */
@@ -232,10 +234,60 @@ static int open_output(struct archive *a, enum compression comp, int fd, struct 
 	return r == ARCHIVE_OK ? 0 : error("%s", archive_error_string(a));
 }
 
-/* Write every chunk the reader thread hands over. */
-static int add_tree(struct collector *c, int rootfd, const struct stat *skip, size_t nskip)
+static int cmp_path(const void *a, const void *b)
 {
-	struct archive_walk *w = archive_walk_start(rootfd, skip, nskip, &c->manifest, c->st);
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What no longer counts of trial t (below the experiment directory dir):
+ * every place but its last launch's and, when that is not the trial
+ * directory itself, what the launch there wrote (all but the trial's own
+ * entries), as paths below dir into leave. */
+static void superseded(const char *dir, const struct trial_rec *t, struct strvec *leave)
+{
+	struct strvec names = STRVEC_INIT;
+	char *tdir = expdir_trial_dir(dir, t->seq);
+	char id[EXPDIR_TRIAL_ID_SIZE];
+	if (fileio_list_dir(tdir, NULL, NULL, &names) == 0) {
+		for (size_t i = 0; i < names.n; i++) {
+			const char *n = names.v[i];
+			int place = expdir_place_valid(n);
+			if (place ? !t->place || strcmp(n, t->place) : t->place && !expdir_trial_owns(n))
+				strvec_pushf(leave, "trials/%s/%s", expdir_trial_id(t->seq, id), n);
+		}
+	}
+	strvec_clear(&names);
+	free(tdir);
+}
+
+/* Every trial's superseded entries (superseded()), sorted; none when the
+ * journal cannot be read (a directory that is not an experiment's). */
+static void superseded_all(const char *dir, struct strvec *leave)
+{
+	struct journal jr;
+	if (!expdir_journal_exists(dir))
+		return;
+	int was_quiet = util_set_quiet(1);
+	int r = journal_replay(&jr, dir);
+	util_set_quiet(was_quiet);
+	if (r < 0) {
+		warning("collect: the journal cannot be read, every attempt's files are archived: %s",
+			util_last_error());
+		return;
+	}
+	for (size_t i = 0; i < jr.ntrials; i++)
+		if (jr.trials[i].attempt)
+			superseded(dir, &jr.trials[i], leave);
+	journal_release(&jr);
+	if (leave->n)
+		qsort(leave->v, leave->n, sizeof(*leave->v), cmp_path);
+}
+
+/* Write every chunk the reader thread hands over. */
+static int add_tree(struct collector *c, int rootfd, const struct stat *skip, size_t nskip,
+		    const struct strvec *leave)
+{
+	struct archive_walk *w = archive_walk_start(rootfd, skip, nskip, leave, &c->manifest, c->st);
 	if (!w)
 		return -1;
 	struct archive_walk_item *it;
@@ -294,7 +346,11 @@ int archive_collect(const char *dir, const char *out, const char *sign_key,
 	size_t nskip = 1;
 	if (stat(out, &skip[1]) == 0)     /* an earlier archive of the same name */
 		nskip++;
-	if (add_tree(&c, rootfd, skip, nskip) < 0)
+	struct strvec leave = STRVEC_INIT;
+	superseded_all(root, &leave);
+	int walked = add_tree(&c, rootfd, skip, nskip, &leave);
+	strvec_clear(&leave);
+	if (walked < 0)
 		goto out;
 	if (c.manifest.overflow) {
 		error("the manifest is larger than %zu bytes", MANIFEST_MAX);

@@ -23,6 +23,7 @@ struct archive_collect_stats {
 	uint64_t bytes;        /* their total size */
 	size_t skipped;        /* symbolic links and special files left out */
 	size_t archives;       /* earlier archives left out (archive_name_is_archive) */
+	size_t superseded;     /* entries left out that launches wrote which no longer count */
 };
 
 /* Archive the experiment directory `dir` into `out` (.tar.zst, .tzst,
@@ -30,9 +31,12 @@ struct archive_collect_stats {
  * implied by their files' names; an empty one is left out): symbolic links
  * are never followed (they are left out, with a warning),
  * `out` itself is left out when it lies inside `dir`, and so is every
- * earlier archive (archive_name_is_archive), with a warning. Order is the byte
- * order of the paths, depth first. `sign_key` (or NULL) is a PEM Ed25519
- * private key. The archive is written to a temporary name and renamed. */
+ * earlier archive (archive_name_is_archive), with a warning. So is what a
+ * trial's launches wrote that no longer count: every place (expdir.h)
+ * but its last launch's, which is the trial's as the journal knows it.
+ * Order is the byte order of the paths, depth first. `sign_key` (or NULL)
+ * is a PEM Ed25519 private key. The archive is written to a temporary
+ * name and renamed. */
 /* Whether a file name is one collect could have written: it ends in
  * .tar.zst, .tzst, .tar.gz, .tgz or .tar, maybe followed by the
  * ".tmp.<pid>" of an interrupted collect. collect leaves such files out. */

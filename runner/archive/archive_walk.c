@@ -39,6 +39,7 @@ struct archive_walk {
 	int rootfd;
 	struct stat skip[2];
 	size_t nskip;
+	const struct strvec *leave; /* paths below the root left out, sorted; or NULL */
 	struct strbuf *manifest;
 	struct archive_collect_stats *stats;
 	EVP_MD_CTX *md;
@@ -173,11 +174,21 @@ static int walk_dir(struct archive_walk *w, int dirfd, const char *rel);
 
 /* One directory entry. Symbolic links are never opened: O_NOFOLLOW on every
  * open, and what was opened is checked with fstat on the descriptor. */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static int walk_entry(struct archive_walk *w, int dirfd, const struct dir_entry *de,
 		      const char *child)
 {
 	struct stat st;
 	unsigned char type = de->type;
+	if (w->leave && w->leave->n &&
+	    bsearch(&child, w->leave->v, w->leave->n, sizeof(*w->leave->v), cmp_str)) {
+		w->stats->superseded++;   /* a launch's that no longer counts */
+		return 0;
+	}
 	if (type == DT_UNKNOWN) {
 		if (fstatat(dirfd, de->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			return error_errno("cannot stat '%s'", child);
@@ -279,11 +290,12 @@ static void *walk_run(void *arg)
 }
 
 struct archive_walk *archive_walk_start(int rootfd, const struct stat *skip, size_t nskip,
-					struct strbuf *manifest,
+					const struct strvec *leave, struct strbuf *manifest,
 					struct archive_collect_stats *stats)
 {
 	struct archive_walk *w = xcalloc(1, sizeof(*w));
 	w->rootfd = rootfd;
+	w->leave = leave;
 	for (size_t i = 0; i < nskip && i < 2; i++)
 		w->skip[w->nskip++] = skip[i];
 	w->manifest = manifest;

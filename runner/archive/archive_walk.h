@@ -10,6 +10,7 @@
 
 #include "runner/archive/archive.h"
 #include "strbuf.h"
+#include "strvec.h"
 
 struct archive_walk_item {
 	char *rel;                 /* path below the root, on a file's first chunk; else NULL */
@@ -24,12 +25,13 @@ struct archive_walk;
 
 /* Start walking the directory open at rootfd (not closed). The files
  * skip[0..nskip) (device and inode: the archive being written, and the one
- * it will replace) are left out. Symbolic
+ * it will replace) are left out, and so are the entries whose path below
+ * the root is in leave (sorted by strcmp; NULL: none). Symbolic
  * links are never followed. Each regular file adds "<sha256>  <rel>\n" to
  * manifest and counts in stats; both belong to the walker until
  * archive_walk_finish. */
 struct archive_walk *archive_walk_start(int rootfd, const struct stat *skip, size_t nskip,
-					struct strbuf *manifest,
+					const struct strvec *leave, struct strbuf *manifest,
 					struct archive_collect_stats *stats);
 /* The next chunk, waiting for it; NULL at the end or after an error. The
  * caller frees it with archive_walk_item_free (which may keep its buffer). */

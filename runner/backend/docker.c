@@ -196,14 +196,14 @@ static int ssh_file(const struct docker_mpi *m, const char *name, const struct s
 	return r;
 }
 
-/* <trial dir>/ssh, made anew for every attempt: a key pair for mpirun's
+/* <place dir>/ssh, made anew for every launch: a key pair for mpirun's
  * ssh, one for the workers' sshd, and the configs (docker.h). */
 static int mpi_prepare(const struct docker_priv *p, const struct aah_launch *l,
 		       struct docker_mpi *m)
 {
 	struct strbuf id = STRBUF_INIT, id_pub = STRBUF_INIT, hk = STRBUF_INIT,
 		      hk_pub = STRBUF_INIT, text = STRBUF_INIT;
-	m->ssh_dir = xstrfmt("%s/ssh", l->trial_dir);
+	m->ssh_dir = xstrfmt("%s/ssh", l->place_dir);
 	m->ports = xcalloc(l->nodes, sizeof(*m->ports));
 	int r = 0;
 	if (p->hosts.n) {

@@ -61,9 +61,9 @@ int docker_create_host_argv(const struct docker_config *dc, const struct aah_lau
  * their own (all share the host network), bound to a loopback address of
  * their own, which their ModelArts host name resolves to in every
  * container (--add-host). Keys, known_hosts and both configs are made per
- * attempt by the runner in <trial dir>/ssh (docker_mpi_write_ssh). */
+ * launch by the runner in <place dir>/ssh (docker_mpi_write_ssh). */
 struct docker_mpi {
-	char *ssh_dir;            /* <trial dir>/ssh */
+	char *ssh_dir;            /* <place dir>/ssh: the launch's place (launch.h) */
 	unsigned *ports;          /* sshd port of node i; ports[0] is unused */
 	/* On docker.hosts: node i's host address (an IPv4 address), where its
 	 * sshd listens and its name resolves to; addrs[0] is unused (the

@@ -8,7 +8,7 @@
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/backend/kubernetes.h" /* kubernetes_*: config, names, documents, Job state */
-#include "runner/store/expdir.h" /* expdir_trial_seq, expdir_result_visible */
+#include "runner/store/expdir.h" /* expdir_trial_seq, expdir_result_visible, places */
 #include "runner/backend/proc.h" /* PROC_TIMEOUT_STATUS */
 #include "strbuf.h"
 #include "util.h"
@@ -459,17 +459,27 @@ done:
 /* A Job is Complete when its pods exited; the result.json rank 0 wrote on
  * another node may take a while to show through the master's NFS client
  * cache (attribute and lookup caching). Listing the directory revalidates
- * it; give up after `wait` seconds and let the scheduler judge. The trial
- * directory comes from our experiment and the Job's aah.io/trial label. */
+ * it; give up after `wait` seconds and let the scheduler judge. The
+ * directory is where the Job's pods write (its aah.io/trial-dir, the
+ * launch's place), when it lies in our experiment's trial directory named
+ * by its aah.io/trial label. */
 static int result_visible(const struct aah_backend_ctx *ctx, const cJSON *job, double wait,
 			  struct kjob *j)
 {
 	const cJSON *labels = field(job, "metadata", "labels");
 	const char *trial = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, "aah.io/trial"));
+	const char *dir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		field(job, "metadata", "annotations"), "aah.io/trial-dir"));
 	unsigned seq;
 	if (!trial || expdir_trial_seq(trial, &seq) < 0 || wait <= 0)
 		return 1;
-	if (expdir_result_visible(ctx->expdir, seq))
+	char *tdir = expdir_trial_dir(ctx->expdir, seq);
+	size_t tl = strlen(tdir);
+	int ours = dir && !strncmp(dir, tdir, tl) && (!dir[tl] || (dir[tl] == '/' &&
+		   expdir_place_valid(dir + tl + 1)));
+	int seen = expdir_result_visible(ours ? dir : tdir);
+	free(tdir);
+	if (seen)
 		return 1;
 	double now = util_monotonic();
 	if (!j->complete_at)

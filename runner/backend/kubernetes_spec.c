@@ -352,7 +352,7 @@ static cJSON *annotations(const struct aah_config *cfg, const struct aah_launch 
 		if (*p < 0x20 || *p >= 0x7f)
 			*p = '?';
 	cJSON_AddStringToObject(o, "aah.io/experiment-name", name);
-	cJSON_AddStringToObject(o, "aah.io/trial-dir", l->trial_dir);
+	cJSON_AddStringToObject(o, "aah.io/trial-dir", l->place_dir);   /* where its pods write */
 	free(name);
 	return o;
 }

@@ -162,7 +162,7 @@ static int slurm_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	struct slurm_priv *p = ctx->priv;
 	struct strbuf script = STRBUF_INIT, out = STRBUF_INIT, err = STRBUF_INIT;
 	struct strvec argv = STRVEC_INIT;
-	char *path = xstrfmt("%s/slurm.sh", l->trial_dir);
+	char *path = xstrfmt("%s/slurm.sh", l->place_dir);
 	char id[32] = "";
 	int r = slurm_script_build(&p->sc, ctx->cfg, l, l->cwd, &script);
 	if (r == 0)

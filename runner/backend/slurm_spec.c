@@ -170,7 +170,7 @@ int slurm_sbatch_argv(const struct slurm_config *sc, const char *script, const c
 	}
 	strvec_push(argv, script);
 	strvec_push(argv, runner);
-	strvec_push(argv, l->trial_dir);
+	strvec_push(argv, l->place_dir);   /* slurm-launch reads its launch.json */
 	return 0;
 }
 

@@ -41,6 +41,9 @@ int cmd_collect(int argc, const char **argv)
 		if (st.archives)
 			printf(", %zu earlier archive%s left out", st.archives,
 			       st.archives == 1 ? "" : "s");
+		if (st.superseded)
+			printf(", %zu entr%s of launches that no longer count left out",
+			       st.superseded, st.superseded == 1 ? "y" : "ies");
 		printf("%s\n", st.skipped ? " (some entries left out, see warnings)" : "");
 	}
 	free(path);

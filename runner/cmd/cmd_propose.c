@@ -10,6 +10,7 @@
 #include "runner/scheduler_tuner.h"
 #include "runner/tuner/tuner.h"
 #include "runner/store/expdir.h" /* expdir_file */
+#include "runner/store/place.h"  /* place_copy_proposal */
 #include "util.h"
 
 #include <errno.h>
@@ -81,6 +82,13 @@ int cmd_propose(int argc, const char **argv)
 	free(initial);
 	cJSON_Delete(ca);
 	cJSON_Delete(space);
+	/* a launch in a place of its own (AAH_TRIAL_DIR) reads the proposal there */
+	const char *place = getenv("AAH_TRIAL_DIR");
+	if (r == 0 && do_exec && place) {
+		char *dir = expdir_trial_dir(e.dir, (unsigned)trial);
+		r = place_copy_proposal(dir, place);
+		free(dir);
+	}
 	int rc = r < 0 ? 1 : 0;
 	if (r == 0 && do_exec)
 		rc = exec_trial(e.dir, (unsigned)trial, rest);

@@ -49,11 +49,12 @@ static void fmt_clock(char *buf, size_t n, double ts)
 }
 
 /* Under a trial that wrote its result: the backend, device and precision
- * it ran on (result.json), "        ran on cuda: NVIDIA H100 80GB HBM3, bf16". */
+ * it ran on (its last launch's result.json), "        ran on cuda: NVIDIA
+ * H100 80GB HBM3, bf16". */
 static void ran_on(struct strbuf *sb, const struct experiment *e, const struct trial_rec *t)
 {
 	struct expdir_result res;
-	char *dir = expdir_trial_dir(e->dir, t->seq);
+	char *dir = expdir_place_dir(e->dir, t->seq, t->place);
 	util_set_quiet(1);
 	int r = expdir_result_read(dir, &res);
 	util_set_quiet(0);

@@ -38,6 +38,8 @@ static void add_trial(struct report_exp *exp, size_t *alloc, unsigned seq,
 	if (!rec)
 		return;
 	tr->state = rec->state;
+	if (rec->place)
+		xstrlcpy(tr->place, rec->place, sizeof(tr->place));
 	tr->slot = rec->last_slot;
 	tr->submitted = rec->submitted;
 	tr->started = rec->started;
@@ -181,18 +183,22 @@ static int load_arch(const char *trialdir, struct report_trial *tr)
 	return r;
 }
 
+/* The trial's arch.json is its own; its outcome and monitor samples are
+ * its last launch's, in that launch's place. */
 static int load_trial(const char *expdir, struct report_trial *tr, struct util_acc *u)
 {
 	char *dir = expdir_trial_dir(expdir, tr->seq);
+	char *place = expdir_place_dir(expdir, tr->seq, tr->place);
 	struct outcome o;
-	int r = outcome_read(expdir, tr->seq, tr->state, tr->finished, &o);
+	int r = outcome_read(expdir, tr->seq, tr->place, tr->state, tr->finished, &o);
 	if (r == 0)
 		apply_outcome(&o, tr);
 	outcome_release(&o);
 	if (r == 0)
 		r = load_arch(dir, tr);
 	if (r == 0)
-		r = load_monitor(dir, u);
+		r = load_monitor(place, u);
+	free(place);
 	free(dir);
 	return r;
 }

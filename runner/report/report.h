@@ -14,6 +14,7 @@
 struct report_trial {
 	char id[32];                    /* expdir_trial_id(seq) */
 	unsigned seq;
+	char place[EXPDIR_PLACE_SIZE];  /* its last launch's place (expdir.h); "": the trial dir */
 	enum trial_state state;         /* TRIAL_UNKNOWN: a directory the journal does not name */
 	int slot;                       /* from trial_submitted; -1 unknown */
 	double submitted, finished;     /* journal timestamps; 0 unknown */

@@ -75,24 +75,72 @@ char *expdir_trial_dir(const char *expdir, unsigned seq)
 	return xstrfmt("%s/trials/%s", expdir, expdir_trial_id(seq, id));
 }
 
-static const char *const file_names[EXPDIR_NFILES] = {
-	[EXPDIR_ARCH] = "arch.json",
-	[EXPDIR_PARAMS] = "params.json",
-	[EXPDIR_MORPH] = "morph.json",
-	[EXPDIR_RESULT] = "result.json",
-	[EXPDIR_METRICS] = "metrics.jsonl",
-	[EXPDIR_LAUNCH] = "launch.json",
-	[EXPDIR_RANK_TABLE] = "rank_table.json",
-	[EXPDIR_HOSTFILE] = "hostfile",
-	[EXPDIR_TRIAL_LOG] = "trial.log",
-	[EXPDIR_WAITING] = "waiting",
+/* The files of a trial directory: the trial's own, or those each launch
+ * writes into its place. */
+static const struct {
+	const char *name;
+	int trials;
+} files[EXPDIR_NFILES] = {
+	[EXPDIR_ARCH] = { "arch.json", 1 },
+	[EXPDIR_PARAMS] = { "params.json", 1 },
+	[EXPDIR_MORPH] = { "morph.json", 1 },
+	[EXPDIR_RESULT] = { "result.json", 0 },
+	[EXPDIR_METRICS] = { "metrics.jsonl", 0 },
+	[EXPDIR_LAUNCH] = { "launch.json", 0 },
+	[EXPDIR_RANK_TABLE] = { "rank_table.json", 0 },
+	[EXPDIR_HOSTFILE] = { "hostfile", 0 },
+	[EXPDIR_TRIAL_LOG] = { "trial.log", 1 },
+	[EXPDIR_WAITING] = { "waiting", 1 },
 };
 
 const char *expdir_file_name(enum expdir_file f)
 {
-	if ((unsigned)f >= EXPDIR_NFILES || !file_names[f])
+	if ((unsigned)f >= EXPDIR_NFILES || !files[f].name)
 		BUG("no trial file %d", (int)f);
-	return file_names[f];
+	return files[f].name;
+}
+
+const char *expdir_place_name(unsigned attempt, unsigned launch, char buf[EXPDIR_PLACE_SIZE])
+{
+	if (attempt <= 1 && !launch)
+		buf[0] = '\0';
+	else if (!launch)
+		snprintf(buf, EXPDIR_PLACE_SIZE, "attempt-%u", attempt);
+	else
+		snprintf(buf, EXPDIR_PLACE_SIZE, "attempt-%u.%u", attempt ? attempt : 1, launch);
+	return buf;
+}
+
+int expdir_place_valid(const char *place)
+{
+	unsigned a, r;
+	char again[EXPDIR_PLACE_SIZE];
+	int n = 0;
+	if (!*place)
+		return 1;
+	if (strlen(place) >= EXPDIR_PLACE_SIZE)
+		return 0;
+	if (sscanf(place, "attempt-%u.%u%n", &a, &r, &n) == 2 && !place[n])
+		return !strcmp(expdir_place_name(a, r, again), place);
+	if (sscanf(place, "attempt-%u%n", &a, &n) == 1 && !place[n])
+		return !strcmp(expdir_place_name(a, 0, again), place);
+	return 0;
+}
+
+char *expdir_place_dir(const char *expdir, unsigned seq, const char *place)
+{
+	char id[EXPDIR_TRIAL_ID_SIZE];
+	if (!place || !*place)
+		return xstrfmt("%s/trials/%s", expdir, expdir_trial_id(seq, id));
+	return xstrfmt("%s/trials/%s/%s", expdir, expdir_trial_id(seq, id), place);
+}
+
+int expdir_trial_owns(const char *name)
+{
+	for (size_t i = 0; i < EXPDIR_NFILES; i++)
+		if (files[i].name && !strcmp(files[i].name, name))
+			return files[i].trials;
+	return *name && expdir_place_valid(name);
 }
 
 char *expdir_file(const char *trial_dir, enum expdir_file f)
@@ -330,11 +378,16 @@ static int decode(const char *what, const cJSON *doc, struct expdir_event *ev)
 		if (int_or(what, doc, "slot", -1, -1, INT_MAX, &v) < 0)
 			return -1;
 		ev->slot = (int)v;
+		ev->place = str_or_null(doc, "place");
+		if (ev->place && !expdir_place_valid(ev->place))
+			return error("%s: trial_submitted: \"place\" '%s' is not an attempt's place "
+				     "(attempt-N or attempt-N.R)", what, ev->place);
 		break;
 	case EXPDIR_EV_TRIAL_RETRY:
 		if (int_or(what, doc, "relaunch", 0, 0, UINT_MAX, &v) < 0)
 			return -1;
 		ev->relaunch = (unsigned)v;
+		ev->keep_place = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "keep_place"));
 		break;
 	case EXPDIR_EV_TRIAL_FINISHED: {
 		const char *st = str_or_null(doc, "state");
@@ -528,9 +581,8 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 	return r;
 }
 
-int expdir_result_visible(const char *expdir, unsigned seq)
+int expdir_result_visible(const char *dir)
 {
-	char *dir = expdir_trial_dir(expdir, seq);
 	DIR *d = opendir(dir);
 	if (d) {
 		while (readdir(d))
@@ -540,7 +592,6 @@ int expdir_result_visible(const char *expdir, unsigned seq)
 	char *p = result_path(dir);
 	int ok = fileio_exists(p);
 	free(p);
-	free(dir);
 	return ok;
 }
 

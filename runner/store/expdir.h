@@ -73,6 +73,26 @@ char *expdir_trial_file(const char *expdir, unsigned seq, enum expdir_file f);
  * caller frees what get returns. */
 int expdir_waiting_set(const char *expdir, unsigned seq, const char *why);
 char *expdir_waiting_get(const char *expdir, unsigned seq);
+/* ---- attempts' places (docs/formats.md, "Attempts and their places") ---- */
+
+/* Every launch of a trial writes into a place of its own, named in its
+ * trial_submitted ("place"): the trial's first launch into the trial
+ * directory itself (""), the first launch of attempt N > 1 into
+ * "attempt-N", a later launch K of attempt N (K = 1, 2, ...: relaunched
+ * after its cluster lost it, requeued after a stop) into "attempt-N.K".
+ * Only a resize, whose ranks all exited, goes on in its launch's place. */
+#define EXPDIR_PLACE_SIZE 32
+/* The place of attempt's launch-th launch (0: its first), into buf and returned. */
+const char *expdir_place_name(unsigned attempt, unsigned launch, char buf[EXPDIR_PLACE_SIZE]);
+/* 1 when place is "" or a name expdir_place_name gives. */
+int expdir_place_valid(const char *place);
+/* The directory of place (NULL or "": the trial directory). The caller frees it. */
+char *expdir_place_dir(const char *expdir, unsigned seq, const char *place);
+/* 1 when a trial directory's entry of that name is the trial's own (its
+ * proposal, its log, an attempt's place), not something an attempt that
+ * ran there wrote. */
+int expdir_trial_owns(const char *name);
+
 /* The work directory that holds an experiment directory
  * (<workdir>/experiments/<id>), absolute and resolved when it exists.
  * The caller frees it. */
@@ -128,9 +148,13 @@ struct expdir_event {
 	unsigned attempt;         /* trial_* events: "attempt"; 0 when absent */
 	const char *job;          /* trial_submitted: backend job id; NULL when absent */
 	const char *gpus;         /* trial_submitted: devices of the slot; NULL when absent */
+	const char *place;        /* trial_submitted: the launch's place (expdir_place_name);
+				   * NULL: the trial directory (and every journal before places) */
 	unsigned relaunch;        /* trial_retry: the relaunch of its attempt this requeue
 				   * is, 1-based; 0 when it is none, or the line predates
 				   * the field (journal.h says how those count) */
+	int keep_place;           /* trial_retry: the next launch goes on in the last one's
+				   * place (a resize: every rank of it exited) */
 	int slot;                 /* trial_submitted: -1 when absent */
 	enum trial_state state;   /* trial_finished: a final state */
 	int exit_code;            /* trial_finished: -1 when absent */
@@ -182,9 +206,10 @@ struct expdir_result {
  * (yet), -1 (error reported) when it is not valid JSON, not aah-result/1,
  * or a field has the wrong type. */
 int expdir_result_read(const char *trial_dir, struct expdir_result *res);
-/* 1 when trial seq's result.json can be seen. The trial directory is
- * listed first: that revalidates an NFS client's cached view of it. */
-int expdir_result_visible(const char *expdir, unsigned seq);
+/* 1 when the result.json of a launch's place dir can be seen. The
+ * directory is listed first: that revalidates an NFS client's cached view
+ * of it. */
+int expdir_result_visible(const char *dir);
 
 /* ---- metrics.jsonl (aah-metrics/1) --------------------------------------- */
 

@@ -39,7 +39,7 @@ void journal_apply(struct journal *j, const struct expdir_event *ev)
 		t = journal_trial(j, ev->trial_seq);
 		unsigned attempt = ev->attempt ? ev->attempt : t->attempt ? t->attempt : 1;
 		if (attempt != t->attempt)
-			t->relaunches = 0;
+			t->relaunches = t->launches = 0;
 		t->attempt = attempt;
 	}
 	switch (ev->kind) {
@@ -63,6 +63,9 @@ void journal_apply(struct journal *j, const struct expdir_event *ev)
 		t->state = TRIAL_RUNNING;
 		replace_str(&t->job, ev->job);
 		replace_str(&t->gpus, ev->gpus);
+		replace_str(&t->place, ev->place && *ev->place ? ev->place : NULL);
+		t->launches++;
+		t->keep_place = 0;
 		t->slot = t->last_slot = ev->slot;
 		t->submitted = ev->ts;
 		if (!t->started || ev->ts < t->started)
@@ -78,6 +81,7 @@ void journal_apply(struct journal *j, const struct expdir_event *ev)
 		t->finished = ev->ts;
 		break;
 	case EXPDIR_EV_TRIAL_RETRY:
+		t->keep_place = ev->keep_place;
 		if (ev->relaunch)
 			t->relaunches = ev->relaunch;
 		else if (t->state != TRIAL_FAILED && ev->reason &&
@@ -123,6 +127,7 @@ void journal_release(struct journal *j)
 {
 	for (size_t i = 0; i < j->ntrials; i++) {
 		free(j->trials[i].job);
+		free(j->trials[i].place);
 		free(j->trials[i].gpus);
 		free(j->trials[i].reason);
 		strvec_clear(&j->trials[i].retries);

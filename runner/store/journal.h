@@ -15,6 +15,11 @@ struct trial_rec {
 	enum trial_state state;   /* TRIAL_QUEUED (0) for a seq no event named */
 	unsigned attempt;         /* 1-based attempt now running or last run; 0: no event named it */
 	char *job;                /* backend job id of the last submission, or NULL */
+	char *place;              /* the last submission's place (expdir_place_name): where
+				   * it writes and the runner reads; NULL: the trial directory */
+	unsigned launches;        /* submissions of this attempt (trial_submitted); 0 on a
+				   * new attempt */
+	int keep_place;           /* the next submission goes on in place (a resize) */
 	int slot;                 /* -1 when none (queued again after a retry) */
 	int last_slot;            /* the slot of the last submission, kept after a retry; -1: none */
 	char *gpus;               /* devices of the slot, or NULL */

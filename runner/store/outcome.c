@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int outcome_read(const char *expdir, unsigned seq, enum trial_state journal_state, double end_ts,
-		 struct outcome *o)
+int outcome_read(const char *expdir, unsigned seq, const char *place,
+		 enum trial_state journal_state, double end_ts, struct outcome *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->best_acc = o->final_acc = NAN;
 	o->state = journal_state;
-	char *dir = expdir_trial_dir(expdir, seq);
+	char *dir = expdir_place_dir(expdir, seq, place);
 	int r = 0;
 	o->have_result = expdir_result_read(dir, &o->result);
 	if (o->have_result < 0)

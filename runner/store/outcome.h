@@ -31,14 +31,17 @@ struct outcome {
 	struct expdir_result result; /* when have_result is 1 */
 };
 
-/* Read trial seq's outcome into *o (release it with outcome_release).
+/* Read trial seq's outcome into *o (release it with outcome_release) from
+ * the place of its last launch (the journal's trial_rec.place; NULL: the
+ * trial directory): only the attempt that counts is read, never what a
+ * launch cut off before it wrote in its own place.
  * journal_state: the trial's state in the journal, or TRIAL_UNKNOWN;
  * end_ts: when it finished (the time of a result-only epoch; 0: when
  * result.json was written). 0, or -1 (error reported) when result.json or
  * metrics.jsonl cannot be read: *o then holds what could be, and can be
  * released. */
-int outcome_read(const char *expdir, unsigned seq, enum trial_state journal_state, double end_ts,
-		 struct outcome *o);
+int outcome_read(const char *expdir, unsigned seq, const char *place,
+		 enum trial_state journal_state, double end_ts, struct outcome *o);
 void outcome_release(struct outcome *o);
 
 /* A trial the tuner learns from: it ended well (succeeded or stopped

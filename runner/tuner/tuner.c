@@ -132,7 +132,7 @@ void tuner_free(struct tuner *t)
 }
 
 /* Record an observation; takes ownership of arch and params. */
-static int record(struct tuner *t, unsigned seq, cJSON *arch, cJSON *params,
+static int record(struct tuner *t, unsigned seq, const char *place, cJSON *arch, cJSON *params,
 		  enum tuner_obs_state state, double metric)
 {
 	size_t i = t->nhist;
@@ -155,6 +155,7 @@ static int record(struct tuner *t, unsigned seq, cJSON *arch, cJSON *params,
 	}
 	t->hist[i].state = state;
 	t->hist[i].metric = state == TUNER_OBS_DONE ? metric : 0.0;
+	xstrlcpy(t->hist[i].place, place ? place : "", sizeof(t->hist[i].place));
 	int rc = t->ops->observe && !t->deferred ? t->ops->observe(t, i, had ? &old : NULL) : 0;
 	if (had) {
 		cJSON_Delete(old.arch);
@@ -169,7 +170,8 @@ int tuner_observe(struct tuner *t, const struct tuner_observation *obs)
 		return error("tuner: trial_seq must be 1 or more");
 	if (obs->state == TUNER_OBS_DONE && !(obs->metric >= -1e300 && obs->metric <= 1e300))
 		return error("tuner: trial %u has a metric that is not a number", obs->trial_seq);
-	return record(t, obs->trial_seq, obs->arch ? cJSON_Duplicate(obs->arch, 1) : NULL,
+	return record(t, obs->trial_seq, obs->place,
+		      obs->arch ? cJSON_Duplicate(obs->arch, 1) : NULL,
 		      obs->params ? cJSON_Duplicate(obs->params, 1) : NULL, obs->state, obs->metric);
 }
 
@@ -189,7 +191,7 @@ int tuner_propose(struct tuner *t, unsigned trial_seq, cJSON **arch, cJSON **par
 	}
 	if (!*arch && !*params)
 		return 0;
-	return record(t, trial_seq, *arch ? cJSON_Duplicate(*arch, 1) : NULL,
+	return record(t, trial_seq, NULL, *arch ? cJSON_Duplicate(*arch, 1) : NULL,
 		      *params ? cJSON_Duplicate(*params, 1) : NULL, TUNER_OBS_PENDING, 0.0);
 }
 
@@ -374,8 +376,9 @@ static const struct tuner_hist *find_hist(const struct tuner *t, unsigned seq)
 
 /* Learn trial seq; settled: its final state in the journal, or
  * TRIAL_UNKNOWN while the runner has not settled it (result.json's status
- * then stands in, as the runner will read it). */
-static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum trial_state settled)
+ * then stands in, as the runner will read it); place: its last launch's. */
+static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum trial_state settled,
+		      const char *place)
 {
 	const struct tuner_hist *known = find_hist(t, seq);
 	if (known && known->state != TUNER_OBS_PENDING)
@@ -393,7 +396,7 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum tr
 	double metric = 0.0;
 	struct outcome o;
 	int held = util_hold_errors(1);
-	int bad = outcome_read(expdir, seq, settled, 0, &o) < 0;
+	int bad = outcome_read(expdir, seq, place, settled, 0, &o) < 0;
 	util_hold_errors(held);
 	if (bad && o.have_result < 0) {
 		/* a torn or foreign result: the trial failed as far as we know */
@@ -406,7 +409,7 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum tr
 		metric = state == TUNER_OBS_DONE ? o.best_acc : 0.0;
 	}
 	outcome_release(&o);
-	rc = record(t, seq, arch, params, state, metric);
+	rc = record(t, seq, place, arch, params, state, metric);
 	arch = params = NULL;
 out:
 	cJSON_Delete(arch);
@@ -415,12 +418,25 @@ out:
 	return rc;
 }
 
-/* Trial seq's final state in the journal (runner/store/journal.c, the one
- * reducer); TRIAL_UNKNOWN while it is not settled. */
-static enum trial_state settled(const struct journal *jr, unsigned seq)
+/* Trial seq's record in the journal (runner/store/journal.c, the one
+ * reducer), or NULL. */
+static const struct trial_rec *journaled(const struct journal *jr, unsigned seq)
 {
 	const struct trial_rec *r = seq && seq <= jr->ntrials ? &jr->trials[seq - 1] : NULL;
-	return r && r->attempt && expdir_state_final(r->state) ? r->state : TRIAL_UNKNOWN;
+	return r && r->attempt ? r : NULL;
+}
+
+/* Trial seq, whose proposal is made, as pending: read from its last
+ * launch's place (a retry's proposal is its first attempt's). */
+static int load_pending(struct tuner *t, const char *expdir, unsigned seq)
+{
+	struct journal jr = { 0 };
+	if (expdir_journal_exists(expdir) && journal_replay(&jr, expdir) < 0)
+		warning("tuner: the journal cannot be read: %s", util_last_error());
+	const struct trial_rec *r = journaled(&jr, seq);
+	int rc = load_trial(t, expdir, seq, TRIAL_UNKNOWN, r ? r->place : NULL);
+	journal_release(&jr);
+	return rc;
 }
 
 int tuner_load_history(struct tuner *t, const char *expdir)
@@ -432,8 +448,12 @@ int tuner_load_history(struct tuner *t, const char *expdir)
 		warning("tuner: the journal cannot be read; trials count by their result.json: %s",
 			util_last_error());
 	int rc = expdir_trial_list(expdir, &seqs, &n);
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = load_trial(t, expdir, seqs[i], settled(&jr, seqs[i]));
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const struct trial_rec *r = journaled(&jr, seqs[i]);
+		rc = load_trial(t, expdir, seqs[i],
+				r && expdir_state_final(r->state) ? r->state : TRIAL_UNKNOWN,
+				r ? r->place : NULL);
+	}
 	free(seqs);
 	journal_release(&jr);
 	return rc;
@@ -481,7 +501,7 @@ static int propose_locked(struct tuner *t, const char *expdir, unsigned trial_se
 	if (fd < 0)
 		goto out;
 	if (fileio_exists(params_path)) {   /* params.json is written last: proposal complete */
-		rc = load_trial(t, expdir, trial_seq, TRIAL_UNKNOWN);   /* a live tuner learns it */
+		rc = load_pending(t, expdir, trial_seq);   /* a live tuner learns it */
 		goto out_unlock;
 	}
 	if (cache_key) {

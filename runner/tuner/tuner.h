@@ -33,6 +33,9 @@ struct tuner_observation {
 	const cJSON *params;        /* aah-params/1 document, or NULL */
 	enum tuner_obs_state state;
 	double metric;              /* best validation accuracy in [0,1] when DONE */
+	const char *place;          /* its last launch's place (runner/store/expdir.h), where
+				     * its checkpoint is: a child's morph.json names it; NULL
+				     * or "": the trial directory */
 };
 
 /* Is `name` a builtin tuner this build knows? (config validation) */

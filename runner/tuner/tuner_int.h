@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "rng.h"
+#include "runner/store/expdir.h" /* EXPDIR_PLACE_SIZE */
 #include "space.h"
 #include "tuner.h"
 
@@ -17,6 +18,7 @@ enum {
 /* One trial as the tuner knows it; documents are owned by the history. */
 struct tuner_hist {
 	unsigned seq;
+	char place[EXPDIR_PLACE_SIZE]; /* tuner_observation.place */
 	cJSON *arch;
 	cJSON *params;
 	enum tuner_obs_state state;

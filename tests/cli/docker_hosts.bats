@@ -13,6 +13,7 @@
 
 load ../docker/common
 load mpi
+load fence
 # shellcheck source=tests/docker/hosts.bash
 source "$AAH_ROOT/tests/docker/hosts.bash"
 
@@ -116,6 +117,8 @@ hosts_config() {
 		echo "    TRIAL_STEPS: \"${STEPS:-4}\""
 		echo "    TRIAL_STEP_S: \"${STEP_S:-0.3}\""
 		if [ -n "${GATE:-}" ]; then echo "    TRIAL_GATE: $GATE"; fi
+		if [ -n "${ACC:-}" ]; then echo "    TRIAL_ACC: \"$ACC\""; fi
+		if [ -n "${HOLD:-}" ]; then echo "    TRIAL_HOLD_ATTEMPT: \"$HOLD\""; fi
 		echo "docker:"
 		echo "  binary: $AAH_DOCKER"
 		echo "  image: aah-base:bookworm"
@@ -193,7 +196,7 @@ aah() { PATH=$HOSTS_PATH aah-runner "$@"; }
 	[ "$(containers_everywhere)" -eq 0 ]
 }
 
-ckpt_at() { [ "$(cat "$(exp_dir "$1")/trials/$2/ckpt" 2>/dev/null)" = "$3" ]; }
+ckpt_at() { [ "$(cat "$(exp_dir "$1")/trials/$2/checkpoint/step" 2>/dev/null)" = "$3" ]; }
 host_index() { echo $(( ${1##*.} - 1 )); }   # 127.0.0.3 -> host 2
 
 @test "docker hosts: one host's sshd and engine stop mid-trial: down in status with the reason, the trial finishes on another host from its checkpoint, nothing runs twice when it comes back" {
@@ -252,6 +255,45 @@ host_index() { echo $(( ${1##*.} - 1 )); }   # 127.0.0.3 -> host 2
 	grep -q "^2 1 0 $other $other done=6$" "$WORK/runs.log"
 	[ "$(grep -c ' done=' "$WORK/runs.log")" -eq 2 ]
 	journal "$id" | grep '"event":"trial_retry"' | grep -q "docker host $victim is down"
+	[ "$(containers_everywhere)" -eq 0 ]
+}
+
+@test "docker hosts: a host cut from the master (its sshd stopped, its engine and trial alive): the retry elsewhere finishes from the checkpoint; the cut-off attempt writes only into its own place, is stopped when its host answers, and neither the score nor the archive is its" {
+	GATE=$WORK/go STEPS=4 ACC="0.91 0.62" HOLD=1 \
+		hosts_config c.yml hosts-fence 1 "trialConcurrency: 1" "maxTrialNum: 1"
+	PATH=$HOSTS_PATH aah-runner create -c c.yml -q > runner.log 2>&1 &
+	RUNNER_PID=$!
+	wait_for eval '[ -n "$(only_experiment)" ]'
+	id=$(only_experiment)
+	# Attempt 1 waits before its last step: step 3 is in its checkpoint.
+	wait_for ckpt_at "$id" 000001 3
+	victim=$(job_ids "$id" | sed -n 1p | cut -d/ -f1)
+	host_cut "$HOSTS_DIR" "$(host_index "$victim")"
+	# Down after hostTimeout: attempt 1 fails; attempt 2 runs on another
+	# host, from the checkpoint (step 3).
+	wait_for eval 'grep -q "\"event\":\"trial_finished\",\"trial\":\"000001\".*\"attempt\":1,\"state\":\"failed\".*docker host $victim is down" "$(exp_dir "$id")/journal.jsonl"'
+	wait_for eval '[ "$(count_events "$id" trial_submitted)" -eq 2 ]'
+	second=$(job_ids "$id" | sed -n 2p | cut -d/ -f1)
+	[ "$second" != "$victim" ]
+	wait_for grep -q "^1 2 0 $second $second start=3$" "$WORK/runs.log"
+	# The cut-off attempt goes on: it ends its last step, writes its
+	# result (0.91) and holds on; the trial still runs as attempt 2.
+	touch "$WORK/go.1"
+	wait_for grep -q "^1 1 0 $victim $victim done=4$" "$WORK/runs.log"
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 0 ]
+	# Its host answers again: the old attempt, still running, is stopped.
+	host_uncut "$HOSTS_DIR" "$(host_index "$victim")"
+	wait_for grep -q "^== rank 0 of attempt 1 (container [0-9a-f]* on $victim, running when its host answered again; removed) ==" \
+		"$(exp_dir "$id")/trials/000001/trial.log"
+	wait_for eval '[ "$(host_docker "$HOSTS_DIR" "$(host_index "$victim")" ps -aq | wc -l)" -eq 0 ]'
+	touch "$WORK/go"
+	wait "$RUNNER_PID"
+	RUNNER_PID=
+	cat "$WORK/runs.log"
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
+	grep -q "^1 2 0 $second $second done=4$" "$WORK/runs.log"
+	fence_check "$id" 0.91 0.62
+	[ "$(fence_places "$id" | tr '\n' ' ')" = "1 . 2 attempt-2 " ]
 	[ "$(containers_everywhere)" -eq 0 ]
 }
 

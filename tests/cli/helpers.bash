@@ -81,6 +81,35 @@ journal() {
 	cat "$AAH_WORKDIR/experiments/$1/journal.jsonl"
 }
 
+# journal_figures JOURNAL: every trial_finished's best_val_acc and flops,
+# one "<trial> <acc> <flops>" line each: the figures themselves, never a
+# grep for digits over lines that also hold clocks.
+journal_figures() {
+	/usr/bin/python3 - "$1" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["event"] == "trial_finished":
+        print(e["trial"], repr(e.get("best_val_acc")), repr(e.get("flops")))
+PY
+}
+
+# place_dir ID [SEQ]: the directory trial SEQ's (default 1) last launch
+# wrote into: its place (docs/formats.md, "Attempts and their places"), as
+# the journal's last trial_submitted names it; the trial directory when none.
+place_dir() {
+	/usr/bin/python3 - "$AAH_WORKDIR/experiments/$1" "${2:-1}" <<'PY'
+import json, os, sys
+e, seq = sys.argv[1], int(sys.argv[2])
+place = ""
+for line in open(os.path.join(e, "journal.jsonl")):
+    d = json.loads(line)
+    if d["event"] == "trial_submitted" and d.get("trial_seq") == seq:
+        place = d.get("place", "")
+print(os.path.join(e, "trials", "%06d" % seq, place).rstrip("/"))
+PY
+}
+
 # Count journal events of a kind (optionally with a given state).
 count_events() {
 	local id=$1 event=$2 state=${3:-}

@@ -72,10 +72,14 @@ teardown() { cluster_teardown; }
 	grep -q '"event":"trial_retry","trial":"000001","trial_seq":1,"attempt":1,"reason":"relaunched from its checkpoint: pod '"$pod"' was disrupted (PreemptionByScheduler) and the other ranks lost it (Job '"$job"')"' "$E/journal.jsonl"
 	[ "$(grep -c '"event":"trial_finished"' "$E/journal.jsonl")" -eq 1 ]
 	grep -q '"event":"trial_finished".*"attempt":1.*"state":"succeeded"' "$E/journal.jsonl"
-	# the relaunch resumed, and every epoch was trained once
-	grep -qE "resumed from '.*checkpoint/state.bin' after epoch [1-7]$" "$T/trial.log"
-	[ "$(grep -o '"epoch":[0-9]*' "$T/metrics.jsonl" | tr '\n' ' ')" = '"epoch":1 "epoch":2 "epoch":3 "epoch":4 "epoch":5 "epoch":6 "epoch":7 "epoch":8 ' ]
-	/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["epochs_run"] == 8 and r["status"] == "succeeded", r' "$T/result.json"
+	# the relaunch ran in a place of its own (its predecessor's pods may
+	# have run on, cut off), resumed from a copy of the checkpoint, and
+	# every epoch was trained once
+	A=$(place_dir "$id")
+	[ "$A" = "$T/attempt-1.1" ]
+	grep -qE "resumed from '$A/checkpoint/state.bin' after epoch [1-7]$" "$T/trial.log"
+	[ "$(grep -o '"epoch":[0-9]*' "$A/metrics.jsonl" | tr '\n' ' ')" = '"epoch":1 "epoch":2 "epoch":3 "epoch":4 "epoch":5 "epoch":6 "epoch":7 "epoch":8 ' ]
+	/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["epochs_run"] == 8 and r["status"] == "succeeded", r' "$A/result.json"
 	run aah-runner status "$id"
 	echo "$output"
 	[[ $output == *"relaunched from its checkpoint: pod $pod was disrupted (PreemptionByScheduler)"* ]]

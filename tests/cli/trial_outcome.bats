@@ -13,18 +13,6 @@ teardown() { teardown_workdir; }
 # The figures themselves are read, never a grep for digits over text that
 # also holds clocks and durations (a run time can show any digits).
 
-# journal_figures JOURNAL: every trial_finished's best_val_acc and flops,
-# one "<trial> <acc> <flops>" line each.
-journal_figures() {
-	/usr/bin/python3 - "$1" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e["event"] == "trial_finished":
-        print(e["trial"], repr(e.get("best_val_acc")), repr(e.get("flops")))
-PY
-}
-
 # status_column NAME: that column of every trial row of `status` ($output).
 status_column() {
 	awk -v name="$1" '$1 == "TRIAL" { for (i = 1; i <= NF; i++) if ($i == name) c = i; next }

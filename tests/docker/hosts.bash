@@ -12,6 +12,9 @@
 #   hosts_up DIR N        # hosts 1..N; exports HOSTS_PATH (a PATH for the runner)
 #   host_stop DIR I       # its sshd and its engine stop (TERM; bounded waits)
 #   host_start DIR I      # both again, with the same socket, data root and port
+#   host_cut DIR I        # its sshd alone stops: cut from the master, its engine and
+#                         # containers run on
+#   host_uncut DIR I      # its sshd again; returns once the engine answers through it
 #   hosts_down DIR N      # every container removed, every host stopped
 #   host_docker DIR I ... # docker against host I's engine (its local socket)
 #   hosts_push_image DIR N IMAGE  # host 1's IMAGE into hosts 2..N, over ssh
@@ -117,6 +120,27 @@ host_start() {
 		if [ "$SECONDS" -ge "$limit" ]; then
 			echo "hosts: host $i did not answer over ssh within ${HOSTS_WAIT_S:-120} s" >&2
 			tail -n 20 "$h/dockerd.log" "$h/sshd.log" >&2
+			return 1
+		fi
+		sleep 0.3
+	done
+}
+
+host_cut() {
+	local h=$1/h$2
+	[ -f "$h/sshd.launch.pid" ] && hosts__pid_wait_gone "$(cat "$h/sshd.launch.pid")" 10
+	return 0
+}
+
+host_uncut() {
+	local dir=$1 i=$2 h=$1/h$2 limit
+	/usr/sbin/sshd -D -e -f "$h/sshd_config" >>"$h/sshd.log" 2>&1 &
+	echo $! > "$h/sshd.launch.pid"
+	limit=$((SECONDS + ${HOSTS_WAIT_S:-120}))
+	until PATH=$HOSTS_PATH "$AAH_DOCKER" -H "$(host_url "$dir" "$i")" version >/dev/null 2>&1; do
+		if ! kill -0 "$(cat "$h/sshd.launch.pid")" 2>/dev/null || [ "$SECONDS" -ge "$limit" ]; then
+			echo "hosts: host $i's sshd did not answer again" >&2
+			tail -n 20 "$h/sshd.log" >&2
 			return 1
 		fi
 		sleep 0.3

@@ -14,7 +14,12 @@
 # declared with SlurmdParameters=config_overrides); SLURM_TEST_GPUS
 # (default 2: fake GPUs as GRES, character devices $DIR/dev/gpu<i>, so --gres and
 # CUDA_VISIBLE_DEVICES go through Slurm's real GRES code); SLURM_TEST_SCHED
-# (a SchedulerParameters value, e.g. batch_sched_delay=0; default: Slurm's).
+# (a SchedulerParameters value, e.g. batch_sched_delay=0; default: Slurm's);
+# SLURM_TEST_SLURMD_TIMEOUT (SlurmdTimeout, default 30 s: how long slurmctld
+# waits before a node whose slurmd does not answer is down).
+#
+#   slurmd_stop DIR / slurmd_start DIR   # the node's slurmd alone: its job
+#                             # steps run on, cut from the controller
 
 slurm__free_port() {
 	/usr/bin/python3 -c 'import socket
@@ -116,7 +121,7 @@ MinJobAge=300
 KillWait=2
 InactiveLimit=0
 SlurmctldTimeout=30
-SlurmdTimeout=30
+SlurmdTimeout=${SLURM_TEST_SLURMD_TIMEOUT:-30}
 MessageTimeout=10
 GresTypes=gpu
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus Gres=gpu:$gpus State=UNKNOWN
@@ -189,6 +194,14 @@ slurm__stop_pid() {    # pid file: TERM, up to 10 s, then KILL
 		sleep 0.1
 	done
 	kill -KILL "$pid" 2>/dev/null || true
+}
+
+slurmd_stop() {
+	slurm__stop_pid "$1/run/slurmd.pid"
+}
+
+slurmd_start() {
+	/usr/sbin/slurmd -f "$1/slurm.conf" -N localhost
 }
 
 slurm_ctld_stop() {

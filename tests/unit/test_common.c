@@ -77,6 +77,43 @@ static int count_line(const cJSON *line, void *arg)
 	return 0;
 }
 
+/* fileio_copy: any size, atomically; FILEIO_WHOLE_LINES stops after the
+ * last newline (a line being appended as it is read stays out). */
+Test(common, copy_whole_and_by_lines)
+{
+	char *a = xstrfmt("%s/a", tmpdir), *b = xstrfmt("%s/b", tmpdir);
+	size_t n = (3u << 20) + 5;     /* past the copy's 1 MiB pieces */
+	char *big = xmalloc(n);
+	for (size_t i = 0; i < n; i++)
+		big[i] = i % 97 == 96 ? '\n' : (char)('a' + i % 26);
+	cr_assert_eq(fileio_write_atomic(a, big, n), 0);
+	cr_assert_eq(fileio_copy(a, b, 0), 0);
+	char *text;
+	size_t len;
+	cr_assert_eq(fileio_read(b, 0, &text, &len), 0);
+	cr_assert(len == n && !memcmp(text, big, n));
+	free(text);
+	cr_assert_eq(fileio_copy(a, b, FILEIO_WHOLE_LINES), 0);
+	cr_assert_eq(fileio_read(b, 0, &text, &len), 0);
+	size_t whole = n;
+	while (whole && big[whole - 1] != '\n')
+		whole--;
+	cr_assert(whole < n && len == whole && !memcmp(text, big, whole), "%zu of %zu", len, whole);
+	free(text);
+	cr_assert_eq(fileio_write_atomic(a, "no newline", 10), 0);
+	cr_assert_eq(fileio_copy(a, b, FILEIO_WHOLE_LINES), 0);
+	cr_assert_eq(fileio_read(b, 0, &text, &len), 0);
+	cr_assert_eq(len, 0);
+	free(text);
+	char *missing = xstrfmt("%s/none", tmpdir);
+	cr_assert_eq(fileio_copy(missing, b, 0), -1);
+	cr_assert(strstr(util_last_error(), "cannot open"), "%s", util_last_error());
+	free(missing);
+	free(big);
+	free(a);
+	free(b);
+}
+
 Test(common, jsonl_skips_torn_last_line)
 {
 	char *p = xstrfmt("%s/j.jsonl", tmpdir);

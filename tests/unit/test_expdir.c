@@ -1,4 +1,5 @@
 /* Unit tests for runner/expdir: trial state names, trial ids and paths,
+ * attempts' places (and runner/store/place.c, a place made ready),
  * journal append and replay (torn last line, unknown events, bad lines),
  * experiment.json, result.json and metrics.jsonl, and the in-memory
  * experiment (runner/experiment.c) built on the replay. */
@@ -14,6 +15,7 @@
 
 #include "fileio.h"
 #include "runner/store/expdir.h"
+#include "runner/store/place.h"
 #include "runner/experiment.h"
 #include "strvec.h"
 #include "util.h"
@@ -638,12 +640,75 @@ Test(expdir, result_good_missing_and_bad)
 	}
 }
 
-Test(expdir, result_visible_lists_the_trial_first)
+Test(expdir, result_visible_lists_the_place_first)
 {
-	cr_assert_not(expdir_result_visible(tmpdir, 4));
+	char *t4 = expdir_place_dir(tmpdir, 4, NULL), *a2 = expdir_place_dir(tmpdir, 4, "attempt-2");
+	char *t5 = expdir_place_dir(tmpdir, 5, "");
+	cr_assert_not(expdir_result_visible(t4));
 	put("trials/000004/result.json", "{}\n");
-	cr_assert(expdir_result_visible(tmpdir, 4));
-	cr_assert_not(expdir_result_visible(tmpdir, 5));
+	cr_assert(expdir_result_visible(t4));
+	cr_assert_not(expdir_result_visible(a2), "another place's result is not this one's");
+	put("trials/000004/attempt-2/result.json", "{}\n");
+	cr_assert(expdir_result_visible(a2));
+	cr_assert_not(expdir_result_visible(t5));
+	free(t4);
+	free(a2);
+	free(t5);
+}
+
+/* Every launch's place: the first the trial directory, then one per
+ * attempt and per later launch of an attempt; only those names are
+ * places, and only they (with the proposal and the log) are the trial's. */
+Test(expdir, places_are_named_one_per_launch)
+{
+	char b[EXPDIR_PLACE_SIZE];
+	cr_assert_str_eq(expdir_place_name(1, 0, b), "");
+	cr_assert_str_eq(expdir_place_name(0, 0, b), "");
+	cr_assert_str_eq(expdir_place_name(2, 0, b), "attempt-2");
+	cr_assert_str_eq(expdir_place_name(1, 1, b), "attempt-1.1");
+	cr_assert_str_eq(expdir_place_name(3, 12, b), "attempt-3.12");
+	cr_assert_str_eq(expdir_place_name(4294967295u, 4294967295u, b),
+			 "attempt-4294967295.4294967295");
+	static const char *const good[] = { "", "attempt-2", "attempt-1.1", "attempt-10.3" };
+	static const char *const bad[] = { "attempt-1", "attempt-0", "attempt-02", "attempt-2.0",
+					   "attempt-2.", "attempt-", "attempt-2/..", "../x", "x",
+					   "attempt-2.1.1", "attempt--2", "attempt-+2", " attempt-2" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+		cr_assert(expdir_place_valid(good[i]), "%s", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		cr_assert_not(expdir_place_valid(bad[i]), "%s", bad[i]);
+	char *d = expdir_place_dir("/e", 7, "attempt-2"), *r = expdir_place_dir("/e", 7, NULL);
+	cr_assert_str_eq(d, "/e/trials/000007/attempt-2");
+	cr_assert_str_eq(r, "/e/trials/000007");
+	free(d);
+	free(r);
+	cr_assert(expdir_trial_owns("arch.json"));
+	cr_assert(expdir_trial_owns("trial.log"));
+	cr_assert(expdir_trial_owns("attempt-2.1"));
+	cr_assert_not(expdir_trial_owns("result.json"));
+	cr_assert_not(expdir_trial_owns("metrics.jsonl"));
+	cr_assert_not(expdir_trial_owns("checkpoint"));
+	cr_assert_not(expdir_trial_owns("launch.json"));
+	cr_assert_not(expdir_trial_owns(""));
+}
+
+/* A journal's trial_submitted names a place only as expdir_place_name does. */
+Test(expdir, a_journal_place_must_be_a_place)
+{
+	struct seen s = { 0 };
+	char *err;
+	int r = replay_with(J(6, "\"event\":\"trial_submitted\",\"trial_seq\":1,\"attempt\":2,"
+				 "\"job\":\"j\",\"slot\":0,\"place\":\"attempt-2\""),
+			    &s, &err);
+	cr_assert_eq(r, 0);
+	free(err);
+	s.n = 0;
+	r = replay_with(J(6, "\"event\":\"trial_submitted\",\"trial_seq\":1,\"attempt\":2,"
+			     "\"job\":\"j\",\"slot\":0,\"place\":\"../../x\""),
+			&s, &err);
+	cr_assert_eq(r, -1);
+	cr_assert(strstr(err, "\"place\" '../../x' is not an attempt's place"), "%s", err);
+	free(err);
 }
 
 /* ---- metrics.jsonl ---- */
@@ -721,4 +786,68 @@ Test(expdir, trial_epochs_fall_back_to_result_json)
 	cr_assert_eq(expdir_result_read(tmpdir, &res), 1);
 	cr_assert_eq(expdir_trial_epochs(tmpdir, &res, 50, &ep, &n), 0);
 	cr_assert_eq(n, 0);
+}
+
+/* <tmpdir>/<name>'s text, or NULL when there is none; the caller frees it. */
+static char *got(const char *name)
+{
+	char *p = xstrfmt("%s/%s", tmpdir, name), *text = NULL;
+	if (fileio_exists(p) && fileio_read(p, 0, &text, NULL) < 0)
+		text = NULL;
+	free(p);
+	return text;
+}
+
+#define T1 "trials/000001/"
+#define MORPH "{\"format\":\"aah-morph/1\",\"parent_trial\":\"000003\",\"operations\":[],\"inherit\":[]}\n"
+
+/* A place made ready: the trial's proposal copied in (morph.json's way to
+ * its parent one level longer), and for a launch that resumes the last
+ * place's checkpoint (whole files, not temps) and the whole lines of its
+ * epochs, as they were then: what that launch writes later is not seen. */
+Test(expdir, a_place_gets_the_proposal_and_the_last_checkpoint)
+{
+	put(T1 "arch.json", "{\"a\":1}\n");
+	put(T1 "params.json", "{\"p\":2}\n");
+	put(T1 "morph.json", MORPH);
+	put(T1 "checkpoint/state.bin", "step 3");
+	put(T1 "checkpoint/state.bin.tmp.77", "half");
+	put(T1 "metrics.jsonl", "{\"epoch\":1}\n{\"epoch\":2}\n{\"epo");   /* a line being written */
+	put(T1 "result.json", "{\"status\":\"failed\"}\n");
+	cr_assert_eq(place_prepare(tmpdir, 1, "", NULL, 1), 0);     /* the trial dir: nothing */
+	cr_assert_eq(place_prepare(tmpdir, 1, "attempt-2", NULL, 1), 0, "%s", util_last_error());
+	char *a = got(T1 "attempt-2/arch.json"), *m = got(T1 "attempt-2/morph.json");
+	char *c = got(T1 "attempt-2/checkpoint/state.bin"), *e = got(T1 "attempt-2/metrics.jsonl");
+	char *tmp = got(T1 "attempt-2/checkpoint/state.bin.tmp.77"), *r = got(T1 "attempt-2/result.json");
+	cr_assert_str_eq(a, "{\"a\":1}\n");
+	cr_assert(strstr(m, "\"parent_dir\":\t\"../../000003\""), "%s", m);
+	cr_assert_str_eq(c, "step 3");
+	cr_assert_str_eq(e, "{\"epoch\":1}\n{\"epoch\":2}\n", "whole lines only");
+	cr_assert_null(tmp, "a temp is no checkpoint");
+	cr_assert_null(r, "a result is the launch's own");
+	free(a); free(m); free(c); free(e);
+	/* the next place, from attempt-2's: a parent_dir gets one level more,
+	 * and what the trial directory's launch writes meanwhile is not seen */
+	put(T1 "attempt-2/checkpoint/state.bin", "step 5");
+	put(T1 "checkpoint/state.bin", "step 9 of a launch cut off");
+	put(T1 "morph.json", "{\"format\":\"aah-morph/1\",\"parent_trial\":\"000003\","
+			     "\"parent_dir\":\"../000003/attempt-2\"}\n");
+	cr_assert_eq(place_prepare(tmpdir, 1, "attempt-2.1", "attempt-2", 1), 0);
+	c = got(T1 "attempt-2.1/checkpoint/state.bin");
+	m = got(T1 "attempt-2.1/morph.json");
+	cr_assert_str_eq(c, "step 5");
+	cr_assert(strstr(m, "\"parent_dir\":\t\"../../000003/attempt-2\""), "%s", m);
+	free(c); free(m);
+	/* no resume: the proposal alone; the same place again: nothing copied */
+	cr_assert_eq(place_prepare(tmpdir, 1, "attempt-3", "attempt-2.1", 0), 0);
+	cr_assert_null((c = got(T1 "attempt-3/checkpoint/state.bin")));
+	cr_assert_null((e = got(T1 "attempt-3/metrics.jsonl")));
+	a = got(T1 "attempt-3/params.json");
+	cr_assert_str_eq(a, "{\"p\":2}\n");
+	free(a);
+	put(T1 "attempt-3/checkpoint/state.bin", "its own");
+	cr_assert_eq(place_prepare(tmpdir, 1, "attempt-3", "attempt-3", 1), 0);
+	c = got(T1 "attempt-3/checkpoint/state.bin");
+	cr_assert_str_eq(c, "its own", "a resize goes on in its place");
+	free(c);
 }

@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# The fence by attempt on Slurm, with real daemons (munged, slurmctld,
+# slurmd from Debian, started on loopback: tests/slurm/cluster.bash). The
+# node's slurmd stops while a trial trains there: its job step runs on, cut
+# from the controller, which after SlurmdTimeout calls the node down and
+# the job NODE_FAIL. The runner retries the trial as attempt 2; the cut-off
+# attempt 1 goes on and writes its result, into its own place only. When
+# slurmd is back, Slurm kills what is left of the failed job, attempt 2 runs
+# from the checkpoint, and the score and the archive are attempt 2's
+# (tests/cli/fence.bash).
+
+load helpers
+load fence
+source "$AAH_ROOT/tests/slurm/cluster.bash"
+
+setup_file() {
+	export SLURM_TEST_DIR
+	SLURM_TEST_DIR=$(mktemp -d "${BATS_TMPDIR:-/tmp}/aah-slurm-fence.XXXXXX")
+	if ! SLURM_TEST_SLURMD_TIMEOUT=6 slurm_cluster_up "$SLURM_TEST_DIR"; then
+		slurm_cluster_down "$SLURM_TEST_DIR"
+		return 1
+	fi
+	export SLURM_CONF
+}
+
+teardown_file() {
+	slurm_cluster_down "$SLURM_TEST_DIR"
+	rm -rf "$SLURM_TEST_DIR"
+}
+
+setup() {
+	setup_workdir
+	RUNNER_PID=
+}
+
+teardown() {
+	if [ -n "${RUNNER_PID:-}" ]; then kill -9 "$RUNNER_PID" 2>/dev/null || true; fi
+	kill -0 "$(cat "$SLURM_TEST_DIR/run/slurmd.pid" 2>/dev/null)" 2>/dev/null || slurmd_start "$SLURM_TEST_DIR"
+	squeue -h -o %i 2>/dev/null | while read -r j; do scancel "$j" 2>/dev/null; done
+	if [ -z "${BATS_TEST_COMPLETED:-}" ]; then
+		echo "--- squeue -t all:"; squeue -t all 2>&1
+		cat "$WORK/runs.log" "$WORK/runner.log" 2>/dev/null
+		dump_experiments 20
+		slurm_cluster_logs "$SLURM_TEST_DIR"
+	fi
+	cd / && rm -rf "$WORK"
+}
+
+# attempt_procs ID ATTEMPT: processes (not zombies) of that attempt of the
+# experiment's trials, by their environment.
+attempt_procs() {
+	/usr/bin/python3 - "$1" "$2" <<'PY'
+import os, sys
+want = [b"AAH_EXPERIMENT_ID=" + sys.argv[1].encode(), b"AAH_ATTEMPT=" + sys.argv[2].encode()]
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if open("/proc/%s/stat" % pid, "rb").read().rsplit(b") ", 1)[1][:1] == b"Z":
+            continue
+        env = open("/proc/%s/environ" % pid, "rb").read().split(b"\0")
+    except OSError:
+        continue
+    if all(w in env for w in want):
+        print(pid)
+PY
+}
+
+ckpt_at() { [ "$(cat "$AAH_WORKDIR/experiments/$1/trials/000001/checkpoint/step" 2>/dev/null)" = "$2" ]; }
+node_is() { sinfo -h -N -o %T | grep -q "^$1"; }
+
+@test "slurm: the node's slurmd stops mid-trial (its step alive): the retry runs from the checkpoint; the cut-off attempt writes only into its own place and is killed when slurmd is back; the score and the archive are the retry's" {
+	cat > c.yml <<-EOF
+	experimentName: slurm-fence
+	trainingServicePlatform: slurm
+	searchSpacePath: $AAH_ROOT/tests/fixtures/upstream-configs/aah-imagenet-search_space.json
+	maxTrialNum: 1
+	tuner:
+	  builtinTunerName: Random
+	trial:
+	  command: $AAH_ROOT/tests/fixtures/trials/ckpt_trial.sh
+	  retries: 1
+	  env:
+	    TRIAL_RUN_LOG: $WORK/runs.log
+	    TRIAL_STEPS: "4"
+	    TRIAL_STEP_S: "0.2"
+	    TRIAL_GATE: $WORK/go
+	    TRIAL_ACC: "0.91 0.62"
+	    TRIAL_HOLD_ATTEMPT: "1"
+	slurm:
+	  pollInterval: 0.3s
+	EOF
+	aah-runner create -c c.yml -q > runner.log 2>&1 &
+	RUNNER_PID=$!
+	wait_for has_experiment
+	id=$(only_experiment)
+	E=$AAH_WORKDIR/experiments/$id
+	# Attempt 1 waits before its last step: step 3 is in its checkpoint.
+	wait_for ckpt_at "$id" 3
+	[ -n "$(attempt_procs "$id" 1)" ]
+	slurmd_stop "$SLURM_TEST_DIR"
+	# The node is down after SlurmdTimeout, the job NODE_FAIL: attempt 1
+	# fails and attempt 2 is submitted (it waits for the node).
+	WAIT_S=120 wait_for grep -q '"event":"trial_finished","trial":"000001".*"attempt":1,"state":"failed".*NODE_FAIL' "$E/journal.jsonl"
+	wait_for eval '[ "$(count_events "$id" trial_submitted)" -eq 2 ]'
+	# Cut off, attempt 1 goes on: it ends its last step, writes its result
+	# (0.91) and holds on; the trial still runs, as attempt 2.
+	[ -n "$(attempt_procs "$id" 1)" ]
+	touch "$WORK/go.1"
+	wait_for grep -q '^1 1 0 .* done=4$' "$WORK/runs.log"
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 0 ]
+	# slurmd is back: Slurm kills what is left of the failed job, and
+	# attempt 2 runs on the node, from the checkpoint.
+	slurmd_start "$SLURM_TEST_DIR"
+	WAIT_S=120 wait_for eval '[ -z "$(attempt_procs "$id" 1)" ]'
+	WAIT_S=120 wait_for grep -q '^1 2 0 .* start=3$' "$WORK/runs.log"
+	touch "$WORK/go"
+	wait "$RUNNER_PID"
+	RUNNER_PID=
+	cat "$WORK/runs.log"
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
+	grep -q '^1 2 0 .* done=4$' "$WORK/runs.log"
+	fence_check "$id" 0.91 0.62
+	[ "$(fence_places "$id" | tr '\n' ' ')" = "1 . 2 attempt-2 " ]
+}
