@@ -283,6 +283,24 @@ int inherit_map(struct model *child, const struct model *parent, const cJSON *re
 	return rc;
 }
 
+/* Where the parent of morph.json rec is: its "parent_dir", a path from
+ * trial_dir (the runner writes it when the parent's checkpoint is in an
+ * attempt's own place, docs/formats.md), else the parent's trial directory
+ * beside trial_dir. NULL when parent_dir is not a relative path. */
+static char *parent_dir(const char *trial_dir, const cJSON *rec, const char *id)
+{
+	const cJSON *pd = cJSON_GetObjectItemCaseSensitive(rec, "parent_dir");
+	if (pd) {
+		if (!cJSON_IsString(pd) || !*pd->valuestring || pd->valuestring[0] == '/')
+			return NULL;
+		return xstrfmt("%s/%s", trial_dir, pd->valuestring);
+	}
+	char *td = xstrdup(trial_dir);
+	char *p = xstrfmt("%s/%s", dirname(td), id);
+	free(td);
+	return p;
+}
+
 /* The parent named by trial_dir's morph.json: 1 with *rec, the parent's
  * arch.json and checkpoint paths and parent_id set when it has both, 0 when
  * there is no record or (with a warning) the parent has no checkpoint, -1
@@ -309,9 +327,11 @@ static int find_parent(const char *trial_dir, cJSON **rec, char **pa, char **pc,
 		rc = error("%s: parent_trial must be a trial id such as \"000003\"", rp);
 		goto out;
 	}
-	char *td = xstrdup(trial_dir);
-	char *pdir = xstrfmt("%s/%s", dirname(td), pt->valuestring);
-	free(td);
+	char *pdir = parent_dir(trial_dir, *rec, pt->valuestring);
+	if (!pdir) {
+		rc = error("%s: parent_dir must be a relative path to the parent's directory", rp);
+		goto out;
+	}
 	*pa = xstrfmt("%s/arch.json", pdir);
 	*pc = xstrfmt("%s/checkpoint/state.bin", pdir);
 	free(pdir);

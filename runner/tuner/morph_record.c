@@ -23,7 +23,8 @@ static int has_weights(enum arch_type t)
 }
 
 cJSON *morph_record(const struct tgraph *parent, const cJSON *parent_arch, unsigned parent_seq,
-		    const struct tgraph *const *steps, const int *kinds, int n)
+		    const char *parent_place, const struct tgraph *const *steps, const int *kinds,
+		    int n)
 {
 	const struct tgraph *child = steps[n - 1];
 	struct arch ca, pa;
@@ -36,6 +37,11 @@ cJSON *morph_record(const struct tgraph *parent, const cJSON *parent_arch, unsig
 	cJSON *rec = cJSON_CreateObject();
 	cJSON_AddStringToObject(rec, "format", "aah-morph/1");
 	cJSON_AddStringToObject(rec, "parent_trial", expdir_trial_id(parent_seq, id));
+	if (parent_place && *parent_place) {
+		char *dir = xstrfmt("../%s/%s", id, parent_place);
+		cJSON_AddStringToObject(rec, "parent_dir", dir);
+		free(dir);
+	}
 	cJSON *ops = cJSON_AddArrayToObject(rec, "operations");
 	const struct tgraph *before = parent;
 	for (int k = 0; k < n; k++) {

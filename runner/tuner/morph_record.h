@@ -13,9 +13,13 @@
 /* steps[0..n-1]: the graphs after each morphism (kinds[k] made steps[k]),
  * each a copy of the one before with layers appended, so a layer index
  * below parent->nlayers is the parent's layer of that index. parent_arch
- * is the parent's arch.json (its layer k is parent layer k). */
+ * is the parent's arch.json (its layer k is parent layer k); parent_place
+ * the place of its last launch (runner/store/expdir.h), where its
+ * checkpoint is: named as "parent_dir" from the child's trial directory
+ * when it is not the parent's trial directory itself (NULL or ""). */
 cJSON *morph_record(const struct tgraph *parent, const cJSON *parent_arch, unsigned parent_seq,
-		    const struct tgraph *const *steps, const int *kinds, int n);
+		    const char *parent_place, const struct tgraph *const *steps, const int *kinds,
+		    int n);
 
 /* The init names of the format, by enum tg_init. */
 const char *morph_init_name(int init);

@@ -431,7 +431,7 @@ static cJSON *candidate_meta(const struct tuner *t, const struct search *s, int 
 		}
 		const struct nm_item *p = &nm->items[c->parent_item];
 		cJSON *rec = morph_record(&p->graph, t->hist[p->hist].arch, t->hist[p->hist].seq,
-					  steps, kinds, n);
+					  t->hist[p->hist].place, steps, kinds, n);
 		if (rec)
 			cJSON_AddItemToObject(meta, "morph", rec);
 	}

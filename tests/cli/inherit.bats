@@ -110,3 +110,38 @@ create_two() {
 	# the cosine from 0.5 x 0.02 over 3 epochs: each epoch's LR below 0.01
 	jq -e -s 'all(.[]; .lr <= 0.01 + 1e-9) and .[0].lr > 0.005' "$T/000002/metrics.jsonl"
 }
+
+# A parent whose last launch ran in a place of its own (a retry,
+# docs/formats.md "Attempts and their places") keeps its checkpoint there:
+# the tuner names it in morph.json's parent_dir, and a copy of morph.json in
+# the child's own place (runner/store/place.c) names it from there. The
+# trainer follows parent_dir; without it, it finds no parent beside a place.
+@test "a child in a place of its own finds its parent's checkpoint in the parent's place through parent_dir" {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	create_two true
+	p=$(jq -r .parent_trial "$T/000002/morph.json")
+	# the parent's last launch as if it had been its attempt 2
+	mkdir "$T/$p/attempt-2"
+	mv "$T/$p/checkpoint" "$T/$p/attempt-2/"
+	cp "$T/$p/arch.json" "$T/$p/attempt-2/"
+	# the child's proposal in its own place, morph.json as a place gets it
+	C=$T/000002/attempt-2
+	mkdir "$C"
+	cp "$T/000002/arch.json" "$T/000002/params.json" "$C/"
+	jq --arg d "../../$p/attempt-2" '. + {parent_dir: $d}' "$T/000002/morph.json" > "$C/morph.json"
+	set -- --dataset /usr/share/datasets/fashion-mnist --threads 1 --batch_size 64 --warmup_1 2 \
+		--epochs 2 --inherited_epochs 1 --train_samples 512 --val_samples 128 --max_epochs 1
+	run aah-trial "$@" --trial_dir "$C"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"starts from the weights of trial $p (morph.json)"* ]]
+	[ "$(jq -r .inherited_from "$C/result.json")" = "$p" ]
+	# the same copy without parent_dir looks beside the place, and finds nothing
+	rm -rf "$C/checkpoint" "$C/metrics.jsonl" "$C/result.json"
+	cp "$T/000002/morph.json" "$C/morph.json"
+	run aah-trial "$@" --trial_dir "$C"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"trial $p has no arch.json or checkpoint: training from scratch"* ]]
+	[ "$(jq -r .inherited_from "$C/result.json")" = "null" ]
+}

@@ -66,7 +66,7 @@ static void run_chain(const int *kinds, int n, float noise, int inherit, struct 
 		cr_assert_eq(rc, 0, "morphism %s did not apply", morph_name(kinds[k]));
 		sp[k] = &steps[k];
 	}
-	cJSON *rec = morph_record(&pg, pdoc, 3, sp, kinds, n);
+	cJSON *rec = morph_record(&pg, pdoc, 3, NULL, sp, kinds, n);
 	cr_assert(rec);
 	cJSON *cdoc = tgraph_to_json(&steps[n - 1], NULL);
 	cr_assert_eq(model_parse(&p->parent, pdoc, "parent"), 0);
@@ -160,14 +160,23 @@ Test(inherit, record_names_its_layers)
 	cr_assert_eq(morph_apply(&c, MORPH_DEEPER, &r, NULL), 0);
 	const struct tgraph *sp[1] = { &c };
 	int kinds[1] = { MORPH_DEEPER };
-	cJSON *rec = morph_record(&pg, pdoc, 12, sp, kinds, 1);
+	cJSON *rec = morph_record(&pg, pdoc, 12, NULL, sp, kinds, 1);
 	char *s = cJSON_PrintUnformatted(rec);
 	cr_assert(strstr(s, "\"format\":\"aah-morph/1\",\"parent_trial\":\"000012\""), "%s", s);
 	cr_assert(strstr(s, "\"op\":\"deeper\""), "%s", s);
 	cr_assert(strstr(s, "\"init\":\"identity\""), "%s", s);
 	/* every layer of the parent is inherited by the child */
 	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(rec, "inherit")), pg.nlayers);
+	cr_assert_null(cJSON_GetObjectItem(rec, "parent_dir"), "the parent's trial directory: no path");
 	cJSON_free(s);
+	cJSON_Delete(rec);
+	/* a parent whose last launch ran in a place of its own: named from here */
+	rec = morph_record(&pg, pdoc, 12, "attempt-2.1", sp, kinds, 1);
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(rec, "parent_dir")),
+			 "../000012/attempt-2.1");
+	cJSON_Delete(rec);
+	rec = morph_record(&pg, pdoc, 12, "", sp, kinds, 1);
+	cr_assert_null(cJSON_GetObjectItem(rec, "parent_dir"), "\"\": the trial directory");
 	cJSON_Delete(rec);
 	cJSON_Delete(pdoc);
 	tgraph_release(&c);
