@@ -217,3 +217,43 @@ PY
 	hits=$(grep -rn '/\.\./\.\.' runner --include=*.c --include=*.h || true)
 	[ -z "$hits" ] || { echo "by hand: $hits"; false; }
 }
+
+@test "what has run on a GPU is said in one place: docs/cuda.md's table, and no other page repeats a claim of it" {
+	# A claim that something has not (yet) run, or never ran, goes stale
+	# the day it runs: it lives in docs/cuda.md's "What has run on a GPU"
+	# alone (its rows change with a run), and every other page, the README,
+	# the examples and aah-trial's --help text (trialimg/args.c) link there.
+	/usr/bin/python3 - <<'PY'
+import glob, re, sys
+W = r"\s+"
+claim = re.compile(
+    r"\b(?:(?:has|have|had)(?:n't|" + W + r"not)(?:" + W + r"yet)?(?:" + W + r"been)?" + W +
+    r"(?:run|read|trained)\b"
+    r"|not" + W + r"yet(?:" + W + r"been)?" + W + r"(?:run|read|trained|on" + W + r"a" + W + r"GPU)\b"
+    r"|never(?:" + W + r"been)?" + W + r"run\b(?!" + W + r"again)"
+    r"|nothing" + W + r"yet\b|yet" + W + r"to" + W + r"(?:be" + W + r")?run\b"
+    r"|none" + W + r"of" + W + r"(?:this|it)\b[^.]*?\bha(?:s|ve)" + W + r"run\b"
+    r"|\bwritten\b[^.]{0,40}?\bnot" + W + r"run\b)", re.I)
+files = ["README.md"] + sorted(glob.glob("docs/*.md")) + sorted(glob.glob("examples/*")) + \
+        ["trialimg/args.c"]
+bad, tables = [], 0
+for f in files:
+    text = open(f, errors="replace").read()
+    lo = hi = -1
+    if f == "docs/cuda.md":
+        m = re.search(r"^## What has run on a GPU\n", text, re.M)
+        if m:
+            tables += 1
+            nxt = re.search(r"^## ", text[m.end():], re.M)
+            lo, hi = m.start(), m.end() + (nxt.start() if nxt else len(text))
+    for m in claim.finditer(text):
+        if lo <= m.start() < hi:
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        bad.append(f"{f}:{line}: '{' '.join(m.group(0).split())}': say it in docs/cuda.md's table and link there")
+print(f"{len(files)} files checked, the table found {tables} time(s)")
+for b in bad:
+    print(b)
+sys.exit(1 if bad or tables != 1 else 0)
+PY
+}
