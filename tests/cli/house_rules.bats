@@ -78,6 +78,8 @@ shared = {  # header: the module it is the face of
     "runner/backend/slurm.h": "runner/backend/slurm",        # slurm.c, slurm_spec.c
     "runner/tuner/tuner_int.h": "runner/tuner/tuner",        # the generic layer, each builtin tuner
     "runner/config/config.h": "runner/config/config",        # the loader, its key tables, their reader
+    "common/arch.h": "common/arch",                          # the network, each op's rules, the JSON form
+    "common/arch_int.h": "common/arch",
     "runner/config/config_int.h": "runner/config/config",
     "trialimg/memplan.h": "trialimg/model",  # the model's memory plan: the model keeps it, it reads the model's graph
     "runner/tuner/tuner_nm_int.h": "runner/tuner/tuner",     # NetworkMorphism's search and cache
