@@ -1,16 +1,15 @@
 /* scheduler.c: runs an experiment and carries out what lifecycle.h decides
- * of each trial. Everything is journaled first, so a runner killed at any
- * instant resumes from the journal. */
+ * of each trial; its launches into free slots are scheduler_launch.c's.
+ * Everything is journaled first, so a runner killed at any instant resumes
+ * from the journal. */
 #include "runner/scheduler.h"
-#include "fileio.h"
 #include "runner/backend/backend.h"
-#include "runner/launch.h"
 #include "runner/lifecycle.h"     /* lifecycle_decide: what becomes of a trial */
-#include "runner/scheduler_pool.h" /* scheduler_pool_claim, _tell, _facts, _leave */
+#include "runner/scheduler_int.h" /* struct sched, sched_fill_slots */
+#include "runner/scheduler_pool.h" /* scheduler_pool_tell, _facts, _leave */
 #include "runner/scheduler_progress.h" /* scheduler_progress_line */
-#include "runner/scheduler_tuner.h" /* the master tuner: propose, observe */
+#include "runner/scheduler_tuner.h" /* the master tuner: observe */
 #include "runner/store/outcome.h" /* outcome_read: the figures of a settled trial */
-#include "runner/store/place.h"   /* place_prepare: a launch's own place */
 #include "strbuf.h"
 #include "util.h"
 
@@ -22,43 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
-struct slot {
-	unsigned trial;           /* 0 = free */
-	char *gpus;               /* devices of this slot (in a pool: those the ledger granted), or NULL */
-};
-
-struct sched {
-	const struct aah_config *cfg;
-	struct experiment *e;
-	const struct scheduler_opts *opts;
-	struct aah_backend_ctx bctx;
-	struct scheduler_tuner tuner; /* master placement: its tuner */
-	struct slot *slots;
-	unsigned nslots;
-	unsigned created;         /* trials created so far (highest seq) */
-	int stop;                 /* a stop was requested */
-	int timeup;               /* maxExecDuration reached */
-	double last_progress;     /* util_monotonic() of the last progress line */
-	const char *workdir;      /* the experiments' parent, absolute (the experiment's) */
-	unsigned settled_this_session;
-};
-
-static double elapsed(const struct sched *s)
+double sched_elapsed(const struct sched *s)
 {
 	return s->e->run_seconds + (util_now() - s->e->session_start);
 }
 
-/* trial.fitExecDuration: the Unix time maxExecDuration ends (0: none). */
-static double exec_deadline(const struct sched *s)
-{
-	double budget = s->cfg->max_exec_duration;
-	if (!s->cfg->trial.fit_exec_duration || budget <= 0)
-		return 0;
-	return util_now() + budget - elapsed(s);
-}
-
 /* The fields every trial event starts with. */
-static cJSON *trial_fields(unsigned seq, unsigned attempt)
+cJSON *sched_trial_fields(unsigned seq, unsigned attempt)
 {
 	char id[EXPDIR_TRIAL_ID_SIZE];
 	cJSON *f = cJSON_CreateObject();
@@ -103,14 +72,14 @@ static void progress(struct sched *s, const struct trial_rec *t)
 	if (!s->opts->progress)
 		return;
 	s->last_progress = util_monotonic();
-	scheduler_progress_line(s->cfg, s->e, t, elapsed(s));
+	scheduler_progress_line(s->cfg, s->e, t, sched_elapsed(s));
 }
 
 /* Run trial seq again as act->attempt; why the last attempt ended goes
  * with it, for `status`, and which relaunch of its attempt it is. */
 static int record_retry(struct sched *s, unsigned seq, const struct lifecycle_action *act)
 {
-	cJSON *f = trial_fields(seq, act->attempt);
+	cJSON *f = sched_trial_fields(seq, act->attempt);
 	cJSON_AddStringToObject(f, "reason", act->reason[0] ? act->reason : "failed");
 	if (act->relaunch)
 		cJSON_AddNumberToObject(f, "relaunch", act->relaunch);
@@ -125,7 +94,7 @@ static int record_finished(struct sched *s, unsigned seq, const struct lifecycle
 			   const struct aah_job_status *st, const struct outcome *out)
 {
 	const struct trial_rec *t = experiment_trial(s->e, seq);
-	cJSON *f = trial_fields(seq, t->attempt ? t->attempt : 1);
+	cJSON *f = sched_trial_fields(seq, t->attempt ? t->attempt : 1);
 	cJSON_AddStringToObject(f, "state", expdir_state_name(act->state));
 	if (st)
 		cJSON_AddNumberToObject(f, "exit_code", st->exit_code);
@@ -175,7 +144,7 @@ static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status 
 }
 
 /* Trial seq's job st ended: decide and carry it out. */
-static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st)
+int sched_settle(struct sched *s, unsigned seq, const struct aah_job_status *st)
 {
 	struct outcome out = { .epochs = NULL };
 	struct lifecycle_action act;
@@ -185,164 +154,6 @@ static int settle(struct sched *s, unsigned seq, const struct aah_job_status *st
 	return r;
 }
 
-/* ---- submitting ----------------------------------------------------------- */
-
-struct submit_arg {
-	struct sched *s;
-	unsigned seq;
-	unsigned slot;
-	const char *place;
-};
-
-static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
-{
-	(void)ctx;
-	struct submit_arg *a = arg;
-	struct trial_rec *t = experiment_trial(a->s->e, a->seq);
-	cJSON *f = trial_fields(a->seq, t->attempt ? t->attempt : 1);
-	cJSON_AddStringToObject(f, "backend", a->s->bctx.backend->name);
-	cJSON_AddStringToObject(f, "job", job);
-	cJSON_AddNumberToObject(f, "slot", a->slot);
-	if (*a->place)
-		cJSON_AddStringToObject(f, "place", a->place);
-	if (a->s->slots[a->slot].gpus)
-		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
-	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
-}
-
-/* The place trial t's next launch writes into (runner/store/expdir.h): a
- * place of its own, fenced from any launch before it that may still run
- * cut off from us, unless its last launch was resized (every rank exited). */
-static void next_place(const struct trial_rec *t, char place[EXPDIR_PLACE_SIZE])
-{
-	if (t->keep_place)
-		xstrlcpy(place, t->place ? t->place : "", EXPDIR_PLACE_SIZE);
-	else
-		expdir_place_name(t->attempt ? t->attempt : 1, t->launches, place);
-}
-
-static int submit(struct sched *s, unsigned seq, unsigned slot)
-{
-	struct trial_rec *t = experiment_trial(s->e, seq);
-	const struct aah_config *cfg = s->cfg;
-	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
-	char place[EXPDIR_PLACE_SIZE];
-	next_place(t, place);
-	char *dir = expdir_place_dir(s->e->dir, seq, place);
-	cJSON *params = NULL;
-	struct aah_launch l;
-	int resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1);
-	/* it starts from the last checkpoint, whatever a launch cut off writes later */
-	int r = place_prepare(s->e->dir, seq, place, t->place, resume);
-	int master = !strcmp(cfg->tuner.placement, "master");
-
-	if (r == 0)
-		r = scheduler_pool_claim(cfg, s->e, seq, dir, &nodes, &s->slots[slot].gpus); /* 1: it waits */
-	char **hosts = xcalloc(nodes, sizeof(*hosts));
-	if (r == 0 && master)
-		r = scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params);
-	if (r == 0)
-		r = backend_place(&s->bctx, seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
-	if (r == 0) {
-		struct launch_params lp = {
-			.cfg = cfg,
-			.expdir = s->e->dir,
-			.workdir = s->workdir,
-			.experiment_id = s->e->id,
-			.trial_seq = seq,
-			.attempt = t->attempt ? t->attempt : 1,
-			.place = place,
-			.hosts = (const char *const *)hosts,
-			.port = port,
-			.gpus = s->slots[slot].gpus,
-			.resume = resume,
-			.nodes = nodes,
-			.elastic = cfg->pool.devices > 0 && (s->bctx.backend->caps & AAH_CAP_ELASTIC),
-			.mpi_hosts = s->bctx.backend->mpi_hosts,
-			.params = params,
-			.deadline = exec_deadline(s),
-			.propose_runner = master ? NULL : s->opts->runner_exe,
-		};
-		launch_build(&l, &lp);
-		r = launch_write(&l);
-		if (r == 0) {
-			struct submit_arg a = { s, seq, slot, place };
-			char *job = NULL;
-			s->bctx.on_submitted = on_submitted;
-			s->bctx.on_submitted_arg = &a;
-			s->slots[slot].trial = seq;
-			r = backend_submit(&s->bctx, &l, &job);
-			if (r < 0)
-				s->slots[slot].trial = 0;
-			free(job);
-		}
-		launch_release(&l);
-	}
-	for (unsigned i = 0; i < nodes; i++)
-		free(hosts[i]);
-	free(hosts);
-	free(dir);
-	cJSON_Delete(params);
-	return r;
-}
-
-static int create_trial(struct sched *s, unsigned seq)
-{
-	cJSON *f = trial_fields(seq, 1);
-	/* trial_submitted, synced, follows and makes this line durable too. */
-	return experiment_record_flags(s->e, EXPDIR_EV_TRIAL_CREATED, f, FILEIO_NOSYNC);
-}
-
-/* A trial that failed to even start counts as a failed attempt. */
-static int submit_failed(struct sched *s, unsigned seq)
-{
-	struct aah_job_status st = { .job = "", .state = AAH_JOB_FAILED, .exit_code = -1 };
-	snprintf(st.reason, sizeof(st.reason), "could not be started: %s", util_last_error());
-	return settle(s, seq, &st);
-}
-
-static int fill_slots(struct sched *s)
-{
-	for (unsigned slot = 0; slot < s->nslots; slot++) {
-		if (s->slots[slot].trial || s->stop || s->timeup)
-			continue;
-		unsigned seq = 0;
-		for (size_t i = 0; i < s->e->ntrials && !seq; i++)
-			if (s->e->trials[i].state == TRIAL_QUEUED)
-				seq = s->e->trials[i].seq;
-		if (!seq) {
-			if (s->created >= (unsigned)s->cfg->max_trial_num)
-				return 0;
-			seq = ++s->created;
-			if (create_trial(s, seq) < 0)
-				return -1;
-		}
-		int r = submit(s, seq, slot);
-		if (r > 0)
-			return 0;   /* it waits for devices in the pool */
-		if (r < 0 && submit_failed(s, seq) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* Master placement: with every slot busy, propose the next new trial now
- * (trials still training count at their predicted mean, as for any
- * concurrent proposal) instead of when its slot frees up. A failure here
- * is not final: the trial proposes again when it is created. */
-static void propose_ahead(struct sched *s)
-{
-	if (!s->tuner.tuner || s->tuner.ahead_seq || s->stop || s->timeup ||
-	    s->created >= (unsigned)s->cfg->max_trial_num)
-		return;
-	for (unsigned i = 0; i < s->nslots; i++)
-		if (!s->slots[i].trial)
-			return;
-	for (size_t i = 0; i < s->e->ntrials; i++)
-		if (s->e->trials[i].state == TRIAL_QUEUED)
-			return;   /* the next slot goes to a queued trial */
-	scheduler_tuner_propose_ahead(&s->tuner, s->created + 1);
-}
 
 /* ---- the loop --------------------------------------------------------------- */
 
@@ -361,7 +172,7 @@ static void cancel_running(struct sched *s, const char *why)
 		snprintf(st.reason, sizeof(st.reason), "%s", why);
 		char *job = xstrdup(t->job);
 		st.job = job;
-		settle(s, t->seq, &st);
+		sched_settle(s, t->seq, &st);
 		free(job);
 	}
 }
@@ -397,7 +208,7 @@ static int record_note(struct sched *s, const struct trial_rec *t, const struct 
 		if (last && !strcmp(last + 2, st->note))
 			return 0;
 	}
-	cJSON *f = trial_fields(t->seq, t->attempt ? t->attempt : 1);
+	cJSON *f = sched_trial_fields(t->seq, t->attempt ? t->attempt : 1);
 	cJSON_AddStringToObject(f, "reason", st->note);
 	return experiment_record(s->e, EXPDIR_EV_TRIAL_NOTE, f);
 }
@@ -534,7 +345,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	while (!e->done) {
 		if (poll_running(&s) < 0)
 			goto out_backend;
-		if (cfg->max_exec_duration > 0 && elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
+		if (cfg->max_exec_duration > 0 && sched_elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
 			s.timeup = 1;
 			cancel_running(&s, "experiment budget (maxExecDuration) reached");
 			if (cancel_queued(&s) < 0)
@@ -547,9 +358,9 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 			r = experiment_record(e, EXPDIR_EV_RUNNER_STOPPED, g);
 			goto out_backend;
 		}
-		if (fill_slots(&s) < 0)
+		if (sched_fill_slots(&s) < 0)
 			goto out_backend;
-		propose_ahead(&s);
+		sched_propose_ahead(&s);
 		int running = 0;
 		for (unsigned i = 0; i < s.nslots; i++)
 			running |= s.slots[i].trial != 0;
@@ -577,3 +388,4 @@ out:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }
+

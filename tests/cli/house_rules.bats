@@ -79,6 +79,7 @@ shared = {  # header: the module it is the face of
     "runner/tuner/tuner_int.h": "runner/tuner/tuner",        # the generic layer, each builtin tuner
     "runner/config/config.h": "runner/config/config",        # the loader, its key tables, their reader
     "common/arch.h": "common/arch",                          # the network, each op's rules, the JSON form
+    "runner/scheduler_int.h": "runner/scheduler",            # the loop and actions, the launches
     "common/arch_int.h": "common/arch",
     "runner/config/config_int.h": "runner/config/config",
     "trialimg/memplan.h": "trialimg/model",  # the model's memory plan: the model keeps it, it reads the model's graph

@@ -1,0 +1,45 @@
+/* scheduler_int.h: what the scheduler's files share (scheduler.c, the loop
+ * and the carrying out of lifecycle.h's actions; scheduler_launch.c, a
+ * trial's launch into a free slot): the running experiment's state. */
+#ifndef AAH_SCHEDULER_INT_H
+#define AAH_SCHEDULER_INT_H
+
+#include <cjson/cJSON.h>
+
+#include "runner/backend/backend.h"  /* struct aah_backend_ctx, struct aah_job_status */
+#include "runner/scheduler.h"
+#include "runner/scheduler_tuner.h"  /* struct scheduler_tuner */
+
+struct slot {
+	unsigned trial;           /* 0 = free */
+	char *gpus;               /* devices of this slot (in a pool: those the ledger granted), or NULL */
+};
+
+struct sched {
+	const struct aah_config *cfg;
+	struct experiment *e;
+	const struct scheduler_opts *opts;
+	struct aah_backend_ctx bctx;
+	struct scheduler_tuner tuner; /* master placement: its tuner */
+	struct slot *slots;
+	unsigned nslots;
+	unsigned created;         /* trials created so far (highest seq) */
+	int stop;                 /* a stop was requested */
+	int timeup;               /* maxExecDuration reached */
+	double last_progress;     /* util_monotonic() of the last progress line */
+	const char *workdir;      /* the experiments' parent, absolute (the experiment's) */
+	unsigned settled_this_session;
+};
+
+/* Seconds of the experiment's budget spent so far, this session's included. */
+double sched_elapsed(const struct sched *s);
+/* The fields every trial event starts with (the caller journals them). */
+cJSON *sched_trial_fields(unsigned seq, unsigned attempt);
+/* Trial seq's job st ended: decide and carry it out (scheduler.c). */
+int sched_settle(struct sched *s, unsigned seq, const struct aah_job_status *st);
+/* Launch queued or new trials into the free slots (scheduler_launch.c). */
+int sched_fill_slots(struct sched *s);
+/* Master placement: with every slot busy, the next new trial proposed ahead. */
+void sched_propose_ahead(struct sched *s);
+
+#endif

@@ -1,0 +1,182 @@
+/* scheduler_launch.c: a trial launched into a free slot: its place
+ * fenced from the launches before it, its devices from the pool, its
+ * proposal, the launch contract and the backend's submit, journaled as it
+ * goes; and the master tuner's proposal made ahead while every slot runs. */
+#include "runner/scheduler_int.h" /* struct sched, sched_trial_fields, sched_settle */
+#include "runner/launch.h"
+#include "runner/scheduler_pool.h" /* scheduler_pool_claim */
+#include "runner/scheduler_tuner.h" /* the master tuner: propose */
+#include "runner/store/place.h"   /* place_prepare: a launch's own place */
+#include "fileio.h"              /* FILEIO_NOSYNC */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* trial.fitExecDuration: the Unix time maxExecDuration ends (0: none). */
+static double exec_deadline(const struct sched *s)
+{
+	double budget = s->cfg->max_exec_duration;
+	if (!s->cfg->trial.fit_exec_duration || budget <= 0)
+		return 0;
+	return util_now() + budget - sched_elapsed(s);
+}
+
+struct submit_arg {
+	struct sched *s;
+	unsigned seq;
+	unsigned slot;
+	const char *place;
+};
+
+static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
+{
+	(void)ctx;
+	struct submit_arg *a = arg;
+	struct trial_rec *t = experiment_trial(a->s->e, a->seq);
+	cJSON *f = sched_trial_fields(a->seq, t->attempt ? t->attempt : 1);
+	cJSON_AddStringToObject(f, "backend", a->s->bctx.backend->name);
+	cJSON_AddStringToObject(f, "job", job);
+	cJSON_AddNumberToObject(f, "slot", a->slot);
+	if (*a->place)
+		cJSON_AddStringToObject(f, "place", a->place);
+	if (a->s->slots[a->slot].gpus)
+		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
+	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
+}
+
+/* The place trial t's next launch writes into (runner/store/expdir.h): a
+ * place of its own, fenced from any launch before it that may still run
+ * cut off from us, unless its last launch was resized (every rank exited). */
+static void next_place(const struct trial_rec *t, char place[EXPDIR_PLACE_SIZE])
+{
+	if (t->keep_place)
+		xstrlcpy(place, t->place ? t->place : "", EXPDIR_PLACE_SIZE);
+	else
+		expdir_place_name(t->attempt ? t->attempt : 1, t->launches, place);
+}
+
+static int submit(struct sched *s, unsigned seq, unsigned slot)
+{
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	const struct aah_config *cfg = s->cfg;
+	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
+	char place[EXPDIR_PLACE_SIZE];
+	next_place(t, place);
+	char *dir = expdir_place_dir(s->e->dir, seq, place);
+	cJSON *params = NULL;
+	struct aah_launch l;
+	int resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1);
+	/* it starts from the last checkpoint, whatever a launch cut off writes later */
+	int r = place_prepare(s->e->dir, seq, place, t->place, resume);
+	int master = !strcmp(cfg->tuner.placement, "master");
+
+	if (r == 0)
+		r = scheduler_pool_claim(cfg, s->e, seq, dir, &nodes, &s->slots[slot].gpus); /* 1: it waits */
+	char **hosts = xcalloc(nodes, sizeof(*hosts));
+	if (r == 0 && master)
+		r = scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params);
+	if (r == 0)
+		r = backend_place(&s->bctx, seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
+	if (r == 0) {
+		struct launch_params lp = {
+			.cfg = cfg,
+			.expdir = s->e->dir,
+			.workdir = s->workdir,
+			.experiment_id = s->e->id,
+			.trial_seq = seq,
+			.attempt = t->attempt ? t->attempt : 1,
+			.place = place,
+			.hosts = (const char *const *)hosts,
+			.port = port,
+			.gpus = s->slots[slot].gpus,
+			.resume = resume,
+			.nodes = nodes,
+			.elastic = cfg->pool.devices > 0 && (s->bctx.backend->caps & AAH_CAP_ELASTIC),
+			.mpi_hosts = s->bctx.backend->mpi_hosts,
+			.params = params,
+			.deadline = exec_deadline(s),
+			.propose_runner = master ? NULL : s->opts->runner_exe,
+		};
+		launch_build(&l, &lp);
+		r = launch_write(&l);
+		if (r == 0) {
+			struct submit_arg a = { s, seq, slot, place };
+			char *job = NULL;
+			s->bctx.on_submitted = on_submitted;
+			s->bctx.on_submitted_arg = &a;
+			s->slots[slot].trial = seq;
+			r = backend_submit(&s->bctx, &l, &job);
+			if (r < 0)
+				s->slots[slot].trial = 0;
+			free(job);
+		}
+		launch_release(&l);
+	}
+	for (unsigned i = 0; i < nodes; i++)
+		free(hosts[i]);
+	free(hosts);
+	free(dir);
+	cJSON_Delete(params);
+	return r;
+}
+
+static int create_trial(struct sched *s, unsigned seq)
+{
+	cJSON *f = sched_trial_fields(seq, 1);
+	/* trial_submitted, synced, follows and makes this line durable too. */
+	return experiment_record_flags(s->e, EXPDIR_EV_TRIAL_CREATED, f, FILEIO_NOSYNC);
+}
+
+/* A trial that failed to even start counts as a failed attempt. */
+static int submit_failed(struct sched *s, unsigned seq)
+{
+	struct aah_job_status st = { .job = "", .state = AAH_JOB_FAILED, .exit_code = -1 };
+	snprintf(st.reason, sizeof(st.reason), "could not be started: %s", util_last_error());
+	return sched_settle(s, seq, &st);
+}
+
+int sched_fill_slots(struct sched *s)
+{
+	for (unsigned slot = 0; slot < s->nslots; slot++) {
+		if (s->slots[slot].trial || s->stop || s->timeup)
+			continue;
+		unsigned seq = 0;
+		for (size_t i = 0; i < s->e->ntrials && !seq; i++)
+			if (s->e->trials[i].state == TRIAL_QUEUED)
+				seq = s->e->trials[i].seq;
+		if (!seq) {
+			if (s->created >= (unsigned)s->cfg->max_trial_num)
+				return 0;
+			seq = ++s->created;
+			if (create_trial(s, seq) < 0)
+				return -1;
+		}
+		int r = submit(s, seq, slot);
+		if (r > 0)
+			return 0;   /* it waits for devices in the pool */
+		if (r < 0 && submit_failed(s, seq) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Master placement: with every slot busy, propose the next new trial now
+ * (trials still training count at their predicted mean, as for any
+ * concurrent proposal) instead of when its slot frees up. A failure here
+ * is not final: the trial proposes again when it is created. */
+void sched_propose_ahead(struct sched *s)
+{
+	if (!s->tuner.tuner || s->tuner.ahead_seq || s->stop || s->timeup ||
+	    s->created >= (unsigned)s->cfg->max_trial_num)
+		return;
+	for (unsigned i = 0; i < s->nslots; i++)
+		if (!s->slots[i].trial)
+			return;
+	for (size_t i = 0; i < s->e->ntrials; i++)
+		if (s->e->trials[i].state == TRIAL_QUEUED)
+			return;   /* the next slot goes to a queued trial */
+	scheduler_tuner_propose_ahead(&s->tuner, s->created + 1);
+}
+
