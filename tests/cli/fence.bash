@@ -5,6 +5,39 @@
 # launch that replaced it ran elsewhere and ended well (accuracy NEW). The
 # trials are tests/fixtures/trials/ckpt_trial.sh (TRIAL_ACC "OLD NEW").
 
+# fence_trial_yaml [LINE...]: the trial section of a fence test's config:
+# ckpt_trial.sh, one retry, attempt 1 at 0.91 and holding on after its
+# result, attempt 2 at 0.62, the last of 4 steps behind $WORK/go (or
+# $WORK/go.<attempt>); LINEs are more trial keys ("  timeout: 30s").
+fence_trial_yaml() {
+	local line
+	echo "trial:"
+	echo "  command: $AAH_ROOT/tests/fixtures/trials/ckpt_trial.sh"
+	echo "  retries: 1"
+	for line in "$@"; do echo "$line"; done
+	echo "  env:"
+	echo "    TRIAL_RUN_LOG: $WORK/runs.log"
+	echo "    TRIAL_STEPS: \"4\""
+	echo "    TRIAL_STEP_S: \"${STEP_S:-0.2}\""
+	echo "    TRIAL_GATE: $WORK/go"
+	echo "    TRIAL_ACC: \"0.91 0.62\""
+	echo "    TRIAL_HOLD_ATTEMPT: \"1\""
+}
+
+# fence_end ID: the cut-off attempt 1 stopped, attempt 2's last step goes
+# ahead ($RUNNER_PID, the runner, then ends); the trial succeeded once, as
+# attempt 2, in its own place, and fence_check holds.
+fence_end() {
+	touch "$WORK/go"
+	wait "$RUNNER_PID"
+	RUNNER_PID=
+	cat "$WORK/runs.log"
+	[ "$(count_events "$1" trial_finished succeeded)" -eq 1 ] || return 1
+	grep -q '^1 2 0 .* done=4$' "$WORK/runs.log" || return 1
+	fence_check "$1" 0.91 0.62 || return 1
+	[ "$(fence_places "$1" | tr '\n' ' ')" = "1 . 2 attempt-2 " ]
+}
+
 # fence_places ID: each launch of trial 1, in order, as "<attempt> <place>":
 # the place its trial_submitted names ("." for the trial directory itself).
 fence_places() {

@@ -39,17 +39,7 @@ cut_pod_gone() { [ -f "$CLUSTER_SIM_DIR/pods/$(cat "$CLUSTER_SIM_DIR/cut").rc" ]
 	searchSpacePath: $AAH_ROOT/tests/fixtures/upstream-configs/aah-imagenet-search_space.json
 	tuner:
 	  builtinTunerName: Random
-	trial:
-	  command: $AAH_ROOT/tests/fixtures/trials/ckpt_trial.sh
-	  retries: 1
-	  timeout: 30s
-	  env:
-	    TRIAL_RUN_LOG: $WORK/runs.log
-	    TRIAL_STEPS: "4"
-	    TRIAL_STEP_S: "0.2"
-	    TRIAL_GATE: $WORK/go
-	    TRIAL_ACC: "0.91 0.62"
-	    TRIAL_HOLD_ATTEMPT: "1"
+	$(fence_trial_yaml "  timeout: 30s")
 	kubernetes:
 	  kubectl: $SIM
 	  image: aah-base:bookworm
@@ -82,13 +72,7 @@ cut_pod_gone() { [ -f "$CLUSTER_SIM_DIR/pods/$(cat "$CLUSTER_SIM_DIR/cut").rc" ]
 	# The node answers: its kubelet stops the pod the API server evicted.
 	touch "$CLUSTER_SIM_DIR/uncut"
 	wait_for cut_pod_gone
-	touch "$WORK/go"
-	wait "$RUNNER_PID"
-	cat "$WORK/runs.log"
-	[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
-	grep -q '^1 2 0 .* done=4$' "$WORK/runs.log"
-	fence_check "$id" 0.91 0.62
-	[ "$(fence_places "$id" | tr '\n' ' ')" = "1 . 2 attempt-2 " ]
+	fence_end "$id"
 	# what the simulated API server answered is in the real format
 	/usr/bin/python3 "$AAH_ROOT/tests/fixtures/k8s/k8s_check.py" --schema-only --quiet "$CLUSTER_SIM_DIR"/answers/*.json
 }

@@ -13,20 +13,8 @@ load helpers
 load fence
 source "$AAH_ROOT/tests/slurm/cluster.bash"
 
-setup_file() {
-	export SLURM_TEST_DIR
-	SLURM_TEST_DIR=$(mktemp -d "${BATS_TMPDIR:-/tmp}/aah-slurm-fence.XXXXXX")
-	if ! SLURM_TEST_SLURMD_TIMEOUT=6 slurm_cluster_up "$SLURM_TEST_DIR"; then
-		slurm_cluster_down "$SLURM_TEST_DIR"
-		return 1
-	fi
-	export SLURM_CONF
-}
-
-teardown_file() {
-	slurm_cluster_down "$SLURM_TEST_DIR"
-	rm -rf "$SLURM_TEST_DIR"
-}
+setup_file() { SLURM_TEST_SLURMD_TIMEOUT=6 slurm_file_cluster_up slurm-fence; }
+teardown_file() { slurm_file_cluster_down; }
 
 setup() {
 	setup_workdir
@@ -75,16 +63,7 @@ node_is() { sinfo -h -N -o %T | grep -q "^$1"; }
 	maxTrialNum: 1
 	tuner:
 	  builtinTunerName: Random
-	trial:
-	  command: $AAH_ROOT/tests/fixtures/trials/ckpt_trial.sh
-	  retries: 1
-	  env:
-	    TRIAL_RUN_LOG: $WORK/runs.log
-	    TRIAL_STEPS: "4"
-	    TRIAL_STEP_S: "0.2"
-	    TRIAL_GATE: $WORK/go
-	    TRIAL_ACC: "0.91 0.62"
-	    TRIAL_HOLD_ATTEMPT: "1"
+	$(fence_trial_yaml)
 	slurm:
 	  pollInterval: 0.3s
 	EOF
@@ -112,12 +91,5 @@ node_is() { sinfo -h -N -o %T | grep -q "^$1"; }
 	slurmd_start "$SLURM_TEST_DIR"
 	WAIT_S=120 wait_for eval '[ -z "$(attempt_procs "$id" 1)" ]'
 	WAIT_S=120 wait_for grep -q '^1 2 0 .* start=3$' "$WORK/runs.log"
-	touch "$WORK/go"
-	wait "$RUNNER_PID"
-	RUNNER_PID=
-	cat "$WORK/runs.log"
-	[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
-	grep -q '^1 2 0 .* done=4$' "$WORK/runs.log"
-	fence_check "$id" 0.91 0.62
-	[ "$(fence_places "$id" | tr '\n' ' ')" = "1 . 2 attempt-2 " ]
+	fence_end "$id"
 }

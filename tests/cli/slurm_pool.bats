@@ -11,20 +11,8 @@ load helpers
 load pool_seed
 source "$AAH_ROOT/tests/slurm/cluster.bash"
 
-setup_file() {
-	export SLURM_TEST_DIR
-	SLURM_TEST_DIR=$(mktemp -d "${BATS_TMPDIR:-/tmp}/aah-slurm.XXXXXX")
-	if ! SLURM_TEST_CPUS=8 slurm_cluster_up "$SLURM_TEST_DIR"; then
-		slurm_cluster_down "$SLURM_TEST_DIR"
-		return 1
-	fi
-	export SLURM_CONF
-}
-
-teardown_file() {
-	slurm_cluster_down "$SLURM_TEST_DIR"
-	rm -rf "$SLURM_TEST_DIR"
-}
+setup_file() { SLURM_TEST_CPUS=8 slurm_file_cluster_up slurm; }
+teardown_file() { slurm_file_cluster_down; }
 
 setup() { setup_workdir; }
 

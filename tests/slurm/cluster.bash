@@ -20,6 +20,9 @@
 #
 #   slurmd_stop DIR / slurmd_start DIR   # the node's slurmd alone: its job
 #                             # steps run on, cut from the controller
+#   slurm_file_cluster_up NAME / slurm_file_cluster_down   # a bats file's own
+#                             # cluster (setup_file, teardown_file) in a temp
+#                             # dir, exported as SLURM_TEST_DIR; knobs from the env
 
 slurm__free_port() {
 	/usr/bin/python3 -c 'import socket
@@ -160,6 +163,21 @@ CONF
 		return 1
 	fi
 	return 0
+}
+
+slurm_file_cluster_up() {
+	export SLURM_TEST_DIR
+	SLURM_TEST_DIR=$(mktemp -d "${BATS_TMPDIR:-/tmp}/aah-$1.XXXXXX")
+	if ! slurm_cluster_up "$SLURM_TEST_DIR"; then
+		slurm_cluster_down "$SLURM_TEST_DIR"
+		return 1
+	fi
+	export SLURM_CONF
+}
+
+slurm_file_cluster_down() {
+	slurm_cluster_down "$SLURM_TEST_DIR"
+	rm -rf "$SLURM_TEST_DIR"
 }
 
 slurm_cluster_down() {
