@@ -9,7 +9,7 @@
 #include "runner/launch.h"
 #include "runner/cmd/options.h"
 #include "runner/config/workdir.h"
-#include "runner/store/expdir.h" /* expdir_file */
+#include "runner/store/expdir.h" /* expdir_file, expdir_place_name */
 #include "util.h"
 
 #include <stdio.h>
@@ -39,6 +39,7 @@ static int render(const struct aah_config *cfg, const char *exp_id, const char *
 	char **hosts = xcalloc(nodes, sizeof(*hosts));
 	kubernetes_trial_hosts(job, nodes, hosts);
 	cJSON *params = trial_params(expdir, seq);
+	char place[EXPDIR_PLACE_SIZE];   /* the attempt's first launch writes there */
 	struct launch_params lp = {
 		.cfg = cfg,
 		.expdir = expdir,
@@ -46,6 +47,7 @@ static int render(const struct aah_config *cfg, const char *exp_id, const char *
 		.experiment_id = exp_id,
 		.trial_seq = seq,
 		.attempt = attempt,
+		.place = expdir_place_name(attempt, 0, place),
 		.hosts = (const char *const *)hosts,
 		.port = cfg->trial.master_port ? (unsigned)cfg->trial.master_port : 29500,
 		.gpus = NULL,

@@ -147,6 +147,17 @@ k8s_config() {
 		[ "$status" -eq 0 ]
 		[[ $output == *"ranks match"* ]]
 	done
+	# a later attempt's pods write into its own place (docs/formats.md)
+	aah-runner render --experiment "$id" --trial 3 --attempt 2 -o json > r2.json
+	/usr/bin/python3 - r2.json "$WORK/aah-work/experiments/$id/trials/000003" <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	job = next(i for i in d["items"] if i["kind"] == "Job")
+	place = sys.argv[2] + "/attempt-2"
+	assert job["metadata"]["annotations"]["aah.io/trial-dir"] == place, job["metadata"]
+	env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+	assert env["AAH_TRIAL_DIR"] == place and env["RANK_TABLE_FILE"] == place + "/rank_table.json", env
+	PY
 }
 
 @test "names stay valid DNS labels for any experimentName" {
