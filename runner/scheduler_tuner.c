@@ -101,9 +101,8 @@ int scheduler_tuner_observe(struct scheduler_tuner *st, const char *expdir,
 		.params = params,
 		.state = learnable ? TUNER_OBS_DONE : TUNER_OBS_FAILED,
 		.metric = learnable ? t->best_acc : 0,
-		.place = t->place,
 	};
-	int r = tuner_observe(st->tuner, &obs);
+	int r = tuner_observe_at(st->tuner, &obs, t->place);
 	cJSON_Delete(arch);
 	cJSON_Delete(params);
 	free(pa);

@@ -166,11 +166,16 @@ static int record(struct tuner *t, unsigned seq, const char *place, cJSON *arch,
 
 int tuner_observe(struct tuner *t, const struct tuner_observation *obs)
 {
+	return tuner_observe_at(t, obs, NULL);
+}
+
+int tuner_observe_at(struct tuner *t, const struct tuner_observation *obs, const char *place)
+{
 	if (obs->trial_seq == 0)
 		return error("tuner: trial_seq must be 1 or more");
 	if (obs->state == TUNER_OBS_DONE && !(obs->metric >= -1e300 && obs->metric <= 1e300))
 		return error("tuner: trial %u has a metric that is not a number", obs->trial_seq);
-	return record(t, obs->trial_seq, obs->place,
+	return record(t, obs->trial_seq, place,
 		      obs->arch ? cJSON_Duplicate(obs->arch, 1) : NULL,
 		      obs->params ? cJSON_Duplicate(obs->params, 1) : NULL, obs->state, obs->metric);
 }

@@ -33,9 +33,6 @@ struct tuner_observation {
 	const cJSON *params;        /* aah-params/1 document, or NULL */
 	enum tuner_obs_state state;
 	double metric;              /* best validation accuracy in [0,1] when DONE */
-	const char *place;          /* its last launch's place (runner/store/expdir.h), where
-				     * its checkpoint is: a child's morph.json names it; NULL
-				     * or "": the trial directory */
 };
 
 /* Is `name` a builtin tuner this build knows? (config validation) */
@@ -46,6 +43,10 @@ const char *tuner_known_names(void);
 int tuner_create(struct tuner **out, const struct tuner_config *cfg);
 /* Record (or update: same trial_seq again) an observation. */
 int tuner_observe(struct tuner *t, const struct tuner_observation *obs);
+/* The same, of a trial whose last launch ran in place (runner/store/expdir.h,
+ * where its checkpoint is: a child's morph.json names it; NULL or "": the
+ * trial directory, as tuner_observe has it). */
+int tuner_observe_at(struct tuner *t, const struct tuner_observation *obs, const char *place);
 /* Propose the next trial. Either output may be set to NULL when the tuner
  * has nothing to say (the None tuner: both NULL; Random/TPE: no arch). The
  * caller owns the returned documents. A proposal is itself recorded as

@@ -18,7 +18,7 @@ enum {
 /* One trial as the tuner knows it; documents are owned by the history. */
 struct tuner_hist {
 	unsigned seq;
-	char place[EXPDIR_PLACE_SIZE]; /* tuner_observation.place */
+	char place[EXPDIR_PLACE_SIZE]; /* its last launch's (tuner_observe_at) */
 	cJSON *arch;
 	cJSON *params;
 	enum tuner_obs_state state;

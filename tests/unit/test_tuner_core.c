@@ -281,6 +281,36 @@ Test(tuner_core, load_history_reads_the_outcome_rule)
 	tuner_free(t);
 }
 
+/* The tuner learns a trial from its last launch's place (docs/formats.md,
+ * "Attempts and their places"), never from what a launch cut off before it
+ * wrote in its own, and keeps that place for a child's morph.json. */
+Test(tuner_core, load_history_reads_the_last_launchs_place)
+{
+	write_file("trials/000001/params.json", "{\"format\":\"aah-params/1\",\"trial_seq\":1,\"parameters\":{}}");
+	/* attempt 1, cut off, wrote 0.91 in the trial directory; attempt 2 0.62 */
+	write_file("trials/000001/result.json", "{\"format\":\"aah-result/1\",\"status\":\"succeeded\",\"best_val_acc\":0.91}");
+	write_file("trials/000001/attempt-2/result.json", "{\"format\":\"aah-result/1\",\"status\":\"succeeded\",\"best_val_acc\":0.62}");
+	write_file("journal.jsonl",
+		   "{\"seq\":0,\"ts\":1,\"event\":\"trial_submitted\",\"trial_seq\":1,\"attempt\":1,\"job\":\"a\",\"slot\":0}\n"
+		   "{\"seq\":1,\"ts\":2,\"event\":\"trial_submitted\",\"trial_seq\":1,\"attempt\":2,\"job\":\"b\",\"slot\":0,\"place\":\"attempt-2\"}\n"
+		   "{\"seq\":2,\"ts\":3,\"event\":\"trial_finished\",\"trial_seq\":1,\"attempt\":2,\"state\":\"succeeded\"}\n");
+	struct tuner *t;
+	struct tuner_config cfg = { .name = "Random", .seed = 1 };
+	cr_assert_eq(tuner_create(&t, &cfg), 0);
+	cr_assert_eq(tuner_load_history(t, tmpdir), 0, "%s", util_last_error());
+	cr_assert_eq(t->nhist, 1);
+	cr_assert_eq(t->hist[0].state, TUNER_OBS_DONE);
+	cr_assert_float_eq(t->hist[0].metric, 0.62, 1e-12);
+	cr_assert_str_eq(t->hist[0].place, "attempt-2");
+	/* the master tuner's observation names the place the same way */
+	struct tuner_observation o = { .trial_seq = 5, .state = TUNER_OBS_DONE, .metric = 0.5 };
+	cr_assert_eq(tuner_observe_at(t, &o, "attempt-3.1"), 0);
+	cr_assert_str_eq(t->hist[1].place, "attempt-3.1");
+	cr_assert_eq(tuner_observe(t, &o), 0);
+	cr_assert_str_eq(t->hist[1].place, "", "tuner_observe: the trial directory");
+	tuner_free(t);
+}
+
 Test(tuner_core, propose_experiment_writes_and_keeps)
 {
 	cJSON *space = fixture("aiperf-thu-imagenet-search_space.json");

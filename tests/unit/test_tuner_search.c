@@ -397,16 +397,16 @@ Test(tuner_search, nm_inheriting_children_have_finished_parents, .timeout = 60)
 		 * every even trial finishes at once and every odd one stays pending */
 		if (s == 3 || s == 4) {
 			unsigned k = s - 2;
-			struct tuner_observation o = { k, arch[k], params[k], TUNER_OBS_DONE, 0.8 + 0.01 * k, NULL };
+			struct tuner_observation o = { k, arch[k], params[k], TUNER_OBS_DONE, 0.8 + 0.01 * k };
 			cr_assert_eq(tuner_observe(t, &o), 0);
 			done[k] = 1;
 		}
 		if (s > 4 && s % 2 == 0) {
-			struct tuner_observation o = { s, arch[s], params[s], TUNER_OBS_DONE, 0.85, NULL };
+			struct tuner_observation o = { s, arch[s], params[s], TUNER_OBS_DONE, 0.85 };
 			cr_assert_eq(tuner_observe(t, &o), 0);
 			done[s] = 1;
 		} else if (!done[s]) {
-			struct tuner_observation o = { s, arch[s], params[s], TUNER_OBS_PENDING, 0, NULL };
+			struct tuner_observation o = { s, arch[s], params[s], TUNER_OBS_PENDING, 0 };
 			cr_assert_eq(tuner_observe(t, &o), 0);
 		}
 	}
@@ -435,7 +435,7 @@ static char *propose_after_history(uint64_t seed, unsigned threads, const char *
 	for (unsigned s = 1; s <= N; s++) {
 		cr_assert_eq(tuner_propose(t, s, &archs[s - 1], &params[s - 1]), 0);
 		struct tuner_observation o = { s, archs[s - 1], params[s - 1], TUNER_OBS_DONE,
-					       fake_accuracy(archs[s - 1]), NULL };
+					       fake_accuracy(archs[s - 1]) };
 		if (s > N - 3)
 			o.state = TUNER_OBS_PENDING;
 		cr_assert_eq(tuner_observe(t, &o), 0);
@@ -446,7 +446,7 @@ static char *propose_after_history(uint64_t seed, unsigned threads, const char *
 	cr_assert_eq(tuner_create(&t, &cfg), 0);
 	for (unsigned s = 1; s <= N; s++) {
 		struct tuner_observation o = { s, archs[s - 1], params[s - 1], TUNER_OBS_DONE,
-					       fake_accuracy(archs[s - 1]), NULL };
+					       fake_accuracy(archs[s - 1]) };
 		if (s > N - 3)
 			o.state = TUNER_OBS_PENDING;
 		cr_assert_eq(tuner_observe(t, &o), 0);
