@@ -42,10 +42,14 @@ COMMON_SRCS  := $(wildcard common/*.c)
 TUNER_SRCS   := $(wildcard runner/tuner/*.c)
 STORE_SRCS   := $(wildcard runner/store/*.c)
 RUNNER_SRCS  := $(filter-out runner/cmd/main.c $(TUNER_SRCS) $(STORE_SRCS),$(wildcard runner/*.c runner/*/*.c))
-KERNEL_SRCS  := $(wildcard kernels/*.c kernels/ref/*.c kernels/cpu/*.c)
+KERNEL_SRCS  := $(wildcard kernels/*.c kernels/ref/*.c kernels/cpu/*.c kernels/cudahost/*.c)
 TRIAL_SRCS   := $(filter-out trialimg/main.c,$(wildcard trialimg/*.c trialimg/data/*.c))
 CUDA_CSRCS   := $(wildcard kernels/cuda/*.c)
 CUDA_CUSRCS  := $(wildcard kernels/cuda/*.cu)
+# The kernel families compiled for the host too (the cudahost backend, in
+# libaahkernels.a on every machine): every .cu but the first kernels'.
+HOST_CUSRCS  := $(filter-out kernels/cuda/cuda_v1_%,$(CUDA_CUSRCS))
+HOST_CUOBJS  := $(patsubst kernels/cuda/%.cu,$(BUILD)/obj/cudahost/%.o,$(HOST_CUSRCS))
 UNIT_SRCS    := $(wildcard tests/unit/test_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -70,9 +74,14 @@ TRIAL_LINK  := $(LIB_CUDA) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -l
 # backend refuses the device (ops_gpu_supported).
 CUDA_ARCHS  ?= 80 90
 CUDA_PTX    ?= 90
-NVCCFLAGS   ?= -O2 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+NVCCFLAGS   ?= -O2 -std=c++20 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
 	       $(foreach a,$(CUDA_PTX),-gencode arch=compute_$(a),code=compute_$(a)) \
-	       -I. -Icommon -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
+	       -I. -Icommon -Xcompiler -Wall,-Wextra,-Wno-missing-field-initializers \
+	       -Werror all-warnings -MMD -MP
+# The kernel families contract no multiply-add themselves: they spell each
+# one as fmaf, so the GPU rounds as the host harness does (cuk_host.h).
+# The first kernels keep the flags they were measured with.
+NVCC_FAMILY := -fmad=false
 else
 TRIAL_LINK  :=
 endif
@@ -109,7 +118,15 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)
-	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) $(if $(filter kernels/cuda/cuda_v1_%,$<),,$(NVCC_FAMILY)) -c $< -o $@
+
+# The same families for the host: g++ over cuk_host.h (CUK_HOST).
+CXX_HOST := -x c++ -std=c++20 -DCUK_HOST $(OPT) -I. -Icommon -Wall -Wextra -Werror -Wshadow \
+	    -Wno-unknown-pragmas -Wno-missing-field-initializers -fno-exceptions -fno-rtti -MMD -MP
+$(BUILD)/obj/cudahost/%.o: kernels/cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(call say,CXX,$< (host))
+	$(Q)$(CXX) $(CXX_HOST) $(SAN) -c $< -o $@
 
 define mklib
 $(1): $(2)
@@ -121,7 +138,7 @@ $(eval $(call mklib,$(LIB_COMMON),$(call obj,$(COMMON_SRCS))))
 $(eval $(call mklib,$(LIB_RUNNER),$(call obj,$(RUNNER_SRCS))))
 $(eval $(call mklib,$(LIB_TUNER),$(call obj,$(TUNER_SRCS))))
 $(eval $(call mklib,$(LIB_STORE),$(call obj,$(STORE_SRCS))))
-$(eval $(call mklib,$(LIB_KERNELS),$(call obj,$(KERNEL_SRCS))))
+$(eval $(call mklib,$(LIB_KERNELS),$(call obj,$(KERNEL_SRCS)) $(HOST_CUOBJS)))
 $(eval $(call mklib,$(LIB_TRIAL),$(call obj,$(TRIAL_SRCS))))
 $(eval $(call mklib,$(LIB_CUDA),$(call obj,$(CUDA_CSRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CUSRCS))))
 

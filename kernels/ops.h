@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* the cuda backend's kernel families are C++ */
+#endif
+
 /* The ops, which index ops_backend.layer. The trainer maps each layer type
  * of its network file onto one (trialimg/model.c); kernels know nothing of
  * the file format. */
@@ -25,6 +29,8 @@ enum ops_type {
 	OPS_FLATTEN,
 	OPS_NTYPES
 };
+
+struct ops_ledger; /* kernels/ledger.h */
 
 /* Shape of one sample of an activation; a batch of n samples is stored NHWC,
  * batch first: element (i, y, x, ch) lives at ((i*h + y)*w + x)*c + ch.
@@ -116,6 +122,16 @@ struct ops_layer {
 	 * compute in fp32 where ctx->conv_type asks bf16 (cpu_conv.c), and a
 	 * GPU backend may store bf16 sums; tests hold each to its own bound */
 	enum ops_dtype ran, ran_out;
+	/* The bias of a conv2d whose only reader is this batchnorm, which it
+	 * does not depend on (the batch's mean takes it out exactly): the
+	 * conv2d skips it in training (bias_folded), this layer counts it in
+	 * its running mean (fold_b: (C), the conv2d's b) and writes its
+	 * gradient zero (fold_db: the conv2d's db), as the exact math gives.
+	 * Set by the model where the backend's ops fold biases
+	 * (ops_layer_ops.folds_bias); NULL, 0: none. */
+	int bias_folded;                    /* conv2d */
+	const float *fold_b;                /* batchnorm */
+	float *fold_db;                     /* batchnorm */
 	void *priv;                         /* backend state */
 };
 
@@ -192,6 +208,12 @@ struct ops_layer_ops {
 	 * output may stay fp32 for the fp32 ops after it) then takes its
 	 * inputs and output in one type. */
 	int bf16;
+	/* conv2d: leaves its bias out in training where the model says a
+	 * batchnorm of batch statistics alone reads its output
+	 * (ops_layer.bias_folded), adds it in inference; batchnorm: counts
+	 * that bias in its running mean and writes its gradient zero
+	 * (ops_layer.fold_b, fold_db). Both, or the model folds nothing. */
+	int folds_bias;
 };
 
 enum {
@@ -248,11 +270,20 @@ struct ops_backend {
 	 * when there is none, or the backend keeps no such record. */
 	const char *(*slow_path)(struct ops_ctx *ctx);
 	/* Softmax cross-entropy with label smoothing over (n, classes) logits:
-	 * dlogits = d(mean loss)/d(logits); adds the summed loss and the number
-	 * of correct argmax predictions. dlogits may be NULL (evaluation). */
+	 * dlogits = scale * d(mean loss)/d(logits) (scale: fp16's loss scale,
+	 * else 1); adds the summed loss and the number of correct argmax
+	 * predictions into *loss_sum and *correct, or, on a backend with
+	 * loss_read, into sums of its own that loss_read hands over. dlogits
+	 * may be NULL (evaluation). */
 	int (*loss)(struct ops_ctx *ctx, int n, int classes, const float *logits,
-		    const int *labels, float smoothing, float *dlogits,
+		    const int *labels, float smoothing, float scale, float *dlogits,
 		    double *loss_sum, long *correct);
+	/* A GPU backend's loss keeps its sums on the device so that a step
+	 * waits for nothing: this adds them into *loss_sum and *correct and
+	 * zeroes them (the host waits for the device); a label the loss found
+	 * out of range is its error. NULL: loss adds them itself
+	 * (ops_loss_read does nothing). */
+	int (*loss_read)(struct ops_ctx *ctx, double *loss_sum, long *correct);
 	/* SGD with momentum: v = mu*v + g + wd*w; w -= lr*v, over count values. */
 	int (*sgd)(struct ops_ctx *ctx, size_t count, float *w, const float *g,
 		   float *v, float lr, float mu, float wd);
@@ -302,6 +333,9 @@ struct ops_backend {
 	/* Waits until every op queued so far has finished (a GPU backend's ops
 	 * return once queued); NULL where ops finish before they return. */
 	int (*finish)(struct ops_ctx *ctx);
+	/* What the backend has queued since the ledger's last reset: launches,
+	 * bytes, copies, waits (kernels/ledger.h); NULL: it keeps none. */
+	struct ops_ledger *(*ledger)(struct ops_ctx *ctx);
 };
 
 /* ops_backend.resident, .sync and .forget where the backend has them;
@@ -311,6 +345,11 @@ int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
 void ops_forget(struct ops_ctx *ctx, void *p);
 /* ops_backend.finish where the backend has it: before a clock is read. */
 int ops_finish(struct ops_ctx *ctx);
+/* ops_backend.loss_read where the backend has it: the loss's sums since
+ * the last read added into *loss_sum and *correct; nothing otherwise. */
+int ops_loss_read(struct ops_ctx *ctx, double *loss_sum, long *correct);
+/* ops_backend.ledger where the backend keeps one; NULL otherwise. */
+struct ops_ledger *ops_ledger_of(struct ops_ctx *ctx);
 enum { OPS_TO_HOST = 0, OPS_TO_DEVICE = 1 };
 
 /* The precision `--precision auto` gives on ctx's backend (a started one). */
@@ -359,5 +398,9 @@ void ops_dropout_mask(const struct ops_ctx *ctx, const struct ops_layer *l, size
 /* The hash that mask starts from: value i is kept when 16-bit field i%4 of
  * splitmix64(base + i - i%4) is >= rate*65536 (the GPU draws it so). */
 uint64_t ops_dropout_base(const struct ops_ctx *ctx, const struct ops_layer *l);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

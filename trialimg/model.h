@@ -111,7 +111,8 @@ int model_alloc_planned(struct model *m, struct memplan *p, uint64_t seed);
  * too; OPS_NHWC everywhere else, so the input, flatten, dense and dropout
  * see NHWC and conversions happen only inside the convolutions at
  * those edges (the rule is memplan_layouts', which the plan sizes those
- * conversions by). model_forward calls it when the backend changes. */
+ * conversions by); and which conv2d biases the backend's batchnorms take
+ * (ops_layer.fold_b). model_forward calls it when the backend changes. */
 void model_layouts(struct model *m, struct ops_ctx *ctx);
 /* Forward n samples of x (n, input) to the logits model_logits(m). */
 int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, int train);

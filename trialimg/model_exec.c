@@ -149,6 +149,34 @@ static const float *tensor(const struct model *m, const float *x, int t)
 	return t ? m->layers[t - 1].act : x;
 }
 
+/* A conv2d whose output one batchnorm alone reads gives that batchnorm its
+ * bias where the backend's ops fold biases (ops_layer_ops.folds_bias): the
+ * batch's mean takes the bias out exactly, so training need not add it
+ * nor sum its gradient (kernels/ops.h, ops_layer.fold_b). */
+static void fold_biases(struct model *m, const struct ops_backend *be)
+{
+	const struct ops_layer_ops *conv = be->layer[OPS_CONV2D], *bn = be->layer[OPS_BATCHNORM];
+	int on = conv && bn && conv->folds_bias && bn->folds_bias;
+	for (int i = 0; i < m->n_layers; i++) {
+		struct ops_layer *op = &m->layers[i].op;
+		op->bias_folded = 0;
+		op->fold_b = NULL;
+		op->fold_db = NULL;
+	}
+	for (int i = 0; on && i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		int t = L->inputs[0];
+		if (L->op.cfg.type != OPS_BATCHNORM || !t)
+			continue;
+		struct model_layer *P = &m->layers[t - 1];
+		if (P->op.cfg.type != OPS_CONV2D || !P->op.cfg.bias || P->n_users != 1 || !P->op.b)
+			continue;
+		P->op.bias_folded = 1;
+		L->op.fold_b = P->op.b;
+		L->op.fold_db = P->op.db;
+	}
+}
+
 void model_layouts(struct model *m, struct ops_ctx *ctx)
 {
 	const struct ops_backend *be = ctx->be;
@@ -168,6 +196,7 @@ void model_layouts(struct model *m, struct ops_ctx *ctx)
 		for (int k = 0; k < L->op.n_in; k++)
 			L->in_layouts[k] = lay[L->inputs[k]];
 	}
+	fold_biases(m, be);
 	m->layout_be = be;
 	m->layout_nhwc_only = ctx->nhwc_only;
 	m->layout_blocked = ctx->blocked;

@@ -325,7 +325,7 @@ static int elastic_batch(struct trial *t)
  * rank follows. On a change the epoch's sums so far become global, rank 0
  * saves a mid-epoch checkpoint (`done` batches of this epoch), and the
  * trial stops: 1. Else 0; -1 on error. */
-static int elastic_step(struct trial *t, const struct epoch_stats *s, int done)
+static int elastic_step(struct trial *t, struct epoch_stats *s, int done)
 {
 	if (!t->a->elastic)
 		return 0;
@@ -334,6 +334,8 @@ static int elastic_step(struct trial *t, const struct epoch_stats *s, int done)
 		return -1;
 	if (target < 0 || target == t->world || (target > 0 && t->global_batch % target))
 		return 0;     /* nothing asked, or a size the global batch does not split over */
+	if (ops_loss_read(&t->ops, &s->loss, &s->correct))   /* the device's sums so far */
+		return -1;
 	float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
 	if (t->dist && (dist_allreduce_mean(t->dist, sums, 3) || allreduce_stats(t)))
 		return -1;
@@ -430,14 +432,6 @@ static int share_comm_id(void *arg, void *id, size_t len)
 	return dist_broadcast(arg, id, len);
 }
 
-/* fp16: the backward pass starts from the gradient of the loss times the
- * scale, which lifts small gradients out of fp16's underflow. */
-static void scale_loss(struct trial *t, size_t count)
-{
-	for (size_t i = 0; i < count; i++)
-		t->dlogits[i] *= t->ls.scale;
-}
-
 /* Whether this step's gradients are to be applied (1, or 0; -1 on error):
  * always, except in fp16, where they are unscaled when finite and the step
  * skipped (the scale halved) when not. Every rank decides alike: the
@@ -498,12 +492,14 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 			return error("cannot read a training batch: %s", b->why);
 		float lr = step_lr(t, t->step);
 		t->ops.step = (uint64_t)t->step;
+		/* fp16: the backward pass starts from the gradient of the loss
+		 * times the scale, which lifts small gradients out of fp16's
+		 * underflow */
 		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
 		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
-				    (float)a->smooth_factor, t->dlogits, &s->loss, &s->correct))
+				    (float)a->smooth_factor, t->scaled ? t->ls.scale : 1.0f, t->dlogits,
+				    &s->loss, &s->correct))
 			return -1;
-		if (t->scaled)
-			scale_loss(t, b->n * m->num_classes);
 		if (model_backward(m, &t->ops, b->x, b->n, t->dlogits))
 			return -1;
 		if (t->dist && allreduce_grads(t))
@@ -531,6 +527,8 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 				return -1;
 		}
 	}
+	if (ops_loss_read(&t->ops, &s->loss, &s->correct))   /* the device's sums, once an epoch */
+		return -1;
 	if (t->dist) { /* global sums; running statistics averaged over ranks */
 		float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
 		if (dist_allreduce_mean(t->dist, sums, 3) || allreduce_stats(t))
@@ -556,10 +554,12 @@ static int evaluate(struct trial *t, struct epoch_stats *s, volatile sig_atomic_
 			return error("cannot read a validation batch: %s", b->why);
 		if (model_forward(m, &t->ops, b->x, b->n, 0) ||
 		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
-				    (float)t->a->smooth_factor, NULL, &s->val_loss, &s->val_correct))
+				    (float)t->a->smooth_factor, 1.0f, NULL, &s->val_loss, &s->val_correct))
 			return -1;
 		s->val_seen += b->n;
 	}
+	if (ops_loss_read(&t->ops, &s->val_loss, &s->val_correct))
+		return -1;
 	t->eval_flops += m->flops_fwd * (double)s->val_seen;
 	return 0;
 }

@@ -1,15 +1,35 @@
-/* cuda_backend.c: the `cuda` op table, its context (device, stream, cuDNN
- * and cuBLASLt handles), the staging arena of kernels/cuda/cuda.h, and the
- * loss, SGD and accumulation ops. */
+/* cuda_backend.c: the `cuda` op tables (the kernel families', and the
+ * first kernels' under AAH_CUDA_KERNELS=v1), their context (device,
+ * stream, cuDNN and cuBLASLt handles, the ledger, the loss's sums on the
+ * device), the staging arena of kernels/cuda/cuda.h, and device
+ * residency. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/cuda_ctx.h"
+#include "kernels/cuda/cuda_v1.h" /* the v1 table's ops */
 
 /* ---- context ------------------------------------------------------------------ */
 
 static void cuda_fini(struct ops_ctx *ctx);
+extern const struct ops_backend ops_cuda_v1_backend;
+
+static const struct cuda_aux aux_families = {
+	.bias_add = cuda_bias_add,
+	.bias_grad = cuda_bias_grad,
+	.pad = cuda_pad,
+	.crop = cuda_crop,
+	.convert = cuda_convert,
+};
+
+static const struct cuda_aux aux_v1 = {
+	.bias_add = cuda_v1_bias_add,
+	.bias_grad = cuda_v1_bias_grad,
+	.pad = cuda_v1_pad,
+	.crop = cuda_v1_crop,
+	.convert = cuda_v1_convert,
+};
 
 static int cuda_open(struct ops_ctx *ctx)
 {
@@ -17,10 +37,25 @@ static int cuda_open(struct ops_ctx *ctx)
 	/* CUDA_VISIBLE_DEVICES (set by the runner's GPU slots) picks the device;
 	 * the trainer uses the first it can see */
 	CUDA_CHECK(cudaSetDevice(c->device));
-	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+	CUDA_CHECK(cudaStreamCreateWithFlags(&c->run.stream, cudaStreamNonBlocking));
+	CUDA_CHECK(cudaDeviceGetAttribute(&c->run.sms, cudaDevAttrMultiProcessorCount, c->device));
+	CUDA_CHECK(cudaMalloc((void **)&c->run.sums, sizeof(struct cuda_sums)));
+	CUDA_CHECK(cudaMemsetAsync(c->run.sums, 0, sizeof(struct cuda_sums), c->run.stream));
+	c->run.ledger = &c->ledger;
 	CUDNN_CHECK(cudnnCreate(&c->dnn));
-	CUDNN_CHECK(cudnnSetStream(c->dnn, c->stream));
+	CUDNN_CHECK(cudnnSetStream(c->dnn, c->run.stream));
 	CUBLAS_CHECK(cublasLtCreate(&c->lt));
+	return 0;
+}
+
+/* AAH_CUDA_KERNELS: "v1" runs the first kernels (one value a thread, the
+ * type a run-time argument), unset or "families" the kernel families. */
+static int kernels_v1(int *v1)
+{
+	const char *k = getenv("AAH_CUDA_KERNELS");
+	*v1 = k && !strcmp(k, "v1");
+	if (k && *k && !*v1 && strcmp(k, "families"))
+		return error("AAH_CUDA_KERNELS='%s': must be v1 or families (the default)", k);
 	return 0;
 }
 
@@ -76,15 +111,26 @@ static int cuda_init(struct ops_ctx *ctx)
 	char refused[512];
 	if (cuda_device_usable(device, refused, sizeof(refused)) != 1)
 		return error("the cuda backend cannot run here: %s", refused);
+	int v1;
+	if (kernels_v1(&v1))
+		return -1;
 	ctx->priv = xcalloc(1, sizeof(struct cuda_ctx));
 	cuda_ctx(ctx)->device = device;
+	cuda_ctx(ctx)->aux = v1 ? &aux_v1 : &aux_families;
 	const char *staged = getenv("AAH_CUDA_STAGED");
 	cuda_ctx(ctx)->staged_only = staged && !strcmp(staged, "1");
 	if (cuda_open(ctx)) {
 		cuda_fini(ctx);
 		return -1;
 	}
+	if (v1)   /* the same backend, its first kernels' ops */
+		ctx->be = &ops_cuda_v1_backend;
 	return 0;
+}
+
+const struct cuk_run *cuda_run(struct ops_ctx *ctx)
+{
+	return &cuda_ctx(ctx)->run;
 }
 
 static void free_spills(struct cuda_ctx *c)
@@ -100,19 +146,20 @@ static void cuda_fini(struct ops_ctx *ctx)
 	struct cuda_ctx *c = ctx->priv;
 	if (!c)
 		return;
-	if (c->stream)
-		cudaStreamSynchronize(c->stream);
+	if (c->run.stream)
+		cudaStreamSynchronize(c->run.stream);
 	cuda_comm_free(c);
 	for (int k = 0; k < c->nmirror; k++)
 		cudaFree(c->mirror[k].dev);
 	cudaFree(c->arena);
+	cudaFree(c->run.sums);
 	free_spills(c);
 	if (c->lt)
 		cublasLtDestroy(c->lt);
 	if (c->dnn)
 		cudnnDestroy(c->dnn);
-	if (c->stream)
-		cudaStreamDestroy(c->stream);
+	if (c->run.stream)
+		cudaStreamDestroy(c->run.stream);
 	free(c);
 	ctx->priv = NULL;
 }
@@ -159,8 +206,14 @@ static const char *cuda_default_precision(struct ops_ctx *ctx)
 
 static int cuda_finish(struct ops_ctx *ctx)
 {
-	CUDA_CHECK(cudaStreamSynchronize(cuda_ctx(ctx)->stream));
+	CUDA_CHECK(cudaStreamSynchronize(cuda_stream(ctx)));
+	ledger_sync(&cuda_ctx(ctx)->ledger);
 	return 0;
+}
+
+static struct ops_ledger *cuda_ledger(struct ops_ctx *ctx)
+{
+	return &cuda_ctx(ctx)->ledger;
 }
 
 static int cuda_device_info(struct ops_ctx *ctx, struct ops_device *dev)
@@ -188,7 +241,7 @@ int cuda_begin(struct ops_ctx *ctx)
 	c->nst = 0;
 	c->arena_used = 0;
 	if (c->nspill) {   /* the last op outgrew the arena: one block of its total */
-		CUDA_CHECK(cudaStreamSynchronize(c->stream));
+		CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
 		free_spills(c);
 		CUDA_CHECK(cudaFree(c->arena));
 		c->arena = NULL;
@@ -272,7 +325,8 @@ static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, 
 			/* an output staged first and now read (in place) */
 			if (copy_in && !c->st[k].filled) {
 				CUDA_CHECK(cudaMemcpyAsync(c->st[k].dev, p, bytes, cudaMemcpyHostToDevice,
-							   c->stream));
+							   c->run.stream));
+				ledger_copy(&c->ledger, LEDGER_H2D, (double)bytes);
 				c->st[k].filled = 1;
 			}
 			c->st[k].out |= out;
@@ -284,8 +338,10 @@ static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, 
 	if (cuda_scratch(ctx, bytes, dev))
 		return -1;
 	c->st[c->nst++] = (struct cuda_stage){p, *dev, bytes, out, copy_in};
-	if (copy_in)
-		CUDA_CHECK(cudaMemcpyAsync(*dev, p, bytes, cudaMemcpyHostToDevice, c->stream));
+	if (copy_in) {
+		CUDA_CHECK(cudaMemcpyAsync(*dev, p, bytes, cudaMemcpyHostToDevice, c->run.stream));
+		ledger_copy(&c->ledger, LEDGER_H2D, (double)bytes);
+	}
 	return 0;
 }
 
@@ -303,11 +359,15 @@ int cuda_end(struct ops_ctx *ctx)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	for (int k = 0; k < c->nst; k++)
-		if (c->st[k].out)
+		if (c->st[k].out) {
 			CUDA_CHECK(cudaMemcpyAsync((void *)c->st[k].host, c->st[k].dev, c->st[k].bytes,
-						   cudaMemcpyDeviceToHost, c->stream));
-	if (c->nst)
-		CUDA_CHECK(cudaStreamSynchronize(c->stream));
+						   cudaMemcpyDeviceToHost, c->run.stream));
+			ledger_copy(&c->ledger, LEDGER_D2H, (double)c->st[k].bytes);
+		}
+	if (c->nst) {
+		CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
+		ledger_sync(&c->ledger);
+	}
 	c->nst = 0;
 	return 0;
 }
@@ -336,10 +396,10 @@ static int cuda_resident(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy
 	m->bytes = bytes;
 	c->nmirror++;
 	if (copy)
-		CUDA_CHECK(cudaMemcpyAsync(m->dev, p, copy, cudaMemcpyHostToDevice, c->stream));
+		CUDA_CHECK(cudaMemcpyAsync(m->dev, p, copy, cudaMemcpyHostToDevice, c->run.stream));
 	if (bytes > copy)
-		CUDA_CHECK(cudaMemsetAsync(m->dev + copy, 0, bytes - copy, c->stream));
-	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+		CUDA_CHECK(cudaMemsetAsync(m->dev + copy, 0, bytes - copy, c->run.stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
 	return 0;
 }
 
@@ -353,10 +413,12 @@ static int cuda_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device)
 		return 0;
 	char *d = m->dev + ((char *)p - m->host);
 	if (to_device)
-		CUDA_CHECK(cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, c->stream));
+		CUDA_CHECK(cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, c->run.stream));
 	else
-		CUDA_CHECK(cudaMemcpyAsync(p, d, bytes, cudaMemcpyDeviceToHost, c->stream));
-	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+		CUDA_CHECK(cudaMemcpyAsync(p, d, bytes, cudaMemcpyDeviceToHost, c->run.stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
+	ledger_copy(&c->ledger, to_device ? LEDGER_H2D : LEDGER_D2H, (double)bytes);
+	ledger_sync(&c->ledger);
 	return 0;
 }
 
@@ -365,145 +427,29 @@ static void cuda_forget(struct ops_ctx *ctx, void *p)
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	for (int k = 0; k < c->nmirror; k++)
 		if (c->mirror[k].host == p) {
-			cudaStreamSynchronize(c->stream);   /* no op may still use it */
+			cudaStreamSynchronize(c->run.stream);   /* no op may still use it */
 			cudaFree(c->mirror[k].dev);
 			c->mirror[k] = c->mirror[--c->nmirror];
 			return;
 		}
 }
 
-/* ---- loss, SGD, accumulate ------------------------------------------------------ */
-
-int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
-	      float smoothing, float *dlogits, double *loss_sum, long *correct)
-{
-	struct cuda_ctx *c = cuda_ctx(ctx);
-	void *z, *t, *dz = NULL, *loss, *hit, *bad;
-	size_t nz = (size_t)n * classes * sizeof(float);
-	if (n <= 0)
-		return 0;
-	if (cuda_begin(ctx) || cuda_in(ctx, logits, nz, &z) ||
-	    cuda_in(ctx, labels, (size_t)n * sizeof(int), &t) ||
-	    (dlogits && cuda_out(ctx, dlogits, nz, 0, &dz)) ||
-	    cuda_scratch(ctx, (size_t)n * sizeof(double), &loss) ||
-	    cuda_scratch(ctx, (size_t)n * sizeof(int) + sizeof(int), &hit))
-		return -1;
-	bad = (int *)hit + n;
-	CUDA_LAUNCH(cuk_loss(c->stream, n, classes, z, t, smoothing, dz, loss, hit, bad));
-	/* the per-sample results come back to be summed here: the one host
-	 * synchronisation of a training step */
-	double *hl = xmalloc(sizeof(double) * (n ? n : 1));
-	int *hh = xmalloc(sizeof(int) * ((size_t)n + 1));
-	int rc = 0;
-	if (cudaMemcpyAsync(hl, loss, sizeof(double) * n, cudaMemcpyDeviceToHost, c->stream) ||
-	    cudaMemcpyAsync(hh, hit, sizeof(int) * ((size_t)n + 1), cudaMemcpyDeviceToHost,
-			    c->stream) ||
-	    cuda_end(ctx) || cudaStreamSynchronize(c->stream))
-		rc = error("cuda: cannot read the loss back: %s", cudaGetErrorString(cudaGetLastError()));
-	else if (hh[n])
-		rc = error("label %d of sample %d is outside [0, %d)", labels[hh[n] - 1], hh[n] - 1,
-			   classes);
-	for (int i = 0; !rc && i < n; i++) {
-		*loss_sum += hl[i];
-		*correct += hh[i];
-	}
-	free(hl);
-	free(hh);
-	return rc;
-}
-
-int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
-	     float mu, float wd)
-{
-	void *dw, *dg, *dv;
-	size_t bytes = count * sizeof(float);
-	if (!count)
-		return 0;
-	if (cuda_begin(ctx) || cuda_out(ctx, w, bytes, 1, &dw) || cuda_in(ctx, g, bytes, &dg) ||
-	    cuda_out(ctx, v, bytes, 1, &dv))
-		return -1;
-	CUDA_LAUNCH(cuk_sgd(cuda_ctx(ctx)->stream, count, dw, dg, dv, lr, mu, wd));
-	return cuda_end(ctx);
-}
-
-int cuda_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x)
-{
-	void *dy, *dx;
-	size_t bytes = cuda_bytes(count, t);
-	if (t != OPS_F32 && t != OPS_BF16) /* the model stores no tensor otherwise */
-		return error("accumulate: the cuda backend's tensors are fp32 or bf16");
-	if (!count)
-		return 0;
-	if (cuda_begin(ctx) || cuda_out(ctx, y, bytes, 1, &dy) || cuda_in(ctx, x, bytes, &dx))
-		return -1;
-	CUDA_LAUNCH(cuk_accumulate(cuda_ctx(ctx)->stream, cuda_type(t), count, dy, dx));
-	return cuda_end(ctx);
-}
-
-/* One pass over the gradients, and one int read back: the step's only wait
- * besides the loss. */
-int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite)
-{
-	struct cuda_ctx *c = cuda_ctx(ctx);
-	void *dg, *dbad;
-	int bad = 0;
-	*finite = 1;
-	if (!count)
-		return 0;
-	if (cuda_begin(ctx) || cuda_out(ctx, g, count * sizeof(float), 1, &dg) ||
-	    cuda_out(ctx, &bad, sizeof(bad), 0, &dbad))
-		return -1;
-	CUDA_CHECK(cudaMemsetAsync(dbad, 0, sizeof(bad), c->stream));
-	CUDA_LAUNCH(cuk_unscale(c->stream, count, dg, inv, dbad));
-	if (cuda_end(ctx))
-		return -1;
-	*finite = !bad;
-	return 0;
-}
-
-/* The CUK_* kind of cuk_cast from xt to yt; -1 unless one side is fp32 and
- * the other bf16 or fp16. */
-static int cast_kind(enum ops_dtype xt, enum ops_dtype yt)
-{
-	return xt == OPS_F32 && yt == OPS_BF16   ? CUK_F32_TO_BF16
-	       : xt == OPS_BF16 && yt == OPS_F32 ? CUK_BF16_TO_F32
-	       : xt == OPS_F32 && yt == OPS_F16  ? CUK_F32_TO_F16
-	       : xt == OPS_F16 && yt == OPS_F32  ? CUK_F16_TO_F32
-						 : -1;
-}
-
-int cuda_convert(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
-		 enum ops_dtype yt)
-{
-	int kind = cast_kind(xt, yt);
-	if (kind < 0)
-		return error("cast from type %d to type %d: one side must be fp32, the other bf16 or fp16",
-			     (int)xt, (int)yt);
-	if (count)
-		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, kind, x, y));
-	return 0;
-}
-
-int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
-	      enum ops_dtype yt)
-{
-	void *dx, *dy;
-	if (!count) /* nothing to stage: the types are still checked */
-		return cuda_convert(ctx, 0, x, xt, y, yt);
-	if (cuda_begin(ctx) || cuda_in(ctx, x, cuda_bytes(count, xt), &dx) ||
-	    cuda_out(ctx, y, cuda_bytes(count, yt), 0, &dy) ||
-	    cuda_convert(ctx, count, dx, xt, dy, yt))
-		return -1;
-	return cuda_end(ctx);
-}
+/* What both tables share: the context, residency, NCCL, the device. */
+#ifdef AAH_HAVE_NCCL
+#define CUDA_NCCL .comm_init = cuda_comm_init, .allreduce_mean = cuda_allreduce_mean,
+#else
+#define CUDA_NCCL
+#endif
+#define CUDA_BACKEND_SHARED                                                              \
+	.name = "cuda", .caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_FP16 | OPS_CAP_GPU,  \
+	.init = cuda_init, .fini = cuda_fini, .set_precision = cuda_set_precision,         \
+	.default_precision = cuda_default_precision, .resident = cuda_resident,            \
+	.sync = cuda_sync, .forget = cuda_forget, CUDA_NCCL                                 \
+	.visible_devices = cuda_visible_devices, .device_info = cuda_device_info,          \
+	.finish = cuda_finish, .ledger = cuda_ledger
 
 const struct ops_backend ops_cuda_backend = {
-	.name = "cuda",
-	.caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_FP16 | OPS_CAP_GPU,
-	.init = cuda_init,
-	.fini = cuda_fini,
-	.set_precision = cuda_set_precision,
-	.default_precision = cuda_default_precision,
+	CUDA_BACKEND_SHARED,
 	.layer = {
 		[OPS_CONV2D] = &cuda_conv_ops,
 		[OPS_BATCHNORM] = &cuda_bn_ops,
@@ -518,18 +464,32 @@ const struct ops_backend ops_cuda_backend = {
 		[OPS_FLATTEN] = &cuda_flatten_ops,
 	},
 	.loss = cuda_loss,
+	.loss_read = cuda_loss_read,
 	.sgd = cuda_sgd,
 	.accumulate = cuda_accumulate,
 	.unscale = cuda_unscale,
 	.cast = cuda_cast,
-	.resident = cuda_resident,
-	.sync = cuda_sync,
-	.forget = cuda_forget,
-#ifdef AAH_HAVE_NCCL
-	.comm_init = cuda_comm_init,
-	.allreduce_mean = cuda_allreduce_mean,
-#endif
-	.visible_devices = cuda_visible_devices,
-	.device_info = cuda_device_info,
-	.finish = cuda_finish,
+};
+
+/* AAH_CUDA_KERNELS=v1: cuda_init points the context here. */
+const struct ops_backend ops_cuda_v1_backend = {
+	CUDA_BACKEND_SHARED,
+	.layer = {
+		[OPS_CONV2D] = &cuda_conv_ops,
+		[OPS_BATCHNORM] = &cuda_v1_bn_ops,
+		[OPS_RELU] = &cuda_v1_relu_ops,
+		[OPS_MAXPOOL] = &cuda_v1_maxpool_ops,
+		[OPS_AVGPOOL] = &cuda_v1_avgpool_ops,
+		[OPS_GLOBAL_AVG_POOL] = &cuda_v1_gap_ops,
+		[OPS_DENSE] = &cuda_dense_ops,
+		[OPS_DROPOUT] = &cuda_v1_dropout_ops,
+		[OPS_ADD] = &cuda_v1_add_ops,
+		[OPS_CONCAT] = &cuda_v1_concat_ops,
+		[OPS_FLATTEN] = &cuda_v1_flatten_ops,
+	},
+	.loss = cuda_v1_loss,
+	.sgd = cuda_v1_sgd,
+	.accumulate = cuda_v1_accumulate,
+	.unscale = cuda_v1_unscale,
+	.cast = cuda_v1_cast,
 };

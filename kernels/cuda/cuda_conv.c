@@ -5,9 +5,12 @@
  *
  * cuDNN pads symmetrically; a layer padded unevenly ("same" with an even
  * kernel or an odd size at stride 2) has its input copied into a zero
- * frame of pad_t, pad_l, pad_b, pad_r first (cuk_pad) and its input
- * gradient cropped back out of one (cuk_crop). The bias is a kernel of
- * its own, its gradient a per-channel sum (cuda_kernels.cu).
+ * frame of pad_t, pad_l, pad_b, pad_r first (cuda_pad) and its input
+ * gradient cropped back out of one (cuda_crop). The bias is a kernel of
+ * its own, its gradient a per-channel sum (cuda_eltwise.cu); where the
+ * model folds the bias into the batchnorm after the layer
+ * (ops_layer.bias_folded), training adds neither (the batchnorm takes the
+ * bias's part, kernels/cuda/cuda_bn.cu) and inference adds it.
  *
  * Math is CUDNN_FMA_MATH: true fp32, no TF32, so the results meet ref's
  * fp32 tolerance. With ctx->conv_type bf16 or fp16 (--precision) cuDNN
@@ -15,7 +18,7 @@
  * fp32 compute type) from 16-bit x, w and dy into 16-bit y, dx and dw.
  * Tensors stored in that type are read and written as they are (under
  * bf16 the model stores activations and their gradients in bf16:
- * ops_layer.in_type, out_type); the rest goes through a copy (cuk_cast):
+ * ops_layer.in_type, out_type); the rest goes through a copy (cuda_convert):
  * the fp32 master weights and their gradients always, the network's fp32
  * input, and under fp16 every activation. In fp16 a value past 65504
  * becomes inf, which the trainer's loss scale catches in the gradients.
@@ -29,7 +32,7 @@
  * so once, converting its 16-bit tensors: it is not padded to 8 channels. */
 #include <stdlib.h>
 
-#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/cuda_ctx.h"
 
 /* A layer's descriptors and algorithms for one batch size (l->priv). */
 struct conv_plan {
@@ -219,9 +222,8 @@ static int framed(struct ops_ctx *ctx, const struct ops_layer *l, const struct c
 		return 0;
 	if (cuda_scratch(ctx, cuda_bytes((size_t)n * p->hp * p->wp * s->c, t), xf))
 		return -1;
-	CUDA_LAUNCH(cuk_pad(cuda_ctx(ctx)->stream, cuda_type(t), n, s->h, s->w, s->c, p->hp, p->wp,
-			    l->cfg.pad_t, l->cfg.pad_l, x, *xf));
-	return 0;
+	return cuda_ctx(ctx)->aux->pad(ctx, t, n, s->h, s->w, s->c, p->hp, p->wp, l->cfg.pad_t,
+				       l->cfg.pad_l, x, *xf);
 }
 
 /* count values at x, stored as t, as cuDNN reads them (in p->type): x
@@ -234,7 +236,7 @@ static int operand(struct ops_ctx *ctx, const struct conv_plan *p, size_t count,
 		return 0;
 	if (cuda_scratch(ctx, cuda_bytes(count, p->type), out))
 		return -1;
-	return cuda_convert(ctx, count, x, t, *out, p->type);
+	return cuda_ctx(ctx)->aux->convert(ctx, count, x, t, *out, p->type);
 }
 
 /* Where cuDNN writes count values (in p->type) meant for y, stored as t: y
@@ -249,7 +251,7 @@ static int result(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, 
 static int stored(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *r, void *y,
 		  enum ops_dtype t)
 {
-	return r != y ? cuda_convert(ctx, count, r, p->type, y, t) : 0;
+	return r != y ? cuda_ctx(ctx)->aux->convert(ctx, count, r, p->type, y, t) : 0;
 }
 
 /* Values in x as cuDNN reads it (in its frame when padded unevenly). */
@@ -259,10 +261,17 @@ static size_t framed_count(const struct ops_layer *l, const struct conv_plan *p,
 	return p->padded ? (size_t)n * p->hp * p->wp * s->c : (size_t)n * ops_shape_size(s);
 }
 
+/* What a cuDNN call moves: its operands, read and written once each. */
+static void counted(struct cuda_ctx *c, const char *what, const struct conv_plan *p, size_t nx,
+		    size_t nw, size_t ny)
+{
+	size_t e = ops_dtype_size(p->type);
+	ledger_launch(&c->ledger, what, NULL, (double)(nx + nw + ny) * e);
+}
+
 static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 			float *y, int train)
 {
-	(void)train;
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	struct conv_plan *p;
 	enum ops_dtype tx = ops_in_type(l, 0), ty = l->out_type;
@@ -272,7 +281,8 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	const float one = 1, zero = 0;
 	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], cuda_bytes(nx, tx), &gx) ||
 	    cuda_in(ctx, l->w, nw * 4, &gw) ||
-	    (l->cfg.bias && cuda_in(ctx, l->b, (size_t)l->cfg.units * 4, &gb)) ||
+	    (l->cfg.bias && !(train && l->bias_folded) &&
+	     cuda_in(ctx, l->b, (size_t)l->cfg.units * 4, &gb)) ||
 	    cuda_out(ctx, y, cuda_bytes(ny, ty), 0, &gy) || cuda_scratch(ctx, p->ws, &ws) ||
 	    framed(ctx, l, p, n, tx, gx, &gxf) ||
 	    operand(ctx, p, framed_count(l, p, n), gxf, tx, &lx) ||
@@ -280,17 +290,19 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 		return -1;
 	l->ran = l->ran_out = p->type;   /* the sums land in p->type, then stored() */
 	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->fwd_math));
+	counted(c, "cudnn conv fwd", p, framed_count(l, p, n), nw, ny);
 	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, p->x, lx, p->w, lw, p->conv, p->fwd, ws,
 					    p->ws, &zero, p->y, ly));
 	/* the bias where the sums are fp32 (cuDNN's, else y's once stored): a
 	 * 16-bit y that cuDNN wrote is rounded again with it */
-	if (gb && p->type == OPS_F32)
-		CUDA_LAUNCH(cuk_bias_add(c->stream, CUK_F32, ny / l->cfg.units, l->cfg.units, gb, ly));
+	if (gb && p->type == OPS_F32 &&
+	    c->aux->bias_add(ctx, OPS_F32, ny / l->cfg.units, l->cfg.units, gb, ly))
+		return -1;
 	if (stored(ctx, p, ny, ly, gy, ty))
 		return -1;
-	if (gb && p->type != OPS_F32)
-		CUDA_LAUNCH(cuk_bias_add(c->stream, cuda_type(ty), ny / l->cfg.units, l->cfg.units,
-					 gb, gy));
+	if (gb && p->type != OPS_F32 &&
+	    c->aux->bias_add(ctx, ty, ny / l->cfg.units, l->cfg.units, gb, gy))
+		return -1;
 	return cuda_end(ctx);
 }
 
@@ -304,24 +316,25 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	enum ops_dtype tx = ops_in_type(l, 0), ty = l->out_type;
 	size_t nx = (size_t)n * ops_shape_size(s), ny = (size_t)n * ops_shape_size(&l->out);
 	size_t nw = (size_t)l->cfg.units * l->cfg.kernel * l->cfg.kernel * s->c;
-	void *gx, *gxf, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *ws, *acc, *lx, *lw, *ldy, *ldw;
+	void *gx, *gxf, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *ws, *lx, *lw, *ldy, *ldw;
 	const float one = 1, zero = 0;
 	size_t nxf;
 	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], cuda_bytes(nx, tx), &gx) ||
 	    cuda_in(ctx, l->w, nw * 4, &gw) || cuda_in(ctx, dy, cuda_bytes(ny, ty), &gdy) ||
 	    cuda_out(ctx, l->dw, nw * 4, 0, &gdw) ||
-	    (l->cfg.bias && cuda_out(ctx, l->db, (size_t)l->cfg.units * 4, 0, &gdb)) ||
+	    (l->cfg.bias && !l->bias_folded &&
+	     cuda_out(ctx, l->db, (size_t)l->cfg.units * 4, 0, &gdb)) ||
 	    cuda_out(ctx, dx[0], cuda_bytes(nx, tx), 0, &gdx) || cuda_scratch(ctx, p->ws, &ws) ||
-	    cuda_scratch(ctx, (size_t)l->cfg.units * sizeof(double), &acc) ||
 	    framed(ctx, l, p, n, tx, gx, &gxf) ||
 	    operand(ctx, p, nxf = framed_count(l, p, n), gxf, tx, &lx) ||
 	    operand(ctx, p, ny, gdy, ty, &ldy) || result(ctx, p, nw, gdw, OPS_F32, &ldw))
 		return -1;
 	l->ran = l->ran_out = p->type;
-	if (gdb)   /* from dy as stored: the bias is not part of the 16-bit convolution */
-		CUDA_LAUNCH(cuk_channel_sum(c->stream, cuda_type(ty), ny / l->cfg.units, l->cfg.units,
-					    gdy, acc, gdb));
+	/* from dy as stored: the bias is not part of the 16-bit convolution */
+	if (gdb && c->aux->bias_grad(ctx, ty, ny / l->cfg.units, l->cfg.units, gdy, gdb))
+		return -1;
 	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
+	counted(c, "cudnn conv bwd filter", p, nxf, nw, ny);
 	CUDNN_CHECK(cudnnConvolutionBackwardFilter(c->dnn, &one, p->x, lx, p->y, ldy, p->conv,
 						   p->bwd_filter, ws, p->ws, &zero, p->w, ldw));
 	if (stored(ctx, p, nw, ldw, gdw, OPS_F32))
@@ -332,13 +345,14 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 		    operand(ctx, p, nw, gw, OPS_F32, &lw) || result(ctx, p, nxf, gdxf, tx, &ldx))
 			return -1;
 		CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
+		counted(c, "cudnn conv bwd data", p, nxf, nw, ny);
 		CUDNN_CHECK(cudnnConvolutionBackwardData(c->dnn, &one, p->w, lw, p->y, ldy, p->conv,
 							 p->bwd_data, ws, p->ws, &zero, p->x, ldx));
 		if (stored(ctx, p, nxf, ldx, gdxf, tx))
 			return -1;
-		if (p->padded)
-			CUDA_LAUNCH(cuk_crop(c->stream, cuda_type(tx), n, s->h, s->w, s->c, p->hp,
-					     p->wp, l->cfg.pad_t, l->cfg.pad_l, gdxf, gdx));
+		if (p->padded && c->aux->crop(ctx, tx, n, s->h, s->w, s->c, p->hp, p->wp,
+					      l->cfg.pad_t, l->cfg.pad_l, gdxf, gdx))
+			return -1;
 	}
 	return cuda_end(ctx);
 }
@@ -373,7 +387,7 @@ static size_t pass_scratch(const struct ops_layer *l, int n, enum ops_dtype t)
 	size_t yc = ty != t ? cuda_scratch_bytes(cuda_bytes(ny, t)) : 0;
 	size_t wc = t != OPS_F32 ? cuda_scratch_bytes(cuda_bytes(nw, t)) : 0;
 	size_t fwd = frame + xc + wc + yc;
-	size_t bwd = cuda_scratch_bytes((size_t)c->units * sizeof(double)) + frame + xc + yc + wc;
+	size_t bwd = cuda_bias_grad_scratch(c->units) + frame + xc + yc + wc;
 	if (!l->no_dx0)
 		bwd += frame + wc + xc;
 	return fwd > bwd ? fwd : bwd;
@@ -404,4 +418,5 @@ const struct ops_layer_ops cuda_conv_ops = {
 	.release = conv_release,
 	.workspace = conv_workspace,
 	.bf16 = 1,
+	.folds_bias = 1,
 };

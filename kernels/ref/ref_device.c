@@ -177,11 +177,11 @@ REFDEV_LAYER(OPS_CONCAT, concat);
 REFDEV_LAYER(OPS_FLATTEN, flatten);
 
 static int refdev_loss(struct ops_ctx *ctx, int n, int classes, const float *logits,
-		       const int *labels, float smoothing, float *dlogits, double *loss_sum,
-		       long *correct)
+		       const int *labels, float smoothing, float scale, float *dlogits,
+		       double *loss_sum, long *correct)
 {
 	poison(ctx);
-	return ref_loss(ctx, n, classes, dev(ctx, logits), dev(ctx, labels), smoothing,
+	return ref_loss(ctx, n, classes, dev(ctx, logits), dev(ctx, labels), smoothing, scale,
 			dev(ctx, dlogits), loss_sum, correct);
 }
 

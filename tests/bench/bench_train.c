@@ -76,7 +76,8 @@ int main(int argc, char **argv)
 		long correct = 0;
 		ctx.step = (uint64_t)i;
 		if (model_forward(&m, &ctx, x, batch, 1) ||
-		    ctx.be->loss(&ctx, batch, m.num_classes, model_logits(&m), y, 0.1f, dz, &loss, &correct) ||
+		    ctx.be->loss(&ctx, batch, m.num_classes, model_logits(&m), y, 0.1f, 1.0f, dz, &loss,
+				 &correct) ||
 		    model_backward(&m, &ctx, x, batch, dz))
 			die("training step failed");
 		double tu = util_monotonic();
