@@ -90,7 +90,7 @@ RUNNER_BIN := $(BUILD)/aah-runner
 TRIAL_BIN  := $(BUILD)/aah-trial
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps bench-deps test unit bench-bins asan bench run images images-trial install clean config-info \
+.PHONY: all deps bench-deps test unit bench-bins asan bench run images images-trial install clean config-info check-sass \
 	fuzz fuzz-bins fuzz-targets
 
 all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
@@ -118,7 +118,25 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)
-	$(Q)$(NVCC) $(NVCCFLAGS) $(if $(filter kernels/cuda/cuda_v1_%,$<),,$(NVCC_FAMILY)) -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+# A family's object keeps, beside it, what tests/gpu/check-code.py reads:
+# ptxas's report (stack frames, spills: .o.ptxas) and the newest PTX (.o.ptx).
+$(BUILD)/obj/kernels/cuda/cuda_%.o: kernels/cuda/cuda_%.cu
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$<)
+	$(Q)k=$@.keep; rm -rf $$k && mkdir -p $$k && \
+	$(NVCC) $(NVCCFLAGS) $(if $(filter kernels/cuda/cuda_v1_%,$<),,$(NVCC_FAMILY) -Xptxas -v --keep \
+	  --keep-dir $$k) -c $< -o $@ 2>$@.ptxas || { cat $@.ptxas; rm -rf $$k; exit 1; }; \
+	ptx=$$(ls $$k/*.compute_*.ptx 2>/dev/null | sort -V | tail -n 1); \
+	if [ -n "$$ptx" ]; then mv "$$ptx" $@.ptx; fi; rm -rf $$k
+
+# The families' compiled code is what it was written to be: SASS where
+# cuobjdump exists (the GPU machine), else the PTX (tests/gpu/check-code.py).
+check-sass: $(if $(filter 1,$(AAH_CUDA)),$(LIB_CUDA))
+	@if [ "$(AAH_CUDA)" != 1 ]; then echo "check-sass: skipped: this build has no cuda backend (make config-info)"; \
+	elif command -v cuobjdump >/dev/null; then /usr/bin/python3 tests/gpu/check-code.py sass $(BUILD); \
+	else echo "check-sass: no cuobjdump here: checking the PTX"; /usr/bin/python3 tests/gpu/check-code.py ptx $(BUILD); fi
 
 # The same families for the host: g++ over cuk_host.h (CUK_HOST).
 CXX_HOST := -x c++ -std=c++20 -DCUK_HOST $(OPT) -I. -Icommon -Wall -Wextra -Werror -Wshadow \

@@ -158,6 +158,15 @@ struct ops_ctx {
 	void *priv;
 };
 
+/* What a training step reads besides the model and the batch, kept where
+ * the model is (a device backend: uploaded with the batch, so a replayed
+ * step reads this step's values, ops_backend.upload). */
+struct ops_step_vars {
+	float lr;           /* SGD's learning rate */
+	float loss_scale;   /* fp16's dynamic loss scale, else 1 */
+	uint64_t step;      /* the trainer's global step (dropout's masks) */
+};
+
 /* A started GPU backend's device, for the logs and result.json. */
 struct ops_device {
 	int index;          /* among the visible devices (CUDA_VISIBLE_DEVICES) */
@@ -336,6 +345,30 @@ struct ops_backend {
 	/* What the backend has queued since the ledger's last reset: launches,
 	 * bytes, copies, waits (kernels/ledger.h); NULL: it keeps none. */
 	struct ops_ledger *(*ledger)(struct ops_ctx *ctx);
+	/* Device backends: the coming step's batch, into the model's input
+	 * slot inside a resident block (trialimg/memplan.h): n samples of x
+	 * (count fp32 values, host memory), the step's vars and the labels go
+	 * to staging (fp32 x, vars, labels, one after the other: one copy),
+	 * and from there x to x_dev as type xt (fp32, or bf16 where the first
+	 * layers read bf16), vars to vars_dev and the labels right after them
+	 * (labels_dev), before the next op queued runs. The copy overlaps what was queued
+	 * before it (a GPU: from pinned memory, on a copy stream); x and labels
+	 * may be reused once upload returns. NULL on host backends: the model
+	 * reads the batch where it lies. */
+	int (*upload)(struct ops_ctx *ctx, const float *x, size_t count, const int *labels, int n,
+		      const struct ops_step_vars *vars, void *staging, void *x_dev,
+		      enum ops_dtype xt, int *labels_dev, struct ops_step_vars *vars_dev);
+	/* Backends that replay a step (the cuda backend: a CUDA graph): capture
+	 * starts recording what is queued instead of running it, with ops that
+	 * read lr, the loss scale and the step from the vars_dev of the last
+	 * upload; captured(key) ends it and keeps it as step `key` (nodes: the
+	 * graph's nodes, own: those running the backend's own kernels, -1 where
+	 * unknown); replay(key) queues it again. An op that cannot be recorded
+	 * (one that waits for the device, stages host memory) fails the
+	 * capture: captured() then says why and keeps nothing. NULL: none. */
+	int (*capture)(struct ops_ctx *ctx);
+	int (*captured)(struct ops_ctx *ctx, int key, long *nodes, long *own);
+	int (*replay)(struct ops_ctx *ctx, int key);
 };
 
 /* ops_backend.resident, .sync and .forget where the backend has them;

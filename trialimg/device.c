@@ -5,10 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h" /* fileio_mkdir_p: the algorithms' cache */
 #include "trialimg/device.h"
 #include "trialimg/memplan.h" /* memplan_build, memplan_max_batch */
 #include "trialimg/model.h"
 #include "util.h"
+
+/* cuDNN's measured algorithms (kernels/cuda/cuda_find.c) kept for the
+ * work directory's trials, that share its GPUs' kinds: the runner's
+ * AAH_WORKDIR/cache/cudnn-algos, unless AAH_CUDA_ALGO_CACHE names another
+ * file. Without a work directory nothing is kept. */
+static void algo_cache(void)
+{
+	const char *w = getenv("AAH_WORKDIR");
+	if (getenv("AAH_CUDA_ALGO_CACHE") || !w || !*w)
+		return;
+	char *dir = xstrfmt("%s/cache", w), *file = xstrfmt("%s/cudnn-algos", dir);
+	if (fileio_mkdir_p(dir, 0755) == 0)
+		setenv("AAH_CUDA_ALGO_CACHE", file, 1);
+	free(dir);
+	free(file);
+}
 
 int device_start(struct trial_device *d, struct ops_ctx *ops, const struct args *a,
 		 uint64_t seed)
@@ -24,6 +41,7 @@ int device_start(struct trial_device *d, struct ops_ctx *ops, const struct args 
 		if (ops->be->device_info(ops, &d->dev))
 			return -1;
 		d->gpu = 1;
+		algo_cache();
 	}
 	return 0;
 }

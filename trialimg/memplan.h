@@ -26,7 +26,11 @@
  * - the fan-out scratch: a later reader's part of the gradient of a tensor
  *   with several readers, added into the first one's;
  * - the dropout masks and the workspace the backend keeps per layer
- *   (ops_layer_ops.workspace). */
+ *   (ops_layer_ops.workspace);
+ * - where the backend uploads the batch (ops_backend.upload: a device),
+ *   the input slot: the batch in the type the first layers read (bf16
+ *   where all of them take it), its labels, the step's variables, and
+ *   their fp32 upload (memplan_input). */
 #ifndef AAH_MEMPLAN_H
 #define AAH_MEMPLAN_H
 
@@ -49,7 +53,18 @@ enum {
 	MEMPLAN_DACTS,
 	MEMPLAN_SCRATCH,
 	MEMPLAN_MASKS,
+	MEMPLAN_INPUT,
 	MEMPLAN_NREGIONS
+};
+
+/* The input slot of a backend that uploads the batch (ops_backend.upload):
+ * where the model reads it, inside the block. */
+struct memplan_input {
+	void *x;                       /* (batch, input) of type */
+	enum ops_dtype type;           /* the first layers' (bf16 where they all take it) */
+	struct ops_step_vars *vars;    /* and right after them: */
+	int *labels;                   /* (batch) */
+	void *staging;                 /* fp32 x, vars, labels: what the upload copies in */
 };
 
 struct memplan {
@@ -85,6 +100,11 @@ struct memplan {
 				  * backward reads it; -1: none does (or kept) */
 	size_t acts_kept;        /* MEMPLAN_ACTS: the kept outputs' bytes, then
 				  * the recomputed ones' */
+	int input;               /* the backend uploads the batch into the
+				  * block's input slot (MEMPLAN_INPUT), where
+				  * the model reads it: ctx's backend has
+				  * ops_backend.upload and the model's
+				  * host_input is not set */
 	size_t acts_recomputed_unshared; /* theirs without sharing */
 };
 
@@ -97,6 +117,10 @@ struct memplan {
 int memplan_build(struct memplan *p, const struct model *m, int batch, const struct ops_ctx *ctx,
 		  int keep_grads);
 void memplan_release(struct memplan *p);
+/* The input slot's pieces in region (the block's MEMPLAN_INPUT); all NULL
+ * where the plan has none (p->input 0). */
+void memplan_input(const struct memplan *p, const struct model *m, void *region,
+		   struct memplan_input *in);
 /* Bytes of the block's regions MEMPLAN_PARAMS..MEMPLAN_STATS (with their
  * alignment): what does not depend on the batch. */
 size_t memplan_fixed(const struct memplan *p);

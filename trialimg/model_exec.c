@@ -78,6 +78,7 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 	m->dacts = carve_at(lay, m->block, MEMPLAN_DACTS);
 	m->scratch = carve_at(lay, m->block, MEMPLAN_SCRATCH);
 	m->masks = carve_at(lay, m->block, MEMPLAN_MASKS);
+	memplan_input(&m->plan, m, carve_at(lay, m->block, MEMPLAN_INPUT), &m->in);
 	m->n_masks = nmask;
 	m->scratch_stride = m->plan.scratch_stride;
 	m->seen = xcalloc(m->n_layers + 1, 1);
@@ -229,6 +230,11 @@ const float *model_logits(const struct model *m)
 	return m->layers[m->output].act;
 }
 
+float *model_dlogits(const struct model *m)
+{
+	return m->layers[m->output].dact;
+}
+
 /* The outputs the plan does not keep that layer j's backward (or, for
  * j's own, nothing later) reads, again in their buffers before it
  * (memplan.h) */
@@ -252,9 +258,11 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 	struct model_layer *O = &m->layers[m->output];
 	memset(m->seen, 0, m->n_layers + 1);
 	size_t nd = (size_t)n * m->num_classes * sizeof(float);
-	memcpy(O->dact, dlogits, nd);
-	if (ops_sync(ctx, O->dact, nd, OPS_TO_DEVICE))
-		return -1;
+	if (dlogits != O->dact) {   /* a buffer of the caller's */
+		memcpy(O->dact, dlogits, nd);
+		if (ops_sync(ctx, O->dact, nd, OPS_TO_DEVICE))
+			return -1;
+	}
 	m->seen[m->output + 1] = 1;
 	for (int i = m->n_layers - 1; i >= 0; i--) {
 		struct model_layer *L = &m->layers[i];

@@ -17,6 +17,7 @@
 #include "trialimg/elastic.h" /* elastic_target, ELASTIC_EXIT_RESIZE */
 #include "trialimg/model.h"
 #include "trialimg/schedule.h" /* the epoch budget, the deadline's, the LR */
+#include "trialimg/step.h"     /* step_train, step_eval, step_read */
 #include "trialimg/train.h"
 #include "trialimg/monitor.h" /* monitor_start, monitor_stop */
 #include "strbuf.h"
@@ -38,7 +39,7 @@ struct trial {
 	double best_acc, final_acc;
 	int best_epoch, bad_epochs;
 	double train_flops, eval_flops, wall_before, t0;
-	float *dlogits;
+	struct step st;               /* the step: upload, ops, replay (step.h) */
 	/* elastic: the global batch, kept when the world size changes; where a
 	 * mid-epoch checkpoint stopped and the epoch's global sums until then
 	 * (loss, correct, seen) */
@@ -334,7 +335,7 @@ static int elastic_step(struct trial *t, struct epoch_stats *s, int done)
 		return -1;
 	if (target < 0 || target == t->world || (target > 0 && t->global_batch % target))
 		return 0;     /* nothing asked, or a size the global batch does not split over */
-	if (ops_loss_read(&t->ops, &s->loss, &s->correct))   /* the device's sums so far */
+	if (step_read(&t->st, &s->loss, &s->correct))   /* the sums so far */
 		return -1;
 	float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
 	if (t->dist && (dist_allreduce_mean(t->dist, sums, 3) || allreduce_stats(t)))
@@ -432,19 +433,34 @@ static int share_comm_id(void *arg, void *id, size_t len)
 	return dist_broadcast(arg, id, len);
 }
 
-/* Whether this step's gradients are to be applied (1, or 0; -1 on error):
- * always, except in fp16, where they are unscaled when finite and the step
- * skipped (the scale halved) when not. Every rank decides alike: the
- * allreduce has given them the same gradients. The backend's unscale op
- * works where the gradients are (on the device for a resident model). */
-static int apply_step(struct trial *t)
+/* step.h's allreduce: the gradients' mean over the ranks. */
+static int grads_mean(void *arg)
 {
-	if (!t->scaled)
-		return 1;
-	int finite;
-	if (t->ops.be->unscale(&t->ops, t->m.n_params, t->m.grads, 1.0f / t->ls.scale, &finite))
-		return -1;
-	return loss_scale_update(&t->ls, finite);
+	return allreduce_grads(arg);
+}
+
+/* AAH_CUDA_LEDGER=1: what the backend queued in one step (its third, the
+ * kernels set up), and the step it replays, into trial.log. */
+static void log_ledger(struct trial *t, int done)
+{
+	struct ops_ledger *l = ops_ledger_of(&t->ops);
+	const char *want = getenv("AAH_CUDA_LEDGER");
+	if (!l || !want || strcmp(want, "1") || t->epoch || t->rank)
+		return;
+	if (done == 2) {
+		ledger_reset(l);
+		return;
+	}
+	if (done != 3)
+		return;
+	printf("aah-trial: ledger of step 3%s:\n", t->st.graph_n ? " (a replay)" : "");
+	ledger_print(l, "aah-trial:   ", 1, stdout);
+	if (t->st.graph_n) {
+		printf("aah-trial: ledger of the captured step (%ld graph nodes, %ld of them the "
+		       "backend's own kernels):\n", t->st.nodes, t->st.own);
+		ledger_print(&t->st.captured, "aah-trial:   ", 1, stdout);
+	}
+	fflush(stdout);
 }
 
 /* Once, after the first step: an op that runs one of the backend's slow
@@ -491,22 +507,8 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		if (b->error)
 			return error("cannot read a training batch: %s", b->why);
 		float lr = step_lr(t, t->step);
-		t->ops.step = (uint64_t)t->step;
-		/* fp16: the backward pass starts from the gradient of the loss
-		 * times the scale, which lifts small gradients out of fp16's
-		 * underflow */
-		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
-		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
-				    (float)a->smooth_factor, t->scaled ? t->ls.scale : 1.0f, t->dlogits,
-				    &s->loss, &s->correct))
-			return -1;
-		if (model_backward(m, &t->ops, b->x, b->n, t->dlogits))
-			return -1;
-		if (t->dist && allreduce_grads(t))
-			return -1;
-		int apply = apply_step(t);
-		if (apply < 0 ||
-		    (apply && model_update(m, &t->ops, lr, (float)a->momentum, (float)a->weight_decay)))
+		log_ledger(t, done);
+		if (step_train(&t->st, b->x, b->y, b->n, lr, (uint64_t)t->step) < 0)
 			return -1;
 		s->seen += b->n;
 		s->lr = lr;
@@ -527,7 +529,7 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 				return -1;
 		}
 	}
-	if (ops_loss_read(&t->ops, &s->loss, &s->correct))   /* the device's sums, once an epoch */
+	if (step_read(&t->st, &s->loss, &s->correct))   /* the device's sums, once an epoch */
 		return -1;
 	if (t->dist) { /* global sums; running statistics averaged over ranks */
 		float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
@@ -552,13 +554,11 @@ static int evaluate(struct trial *t, struct epoch_stats *s, volatile sig_atomic_
 			return 1;
 		if (b->error)
 			return error("cannot read a validation batch: %s", b->why);
-		if (model_forward(m, &t->ops, b->x, b->n, 0) ||
-		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
-				    (float)t->a->smooth_factor, 1.0f, NULL, &s->val_loss, &s->val_correct))
+		if (step_eval(&t->st, b->x, b->y, b->n))
 			return -1;
 		s->val_seen += b->n;
 	}
-	if (ops_loss_read(&t->ops, &s->val_loss, &s->val_correct))
+	if (step_read(&t->st, &s->val_loss, &s->val_correct))
 		return -1;
 	t->eval_flops += m->flops_fwd * (double)s->val_seen;
 	return 0;
@@ -608,7 +608,6 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->scaled = !strcmp(prec, "fp16");
 	if (t->scaled && loss_scale_init(&t->ls, (float)a->loss_scale, a->loss_scale_interval))
 		return -1;
-	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
 	int workers = a->num_parallel_calls; /* 0: the rank's cores (loader_cores) */
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
 	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1) ||
@@ -634,6 +633,14 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		return -1;
 	if (model_resident(&t->m, &t->ops))   /* the weights are final: to the device */
 		return -1;
+	t->st.ls = t->scaled ? &t->ls : NULL;
+	t->st.allreduce = t->dist ? grads_mean : NULL;
+	t->st.arg = t;
+	t->st.on_device = t->device_comm;
+	step_init(&t->st, &t->m, &t->ops, (float)a->smooth_factor, (float)a->momentum,
+		  (float)a->weight_decay);
+	if (t->ops.be->capture && !t->st.graph)
+		printf("aah-trial: every step runs its ops one by one: %s\n", t->st.why);
 	if (a->resume && trim_metrics(t))
 		return -1;
 	printf("aah-trial: trial_seq %d, budget %d epochs, patience %d, %d layers, %zu parameters, "
@@ -788,7 +795,6 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 	int lost = rc < 0 && dist_lost_peer(t.dist);
 	if (t.dist)
 		dist_free(t.dist);
-	free(t.dlogits);
 	free(t.metrics_path);
 	free(t.result_path);
 	free(t.ckpt_dir);

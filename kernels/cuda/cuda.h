@@ -134,6 +134,10 @@ struct cuk_run {
 	int sms;
 	struct ops_ledger *ledger;
 	struct cuda_sums *sums; /* on the device */
+	/* while a step is captured for replay: the step's variables on the
+	 * device (the last upload's), which the ops read instead of the values
+	 * they are handed (lr, the loss scale, the step); NULL otherwise */
+	const struct ops_step_vars *vars;
 };
 
 const struct cuk_run *cuda_run(struct ops_ctx *ctx);

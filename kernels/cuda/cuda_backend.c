@@ -45,6 +45,10 @@ static int cuda_open(struct ops_ctx *ctx)
 	CUDNN_CHECK(cudnnCreate(&c->dnn));
 	CUDNN_CHECK(cudnnSetStream(c->dnn, c->run.stream));
 	CUBLAS_CHECK(cublasLtCreate(&c->lt));
+	CUDA_CHECK(cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking));
+	for (int k = 0; k < 2; k++)
+		CUDA_CHECK(cudaEventCreateWithFlags(&c->copied[k], cudaEventDisableTiming));
+	CUDA_CHECK(cudaEventCreateWithFlags(&c->taken, cudaEventDisableTiming));
 	return 0;
 }
 
@@ -148,6 +152,19 @@ static void cuda_fini(struct ops_ctx *ctx)
 		return;
 	if (c->run.stream)
 		cudaStreamSynchronize(c->run.stream);
+	if (c->copy) {
+		cudaStreamSynchronize(c->copy);
+		cudaStreamDestroy(c->copy);
+	}
+	for (int k = 0; k < 2; k++) {
+		cudaFreeHost(c->pinned[k]);
+		if (c->copied[k])
+			cudaEventDestroy(c->copied[k]);
+	}
+	if (c->taken)
+		cudaEventDestroy(c->taken);
+	for (int k = 0; k < c->ngraph; k++)
+		cudaGraphExecDestroy(c->graph[k].exec);
 	cuda_comm_free(c);
 	for (int k = 0; k < c->nmirror; k++)
 		cudaFree(c->mirror[k].dev);
@@ -434,6 +451,175 @@ static void cuda_forget(struct ops_ctx *ctx, void *p)
 		}
 }
 
+/* ---- the batch's way in, and replayed steps ------------------------------------ */
+
+/* The device address of bytes at p, which must lie in a resident block. */
+static int resident_at(struct cuda_ctx *c, const void *p, size_t bytes, char **dev)
+{
+	const struct cuda_mirror *m = mirror_of(c, p, bytes);
+	if (!m)
+		return error("cuda: the model's input slot is not on the device (model_resident)");
+	*dev = m->dev + ((const char *)p - m->host);
+	return 0;
+}
+
+/* pinned[k] ready to be written: its last copy has landed (waiting, and
+ * counting the wait, only when it has not) */
+static int pinned_free(struct cuda_ctx *c, int k)
+{
+	if (!c->used[k])
+		return 0;
+	cudaError_t e = cudaEventQuery(c->copied[k]);
+	if (e == cudaErrorNotReady) {
+		CUDA_CHECK(cudaEventSynchronize(c->copied[k]));
+		ledger_sync(&c->ledger);
+	} else if (e != cudaSuccess) {
+		CUDA_CHECK(e);
+	}
+	return 0;
+}
+
+/* Two pinned buffers of at least bytes each (every copy from them landed
+ * before they are freed). */
+static int pinned_fit(struct cuda_ctx *c, size_t bytes)
+{
+	if (bytes <= c->pinned_cap)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		if (pinned_free(c, k))
+			return -1;
+		cudaFreeHost(c->pinned[k]);
+		c->pinned[k] = NULL;
+		c->used[k] = 0;
+	}
+	for (int k = 0; k < 2; k++)
+		CUDA_CHECK(cudaMallocHost((void **)&c->pinned[k], bytes));
+	c->pinned_cap = bytes;
+	return 0;
+}
+
+/* The batch: host -> pinned[turn] (the host's copy), pinned -> staging on
+ * the copy stream once the op stream has taken the last batch from there
+ * (so it overlaps the ops queued before), then on the op stream, once it
+ * has landed, staging -> the input slot (x converted to xt). */
+static int cuda_upload(struct ops_ctx *ctx, const float *x, size_t count, const int *labels, int n,
+		       const struct ops_step_vars *vars, void *staging, void *x_dev,
+		       enum ops_dtype xt, int *labels_dev, struct ops_step_vars *vars_dev)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	size_t xb = count * sizeof(float), tail = sizeof(*vars) + (size_t)n * sizeof(int);
+	char *st = NULL, *xd = NULL, *vd = NULL;
+	if ((char *)labels_dev != (char *)vars_dev + sizeof(*vars))
+		BUG("cuda_upload: the labels do not follow the vars in the input slot");
+	if (resident_at(c, staging, xb + tail, &st) ||
+	    resident_at(c, x_dev, cuda_bytes(count, xt), &xd) ||
+	    resident_at(c, vars_dev, tail, &vd) || pinned_fit(c, xb + tail))
+		return -1;
+	int k = c->turn;
+	c->turn ^= 1;
+	if (pinned_free(c, k))
+		return -1;
+	memcpy(c->pinned[k], x, xb);
+	memcpy(c->pinned[k] + xb, vars, sizeof(*vars));
+	memcpy(c->pinned[k] + xb + sizeof(*vars), labels, (size_t)n * sizeof(int));
+	if (c->taken_once)
+		CUDA_CHECK(cudaStreamWaitEvent(c->copy, c->taken, 0));
+	CUDA_CHECK(cudaMemcpyAsync(st, c->pinned[k], xb + tail, cudaMemcpyHostToDevice, c->copy));
+	ledger_copy(&c->ledger, LEDGER_H2D, (double)(xb + tail));
+	CUDA_CHECK(cudaEventRecord(c->copied[k], c->copy));
+	c->used[k] = 1;
+	CUDA_CHECK(cudaStreamWaitEvent(c->run.stream, c->copied[k], 0));
+	if (xt == OPS_F32) {
+		CUDA_CHECK(cudaMemcpyAsync(xd, st, xb, cudaMemcpyDeviceToDevice, c->run.stream));
+		ledger_copy(&c->ledger, LEDGER_D2D, (double)xb);
+	} else if (c->aux->convert(ctx, count, st, OPS_F32, xd, xt)) {
+		return -1;
+	}
+	CUDA_CHECK(cudaMemcpyAsync(vd, st + xb, tail, cudaMemcpyDeviceToDevice, c->run.stream));
+	ledger_copy(&c->ledger, LEDGER_D2D, (double)tail);
+	CUDA_CHECK(cudaEventRecord(c->taken, c->run.stream));
+	c->taken_once = 1;
+	c->vars_dev = (const struct ops_step_vars *)vd;
+	return 0;
+}
+
+/* Records the op stream's work from here (nothing runs) until
+ * cuda_captured; the ops read the step's variables from the last upload's. */
+static int cuda_capture(struct ops_ctx *ctx)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	if (!c->vars_dev)
+		return error("cuda: a step captured before any upload of its batch");
+	if (c->ngraph == CUDA_MAX_GRAPHS)
+		return error("cuda: more than %d captured steps", CUDA_MAX_GRAPHS);
+	if (cuda_begin(ctx))   /* the arena at its full size: no allocation while capturing */
+		return -1;
+	CUDA_CHECK(cudaStreamBeginCapture(c->run.stream, cudaStreamCaptureModeThreadLocal));
+	c->run.vars = c->vars_dev;
+	return 0;
+}
+
+/* How many of graph g's nodes there are, and how many run a kernel the
+ * ledger saw the backend launch (its own). */
+static int count_nodes(struct cuda_ctx *c, cudaGraph_t g, long *nodes, long *own)
+{
+	size_t n = 0;
+	CUDA_CHECK(cudaGraphGetNodes(g, NULL, &n));
+	cudaGraphNode_t *v = xmalloc(sizeof(*v) * (n ? n : 1));
+	cudaError_t e = cudaGraphGetNodes(g, v, &n);
+	*nodes = (long)n;
+	*own = 0;
+	for (size_t i = 0; e == cudaSuccess && i < n; i++) {
+		enum cudaGraphNodeType t;
+		struct cudaKernelNodeParams p;
+		if ((e = cudaGraphNodeGetType(v[i], &t)) != cudaSuccess || t != cudaGraphNodeTypeKernel)
+			continue;
+		/* a library's kernels may not give their parameters: not ours */
+		if (cudaGraphKernelNodeGetParams(v[i], &p) == cudaSuccess)
+			*own += ledger_knows(&c->ledger, p.func);
+		cudaGetLastError();
+	}
+	free(v);
+	CUDA_CHECK(e);
+	return 0;
+}
+
+static int cuda_captured(struct ops_ctx *ctx, int key, long *nodes, long *own)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t exec;
+	c->run.vars = NULL;
+	*nodes = *own = -1;
+	cudaError_t e = cudaStreamEndCapture(c->run.stream, &g);
+	if (e != cudaSuccess || !g) {
+		cudaGetLastError();
+		return error("cuda: the step's capture failed: %s", cudaGetErrorString(e));
+	}
+	if (count_nodes(c, g, nodes, own) ||
+	    (e = cudaGraphInstantiate(&exec, g, 0)) != cudaSuccess) {
+		cudaGraphDestroy(g);
+		return e != cudaSuccess ? error("cuda: cannot instantiate the captured step: %s",
+						cudaGetErrorString(e))
+					: -1;
+	}
+	cudaGraphDestroy(g);
+	c->graph[c->ngraph++] = (struct cuda_graph){key, exec};
+	return 0;
+}
+
+static int cuda_replay(struct ops_ctx *ctx, int key)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	for (int k = 0; k < c->ngraph; k++)
+		if (c->graph[k].key == key) {
+			ledger_launch(&c->ledger, "graph replay", NULL, 0);
+			CUDA_CHECK(cudaGraphLaunch(c->graph[k].exec, c->run.stream));
+			return 0;
+		}
+	return error("cuda: no captured step of %d samples", key);
+}
+
 /* What both tables share: the context, residency, NCCL, the device. */
 #ifdef AAH_HAVE_NCCL
 #define CUDA_NCCL .comm_init = cuda_comm_init, .allreduce_mean = cuda_allreduce_mean,
@@ -446,7 +632,7 @@ static void cuda_forget(struct ops_ctx *ctx, void *p)
 	.default_precision = cuda_default_precision, .resident = cuda_resident,            \
 	.sync = cuda_sync, .forget = cuda_forget, CUDA_NCCL                                 \
 	.visible_devices = cuda_visible_devices, .device_info = cuda_device_info,          \
-	.finish = cuda_finish, .ledger = cuda_ledger
+	.finish = cuda_finish, .ledger = cuda_ledger, .upload = cuda_upload
 
 const struct ops_backend ops_cuda_backend = {
 	CUDA_BACKEND_SHARED,
@@ -469,9 +655,12 @@ const struct ops_backend ops_cuda_backend = {
 	.accumulate = cuda_accumulate,
 	.unscale = cuda_unscale,
 	.cast = cuda_cast,
+	.capture = cuda_capture,
+	.captured = cuda_captured,
+	.replay = cuda_replay,
 };
 
-/* AAH_CUDA_KERNELS=v1: cuda_init points the context here. */
+/* AAH_CUDA_KERNELS=v1 (its ops read lr and the rest as handed: no replays): cuda_init points the context here. */
 const struct ops_backend ops_cuda_v1_backend = {
 	CUDA_BACKEND_SHARED,
 	.layer = {

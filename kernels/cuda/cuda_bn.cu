@@ -317,6 +317,12 @@ static bn_args args_of(const struct ops_layer *l, int n, const void *mean, const
 		       (const float *)gamma, (const float *)beta, l->cfg.eps, l->cfg.fuse_relu};
 }
 
+/* The per-channel vectors a thread reads W at a time: aligned for it. */
+static int params_fit(const bn_args &a)
+{
+	return all_aligned(a.mean, a.var, a.gamma, a.beta);
+}
+
 /* y from x and the given statistics (training's saved ones, or the
  * running ones), in the vectors' form where the shapes allow */
 static int norm_op(struct ops_ctx *ctx, const struct ops_layer *l, const void *x, void *y,
@@ -327,7 +333,7 @@ static int norm_op(struct ops_ctx *ctx, const struct ops_layer *l, const void *x
 		using T = decltype(tag);
 		const T *tx = (const T *)x;
 		T *ty = (T *)y;
-		return vec_fits<T>(a.c, tx, ty) ? normalise<T, VN<T>::n>(r, tx, ty, a)
+		return vec_fits<T>(a.c, tx, ty) && params_fit(a) ? normalise<T, VN<T>::n>(r, tx, ty, a)
 						: normalise<T, 1>(r, tx, ty, a);
 	}));
 	return 0;
@@ -407,7 +413,7 @@ static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const fl
 		const T *tx = (const T *)gx, *tdy = (const T *)gdy;
 		T *tdx = (T *)gdx;
 		float *fdg = (float *)dgamma, *fdbeta = (float *)dbeta, *ffdb = (float *)fdb;
-		return vec_fits<T>(a.c, tx, tdy, tdx)
+		return vec_fits<T>(a.c, tx, tdy, tdx, coef) && params_fit(a)
 			       ? backward<T, VN<T>::n>(r, tx, tdy, tdx, a, (double *)part,
 						       (float *)coef, fdg, fdbeta, ffdb)
 			       : backward<T, 1>(r, tx, tdy, tdx, a, (double *)part, (float *)coef, fdg,

@@ -22,6 +22,19 @@ struct cuda_stage {
 #define CUDA_MAX_STAGES 24
 #define CUDA_MAX_SPILLS 8
 #define CUDA_MAX_MIRRORS 8
+#define CUDA_MAX_GRAPHS 4
+#define CUDA_MAX_FOUND 512
+
+/* A convolution pass's algorithm as cuDNN measured it (cuda_find.c). */
+struct cuda_found {
+	char key[400];
+	int algo;       /* cudnnConvolution*Algo_t */
+	int math;       /* cudnnMathType_t */
+	size_t ws;      /* its workspace, bytes */
+};
+
+/* A pass of at least this many FLOPs at the batch is measured (cuda_find.c). */
+#define CUDA_FIND_FLOPS 2e9
 
 /* Host memory the backend keeps on the device (ops_backend.resident): ops
  * use dev + (p - host) for a pointer p inside it, with no copy. */
@@ -65,6 +78,26 @@ struct cuda_ctx {
 	struct cuda_mirror mirror[CUDA_MAX_MIRRORS];
 	int nmirror;
 	int staged_only;    /* AAH_CUDA_STAGED=1: resident() keeps nothing */
+	/* the batch's way in (cuda_upload): two pinned host buffers in turn,
+	 * each copied on the copy stream into the model's staging, then taken
+	 * into the input slot on the op stream */
+	cudaStream_t copy;
+	char *pinned[2];
+	size_t pinned_cap;
+	int turn, used[2];
+	cudaEvent_t copied[2];  /* pinned[k]'s copy has landed */
+	cudaEvent_t taken;      /* the op stream has read the staging */
+	int taken_once;
+	const struct ops_step_vars *vars_dev;   /* the last upload's vars, device address */
+	/* captured steps (CUDA graphs), by key (the batch size) */
+	struct cuda_graph {
+		int key;
+		cudaGraphExec_t exec;
+	} graph[CUDA_MAX_GRAPHS];
+	int ngraph;
+	/* cuDNN's measured algorithms: the cache file's, and this run's */
+	struct cuda_found found[CUDA_MAX_FOUND];
+	int nfound, found_loaded;
 };
 
 #define CUDNN_CHECK(call)                                                              \
@@ -100,6 +133,12 @@ extern const struct ops_layer_ops cuda_dense_ops;              /* cuda_dense.c (
  * CUDNN_FMA_MATH (the heuristics' default math would allow TF32, and their
  * ALLOW_CONVERSION fp16: neither meets ref's fp32 tolerance). */
 cudnnMathType_t cuda_conv_math(enum ops_dtype type, cudnnMathType_t listed);
+/* cuda_find.c: whether a pass of `flops` is measured (AAH_CUDA_FIND), and
+ * the measurements kept for this device and cuDNN by the pass's shape
+ * (lookup: 1 and *f where there is one). */
+int cuda_find_wanted(double flops);
+int cuda_find_lookup(struct ops_ctx *ctx, const char *shape, struct cuda_found *f);
+void cuda_find_store(struct ops_ctx *ctx, const char *shape, const struct cuda_found *f);
 /* NCCL (cuda_nccl.c; NULL in the op table of a build without nccl.h). */
 int cuda_comm_init(struct ops_ctx *ctx, int rank, int world,
 		   int (*share)(void *arg, void *id, size_t len), void *arg);

@@ -107,10 +107,14 @@ __device__ __forceinline__ uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* base: ops_dropout_base(); in a replayed step (step_at) from the step's
+ * number on the device, as ops_dropout_base computes it */
 template <int W>
-__global__ void dropout_fwd(const float *x, float *y, uint8_t *mask, size_t count, uint64_t base,
-			    uint32_t threshold, float scale)
+__global__ void dropout_fwd(const float *x, float *y, uint8_t *mask, size_t count, uint64_t base_arg,
+			    const uint64_t *step_at, uint64_t seed, int index, uint32_t threshold,
+			    float scale)
 {
+	uint64_t base = step_at ? mix64(seed ^ mix64(*step_at * 1000003u + (uint64_t)index)) : base_arg;
 	each<W>(count, [=](size_t i, auto w) {
 		constexpr int N = decltype(w)::n;
 		float v[N];
@@ -303,6 +307,7 @@ static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 		return cuda_copy(ctx, bytes, gx, gy) ? -1 : cuda_end(ctx);
 	uint32_t threshold = (uint32_t)((double)rate * 65536.0);
 	uint64_t base = ops_dropout_base(ctx, l);
+	const uint64_t *step_at = r->vars ? &r->vars->step : NULL;
 	float scale = 1.0f / (1.0f - rate);
 	double b = 2.0 * bytes + count;
 	const float *fx = (const float *)gx;
@@ -310,10 +315,10 @@ static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	uint8_t *m = (uint8_t *)mask;
 	if (all_aligned(fx, fy))
 		CUDA_LAUNCH(go(r, "dropout_fwd", b, flat(r, count / 4), dropout_fwd<4>, fx, fy, m, count,
-			       base, threshold, scale));
+			       base, step_at, ctx->seed, l->index, threshold, scale));
 	else
 		CUDA_LAUNCH(go(r, "dropout_fwd", b, flat(r, count), dropout_fwd<1>, fx, fy, m, count,
-			       base, threshold, scale));
+			       base, step_at, ctx->seed, l->index, threshold, scale));
 	return cuda_end(ctx);
 }
 

@@ -8,7 +8,10 @@
  * warp a sample: the lanes take the classes in strides of 32 and meet in a
  * fixed tree; a block's samples, then the blocks, are added in their
  * order, so the sums are the same every run. dlogits is written where the
- * caller says (the model's own gradient buffer on the device). */
+ * caller says (the model's own gradient buffer on the device). In a
+ * captured step (cuk_run.vars) SGD's learning rate and the loss scale are
+ * read from the step's variables on the device, so a replay uses its
+ * step's. */
 #include "kernels/cuda/cuk.cuh"
 
 namespace cuk {
@@ -30,9 +33,18 @@ struct loss_part {
 	int label;
 };
 
+/* The targets: off for every class, on for the label (smoothing's); scale:
+ * fp16's loss scale, or (scale_at, a replayed step) the step's; inv_n:
+ * 1/n, the mean's */
+struct loss_args {
+	double off, on, inv_n;
+	float scale;
+	const float *scale_at;
+};
+
 __global__ void __launch_bounds__(THREADS)
-	loss_k(int n, int classes, const float *z, const int *labels, float smoothing, double scale,
-	       float *dz, loss_part *part)
+	loss_k(int n, int classes, const float *z, const int *labels, loss_args a, float *dz,
+	       loss_part *part)
 {
 	__shared__ double l_w[WARPS];
 	__shared__ int hit_w[WARPS], bad_w[WARPS], label_w[WARPS];
@@ -64,13 +76,17 @@ __global__ void __launch_bounds__(THREADS)
 			for (int k = lane; k < classes; k += 32)
 				sum += exp((double)zi[k] - top);
 			sum = __shfl_sync(0xffffffffu, warp_sum(sum), 0);
-			double log_norm = top + log(sum), l = 0;
+			/* sum >= 1 (the top logit's term): its log in float, whose
+			 * double form would divide */
+			double log_norm = top + (double)logf((float)sum), l = 0;
+			float sc = a.scale_at ? *a.scale_at : a.scale;
 			for (int k = lane; k < classes; k += 32) {
-				double target = (double)smoothing / classes + (k == t ? 1.0 - smoothing : 0.0);
+				double target = k == t ? a.on : a.off;
 				double log_p = zi[k] - log_norm;
 				l -= target * log_p;
 				if (dz)
-					dz[(size_t)i * classes + k] = (float)(scale * (exp(log_p) - target) / n);
+					dz[(size_t)i * classes + k] =
+						(float)((exp(log_p) - target) * a.inv_n) * sc;
 			}
 			loss = warp_sum(l);
 			hit = best == t;
@@ -104,9 +120,12 @@ __global__ void loss_finish(const loss_part *part, int blocks, cuda_sums *sums)
 	}
 }
 
+/* lr, or (lr_at, a replayed step) the step's */
 template <int W>
-__global__ void sgd_k(float *w, const float *g, float *v, size_t count, float lr, float mu, float wd)
+__global__ void sgd_k(float *w, const float *g, float *v, size_t count, float lr_arg,
+		      const float *lr_at, float mu, float wd)
 {
+	float lr = lr_at ? *lr_at : lr_arg;
 	each<W>(count, [=](size_t i, auto wi) {
 		constexpr int N = decltype(wi)::n;
 		float ww[N], gg[N], vv[N];
@@ -177,9 +196,11 @@ extern "C" int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *l
 	grid2 q;
 	q.g = dim3((unsigned)blocks);
 	q.b = dim3(THREADS);
+	double off = (double)smoothing / classes;
+	loss_args a = {off, off + (1.0 - smoothing), 1.0 / n, scale,
+		       r->vars ? &r->vars->loss_scale : (const float *)NULL};
 	CUDA_LAUNCH(go_sync(r, "loss", (dz ? 2.0 : 1.0) * nz + 4.0 * n, q, loss_k, n, classes,
-			    (const float *)z, (const int *)t, smoothing, (double)scale, (float *)dz,
-			    (loss_part *)part));
+			    (const float *)z, (const int *)t, a, (float *)dz, (loss_part *)part));
 	grid2 one;
 	one.g = dim3(1);
 	one.b = dim3(1);
@@ -216,13 +237,13 @@ extern "C" int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float
 		return -1;
 	const cuk_run *r = cuda_run(ctx);
 	float *fw = (float *)dw, *fv = (float *)dv;
-	const float *fg = (const float *)dg;
+	const float *fg = (const float *)dg, *lr_at = r->vars ? &r->vars->lr : NULL;
 	if (all_aligned(fw, fg, fv))
 		CUDA_LAUNCH(go(r, "sgd", 5.0 * bytes, flat(r, count / 4), sgd_k<4>, fw, fg, fv, count, lr,
-			       mu, wd));
+			       lr_at, mu, wd));
 	else
-		CUDA_LAUNCH(go(r, "sgd", 5.0 * bytes, flat(r, count), sgd_k<1>, fw, fg, fv, count, lr, mu,
-			       wd));
+		CUDA_LAUNCH(go(r, "sgd", 5.0 * bytes, flat(r, count), sgd_k<1>, fw, fg, fv, count, lr,
+			       lr_at, mu, wd));
 	return cuda_end(ctx);
 }
 

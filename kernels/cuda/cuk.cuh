@@ -85,6 +85,8 @@ template <class T, int W> __device__ __forceinline__ void ld(const T *p, float (
 			T t[W];
 		} v;
 #ifdef CUK_HOST
+		if ((uintptr_t)p & 15u)   /* the GPU's 128-bit load would fault */
+			BUG("cuk: a 16-byte load from %p, not 16-byte aligned", (const void *)p);
 		memcpy(&v.u, p, 16);
 #else
 		v.u = *reinterpret_cast<const uint4 *>(p);   /* one 128-bit load */
@@ -108,6 +110,8 @@ template <class T, int W> __device__ __forceinline__ void st(T *p, const float (
 		for (int k = 0; k < W; k++)
 			v.t[k] = from_f<T>(f[k]);
 #ifdef CUK_HOST
+		if ((uintptr_t)p & 15u)
+			BUG("cuk: a 16-byte store to %p, not 16-byte aligned", (void *)p);
 		memcpy(p, &v.u, 16);
 #else
 		*reinterpret_cast<uint4 *>(p) = v.u;         /* one 128-bit store */
