@@ -223,6 +223,10 @@ struct ops_layer_ops {
 	 * that bias in its running mean and writes its gradient zero
 	 * (ops_layer.fold_b, fold_db). Both, or the model folds nothing. */
 	int folds_bias;
+	/* The largest batch the op can run (a library's limit: cuDNN takes no
+	 * tensor of 2^31 values), from the shapes alone; NULL or 0: none. The
+	 * memory plan caps the batch by it (trialimg/memplan.h). */
+	int (*max_batch)(const struct ops_ctx *ctx, const struct ops_layer *l);
 };
 
 enum {

@@ -139,6 +139,25 @@ int device_fit_batch(struct trial_device *d, const struct args *a, const struct 
 	if (memplan_build(plan, m, *batch, ops, 0))
 		return -1;
 	size_t need = memplan_total(plan);
+	int most = plan->max_batch;
+	if (most && *batch > most) {   /* the backend's limit, before the memory's */
+		memplan_release(plan);
+		if (strcmp(a->batch_rule, "aiperf") || a->world_size > 1)
+			return error("batch %d is more than the %s backend takes: at most %d (a tensor "
+				     "past what its library describes); lower --batch_size", *batch,
+				     ops->be->name, most);
+		printf("aah-trial: --batch_rule aiperf: batch %d is more than the %s backend takes "
+		       "(a tensor past what its library describes): batch %d\n", *batch,
+		       ops->be->name, most);
+		int asked = *batch, rc;
+		*batch = most;
+		rc = device_fit_batch(d, a, m, ops, batch, plan);
+		d->batch_asked = asked;
+		size_t len = strlen(d->batch_rule);
+		snprintf(d->batch_rule + len, sizeof(d->batch_rule) - len, "%sbatch %d capped to %d by "
+			 "the backend", len ? ", " : "aiperf: ", asked, most);
+		return rc;
+	}
 	if (need <= avail)
 		return 0;
 	size_t fixed = memplan_fixed(plan) + plan->workspace_fixed;

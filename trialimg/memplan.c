@@ -290,6 +290,12 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		if (L->op.cfg.type == OPS_DROPOUT)
 			nmask += vals;
 		const struct ops_layer_ops *lo = ctx ? ctx->be->layer[L->op.cfg.type] : NULL;
+		if (lo && lo->max_batch) {
+			struct ops_layer op = typed(p, L, lay, in_type, in_layout);
+			int most = lo->max_batch(ctx, &op);
+			if (most > 0 && (!p->max_batch || most < p->max_batch))
+				p->max_batch = most;
+		}
 		if (lo && lo->workspace) { /* the batch's part and the fixed part */
 			struct ops_layer op = typed(p, L, lay, in_type, in_layout);
 			size_t s0, s1, w0 = lo->workspace(ctx, &op, 0, &s0);
@@ -428,6 +434,12 @@ size_t memplan_total(const struct memplan *p)
 int memplan_max_batch(const struct model *m, int batch, const struct ops_ctx *ctx, size_t limit)
 {
 	int lo = 0, hi = batch; /* lo fits (0: nothing yet), hi + 1 does not */
+	struct memplan one;
+	if (memplan_build(&one, m, 1, ctx, 0))
+		return 0;
+	if (one.max_batch && one.max_batch < hi)
+		hi = one.max_batch;
+	memplan_release(&one);
 	while (lo < hi) {
 		int mid = lo + (hi - lo + 1) / 2;
 		struct memplan p;
@@ -501,4 +513,7 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	fprintf(out, "host, outside the model: %.2f MB per image (the loaders' batches)%s\n",
 		mb(p->host, n), p->on_host ? ", counted below" : ", not on the device");
 	fprintf(out, "total at batch %d: %.3f GiB\n", n, (double)memplan_total(p) / 1073741824.0);
+	if (p->max_batch && n > p->max_batch)
+		fprintf(out, "but this backend takes batches of at most %d (a tensor past what its "
+			"library describes)\n", p->max_batch);
 }

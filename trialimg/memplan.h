@@ -100,6 +100,8 @@ struct memplan {
 				  * backward reads it; -1: none does (or kept) */
 	size_t acts_kept;        /* MEMPLAN_ACTS: the kept outputs' bytes, then
 				  * the recomputed ones' */
+	int max_batch;           /* the largest batch the backend's ops take
+				  * (ops_layer_ops.max_batch; 0: no limit) */
 	int input;               /* the backend uploads the batch into the
 				  * block's input slot (MEMPLAN_INPUT), where
 				  * the model reads it: ctx's backend has
@@ -128,7 +130,8 @@ size_t memplan_fixed(const struct memplan *p);
  * backend's workspace and, for a host backend, the host buffers. */
 size_t memplan_total(const struct memplan *p);
 /* The largest batch in [1, batch] whose plan's total fits in `limit`
- * bytes; 0 when not even 1 does (or on error, after error()). */
+ * bytes and that the backend's ops take (memplan.max_batch); 0 when not
+ * even 1 does (or on error, after error()). */
 int memplan_max_batch(const struct model *m, int batch, const struct ops_ctx *ctx, size_t limit);
 
 /* The layout of each tensor of m on ctx's backend (n_layers + 1 into lay,

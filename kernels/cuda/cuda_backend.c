@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h> /* CUDA_KERNEL_NODE_PARAMS: a graph node's kernel, through the driver's entry point */
+
 #include "kernels/cuda/cuda_ctx.h"
 #include "kernels/cuda/cuda_v1.h" /* the v1 table's ops */
 
@@ -559,25 +561,54 @@ static int cuda_capture(struct ops_ctx *ctx)
 	return 0;
 }
 
+/* The driver's cuGraphKernelNodeGetParams, found at run time (aah links
+ * no libcuda): it answers for every kernel node, a library's too, where
+ * the runtime's errs on kernels it did not load. NULL: none. */
+typedef CUresult (*node_params_fn)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+
+static node_params_fn node_params(void)
+{
+	void *f = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+	if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &f, 12000, cudaEnableDefault,
+					     &q) != cudaSuccess || q != cudaDriverEntryPointSuccess)
+		return NULL;
+	return (node_params_fn)f;
+}
+
+/* Whether a node's kernel is one the ledger saw the backend launch: its
+ * function or its context-free kernel is one of theirs. */
+static int own_kernel(const struct ops_ledger *l, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	for (int i = 0; i < l->nfn; i++) {
+		cudaFunction_t f = NULL;
+		cudaKernel_t k = NULL;
+		if (cudaGetFuncBySymbol(&f, l->fn[i]) == cudaSuccess && p->func && (CUfunction)f == p->func)
+			return 1;
+		if (cudaGetKernel(&k, l->fn[i]) == cudaSuccess && p->kern && (CUkernel)k == p->kern)
+			return 1;
+	}
+	return 0;
+}
+
 /* How many of graph g's nodes there are, and how many run a kernel the
- * ledger saw the backend launch (its own). */
+ * ledger saw the backend launch (its own; -1 where the driver cannot say). */
 static int count_nodes(struct cuda_ctx *c, cudaGraph_t g, long *nodes, long *own)
 {
 	size_t n = 0;
+	node_params_fn params = node_params();
 	CUDA_CHECK(cudaGraphGetNodes(g, NULL, &n));
 	cudaGraphNode_t *v = xmalloc(sizeof(*v) * (n ? n : 1));
 	cudaError_t e = cudaGraphGetNodes(g, v, &n);
 	*nodes = (long)n;
-	*own = 0;
-	for (size_t i = 0; e == cudaSuccess && i < n; i++) {
+	*own = params ? 0 : -1;
+	for (size_t i = 0; params && e == cudaSuccess && i < n; i++) {
 		enum cudaGraphNodeType t;
-		struct cudaKernelNodeParams p;
+		CUDA_KERNEL_NODE_PARAMS p;
 		if ((e = cudaGraphNodeGetType(v[i], &t)) != cudaSuccess || t != cudaGraphNodeTypeKernel)
 			continue;
-		/* a library's kernels may not give their parameters: not ours */
-		if (cudaGraphKernelNodeGetParams(v[i], &p) == cudaSuccess)
-			*own += ledger_knows(&c->ledger, p.func);
-		cudaGetLastError();
+		if (params((CUgraphNode)v[i], &p) == CUDA_SUCCESS)
+			*own += own_kernel(&c->ledger, &p);
 	}
 	free(v);
 	CUDA_CHECK(e);

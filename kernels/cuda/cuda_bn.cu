@@ -98,12 +98,16 @@ __global__ void stats_finish(const T *x, const double *part, int stripes, size_t
 			     float *save_mean, float *save_var, float *run_mean, float *run_var,
 			     float mo, const float *fold_b)
 {
-	int ch = blockIdx.x * blockDim.x + threadIdx.x;
-	if (ch >= c)
+	int ch = finish_channel(c);
+	if (ch < 0)
+		return;
+	double s1 = stripes_total(part, stripes, c, ch);
+	double s2 = stripes_total(part + (size_t)stripes * c, stripes, c, ch);
+	if (threadIdx.x % 32)
 		return;
 	double m = (double)rows, k0 = to_f(x[ch]);
-	double d = stripes_total(part, stripes, c, ch) / m;
-	double var = stripes_total(part + (size_t)stripes * c, stripes, c, ch) / m - d * d;
+	double d = s1 / m;
+	double var = s2 / m - d * d;
 	double mean = k0 + d;
 	if (var < 0)
 		var = 0;
@@ -179,12 +183,15 @@ __global__ void bwd_finish(const double *part, int stripes, size_t rows, int c, 
 			   const float *gamma, float eps, float *dgamma, float *dbeta, float *coef,
 			   float *fold_db)
 {
-	int ch = blockIdx.x * blockDim.x + threadIdx.x;
-	if (ch >= c)
+	int ch = finish_channel(c);
+	if (ch < 0)
+		return;
+	double db = stripes_total(part, stripes, c, ch);
+	double sg = stripes_total(part + (size_t)stripes * c, stripes, c, ch);
+	if (threadIdx.x % 32)
 		return;
 	double m = (double)rows, istd = 1.0 / sqrt((double)var[ch] + eps);
-	double db = stripes_total(part, stripes, c, ch);
-	double dg = stripes_total(part + (size_t)stripes * c, stripes, c, ch) * istd;
+	double dg = sg * istd;
 	dbeta[ch] = (float)db;
 	dgamma[ch] = (float)dg;
 	double a = gamma[ch] * istd;
@@ -230,14 +237,6 @@ template <int W> static grid2 bn_grid(const cuk_run *r, size_t rows, int c, unsi
 	return channel_grid(r, rows, (c + W - 1) / W, max_y);
 }
 
-static grid2 per_channel(int c)
-{
-	grid2 q;
-	q.b = dim3(THREADS);
-	q.g = dim3((unsigned)((c + THREADS - 1) / THREADS));
-	return q;
-}
-
 /* The scratch of the statistics: MAX_STRIPES partials of two sums a
  * channel, then the backward's three coefficients. */
 static size_t parts_bytes(int c)
@@ -269,7 +268,7 @@ static cudaError_t stats(const cuk_run *r, const T *x, const bn_args &a, double 
 				a.c, part);
 	if (e != cudaSuccess)
 		return e;
-	return go(r, "bn_stats_finish", parts + 16.0 * a.c + a.c * sizeof(T), per_channel(a.c),
+	return go_sync(r, "bn_stats_finish", parts + 16.0 * a.c + a.c * sizeof(T), finish_grid(a.c),
 		  stats_finish<T>, x, (const double *)part, (int)q.g.y, a.rows, a.c, save_mean,
 		  save_var, run_mean, run_var, mo, fold_b);
 }
@@ -291,7 +290,7 @@ static cudaError_t backward(const cuk_run *r, const T *x, const T *dy, T *dx, co
 	cudaError_t e = go_sync(r, "bn_bwd_part", 2 * tensor + parts, q, bwd_part<T, W>, x, dy,
 				a.rows, a.c, a.mean, a.var, a.gamma, a.beta, a.eps, a.relu, part);
 	if (e == cudaSuccess)
-		e = go(r, "bn_bwd_finish", parts + 28.0 * a.c, per_channel(a.c), bwd_finish,
+		e = go_sync(r, "bn_bwd_finish", parts + 28.0 * a.c, finish_grid(a.c), bwd_finish,
 		       (const double *)part, (int)q.g.y, a.rows, a.c, a.var, a.gamma, a.eps, dgamma,
 		       dbeta, coef, fold_db);
 	if (e != cudaSuccess || !dx)

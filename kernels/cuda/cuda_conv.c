@@ -177,9 +177,26 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 	return 0;
 }
 
+/* cuDNN describes no tensor of 2^31 values or more: a batch whose input
+ * (in its zero frame) or output is that large cannot run in one call. */
+#define CUDNN_MAX_VALUES ((size_t)1 << 31)
+
+static size_t largest_tensor(const struct ops_layer *l, int n)
+{
+	const struct ops_layer_cfg *c = &l->cfg;
+	const struct ops_shape *s = &l->in[0];
+	size_t x = (size_t)n * (s->h + c->pad_t + c->pad_b) * (s->w + c->pad_l + c->pad_r) * s->c;
+	size_t y = (size_t)n * ops_shape_size(&l->out);
+	return x > y ? x : y;
+}
+
 static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, enum ops_dtype type,
 		     struct conv_plan *p)
 {
+	if (largest_tensor(l, n) >= CUDNN_MAX_VALUES)
+		return error("conv2d layer %d: a batch of %d makes a tensor of %zu values, past the "
+			     "2^31 cuDNN takes: train with a smaller batch (the memory plan caps it "
+			     "so, aah-trial --plan)", l->index, n, largest_tensor(l, n));
 	const struct ops_layer_cfg *c = &l->cfg;
 	const struct ops_shape *s = &l->in[0];
 	int pad_h = c->pad_t, pad_w = c->pad_l, h = s->h, w = s->w;
@@ -526,6 +543,15 @@ static size_t conv_workspace(const struct ops_ctx *ctx, const struct ops_layer *
 	return 0;
 }
 
+/* The largest batch whose tensors cuDNN can describe. */
+static int conv_max_batch(const struct ops_ctx *ctx, const struct ops_layer *l)
+{
+	(void)ctx;
+	size_t one = largest_tensor(l, 1);
+	size_t most = (CUDNN_MAX_VALUES - 1) / (one ? one : 1);
+	return most > 1 << 30 ? 1 << 30 : (int)most;
+}
+
 const struct ops_layer_ops cuda_conv_ops = {
 	.type = OPS_CONV2D,
 	.name = "convolution",
@@ -535,4 +561,5 @@ const struct ops_layer_ops cuda_conv_ops = {
 	.workspace = conv_workspace,
 	.bf16 = 1,
 	.folds_bias = 1,
+	.max_batch = conv_max_batch,
 };

@@ -184,9 +184,12 @@ __global__ void __launch_bounds__(THREADS) bias_grad_part(const T *dy, size_t ro
 
 __global__ void bias_grad_finish(const double *part, int stripes, int c, float *db)
 {
-	int ch = blockIdx.x * blockDim.x + threadIdx.x;
-	if (ch < c)
-		db[ch] = (float)stripes_total(part, stripes, c, ch);
+	int ch = finish_channel(c);
+	if (ch < 0)
+		return;
+	double t = stripes_total(part, stripes, c, ch);
+	if (threadIdx.x % 32 == 0)
+		db[ch] = (float)t;
 }
 
 /* ---- launchers ------------------------------------------------------------------ */
@@ -451,9 +454,6 @@ extern "C" int cuda_bias_grad(struct ops_ctx *ctx, enum ops_dtype t, size_t rows
 	void *part;
 	if (cuda_scratch(ctx, cuda_bias_grad_scratch(c), &part))
 		return -1;
-	grid2 fin;
-	fin.b = dim3(THREADS);
-	fin.g = dim3((unsigned)((c + THREADS - 1) / THREADS));
 	CUDA_LAUNCH(typed(t, [&](auto tag) {
 		using T = decltype(tag);
 		const T *tdy = (const T *)dy;
@@ -466,7 +466,7 @@ extern "C" int cuda_bias_grad(struct ops_ctx *ctx, enum ops_dtype t, size_t rows
 					      bias_grad_part<T, 1>, tdy, rows, c, (double *)part);
 		if (e != cudaSuccess)
 			return e;
-		return go(r, "bias_grad_finish", parts + 4.0 * c, fin, bias_grad_finish,
+		return go_sync(r, "bias_grad_finish", parts + 4.0 * c, finish_grid(c), bias_grad_finish,
 			  (const double *)part, (int)q.g.y, c, db);
 	}));
 	return 0;

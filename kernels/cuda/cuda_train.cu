@@ -18,13 +18,6 @@ namespace cuk {
 
 enum { WARPS = THREADS / 32 };
 
-template <class V> __device__ __forceinline__ V warp_sum(V v)
-{
-	for (int o = 16; o; o >>= 1)
-		v += __shfl_down_sync(0xffffffffu, v, o);
-	return v;   /* lane 0's is the whole sum */
-}
-
 /* per block: the loss and the hits of its samples, in sample order */
 struct loss_part {
 	double loss;

@@ -283,10 +283,19 @@ template <class F> auto typed(enum ops_dtype t, F f)
  * its rows of each of its W channels; the block adds its threads' sums
  * row-thread by row-thread (threadIdx.y 0, 1, ...) in double and writes
  * one partial sum per channel for its stripe: part[blockIdx.y * c + ch].
- * A finishing kernel adds the stripes' partials in stripe order. No
- * atomics: the same input gives the same bits every run (on one device
+ * A finishing kernel gives each channel a warp, whose lanes add the
+ * stripes lane, lane + 32, ... and meet in a fixed tree (stripes_total).
+ * No atomics: the same input gives the same bits every run (on one device
  * model: the number of stripes follows the multiprocessors). */
-enum { MAX_STRIPES = 512 };
+enum { MAX_STRIPES = 1024 };
+
+/* The sum of v over the warp's 32 lanes, in a fixed tree: lane 0's. */
+template <class V> __device__ __forceinline__ V warp_sum(V v)
+{
+	for (int o = 16; o; o >>= 1)
+		v += __shfl_down_sync(0xffffffffu, v, o);
+	return v;
+}
 
 /* Block part of the reduction: s[k] is this thread's sum for channel
  * ch0 + k (k < W; ch0 < c). The shared buffer holds THREADS * W doubles. */
@@ -311,13 +320,31 @@ __device__ __forceinline__ void stripe_sums(const float (&s)[W], int ch0, int c,
 	__syncthreads();
 }
 
-/* The sum of stripes partials of channel ch, in stripe order. */
+/* A finishing kernel's channel: one warp each (finish_grid); -1 for the
+ * warps past c, which return, all lanes together. */
+__device__ __forceinline__ int finish_channel(int c)
+{
+	int ch = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32);
+	return ch < c ? ch : -1;
+}
+
+/* The sum of channel ch's stripes partials, the warp's lanes over them in
+ * a fixed order and tree: lane 0's. */
 __device__ __forceinline__ double stripes_total(const double *part, int stripes, int c, int ch)
 {
 	double t = 0;
-	for (int k = 0; k < stripes; k++)
+	for (int k = (int)(threadIdx.x % 32); k < stripes; k += 32)
 		t += part[(size_t)k * c + ch];
-	return t;
+	return warp_sum(t);
+}
+
+/* The grid of a finishing kernel: a warp a channel. */
+static inline grid2 finish_grid(int c)
+{
+	grid2 q;
+	q.b = dim3(THREADS);
+	q.g = dim3((unsigned)(((size_t)c * 32 + THREADS - 1) / THREADS));
+	return q;
 }
 
 } /* namespace cuk */

@@ -213,10 +213,10 @@ row() {   # NAME: the matrix's line for the last bench
 	r=$(awk -v n="$1" -v ips="$ips" -v b="$BATCH" -v t="${torch_ips:-0}" -v f="${B[flops]:-0}" \
 		-v p="${peak:-0}" -v l="${B[launches]:-?}" -v s="${B[syncs]:-?}" -v h="${B[h2d_bytes]:-0}" \
 		-v g="${B[graph_nodes]:-0}" -v c="${B[conv1]:-?}" 'BEGIN {
+		x = t > 0 ? sprintf("%.2fx", ips / t) : "?"
+		u = p > 0 && f > 0 ? sprintf("%.1f%%", 100 * f * ips / (p * 1e12)) : "?"
 		printf "%-16s %8.1f %8.2f %7s %6s %8s %5s %8.1f %11s conv1=%s", n, ips, 1000 * b / ips,
-			t > 0 ? sprintf("%.2fx", ips / t) : "?",
-			p > 0 && f > 0 ? sprintf("%.1f%%", 100 * f * ips / (p * 1e12)) : "?",
-			l, s, h / 1e6, g, c }')
+			x, u, l, s, h / 1e6, g, c }')
 	say "$r $(stamp)"
 	echo "$r" >>"$MATRIX"
 }
@@ -335,8 +335,10 @@ elif in_time 30 "AIPerf's batch"; then
 	plan=$("${AAH_ENV[@]}" "$BUILD/aah-trial" --plan --backend cuda --arch "$R50" --precision bf16 \
 		--batch_size "$asked" --memory_limit "$free_mib" 2>&1)
 	logged "aah-trial --plan at $asked, $free_mib MiB free" "$plan"
-	rule=$(sed -n 's/^largest batch in --memory_limit [0-9]* MiB: //p' <<<"$plan")
-	say "AIPerf's rule: 14 x $(((total_mib + 512) / 1024)) GiB = $asked; the plan fits ${rule:-?} in $free_mib MiB free"
+	fits=$(sed -n 's/^largest batch in --memory_limit [0-9]* MiB: //p' <<<"$plan")
+	say "AIPerf's rule: 14 x $(((total_mib + 512) / 1024)) GiB = $asked; the plan fits ${fits:-?} in $free_mib MiB free"
+	rule=$fits
+	num "${fits:-}" && [ "$fits" -gt "$asked" ] && rule=$asked   # the rule's batch, where it fits
 	if num "${rule:-}" && [ "$rule" -gt 0 ] &&
 		bench "aiperf-batch" 45 AAH_PRECISION=bf16 -- "$R50" "$rule" 1 3 2 --input pinned; then
 		say "$(awk -v i="$ips" -v r="$rule" '{ printf "batch %d: %s img/s; the steps took %.2f GiB of the device, the plan says %.2f GiB", r, i, $1 / 2^30, $3 / 2^30 }' <<<"${B[mem]}")"

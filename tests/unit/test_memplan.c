@@ -440,3 +440,24 @@ Test(memplan, a_device_plan_is_not_held_on_the_host)
 	cr_assert(m.params[0] != 0.0f, "the weights are initialised");
 	model_release(&m, NULL);
 }
+
+/* cuDNN describes no tensor of 2^31 values: ResNet-50's first convolution
+ * output, 64 x 112 x 112 values an image, caps the batch at 2674, which
+ * the plan says and the largest batch that fits keeps to (an H200 fitted
+ * 3107 by memory, and the step failed in cudnnSetTensor4dDescriptor). */
+Test(memplan, the_cuda_plan_keeps_to_the_batch_cudnn_takes)
+{
+	if (!ops_backend_find("cuda"))
+		cr_skip_test("skipped: the cuda backend is not built in (AAH_CUDA=0 or no CUDA)");
+	struct model m;
+	resnet50(&m);
+	struct ops_ctx bf16 = settings("cuda", OPS_BF16);
+	struct memplan p;
+	cr_assert_eq(memplan_build(&p, &m, 64, &bf16, 0), 0, "%s", util_last_error());
+	int most = (int)(((size_t)1 << 31) - 1) / (64 * 112 * 112);
+	cr_assert_eq(p.max_batch, most, "the plan takes batches up to %d, not %d", p.max_batch, most);
+	memplan_release(&p);
+	size_t all = (size_t)1 << 40;   /* a terabyte: the limit is not the memory's */
+	cr_assert_eq(memplan_max_batch(&m, 4000, &bf16, all), most);
+	model_release(&m, NULL);
+}
