@@ -47,8 +47,8 @@ TRIAL_SRCS   := $(filter-out trialimg/main.c,$(wildcard trialimg/*.c trialimg/da
 CUDA_CSRCS   := $(wildcard kernels/cuda/*.c)
 CUDA_CUSRCS  := $(wildcard kernels/cuda/*.cu)
 # The kernel families compiled for the host too (the cudahost backend, in
-# libaahkernels.a on every machine): every .cu but the first kernels'.
-HOST_CUSRCS  := $(filter-out kernels/cuda/cuda_v1_%,$(CUDA_CUSRCS))
+# libaahkernels.a on every machine).
+HOST_CUSRCS  := $(CUDA_CUSRCS)
 HOST_CUOBJS  := $(patsubst kernels/cuda/%.cu,$(BUILD)/obj/cudahost/%.o,$(HOST_CUSRCS))
 UNIT_SRCS    := $(wildcard tests/unit/test_*.c)
 
@@ -80,7 +80,6 @@ NVCCFLAGS   ?= -O2 -std=c++20 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(
 	       -Werror all-warnings -MMD -MP
 # The kernel families contract no multiply-add themselves: they spell each
 # one as fmaf, so the GPU rounds as the host harness does (cuk_host.h).
-# The first kernels keep the flags they were measured with.
 NVCC_FAMILY := -fmad=false
 else
 TRIAL_LINK  :=
@@ -126,8 +125,8 @@ $(BUILD)/obj/kernels/cuda/cuda_%.o: kernels/cuda/cuda_%.cu
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)
 	$(Q)k=$@.keep; rm -rf $$k && mkdir -p $$k && \
-	$(NVCC) $(NVCCFLAGS) $(if $(filter kernels/cuda/cuda_v1_%,$<),,$(NVCC_FAMILY) -Xptxas -v --keep \
-	  --keep-dir $$k) -c $< -o $@ 2>$@.ptxas || { cat $@.ptxas; rm -rf $$k; exit 1; }; \
+	$(NVCC) $(NVCCFLAGS) $(NVCC_FAMILY) -Xptxas -v --keep --keep-dir $$k -c $< -o $@ \
+	  2>$@.ptxas || { cat $@.ptxas; rm -rf $$k; exit 1; }; \
 	ptx=$$(ls $$k/*.compute_*.ptx 2>/dev/null | sort -V | tail -n 1); \
 	if [ -n "$$ptx" ]; then mv "$$ptx" $@.ptx; fi; rm -rf $$k
 

@@ -1,8 +1,7 @@
-/* cuda_backend.c: the `cuda` op tables (the kernel families', and the
- * first kernels' under AAH_CUDA_KERNELS=v1), their context (device,
- * stream, cuDNN and cuBLASLt handles, the ledger, the loss's sums on the
- * device), the staging arena of kernels/cuda/cuda.h, and device
- * residency. */
+/* cuda_backend.c: the `cuda` op table, its context (device, stream, cuDNN
+ * and cuBLASLt handles, the ledger, the loss's sums on the device), the
+ * staging arena of kernels/cuda/cuda.h, device residency, the batch's
+ * upload and the step's CUDA graph. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,29 +9,10 @@
 #include <cuda.h> /* CUDA_KERNEL_NODE_PARAMS: a graph node's kernel, through the driver's entry point */
 
 #include "kernels/cuda/cuda_ctx.h"
-#include "kernels/cuda/cuda_v1.h" /* the v1 table's ops */
 
 /* ---- context ------------------------------------------------------------------ */
 
 static void cuda_fini(struct ops_ctx *ctx);
-extern const struct ops_backend ops_cuda_v1_backend;
-
-static const struct cuda_aux aux_families = {
-	.bias_add = cuda_bias_add,
-	.bias_grad = cuda_bias_grad,
-	.pad = cuda_pad,
-	.crop = cuda_crop,
-	.convert = cuda_convert,
-};
-
-static const struct cuda_aux aux_v1 = {
-	.bias_add = cuda_v1_bias_add,
-	.bias_grad = cuda_v1_bias_grad,
-	.pad = cuda_v1_pad,
-	.crop = cuda_v1_crop,
-	.convert = cuda_v1_convert,
-};
-
 static int cuda_open(struct ops_ctx *ctx)
 {
 	struct cuda_ctx *c = ctx->priv;
@@ -51,17 +31,6 @@ static int cuda_open(struct ops_ctx *ctx)
 	for (int k = 0; k < 2; k++)
 		CUDA_CHECK(cudaEventCreateWithFlags(&c->copied[k], cudaEventDisableTiming));
 	CUDA_CHECK(cudaEventCreateWithFlags(&c->taken, cudaEventDisableTiming));
-	return 0;
-}
-
-/* AAH_CUDA_KERNELS: "v1" runs the first kernels (one value a thread, the
- * type a run-time argument), unset or "families" the kernel families. */
-static int kernels_v1(int *v1)
-{
-	const char *k = getenv("AAH_CUDA_KERNELS");
-	*v1 = k && !strcmp(k, "v1");
-	if (k && *k && !*v1 && strcmp(k, "families"))
-		return error("AAH_CUDA_KERNELS='%s': must be v1 or families (the default)", k);
 	return 0;
 }
 
@@ -117,20 +86,14 @@ static int cuda_init(struct ops_ctx *ctx)
 	char refused[512];
 	if (cuda_device_usable(device, refused, sizeof(refused)) != 1)
 		return error("the cuda backend cannot run here: %s", refused);
-	int v1;
-	if (kernels_v1(&v1))
-		return -1;
 	ctx->priv = xcalloc(1, sizeof(struct cuda_ctx));
 	cuda_ctx(ctx)->device = device;
-	cuda_ctx(ctx)->aux = v1 ? &aux_v1 : &aux_families;
 	const char *staged = getenv("AAH_CUDA_STAGED");
 	cuda_ctx(ctx)->staged_only = staged && !strcmp(staged, "1");
 	if (cuda_open(ctx)) {
 		cuda_fini(ctx);
 		return -1;
 	}
-	if (v1)   /* the same backend, its first kernels' ops */
-		ctx->be = &ops_cuda_v1_backend;
 	return 0;
 }
 
@@ -534,7 +497,7 @@ static int cuda_upload(struct ops_ctx *ctx, const float *x, size_t count, const 
 	if (xt == OPS_F32) {
 		CUDA_CHECK(cudaMemcpyAsync(xd, st, xb, cudaMemcpyDeviceToDevice, c->run.stream));
 		ledger_copy(&c->ledger, LEDGER_D2D, (double)xb);
-	} else if (c->aux->convert(ctx, count, st, OPS_F32, xd, xt)) {
+	} else if (cuda_convert(ctx, count, st, OPS_F32, xd, xt)) {
 		return -1;
 	}
 	CUDA_CHECK(cudaMemcpyAsync(vd, st + xb, tail, cudaMemcpyDeviceToDevice, c->run.stream));
@@ -651,22 +614,13 @@ static int cuda_replay(struct ops_ctx *ctx, int key)
 	return error("cuda: no captured step of %d samples", key);
 }
 
-/* What both tables share: the context, residency, NCCL, the device. */
-#ifdef AAH_HAVE_NCCL
-#define CUDA_NCCL .comm_init = cuda_comm_init, .allreduce_mean = cuda_allreduce_mean,
-#else
-#define CUDA_NCCL
-#endif
-#define CUDA_BACKEND_SHARED                                                              \
-	.name = "cuda", .caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_FP16 | OPS_CAP_GPU,  \
-	.init = cuda_init, .fini = cuda_fini, .set_precision = cuda_set_precision,         \
-	.default_precision = cuda_default_precision, .resident = cuda_resident,            \
-	.sync = cuda_sync, .forget = cuda_forget, CUDA_NCCL                                 \
-	.visible_devices = cuda_visible_devices, .device_info = cuda_device_info,          \
-	.finish = cuda_finish, .ledger = cuda_ledger, .upload = cuda_upload
-
 const struct ops_backend ops_cuda_backend = {
-	CUDA_BACKEND_SHARED,
+	.name = "cuda",
+	.caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_FP16 | OPS_CAP_GPU,
+	.init = cuda_init,
+	.fini = cuda_fini,
+	.set_precision = cuda_set_precision,
+	.default_precision = cuda_default_precision,
 	.layer = {
 		[OPS_CONV2D] = &cuda_conv_ops,
 		[OPS_BATCHNORM] = &cuda_bn_ops,
@@ -686,30 +640,19 @@ const struct ops_backend ops_cuda_backend = {
 	.accumulate = cuda_accumulate,
 	.unscale = cuda_unscale,
 	.cast = cuda_cast,
+	.resident = cuda_resident,
+	.sync = cuda_sync,
+	.forget = cuda_forget,
+#ifdef AAH_HAVE_NCCL
+	.comm_init = cuda_comm_init,
+	.allreduce_mean = cuda_allreduce_mean,
+#endif
+	.visible_devices = cuda_visible_devices,
+	.device_info = cuda_device_info,
+	.finish = cuda_finish,
+	.ledger = cuda_ledger,
+	.upload = cuda_upload,
 	.capture = cuda_capture,
 	.captured = cuda_captured,
 	.replay = cuda_replay,
-};
-
-/* AAH_CUDA_KERNELS=v1 (its ops read lr and the rest as handed: no replays): cuda_init points the context here. */
-const struct ops_backend ops_cuda_v1_backend = {
-	CUDA_BACKEND_SHARED,
-	.layer = {
-		[OPS_CONV2D] = &cuda_conv_ops,
-		[OPS_BATCHNORM] = &cuda_v1_bn_ops,
-		[OPS_RELU] = &cuda_v1_relu_ops,
-		[OPS_MAXPOOL] = &cuda_v1_maxpool_ops,
-		[OPS_AVGPOOL] = &cuda_v1_avgpool_ops,
-		[OPS_GLOBAL_AVG_POOL] = &cuda_v1_gap_ops,
-		[OPS_DENSE] = &cuda_dense_ops,
-		[OPS_DROPOUT] = &cuda_v1_dropout_ops,
-		[OPS_ADD] = &cuda_v1_add_ops,
-		[OPS_CONCAT] = &cuda_v1_concat_ops,
-		[OPS_FLATTEN] = &cuda_v1_flatten_ops,
-	},
-	.loss = cuda_v1_loss,
-	.sgd = cuda_v1_sgd,
-	.accumulate = cuda_v1_accumulate,
-	.unscale = cuda_v1_unscale,
-	.cast = cuda_v1_cast,
 };

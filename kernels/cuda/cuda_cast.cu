@@ -26,10 +26,8 @@ template <class X, class Y, int W> __global__ void cast_k(const X *x, Y *y, size
 template <class X, class Y>
 static cudaError_t cast(const cuk_run *r, const X *x, Y *y, size_t count)
 {
-	double bytes = (double)count * (sizeof(X) + sizeof(Y));
-	if (all_aligned(x, y))
-		return go(r, "cast", bytes, flat(r, count / CAST_N), cast_k<X, Y, CAST_N>, x, y, count);
-	return go(r, "cast", bytes, flat(r, count), cast_k<X, Y, 1>, x, y, count);
+	return go_flat<CAST_N>(r, "cast", (double)count * (sizeof(X) + sizeof(Y)), count,
+			       all_aligned(x, y), cast_k<X, Y, 1>, cast_k<X, Y, CAST_N>, x, y, count);
 }
 
 } /* namespace cuk */

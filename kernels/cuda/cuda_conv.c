@@ -345,7 +345,7 @@ static int framed(struct ops_ctx *ctx, const struct ops_layer *l, const struct c
 		return 0;
 	if (cuda_scratch(ctx, cuda_bytes((size_t)n * p->hp * p->wp * s->c, t), xf))
 		return -1;
-	return cuda_ctx(ctx)->aux->pad(ctx, t, n, s->h, s->w, s->c, p->hp, p->wp, l->cfg.pad_t,
+	return cuda_pad(ctx, t, n, s->h, s->w, s->c, p->hp, p->wp, l->cfg.pad_t,
 				       l->cfg.pad_l, x, *xf);
 }
 
@@ -359,7 +359,7 @@ static int operand(struct ops_ctx *ctx, const struct conv_plan *p, size_t count,
 		return 0;
 	if (cuda_scratch(ctx, cuda_bytes(count, p->type), out))
 		return -1;
-	return cuda_ctx(ctx)->aux->convert(ctx, count, x, t, *out, p->type);
+	return cuda_convert(ctx, count, x, t, *out, p->type);
 }
 
 /* Where cuDNN writes count values (in p->type) meant for y, stored as t: y
@@ -374,7 +374,7 @@ static int result(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, 
 static int stored(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *r, void *y,
 		  enum ops_dtype t)
 {
-	return r != y ? cuda_ctx(ctx)->aux->convert(ctx, count, r, p->type, y, t) : 0;
+	return r != y ? cuda_convert(ctx, count, r, p->type, y, t) : 0;
 }
 
 /* Values in x as cuDNN reads it (in its frame when padded unevenly). */
@@ -420,12 +420,12 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	/* the bias where the sums are fp32 (cuDNN's, else y's once stored): a
 	 * 16-bit y that cuDNN wrote is rounded again with it */
 	if (gb && p->type == OPS_F32 &&
-	    c->aux->bias_add(ctx, OPS_F32, ny / l->cfg.units, l->cfg.units, gb, ly))
+	    cuda_bias_add(ctx, OPS_F32, ny / l->cfg.units, l->cfg.units, gb, ly))
 		return -1;
 	if (stored(ctx, p, ny, ly, gy, ty))
 		return -1;
 	if (gb && p->type != OPS_F32 &&
-	    c->aux->bias_add(ctx, ty, ny / l->cfg.units, l->cfg.units, gb, gy))
+	    cuda_bias_add(ctx, ty, ny / l->cfg.units, l->cfg.units, gb, gy))
 		return -1;
 	return cuda_end(ctx);
 }
@@ -461,7 +461,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 		return -1;
 	l->ran = l->ran_out = p->type;
 	/* from dy as stored: the bias is not part of the 16-bit convolution */
-	if (gdb && c->aux->bias_grad(ctx, ty, ny / l->cfg.units, l->cfg.units, gdy, gdb))
+	if (gdb && cuda_bias_grad(ctx, ty, ny / l->cfg.units, l->cfg.units, gdy, gdb))
 		return -1;
 	CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
 	counted(c, "cudnn conv bwd filter", p, nxf, nw, ny);
@@ -483,7 +483,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 							 ldx));
 		if (stored(ctx, p, nxf, ldx, gdxf, tx))
 			return -1;
-		if (p->padded && c->aux->crop(ctx, tx, n, s->h, s->w, s->c, p->hp, p->wp,
+		if (p->padded && cuda_crop(ctx, tx, n, s->h, s->w, s->c, p->hp, p->wp,
 					      l->cfg.pad_t, l->cfg.pad_l, gdxf, gdx))
 			return -1;
 	}

@@ -1,6 +1,6 @@
 /* cuda_ctx.h: private to the cuda backend's C files that talk to the CUDA
  * runtime, cuDNN, cuBLASLt and NCCL (cuda_backend.c, cuda_conv.c,
- * cuda_dense.c, cuda_nccl.c, cuda_v1_layers.c): the context behind an op,
+ * cuda_dense.c, cuda_find.c, cuda_nccl.c): the context behind an op,
  * its staging arena, and the library calls' checks. */
 #ifndef AAH_KERNELS_CUDA_CTX_H
 #define AAH_KERNELS_CUDA_CTX_H
@@ -43,27 +43,10 @@ struct cuda_mirror {
 	size_t bytes;
 };
 
-/* What the cuDNN and cuBLASLt ops launch around the library: the kernel
- * families' (cuda.h) or, under AAH_CUDA_KERNELS=v1, the first kernels'
- * (cuda_v1.h), with the same arguments. */
-struct cuda_aux {
-	int (*bias_add)(struct ops_ctx *ctx, enum ops_dtype t, size_t rows, int c, const float *b,
-			void *y);
-	int (*bias_grad)(struct ops_ctx *ctx, enum ops_dtype t, size_t rows, int c,
-			 const void *dy, float *db);
-	int (*pad)(struct ops_ctx *ctx, enum ops_dtype t, int n, int h, int w, int c, int hp, int wp,
-		   int pt, int pl, const void *src, void *dst);
-	int (*crop)(struct ops_ctx *ctx, enum ops_dtype t, int n, int h, int w, int c, int hp,
-		    int wp, int pt, int pl, const void *src, void *dst);
-	int (*convert)(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
-		       enum ops_dtype yt);
-};
-
 struct cuda_ctx {
 	int device;
 	struct cuk_run run;     /* stream, multiprocessors, ledger, the loss's sums */
 	struct ops_ledger ledger;
-	const struct cuda_aux *aux;
 	cudnnHandle_t dnn;
 	cublasLtHandle_t lt;
 	/* the arena: one device block; an op that outgrows it gets spill

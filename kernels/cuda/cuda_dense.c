@@ -187,7 +187,7 @@ static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const
 	if (mm_run(ctx, &p->bwd_filter, gx, gdy, gdw, NULL) ||
 	    (gdx && mm_run(ctx, &p->bwd_data, gw, gdy, gdx, NULL)))
 		return -1;
-	if (gdb && cuda_ctx(ctx)->aux->bias_grad(ctx, OPS_F32, (size_t)n, (int)u, gdy, gdb))
+	if (gdb && cuda_bias_grad(ctx, OPS_F32, (size_t)n, (int)u, gdy, gdb))
 		return -1;
 	return cuda_end(ctx);
 }

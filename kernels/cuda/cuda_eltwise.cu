@@ -194,27 +194,19 @@ __global__ void bias_grad_finish(const double *part, int stripes, int c, float *
 
 /* ---- launchers ------------------------------------------------------------------ */
 
-/* A flat kernel's launch in the vectors' form where all is aligned. */
-template <class T, class... P> static int flat_vec(const P *...p)
-{
-	return all_aligned(p...) ? VN<T>::n : 1;
-}
-
 template <class T>
 static cudaError_t relu(const cuk_run *r, const T *x, T *y, size_t count)
 {
-	double b = 2.0 * count * sizeof(T);
-	return flat_vec<T>(x, y) > 1 ? go(r, "relu_fwd", b, flat(r, count / VN<T>::n), relu_fwd<T, VN<T>::n>, x, y, count)
-				      : go(r, "relu_fwd", b, flat(r, count), relu_fwd<T, 1>, x, y, count);
+	return go_flat<VN<T>::n>(r, "relu_fwd", 2.0 * count * sizeof(T), count, all_aligned(x, y),
+				 relu_fwd<T, 1>, relu_fwd<T, VN<T>::n>, x, y, count);
 }
 
 template <class T>
 static cudaError_t relu_grad(const cuk_run *r, const T *x, const T *dy, T *dx, size_t count)
 {
-	double b = 3.0 * count * sizeof(T);
-	return flat_vec<T>(x, dy, dx) > 1
-		       ? go(r, "relu_bwd", b, flat(r, count / VN<T>::n), relu_bwd<T, VN<T>::n>, x, dy, dx, count)
-		       : go(r, "relu_bwd", b, flat(r, count), relu_bwd<T, 1>, x, dy, dx, count);
+	return go_flat<VN<T>::n>(r, "relu_bwd", 3.0 * count * sizeof(T), count,
+				 all_aligned(x, dy, dx), relu_bwd<T, 1>, relu_bwd<T, VN<T>::n>, x, dy,
+				 dx, count);
 }
 
 template <class T>
@@ -224,11 +216,9 @@ static cudaError_t add(const cuk_run *r, const many<T> &a, int nx, int acc, int 
 	int aligned = aligned16(y);
 	for (int k = 0; k < nx; k++)
 		aligned &= aligned16(a.x[k]);
-	double b = (double)(nx + acc + 1) * count * sizeof(T);
-	return aligned ? go(r, "add_fwd", b, flat(r, count / VN<T>::n), add_fwd<T, VN<T>::n>, a, nx, acc,
-			    relu_after, y, count)
-		       : go(r, "add_fwd", b, flat(r, count), add_fwd<T, 1>, a, nx, acc, relu_after, y,
-			    count);
+	return go_flat<VN<T>::n>(r, "add_fwd", (double)(nx + acc + 1) * count * sizeof(T), count,
+				 aligned, add_fwd<T, 1>, add_fwd<T, VN<T>::n>, a, nx, acc, relu_after,
+				 y, count);
 }
 
 template <class T>
@@ -238,10 +228,9 @@ static cudaError_t add_grad(const cuk_run *r, const many<T> &a, int ndx, int rel
 	int aligned = aligned16(y) && aligned16(dy), outs = 0;
 	for (int k = 0; k < ndx; k++)
 		aligned &= aligned16(a.dx[k]), outs += a.dx[k] != NULL;
-	double b = (double)(1 + relu_y + outs) * count * sizeof(T);
-	return aligned ? go(r, "add_bwd", b, flat(r, count / VN<T>::n), add_bwd<T, VN<T>::n>, a, ndx,
-			    relu_y, y, dy, count)
-		       : go(r, "add_bwd", b, flat(r, count), add_bwd<T, 1>, a, ndx, relu_y, y, dy, count);
+	return go_flat<VN<T>::n>(r, "add_bwd", (double)(1 + relu_y + outs) * count * sizeof(T),
+				 count, aligned, add_bwd<T, 1>, add_bwd<T, VN<T>::n>, a, ndx, relu_y, y,
+				 dy, count);
 }
 
 } /* namespace cuk */
@@ -316,12 +305,9 @@ static int dropout_forward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	const float *fx = (const float *)gx;
 	float *fy = (float *)gy;
 	uint8_t *m = (uint8_t *)mask;
-	if (all_aligned(fx, fy))
-		CUDA_LAUNCH(go(r, "dropout_fwd", b, flat(r, count / 4), dropout_fwd<4>, fx, fy, m, count,
-			       base, step_at, ctx->seed, l->index, threshold, scale));
-	else
-		CUDA_LAUNCH(go(r, "dropout_fwd", b, flat(r, count), dropout_fwd<1>, fx, fy, m, count,
-			       base, step_at, ctx->seed, l->index, threshold, scale));
+	CUDA_LAUNCH(go_flat<4>(r, "dropout_fwd", b, count, all_aligned(fx, fy), dropout_fwd<1>,
+			       dropout_fwd<4>, fx, fy, m, count, base, step_at, ctx->seed, l->index,
+			       threshold, scale));
 	return cuda_end(ctx);
 }
 
@@ -344,12 +330,8 @@ static int dropout_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 	const float *fdy = (const float *)gdy;
 	float *fdx = (float *)gdx;
 	const uint8_t *m = (const uint8_t *)mask;
-	if (all_aligned(fdy, fdx))
-		CUDA_LAUNCH(go(r, "dropout_bwd", b, flat(r, count / 4), dropout_bwd<4>, m, fdy, fdx,
-			       count, scale));
-	else
-		CUDA_LAUNCH(go(r, "dropout_bwd", b, flat(r, count), dropout_bwd<1>, m, fdy, fdx, count,
-			       scale));
+	CUDA_LAUNCH(go_flat<4>(r, "dropout_bwd", b, count, all_aligned(fdy, fdx), dropout_bwd<1>,
+			       dropout_bwd<4>, m, fdy, fdx, count, scale));
 	return cuda_end(ctx);
 }
 

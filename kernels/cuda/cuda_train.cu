@@ -231,12 +231,8 @@ extern "C" int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float
 	const cuk_run *r = cuda_run(ctx);
 	float *fw = (float *)dw, *fv = (float *)dv;
 	const float *fg = (const float *)dg, *lr_at = r->vars ? &r->vars->lr : NULL;
-	if (all_aligned(fw, fg, fv))
-		CUDA_LAUNCH(go(r, "sgd", 5.0 * bytes, flat(r, count / 4), sgd_k<4>, fw, fg, fv, count, lr,
-			       lr_at, mu, wd));
-	else
-		CUDA_LAUNCH(go(r, "sgd", 5.0 * bytes, flat(r, count), sgd_k<1>, fw, fg, fv, count, lr,
-			       lr_at, mu, wd));
+	CUDA_LAUNCH(go_flat<4>(r, "sgd", 5.0 * bytes, count, all_aligned(fw, fg, fv), sgd_k<1>,
+			       sgd_k<4>, fw, fg, fv, count, lr, lr_at, mu, wd));
 	return cuda_end(ctx);
 }
 
@@ -256,10 +252,8 @@ extern "C" int cuda_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype
 		using T = decltype(tag);
 		T *ty = (T *)dy;
 		const T *tx = (const T *)dx;
-		if (all_aligned(ty, tx))
-			return go(r, "accumulate", 3.0 * bytes, flat(r, count / VN<T>::n),
-				  accumulate_k<T, VN<T>::n>, ty, tx, count);
-		return go(r, "accumulate", 3.0 * bytes, flat(r, count), accumulate_k<T, 1>, ty, tx, count);
+		return go_flat<VN<T>::n>(r, "accumulate", 3.0 * bytes, count, all_aligned(ty, tx),
+					 accumulate_k<T, 1>, accumulate_k<T, VN<T>::n>, ty, tx, count);
 	}));
 	return cuda_end(ctx);
 }
@@ -278,12 +272,8 @@ extern "C" int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float i
 		return -1;
 	const cuk_run *r = cuda_run(ctx);
 	float *fg = (float *)dg;
-	if (aligned16(fg))
-		CUDA_LAUNCH(go(r, "unscale", 8.0 * count, flat(r, count / 4), unscale_k<4>, fg, count, inv,
-			       (int *)dbad));
-	else
-		CUDA_LAUNCH(go(r, "unscale", 8.0 * count, flat(r, count), unscale_k<1>, fg, count, inv,
-			       (int *)dbad));
+	CUDA_LAUNCH(go_flat<4>(r, "unscale", 8.0 * count, count, aligned16(fg), unscale_k<1>,
+			       unscale_k<4>, fg, count, inv, (int *)dbad));
 	if (cuda_end(ctx))
 		return -1;
 	*finite = !bad;

@@ -272,6 +272,17 @@ static inline grid2 flat(const cuk_run *r, size_t items)
 	return q;
 }
 
+/* A flat kernel over count values: its vector instance kv (V values a
+ * thread) where every pointer is aligned, else k1 (one value a thread). */
+template <int V, class K1, class KV, class... A>
+cudaError_t go_flat(const cuk_run *r, const char *name, double bytes, size_t count, int aligned,
+		    K1 k1, KV kv, A... a)
+{
+	if (aligned)
+		return go(r, name, bytes, flat(r, count / V), kv, a...);
+	return go(r, name, bytes, flat(r, count), k1, a...);
+}
+
 /* f(T{}) with T the element type that t names (fp32 or bf16). */
 template <class F> auto typed(enum ops_dtype t, F f)
 {

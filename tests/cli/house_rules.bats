@@ -86,7 +86,6 @@ shared = {  # header: the module it is the face of
     "kernels/cpu/cpu.h": "kernels/cpu/cpu",
     "kernels/cuda/cuda.h": "kernels/cuda/cuda",               # the backend: tables, families, libraries
     "kernels/cuda/cuda_ctx.h": "kernels/cuda/cuda",
-    "kernels/cuda/cuda_v1.h": "kernels/cuda/cuda",
     "kernels/cuda/cuk.cuh": "kernels/cuda/cuda",              # the families' kernels' common part
     "kernels/cuda/cuk_host.h": "kernels/cuda/cuda",           # and its host stand-in for CUDA
 }

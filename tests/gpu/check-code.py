@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check-code.py: is the compiled code of the cuda backend's kernel families
-(kernels/cuda/cuda_<family>.cu, not the v1 kernels) what it was written to be?
+(kernels/cuda/cuda_<family>.cu) what it was written to be?
 
   check-code.py ptx    BUILD   the PTX and ptxas reports `make` keeps beside
                                each family's object (BUILD/obj/kernels/cuda/
@@ -70,10 +70,9 @@ def main():
     if len(sys.argv) != 3 or sys.argv[1] not in ("ptx", "sass"):
         sys.exit(__doc__)
     mode, build = sys.argv[1], sys.argv[2]
-    # the families' objects: those of kernels/cuda/*.cu but the v1 kernels'
+    # the families' objects: those of kernels/cuda/*.cu
     objs = sorted(o for o in glob.glob(os.path.join(build, "obj/kernels/cuda/cuda_*.o"))
-                  if not os.path.basename(o).startswith("cuda_v1_") and
-                  os.path.exists(os.path.join("kernels/cuda", os.path.basename(o)[:-2] + ".cu")))
+                  if os.path.exists(os.path.join("kernels/cuda", os.path.basename(o)[:-2] + ".cu")))
     if not objs:
         print(f"check-code: no kernel family objects under {build}/obj/kernels/cuda (a build without CUDA?)")
         return 1

@@ -22,10 +22,12 @@
 #  3. the variant matrix: ResNet-50 (AIPerf's start graph) at batch 256,
 #     bf16, WARMUP + STEPS steps of bench_train a variant, one line each:
 #     variant img/s ms/step x_torch mfu launches syncs h2d_MB graph_nodes conv1
-#     for the first kernels (v1), the kernel families, + the batch on the
-#     device, + cudnnFind, + the CUDA graph, and the batch pinned (the
-#     trainer's own way in); PyTorch AMP once before them (autocast,
-#     channels_last, its batch on the device);
+#     for the kernel families with the batch staged by the first
+#     convolution, + the batch on the device, + cudnnFind, + the CUDA
+#     graph, and the batch pinned (the trainer's own way in; the first
+#     kernels were measured beside these on 2026-11-28, docs/cuda.md, and
+#     left); PyTorch AMP once before them (autocast, channels_last, its
+#     batch on the device);
 #  4. aah-trial --backend auto on the Fashion-MNIST subset with the ledger
 #     (AAH_CUDA_LEDGER=1): it must pick cuda and write result.json;
 #  5. Nsight Compute on one eager step of the best variant: the top 12
@@ -244,8 +246,7 @@ else
 		fi
 	fi
 	common=(AAH_PRECISION=bf16)
-	V=("v1            AAH_CUDA_KERNELS=v1 AAH_CUDA_FIND=0 AAH_CUDA_GRAPH=0 pageable"
-		"families      AAH_CUDA_FIND=0 AAH_CUDA_GRAPH=0 pageable"
+	V=("families      AAH_CUDA_FIND=0 AAH_CUDA_GRAPH=0 pageable"
 		"+device-input AAH_CUDA_FIND=0 AAH_CUDA_GRAPH=0 device"
 		"+find         AAH_CUDA_GRAPH=0 device"
 		"+graph        AAH_CUDA_GRAPH=1 device"
@@ -339,8 +340,11 @@ elif in_time 30 "AIPerf's batch"; then
 	say "AIPerf's rule: 14 x $(((total_mib + 512) / 1024)) GiB = $asked; the plan fits ${fits:-?} in $free_mib MiB free"
 	rule=$fits
 	num "${fits:-}" && [ "$fits" -gt "$asked" ] && rule=$asked   # the rule's batch, where it fits
+	# the heuristics' algorithms: measuring them anew at this batch takes
+	# longer than the part has
 	if num "${rule:-}" && [ "$rule" -gt 0 ] &&
-		bench "aiperf-batch" 45 AAH_PRECISION=bf16 -- "$R50" "$rule" 1 3 2 --input pinned; then
+		bench "aiperf-batch" 45 AAH_PRECISION=bf16 AAH_CUDA_FIND=0 -- "$R50" "$rule" 1 3 2 \
+			--input pinned; then
 		say "$(awk -v i="$ips" -v r="$rule" '{ printf "batch %d: %s img/s; the steps took %.2f GiB of the device, the plan says %.2f GiB", r, i, $1 / 2^30, $3 / 2^30 }' <<<"${B[mem]}")"
 	fi
 fi

@@ -161,7 +161,7 @@ static int share(void *arg, void *id, size_t len)
 /* A communicator of one rank: rank 0 makes the id and shares it, the
  * mean over one rank is the buffer itself, and the runner's NCCL_COMM_ID
  * (which would make NCCL listen on the rendezvous's port) is cleared. Two
- * ranks need two GPUs: tests/gpu/run-on-device.sh's machines have one. */
+ * ranks need two GPUs: tests/gpu/lease.sh's machines have one. */
 Test(kernels_gpu, device_allreduce_over_one_rank)
 {
 	size_t nb;
