@@ -116,7 +116,9 @@ struct ops_layer {
 	float *gamma, *dgamma, *beta, *dbeta;   /* batchnorm: (C) */
 	float *run_mean, *run_var;          /* batchnorm running stats: (C) */
 	float *save_mean, *save_var;        /* batchnorm batch stats: (C) */
-	uint8_t *mask;                      /* dropout keep mask: (N, H, W, C) */
+	uint8_t *mask;                      /* dropout's keep mask, or max pooling's
+					     * argmax (ops_layer_ops.keeps_mask):
+					     * (N, H, W, C) of the output */
 	/* conv2d: the types its last pass read its operands in and stored its
 	 * sums in before any cast to fp32, set by the backend: a layer may
 	 * compute in fp32 where ctx->conv_type asks bf16 (cpu_conv.c), and a
@@ -227,6 +229,12 @@ struct ops_layer_ops {
 	 * tensor of 2^31 values), from the shapes alone; NULL or 0: none. The
 	 * memory plan caps the batch by it (trialimg/memplan.h). */
 	int (*max_batch)(const struct ops_ctx *ctx, const struct ops_layer *l);
+	/* maxpool: the training forward writes in ops_layer.mask, a byte per
+	 * output value, where in its window the maximum was (ky * K + kx),
+	 * and the backward reads it instead of finding the maxima again; the
+	 * model keeps it from one pass to the other, as dropout's mask
+	 * (trialimg/memplan.h). With mask NULL the op finds them again. */
+	int keeps_mask;
 };
 
 enum {

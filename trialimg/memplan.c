@@ -250,6 +250,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	p->n_layers = n;
 	p->input = ctx && ctx->be->upload && !m->host_input;
 	p->type = xcalloc((size_t)n + 1, sizeof(*p->type));
+	p->masked = xcalloc((size_t)n + 1, 1);
 	plan_types(p, m, ctx);
 	int max_in = 1;
 	for (int i = 0; i < n; i++)
@@ -287,9 +288,11 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		nparams += L->n_weights + L->n_biases;
 		if (L->op.cfg.type == OPS_BATCHNORM)
 			nstats += 4 * (size_t)L->op.out.c;
-		if (L->op.cfg.type == OPS_DROPOUT)
-			nmask += vals;
 		const struct ops_layer_ops *lo = ctx ? ctx->be->layer[L->op.cfg.type] : NULL;
+		p->masked[i] = L->op.cfg.type == OPS_DROPOUT ||
+			       (L->op.cfg.type == OPS_MAXPOOL && lo && lo->keeps_mask);
+		if (p->masked[i])
+			nmask += vals;
 		if (lo && lo->max_batch) {
 			struct ops_layer op = typed(p, L, lay, in_type, in_layout);
 			int most = lo->max_batch(ctx, &op);
@@ -398,7 +401,7 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	    carve_add(c, "batchnorm statistics", (nstats ? nstats : 1) * sizeof(float)) < 0 ||
 	    carve_add(c, "activations", acts) < 0 || carve_add(c, "activation gradients", dacts) < 0 ||
 	    carve_add(c, "fan-out gradients", (size_t)rows * p->scratch_stride) < 0 ||
-	    carve_add(c, "dropout masks", nmask) < 0 || carve_add(c, "input", input_layout(p, m, NULL, &in)) < 0) {
+	    carve_add(c, "masks", nmask) < 0 || carve_add(c, "input", input_layout(p, m, NULL, &in)) < 0) {
 		memplan_release(p);
 		return -1;
 	}
@@ -418,6 +421,7 @@ void memplan_release(struct memplan *p)
 	free(p->rec_last);
 	free(p->rec_at);
 	free(p->type);
+	free(p->masked);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -489,7 +493,8 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	fprintf(out, "  activation gradients  %9.2f  (the most live at once; %.2f with one buffer each)\n",
 		mb(c->r[MEMPLAN_DACTS].bytes, n), mb(p->dacts_unshared, n));
 	fprintf(out, "  fan-out gradients     %9.2f\n", mb(c->r[MEMPLAN_SCRATCH].bytes, n));
-	fprintf(out, "  dropout masks         %9.2f\n", mb(c->r[MEMPLAN_MASKS].bytes, n));
+	fprintf(out, "  masks                 %9.2f  (dropout's; max pooling's argmax on a GPU)\n",
+		mb(c->r[MEMPLAN_MASKS].bytes, n));
 	if (p->input)
 		fprintf(out, "  input slot            %9.2f  (the batch as the first layers read it, "
 			"%s, and its fp32 upload)\n", mb(c->r[MEMPLAN_INPUT].bytes, n),

@@ -25,8 +25,9 @@
  *   (which reads it last); buffers whose lives do not overlap share bytes;
  * - the fan-out scratch: a later reader's part of the gradient of a tensor
  *   with several readers, added into the first one's;
- * - the dropout masks and the workspace the backend keeps per layer
- *   (ops_layer_ops.workspace);
+ * - the masks (dropout's; max pooling's argmax where the backend keeps
+ *   it, ops_layer_ops.keeps_mask) and the workspace the backend keeps per
+ *   layer (ops_layer_ops.workspace);
  * - where the backend uploads the batch (ops_backend.upload: a device),
  *   the input slot: the batch in the type the first layers read (bf16
  *   where all of them take it), its labels, the step's variables, and
@@ -98,6 +99,10 @@ struct memplan {
 				  * it is recomputed: the last reader whose
 				  * backward reads it, else itself where its own
 				  * backward reads it; -1: none does (or kept) */
+	char *masked;            /* (n_layers) the layer keeps a byte per output
+				  * value from its forward to its backward
+				  * (ops_layer.mask: dropout, and max pooling
+				  * where the op keeps its argmax) */
 	size_t acts_kept;        /* MEMPLAN_ACTS: the kept outputs' bytes, then
 				  * the recomputed ones' */
 	int max_batch;           /* the largest batch the backend's ops take

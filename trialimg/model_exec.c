@@ -40,7 +40,7 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 		nb += L->n_biases;
 		if (L->op.cfg.type == OPS_BATCHNORM)
 			nstats += 4 * (size_t)L->op.out.c;
-		if (L->op.cfg.type == OPS_DROPOUT)
+		if (plan->masked[i])
 			nmask += (size_t)batch * ops_shape_size(&L->op.out);
 		if (L->op.n_in > max_in)
 			max_in = L->op.n_in;
@@ -134,12 +134,12 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 				op->run_var[k] = 1.0f;
 			break;
 		}
-		case OPS_DROPOUT:
-			op->mask = m->masks + pm;
-			pm += t;
-			break;
 		default:
 			break;
+		}
+		if (m->plan.masked[i]) {   /* dropout's, or max pooling's argmax */
+			op->mask = m->masks + pm;
+			pm += t;
 		}
 	}
 	return 0;

@@ -7,8 +7,12 @@
  * channels of it; the position is its row of the channel grid (cuk.cuh),
  * split into sample, row and column once per W values. The backward
  * passes gather: each input adds what the windows holding it owe it, in
- * the windows' order (ref's), and stores once; max pooling finds each
- * window's first largest value again from x (no state between passes). */
+ * the windows' order (ref's), and stores once. Max pooling's training
+ * forward keeps, a byte per output value, where in its window the first
+ * largest value was (ops_layer.mask, which the model keeps between the
+ * passes); its backward compares an input's place in each window with
+ * that byte. Without the mask (a layer the model gave none) the backward
+ * finds each window's maximum again from x. */
 #include "kernels/cuda/cuk.cuh"
 
 namespace cuk {
@@ -73,7 +77,15 @@ __device__ __forceinline__ void window_max(const geo &p, const T *x, int s, win 
 		}
 }
 
-template <class T, int W> __global__ void maxpool_fwd(geo p, const T *x, T *y)
+/* input (y, x)'s place in output (oy, ox)'s window, counted from its
+ * unclipped corner: ky * K + kx */
+__device__ __forceinline__ int place(const geo &p, int oy, int ox, int y, int x)
+{
+	return (y - (oy * p.stride - p.pt)) * p.k + (x - (ox * p.stride - p.pl));
+}
+
+/* mask: NULL, or the argmax's place for each output value */
+template <class T, int W> __global__ void maxpool_fwd(geo p, const T *x, T *y, uint8_t *mask)
 {
 	int ch0 = CH0(W);
 	if (ch0 >= p.c)
@@ -84,6 +96,40 @@ template <class T, int W> __global__ void maxpool_fwd(geo p, const T *x, T *y)
 		int where[W];
 		window_max<T, W>(p, x, s, window(p, oy, ox), ch0, top, where);
 		st<T, W>(y + r * p.c + ch0, top);
+		if (mask)
+#pragma unroll
+			for (int k = 0; k < W; k++)
+				mask[r * p.c + ch0 + k] =
+					(uint8_t)place(p, oy, ox, where[k] / p.w, where[k] % p.w);
+	}
+}
+
+/* the backward from the forward's mask: dy of every window whose argmax
+ * is this input, in the windows' order */
+template <class T, int W>
+__global__ void maxpool_bwd_mask(geo p, const uint8_t *mask, const T *dy, T *dx)
+{
+	int ch0 = CH0(W);
+	if (ch0 >= p.c)
+		return;
+	ROWS(r, (size_t)p.n * p.h * p.w) {
+		int xx = (int)(r % p.w), t = (int)(r / p.w), yy = t % p.h, s = t / p.h;
+		int oy0, oy1, ox0, ox1;
+		windows_over(yy, p.pt, p.k, p.stride, p.oh, &oy0, &oy1);
+		windows_over(xx, p.pl, p.k, p.stride, p.ow, &ox0, &ox1);
+		float g[W] = {};
+		for (int oy = oy0; oy <= oy1; oy++)
+			for (int ox = ox0; ox <= ox1; ox++) {
+				size_t o = at_out(p, s, oy, ox) + ch0;
+				uint8_t me = (uint8_t)place(p, oy, ox, yy, xx);
+				float d[W];
+				ld<T, W>(dy + o, d);
+#pragma unroll
+				for (int k = 0; k < W; k++)
+					if (mask[o + k] == me)
+						g[k] += d[k];
+			}
+		st<T, W>(dx + r * p.c + ch0, g);
 	}
 }
 
@@ -208,6 +254,12 @@ using namespace cuk;
 
 /* ---- host ops --------------------------------------------------------------------- */
 
+/* whether the layer has a mask and a window's places fit its bytes */
+static int mask_fits(const struct ops_layer *l)
+{
+	return l->mask && l->cfg.kernel * l->cfg.kernel <= 256;
+}
+
 static geo geo_of(const struct ops_layer *l, int n)
 {
 	const struct ops_shape *s = &l->in[0];
@@ -229,7 +281,6 @@ static cudaError_t pool_go(const cuk_run *r, const char *name, double bytes, siz
 static int pool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 			float *y, int train)
 {
-	(void)train;
 	size_t nx = (size_t)n * ops_shape_size(&l->in[0]), ny = (size_t)n * ops_shape_size(&l->out);
 	enum ops_dtype tx = ops_in_type(l, 0), ty = l->out_type;
 	void *gx, *gy;
@@ -257,14 +308,18 @@ static int pool_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 		return cuda_end(ctx);
 	}
 	int max = l->cfg.type == OPS_MAXPOOL;
+	void *gmask = NULL;   /* the argmax, for the backward: training only */
+	if (max && train && mask_fits(l) && cuda_out(ctx, l->mask, ny, 0, &gmask))
+		return -1;
 	CUDA_LAUNCH(typed(ty, [&](auto tag) {
 		using T = decltype(tag);
 		const T *X = (const T *)gx;
 		T *Y = (T *)gy;
+		uint8_t *M = (uint8_t *)gmask;
 		int vec = vec_fits<T>(p.c, X, Y);
 		size_t rows = (size_t)n * p.oh * p.ow;
-		return max ? pool_go<T>(r, "maxpool_fwd", bytes, rows, p.c, vec, maxpool_fwd<T, 1>,
-					maxpool_fwd<T, VN<T>::n>, p, X, Y)
+		return max ? pool_go<T>(r, "maxpool_fwd", bytes + (M ? ny : 0), rows, p.c, vec,
+					maxpool_fwd<T, 1>, maxpool_fwd<T, VN<T>::n>, p, X, Y, M)
 			   : pool_go<T>(r, "avgpool_fwd", bytes, rows, p.c, vec, avgpool_fwd<T, 1>,
 					avgpool_fwd<T, VN<T>::n>, p, X, Y);
 	}));
@@ -277,16 +332,18 @@ static int pool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	(void)y;
 	size_t nx = (size_t)n * ops_shape_size(&l->in[0]), ny = (size_t)n * ops_shape_size(&l->out);
 	enum ops_dtype tx = ops_in_type(l, 0), ty = l->out_type;
-	void *gx = NULL, *gdy, *gdx;
+	void *gx = NULL, *gdy, *gdx, *gmask = NULL;
 	geo p = geo_of(l, n);
-	int max = l->cfg.type == OPS_MAXPOOL;
+	int max = l->cfg.type == OPS_MAXPOOL, masked = max && mask_fits(l);
 	if (!dx[0])
 		return 0;
-	if (cuda_begin(ctx) || (max && cuda_in(ctx, x[0], cuda_bytes(nx, tx), &gx)) ||
+	if (cuda_begin(ctx) || (max && !masked && cuda_in(ctx, x[0], cuda_bytes(nx, tx), &gx)) ||
+	    (masked && cuda_in(ctx, l->mask, ny, &gmask)) ||
 	    cuda_in(ctx, dy, cuda_bytes(ny, ty), &gdy) || cuda_out(ctx, dx[0], cuda_bytes(nx, tx), 0, &gdx))
 		return -1;
 	const cuk_run *r = cuda_run(ctx);
-	double bytes = (double)cuda_bytes(nx, tx) * (max ? 2 : 1) + (double)cuda_bytes(ny, ty);
+	double bytes = (double)cuda_bytes(nx, tx) * (max && !masked ? 2 : 1) +
+		       (double)cuda_bytes(ny, ty) + (masked ? (double)ny : 0);
 	size_t rows = (size_t)n * p.h * p.w;
 	if (l->cfg.type == OPS_GLOBAL_AVG_POOL) {
 		CUDA_LAUNCH(typed(tx, [&](auto xtag) {
@@ -308,6 +365,9 @@ static int pool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 		const T *X = (const T *)gx, *DY = (const T *)gdy;
 		T *DX = (T *)gdx;
 		int vec = vec_fits<T>(p.c, X, DY, DX);
+		if (masked)
+			return pool_go<T>(r, "maxpool_bwd", bytes, rows, p.c, vec, maxpool_bwd_mask<T, 1>,
+					  maxpool_bwd_mask<T, VN<T>::n>, p, (const uint8_t *)gmask, DY, DX);
 		return max ? pool_go<T>(r, "maxpool_bwd", bytes, rows, p.c, vec, maxpool_bwd<T, 1>,
 					maxpool_bwd<T, VN<T>::n>, p, X, DY, DX)
 			   : pool_go<T>(r, "avgpool_bwd", bytes, rows, p.c, vec, avgpool_bwd<T, 1>,
@@ -322,6 +382,7 @@ extern "C" const struct ops_layer_ops cuda_maxpool_ops = {
 	.forward = pool_forward,
 	.backward = pool_backward,
 	.bf16 = 1,
+	.keeps_mask = 1,
 };
 
 extern "C" const struct ops_layer_ops cuda_avgpool_ops = {
