@@ -30,7 +30,9 @@
  * layer for which cuDNN lists no usable algorithm (a first layer of 1 or 3
  * input channels may have none in the legacy API) falls back to fp32, saying
  * so once, converting its 16-bit tensors: it is not padded to 8 channels. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/cuda/cuda_ctx.h"
 
@@ -111,6 +113,28 @@ static int usable(const struct algo_choice *c, int n, int direct)
 
 static const char *const pass_name[] = {"forward", "backward-data", "backward-filter"};
 
+/* AAH_CUDA_ALGO_LOG=1: one stderr line a pass of a layer as its plan is
+ * made, the heuristics' pick and what they listed before it that needed
+ * more than CONV_WS_MAX (at AIPerf's batch the first choices may: the
+ * lease's part 7 asks). */
+static void log_pick(int layer, int n, enum pass which, const struct algo_choice *c, int pick)
+{
+	const char *v = getenv("AAH_CUDA_ALGO_LOG");
+	if (!v || strcmp(v, "1") != 0)
+		return;
+	int over = 0, first = -1;
+	for (int k = 0; k < pick; k++)
+		if (c[k].status == CUDNN_STATUS_SUCCESS && c[k].memory > CONV_WS_MAX && over++ == 0)
+			first = k;
+	fprintf(stderr, "cuda conv layer %d batch %d %s: algo %d math %d %.1f MiB; %d listed before it "
+		"need more than %zu MiB", layer, n, pass_name[which], c[pick].algo, c[pick].math,
+		(double)c[pick].memory / (1 << 20), over, CONV_WS_MAX >> 20);
+	if (first >= 0)
+		fprintf(stderr, " (the first: algo %d, %.1f MiB)", c[first].algo,
+			(double)c[first].memory / (1 << 20));
+	fputc('\n', stderr);
+}
+
 /* p's algorithm, math and workspace for a pass */
 static void set_pass(struct conv_plan *p, enum pass which, int algo, int math, size_t ws)
 {
@@ -135,7 +159,7 @@ static void set_pass(struct conv_plan *p, enum pass which, int algo, int math, s
 /* cuDNN's heuristics for every pass (cudnnGet*Algorithm_v7): the first
  * listed that can run here, or with --conv_algo direct the implicit-GEMM
  * one where it can. */
-static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
+static int pick_algos(struct ops_ctx *ctx, const struct ops_layer *l, struct conv_plan *p)
 {
 	cudnnHandle_t h = cuda_ctx(ctx)->dnn;
 	int direct = ctx->conv_algo == OPS_CONV_DIRECT, got = 0;
@@ -162,6 +186,8 @@ static int pick_algos(struct ops_ctx *ctx, struct conv_plan *p)
 		if ((pick[k] = usable(ch[k], n[k], direct ? implicit[k] : -1)) < 0)
 			return error("cuDNN has no %s convolution algorithm for this layer within "
 				     "%zu MiB of workspace", pass_name[k], CONV_WS_MAX >> 20), NO_ALGO;
+	for (int k = 0; k < 3; k++)
+		log_pick(l->index, p->n, (enum pass)k, ch[k], pick[k]);
 	CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
 		h, p->x, p->w, p->conv, p->y, (cudnnConvolutionFwdAlgo_t)ch[FWD][pick[FWD]].algo,
 		&sz[FWD]));
@@ -231,7 +257,7 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, enum
 	if (on != n || oc != l->out.c || oh != l->out.h || ow != l->out.w)
 		return error("conv2d layer %d: cuDNN computes a %dx%dx%d output, the model %dx%dx%d",
 			     l->index, oh, ow, oc, l->out.h, l->out.w, l->out.c);
-	return pick_algos(ctx, p);
+	return pick_algos(ctx, l, p);
 }
 
 /* The layer's plan for batch size n, made on first use. */

@@ -47,6 +47,8 @@
 # to $OUT/lease-matrix.txt, as the run goes: a timeout keeps what finished.
 # Without a GPU (here) the same script is its dry run: every part fails
 # for want of a device, in under a minute (tests/cli/gpu_check.bats).
+# LEASE_PARTS="7 8" runs those parts alone (and the preflight), for a
+# second call that measures what the first ran out of time for.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 . tests/gpu/gpu-env.sh   # GPU_BINS, gpu_collect, gpu_unpack, gpu_lib_path
@@ -95,6 +97,8 @@ in_time() {
 		return 1
 	fi
 }
+# want N: part N runs (LEASE_PARTS, "3 7" say, picks parts; all by default)
+want() { [ -z "${LEASE_PARTS:-}" ] || [[ " $LEASE_PARTS " == *" $1 "* ]]; }
 # capped CAP CMD...: CMD under timeout, at most CAP s and what is left, never below 1 s
 capped() {
 	local t
@@ -143,6 +147,7 @@ if [ "$missing" -ne 0 ]; then
 fi
 
 # ---- 1. the families' code -----------------------------------------------------------
+if want 1; then
 say "== 1. the kernel families' SASS $(stamp)"
 if command -v cuobjdump >/dev/null && [ -d "$BUILD/obj/kernels/cuda" ]; then
 	out=$(capped 30 /usr/bin/env python3 tests/gpu/check-code.py sass "$BUILD" 2>&1)
@@ -154,8 +159,10 @@ if command -v cuobjdump >/dev/null && [ -d "$BUILD/obj/kernels/cuda" ]; then
 else
 	failed "check-code: no cuobjdump here, or no objects in $BUILD/obj/kernels/cuda"
 fi
+fi
 
 # ---- 2. op tests and the training test ------------------------------------------------
+if want 2; then
 say "== 2. op tests against kernels/ref, and the training test $(stamp)"
 run_test() {   # NAME CAP: one Criterion binary, 16 cases at a time
 	local t=$1 out rc
@@ -172,6 +179,7 @@ for t in test_kernels_ref:90 test_kernels_cast:30 test_precision:20 test_kernels
 	test_monitor_sampling:20 test_kernels_train_gpu:40; do
 	in_time 15 "${t%%:*}" && run_test "${t%%:*}" "${t##*:}" || fail=1
 done
+fi
 
 # ---- 3. the variant matrix ---------------------------------------------------------
 case "$gpu_name" in   # dense bf16 tensor-core peak, TFLOPS
@@ -195,6 +203,7 @@ bench() {
 	out=$(capped "$cap" "${AAH_ENV[@]}" AAH_BACKEND=cuda AAH_BENCH_FLOPS=1 "${envs[@]}" \
 		"$BUILD/bench/bench_train" "$@" 2>&1)
 	rc=$?
+	BENCH_OUT=$out   # the last bench's whole output, for a part that reads more of it
 	logged "bench $name: ${envs[*]} $* (exit $rc)" "$out"
 	ips=$(tail -n 1 <<<"$out")
 	B=()
@@ -222,6 +231,7 @@ row() {   # NAME: the matrix's line for the last bench
 	say "$r $(stamp)"
 	echo "$r" >>"$MATRIX"
 }
+if want 3; then
 say "== 3. ResNet-50, batch $BATCH, bf16: the variants beside PyTorch AMP $(stamp)"
 header=$(printf '%-16s %8s %8s %7s %6s %8s %5s %8s %11s %s' variant img/s ms/step x_torch mfu launches syncs h2d_MB graph_nodes conv1)
 say "$header"
@@ -274,8 +284,10 @@ else
 	done
 	[ -n "$best" ] && say "fastest: $best ($best_ips img/s)"
 fi
+fi
 
 # ---- 4. aah-trial --backend auto ---------------------------------------------------
+if want 4; then
 say "== 4. aah-trial --backend auto on Fashion-MNIST ($DATA) $(stamp)"
 if in_time 20 "aah-trial --backend auto"; then
 	tdir=$(mktemp -d)
@@ -302,8 +314,10 @@ if in_time 20 "aah-trial --backend auto"; then
 else
 	fail=1
 fi
+fi
 
 # ---- 5. where the step's time goes -------------------------------------------------
+if want 5; then
 say "== 5. Nsight Compute: one eager step, the top 12 kernels $(stamp)"
 ncu=$(command -v ncu || compgen -G '/opt/nvidia/nsight-compute/*/ncu' | tail -n 1)
 if [ -z "$ncu" ]; then
@@ -319,8 +333,10 @@ elif [ -f "$R50" ] && in_time 60 "Nsight Compute"; then
 	rm -f "$OUTDIR/.ncu.out"
 	say "$(/usr/bin/env python3 tests/gpu/ncu-top.py "$OUTDIR/ncu-step.csv" 12 2>&1)"
 fi
+fi
 
 # ---- 6. fp16 beside bf16 -------------------------------------------------------------
+if want 6; then
 say "== 6. fp16 (dynamic loss scale) beside bf16: the loss after 50 steps $(stamp)"
 for prec in bf16 fp16; do
 	in_time 20 "$prec 50 steps" || { fail=1; continue; }
@@ -329,8 +345,10 @@ for prec in bf16 fp16; do
 			"${B[loss]:-?}" "$ips" "${B[conv1]:-?}" "${B[graph_nodes]:-0}")"
 	fi
 done
+fi
 
 # ---- 7. AIPerf's batch, as the plan caps it -----------------------------------------------
+if want 7; then
 say "== 7. ResNet-50 at AIPerf's batch: device memory beside the plan $(stamp)"
 if [ "$gpu_name" = none ]; then
 	failed "AIPerf's batch: no GPU to size it by"
@@ -348,13 +366,18 @@ elif in_time 30 "AIPerf's batch"; then
 	# the heuristics' algorithms: measuring them anew at this batch takes
 	# longer than the part has
 	if num "${rule:-}" && [ "$rule" -gt 0 ] &&
-		bench "aiperf-batch" 45 AAH_PRECISION=bf16 AAH_CUDA_FIND=0 -- "$R50" "$rule" 1 3 2 \
+		bench "aiperf-batch" 45 AAH_PRECISION=bf16 AAH_CUDA_FIND=0 AAH_CUDA_ALGO_LOG=1 -- "$R50" "$rule" 1 3 2 \
 			--input pinned; then
 		say "$(awk -v i="$ips" -v r="$rule" '{ printf "batch %d: %s img/s; the steps took %.2f GiB of the device, the plan says %.2f GiB", r, i, $1 / 2^30, $3 / 2^30 }' <<<"${B[mem]}")"
+		# 2026-11-28: 528.8 img/s at 1960 against 6190 at 256 (heuristics
+		# both): are the heuristics' first algorithms past CONV_WS_MAX there?
+		say "cuDNN's heuristics at batch $rule: $(grep -c '; [1-9][0-9]* listed before it' <<<"$BENCH_OUT") of $(grep -c '^cuda conv layer' <<<"$BENCH_OUT") passes passed over a first choice for its workspace (the picks: lease-log.txt)"
 	fi
+fi
 fi
 
 # ---- 8. compute-sanitizer ------------------------------------------------------------
+if want 8; then
 say "== 8. compute-sanitizer on a small training run $(stamp)"
 if ! command -v compute-sanitizer >/dev/null; then
 	say "compute-sanitizer: not installed here"
@@ -373,6 +396,7 @@ else
 		say "compute-sanitizer $tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' <<<"$out" | head -n 2 | tr '\n' ' ')"
 		if [ "$rc" -ne 0 ] && [ "$rc" -lt 124 ]; then fail=1; fi
 	done
+fi
 fi
 say "done in $((SECONDS - t_start)) s: exit $fail"
 exit $fail
