@@ -6,6 +6,7 @@
 #include "runner/backend/backend.h"
 #include "runner/launch.h"
 #include "runner/lifecycle.h"     /* lifecycle_decide: what becomes of a trial */
+#include "runner/nni/nnitrial.h"  /* NNI's trial side: parameter.cfg, its records read back */
 #include "runner/scheduler_pool.h" /* scheduler_pool_claim, _tell, _facts, _leave */
 #include "runner/scheduler_progress.h" /* scheduler_progress_line */
 #include "runner/scheduler_tuner.h" /* the master tuner: propose, observe */
@@ -32,6 +33,7 @@ struct sched {
 	const struct scheduler_opts *opts;
 	struct aah_backend_ctx bctx;
 	struct scheduler_tuner tuner; /* master placement: its tuner */
+	struct nnitrial_watch nni;    /* what each NNI trial has reported so far */
 	struct slot *slots;
 	unsigned nslots;
 	unsigned created;         /* trials created so far (highest seq) */
@@ -79,7 +81,14 @@ static void decide(struct sched *s, const struct trial_rec *t, const struct aah_
 	char *dir = expdir_trial_dir(s->e->dir, t->seq);
 	struct lifecycle_in in = { .cfg = s->cfg, .trial = t, .job = st, .trial_dir = dir,
 				   .now = now, .stopping = s->stop, .timeup = s->timeup };
-	if (st && lifecycle_job_ended(st->state)) {
+	int ended = st && lifecycle_job_ended(st->state);
+	/* Its logs first (reaped once, here): an NNI trial's records may be in
+	 * them. Then what it reported, into aah's files, before they are read. */
+	if (ended)
+		backend_reap(&s->bctx, st->job, dir);
+	if (st)
+		(void)nnitrial_sync(&s->nni, s->cfg, s->e->dir, t->seq, ended);
+	if (ended) {
 		scheduler_pool_facts(s->cfg, s->e, t->seq, dir, &in.pool);
 		outcome_release(out);
 		/* a file it cannot read is said, and counts as none */
@@ -114,15 +123,6 @@ static int record_retry(struct sched *s, unsigned seq, unsigned attempt, const c
 	return experiment_record(s->e, EXPDIR_EV_TRIAL_RETRY, f);
 }
 
-/* Its job ended: its logs reaped, its slot freed. */
-static void job_gone(struct sched *s, unsigned seq, const struct aah_job_status *st)
-{
-	char *dir = expdir_trial_dir(s->e->dir, seq);
-	backend_reap(&s->bctx, st->job, dir);
-	free(dir);
-	free_slot(s, seq);
-}
-
 /* Trial seq's end is journaled: it leaves the pool, counts, and is shown. */
 static struct trial_rec *settled(struct sched *s, unsigned seq)
 {
@@ -139,8 +139,9 @@ static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status 
 {
 	struct trial_rec *t = experiment_trial(s->e, seq);
 	if (act->kind == LIFECYCLE_RESIZE || act->kind == LIFECYCLE_RELAUNCH) {
-		/* the same attempt again: fill_slots relaunches it with --resume */
-		job_gone(s, seq, st);
+		/* the same attempt again: fill_slots relaunches it with --resume
+		 * (its logs were reaped when this was decided) */
+		free_slot(s, seq);
 		return record_retry(s, seq, act->attempt, act->reason) < 0 ? -1 : 1;
 	}
 	cJSON *f = trial_fields(seq, t->attempt);
@@ -152,7 +153,7 @@ static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status 
 	cJSON_AddNumberToObject(f, "flops", out->flops);
 	if (experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f) < 0)
 		return -1;
-	job_gone(s, seq, st);
+	free_slot(s, seq);
 	t = settled(s, seq);
 	if (act->kind == LIFECYCLE_RETRY)
 		return record_retry(s, seq, act->attempt, act->reason);
@@ -208,6 +209,11 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	char **hosts = xcalloc(nodes, sizeof(*hosts));
 	if (r == 0 && master)
 		r = scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params);
+	/* NNI's trial side: a new run, the proposal as parameter.cfg (placement
+	 * trial: `propose --exec` writes it) */
+	if (r == 0 && (nnitrial_prepare(dir) < 0 ||
+		       (master && nnitrial_write_parameters(dir, seq, params) < 0)))
+		r = -1;
 	if (r == 0)
 		r = backend_place(&s->bctx, seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
 	if (r == 0) {
@@ -541,6 +547,7 @@ out_backend:
 	backend_fini(&s.bctx);
 out:
 	scheduler_tuner_release(&s.tuner);
+	nnitrial_watch_release(&s.nni);
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);
