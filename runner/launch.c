@@ -228,6 +228,8 @@ static void add_argv(struct launch_rank *r, const struct aah_launch *l,
 		strvec_push(a, "--");
 	}
 	launch_command_argv(a, cfg->trial.command);
+	if (cfg->nni)
+		return;   /* NNI's v2 form: as written; the trial reads parameter.cfg */
 	strvec_push(a, "--init_method");
 	strvec_pushf(a, "tcp://%s:%u", l->hosts[0], l->port);
 	if (!l->mpi) {

@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 /* The proposal as the trial takes it: parameter.cfg for NNI's SDK, and
- * appended as --name=value. */
-static int exec_trial(const char *expdir, unsigned seq, const char **cmd)
+ * appended as --name=value (but for an NNI v2 config: NNI appends none). */
+static int exec_trial(const char *expdir, unsigned seq, const char **cmd, int append)
 {
 	struct strvec argv = STRVEC_INIT;
 	char *pp = expdir_trial_file(expdir, seq, EXPDIR_PARAMS);
@@ -33,7 +33,7 @@ static int exec_trial(const char *expdir, unsigned seq, const char **cmd)
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(doc, "parameters");
 	if (r == 0)
 		r = nnitrial_write_parameters(dir, seq, params);
-	if (r == 0)
+	if (r == 0 && append)
 		launch_push_params(&argv, params);
 	cJSON_Delete(doc);
 	free(dir);
@@ -94,7 +94,7 @@ int cmd_propose(int argc, const char **argv)
 	cJSON_Delete(space);
 	int rc = r < 0 ? 1 : 0;
 	if (r == 0 && do_exec)
-		rc = exec_trial(e.dir, (unsigned)trial, rest);
+		rc = exec_trial(e.dir, (unsigned)trial, rest, !cfg.nni);
 	experiment_release(&e);
 	config_release(&cfg);
 	free(rest);

@@ -185,12 +185,14 @@ int config_parse_duration(const char *s, double *out)
 
 struct ctx {
 	const char *file;
+	const struct aah_config *cfg;  /* cfg->nni: an NNI v2 file's names for its keys */
 };
 
 static int fail_at(const struct ctx *c, unsigned line, unsigned col, const char *path,
 		   const char *fmt, const char *detail)
 {
-	return error("%s:%u:%u: '%s' %s%s", c->file, line, col, path, fmt, detail ? detail : "");
+	return error("%s:%u:%u: '%s' %s%s", c->file, line, col, nni_config_written(c->cfg->nni, path),
+		     fmt, detail ? detail : "");
 }
 
 static const char *nearest_key(const struct cfg_key *keys, const char *name)
@@ -669,12 +671,12 @@ const struct ynode *config_section(const struct aah_config *cfg, const char *nam
 
 int config_load(const char *path, struct aah_config *cfg, const struct config_platforms *p)
 {
-	struct ctx c = { .file = path };
+	struct ctx c = { .file = path, .cfg = cfg };
 	struct config_top top;
 	config_top_keys(&top, p);
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->platforms = *p;
-	if (yamltree_load(path, &cfg->root) < 0)
+	if (nni_config_load(path, p->names, p->n, &cfg->root, &cfg->nni) < 0)
 		return -1;
 	cfg->path = fileio_absolute(path);
 	cfg->name = xstrdup(path);
@@ -708,6 +710,7 @@ void config_release(struct aah_config *cfg)
 		release_table(top.keys, (char *)cfg);
 	}
 	ynode_free(cfg->root);
+	nni_config_free(cfg->nni);
 	free(cfg->notice);
 	free(cfg->path);
 	free(cfg->name);
@@ -718,7 +721,7 @@ void config_release(struct aah_config *cfg)
 int config_parse_section(const struct aah_config *cfg, const char *section,
 			 const struct ynode *node, const struct cfg_key *keys, void *out)
 {
-	struct ctx c = { .file = cfg->path };
+	struct ctx c = { .file = cfg->path, .cfg = cfg };
 	return parse_table(&c, section, node, keys, out, node ? node->line : 1, node ? node->col : 1);
 }
 
@@ -756,7 +759,7 @@ int config_error_at(const struct aah_config *cfg, const char *key, const char *f
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
 	error("%s:%u:%u: '%s': %s", cfg->name ? cfg->name : cfg->path, n ? n->line : 1,
-	      n ? n->col : 1, key, sb.buf);
+	      n ? n->col : 1, nni_config_written(cfg->nni, key), sb.buf);
 	strbuf_release(&sb);
 	return -1;
 }
