@@ -402,7 +402,8 @@ static int write_result(const char *trial_dir, const struct nnitrial_seen *s,
 	if (!rec) {
 		char *log = expdir_file(trial_dir, EXPDIR_TRIAL_LOG);
 		char *line = xstrfmt("aah-runner: nni: %s; the trial fails", why);
-		warning("trial %s: %s", trial_dir, why);
+		char id[EXPDIR_TRIAL_ID_SIZE];
+		warning("trial %s: %s", expdir_trial_id(s->seq, id), why);
 		r = fileio_append_line(log, line);
 		free(line);
 		free(log);
@@ -430,15 +431,17 @@ static int read_records(const struct aah_config *cfg, const char *trial_dir, uns
 		char *log = expdir_file(trial_dir, EXPDIR_TRIAL_LOG);
 		unsigned long lines = 0;
 		r = read_from(log, s->log_used, &buf, &len);
-		if (r == 0)
-			r = nnirec_read_lines(log, buf, len, s->log_line, ended, &who, out, &used, &lines);
+		if (r == 0)   /* errors name the files as the trial directory holds them */
+			r = nnirec_read_lines(expdir_file_name(EXPDIR_TRIAL_LOG), buf, len, s->log_line,
+					      ended, &who, out, &used, &lines);
 		s->log_used += used;
 		s->log_line += lines;
 		free(log);
 	} else {
 		r = *file ? read_from(metrics, s->file_used, &buf, &len) : 0;
 		if (r == 0 && *file)
-			r = nnirec_read_frames(metrics, buf, len, s->file_used, ended, &who, out, &used);
+			r = nnirec_read_frames(".nni/metrics", buf, len, s->file_used, ended, &who, out,
+					       &used);
 		s->file_used += used;
 	}
 	util_hold_errors(held);
