@@ -162,6 +162,42 @@ print("# submit-to-running latency through Slurm (sbatch to the rank's first lin
 PY
 }
 
+@test "slurm: a trial written for NNI (v2 config): its records come back through the file, then through the job's output" {
+	for route in file log; do
+		cat > c.yml <<-EOF
+		experimentName: slurm-nni
+		searchSpaceFile: $AAH_ROOT/tests/fixtures/nni/search_space.json
+		trialCommand: /usr/bin/python3 $AAH_ROOT/tests/fixtures/trials/nni_trial.py
+		trialConcurrency: 1
+		maxTrialNumber: 1
+		tuner: {name: Random}
+		trainingService: {platform: slurm, pollInterval: 0.5s}
+		EOF
+		[ $route = file ] || printf 'trial:\n  env: {NNI_PLATFORM: remote}\n' >> c.yml
+		run aah-runner create -c c.yml
+		echo "$output"
+		[ "$status" -eq 0 ]
+		id=${lines[0]}
+		T=$(exp_dir "$id")/trials/000001
+		[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
+		# slurm-launch put aah's nni module on the rank's path; the rank got the proposal
+		/usr/bin/python3 - "$T" <<-'PY'
+		import json, sys
+		t = sys.argv[1]
+		proposed = json.load(open(t + "/params.json"))["parameters"]
+		assert json.load(open(t + "/received.json"))["parameters"] == proposed
+		lines = [json.loads(l) for l in open(t + "/metrics.jsonl")]
+		assert [l["epoch"] for l in lines] == [1, 2, 3] and all(l["source"] == "nni" for l in lines)
+		assert json.load(open(t + "/result.json"))["best_val_acc"] == round(proposed["x"] / 4 + 0.35, 6)
+		PY
+		if [ $route = log ]; then
+			[ "$(grep -c "^NNISDK_MEb'" "$T/trial.log")" -eq 4 ]
+		else
+			[ "$(head -c 2 "$T/.nni/metrics")" = ME ]
+		fi
+	done
+}
+
 @test "slurm: a 2-node trial's ranks meet through the launch contract" {
 	TRIAL_COMMAND=rendezvous_trial.sh TRIAL_YAML="  nodes: 2" SLURM_YAML="  tasksPerNode: 2" \
 		slurm_config c.yml "maxTrialNum: 1"
