@@ -139,6 +139,12 @@ trial_dir() { echo "$AAH_WORKDIR/experiments/$1/trials/$2"; }
 	PY
 	# nothing was appended to the command: NNI runs trialCommand as written
 	grep -q '"argv":\s*\["/usr/bin/python3", "[^"]*nni_trial.py"\]' "$(trial_dir "$id" 000001)/launch.json"
+	# the files the runner wrote are what docs/nni.md documents, field by field
+	T=$(trial_dir "$id" 000001)
+	run $PY "$AAH_ROOT/tests/fixtures/docs/check_formats.py" "$AAH_ROOT/docs/nni.md" \
+		aah-metrics/1 "$T/metrics.jsonl" aah-result/1 "$T/result.json" aah-nni-run/1 "$T/.nni/run.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
 
 @test "a trial that reports garbage fails with the reason in its log, and no number of it counts" {
@@ -172,6 +178,10 @@ trial_dir() { echo "$AAH_WORKDIR/experiments/$1/trials/$2"; }
 	assert all(t["state"] == "failed" for t in r["trials"])
 	assert r["final"]["best_acc"] < 0.99, r["final"]
 	PY
+	run $PY "$AAH_ROOT/tests/fixtures/docs/check_formats.py" "$AAH_ROOT/docs/nni.md" \
+		aah-result/1 "$E/trials/000003/result.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
 
 @test "on another NNI platform the trial prints its records and the runner reads them from the log" {
