@@ -12,6 +12,7 @@
 
 load helpers
 load cluster_sim
+load nni
 
 setup() { cluster_setup; }
 teardown() { cluster_teardown; }
@@ -54,18 +55,8 @@ k8s_nni_config() {
 		E=$WORK/aah-work/experiments/$id
 		T=$E/trials/000001
 		grep -q '"event":"trial_finished".*"state":"succeeded"' "$E/journal.jsonl"
-		# the pod got the proposal, and its three intermediate results and the final one came back
-		/usr/bin/python3 - "$T" <<-'PY'
-		import json, sys
-		t = sys.argv[1]
-		proposed = json.load(open(t + "/params.json"))["parameters"]
-		assert json.load(open(t + "/received.json"))["parameters"] == proposed
-		x = proposed["x"]
-		lines = [json.loads(l) for l in open(t + "/metrics.jsonl")]
-		assert [l["epoch"] for l in lines] == [1, 2, 3] and all(l["source"] == "nni" for l in lines)
-		assert abs(lines[2]["val_acc"] - (x / 4 + 0.3)) < 1e-12
-		assert json.load(open(t + "/result.json"))["best_val_acc"] == round(x / 4 + 0.35, 6)
-		PY
+		# the pod got the proposal; its three intermediate results and the final one came back
+		nni_check_trial "$T" 3
 		if [ $route = log ]; then
 			# the records were in the pod's log only, which reached trial.log at the Job's end
 			[ ! -s "$T/.nni/metrics" ]

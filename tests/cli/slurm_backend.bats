@@ -4,6 +4,7 @@
 
 load helpers
 load mpi
+load nni
 source "$AAH_ROOT/tests/slurm/cluster.bash"
 PATH="$AAH_ROOT/tests/fixtures/slurm:$PATH"
 
@@ -181,15 +182,7 @@ PY
 		T=$(exp_dir "$id")/trials/000001
 		[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
 		# slurm-launch put aah's nni module on the rank's path; the rank got the proposal
-		/usr/bin/python3 - "$T" <<-'PY'
-		import json, sys
-		t = sys.argv[1]
-		proposed = json.load(open(t + "/params.json"))["parameters"]
-		assert json.load(open(t + "/received.json"))["parameters"] == proposed
-		lines = [json.loads(l) for l in open(t + "/metrics.jsonl")]
-		assert [l["epoch"] for l in lines] == [1, 2, 3] and all(l["source"] == "nni" for l in lines)
-		assert json.load(open(t + "/result.json"))["best_val_acc"] == round(proposed["x"] / 4 + 0.35, 6)
-		PY
+		nni_check_trial "$T" 3
 		if [ $route = log ]; then
 			[ "$(grep -c "^NNISDK_MEb'" "$T/trial.log")" -eq 4 ]
 		else
