@@ -299,8 +299,10 @@ int cmd_check(int argc, const char **argv)
 		  "a config.yml to check (or give them as arguments)" },
 		{ NULL },
 	};
-	int n = options_parse(argc, argv, opts, "aah-runner check [-c] config.yml..." CMD_EXIT_HELP,
-			      &rest);
+	int n = options_parse(argc, argv, opts, "aah-runner check [-c] config.yml...\n\n"
+			      "A config in AIPerf's v1 form or NNI's v2 experiment config form: for "
+			      "v2 it prints\nwhat each key becomes in aah's, or refuses it (docs/nni.md)."
+			      CMD_EXIT_HELP, &rest);
 	if (n < 0)
 		return n == -2 ? 0 : CMD_EXIT_CONFIG;
 	struct strvec files = STRVEC_INIT;
