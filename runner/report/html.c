@@ -144,9 +144,10 @@ static void chart_samples(struct strbuf *sb, const struct report_score *sc, cons
 			  const char *title, enum sample_field f, const char *ylabel, const char *unit)
 {
 	svg_open(sb, id, title);
-	if (!sc->nsamples) {
-		strbuf_addf(sb, "<text class=\"empty\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">no sample "
-			    "point yet</text>\n", W / 2, H / 2);
+	if (!sc->nsamples || (sc->no_score && f != F_ERROR)) {
+		strbuf_addf(sb, "<text class=\"empty\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">%s</text>\n",
+			    W / 2, H / 2, sc->nsamples ? "no Score: the trials counted no FLOPs"
+						   : "no sample point yet");
 		svg_close(sb);
 		return;
 	}
@@ -507,8 +508,13 @@ static void arch_table(struct strbuf *sb, const struct report_exp *exp)
 	const struct report_trial *b = &exp->trials[exp->best];
 	strbuf_addf(sb, "<p>Trial %s, best validation accuracy %.2f%%.</p>\n", b->id, 100 * b->best_acc);
 	const cJSON *layers = cJSON_GetObjectItemCaseSensitive(exp->best_arch, "layers");
+	if (!exp->best_arch) {   /* no tuner proposed one: a TPE search, a trial's own network */
+		strbuf_addstr(sb, "<p>No architecture was proposed to it: its network is its own "
+			      "code's (no arch.json).</p>\n");
+		return;
+	}
 	if (!cJSON_IsArray(layers)) {
-		strbuf_addstr(sb, "<p>Its arch.json is missing.</p>\n");
+		strbuf_addstr(sb, "<p>Its arch.json holds no layers.</p>\n");
 		return;
 	}
 	strbuf_addstr(sb, "<table id=\"arch\"><tr><th>#</th><th>id</th><th>type</th><th>inputs</th>"
@@ -585,11 +591,15 @@ static void sample_table(struct strbuf *sb, const struct report_score *sc)
 		const struct report_sample *s = &sc->samples[i];
 		strbuf_addf(sb, "<tr class=\"sample\"><td>%.2f</td><td>%.0f</td><td>", s->hours,
 			    s->elapsed_s);
-		report_si(sb, s->flops, "FLOPs");
-		strbuf_addstr(sb, "</td><td>");
-		report_si(sb, s->score, "FLOPS");
-		strbuf_addstr(sb, "</td><td>");
-		report_si(sb, s->regulated, "FLOPS");
+		if (sc->no_score) {   /* accuracies only: no 0 that reads as a Score */
+			strbuf_addstr(sb, "none</td><td>none</td><td>none");
+		} else {
+			report_si(sb, s->flops, "FLOPs");
+			strbuf_addstr(sb, "</td><td>");
+			report_si(sb, s->score, "FLOPS");
+			strbuf_addstr(sb, "</td><td>");
+			report_si(sb, s->regulated, "FLOPS");
+		}
 		strbuf_addf(sb, "</td><td>%.2f</td></tr>\n", s->error);
 	}
 	strbuf_addstr(sb, "</table>\n");

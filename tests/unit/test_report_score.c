@@ -560,6 +560,11 @@ Test(report, an_nni_trials_final_result_is_its_accuracy_and_without_flops_there_
 	report_html(&sb, &exp, &opt, &sc);
 	cr_assert(strstr(sb.buf, "<p id=\"no-score\"><strong>This run has no Score, only accuracies"));
 	cr_assert_eq(fx_count(sb.buf, "class=\"epoch-pt\""), 2);
+	cr_assert(strstr(sb.buf, "No architecture was proposed to it: its network is its own code's"));
+	cr_assert_eq(fx_count(sb.buf, ">no Score: the trials counted no FLOPs</text>"), 2,
+		     "chart-score and chart-regulated draw no 0 line");
+	cr_assert_eq(fx_count(sb.buf, "<td>none</td><td>none</td><td>none</td>"), sc.nsamples);
+	cr_assert_gt(sc.nsamples, 0);
 	cr_assert(strstr(sb.buf, "<tr class=\"trial succeeded\"><td>000001</td><td>succeeded</td><td>2</td>"
 				 "<td>0.7500</td><td>0.6000</td>"), "%s", strstr(sb.buf, "id=\"trials\""));
 	cJSON *res = report_results_json(&exp, &opt, &sc);
