@@ -315,9 +315,15 @@ images-trial:
 	$(if $(filter cudalocal,$(IMAGE_BASE)),$(cuda_toolkit_image))
 	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_TAG) $(IMAGE_ARGS) .
 
+# aah's nni module (runner/nni/python) goes to <prefix>/lib/aah/python, where
+# aah-runner looks for it beside itself (the local backend and slurm-launch
+# put it on the trials' PYTHONPATH; the trial images add it to Python's path).
+NNI_PY := $(wildcard runner/nni/python/nni/*.py)
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/aah/python/nni
 	install -m 0755 $(RUNNER_BIN) $(TRIAL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(NNI_PY) $(DESTDIR)$(PREFIX)/lib/aah/python/nni/
 
 clean:
 	rm -rf build build-asan build-fuzz
