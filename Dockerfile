@@ -56,23 +56,22 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     && rm -rf /var/lib/apt/lists/*
 ENV AAH_CUDA=1 CUDA_HOME=/usr/local/cuda
 
-# cpu: Debian bookworm, the libraries scripts/deps.sh builds with, and only
-# the C toolchain (a CPU build links no C++). dpkg's unsafe-io: no fsync per
-# file in a throw-away build stage.
+# cpu: Debian bookworm, the libraries scripts/deps.sh builds with, and the
+# C toolchain with g++: every build compiles the CUDA kernel families for
+# the host too (kernels/cudahost), as C++ that needs no C++ runtime. dpkg's
+# unsafe-io: no fsync per file in a throw-away build stage.
 FROM ${DEBIAN_IMAGE} AS builder-cpu
 RUN echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/aah-unsafe-io \
     && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        gcc make libc6-dev \
+        gcc g++ make libc6-dev \
         libyaml-dev libcjson-dev libarchive-dev libssl-dev libzstd-dev zlib1g-dev \
         libdnnl-dev libjpeg62-turbo-dev \
     && rm -rf /var/lib/apt/lists/*
 ENV AAH_CUDA=0
 
-# cudalocal: the cpu builder (its layers are shared with the cpu images),
-# g++ for nvcc, and the staged toolkit.
+# cudalocal: the cpu builder (its layers are shared with the cpu images;
+# its g++ serves nvcc too) and the staged toolkit.
 FROM builder-cpu AS builder-cudalocal
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends g++ \
-    && rm -rf /var/lib/apt/lists/*
 COPY --from=cuda-toolkit / /usr/local/cuda/
 ENV AAH_CUDA=1 CUDA_HOME=/usr/local/cuda
 
@@ -119,9 +118,13 @@ RUN apt-get update && cd /tmp && apt-get download docker.io \
 # container runs mpirun over ssh to workers that run sshd (entrypoint mode
 # AAH_SSHD; keys come per trial from the runner, none are in the image: the
 # host keys the package generates are removed).
+#
+# Both also carry the distribution's python3, for trials written for NNI:
+# aah's nni module (runner/nni/python) is on its path (below, in the trial
+# stage), after the site directories, so an NNI the image adds wins.
 FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu${UBUNTU_VERSION} AS trial-base-cuda
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        openssh-server openssh-client openmpi-bin \
+        openssh-server openssh-client openmpi-bin python3 \
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
 
@@ -129,7 +132,7 @@ FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
 # image, it is cached for the other.
 FROM ${DEBIAN_IMAGE} AS trial-base-debian
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-unsafe-io --no-install-recommends \
-        openssh-server openssh-client openmpi-bin \
+        openssh-server openssh-client openmpi-bin python3 \
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 
 # cudalocal: no data set, and the runtime libraries of the staged toolkit
@@ -159,6 +162,9 @@ COPY --from=builder /out/usr/local/bin/aah-trial /out/usr/local/bin/aah-runner /
 COPY --from=builder /out/usr/local/lib/aah/ /usr/local/lib/aah/
 COPY docker/trial-entrypoint.sh /usr/local/bin/aah-trial-entrypoint
 RUN echo /usr/local/lib/aah > /etc/ld.so.conf.d/aah.conf && ldconfig \
+    && mkdir -p /usr/lib/python3/dist-packages \
+    && echo /usr/local/lib/aah/python > /usr/lib/python3/dist-packages/aah-nni.pth \
+    && python3 -c 'import nni, nni.trial; assert nni.__version__.endswith("+aah")' \
     && aah-runner --version
 ENV AAH_WORKDIR=/userhome/aah-work
 USER 1000:1000
