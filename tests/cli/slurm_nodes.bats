@@ -10,6 +10,7 @@
 
 load helpers
 load mpi
+load pool_seed
 source "$AAH_ROOT/tests/slurm/cluster.bash"
 
 # Where namespaces or Slurm's daemons are not to be had (not root, no
@@ -42,7 +43,8 @@ setup() {
 teardown() {
 	local n
 	[ -z "$NODES_SKIP" ] || return 0
-	if [ -n "${RUNNER_PID:-}" ]; then kill -9 "$RUNNER_PID" 2>/dev/null || true; fi
+	# shellcheck disable=SC2086 # one PID a word
+	if [ -n "${RUNNER_PID:-}" ]; then kill -9 $RUNNER_PID 2>/dev/null || true; fi
 	rm -f "$D/epilog.hold"
 	if [ -z "${BATS_TEST_COMPLETED:-}" ]; then
 		echo "--- squeue -t all:"; squeue -t all 2>&1
@@ -280,4 +282,87 @@ jobs_of() { grep -o '"event":"trial_submitted".*"job":"[0-9]*"' "$AAH_WORKDIR/ex
 	RUNNER_PID=
 	journal "$id" | grep '"event":"trial_finished"' | grep -q '"state":"canceled".*"reason":"stopped"'
 	journal "$id" | grep -q '"event":"runner_stopped"'
+}
+
+# elastic_yaml FILE EPOCHS: a training of the device pool (4 GPUs: two
+# nodes' GRES), aah-trial on CPU ranks (a tiny net, Fashion-MNIST, the
+# same global batch at every world size), up to 2 ranks a node.
+elastic_yaml() {
+	cat > "$1" <<-EOF
+	experimentName: elastic-nodes
+	maxTrialNum: 1
+	trainingServicePlatform: slurm
+	searchSpacePath: $WORK/space.json
+	tuner:
+	  builtinTunerName: NetworkMorphism
+	  initialArch: $AAH_ROOT/tests/fixtures/arch/cnn_nobn.json
+	trial:
+	  command: aah-trial --threads 1 --global_batch 120 --warmup_1 $2 --train_samples 9600 --val_samples 200 --seed 3 --initial_lr 0.05 --monitor_interval 0 --patience 100
+	  gpuNum: 1
+	pool:
+	  devices: 4
+	slurm:
+	  pollInterval: 0.5s
+	  tasksPerNode: 2
+	EOF
+}
+
+# a_applied4 N: the ledger has N `applied` lines of A's training at 4 devices
+a_applied4() {
+	[ "$(grep -c "\"event\":\"applied\",\"training\":\"$a/000001\",\"devices\":4[,}]" "$AAH_WORKDIR/pool/ledger.jsonl")" -eq "$1" ]
+}
+
+@test "slurm nodes: elastic across nodes: a pool over two nodes' GPUs; a training on two nodes shrinks to one when another joins and grows back to two when it ends, at step boundaries" {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || skip "no Fashion-MNIST in /usr/share/datasets (make deps)"
+	echo '{"learning_rate": {"_type": "choice", "_value": [0.05]}}' > space.json
+	elastic_yaml a.yml 40
+	elastic_yaml b.yml 3
+	aah-runner create -c a.yml -q > a.log 2>&1 &
+	ra=$!
+	RUNNER_PID=$ra
+	wait_for one_experiment
+	a=$(only_experiment)
+	WAIT_S=120 wait_for applied "$a" 4
+	aah-runner create -c b.yml -q > b.log 2>&1 &
+	rb=$!
+	RUNNER_PID="$ra $rb"
+	wait_for two_experiments
+	b=$(ls "$AAH_WORKDIR/experiments" | grep -v "^$a\$")
+	WAIT_S=120 wait_for applied "$a" 2
+	WAIT_S=120 wait_for applied "$b" 2
+	wait "$rb"
+	# B ended: A takes the 4 again, on two nodes
+	WAIT_S=120 wait_for a_applied4 2
+	wait "$ra"
+	RUNNER_PID=
+	A=$AAH_WORKDIR/experiments/$a/trials/000001
+	grep -o '"shares":{[^}]*}' "$AAH_WORKDIR/pool/ledger.jsonl" | sed "s#$a#A#g; s#$b#B#g" > allocs
+	sed 's/^/# ledger: /' allocs >&3
+	[ "$(tr '\n' ' ' < allocs)" = '"shares":{"A/000001":4} "shares":{"A/000001":2,"B/000001":2} "shares":{"A/000001":4} ' ]
+	held_within_pool "$AAH_WORKDIR/pool/ledger.jsonl"
+	# A's jobs, as Slurm placed them: two nodes, then one, then two again
+	grep -E '^aah: slurm job [0-9]+ on ' "$A/trial.log" | sed 's/^/# A: /' >&3
+	grep -E '^aah: slurm job [0-9]+ on ' "$A/trial.log" | sed -E 's/^aah: slurm job [0-9]+ on //' > placed
+	[ "$(wc -l < placed)" -eq 3 ]
+	grep -Eq '^node\[[0-9]+[-,][0-9]+\] \(4 tasks\)$' <(sed -n 1p placed)
+	grep -Eq '^node[0-9]+ \(2 tasks\)$' <(sed -n 2p placed)
+	grep -Eq '^node\[[0-9]+[-,][0-9]+\] \(4 tasks\)$' <(sed -n 3p placed)
+	# the ranks saw each change at a step boundary; the 4-rank ring crossed nodes
+	grep -E 'world size [0-9]+ -> [0-9]+ at step' "$A/trial.log" | sed 's/^/# A: /' >&3
+	grep -q "world size 4 -> 2 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
+	grep -q "world size 2 -> 4 at step [0-9]* (epoch [0-9]*, batch [0-9]*)" "$A/trial.log"
+	grep -E '^aah-trial: rank [0-9] of 4: allreduce ring' "$A/trial.log" | tail -n 4 > ring
+	sed 's/^/# A: /' ring >&3
+	[ "$(grep -oE 'at 10\.77\.0\.[0-9]+:' ring | sort -u | wc -l)" -eq 2 ]
+	# both succeeded; every relaunch a resize, none a retry; A's epochs each once
+	grep -q '"state":"succeeded"' "$AAH_WORKDIR/experiments/$a/journal.jsonl"
+	grep -q '"state":"succeeded"' "$AAH_WORKDIR/experiments/$b/journal.jsonl"
+	[ "$(cat "$AAH_WORKDIR"/experiments/*/journal.jsonl | grep '"event":"trial_retry"' | grep -vc '"reason":"resized at a step boundary')" -eq 0 ]
+	/usr/bin/python3 - "$A" <<'PY'
+import json, sys
+el = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
+assert [l["epoch"] for l in el] == list(range(1, 41)), [l["epoch"] for l in el]
+r = json.load(open(sys.argv[1] + "/result.json"))
+assert r["status"] == "succeeded" and r["epochs_run"] == 40, r
+PY
 }
