@@ -274,7 +274,38 @@ static void wait_signal(struct sched *s, double seconds)
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
 	int sig = sigtimedwait(&set, NULL, &ts);
 	if (sig == SIGTERM || sig == SIGINT)
-		s->stop = 1;
+		s->stop++;
+}
+
+/* A stop: every running trial's job is canceled, then waited for until its
+ * backend says it ended (on Slurm: squeue shows it no more, not even
+ * COMPLETING), so that nothing of the experiment runs on once the runner
+ * is gone; poll_running settles each as stopped meanwhile. 1 while jobs
+ * are left to wait for. A second stop ends the wait: what is left stays
+ * running in the journal, and resume follows it. */
+static int stop_waits(struct sched *s)
+{
+	if (!s->stop_canceled) {
+		cancel_running(s, "stopped");
+		s->stop_canceled = 1;
+	}
+	struct strbuf jobs = STRBUF_INIT;
+	unsigned left = 0;
+	for (size_t i = 0; i < s->e->ntrials; i++) {
+		const struct trial_rec *t = &s->e->trials[i];
+		char id[EXPDIR_TRIAL_ID_SIZE];
+		if (t->state == TRIAL_RUNNING && t->job && left++ < 8)
+			strbuf_addf(&jobs, "%s%s (job %s)", left > 1 ? ", " : "",
+				    expdir_trial_id(t->seq, id), t->job);
+	}
+	if (left && s->stop == 1 && !s->stop_said) {
+		fprintf(stderr, "aah-runner: stopping: waiting for %u canceled job%s to end: %s%s; "
+				"stop again to leave %s to resume\n", left, left > 1 ? "s" : "", jobs.buf,
+			left > 8 ? ", ..." : "", left > 1 ? "them" : "it");
+		s->stop_said = 1;
+	}
+	strbuf_release(&jobs);
+	return left && s->stop == 1;
 }
 
 /* Requeue trials a previous runner stopped on purpose, and slot the
@@ -354,8 +385,11 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 			if (cancel_queued(&s) < 0)
 				goto out_backend;
 		}
+		if (s.stop && stop_waits(&s)) {
+			wait_signal(&s, interval);
+			continue;
+		}
 		if (s.stop) {
-			cancel_running(&s, "stopped");
 			cJSON *g = cJSON_CreateObject();
 			cJSON_AddStringToObject(g, "reason", "stop requested");
 			r = experiment_record(e, EXPDIR_EV_RUNNER_STOPPED, g);

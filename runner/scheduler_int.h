@@ -26,7 +26,10 @@ struct sched {
 	struct slot *slots;
 	unsigned nslots;
 	unsigned created;         /* trials created so far (highest seq) */
-	int stop;                 /* a stop was requested */
+	int stop;                 /* stops requested (SIGTERM, SIGINT): the first cancels every
+				   * job and waits for them to end, a second ends the wait */
+	int stop_canceled;        /* the stop's cancels went out */
+	int stop_said;            /* the wait for the canceled jobs was told */
 	int timeup;               /* maxExecDuration reached */
 	double last_progress;     /* util_monotonic() of the last progress line */
 	const char *workdir;      /* the experiments' parent, absolute (the experiment's) */

@@ -281,6 +281,22 @@ static int rendezvous(struct dist *d, const char *host, int port, double deadlin
 	return 0;
 }
 
+/* Where the ring runs, as this rank's two sockets see it (a log line: the
+ * neighbours' addresses say which hosts the allreduce crosses). */
+static void say_ring(const struct dist *d)
+{
+	struct sockaddr_in to = { 0 }, from = { 0 };
+	socklen_t tl = sizeof(to), fl = sizeof(from);
+	char ts[INET_ADDRSTRLEN] = "?", fs[INET_ADDRSTRLEN] = "?";
+	if (getpeername(d->right, (struct sockaddr *)&to, &tl) == 0)
+		inet_ntop(AF_INET, &to.sin_addr, ts, sizeof(ts));
+	if (getpeername(d->left, (struct sockaddr *)&from, &fl) == 0)
+		inet_ntop(AF_INET, &from.sin_addr, fs, sizeof(fs));
+	printf("aah-trial: rank %d of %d: allreduce ring to rank %d at %s:%u, from rank %d at %s\n",
+	       d->rank, d->world, (d->rank + 1) % d->world, ts, (unsigned)ntohs(to.sin_port),
+	       (d->rank + d->world - 1) % d->world, fs);
+}
+
 int dist_init(struct dist **out, const char *host, int port, int rank, int world, double timeout_s)
 {
 	struct dist *d = xcalloc(1, sizeof(*d));
@@ -311,6 +327,7 @@ int dist_init(struct dist **out, const char *host, int port, int rank, int world
 		      (rank + world - 1) % world);
 		goto out;
 	}
+	say_ring(d);
 	rc = 0;
 out:
 	if (lfd >= 0)

@@ -335,6 +335,7 @@ static int slurm_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 	if (st->state == AAH_JOB_SUCCEEDED)
 		exit_code = 0;
 	st->exit_code = exit_code;
+	st->disrupted = st->state == AAH_JOB_FAILED && slurm_state_disrupted(j->row.state);
 	if (st->state != AAH_JOB_SUCCEEDED)
 		slurm_describe(j->job.id, j->row.state, j->row.reason, exit_code, st->reason,
 			       sizeof(st->reason));

@@ -45,6 +45,10 @@ void slurm_format_time(double seconds, char *buf, size_t n);
 /* A Slurm job state (squeue %T / sacct State, e.g. "CANCELLED by 0") with
  * its reason, mapped onto aah's states. canceled_by_us: aah canceled it. */
 enum aah_job_state slurm_map_state(const char *state, int canceled_by_us, int *final);
+/* Did Slurm end a job in this state because the cluster took a node (or
+ * the job) away: NODE_FAIL, BOOT_FAIL, PREEMPTED? The runner then relaunches
+ * the same attempt from its checkpoint, not charged (aah_job_status.disrupted). */
+int slurm_state_disrupted(const char *state);
 /* Reason text for st->reason from Slurm's state and reason. */
 void slurm_describe(const char *job, const char *state, const char *reason, int exit_code,
 		    char *buf, size_t n);

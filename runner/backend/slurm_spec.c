@@ -181,34 +181,35 @@ struct state_map {
 	enum aah_job_state state;
 	int final;
 	const char *what;         /* said after the state, or NULL */
+	int disrupted;            /* the cluster took a node (or the job) away */
 };
 
 /* Slurm's job states (squeue %T long names; sacct may add " by <uid>"). */
 static const struct state_map state_table[] = {
-	{ "PENDING", AAH_JOB_PENDING, 0, NULL },
-	{ "CONFIGURING", AAH_JOB_PENDING, 0, NULL },
-	{ "REQUEUED", AAH_JOB_PENDING, 0, NULL },
-	{ "REQUEUE_HOLD", AAH_JOB_PENDING, 0, NULL },
-	{ "REQUEUE_FED", AAH_JOB_PENDING, 0, NULL },
-	{ "RESV_DEL_HOLD", AAH_JOB_PENDING, 0, NULL },
-	{ "RUNNING", AAH_JOB_RUNNING, 0, NULL },
-	{ "COMPLETING", AAH_JOB_RUNNING, 0, NULL },
-	{ "SUSPENDED", AAH_JOB_RUNNING, 0, NULL },
-	{ "STOPPED", AAH_JOB_RUNNING, 0, NULL },
-	{ "SIGNALING", AAH_JOB_RUNNING, 0, NULL },
-	{ "STAGE_OUT", AAH_JOB_RUNNING, 0, NULL },
-	{ "RESIZING", AAH_JOB_RUNNING, 0, NULL },
-	{ "COMPLETED", AAH_JOB_SUCCEEDED, 1, NULL },
-	{ "FAILED", AAH_JOB_FAILED, 1, NULL },
-	{ "NODE_FAIL", AAH_JOB_FAILED, 1, "a node of the job failed" },
-	{ "BOOT_FAIL", AAH_JOB_FAILED, 1, "a node failed to boot" },
-	{ "OUT_OF_MEMORY", AAH_JOB_FAILED, 1, "out of memory" },
-	{ "PREEMPTED", AAH_JOB_FAILED, 1, "preempted" },
-	{ "REVOKED", AAH_JOB_FAILED, 1, NULL },
-	{ "SPECIAL_EXIT", AAH_JOB_FAILED, 1, NULL },
-	{ "CANCELLED", AAH_JOB_FAILED, 1, "canceled outside aah (scancel)" }, /* a failed attempt */
-	{ "TIMEOUT", AAH_JOB_TIMEOUT, 1, "over its Slurm time limit" },
-	{ "DEADLINE", AAH_JOB_TIMEOUT, 1, "over its Slurm time limit" },
+	{ "PENDING", AAH_JOB_PENDING, 0, NULL, 0 },
+	{ "CONFIGURING", AAH_JOB_PENDING, 0, NULL, 0 },
+	{ "REQUEUED", AAH_JOB_PENDING, 0, NULL, 0 },
+	{ "REQUEUE_HOLD", AAH_JOB_PENDING, 0, NULL, 0 },
+	{ "REQUEUE_FED", AAH_JOB_PENDING, 0, NULL, 0 },
+	{ "RESV_DEL_HOLD", AAH_JOB_PENDING, 0, NULL, 0 },
+	{ "RUNNING", AAH_JOB_RUNNING, 0, NULL, 0 },
+	{ "COMPLETING", AAH_JOB_RUNNING, 0, NULL, 0 },
+	{ "SUSPENDED", AAH_JOB_RUNNING, 0, NULL, 0 },
+	{ "STOPPED", AAH_JOB_RUNNING, 0, NULL, 0 },
+	{ "SIGNALING", AAH_JOB_RUNNING, 0, NULL, 0 },
+	{ "STAGE_OUT", AAH_JOB_RUNNING, 0, NULL, 0 },
+	{ "RESIZING", AAH_JOB_RUNNING, 0, NULL, 0 },
+	{ "COMPLETED", AAH_JOB_SUCCEEDED, 1, NULL, 0 },
+	{ "FAILED", AAH_JOB_FAILED, 1, NULL, 0 },
+	{ "NODE_FAIL", AAH_JOB_FAILED, 1, "a node of the job failed", 1 },
+	{ "BOOT_FAIL", AAH_JOB_FAILED, 1, "a node failed to boot", 1 },
+	{ "OUT_OF_MEMORY", AAH_JOB_FAILED, 1, "out of memory", 0 },
+	{ "PREEMPTED", AAH_JOB_FAILED, 1, "preempted", 1 },
+	{ "REVOKED", AAH_JOB_FAILED, 1, NULL, 0 },
+	{ "SPECIAL_EXIT", AAH_JOB_FAILED, 1, NULL, 0 },
+	{ "CANCELLED", AAH_JOB_FAILED, 1, "canceled outside aah (scancel)", 0 }, /* a failed attempt */
+	{ "TIMEOUT", AAH_JOB_TIMEOUT, 1, "over its Slurm time limit", 0 },
+	{ "DEADLINE", AAH_JOB_TIMEOUT, 1, "over its Slurm time limit", 0 },
 };
 
 static const struct state_map *state_find(const char *state)
@@ -229,11 +230,17 @@ enum aah_job_state slurm_map_state(const char *state, int canceled_by_us, int *f
 		return AAH_JOB_RUNNING;
 	}
 	*final = m->final;
-	if (canceled_by_us && (m->final || !strcmp(m->name, "COMPLETING"))) {
-		*final = 1;
+	/* Ours: canceled once it ended, not while COMPLETING (its processes may
+	 * still run then: a stop waits until squeue shows it no more). */
+	if (canceled_by_us && m->final)
 		return AAH_JOB_CANCELED;
-	}
 	return m->state;
+}
+
+int slurm_state_disrupted(const char *state)
+{
+	const struct state_map *m = state_find(state);
+	return m && m->disrupted;
 }
 
 void slurm_describe(const char *job, const char *state, const char *reason, int exit_code,

@@ -15,6 +15,8 @@ int cmd_propose(int argc, const char **argv);
 int cmd_check(int argc, const char **argv);
 int cmd_render(int argc, const char **argv);
 int cmd_priority(int argc, const char **argv);
+/* `aah-runner slurm-conf HOSTS`: slurm.conf and gres.conf from a host list. */
+int cmd_slurm_conf(int argc, const char **argv);
 /* `aah-runner slurm-launch <trial-dir>`: run by srun once per rank. */
 int cmd_slurm_launch(int argc, const char **argv);
 

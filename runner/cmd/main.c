@@ -27,6 +27,7 @@ static const struct subcommand commands[] = {
 	{ "collect", cmd_collect, "archive every log of an experiment with a SHA-256 manifest, optionally signed" },
 	{ "verify", cmd_verify, "check an archive made by collect" },
 	{ "metrics", cmd_metrics, "print an experiment's metrics in the Prometheus text format" },
+	{ "slurm-conf", cmd_slurm_conf, "write a Slurm cluster's slurm.conf and gres.conf from a host list" },
 	{ "slurm-launch", cmd_slurm_launch, "(inside a Slurm job) start one rank of a trial" },
 };
 

@@ -1,5 +1,6 @@
 /* options.c: table-driven command-line options. */
 #include "runner/cmd/options.h"
+#include "strvec.h"
 #include "util.h"
 
 #include <math.h>
@@ -69,6 +70,9 @@ static int set(const char *cmd, const struct option_spec *o, const char *v)
 		return 0;
 	case OPT_STRING:
 		*(const char **)o->value = v;
+		return 0;
+	case OPT_LIST:
+		strvec_push(o->value, v);
 		return 0;
 	case OPT_LONG:
 	case OPT_DOUBLE:

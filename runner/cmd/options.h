@@ -3,7 +3,7 @@
 #ifndef AAH_OPTIONS_H
 #define AAH_OPTIONS_H
 
-enum opt_type { OPT_FLAG, OPT_STRING, OPT_LONG, OPT_DOUBLE };
+enum opt_type { OPT_FLAG, OPT_STRING, OPT_LONG, OPT_DOUBLE, OPT_LIST };
 
 /* Where a number option's value goes and the range it must be in; --help
  * shows the range and a value outside it is refused naming it. */
@@ -17,8 +17,9 @@ struct option_spec {
 	const char *name;       /* long name without dashes */
 	char short_name;        /* 0 = none */
 	enum opt_type type;
-	void *value;            /* int * (OPT_FLAG), const char ** (OPT_STRING), or
-				 * OPT_NUMBER(&number, min, max) (OPT_LONG, OPT_DOUBLE) */
+	void *value;            /* int * (OPT_FLAG), const char ** (OPT_STRING),
+				 * OPT_NUMBER(&number, min, max) (OPT_LONG, OPT_DOUBLE), or
+				 * struct strvec * (OPT_LIST: each use of it adds a value) */
 	const char *arg;        /* argument name in --help, e.g. "FILE" */
 	const char *help;
 };

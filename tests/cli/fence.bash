@@ -6,9 +6,10 @@
 # trials are tests/fixtures/trials/ckpt_trial.sh (TRIAL_ACC "OLD NEW").
 
 # fence_trial_yaml [LINE...]: the trial section of a fence test's config:
-# ckpt_trial.sh, one retry, attempt 1 at 0.91 and holding on after its
-# result, attempt 2 at 0.62, the last of 4 steps behind $WORK/go (or
-# $WORK/go.<attempt>); LINEs are more trial keys ("  timeout: 30s").
+# ckpt_trial.sh, one retry, the first launch at 0.91 and holding on after
+# its result, the one that replaces it (FENCE_NEXT: attempt 2, or "1.1",
+# attempt 1 relaunched) at 0.62, the last of 4 steps behind $WORK/go (or
+# $WORK/go.<launch>); LINEs are more trial keys ("  timeout: 30s").
 fence_trial_yaml() {
 	local line
 	echo "trial:"
@@ -20,22 +21,24 @@ fence_trial_yaml() {
 	echo "    TRIAL_STEPS: \"4\""
 	echo "    TRIAL_STEP_S: \"${STEP_S:-0.2}\""
 	echo "    TRIAL_GATE: $WORK/go"
-	echo "    TRIAL_ACC: \"0.91 0.62\""
+	echo "    TRIAL_ACC: \"1=0.91 ${FENCE_NEXT:-2}=0.62\""
 	echo "    TRIAL_HOLD_ATTEMPT: \"1\""
 }
 
-# fence_end ID: the cut-off attempt 1 stopped, attempt 2's last step goes
-# ahead ($RUNNER_PID, the runner, then ends); the trial succeeded once, as
-# attempt 2, in its own place, and fence_check holds.
+# fence_end ID: the cut-off first launch stopped, its successor's
+# (FENCE_NEXT) last step goes ahead ($RUNNER_PID, the runner, then ends);
+# the trial succeeded once, as that launch, in its own place, and
+# fence_check holds.
 fence_end() {
+	local next=${FENCE_NEXT:-2}
 	touch "$WORK/go"
 	wait "$RUNNER_PID"
 	RUNNER_PID=
 	cat "$WORK/runs.log"
 	[ "$(count_events "$1" trial_finished succeeded)" -eq 1 ] || return 1
-	grep -q '^1 2 0 .* done=4$' "$WORK/runs.log" || return 1
+	grep -q "^1 $next 0 .* done=4\$" "$WORK/runs.log" || return 1
 	fence_check "$1" 0.91 0.62 || return 1
-	[ "$(fence_places "$1" | tr '\n' ' ')" = "1 . 2 attempt-2 " ]
+	[ "$(fence_places "$1" | tr '\n' ' ')" = "1 . ${next%%.*} attempt-$next " ]
 }
 
 # fence_places ID: each launch of trial 1, in order, as "<attempt> <place>":

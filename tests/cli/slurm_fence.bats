@@ -3,11 +3,12 @@
 # slurmd from Debian, started on loopback: tests/slurm/cluster.bash). The
 # node's slurmd stops while a trial trains there: its job step runs on, cut
 # from the controller, which after SlurmdTimeout calls the node down and
-# the job NODE_FAIL. The runner retries the trial as attempt 2; the cut-off
-# attempt 1 goes on and writes its result, into its own place only. When
-# slurmd is back, Slurm kills what is left of the failed job, attempt 2 runs
-# from the checkpoint, and the score and the archive are attempt 2's
-# (tests/cli/fence.bash).
+# the job NODE_FAIL. The cluster took the node away: the runner relaunches
+# attempt 1 from its checkpoint, not charged, in a place of its own
+# (attempt-1.1); the cut-off first launch goes on and writes its result,
+# into its own place only. When slurmd is back, Slurm kills what is left of
+# the failed job, the relaunch runs from the checkpoint, and the score and
+# the archive are the relaunch's (tests/cli/fence.bash).
 
 load helpers
 load fence
@@ -34,12 +35,12 @@ teardown() {
 	cd / && rm -rf "$WORK"
 }
 
-# attempt_procs ID ATTEMPT: processes (not zombies) of that attempt of the
-# experiment's trials, by their environment.
-attempt_procs() {
-	/usr/bin/python3 - "$1" "$2" <<'PY'
+# launch_procs DIR: processes (not zombies) of the launch whose place is
+# DIR, by their environment.
+launch_procs() {
+	/usr/bin/python3 - "$1" <<'PY'
 import os, sys
-want = [b"AAH_EXPERIMENT_ID=" + sys.argv[1].encode(), b"AAH_ATTEMPT=" + sys.argv[2].encode()]
+want = [b"AAH_TRIAL_DIR=" + sys.argv[1].encode()]
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         if open("/proc/%s/stat" % pid, "rb").read().rsplit(b") ", 1)[1][:1] == b"Z":
@@ -55,7 +56,8 @@ PY
 ckpt_at() { [ "$(cat "$AAH_WORKDIR/experiments/$1/trials/000001/checkpoint/step" 2>/dev/null)" = "$2" ]; }
 node_is() { sinfo -h -N -o %T | grep -q "^$1"; }
 
-@test "slurm: the node's slurmd stops mid-trial (its step alive): the retry runs from the checkpoint; the cut-off attempt writes only into its own place and is killed when slurmd is back; the score and the archive are the retry's" {
+@test "slurm: the node's slurmd stops mid-trial (its step alive): attempt 1 is relaunched from the checkpoint, not charged; the cut-off launch writes only into its own place and is killed when slurmd is back; the score and the archive are the relaunch's" {
+	export FENCE_NEXT=1.1
 	cat > c.yml <<-EOF
 	experimentName: slurm-fence
 	trainingServicePlatform: slurm
@@ -72,24 +74,27 @@ node_is() { sinfo -h -N -o %T | grep -q "^$1"; }
 	wait_for has_experiment
 	id=$(only_experiment)
 	E=$AAH_WORKDIR/experiments/$id
-	# Attempt 1 waits before its last step: step 3 is in its checkpoint.
+	first=$E/trials/000001
+	# The first launch waits before its last step: step 3 is in its checkpoint.
 	wait_for ckpt_at "$id" 3
-	[ -n "$(attempt_procs "$id" 1)" ]
+	[ -n "$(launch_procs "$first")" ]
 	slurmd_stop "$SLURM_TEST_DIR"
-	# The node is down after SlurmdTimeout, the job NODE_FAIL: attempt 1
-	# fails and attempt 2 is submitted (it waits for the node).
-	WAIT_S=120 wait_for grep -q '"event":"trial_finished","trial":"000001".*"attempt":1,"state":"failed".*NODE_FAIL' "$E/journal.jsonl"
+	# The node is down after SlurmdTimeout, the job NODE_FAIL: attempt 1 is
+	# relaunched, not retried (no trial_finished), and submitted again (the
+	# relaunch waits for the node).
+	WAIT_S=120 wait_for grep -q '"event":"trial_retry","trial":"000001","trial_seq":1,"attempt":1,"reason":"relaunched from its checkpoint: slurm job [0-9]* NODE_FAIL' "$E/journal.jsonl"
 	wait_for eval '[ "$(count_events "$id" trial_submitted)" -eq 2 ]'
-	# Cut off, attempt 1 goes on: it ends its last step, writes its result
-	# (0.91) and holds on; the trial still runs, as attempt 2.
-	[ -n "$(attempt_procs "$id" 1)" ]
+	[ "$(count_events "$id" trial_finished)" -eq 0 ]
+	# Cut off, the first launch goes on: it ends its last step, writes its
+	# result (0.91) and holds on; the trial still runs, relaunched.
+	[ -n "$(launch_procs "$first")" ]
 	touch "$WORK/go.1"
 	wait_for grep -q '^1 1 0 .* done=4$' "$WORK/runs.log"
 	[ "$(count_events "$id" trial_finished succeeded)" -eq 0 ]
-	# slurmd is back: Slurm kills what is left of the failed job, and
-	# attempt 2 runs on the node, from the checkpoint.
+	# slurmd is back: Slurm kills what is left of the failed job, and the
+	# relaunch runs on the node, from the checkpoint.
 	slurmd_start "$SLURM_TEST_DIR"
-	WAIT_S=120 wait_for eval '[ -z "$(attempt_procs "$id" 1)" ]'
-	WAIT_S=120 wait_for grep -q '^1 2 0 .* start=3$' "$WORK/runs.log"
+	WAIT_S=120 wait_for eval '[ -z "$(launch_procs "$first")" ]'
+	WAIT_S=120 wait_for grep -q '^1 1.1 0 .* start=3$' "$WORK/runs.log"
 	fence_end "$id"
 }

@@ -248,7 +248,10 @@ Test(slurm, state_mapping)
 		{ "CANCELLED", 0, AAH_JOB_FAILED, 1 },
 		{ "CANCELLED by 0", 0, AAH_JOB_FAILED, 1 },
 		{ "CANCELLED by 0", 1, AAH_JOB_CANCELED, 1 },
-		{ "COMPLETING", 1, AAH_JOB_CANCELED, 1 },
+		/* canceled by us but still COMPLETING: its processes may run on, so
+		 * a stop waits on (issue 49: it used to count as canceled) */
+		{ "COMPLETING", 1, AAH_JOB_RUNNING, 0 },
+		{ "NODE_FAIL", 1, AAH_JOB_CANCELED, 1 },
 		{ "RUNNING", 1, AAH_JOB_RUNNING, 0 },
 		{ "TIMEOUT", 0, AAH_JOB_TIMEOUT, 1 },
 		{ "DEADLINE", 0, AAH_JOB_TIMEOUT, 1 },
@@ -265,6 +268,19 @@ Test(slurm, state_mapping)
 			     aah_job_state_name(s));
 		cr_assert_eq(final, cases[i].final, "%s: final %d", cases[i].slurm, final);
 	}
+}
+
+Test(slurm, disrupted_states)
+{
+	/* the cluster took a node (or the job) away: relaunched, not charged */
+	cr_assert(slurm_state_disrupted("NODE_FAIL"));
+	cr_assert(slurm_state_disrupted("BOOT_FAIL"));
+	cr_assert(slurm_state_disrupted("PREEMPTED"));
+	/* the job's own failure, someone's scancel, a limit: a retry, charged */
+	static const char *const own[] = { "FAILED", "CANCELLED by 0", "OUT_OF_MEMORY", "TIMEOUT",
+					    "COMPLETED", "RUNNING", "SOMETHING_NEW" };
+	for (size_t i = 0; i < ARRAY_SIZE(own); i++)
+		cr_assert_not(slurm_state_disrupted(own[i]), "%s", own[i]);
 }
 
 Test(slurm, describe)
