@@ -65,5 +65,7 @@ PY
 	[ "$(accuracy_series)" = "aah_best_accuracy{experiment=\"$id\"} 0.62
 aah_error_percent{experiment=\"$id\"} 38
 aah_trial_best_accuracy{experiment=\"$id\",trial=\"000001\"} 0.62
-aah_trial_best_accuracy{experiment=\"$id\",trial=\"000002\"} 0.62" ]
+aah_trial_best_accuracy{experiment=\"$id\",trial=\"000002\"} 0.62
+aah_trial_last_accuracy{experiment=\"$id\",trial=\"000001\"} 0.62
+aah_trial_last_accuracy{experiment=\"$id\",trial=\"000002\"} 0.62" ]
 }
