@@ -88,6 +88,7 @@ uint64_t tuner_fnv(uint64_t h, const void *data, size_t len);
 struct tuner_nm_stats {
 	unsigned long proposals, expansions, expansions_history, candidates, distances;
 	unsigned long list_reuses;   /* expansions that reused the parent's list */
+	unsigned long window_removals; /* GP rows that left the window (classArgs.gp_window) */
 	unsigned long gp_escalations, history;
 	double propose_seconds, observe_seconds;
 };

@@ -167,6 +167,10 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	(void)old;
 	nm_hist_item_reserve(nm, idx);
 	int it = nm->hist_item[idx];
+	if (it == NM_LEFT_WINDOW && !nm_window_wants(t, nm, idx)) {
+		nm->stats.observe_seconds += util_monotonic() - t0;
+		return 0;   /* it stays out: only one of the best comes back */
+	}
 	if (it >= 0) {   /* a known trial changed state */
 		double y = nm->gp.y[nm->items[it].row];
 		if (h->state == TUNER_OBS_DONE)
@@ -203,6 +207,7 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	free(dt);
 	free(dl);
 	nm_add_item(nm, &item);
+	nm_window_fit(t, nm);
 	nm->stats.observe_seconds += util_monotonic() - t0;
 	return 0;
 }
@@ -660,6 +665,18 @@ static int nm_init(struct tuner *t)
 	if (arg_int(t, "search_pruning", 1, 0, 1, &v) < 0)
 		return -1;
 	nm->pruning = v != 0;
+	if (arg_int(t, "gp_window", NM_WINDOW_DEFAULT, 0, 1e6, &v) < 0)
+		return -1;
+	nm->window = (int)v;
+	if (nm->window && nm->window < 8)
+		return error("tuner %s: classArgs.gp_window must be 0 (no window) or 8 or more",
+			     t->name);
+	if (arg_int(t, "gp_window_best", floor(v / 4), 0, 1e6, &v) < 0)
+		return -1;
+	nm->window_best = (int)v;
+	if (nm->window && nm->window_best >= nm->window - 1)
+		return error("tuner %s: classArgs.gp_window_best must be below gp_window - 1 (%d)",
+			     t->name, nm->window - 1);
 	if (!(nm->t_min > 0 && nm->t_min < 1))
 		return error("tuner %s: classArgs.t_min must be in (0, 1)", t->name);
 	if (!(nm->cooling > 0 && nm->cooling < 1))
