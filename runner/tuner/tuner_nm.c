@@ -184,12 +184,21 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	struct nm_item item;
 	if (!nm_make_item(t, nm, idx, &item))
 		return 0;
+	nm_enter(t, nm, &item);
+	nm_window_fit(t, nm);
+	nm->stats.observe_seconds += util_monotonic() - t0;
+	return 0;
+}
+
+void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item)
+{
+	const struct tuner_hist *h = &t->hist[item->hist];
 	/* kernel row against every earlier item */
 	size_t n = (size_t)nm->nitems;
 	double *dl = xmalloc((n ? n : 1) * sizeof(double)), *dt = xmalloc((n ? n : 1) * sizeof(double));
 	int *idxs = xmalloc((n ? n : 1) * sizeof(int));
 	double *kv = xmalloc((n ? n : 1) * sizeof(double));
-	struct scan s = { nm, &item.desc, NULL, nm->cutoff, dl, dt };
+	struct scan s = { nm, &item->desc, NULL, nm->cutoff, dl, dt };
 	scan(nm, &s, n);
 	int nnz = kernel_row(nm, dt, NULL, n, idxs, kv);
 	double y;
@@ -201,15 +210,12 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 		double var;
 		gp_predict(&nm->gp, idxs, kv, nnz, &y, &var);
 	}
-	item.row = gp_add(&nm->gp, idxs, kv, nnz, y);
+	item->row = gp_add(&nm->gp, idxs, kv, nnz, y);
 	free(kv);
 	free(idxs);
 	free(dt);
 	free(dl);
-	nm_add_item(nm, &item);
-	nm_window_fit(t, nm);
-	nm->stats.observe_seconds += util_monotonic() - t0;
-	return 0;
+	nm_add_item(nm, item);
 }
 
 /* ---- annealing ----------------------------------------------------------- */
@@ -711,12 +717,22 @@ int tuner_nm_stats(const struct tuner *t, struct tuner_nm_stats *out)
 	return 0;
 }
 
+/* The state cache holds the exact GP only, 8 MB at 1000 trials. */
+static unsigned nm_proposer_limit(const struct tuner *t)
+{
+	const struct nm *nm = t->priv;
+	return nm->window > 0 && nm->window < NM_PROPOSER_LIMIT ? (unsigned)nm->window
+								 : NM_PROPOSER_LIMIT;
+}
+
 const struct tuner_ops tuner_ops_nm = {
 	.name = "NetworkMorphism",
 	.caps = TUNER_CAP_ARCH | TUNER_CAP_PARAMS,
 	.init = nm_init,
 	.observe = nm_observe,
 	.propose = nm_propose,
+	.load = nm_window_load,
+	.proposer_limit = nm_proposer_limit,
 	.release = nm_release,
 	.state_save = nm_state_save,
 	.state_load = nm_state_load,

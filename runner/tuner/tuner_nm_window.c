@@ -90,3 +90,54 @@ int nm_window_wants(const struct tuner *t, const struct nm *nm, size_t idx)
 	free(r);
 	return wants;
 }
+
+int nm_window_load(struct tuner *t)
+{
+	struct nm *nm = t->priv;
+	size_t n = t->nhist;
+	if (nm->nitems || !nm->window || n <= (size_t)nm->window)
+		return 0;   /* one at a time, as a replay: the same state */
+	nm_hist_item_reserve(nm, n - 1);
+	/* which trials the search can use, and the set of those seen */
+	char *usable = xcalloc(n, 1);
+	struct ranked *r = xmalloc(n * sizeof(*r));
+	int nr = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct nm_item item;
+		if (!nm_make_item(t, nm, i, &item))
+			continue;
+		usable[i] = 1;
+		hset_insert(&nm->seen, item.desc.hash);
+		tgraph_release(&item.graph);
+		tdesc_release(&item.desc);
+		if (t->hist[i].state == TUNER_OBS_DONE)
+			r[nr++] = (struct ranked){ nm->tpe.maximize ? t->hist[i].metric
+								    : -t->hist[i].metric, i, -1 };
+	}
+	/* the window it ends with: the best finished, then the most recent */
+	qsort(r, (size_t)nr, sizeof(*r), by_y);
+	char *in = xcalloc(n, 1);
+	int members = 0;
+	for (int k = 0; k < nr && k < nm->window_best; k++, members++)
+		in[r[k].hist] = 1;
+	for (size_t i = n; i-- > 0 && members < nm->window;)
+		if (usable[i] && !in[i]) {
+			in[i] = 1;
+			members++;
+		}
+	for (size_t i = 0; i < n; i++) {
+		struct nm_item item;
+		if (in[i] && nm_make_item(t, nm, i, &item)) {
+			nm_enter(t, nm, &item);
+		} else if (usable[i]) {
+			nm->hist_item[i] = NM_LEFT_WINDOW;
+			cJSON_Delete(t->hist[i].arch);
+			t->hist[i].arch = NULL;
+			nm->stats.window_removals++;
+		}
+	}
+	free(in);
+	free(r);
+	free(usable);
+	return 1;
+}

@@ -375,3 +375,60 @@ Test(tuner_window, a_window_the_history_fits_in_is_exact, .timeout = 60)
 	free(deflt);
 	free(small);
 }
+
+/* A runner that starts or resumes learns the whole history at once
+ * (tuner_catch_up without a cache: tuner_ops.load): past the window, only
+ * the trials the window ends with enter the GP, the same ones a tuner that
+ * saw them one at a time keeps, and every architecture is still seen. */
+Test(tuner_window, a_fresh_tuner_loads_only_the_window, .timeout = 60)
+{
+	struct run live;
+	start(&live, ",\"gp_window\":16,\"gp_window_best\":4");
+	for (unsigned s = 1; s <= 50; s++) {
+		propose(&live, s);
+		if (s != 45)   /* one still training */
+			finished(&live, s, live.metric[s]);
+	}
+	struct run fresh;
+	start(&fresh, ",\"gp_window\":16,\"gp_window_best\":4");
+	tuner_defer(fresh.t);
+	for (unsigned s = 1; s <= 50; s++) {
+		struct tuner_observation o = { .trial_seq = s, .arch = live.arch[s],
+					       .state = s == 45 ? TUNER_OBS_PENDING : TUNER_OBS_DONE,
+					       .metric = live.metric[s] };
+		cr_assert_eq(tuner_observe(fresh.t, &o), 0);
+		fresh.hashes[s] = live.hashes[s];
+	}
+	cr_assert_eq(tuner_catch_up(fresh.t, NULL, NULL), 0);
+	const struct nm *nm = fresh.t->priv;
+	cr_assert_eq(nm->nitems, 16);
+	for (unsigned s = 1; s <= 50; s++)
+		cr_assert_eq(member(&fresh, s), member(&live, s), "trial %u: %s in the fresh window",
+			     s, member(&fresh, s) ? "in" : "not");
+	struct tuner_nm_stats st;
+	cr_assert_eq(tuner_nm_stats(fresh.t, &st), 0);
+	cr_assert_eq(st.window_removals, 34);
+	for (unsigned s = 51; s <= 56; s++)   /* distinct from all 50, out of the window too */
+		propose(&fresh, s);
+	finish(&fresh);
+	finish(&live);
+}
+
+Test(tuner_window, proposers_outside_the_runner_serve_up_to_the_exact_gp)
+{
+	struct run run;
+	start(&run, "");
+	cr_assert_eq(tuner_proposer_limit(run.t), 1000);
+	finish(&run);
+	start(&run, ",\"gp_window\":64");
+	cr_assert_eq(tuner_proposer_limit(run.t), 64);
+	finish(&run);
+	start(&run, ",\"gp_window\":0");   /* exact always: the file would grow as n^2 */
+	cr_assert_eq(tuner_proposer_limit(run.t), 1000);
+	finish(&run);
+	struct tuner *t;
+	struct tuner_config cfg = { .name = "TPE" };
+	cr_assert_eq(tuner_create(&t, &cfg), 0);
+	cr_assert_eq(tuner_proposer_limit(t), 0);   /* no state file */
+	tuner_free(t);
+}
