@@ -223,7 +223,13 @@ static int poll_running(struct sched *s)
 		char *job = xstrdup(t->job);
 		struct aah_job_status st = { .job = job };
 		backend_poll(&s->bctx, &st);
-		scheduler_progress_waiting(s->e, t->seq, &st);
+		if (t->seq > s->nwaiting) {
+			size_t n = s->e->ntrials > 2 * s->nwaiting ? s->e->ntrials : 2 * s->nwaiting;
+			s->waiting = xrealloc(s->waiting, n);
+			memset(s->waiting + s->nwaiting, PROGRESS_WAITING_UNKNOWN, n - s->nwaiting);
+			s->nwaiting = n;
+		}
+		scheduler_progress_waiting(s->e, t->seq, &st, &s->waiting[t->seq - 1]);
 		if (record_note(s, t, &st) < 0) {
 			free(job);
 			return -1;
@@ -385,6 +391,7 @@ out:
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);
+	free(s.waiting);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }

@@ -29,6 +29,8 @@ struct sched {
 	double last_progress;     /* util_monotonic() of the last progress line */
 	const char *workdir;      /* the experiments' parent, absolute (the experiment's) */
 	unsigned settled_this_session;
+	unsigned char *waiting;   /* (nwaiting) by seq - 1: scheduler_progress_waiting's memory */
+	size_t nwaiting;
 };
 
 /* Seconds of the experiment's budget spent so far, this session's included. */
