@@ -274,6 +274,7 @@ static void wait_signal(struct sched *s, double seconds)
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);   /* the master tuner's thread has a proposal */
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
 	int sig = sigtimedwait(&set, NULL, &ts);
 	if (sig == SIGTERM || sig == SIGINT)
@@ -312,6 +313,15 @@ static int resume_state(struct sched *s)
 	return 0;
 }
 
+/* Proposals the master tuner keeps ready past the last trial created: one
+ * per 32 slots (a slot that frees up takes one at once), 1 to 64. The more
+ * ahead, the more proposals were made before the latest results. */
+static unsigned proposals_ahead(unsigned nslots)
+{
+	unsigned n = nslots / 32;
+	return n < 1 ? 1 : n > 64 ? 64 : n;
+}
+
 int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		  const struct scheduler_opts *opts)
 {
@@ -326,6 +336,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, &old);
 
 	s.workdir = e->workdir;
@@ -344,11 +355,16 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	cJSON_AddNumberToObject(f, "pid", getpid());
 	cJSON_AddBoolToObject(f, "resume", e->ntrials > 0);
 	if (experiment_record(e, EXPDIR_EV_RUNNER_STARTED, f) < 0 || resume_state(&s) < 0 ||
-	    scheduler_tuner_start(&s.tuner, cfg, e->dir) < 0)
+	    scheduler_tuner_start(&s.tuner, cfg, e->dir, s.created, proposals_ahead(s.nslots)) < 0)
 		goto out_backend;
 
 	double interval = opts->poll_interval > 0 ? opts->poll_interval : 0.05;
 	while (!e->done) {
+		const char *lost = scheduler_tuner_failed(&s.tuner);
+		if (lost) {
+			error("the tuner cannot learn the experiment's history: %s", lost);
+			goto out_backend;
+		}
 		if (poll_running(&s) < 0)
 			goto out_backend;
 		if (cfg->max_exec_duration > 0 && sched_elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
@@ -366,7 +382,6 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		}
 		if (sched_fill_slots(&s) < 0)
 			goto out_backend;
-		sched_propose_ahead(&s);
 		int running = 0;
 		for (unsigned i = 0; i < s.nslots; i++)
 			running |= s.slots[i].trial != 0;

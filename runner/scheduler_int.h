@@ -41,7 +41,5 @@ cJSON *sched_trial_fields(unsigned seq, unsigned attempt);
 int sched_settle(struct sched *s, unsigned seq, const struct aah_job_status *st);
 /* Launch queued or new trials into the free slots (scheduler_launch.c). */
 int sched_fill_slots(struct sched *s);
-/* Master placement: with every slot busy, the next new trial proposed ahead. */
-void sched_propose_ahead(struct sched *s);
 
 #endif
