@@ -119,9 +119,13 @@ RUN apt-get update && cd /tmp && apt-get download docker.io \
 # container runs mpirun over ssh to workers that run sshd (entrypoint mode
 # AAH_SSHD; keys come per trial from the runner, none are in the image: the
 # host keys the package generates are removed).
+#
+# Both also carry the distribution's python3, for trials written for NNI:
+# aah's nni module (runner/nni/python) is on its path (below, in the trial
+# stage), after the site directories, so an NNI the image adds wins.
 FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu${UBUNTU_VERSION} AS trial-base-cuda
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        openssh-server openssh-client openmpi-bin \
+        openssh-server openssh-client openmpi-bin python3 \
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
 
@@ -129,7 +133,7 @@ FROM ubuntu:${UBUNTU_VERSION} AS master-base-cuda
 # image, it is cached for the other.
 FROM ${DEBIAN_IMAGE} AS trial-base-debian
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-unsafe-io --no-install-recommends \
-        openssh-server openssh-client openmpi-bin \
+        openssh-server openssh-client openmpi-bin python3 \
     && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
 
 # cudalocal: no data set, and the runtime libraries of the staged toolkit
@@ -159,6 +163,9 @@ COPY --from=builder /out/usr/local/bin/aah-trial /out/usr/local/bin/aah-runner /
 COPY --from=builder /out/usr/local/lib/aah/ /usr/local/lib/aah/
 COPY docker/trial-entrypoint.sh /usr/local/bin/aah-trial-entrypoint
 RUN echo /usr/local/lib/aah > /etc/ld.so.conf.d/aah.conf && ldconfig \
+    && mkdir -p /usr/lib/python3/dist-packages \
+    && echo /usr/local/lib/aah/python > /usr/lib/python3/dist-packages/aah-nni.pth \
+    && python3 -c 'import nni, nni.trial; assert nni.__version__.endswith("+aah")' \
     && aah-runner --version
 ENV AAH_WORKDIR=/userhome/aah-work
 USER 1000:1000

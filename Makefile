@@ -42,10 +42,14 @@ COMMON_SRCS  := $(wildcard common/*.c)
 TUNER_SRCS   := $(wildcard runner/tuner/*.c)
 STORE_SRCS   := $(wildcard runner/store/*.c)
 RUNNER_SRCS  := $(filter-out runner/cmd/main.c $(TUNER_SRCS) $(STORE_SRCS),$(wildcard runner/*.c runner/*/*.c))
-KERNEL_SRCS  := $(wildcard kernels/*.c kernels/ref/*.c kernels/cpu/*.c)
+KERNEL_SRCS  := $(wildcard kernels/*.c kernels/ref/*.c kernels/cpu/*.c kernels/cudahost/*.c)
 TRIAL_SRCS   := $(filter-out trialimg/main.c,$(wildcard trialimg/*.c trialimg/data/*.c))
 CUDA_CSRCS   := $(wildcard kernels/cuda/*.c)
 CUDA_CUSRCS  := $(wildcard kernels/cuda/*.cu)
+# The kernel families compiled for the host too (the cudahost backend, in
+# libaahkernels.a on every machine).
+HOST_CUSRCS  := $(CUDA_CUSRCS)
+HOST_CUOBJS  := $(patsubst kernels/cuda/%.cu,$(BUILD)/obj/cudahost/%.o,$(HOST_CUSRCS))
 UNIT_SRCS    := $(wildcard tests/unit/test_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -70,9 +74,13 @@ TRIAL_LINK  := $(LIB_CUDA) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -l
 # backend refuses the device (ops_gpu_supported).
 CUDA_ARCHS  ?= 80 90
 CUDA_PTX    ?= 90
-NVCCFLAGS   ?= -O2 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+NVCCFLAGS   ?= -O2 -std=c++20 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
 	       $(foreach a,$(CUDA_PTX),-gencode arch=compute_$(a),code=compute_$(a)) \
-	       -I. -Icommon -Xcompiler -Wall,-Wextra -Werror all-warnings -MMD -MP
+	       -I. -Icommon -Xcompiler -Wall,-Wextra,-Wno-missing-field-initializers \
+	       -Werror all-warnings -MMD -MP
+# The kernel families contract no multiply-add themselves: they spell each
+# one as fmaf, so the GPU rounds as the host harness does (cuk_host.h).
+NVCC_FAMILY := -fmad=false
 else
 TRIAL_LINK  :=
 endif
@@ -81,7 +89,7 @@ RUNNER_BIN := $(BUILD)/aah-runner
 TRIAL_BIN  := $(BUILD)/aah-trial
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps bench-deps test unit bench-bins scale-bins scale asan bench run images images-trial install clean config-info \
+.PHONY: all deps bench-deps test unit bench-bins scale-bins scale asan bench run images images-trial install clean config-info check-sass \
 	fuzz fuzz-bins fuzz-targets
 
 all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
@@ -111,6 +119,32 @@ $(BUILD)/obj/%.o: %.cu
 	$(call say,NVCC,$<)
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
+# A family's object keeps, beside it, what tests/gpu/check-code.py reads:
+# ptxas's report (stack frames, spills: .o.ptxas) and the newest PTX (.o.ptx).
+$(BUILD)/obj/kernels/cuda/cuda_%.o: kernels/cuda/cuda_%.cu
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$<)
+	$(Q)k=$@.keep; rm -rf $$k && mkdir -p $$k && \
+	$(NVCC) $(NVCCFLAGS) $(NVCC_FAMILY) -Xptxas -v --keep --keep-dir $$k -c $< -o $@ \
+	  2>$@.ptxas || { cat $@.ptxas; rm -rf $$k; exit 1; }; \
+	ptx=$$(ls $$k/*.compute_*.ptx 2>/dev/null | sort -V | tail -n 1); \
+	if [ -n "$$ptx" ]; then mv "$$ptx" $@.ptx; fi; rm -rf $$k
+
+# The families' compiled code is what it was written to be: SASS where
+# cuobjdump exists (the GPU machine), else the PTX (tests/gpu/check-code.py).
+check-sass: $(if $(filter 1,$(AAH_CUDA)),$(LIB_CUDA))
+	@if [ "$(AAH_CUDA)" != 1 ]; then echo "check-sass: skipped: this build has no cuda backend (make config-info)"; \
+	elif command -v cuobjdump >/dev/null; then /usr/bin/python3 tests/gpu/check-code.py sass $(BUILD); \
+	else echo "check-sass: no cuobjdump here: checking the PTX"; /usr/bin/python3 tests/gpu/check-code.py ptx $(BUILD); fi
+
+# The same families for the host: g++ over cuk_host.h (CUK_HOST).
+CXX_HOST := -x c++ -std=c++20 -DCUK_HOST $(OPT) -I. -Icommon -Wall -Wextra -Werror -Wshadow \
+	    -Wno-unknown-pragmas -Wno-missing-field-initializers -fno-exceptions -fno-rtti -MMD -MP
+$(BUILD)/obj/cudahost/%.o: kernels/cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(call say,CXX,$< (host))
+	$(Q)$(CXX) $(CXX_HOST) $(SAN) -c $< -o $@
+
 define mklib
 $(1): $(2)
 	@mkdir -p $$(dir $$@)
@@ -121,7 +155,7 @@ $(eval $(call mklib,$(LIB_COMMON),$(call obj,$(COMMON_SRCS))))
 $(eval $(call mklib,$(LIB_RUNNER),$(call obj,$(RUNNER_SRCS))))
 $(eval $(call mklib,$(LIB_TUNER),$(call obj,$(TUNER_SRCS))))
 $(eval $(call mklib,$(LIB_STORE),$(call obj,$(STORE_SRCS))))
-$(eval $(call mklib,$(LIB_KERNELS),$(call obj,$(KERNEL_SRCS))))
+$(eval $(call mklib,$(LIB_KERNELS),$(call obj,$(KERNEL_SRCS)) $(HOST_CUOBJS)))
 $(eval $(call mklib,$(LIB_TRIAL),$(call obj,$(TRIAL_SRCS))))
 $(eval $(call mklib,$(LIB_CUDA),$(call obj,$(CUDA_CSRCS)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CUSRCS))))
 
@@ -291,9 +325,15 @@ images-trial:
 	$(if $(filter cudalocal,$(IMAGE_BASE)),$(cuda_toolkit_image))
 	DOCKER_BUILDKIT=1 $(DOCKER) build --target trial -t aah-trial:$(IMAGE_TAG) $(IMAGE_ARGS) .
 
+# aah's nni module (runner/nni/python) goes to <prefix>/lib/aah/python, where
+# aah-runner looks for it beside itself (the local backend and slurm-launch
+# put it on the trials' PYTHONPATH; the trial images add it to Python's path).
+NNI_PY := $(wildcard runner/nni/python/nni/*.py)
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/aah/python/nni
 	install -m 0755 $(RUNNER_BIN) $(TRIAL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(NNI_PY) $(DESTDIR)$(PREFIX)/lib/aah/python/nni/
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -5,7 +5,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifdef __cplusplus
+#define noreturn [[noreturn]] /* the cuda backend's kernel families are C++ */
+extern "C" {
+#else
 #include <stdnoreturn.h>
+#endif
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -71,5 +76,10 @@ int util_parse_double(const char *s, double *out);
 
 /* Levenshtein distance of two short strings (for "did you mean"). */
 size_t util_edit_distance(const char *a, const char *b);
+
+#ifdef __cplusplus
+}
+#undef noreturn
+#endif
 
 #endif

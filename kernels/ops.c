@@ -9,6 +9,7 @@
 extern const struct ops_backend ops_cpu_backend; /* kernels/cpu/cpu_backend.c */
 extern const struct ops_backend ops_ref_backend; /* kernels/ref/ref_backend.c */
 extern const struct ops_backend ops_refdev_backend; /* kernels/ref/ref_device.c */
+extern const struct ops_backend ops_cudahost_backend; /* kernels/cudahost/cudahost_backend.c */
 #if AAH_HAVE_CUDA
 extern const struct ops_backend ops_cuda_backend; /* kernels/cuda/cuda_backend.c */
 #endif
@@ -17,6 +18,7 @@ static const struct ops_backend *const backends[] = {
 	&ops_cpu_backend,
 	&ops_ref_backend,
 	&ops_refdev_backend,
+	&ops_cudahost_backend,
 #if AAH_HAVE_CUDA
 	&ops_cuda_backend,
 #endif
@@ -66,6 +68,16 @@ void ops_forget(struct ops_ctx *ctx, void *p)
 int ops_finish(struct ops_ctx *ctx)
 {
 	return ctx->be->finish ? ctx->be->finish(ctx) : 0;
+}
+
+int ops_loss_read(struct ops_ctx *ctx, double *loss_sum, long *correct)
+{
+	return ctx->be->loss_read ? ctx->be->loss_read(ctx, loss_sum, correct) : 0;
+}
+
+struct ops_ledger *ops_ledger_of(struct ops_ctx *ctx)
+{
+	return ctx->be->ledger ? ctx->be->ledger(ctx) : NULL;
 }
 
 const char *ops_precision_auto(struct ops_ctx *ctx)

@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* the cuda backend's kernel families are C++ */
+#endif
+
 /* The ops, which index ops_backend.layer. The trainer maps each layer type
  * of its network file onto one (trialimg/model.c); kernels know nothing of
  * the file format. */
@@ -25,6 +29,8 @@ enum ops_type {
 	OPS_FLATTEN,
 	OPS_NTYPES
 };
+
+struct ops_ledger; /* kernels/ledger.h */
 
 /* Shape of one sample of an activation; a batch of n samples is stored NHWC,
  * batch first: element (i, y, x, ch) lives at ((i*h + y)*w + x)*c + ch.
@@ -110,12 +116,24 @@ struct ops_layer {
 	float *gamma, *dgamma, *beta, *dbeta;   /* batchnorm: (C) */
 	float *run_mean, *run_var;          /* batchnorm running stats: (C) */
 	float *save_mean, *save_var;        /* batchnorm batch stats: (C) */
-	uint8_t *mask;                      /* dropout keep mask: (N, H, W, C) */
+	uint8_t *mask;                      /* dropout's keep mask, or max pooling's
+					     * argmax (ops_layer_ops.keeps_mask):
+					     * (N, H, W, C) of the output */
 	/* conv2d: the types its last pass read its operands in and stored its
 	 * sums in before any cast to fp32, set by the backend: a layer may
 	 * compute in fp32 where ctx->conv_type asks bf16 (cpu_conv.c), and a
 	 * GPU backend may store bf16 sums; tests hold each to its own bound */
 	enum ops_dtype ran, ran_out;
+	/* The bias of a conv2d whose only reader is this batchnorm, which it
+	 * does not depend on (the batch's mean takes it out exactly): the
+	 * conv2d skips it in training (bias_folded), this layer counts it in
+	 * its running mean (fold_b: (C), the conv2d's b) and writes its
+	 * gradient zero (fold_db: the conv2d's db), as the exact math gives.
+	 * Set by the model where the backend's ops fold biases
+	 * (ops_layer_ops.folds_bias); NULL, 0: none. */
+	int bias_folded;                    /* conv2d */
+	const float *fold_b;                /* batchnorm */
+	float *fold_db;                     /* batchnorm */
 	void *priv;                         /* backend state */
 };
 
@@ -140,6 +158,15 @@ struct ops_ctx {
 	int device;         /* a GPU backend: which visible device it takes (the
 			     * rank's local rank, modulo the visible count) */
 	void *priv;
+};
+
+/* What a training step reads besides the model and the batch, kept where
+ * the model is (a device backend: uploaded with the batch, so a replayed
+ * step reads this step's values, ops_backend.upload). */
+struct ops_step_vars {
+	float lr;           /* SGD's learning rate */
+	float loss_scale;   /* fp16's dynamic loss scale, else 1 */
+	uint64_t step;      /* the trainer's global step (dropout's masks) */
 };
 
 /* A started GPU backend's device, for the logs and result.json. */
@@ -192,6 +219,22 @@ struct ops_layer_ops {
 	 * output may stay fp32 for the fp32 ops after it) then takes its
 	 * inputs and output in one type. */
 	int bf16;
+	/* conv2d: leaves its bias out in training where the model says a
+	 * batchnorm of batch statistics alone reads its output
+	 * (ops_layer.bias_folded), adds it in inference; batchnorm: counts
+	 * that bias in its running mean and writes its gradient zero
+	 * (ops_layer.fold_b, fold_db). Both, or the model folds nothing. */
+	int folds_bias;
+	/* The largest batch the op can run (a library's limit: cuDNN takes no
+	 * tensor of 2^31 values), from the shapes alone; NULL or 0: none. The
+	 * memory plan caps the batch by it (trialimg/memplan.h). */
+	int (*max_batch)(const struct ops_ctx *ctx, const struct ops_layer *l);
+	/* maxpool: the training forward writes in ops_layer.mask, a byte per
+	 * output value, where in its window the maximum was (ky * K + kx),
+	 * and the backward reads it instead of finding the maxima again; the
+	 * model keeps it from one pass to the other, as dropout's mask
+	 * (trialimg/memplan.h). With mask NULL the op finds them again. */
+	int keeps_mask;
 };
 
 enum {
@@ -248,11 +291,20 @@ struct ops_backend {
 	 * when there is none, or the backend keeps no such record. */
 	const char *(*slow_path)(struct ops_ctx *ctx);
 	/* Softmax cross-entropy with label smoothing over (n, classes) logits:
-	 * dlogits = d(mean loss)/d(logits); adds the summed loss and the number
-	 * of correct argmax predictions. dlogits may be NULL (evaluation). */
+	 * dlogits = scale * d(mean loss)/d(logits) (scale: fp16's loss scale,
+	 * else 1); adds the summed loss and the number of correct argmax
+	 * predictions into *loss_sum and *correct, or, on a backend with
+	 * loss_read, into sums of its own that loss_read hands over. dlogits
+	 * may be NULL (evaluation). */
 	int (*loss)(struct ops_ctx *ctx, int n, int classes, const float *logits,
-		    const int *labels, float smoothing, float *dlogits,
+		    const int *labels, float smoothing, float scale, float *dlogits,
 		    double *loss_sum, long *correct);
+	/* A GPU backend's loss keeps its sums on the device so that a step
+	 * waits for nothing: this adds them into *loss_sum and *correct and
+	 * zeroes them (the host waits for the device); a label the loss found
+	 * out of range is its error. NULL: loss adds them itself
+	 * (ops_loss_read does nothing). */
+	int (*loss_read)(struct ops_ctx *ctx, double *loss_sum, long *correct);
 	/* SGD with momentum: v = mu*v + g + wd*w; w -= lr*v, over count values. */
 	int (*sgd)(struct ops_ctx *ctx, size_t count, float *w, const float *g,
 		   float *v, float lr, float mu, float wd);
@@ -302,6 +354,33 @@ struct ops_backend {
 	/* Waits until every op queued so far has finished (a GPU backend's ops
 	 * return once queued); NULL where ops finish before they return. */
 	int (*finish)(struct ops_ctx *ctx);
+	/* What the backend has queued since the ledger's last reset: launches,
+	 * bytes, copies, waits (kernels/ledger.h); NULL: it keeps none. */
+	struct ops_ledger *(*ledger)(struct ops_ctx *ctx);
+	/* Device backends: the coming step's batch, into the model's input
+	 * slot inside a resident block (trialimg/memplan.h): n samples of x
+	 * (count fp32 values, host memory), the step's vars and the labels go
+	 * to staging (fp32 x, vars, labels, one after the other: one copy),
+	 * and from there x to x_dev as type xt (fp32, or bf16 where the first
+	 * layers read bf16), vars to vars_dev and the labels right after them
+	 * (labels_dev), before the next op queued runs. The copy overlaps what was queued
+	 * before it (a GPU: from pinned memory, on a copy stream); x and labels
+	 * may be reused once upload returns. NULL on host backends: the model
+	 * reads the batch where it lies. */
+	int (*upload)(struct ops_ctx *ctx, const float *x, size_t count, const int *labels, int n,
+		      const struct ops_step_vars *vars, void *staging, void *x_dev,
+		      enum ops_dtype xt, int *labels_dev, struct ops_step_vars *vars_dev);
+	/* Backends that replay a step (the cuda backend: a CUDA graph): capture
+	 * starts recording what is queued instead of running it, with ops that
+	 * read lr, the loss scale and the step from the vars_dev of the last
+	 * upload; captured(key) ends it and keeps it as step `key` (nodes: the
+	 * graph's nodes, own: those running the backend's own kernels, -1 where
+	 * unknown); replay(key) queues it again. An op that cannot be recorded
+	 * (one that waits for the device, stages host memory) fails the
+	 * capture: captured() then says why and keeps nothing. NULL: none. */
+	int (*capture)(struct ops_ctx *ctx);
+	int (*captured)(struct ops_ctx *ctx, int key, long *nodes, long *own);
+	int (*replay)(struct ops_ctx *ctx, int key);
 };
 
 /* ops_backend.resident, .sync and .forget where the backend has them;
@@ -311,6 +390,11 @@ int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
 void ops_forget(struct ops_ctx *ctx, void *p);
 /* ops_backend.finish where the backend has it: before a clock is read. */
 int ops_finish(struct ops_ctx *ctx);
+/* ops_backend.loss_read where the backend has it: the loss's sums since
+ * the last read added into *loss_sum and *correct; nothing otherwise. */
+int ops_loss_read(struct ops_ctx *ctx, double *loss_sum, long *correct);
+/* ops_backend.ledger where the backend keeps one; NULL otherwise. */
+struct ops_ledger *ops_ledger_of(struct ops_ctx *ctx);
 enum { OPS_TO_HOST = 0, OPS_TO_DEVICE = 1 };
 
 /* The precision `--precision auto` gives on ctx's backend (a started one). */
@@ -359,5 +443,9 @@ void ops_dropout_mask(const struct ops_ctx *ctx, const struct ops_layer *l, size
 /* The hash that mask starts from: value i is kept when 16-bit field i%4 of
  * splitmix64(base + i - i%4) is >= rate*65536 (the GPU draws it so). */
 uint64_t ops_dropout_base(const struct ops_ctx *ctx, const struct ops_layer *l);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,5 +1,6 @@
 /* launch.c: the launch contract for every rank of a trial. */
 #include "runner/launch.h"
+#include "runner/nni/nnitrial.h" /* nnitrial_env: the names NNI's SDK reads */
 #include "runner/store/expdir.h" /* expdir_trial_id, expdir_trial_dir */
 #include "fileio.h"
 #include "jsonfile.h"
@@ -205,6 +206,7 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 		strvec_pushf(e, "TF_TASK_INDEX=%u", r->node);
 		free(workers);
 	}
+	nnitrial_env(e, l->experiment_id, l->trial_id, l->trial_seq, l->place_dir);
 	const struct ynode *extra = cfg->trial.env;
 	for (size_t i = 0; extra && i < extra->n; i++)
 		strvec_setenv(e, extra->keys[i], extra->children[i]->value);
@@ -226,6 +228,8 @@ static void add_argv(struct launch_rank *r, const struct aah_launch *l,
 		strvec_push(a, "--");
 	}
 	launch_command_argv(a, cfg->trial.command);
+	if (cfg->nni)
+		return;   /* NNI's v2 form: as written; the trial reads parameter.cfg */
 	strvec_push(a, "--init_method");
 	strvec_pushf(a, "tcp://%s:%u", l->hosts[0], l->port);
 	if (!l->mpi) {

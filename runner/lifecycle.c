@@ -116,9 +116,10 @@ static void settled(const struct lifecycle_in *in, struct lifecycle_action *act)
 			in->trial_dir ? in->trial_dir : "its trial directory");
 	else if (status == TRIAL_UNKNOWN)
 		act_set(act, settle, TRIAL_FAILED, attempt, "%s", "result.json has no known status");
-	else
-		act_set(act, settle, TRIAL_FAILED, attempt, "result.json says status '%s'",
-			expdir_state_name(status));
+	else   /* with its reason when it gives one (a trainer's error, NNI's bad record) */
+		act_set(act, settle, TRIAL_FAILED, attempt, "result.json says status '%s'%s%s",
+			expdir_state_name(status), out->result.stop_reason[0] ? ": " : "",
+			out->result.stop_reason);
 }
 
 /* A trial resized once maxExecDuration is up: no queued trial runs again

@@ -49,7 +49,18 @@ static void decide(struct sched *s, const struct trial_rec *t, const struct aah_
 	char *dir = expdir_place_dir(s->e->dir, t->seq, t->place);
 	struct lifecycle_in in = { .cfg = s->cfg, .trial = t, .job = st, .trial_dir = dir,
 				   .now = now, .stopping = s->stop, .timeup = s->timeup };
-	if (st && lifecycle_job_ended(st->state)) {
+	int ended = st && lifecycle_job_ended(st->state);
+	/* Its logs first (reaped once, here, into the trial's trial.log): an
+	 * NNI trial's records may be in them. Then what it reported, into
+	 * aah's files in its place, before they are read. */
+	if (ended) {
+		char *trial_dir = expdir_trial_dir(s->e->dir, t->seq);
+		backend_reap(&s->bctx, st->job, trial_dir);
+		free(trial_dir);
+	}
+	if (st)
+		(void)nnitrial_sync(&s->nni, s->cfg, s->e->dir, t->seq, t->place, ended);
+	if (ended) {
 		scheduler_pool_facts(s->cfg, s->e, t->seq, dir, &in.pool);
 		outcome_release(out);
 		/* a file it cannot read is said, and counts as none */
@@ -106,15 +117,6 @@ static int record_finished(struct sched *s, unsigned seq, const struct lifecycle
 	return experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f);
 }
 
-/* Its job ended: its logs reaped, its slot freed. */
-static void job_gone(struct sched *s, unsigned seq, const struct aah_job_status *st)
-{
-	char *dir = expdir_trial_dir(s->e->dir, seq);
-	backend_reap(&s->bctx, st->job, dir);
-	free(dir);
-	free_slot(s, seq);
-}
-
 /* Trial seq's end is journaled: it leaves the pool, counts, and is shown. */
 static struct trial_rec *settled(struct sched *s, unsigned seq)
 {
@@ -130,13 +132,14 @@ static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status 
 		     const struct outcome *out, const struct lifecycle_action *act)
 {
 	if (act->kind == LIFECYCLE_RESIZE || act->kind == LIFECYCLE_RELAUNCH) {
-		/* the same attempt again: fill_slots relaunches it with --resume */
-		job_gone(s, seq, st);
+		/* the same attempt again: fill_slots relaunches it with --resume
+		 * (its logs were reaped when this was decided) */
+		free_slot(s, seq);
 		return record_retry(s, seq, act) < 0 ? -1 : 1;
 	}
 	if (record_finished(s, seq, act, st, out) < 0)
 		return -1;
-	job_gone(s, seq, st);
+	free_slot(s, seq);
 	struct trial_rec *t = settled(s, seq);
 	if (act->kind == LIFECYCLE_RETRY)
 		return record_retry(s, seq, act);
@@ -403,6 +406,7 @@ out_backend:
 	backend_fini(&s.bctx);
 out:
 	scheduler_tuner_release(&s.tuner);
+	nnitrial_watch_release(&s.nni);
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);

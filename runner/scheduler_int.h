@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "runner/backend/backend.h"  /* struct aah_backend_ctx, struct aah_job_status */
+#include "runner/nni/nnitrial.h"      /* struct nnitrial_watch */
 #include "runner/scheduler.h"
 #include "runner/scheduler_tuner.h"  /* struct scheduler_tuner */
 
@@ -21,6 +22,7 @@ struct sched {
 	const struct scheduler_opts *opts;
 	struct aah_backend_ctx bctx;
 	struct scheduler_tuner tuner; /* master placement: its tuner */
+	struct nnitrial_watch nni;    /* what each NNI trial has reported so far */
 	struct slot *slots;
 	unsigned nslots;
 	unsigned created;         /* trials created so far (highest seq) */

@@ -4,6 +4,7 @@
  * the backend's submit, journaled as it goes. */
 #include "runner/scheduler_int.h" /* struct sched, sched_trial_fields, sched_settle */
 #include "runner/launch.h"
+#include "runner/nni/nnitrial.h"     /* NNI's trial side: a new run, parameter.cfg */
 #include "runner/scheduler_pool.h" /* scheduler_pool_claim */
 #include "runner/scheduler_tuner.h" /* the master tuner: propose */
 #include "runner/store/place.h"   /* place_prepare: a launch's own place */
@@ -85,6 +86,15 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	if (r == 0)
 		r = scheduler_pool_claim(cfg, s->e, seq, dir, &nodes, &s->slots[slot].gpus); /* 1: it waits */
 	char **hosts = xcalloc(nodes, sizeof(*hosts));
+	/* NNI's trial side: a new run, the proposal as parameter.cfg in the
+	 * place (placement trial: `propose --exec` writes it) */
+	if (r == 0) {
+		char *trial_dir = expdir_trial_dir(s->e->dir, seq);
+		if (nnitrial_prepare(trial_dir, dir) < 0 ||
+		    (master && nnitrial_write_parameters(dir, seq, params) < 0))
+			r = -1;
+		free(trial_dir);
+	}
 	if (r == 0)
 		r = backend_place(&s->bctx, seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
 	if (r == 0) {

@@ -22,8 +22,11 @@ int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
 	*space = NULL;
 	char *copied = expdir ? xstrfmt("%s/search_space.json", expdir) : NULL;
 	int r;
+	const struct ynode *inline_space = cfg->nni ? cfg->nni->search_space : NULL;
 	if (copied && fileio_exists(copied))
 		r = jsonfile_read(copied, space);
+	else if (inline_space)   /* NNI v2's searchSpace, in the config itself */
+		r = (*space = ynode_to_json(inline_space)) ? 0 : -1;
 	else
 		r = config_search_space(cfg, space);
 	free(copied);

@@ -16,9 +16,10 @@ pkgs=(
   openmpi-bin libopenmpi-dev   # ModelArts' MPI form: mpirun starts the ranks (tests/cli/trial_mpi.bats)
   docker.io debootstrap   # tests/docker/engine.bash: a real engine, an offline base image
   openssh-server   # tests/docker/hosts.bash: each test "host" is an sshd in front of its own dockerd
+  python3-torch python3-torchvision   # examples/nni-pytorch: a trial written for NNI, on Debian's PyTorch
 )
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(python3-torch python3-numpy hyperfine python3-torchvision python3-pil)  # + tests/bench/bench_input.sh
+  pkgs+=(python3-numpy hyperfine python3-pil)  # + tests/bench/bench_input.sh
 fi
 
 missing=()

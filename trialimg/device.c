@@ -5,10 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h" /* fileio_mkdir_p: the algorithms' cache */
 #include "trialimg/device.h"
 #include "trialimg/memplan.h" /* memplan_build, memplan_max_batch */
 #include "trialimg/model.h"
 #include "util.h"
+
+/* cuDNN's measured algorithms (kernels/cuda/cuda_find.c) kept for the
+ * work directory's trials, that share its GPUs' kinds: the runner's
+ * AAH_WORKDIR/cache/cudnn-algos, unless AAH_CUDA_ALGO_CACHE names another
+ * file. Without a work directory nothing is kept. */
+static void algo_cache(void)
+{
+	const char *w = getenv("AAH_WORKDIR");
+	if (getenv("AAH_CUDA_ALGO_CACHE") || !w || !*w)
+		return;
+	char *dir = xstrfmt("%s/cache", w), *file = xstrfmt("%s/cudnn-algos", dir);
+	if (fileio_mkdir_p(dir, 0755) == 0)
+		setenv("AAH_CUDA_ALGO_CACHE", file, 1);
+	free(dir);
+	free(file);
+}
 
 int device_start(struct trial_device *d, struct ops_ctx *ops, const struct args *a,
 		 uint64_t seed)
@@ -24,6 +41,7 @@ int device_start(struct trial_device *d, struct ops_ctx *ops, const struct args 
 		if (ops->be->device_info(ops, &d->dev))
 			return -1;
 		d->gpu = 1;
+		algo_cache();
 	}
 	return 0;
 }
@@ -121,6 +139,25 @@ int device_fit_batch(struct trial_device *d, const struct args *a, const struct 
 	if (memplan_build(plan, m, *batch, ops, 0))
 		return -1;
 	size_t need = memplan_total(plan);
+	int most = plan->max_batch;
+	if (most && *batch > most) {   /* the backend's limit, before the memory's */
+		memplan_release(plan);
+		if (strcmp(a->batch_rule, "aiperf") || a->world_size > 1)
+			return error("batch %d is more than the %s backend takes: at most %d (a tensor "
+				     "past what its library describes); lower --batch_size", *batch,
+				     ops->be->name, most);
+		printf("aah-trial: --batch_rule aiperf: batch %d is more than the %s backend takes "
+		       "(a tensor past what its library describes): batch %d\n", *batch,
+		       ops->be->name, most);
+		int asked = *batch, rc;
+		*batch = most;
+		rc = device_fit_batch(d, a, m, ops, batch, plan);
+		d->batch_asked = asked;
+		size_t len = strlen(d->batch_rule);
+		snprintf(d->batch_rule + len, sizeof(d->batch_rule) - len, "%sbatch %d capped to %d by "
+			 "the backend", len ? ", " : "aiperf: ", asked, most);
+		return rc;
+	}
 	if (need <= avail)
 		return 0;
 	size_t fixed = memplan_fixed(plan) + plan->workspace_fixed;

@@ -138,15 +138,22 @@ static void spread(const struct model *m, const struct ops_backend *be,
 }
 
 /* Each tensor's type (memplan.type): ctx->act_type where its producer and
- * every reader take it (spread), fp32 for the network's input and the
- * logits. */
+ * every reader take it (spread), fp32 for the logits, and for the
+ * network's input but where the backend uploads it into the input slot
+ * (the upload converts it). */
 static void plan_types(struct memplan *p, const struct model *m, const struct ops_ctx *ctx)
 {
 	int n = m->n_layers;
 	enum ops_dtype t = ctx ? ctx->act_type : OPS_F32;
 	char *ok = xcalloc((size_t)n + 1, 1);
-	for (int i = 0; t == OPS_BF16 && i < n; i++)
-		ok[i + 1] = i != m->output && takes_bf16(ctx->be->layer[m->layers[i].op.cfg.type]);
+	ok[0] = p->input && t == OPS_BF16;
+	for (int i = 0; t == OPS_BF16 && i < n; i++) {
+		const struct model_layer *L = &m->layers[i];
+		ok[i + 1] = i != m->output && takes_bf16(ctx->be->layer[L->op.cfg.type]);
+		for (int k = 0; !L->fused && k < L->op.n_in; k++)
+			if (!L->inputs[k] && !takes_bf16(ctx->be->layer[L->op.cfg.type]))
+				ok[0] = 0;
+	}
 	if (t == OPS_BF16)
 		spread(m, ctx->be, takes_bf16, ok);
 	for (int i = 0; i <= n; i++) {
@@ -211,6 +218,27 @@ static int mul_ok(size_t a, size_t b, size_t *r)
 	return 1;
 }
 
+/* The input slot's pieces at base (memplan_input): the batch in its type,
+ * the step's vars and the labels right after them, and their staging,
+ * fp32 x, vars and labels in one piece (one copy in); its bytes. */
+static size_t input_layout(const struct memplan *p, const struct model *m, char *base,
+			   struct memplan_input *in)
+{
+	size_t nx = (size_t)p->batch * ops_shape_size(&m->input), at;
+	size_t tail = sizeof(struct ops_step_vars) + (size_t)p->batch * sizeof(int);
+	memset(in, 0, sizeof(*in));
+	if (!p->input)
+		return 0;
+	in->type = p->type[0];
+	in->x = base;
+	at = round_up(nx * ops_dtype_size(in->type), MEMPLAN_ALIGN);
+	in->vars = (struct ops_step_vars *)(base + at);
+	in->labels = (int *)(base + at + sizeof(struct ops_step_vars));
+	at = round_up(at + tail, MEMPLAN_ALIGN);
+	in->staging = base + at;
+	return at + nx * sizeof(float) + tail;
+}
+
 int memplan_build(struct memplan *p, const struct model *m, int batch, const struct ops_ctx *ctx,
 		  int keep_grads)
 {
@@ -220,7 +248,9 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	memset(p, 0, sizeof(*p));
 	p->batch = batch;
 	p->n_layers = n;
+	p->input = ctx && ctx->be->upload && !m->host_input;
 	p->type = xcalloc((size_t)n + 1, sizeof(*p->type));
+	p->masked = xcalloc((size_t)n + 1, 1);
 	plan_types(p, m, ctx);
 	int max_in = 1;
 	for (int i = 0; i < n; i++)
@@ -258,9 +288,17 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		nparams += L->n_weights + L->n_biases;
 		if (L->op.cfg.type == OPS_BATCHNORM)
 			nstats += 4 * (size_t)L->op.out.c;
-		if (L->op.cfg.type == OPS_DROPOUT)
-			nmask += vals;
 		const struct ops_layer_ops *lo = ctx ? ctx->be->layer[L->op.cfg.type] : NULL;
+		p->masked[i] = L->op.cfg.type == OPS_DROPOUT ||
+			       (L->op.cfg.type == OPS_MAXPOOL && lo && lo->keeps_mask);
+		if (p->masked[i])
+			nmask += vals;
+		if (lo && lo->max_batch) {
+			struct ops_layer op = typed(p, L, lay, in_type, in_layout);
+			int most = lo->max_batch(ctx, &op);
+			if (most > 0 && (!p->max_batch || most < p->max_batch))
+				p->max_batch = most;
+		}
 		if (lo && lo->workspace) { /* the batch's part and the fixed part */
 			struct ops_layer op = typed(p, L, lay, in_type, in_layout);
 			size_t s0, s1, w0 = lo->workspace(ctx, &op, 0, &s0);
@@ -348,9 +386,8 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 		}
 	/* two loaders (training, validation), LOADER_DEPTH batches each, of
 	 * fp32 images and int labels (trialimg/data/loader.c) */
-	p->host = (size_t)batch * (2 * LOADER_DEPTH * (ops_shape_size(&m->input) * sizeof(float) +
-						       sizeof(int)) +
-				   (size_t)m->num_classes * sizeof(float));
+	p->host = (size_t)batch * 2 * LOADER_DEPTH *
+		  (ops_shape_size(&m->input) * sizeof(float) + sizeof(int));
 	p->workspace_fixed += scratch0;
 	p->workspace += scratch1 - scratch0;
 	p->on_host = !ctx || !(ctx->be->caps & OPS_CAP_GPU);
@@ -358,16 +395,23 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	p->scratch_rows = rows;
 	size_t np = (nparams ? nparams : 1) * sizeof(float);
 	struct carve *c = &p->lay;
+	struct memplan_input in;
 	if (carve_init(c, MODEL_BLOCK_ALIGN) || carve_add(c, "parameters", np) < 0 ||
 	    carve_add(c, "gradients", np) < 0 || carve_add(c, "velocities", np) < 0 ||
 	    carve_add(c, "batchnorm statistics", (nstats ? nstats : 1) * sizeof(float)) < 0 ||
 	    carve_add(c, "activations", acts) < 0 || carve_add(c, "activation gradients", dacts) < 0 ||
 	    carve_add(c, "fan-out gradients", (size_t)rows * p->scratch_stride) < 0 ||
-	    carve_add(c, "dropout masks", nmask) < 0) {
+	    carve_add(c, "masks", nmask) < 0 || carve_add(c, "input", input_layout(p, m, NULL, &in)) < 0) {
 		memplan_release(p);
 		return -1;
 	}
 	return 0;
+}
+
+void memplan_input(const struct memplan *p, const struct model *m, void *region,
+		   struct memplan_input *in)
+{
+	input_layout(p, m, region, in);
 }
 
 void memplan_release(struct memplan *p)
@@ -377,6 +421,7 @@ void memplan_release(struct memplan *p)
 	free(p->rec_last);
 	free(p->rec_at);
 	free(p->type);
+	free(p->masked);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -393,6 +438,12 @@ size_t memplan_total(const struct memplan *p)
 int memplan_max_batch(const struct model *m, int batch, const struct ops_ctx *ctx, size_t limit)
 {
 	int lo = 0, hi = batch; /* lo fits (0: nothing yet), hi + 1 does not */
+	struct memplan one;
+	if (memplan_build(&one, m, 1, ctx, 0))
+		return 0;
+	if (one.max_batch && one.max_batch < hi)
+		hi = one.max_batch;
+	memplan_release(&one);
 	while (lo < hi) {
 		int mid = lo + (hi - lo + 1) / 2;
 		struct memplan p;
@@ -418,7 +469,8 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	const struct carve *c = &p->lay;
 	int n = p->batch;
 	size_t per = c->r[MEMPLAN_ACTS].bytes + c->r[MEMPLAN_DACTS].bytes +
-		     c->r[MEMPLAN_SCRATCH].bytes + c->r[MEMPLAN_MASKS].bytes + p->workspace;
+		     c->r[MEMPLAN_SCRATCH].bytes + c->r[MEMPLAN_MASKS].bytes +
+		     c->r[MEMPLAN_INPUT].bytes + p->workspace;
 	size_t fixed = memplan_fixed(p) + p->workspace_fixed;
 	int ws = ctx && ctx->be->layer[OPS_CONV2D] && ctx->be->layer[OPS_CONV2D]->workspace;
 	fprintf(out, "per image (grows with the batch), MB:\n");
@@ -441,7 +493,12 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	fprintf(out, "  activation gradients  %9.2f  (the most live at once; %.2f with one buffer each)\n",
 		mb(c->r[MEMPLAN_DACTS].bytes, n), mb(p->dacts_unshared, n));
 	fprintf(out, "  fan-out gradients     %9.2f\n", mb(c->r[MEMPLAN_SCRATCH].bytes, n));
-	fprintf(out, "  dropout masks         %9.2f\n", mb(c->r[MEMPLAN_MASKS].bytes, n));
+	fprintf(out, "  masks                 %9.2f  (dropout's; max pooling's argmax on a GPU)\n",
+		mb(c->r[MEMPLAN_MASKS].bytes, n));
+	if (p->input)
+		fprintf(out, "  input slot            %9.2f  (the batch as the first layers read it, "
+			"%s, and its fp32 upload)\n", mb(c->r[MEMPLAN_INPUT].bytes, n),
+			p->type[0] == OPS_BF16 ? "bf16" : "fp32");
 	fprintf(out, "  backend workspace     %9.2f%s\n", mb(p->workspace, n),
 		!ws ? "  (not counted: this backend declares none before it runs)"
 		: ctx->be->caps & OPS_CAP_GPU
@@ -461,4 +518,7 @@ void memplan_print(const struct memplan *p, const struct ops_ctx *ctx, FILE *out
 	fprintf(out, "host, outside the model: %.2f MB per image (the loaders' batches)%s\n",
 		mb(p->host, n), p->on_host ? ", counted below" : ", not on the device");
 	fprintf(out, "total at batch %d: %.3f GiB\n", n, (double)memplan_total(p) / 1073741824.0);
+	if (p->max_batch && n > p->max_batch)
+		fprintf(out, "but this backend takes batches of at most %d (a tensor past what its "
+			"library describes)\n", p->max_batch);
 }

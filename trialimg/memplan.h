@@ -25,8 +25,13 @@
  *   (which reads it last); buffers whose lives do not overlap share bytes;
  * - the fan-out scratch: a later reader's part of the gradient of a tensor
  *   with several readers, added into the first one's;
- * - the dropout masks and the workspace the backend keeps per layer
- *   (ops_layer_ops.workspace). */
+ * - the masks (dropout's; max pooling's argmax where the backend keeps
+ *   it, ops_layer_ops.keeps_mask) and the workspace the backend keeps per
+ *   layer (ops_layer_ops.workspace);
+ * - where the backend uploads the batch (ops_backend.upload: a device),
+ *   the input slot: the batch in the type the first layers read (bf16
+ *   where all of them take it), its labels, the step's variables, and
+ *   their fp32 upload (memplan_input). */
 #ifndef AAH_MEMPLAN_H
 #define AAH_MEMPLAN_H
 
@@ -49,7 +54,18 @@ enum {
 	MEMPLAN_DACTS,
 	MEMPLAN_SCRATCH,
 	MEMPLAN_MASKS,
+	MEMPLAN_INPUT,
 	MEMPLAN_NREGIONS
+};
+
+/* The input slot of a backend that uploads the batch (ops_backend.upload):
+ * where the model reads it, inside the block. */
+struct memplan_input {
+	void *x;                       /* (batch, input) of type */
+	enum ops_dtype type;           /* the first layers' (bf16 where they all take it) */
+	struct ops_step_vars *vars;    /* and right after them: */
+	int *labels;                   /* (batch) */
+	void *staging;                 /* fp32 x, vars, labels: what the upload copies in */
 };
 
 struct memplan {
@@ -83,8 +99,19 @@ struct memplan {
 				  * it is recomputed: the last reader whose
 				  * backward reads it, else itself where its own
 				  * backward reads it; -1: none does (or kept) */
+	char *masked;            /* (n_layers) the layer keeps a byte per output
+				  * value from its forward to its backward
+				  * (ops_layer.mask: dropout, and max pooling
+				  * where the op keeps its argmax) */
 	size_t acts_kept;        /* MEMPLAN_ACTS: the kept outputs' bytes, then
 				  * the recomputed ones' */
+	int max_batch;           /* the largest batch the backend's ops take
+				  * (ops_layer_ops.max_batch; 0: no limit) */
+	int input;               /* the backend uploads the batch into the
+				  * block's input slot (MEMPLAN_INPUT), where
+				  * the model reads it: ctx's backend has
+				  * ops_backend.upload and the model's
+				  * host_input is not set */
 	size_t acts_recomputed_unshared; /* theirs without sharing */
 };
 
@@ -97,6 +124,10 @@ struct memplan {
 int memplan_build(struct memplan *p, const struct model *m, int batch, const struct ops_ctx *ctx,
 		  int keep_grads);
 void memplan_release(struct memplan *p);
+/* The input slot's pieces in region (the block's MEMPLAN_INPUT); all NULL
+ * where the plan has none (p->input 0). */
+void memplan_input(const struct memplan *p, const struct model *m, void *region,
+		   struct memplan_input *in);
 /* Bytes of the block's regions MEMPLAN_PARAMS..MEMPLAN_STATS (with their
  * alignment): what does not depend on the batch. */
 size_t memplan_fixed(const struct memplan *p);
@@ -104,7 +135,8 @@ size_t memplan_fixed(const struct memplan *p);
  * backend's workspace and, for a host backend, the host buffers. */
 size_t memplan_total(const struct memplan *p);
 /* The largest batch in [1, batch] whose plan's total fits in `limit`
- * bytes; 0 when not even 1 does (or on error, after error()). */
+ * bytes and that the backend's ops take (memplan.max_batch); 0 when not
+ * even 1 does (or on error, after error()). */
 int memplan_max_batch(const struct model *m, int batch, const struct ops_ctx *ctx, size_t limit);
 
 /* The layout of each tensor of m on ctx's backend (n_layers + 1 into lay,

@@ -52,6 +52,12 @@ struct model {
 	int keep_grads;              /* set before model_alloc: every activation
 				      * gradient keeps its own buffer (tests read
 				      * them after the backward) */
+	int host_input;              /* set before the plan: the batch is handed to
+				      * the ops where it lies, never uploaded into
+				      * an input slot (bench_train --input pageable) */
+	struct memplan_input in;     /* the input slot, where the plan has one
+				      * (plan.input): model_forward and
+				      * model_backward are handed in.x */
 	struct memplan plan;         /* what the block holds, where (memplan.h) */
 	void *block;                 /* the plan's one allocation: params, grads,
 				      * velocity, stats, then activations, their
@@ -111,12 +117,19 @@ int model_alloc_planned(struct model *m, struct memplan *p, uint64_t seed);
  * too; OPS_NHWC everywhere else, so the input, flatten, dense and dropout
  * see NHWC and conversions happen only inside the convolutions at
  * those edges (the rule is memplan_layouts', which the plan sizes those
- * conversions by). model_forward calls it when the backend changes. */
+ * conversions by); and which conv2d biases the backend's batchnorms take
+ * (ops_layer.fold_b). model_forward calls it when the backend changes. */
 void model_layouts(struct model *m, struct ops_ctx *ctx);
 /* Forward n samples of x (n, input) to the logits model_logits(m). */
 int model_forward(struct model *m, struct ops_ctx *ctx, const float *x, int n, int train);
 const float *model_logits(const struct model *m);
-/* Backward from d(loss)/d(logits), (n, classes): fills m->grads. */
+/* Where the loss writes d(loss)/d(logits) for model_backward: the logits'
+ * gradient buffer, (batch, classes) fp32, inside the block (on the device
+ * for a resident model). */
+float *model_dlogits(const struct model *m);
+/* Backward from d(loss)/d(logits), (n, classes): fills m->grads.
+ * dlogits: model_dlogits(m), where the loss wrote it (nothing is copied),
+ * or a host buffer, copied there first. */
 int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 		   const float *dlogits);
 /* One SGD step over every parameter (weight decay on weights only). */

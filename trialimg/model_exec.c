@@ -40,7 +40,7 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 		nb += L->n_biases;
 		if (L->op.cfg.type == OPS_BATCHNORM)
 			nstats += 4 * (size_t)L->op.out.c;
-		if (L->op.cfg.type == OPS_DROPOUT)
+		if (plan->masked[i])
 			nmask += (size_t)batch * ops_shape_size(&L->op.out);
 		if (L->op.n_in > max_in)
 			max_in = L->op.n_in;
@@ -78,6 +78,7 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 	m->dacts = carve_at(lay, m->block, MEMPLAN_DACTS);
 	m->scratch = carve_at(lay, m->block, MEMPLAN_SCRATCH);
 	m->masks = carve_at(lay, m->block, MEMPLAN_MASKS);
+	memplan_input(&m->plan, m, carve_at(lay, m->block, MEMPLAN_INPUT), &m->in);
 	m->n_masks = nmask;
 	m->scratch_stride = m->plan.scratch_stride;
 	m->seen = xcalloc(m->n_layers + 1, 1);
@@ -133,12 +134,12 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 				op->run_var[k] = 1.0f;
 			break;
 		}
-		case OPS_DROPOUT:
-			op->mask = m->masks + pm;
-			pm += t;
-			break;
 		default:
 			break;
+		}
+		if (m->plan.masked[i]) {   /* dropout's, or max pooling's argmax */
+			op->mask = m->masks + pm;
+			pm += t;
 		}
 	}
 	return 0;
@@ -147,6 +148,34 @@ int model_alloc_planned(struct model *m, struct memplan *plan, uint64_t seed)
 static const float *tensor(const struct model *m, const float *x, int t)
 {
 	return t ? m->layers[t - 1].act : x;
+}
+
+/* A conv2d whose output one batchnorm alone reads gives that batchnorm its
+ * bias where the backend's ops fold biases (ops_layer_ops.folds_bias): the
+ * batch's mean takes the bias out exactly, so training need not add it
+ * nor sum its gradient (kernels/ops.h, ops_layer.fold_b). */
+static void fold_biases(struct model *m, const struct ops_backend *be)
+{
+	const struct ops_layer_ops *conv = be->layer[OPS_CONV2D], *bn = be->layer[OPS_BATCHNORM];
+	int on = conv && bn && conv->folds_bias && bn->folds_bias;
+	for (int i = 0; i < m->n_layers; i++) {
+		struct ops_layer *op = &m->layers[i].op;
+		op->bias_folded = 0;
+		op->fold_b = NULL;
+		op->fold_db = NULL;
+	}
+	for (int i = 0; on && i < m->n_layers; i++) {
+		struct model_layer *L = &m->layers[i];
+		int t = L->inputs[0];
+		if (L->op.cfg.type != OPS_BATCHNORM || !t)
+			continue;
+		struct model_layer *P = &m->layers[t - 1];
+		if (P->op.cfg.type != OPS_CONV2D || !P->op.cfg.bias || P->n_users != 1 || !P->op.b)
+			continue;
+		P->op.bias_folded = 1;
+		L->op.fold_b = P->op.b;
+		L->op.fold_db = P->op.db;
+	}
 }
 
 void model_layouts(struct model *m, struct ops_ctx *ctx)
@@ -168,6 +197,7 @@ void model_layouts(struct model *m, struct ops_ctx *ctx)
 		for (int k = 0; k < L->op.n_in; k++)
 			L->in_layouts[k] = lay[L->inputs[k]];
 	}
+	fold_biases(m, be);
 	m->layout_be = be;
 	m->layout_nhwc_only = ctx->nhwc_only;
 	m->layout_blocked = ctx->blocked;
@@ -200,6 +230,11 @@ const float *model_logits(const struct model *m)
 	return m->layers[m->output].act;
 }
 
+float *model_dlogits(const struct model *m)
+{
+	return m->layers[m->output].dact;
+}
+
 /* The outputs the plan does not keep that layer j's backward (or, for
  * j's own, nothing later) reads, again in their buffers before it
  * (memplan.h) */
@@ -223,9 +258,11 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 	struct model_layer *O = &m->layers[m->output];
 	memset(m->seen, 0, m->n_layers + 1);
 	size_t nd = (size_t)n * m->num_classes * sizeof(float);
-	memcpy(O->dact, dlogits, nd);
-	if (ops_sync(ctx, O->dact, nd, OPS_TO_DEVICE))
-		return -1;
+	if (dlogits != O->dact) {   /* a buffer of the caller's */
+		memcpy(O->dact, dlogits, nd);
+		if (ops_sync(ctx, O->dact, nd, OPS_TO_DEVICE))
+			return -1;
+	}
 	m->seen[m->output + 1] = 1;
 	for (int i = m->n_layers - 1; i >= 0; i--) {
 		struct model_layer *L = &m->layers[i];

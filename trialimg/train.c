@@ -1,359 +1,17 @@
-/* train.c: the training loop of one trial. */
-#include <errno.h>
+/* train.c: the training loop of one trial (its set-up and files:
+ * train_files.c; its ranks: train_ranks.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "fileio.h"   /* fileio_write_atomic, fileio_read, fileio_mkdir_p */
-#include "jsonfile.h" /* jsonfile_append, jsonfile_write */
-#include "kernels/loss_scale.h"
-#include "trialimg/checkpoint.h" /* checkpoint_write, checkpoint_load, checkpoint_peek */
-#include "trialimg/data/loader.h"
-#include "trialimg/device.h" /* device_start, device_log, device_result */
-#include "trialimg/dist.h"
+#include "fileio.h"   /* fileio_exists, fileio_mkdir_p */
 #include "trialimg/inherit.h" /* inherit_weights */
-#include "trialimg/elastic.h" /* elastic_target, ELASTIC_EXIT_RESIZE */
-#include "trialimg/model.h"
+#include "trialimg/monitor.h" /* monitor_start, monitor_stop */
 #include "trialimg/schedule.h" /* the epoch budget, the deadline's, the LR */
 #include "trialimg/train.h"
-#include "trialimg/monitor.h" /* monitor_start, monitor_stop */
-#include "strbuf.h"
+#include "trialimg/train_int.h"
 #include "util.h"
-
-struct trial {
-	const struct args *a;
-	const char *precision;      /* what the backend runs: --precision, auto resolved */
-	struct ops_ctx ops;
-	int ops_ok;
-	struct trial_device dev;    /* the backend that runs and its device */
-	struct model m;
-	struct dataset tr, va;
-	struct loader tl, vl;
-	struct dist *dist;
-	int rank, world, batch, budget, patience;
-	long steps_per_epoch, step;
-	int epoch;                    /* epochs completed */
-	double best_acc, final_acc;
-	int best_epoch, bad_epochs;
-	double train_flops, eval_flops, wall_before, t0;
-	float *dlogits;
-	/* elastic: the global batch, kept when the world size changes; where a
-	 * mid-epoch checkpoint stopped and the epoch's global sums until then
-	 * (loss, correct, seen) */
-	int global_batch, resume_batch;
-	double carry[3];
-	char *metrics_path, *result_path, *ckpt_dir, *ckpt_path;
-	char inherited_from[16];      /* parent trial id when the weights are inherited */
-	double lr_scale;              /* --inherited_lr_scale when inherited, else 1 */
-	/* --deadline: the slowest epoch this run has timed (0: none yet), and
-	 * whether the budget was cut to fit */
-	double slowest_epoch;
-	int deadline_cut;
-	/* the gradients' mean over the ranks is the backend's (NCCL), not
-	 * the CPU ring's */
-	int device_comm;
-	/* --precision fp16: the loss is scaled by ls.scale before backward */
-	int scaled;
-	struct loss_scale ls;
-};
-
-/* Tuner hyperparameters that change the network: every dropout's rate;
- * the kernel of conv layers past the 175th layer (AIPerf's rule). */
-static void apply_hparams(const struct args *a, struct arch *arch)
-{
-	for (int i = 0; i < arch->n_layers; i++) {
-		struct arch_op *op = &arch->layers[i].op;
-		if (a->dropout_rate >= 0 && a->dropout_rate < 1 && op->type == ARCH_DROPOUT)
-			op->rate = a->dropout_rate;
-		if (a->kernel_size > 0 && i >= 175 && op->type == ARCH_CONV2D)
-			op->kernel = a->kernel_size;
-	}
-}
-
-static int setup_model_and_data(struct trial *t)
-{
-	const struct args *a = t->a;
-	const char *name = a->arch ? a->arch : "built-in default arch";
-	struct arch arch = ARCH_INIT;
-	cJSON *doc = NULL;
-	int rc = -1;
-	if (a->arch) {
-		if (jsonfile_read(a->arch, &doc) || arch_read(&arch, doc, a->arch))
-			goto out;
-	} else {
-		if (dataset_open(&t->tr, "auto", a->train_data_dir, 1, NULL))
-			goto out;
-		model_default_arch(&arch, t->tr.shape.h, t->tr.shape.w, t->tr.shape.c,
-				   t->tr.classes < 2 ? 2 : t->tr.classes);
-	}
-	apply_hparams(a, &arch);
-	if (arch_check(&arch, name))
-		goto out;
-	model_build(&t->m, &arch);
-	if (!a->arch)
-		printf("aah-trial: no arch.json: training the built-in small CNN\n");
-	else if (dataset_open(&t->tr, "auto", a->train_data_dir, 1, &t->m.input))
-		goto out;
-	if (dataset_set_augment(&t->tr, a->augment))
-		goto out;
-	if (dataset_open(&t->va, "auto", a->val_data_dir, 0, &t->m.input))
-		goto out;
-	if (t->tr.classes > t->m.num_classes || t->va.classes > t->m.num_classes) {
-		error("the data has %d classes but the network has num_classes %d",
-		      t->tr.classes > t->va.classes ? t->tr.classes : t->va.classes, t->m.num_classes);
-		goto out;
-	}
-	if (a->train_samples > 0 && a->train_samples < t->tr.n)
-		t->tr.n = a->train_samples;
-	if (a->val_samples > 0 && a->val_samples < t->va.n)
-		t->va.n = a->val_samples;
-	rc = 0;
-out:
-	arch_release(&arch);
-	cJSON_Delete(doc);
-	return rc;
-}
-
-/* ---- checkpoint (the file: trialimg/checkpoint.c) ----------------------------- */
-
-static int save_checkpoint(struct trial *t)
-{
-	struct model *m = &t->m;
-	if (t->ops_ok && ops_sync(&t->ops, m->block, m->state_bytes, OPS_TO_HOST))
-		return -1;
-	struct ckpt_header h = {
-		.n_params = m->n_params, .n_stats = m->n_stats,
-		.epoch = t->epoch, .best_epoch = t->best_epoch, .bad_epochs = t->bad_epochs,
-		.budget = t->budget, .step = t->step, .best_acc = t->best_acc,
-		.final_acc = t->final_acc, .train_flops = t->train_flops, .eval_flops = t->eval_flops,
-		.wall = t->wall_before + util_monotonic() - t->t0,
-		.global_batch = t->global_batch, .resume_batch = t->resume_batch,
-		.carry = { t->carry[0], t->carry[1], t->carry[2] },
-		.loss_scale = t->scaled ? t->ls.scale : 0, .loss_scale_good = t->ls.good,
-		.loss_scale_steps = t->ls.steps, .loss_scale_skipped = t->ls.skipped,
-	};
-	return checkpoint_write(t->ckpt_dir, t->ckpt_path, &h, m);
-}
-
-static int load_checkpoint(struct trial *t)
-{
-	struct model *m = &t->m;
-	struct ckpt_header h;
-	if (checkpoint_load(t->ckpt_path, m, &h, "this network (delete it or drop --resume)") < 0)
-		return -1;
-	t->epoch = h.epoch;
-	t->best_epoch = h.best_epoch;
-	t->bad_epochs = h.bad_epochs;
-	t->step = h.step;
-	t->best_acc = h.best_acc;
-	t->final_acc = h.final_acc;
-	t->train_flops = h.train_flops;
-	t->eval_flops = h.eval_flops;
-	t->wall_before = h.wall;
-	t->resume_batch = h.resume_batch;
-	memcpy(t->carry, h.carry, sizeof(t->carry));
-	if (t->scaled && h.loss_scale >= t->ls.min_scale && h.loss_scale <= t->ls.max_scale) {
-		t->ls.scale = h.loss_scale;    /* the scale fp16 had found, not a new start */
-		t->ls.good = h.loss_scale_good;
-		t->ls.steps = h.loss_scale_steps;
-		t->ls.skipped = h.loss_scale_skipped;
-	}
-	/* an earlier run fitted the budget to a deadline: the LR schedule goes
-	 * on along the cosine it was following */
-	if (t->a->deadline > 0 && h.budget > 0 && h.budget != t->budget) {
-		t->deadline_cut = h.budget < t->budget;
-		t->budget = h.budget;
-	}
-	if (t->resume_batch)
-		printf("aah-trial: resumed from '%s' in epoch %d after batch %d, %d rank(s)\n",
-		       t->ckpt_path, t->epoch + 1, t->resume_batch, t->world);
-	else
-		printf("aah-trial: resumed from '%s' after epoch %d\n", t->ckpt_path, t->epoch);
-	return 0;
-}
-
-/* ---- result and metrics ---------------------------------------------------- */
-
-static int write_result(struct trial *t, const char *status, const char *reason)
-{
-	if (t->rank != 0 || !t->result_path)
-		return 0;
-	cJSON *r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "format", "aah-result/1");
-	cJSON_AddStringToObject(r, "status", status);
-	cJSON_AddStringToObject(r, "stop_reason", reason);
-	cJSON_AddNumberToObject(r, "best_val_acc", t->best_acc);
-	cJSON_AddNumberToObject(r, "best_epoch", t->best_epoch);
-	cJSON_AddNumberToObject(r, "final_val_acc", t->final_acc);
-	cJSON_AddNumberToObject(r, "epochs_run", t->epoch);
-	cJSON_AddNumberToObject(r, "train_flops", t->train_flops);
-	cJSON_AddNumberToObject(r, "eval_flops", t->eval_flops);
-	cJSON_AddNumberToObject(r, "total_flops", t->train_flops + t->eval_flops);
-	cJSON_AddNumberToObject(r, "wall_seconds", t->wall_before + util_monotonic() - t->t0);
-	/* what ran; before the backend decided "auto", the fp32 it starts in */
-	const char *prec = t->precision ? t->precision : t->a->precision;
-	cJSON_AddStringToObject(r, "precision", prec && strcmp(prec, "auto") ? prec : "fp32");
-	if (t->scaled)
-		cJSON_AddNumberToObject(r, "skipped_steps", (double)t->ls.skipped);
-	device_result(&t->dev, r, t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN));
-	cJSON_AddNumberToObject(r, "world_size", t->world);
-	if (t->inherited_from[0]) /* its epochs and FLOPs are its own; the parent's are not here */
-		cJSON_AddStringToObject(r, "inherited_from", t->inherited_from);
-	int rc = jsonfile_write(t->result_path, r);
-	cJSON_Delete(r);
-	return rc;
-}
-
-struct epoch_stats {
-	double loss, seconds, train_seconds;
-	long correct, seen;
-	double val_loss;
-	long val_correct, val_seen;
-	float lr;
-};
-
-static int write_metrics(struct trial *t, const struct epoch_stats *s)
-{
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "format", "aah-metrics/1");
-	cJSON_AddNumberToObject(j, "epoch", t->epoch);
-	cJSON_AddNumberToObject(j, "train_loss", s->loss / (double)s->seen);
-	cJSON_AddNumberToObject(j, "train_acc", (double)s->correct / (double)s->seen);
-	cJSON_AddNumberToObject(j, "val_loss", s->val_loss / (double)s->val_seen);
-	cJSON_AddNumberToObject(j, "val_acc", (double)s->val_correct / (double)s->val_seen);
-	cJSON_AddNumberToObject(j, "lr", s->lr);
-	cJSON_AddNumberToObject(j, "images_per_sec", (double)s->seen / s->train_seconds);
-	cJSON_AddNumberToObject(j, "epoch_seconds", s->seconds);
-	cJSON_AddNumberToObject(j, "train_flops", t->train_flops);
-	cJSON_AddNumberToObject(j, "eval_flops", t->eval_flops);
-	cJSON_AddNumberToObject(j, "timestamp", util_now());
-	cJSON_AddNumberToObject(j, "rank", t->rank);
-	cJSON_AddStringToObject(j, "precision", t->precision);
-	if (t->scaled) {
-		cJSON_AddNumberToObject(j, "loss_scale", t->ls.scale);
-		cJSON_AddNumberToObject(j, "skipped_steps", (double)t->ls.skipped);
-	}
-	int rc = jsonfile_append(t->metrics_path, j);
-	cJSON_Delete(j);
-	return rc;
-}
-
-/* Resuming from the checkpoint of epoch t->epoch: metrics.jsonl keeps the
- * lines up to that epoch only. A kill between an epoch's metrics line and
- * its checkpoint runs that epoch again; without this its line would be
- * there twice, and the score would count the epoch twice. */
-struct kept_lines {
-	int upto;
-	struct strbuf sb;
-};
-
-static int keep_line(const cJSON *line, void *arg)
-{
-	struct kept_lines *k = arg;
-	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(line, "epoch");
-	if (cJSON_IsNumber(ep) && ep->valueint > k->upto)
-		return 0;
-	char *s = cJSON_PrintUnformatted(line);
-	strbuf_addstr(&k->sb, s);
-	strbuf_addch(&k->sb, '\n');
-	cJSON_free(s);
-	return 0;
-}
-
-static int trim_metrics(const struct trial *t)
-{
-	if (t->rank != 0 || !fileio_exists(t->metrics_path))
-		return 0;
-	struct kept_lines k = { t->epoch, STRBUF_INIT };
-	int rc = jsonfile_read_lines(t->metrics_path, keep_line, &k);
-	if (!rc)
-		rc = fileio_write_atomic(t->metrics_path, k.sb.buf ? k.sb.buf : "", k.sb.len);
-	strbuf_release(&k.sb);
-	return rc;
-}
-
-/* ---- elastic world size ---------------------------------------------------- */
-
-/* buf <- its mean over the ranks on the CPU ring, n values of the model's
- * memory: through the host copy where the model is on a device. */
-static int ring_mean(struct trial *t, float *buf, size_t n)
-{
-	if (ops_sync(&t->ops, buf, n * sizeof(float), OPS_TO_HOST) ||
-	    dist_allreduce_mean(t->dist, buf, n))
-		return -1;
-	return ops_sync(&t->ops, buf, n * sizeof(float), OPS_TO_DEVICE);
-}
-
-/* Batchnorm running statistics averaged over the ranks. */
-static int allreduce_stats(struct trial *t)
-{
-	return t->m.n_stats ? ring_mean(t, t->m.stats, t->m.n_stats) : 0;
-}
-
-/* The global batch is kept across world sizes: from the checkpoint a trial
- * resumes from (each rank then takes global / world), else --global_batch,
- * else batch_size x world. The global batches, the steps per epoch and so the LR schedule are
- * the same whatever the world size. */
-static int elastic_batch(struct trial *t)
-{
-	int g = t->a->global_batch;
-	if (g > 0 && g % t->world)
-		return error("--global_batch %d does not split over %d ranks", g, t->world);
-	if (g > 0)
-		t->batch = g / t->world;
-	t->global_batch = t->batch * t->world;
-	if (!t->a->resume || !fileio_exists(t->ckpt_path))
-		return 0;
-	struct ckpt_header h;
-	int got = checkpoint_peek(t->ckpt_path, &h);
-	if (got < 0)
-		return -1;
-	if (!got || h.global_batch < 1)
-		return 0;     /* load_checkpoint says what is wrong with it */
-	if (h.global_batch % t->world)
-		return error("the global batch %d of '%s' does not split over %d ranks", h.global_batch,
-			     t->ckpt_path, t->world);
-	t->global_batch = h.global_batch;
-	t->batch = h.global_batch / t->world;
-	return 0;
-}
-
-/* At a step boundary, after the allreduce and the update: has the runner
- * asked for another world size (trialimg/elastic.h)? Rank 0 reads, every
- * rank follows. On a change the epoch's sums so far become global, rank 0
- * saves a mid-epoch checkpoint (`done` batches of this epoch), and the
- * trial stops: 1. Else 0; -1 on error. */
-static int elastic_step(struct trial *t, const struct epoch_stats *s, int done)
-{
-	if (!t->a->elastic)
-		return 0;
-	int target = t->rank == 0 ? elastic_target(t->a->trial_dir) : 0;
-	if (t->dist && dist_broadcast(t->dist, &target, sizeof(target)))
-		return -1;
-	if (target < 0 || target == t->world || (target > 0 && t->global_batch % target))
-		return 0;     /* nothing asked, or a size the global batch does not split over */
-	float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
-	if (t->dist && (dist_allreduce_mean(t->dist, sums, 3) || allreduce_stats(t)))
-		return -1;
-	for (int k = 0; k < 3; k++)
-		t->carry[k] = (double)sums[k] * t->world;
-	t->resume_batch = done;
-	int saved = 1;
-	if (t->rank == 0) {
-		saved = save_checkpoint(t) == 0;
-		if (saved)
-			printf("aah-trial: world size %d -> %d at step %ld (epoch %d, batch %d): "
-			       "checkpoint saved, exiting %d for the relaunch\n", t->world, target,
-			       t->step, t->epoch + 1, done, ELASTIC_EXIT_RESIZE);
-		fflush(stdout);
-	}
-	/* every rank leaves after the checkpoint is whole */
-	if (t->dist && dist_broadcast(t->dist, &saved, sizeof(saved)))
-		return -1;
-	return saved ? 1 : -1;
-}
 
 /* ---- the deadline ---------------------------------------------------------- */
 
@@ -398,7 +56,6 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 	t->budget = budget;
 	return budget;
 }
-
 /* ---- the loop ------------------------------------------------------------ */
 
 /* The LR of a step: the cosine over the budget as it stands (a deadline
@@ -415,42 +72,28 @@ static int last_epoch(const struct trial *t)
 	return max > 0 && max < t->budget ? max : t->budget;
 }
 
-/* The gradients' mean over the ranks: on the device where the backend
- * joined the ranks (NCCL), else on the CPU ring. */
-static int allreduce_grads(struct trial *t)
+/* AAH_CUDA_LEDGER=1: what the backend queued in one step (its third, the
+ * kernels set up), and the step it replays, into trial.log. */
+static void log_ledger(struct trial *t, int done)
 {
-	if (t->device_comm)
-		return t->ops.be->allreduce_mean(&t->ops, t->m.grads, t->m.n_params);
-	return ring_mean(t, t->m.grads, t->m.n_params);
-}
-
-/* Rank 0's communicator id to every rank, over the rendezvous's ring. */
-static int share_comm_id(void *arg, void *id, size_t len)
-{
-	return dist_broadcast(arg, id, len);
-}
-
-/* fp16: the backward pass starts from the gradient of the loss times the
- * scale, which lifts small gradients out of fp16's underflow. */
-static void scale_loss(struct trial *t, size_t count)
-{
-	for (size_t i = 0; i < count; i++)
-		t->dlogits[i] *= t->ls.scale;
-}
-
-/* Whether this step's gradients are to be applied (1, or 0; -1 on error):
- * always, except in fp16, where they are unscaled when finite and the step
- * skipped (the scale halved) when not. Every rank decides alike: the
- * allreduce has given them the same gradients. The backend's unscale op
- * works where the gradients are (on the device for a resident model). */
-static int apply_step(struct trial *t)
-{
-	if (!t->scaled)
-		return 1;
-	int finite;
-	if (t->ops.be->unscale(&t->ops, t->m.n_params, t->m.grads, 1.0f / t->ls.scale, &finite))
-		return -1;
-	return loss_scale_update(&t->ls, finite);
+	struct ops_ledger *l = ops_ledger_of(&t->ops);
+	const char *want = getenv("AAH_CUDA_LEDGER");
+	if (!l || !want || strcmp(want, "1") || t->epoch || t->rank)
+		return;
+	if (done == 2) {
+		ledger_reset(l);
+		return;
+	}
+	if (done != 3)
+		return;
+	printf("aah-trial: ledger of step 3%s:\n", t->st.graph_n ? " (a replay)" : "");
+	ledger_print(l, "aah-trial:   ", 1, stdout);
+	if (t->st.graph_n) {
+		printf("aah-trial: ledger of the captured step (%ld graph nodes, %ld of them the "
+		       "backend's own kernels):\n", t->st.nodes, t->st.own);
+		ledger_print(&t->st.captured, "aah-trial:   ", 1, stdout);
+	}
+	fflush(stdout);
 }
 
 /* Once, after the first step: an op that runs one of the backend's slow
@@ -497,25 +140,13 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		if (b->error)
 			return error("cannot read a training batch: %s", b->why);
 		float lr = step_lr(t, t->step);
-		t->ops.step = (uint64_t)t->step;
-		if (model_forward(m, &t->ops, b->x, b->n, 1) ||
-		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
-				    (float)a->smooth_factor, t->dlogits, &s->loss, &s->correct))
-			return -1;
-		if (t->scaled)
-			scale_loss(t, b->n * m->num_classes);
-		if (model_backward(m, &t->ops, b->x, b->n, t->dlogits))
-			return -1;
-		if (t->dist && allreduce_grads(t))
-			return -1;
-		int apply = apply_step(t);
-		if (apply < 0 ||
-		    (apply && model_update(m, &t->ops, lr, (float)a->momentum, (float)a->weight_decay)))
+		log_ledger(t, done);
+		if (step_train(&t->st, b->x, b->y, b->n, lr, (uint64_t)t->step) < 0)
 			return -1;
 		s->seen += b->n;
 		s->lr = lr;
 		t->step++;
-		int resize = elastic_step(t, s, ++done);
+		int resize = train_elastic_step(t, s, ++done);
 		if (resize)
 			return resize < 0 ? -1 : 2;
 		if (done == first)
@@ -531,9 +162,11 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 				return -1;
 		}
 	}
+	if (step_read(&t->st, &s->loss, &s->correct))   /* the device's sums, once an epoch */
+		return -1;
 	if (t->dist) { /* global sums; running statistics averaged over ranks */
 		float sums[3] = {(float)s->loss, (float)s->correct, (float)s->seen};
-		if (dist_allreduce_mean(t->dist, sums, 3) || allreduce_stats(t))
+		if (dist_allreduce_mean(t->dist, sums, 3) || train_allreduce_stats(t))
 			return -1;
 		s->loss = (double)sums[0] * t->world;
 		s->correct = lround((double)sums[1] * t->world);
@@ -554,12 +187,12 @@ static int evaluate(struct trial *t, struct epoch_stats *s, volatile sig_atomic_
 			return 1;
 		if (b->error)
 			return error("cannot read a validation batch: %s", b->why);
-		if (model_forward(m, &t->ops, b->x, b->n, 0) ||
-		    t->ops.be->loss(&t->ops, b->n, m->num_classes, model_logits(m), b->y,
-				    (float)t->a->smooth_factor, NULL, &s->val_loss, &s->val_correct))
+		if (step_eval(&t->st, b->x, b->y, b->n))
 			return -1;
 		s->val_seen += b->n;
 	}
+	if (step_read(&t->st, &s->val_loss, &s->val_correct))
+		return -1;
 	t->eval_flops += m->flops_fwd * (double)s->val_seen;
 	return 0;
 }
@@ -586,11 +219,11 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	}
 	t->precision = prec;
 	device_log(&t->dev, prec, t->rank, t->world);
-	if (setup_model_and_data(t))
+	if (train_setup(t))
 		return -1;
 	t->batch = (int)a->batch_size;
 	device_batch_rule(&t->dev, a, &t->batch);
-	if (elastic_batch(t))
+	if (train_elastic_batch(t))
 		return -1;
 	if (loader_check_batch(&t->tr, t->batch, t->world))  /* before sizing anything by it */
 		return -1;
@@ -601,14 +234,13 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		return -1;
 	model_alloc_planned(&t->m, &plan, (uint64_t)a->seed); /* the model takes the plan */
 	if (t->dist && t->ops.be->comm_init) {
-		if (t->ops.be->comm_init(&t->ops, t->rank, t->world, share_comm_id, t->dist))
+		if (t->ops.be->comm_init(&t->ops, t->rank, t->world, train_share_comm_id, t->dist))
 			return -1;
 		t->device_comm = 1;
 	}
 	t->scaled = !strcmp(prec, "fp16");
 	if (t->scaled && loss_scale_init(&t->ls, (float)a->loss_scale, a->loss_scale_interval))
 		return -1;
-	t->dlogits = xmalloc(sizeof(float) * (size_t)t->batch * t->m.num_classes);
 	int workers = a->num_parallel_calls; /* 0: the rank's cores (loader_cores) */
 	if (loader_init(&t->tl, &t->tr, t->batch, 1, workers, (uint64_t)a->seed, t->rank, t->world) ||
 	    loader_init(&t->vl, &t->va, t->batch, 0, workers, (uint64_t)a->seed, 0, 1) ||
@@ -630,11 +262,19 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		printf("aah-trial: starts from the weights of trial %s (morph.json), learning rate "
 		       "x%g\n", t->inherited_from, t->lr_scale);
 	t->steps_per_epoch = t->tr.n / ((long)t->batch * t->world);
-	if (resumed && load_checkpoint(t))
+	if (resumed && train_load_checkpoint(t))
 		return -1;
 	if (model_resident(&t->m, &t->ops))   /* the weights are final: to the device */
 		return -1;
-	if (a->resume && trim_metrics(t))
+	t->st.ls = t->scaled ? &t->ls : NULL;
+	t->st.allreduce = t->dist ? train_grads_mean : NULL;
+	t->st.arg = t;
+	t->st.on_device = t->device_comm;
+	step_init(&t->st, &t->m, &t->ops, (float)a->smooth_factor, (float)a->momentum,
+		  (float)a->weight_decay);
+	if (t->ops.be->capture && !t->st.graph)
+		printf("aah-trial: every step runs its ops one by one: %s\n", t->st.why);
+	if (a->resume && train_trim_metrics(t))
 		return -1;
 	printf("aah-trial: trial_seq %d, budget %d epochs, patience %d, %d layers, %zu parameters, "
 	       "%.3g train / %.3g eval FLOPs per image, %d train / %d val images, batch %d x %d "
@@ -671,7 +311,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		if (t->rank == 0) {
 			/* metrics first: a kill between the two reruns the epoch, and the
 			 * rerun's line replaces this one (expdir_metrics_read) */
-			if (write_metrics(t, &s) || save_checkpoint(t))
+			if (train_write_metrics(t, &s) || train_save_checkpoint(t))
 				return -1;
 			printf("epoch %d/%d: loss %.4f acc %.4f val_loss %.4f val_acc %.4f lr %.5f "
 			       "%.0f img/s %.1fs\n", t->epoch, t->budget, s.loss / s.seen,
@@ -727,7 +367,7 @@ int train_write_failure(const char *trial_dir, const char *reason)
 	t.t0 = util_monotonic();
 	t.world = 1;
 	t.result_path = xstrfmt("%s/result.json", trial_dir);
-	int rc = fileio_exists(trial_dir) ? write_result(&t, "failed", reason) : -1;
+	int rc = fileio_exists(trial_dir) ? train_write_result(&t, "failed", reason) : -1;
 	free(t.result_path);
 	return rc;
 }
@@ -765,14 +405,14 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 	if (rc == 2) {
 		/* stopped to be resized: no result, the relaunch goes on */
 	} else if (rc > 0 || *stop) {
-		write_result(&t, "failed", "canceled");
+		train_write_result(&t, "failed", "canceled");
 		fprintf(stderr, "aah-trial: canceled\n");
 		rc = 1;
 	} else if (rc < 0) {
 		char *why = xstrfmt("error: %s", util_last_error());
-		write_result(&t, "failed", why);
+		train_write_result(&t, "failed", why);
 		free(why);
-	} else if (write_result(&t, status, reason)) {
+	} else if (train_write_result(&t, status, reason)) {
 		rc = -1;
 	}
 	loader_release(&t.tl);
@@ -788,7 +428,6 @@ int train_run(const struct args *a, volatile sig_atomic_t *stop)
 	int lost = rc < 0 && dist_lost_peer(t.dist);
 	if (t.dist)
 		dist_free(t.dist);
-	free(t.dlogits);
 	free(t.metrics_path);
 	free(t.result_path);
 	free(t.ckpt_dir);

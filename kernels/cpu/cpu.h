@@ -141,7 +141,7 @@ int cpu_pool_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const flo
 		      const float *y, const float *dy, float *const *dx);
 void cpu_pool_release(struct ops_ctx *ctx, struct ops_layer *l);
 int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
-	     float smoothing, float *dlogits, double *loss_sum, long *correct);
+	     float smoothing, float scale, float *dlogits, double *loss_sum, long *correct);
 int cpu_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	    float mu, float wd);
 int cpu_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x);

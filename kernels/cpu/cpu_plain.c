@@ -149,7 +149,7 @@ static int flatten_backward(struct ops_ctx *ctx, struct ops_layer *l, int n,
 }
 
 int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
-	     float smoothing, float *dlogits, double *loss_sum, long *correct)
+	     float smoothing, float scale, float *dlogits, double *loss_sum, long *correct)
 {
 	(void)ctx;
 	float off = smoothing / (float)classes, on = 1.0f - smoothing + off;
@@ -171,7 +171,7 @@ int cpu_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const
 			loss -= t * (z[k] - lse);
 			if (dlogits)
 				dlogits[(size_t)i * classes + k] =
-					(float)((exp(z[k] - lse) - t) / n);
+					(float)((exp(z[k] - lse) - t) / n) * scale;
 		}
 		*loss_sum += loss;
 		*correct += best == labels[i];

@@ -1,26 +1,36 @@
 /* cuda_backend.c: the `cuda` op table, its context (device, stream, cuDNN
- * and cuBLASLt handles), the staging arena of kernels/cuda/cuda.h, and the
- * loss, SGD and accumulation ops. */
+ * and cuBLASLt handles, the ledger, the loss's sums on the device), the
+ * staging arena of kernels/cuda/cuda.h, device residency, the batch's
+ * upload and the step's CUDA graph. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/cuda.h"
+#include <cuda.h> /* CUDA_KERNEL_NODE_PARAMS: a graph node's kernel, through the driver's entry point */
+
+#include "kernels/cuda/cuda_ctx.h"
 
 /* ---- context ------------------------------------------------------------------ */
 
 static void cuda_fini(struct ops_ctx *ctx);
-
 static int cuda_open(struct ops_ctx *ctx)
 {
 	struct cuda_ctx *c = ctx->priv;
 	/* CUDA_VISIBLE_DEVICES (set by the runner's GPU slots) picks the device;
 	 * the trainer uses the first it can see */
 	CUDA_CHECK(cudaSetDevice(c->device));
-	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+	CUDA_CHECK(cudaStreamCreateWithFlags(&c->run.stream, cudaStreamNonBlocking));
+	CUDA_CHECK(cudaDeviceGetAttribute(&c->run.sms, cudaDevAttrMultiProcessorCount, c->device));
+	CUDA_CHECK(cudaMalloc((void **)&c->run.sums, sizeof(struct cuda_sums)));
+	CUDA_CHECK(cudaMemsetAsync(c->run.sums, 0, sizeof(struct cuda_sums), c->run.stream));
+	c->run.ledger = &c->ledger;
 	CUDNN_CHECK(cudnnCreate(&c->dnn));
-	CUDNN_CHECK(cudnnSetStream(c->dnn, c->stream));
+	CUDNN_CHECK(cudnnSetStream(c->dnn, c->run.stream));
 	CUBLAS_CHECK(cublasLtCreate(&c->lt));
+	CUDA_CHECK(cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking));
+	for (int k = 0; k < 2; k++)
+		CUDA_CHECK(cudaEventCreateWithFlags(&c->copied[k], cudaEventDisableTiming));
+	CUDA_CHECK(cudaEventCreateWithFlags(&c->taken, cudaEventDisableTiming));
 	return 0;
 }
 
@@ -87,6 +97,11 @@ static int cuda_init(struct ops_ctx *ctx)
 	return 0;
 }
 
+const struct cuk_run *cuda_run(struct ops_ctx *ctx)
+{
+	return &cuda_ctx(ctx)->run;
+}
+
 static void free_spills(struct cuda_ctx *c)
 {
 	for (int k = 0; k < c->nspill; k++)
@@ -100,19 +115,33 @@ static void cuda_fini(struct ops_ctx *ctx)
 	struct cuda_ctx *c = ctx->priv;
 	if (!c)
 		return;
-	if (c->stream)
-		cudaStreamSynchronize(c->stream);
+	if (c->run.stream)
+		cudaStreamSynchronize(c->run.stream);
+	if (c->copy) {
+		cudaStreamSynchronize(c->copy);
+		cudaStreamDestroy(c->copy);
+	}
+	for (int k = 0; k < 2; k++) {
+		cudaFreeHost(c->pinned[k]);
+		if (c->copied[k])
+			cudaEventDestroy(c->copied[k]);
+	}
+	if (c->taken)
+		cudaEventDestroy(c->taken);
+	for (int k = 0; k < c->ngraph; k++)
+		cudaGraphExecDestroy(c->graph[k].exec);
 	cuda_comm_free(c);
 	for (int k = 0; k < c->nmirror; k++)
 		cudaFree(c->mirror[k].dev);
 	cudaFree(c->arena);
+	cudaFree(c->run.sums);
 	free_spills(c);
 	if (c->lt)
 		cublasLtDestroy(c->lt);
 	if (c->dnn)
 		cudnnDestroy(c->dnn);
-	if (c->stream)
-		cudaStreamDestroy(c->stream);
+	if (c->run.stream)
+		cudaStreamDestroy(c->run.stream);
 	free(c);
 	ctx->priv = NULL;
 }
@@ -159,8 +188,14 @@ static const char *cuda_default_precision(struct ops_ctx *ctx)
 
 static int cuda_finish(struct ops_ctx *ctx)
 {
-	CUDA_CHECK(cudaStreamSynchronize(cuda_ctx(ctx)->stream));
+	CUDA_CHECK(cudaStreamSynchronize(cuda_stream(ctx)));
+	ledger_sync(&cuda_ctx(ctx)->ledger);
 	return 0;
+}
+
+static struct ops_ledger *cuda_ledger(struct ops_ctx *ctx)
+{
+	return &cuda_ctx(ctx)->ledger;
 }
 
 static int cuda_device_info(struct ops_ctx *ctx, struct ops_device *dev)
@@ -188,7 +223,7 @@ int cuda_begin(struct ops_ctx *ctx)
 	c->nst = 0;
 	c->arena_used = 0;
 	if (c->nspill) {   /* the last op outgrew the arena: one block of its total */
-		CUDA_CHECK(cudaStreamSynchronize(c->stream));
+		CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
 		free_spills(c);
 		CUDA_CHECK(cudaFree(c->arena));
 		c->arena = NULL;
@@ -272,7 +307,8 @@ static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, 
 			/* an output staged first and now read (in place) */
 			if (copy_in && !c->st[k].filled) {
 				CUDA_CHECK(cudaMemcpyAsync(c->st[k].dev, p, bytes, cudaMemcpyHostToDevice,
-							   c->stream));
+							   c->run.stream));
+				ledger_copy(&c->ledger, LEDGER_H2D, (double)bytes);
 				c->st[k].filled = 1;
 			}
 			c->st[k].out |= out;
@@ -284,8 +320,10 @@ static int stage(struct ops_ctx *ctx, const void *p, size_t bytes, int copy_in, 
 	if (cuda_scratch(ctx, bytes, dev))
 		return -1;
 	c->st[c->nst++] = (struct cuda_stage){p, *dev, bytes, out, copy_in};
-	if (copy_in)
-		CUDA_CHECK(cudaMemcpyAsync(*dev, p, bytes, cudaMemcpyHostToDevice, c->stream));
+	if (copy_in) {
+		CUDA_CHECK(cudaMemcpyAsync(*dev, p, bytes, cudaMemcpyHostToDevice, c->run.stream));
+		ledger_copy(&c->ledger, LEDGER_H2D, (double)bytes);
+	}
 	return 0;
 }
 
@@ -303,11 +341,15 @@ int cuda_end(struct ops_ctx *ctx)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	for (int k = 0; k < c->nst; k++)
-		if (c->st[k].out)
+		if (c->st[k].out) {
 			CUDA_CHECK(cudaMemcpyAsync((void *)c->st[k].host, c->st[k].dev, c->st[k].bytes,
-						   cudaMemcpyDeviceToHost, c->stream));
-	if (c->nst)
-		CUDA_CHECK(cudaStreamSynchronize(c->stream));
+						   cudaMemcpyDeviceToHost, c->run.stream));
+			ledger_copy(&c->ledger, LEDGER_D2H, (double)c->st[k].bytes);
+		}
+	if (c->nst) {
+		CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
+		ledger_sync(&c->ledger);
+	}
 	c->nst = 0;
 	return 0;
 }
@@ -336,10 +378,10 @@ static int cuda_resident(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy
 	m->bytes = bytes;
 	c->nmirror++;
 	if (copy)
-		CUDA_CHECK(cudaMemcpyAsync(m->dev, p, copy, cudaMemcpyHostToDevice, c->stream));
+		CUDA_CHECK(cudaMemcpyAsync(m->dev, p, copy, cudaMemcpyHostToDevice, c->run.stream));
 	if (bytes > copy)
-		CUDA_CHECK(cudaMemsetAsync(m->dev + copy, 0, bytes - copy, c->stream));
-	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+		CUDA_CHECK(cudaMemsetAsync(m->dev + copy, 0, bytes - copy, c->run.stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
 	return 0;
 }
 
@@ -353,10 +395,12 @@ static int cuda_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device)
 		return 0;
 	char *d = m->dev + ((char *)p - m->host);
 	if (to_device)
-		CUDA_CHECK(cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, c->stream));
+		CUDA_CHECK(cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, c->run.stream));
 	else
-		CUDA_CHECK(cudaMemcpyAsync(p, d, bytes, cudaMemcpyDeviceToHost, c->stream));
-	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+		CUDA_CHECK(cudaMemcpyAsync(p, d, bytes, cudaMemcpyDeviceToHost, c->run.stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
+	ledger_copy(&c->ledger, to_device ? LEDGER_H2D : LEDGER_D2H, (double)bytes);
+	ledger_sync(&c->ledger);
 	return 0;
 }
 
@@ -365,136 +409,209 @@ static void cuda_forget(struct ops_ctx *ctx, void *p)
 	struct cuda_ctx *c = cuda_ctx(ctx);
 	for (int k = 0; k < c->nmirror; k++)
 		if (c->mirror[k].host == p) {
-			cudaStreamSynchronize(c->stream);   /* no op may still use it */
+			cudaStreamSynchronize(c->run.stream);   /* no op may still use it */
 			cudaFree(c->mirror[k].dev);
 			c->mirror[k] = c->mirror[--c->nmirror];
 			return;
 		}
 }
 
-/* ---- loss, SGD, accumulate ------------------------------------------------------ */
+/* ---- the batch's way in, and replayed steps ------------------------------------ */
 
-int cuda_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
-	      float smoothing, float *dlogits, double *loss_sum, long *correct)
+/* The device address of bytes at p, which must lie in a resident block. */
+static int resident_at(struct cuda_ctx *c, const void *p, size_t bytes, char **dev)
 {
-	struct cuda_ctx *c = cuda_ctx(ctx);
-	void *z, *t, *dz = NULL, *loss, *hit, *bad;
-	size_t nz = (size_t)n * classes * sizeof(float);
-	if (n <= 0)
+	const struct cuda_mirror *m = mirror_of(c, p, bytes);
+	if (!m)
+		return error("cuda: the model's input slot is not on the device (model_resident)");
+	*dev = m->dev + ((const char *)p - m->host);
+	return 0;
+}
+
+/* pinned[k] ready to be written: its last copy has landed (waiting, and
+ * counting the wait, only when it has not) */
+static int pinned_free(struct cuda_ctx *c, int k)
+{
+	if (!c->used[k])
 		return 0;
-	if (cuda_begin(ctx) || cuda_in(ctx, logits, nz, &z) ||
-	    cuda_in(ctx, labels, (size_t)n * sizeof(int), &t) ||
-	    (dlogits && cuda_out(ctx, dlogits, nz, 0, &dz)) ||
-	    cuda_scratch(ctx, (size_t)n * sizeof(double), &loss) ||
-	    cuda_scratch(ctx, (size_t)n * sizeof(int) + sizeof(int), &hit))
-		return -1;
-	bad = (int *)hit + n;
-	CUDA_LAUNCH(cuk_loss(c->stream, n, classes, z, t, smoothing, dz, loss, hit, bad));
-	/* the per-sample results come back to be summed here: the one host
-	 * synchronisation of a training step */
-	double *hl = xmalloc(sizeof(double) * (n ? n : 1));
-	int *hh = xmalloc(sizeof(int) * ((size_t)n + 1));
-	int rc = 0;
-	if (cudaMemcpyAsync(hl, loss, sizeof(double) * n, cudaMemcpyDeviceToHost, c->stream) ||
-	    cudaMemcpyAsync(hh, hit, sizeof(int) * ((size_t)n + 1), cudaMemcpyDeviceToHost,
-			    c->stream) ||
-	    cuda_end(ctx) || cudaStreamSynchronize(c->stream))
-		rc = error("cuda: cannot read the loss back: %s", cudaGetErrorString(cudaGetLastError()));
-	else if (hh[n])
-		rc = error("label %d of sample %d is outside [0, %d)", labels[hh[n] - 1], hh[n] - 1,
-			   classes);
-	for (int i = 0; !rc && i < n; i++) {
-		*loss_sum += hl[i];
-		*correct += hh[i];
+	cudaError_t e = cudaEventQuery(c->copied[k]);
+	if (e == cudaErrorNotReady) {
+		CUDA_CHECK(cudaEventSynchronize(c->copied[k]));
+		ledger_sync(&c->ledger);
+	} else if (e != cudaSuccess) {
+		CUDA_CHECK(e);
 	}
-	free(hl);
-	free(hh);
-	return rc;
+	return 0;
 }
 
-int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
-	     float mu, float wd)
+/* Two pinned buffers of at least bytes each (every copy from them landed
+ * before they are freed). */
+static int pinned_fit(struct cuda_ctx *c, size_t bytes)
 {
-	void *dw, *dg, *dv;
-	size_t bytes = count * sizeof(float);
-	if (!count)
+	if (bytes <= c->pinned_cap)
 		return 0;
-	if (cuda_begin(ctx) || cuda_out(ctx, w, bytes, 1, &dw) || cuda_in(ctx, g, bytes, &dg) ||
-	    cuda_out(ctx, v, bytes, 1, &dv))
-		return -1;
-	CUDA_LAUNCH(cuk_sgd(cuda_ctx(ctx)->stream, count, dw, dg, dv, lr, mu, wd));
-	return cuda_end(ctx);
+	for (int k = 0; k < 2; k++) {
+		if (pinned_free(c, k))
+			return -1;
+		cudaFreeHost(c->pinned[k]);
+		c->pinned[k] = NULL;
+		c->used[k] = 0;
+	}
+	for (int k = 0; k < 2; k++)
+		CUDA_CHECK(cudaMallocHost((void **)&c->pinned[k], bytes));
+	c->pinned_cap = bytes;
+	return 0;
 }
 
-int cuda_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x)
-{
-	void *dy, *dx;
-	size_t bytes = cuda_bytes(count, t);
-	if (t != OPS_F32 && t != OPS_BF16) /* the model stores no tensor otherwise */
-		return error("accumulate: the cuda backend's tensors are fp32 or bf16");
-	if (!count)
-		return 0;
-	if (cuda_begin(ctx) || cuda_out(ctx, y, bytes, 1, &dy) || cuda_in(ctx, x, bytes, &dx))
-		return -1;
-	CUDA_LAUNCH(cuk_accumulate(cuda_ctx(ctx)->stream, cuda_type(t), count, dy, dx));
-	return cuda_end(ctx);
-}
-
-/* One pass over the gradients, and one int read back: the step's only wait
- * besides the loss. */
-int cuda_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite)
+/* The batch: host -> pinned[turn] (the host's copy), pinned -> staging on
+ * the copy stream once the op stream has taken the last batch from there
+ * (so it overlaps the ops queued before), then on the op stream, once it
+ * has landed, staging -> the input slot (x converted to xt). */
+static int cuda_upload(struct ops_ctx *ctx, const float *x, size_t count, const int *labels, int n,
+		       const struct ops_step_vars *vars, void *staging, void *x_dev,
+		       enum ops_dtype xt, int *labels_dev, struct ops_step_vars *vars_dev)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
-	void *dg, *dbad;
-	int bad = 0;
-	*finite = 1;
-	if (!count)
-		return 0;
-	if (cuda_begin(ctx) || cuda_out(ctx, g, count * sizeof(float), 1, &dg) ||
-	    cuda_out(ctx, &bad, sizeof(bad), 0, &dbad))
+	size_t xb = count * sizeof(float), tail = sizeof(*vars) + (size_t)n * sizeof(int);
+	char *st = NULL, *xd = NULL, *vd = NULL;
+	if ((char *)labels_dev != (char *)vars_dev + sizeof(*vars))
+		BUG("cuda_upload: the labels do not follow the vars in the input slot");
+	if (resident_at(c, staging, xb + tail, &st) ||
+	    resident_at(c, x_dev, cuda_bytes(count, xt), &xd) ||
+	    resident_at(c, vars_dev, tail, &vd) || pinned_fit(c, xb + tail))
 		return -1;
-	CUDA_CHECK(cudaMemsetAsync(dbad, 0, sizeof(bad), c->stream));
-	CUDA_LAUNCH(cuk_unscale(c->stream, count, dg, inv, dbad));
-	if (cuda_end(ctx))
+	int k = c->turn;
+	c->turn ^= 1;
+	if (pinned_free(c, k))
 		return -1;
-	*finite = !bad;
+	memcpy(c->pinned[k], x, xb);
+	memcpy(c->pinned[k] + xb, vars, sizeof(*vars));
+	memcpy(c->pinned[k] + xb + sizeof(*vars), labels, (size_t)n * sizeof(int));
+	if (c->taken_once)
+		CUDA_CHECK(cudaStreamWaitEvent(c->copy, c->taken, 0));
+	CUDA_CHECK(cudaMemcpyAsync(st, c->pinned[k], xb + tail, cudaMemcpyHostToDevice, c->copy));
+	ledger_copy(&c->ledger, LEDGER_H2D, (double)(xb + tail));
+	CUDA_CHECK(cudaEventRecord(c->copied[k], c->copy));
+	c->used[k] = 1;
+	CUDA_CHECK(cudaStreamWaitEvent(c->run.stream, c->copied[k], 0));
+	if (xt == OPS_F32) {
+		CUDA_CHECK(cudaMemcpyAsync(xd, st, xb, cudaMemcpyDeviceToDevice, c->run.stream));
+		ledger_copy(&c->ledger, LEDGER_D2D, (double)xb);
+	} else if (cuda_convert(ctx, count, st, OPS_F32, xd, xt)) {
+		return -1;
+	}
+	CUDA_CHECK(cudaMemcpyAsync(vd, st + xb, tail, cudaMemcpyDeviceToDevice, c->run.stream));
+	ledger_copy(&c->ledger, LEDGER_D2D, (double)tail);
+	CUDA_CHECK(cudaEventRecord(c->taken, c->run.stream));
+	c->taken_once = 1;
+	c->vars_dev = (const struct ops_step_vars *)vd;
 	return 0;
 }
 
-/* The CUK_* kind of cuk_cast from xt to yt; -1 unless one side is fp32 and
- * the other bf16 or fp16. */
-static int cast_kind(enum ops_dtype xt, enum ops_dtype yt)
+/* Records the op stream's work from here (nothing runs) until
+ * cuda_captured; the ops read the step's variables from the last upload's. */
+static int cuda_capture(struct ops_ctx *ctx)
 {
-	return xt == OPS_F32 && yt == OPS_BF16   ? CUK_F32_TO_BF16
-	       : xt == OPS_BF16 && yt == OPS_F32 ? CUK_BF16_TO_F32
-	       : xt == OPS_F32 && yt == OPS_F16  ? CUK_F32_TO_F16
-	       : xt == OPS_F16 && yt == OPS_F32  ? CUK_F16_TO_F32
-						 : -1;
-}
-
-int cuda_convert(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
-		 enum ops_dtype yt)
-{
-	int kind = cast_kind(xt, yt);
-	if (kind < 0)
-		return error("cast from type %d to type %d: one side must be fp32, the other bf16 or fp16",
-			     (int)xt, (int)yt);
-	if (count)
-		CUDA_LAUNCH(cuk_cast(cuda_ctx(ctx)->stream, count, kind, x, y));
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	if (!c->vars_dev)
+		return error("cuda: a step captured before any upload of its batch");
+	if (c->ngraph == CUDA_MAX_GRAPHS)
+		return error("cuda: more than %d captured steps", CUDA_MAX_GRAPHS);
+	if (cuda_begin(ctx))   /* the arena at its full size: no allocation while capturing */
+		return -1;
+	CUDA_CHECK(cudaStreamBeginCapture(c->run.stream, cudaStreamCaptureModeThreadLocal));
+	c->run.vars = c->vars_dev;
 	return 0;
 }
 
-int cuda_cast(struct ops_ctx *ctx, size_t count, const void *x, enum ops_dtype xt, void *y,
-	      enum ops_dtype yt)
+/* The driver's cuGraphKernelNodeGetParams, found at run time (aah links
+ * no libcuda): it answers for every kernel node, a library's too, where
+ * the runtime's errs on kernels it did not load. NULL: none. */
+typedef CUresult (*node_params_fn)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+
+static node_params_fn node_params(void)
 {
-	void *dx, *dy;
-	if (!count) /* nothing to stage: the types are still checked */
-		return cuda_convert(ctx, 0, x, xt, y, yt);
-	if (cuda_begin(ctx) || cuda_in(ctx, x, cuda_bytes(count, xt), &dx) ||
-	    cuda_out(ctx, y, cuda_bytes(count, yt), 0, &dy) ||
-	    cuda_convert(ctx, count, dx, xt, dy, yt))
-		return -1;
-	return cuda_end(ctx);
+	void *f = NULL;
+	enum cudaDriverEntryPointQueryResult q;
+	if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &f, 12000, cudaEnableDefault,
+					     &q) != cudaSuccess || q != cudaDriverEntryPointSuccess)
+		return NULL;
+	return (node_params_fn)f;
+}
+
+/* Whether a node's kernel is one the ledger saw the backend launch: its
+ * function or its context-free kernel is one of theirs. */
+static int own_kernel(const struct ops_ledger *l, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	for (int i = 0; i < l->nfn; i++) {
+		cudaFunction_t f = NULL;
+		cudaKernel_t k = NULL;
+		if (cudaGetFuncBySymbol(&f, l->fn[i]) == cudaSuccess && p->func && (CUfunction)f == p->func)
+			return 1;
+		if (cudaGetKernel(&k, l->fn[i]) == cudaSuccess && p->kern && (CUkernel)k == p->kern)
+			return 1;
+	}
+	return 0;
+}
+
+/* How many of graph g's nodes there are, and how many run a kernel the
+ * ledger saw the backend launch (its own; -1 where the driver cannot say). */
+static int count_nodes(struct cuda_ctx *c, cudaGraph_t g, long *nodes, long *own)
+{
+	size_t n = 0;
+	node_params_fn params = node_params();
+	CUDA_CHECK(cudaGraphGetNodes(g, NULL, &n));
+	cudaGraphNode_t *v = xmalloc(sizeof(*v) * (n ? n : 1));
+	cudaError_t e = cudaGraphGetNodes(g, v, &n);
+	*nodes = (long)n;
+	*own = params ? 0 : -1;
+	for (size_t i = 0; params && e == cudaSuccess && i < n; i++) {
+		enum cudaGraphNodeType t;
+		CUDA_KERNEL_NODE_PARAMS p;
+		if ((e = cudaGraphNodeGetType(v[i], &t)) != cudaSuccess || t != cudaGraphNodeTypeKernel)
+			continue;
+		if (params((CUgraphNode)v[i], &p) == CUDA_SUCCESS)
+			*own += own_kernel(&c->ledger, &p);
+	}
+	free(v);
+	CUDA_CHECK(e);
+	return 0;
+}
+
+static int cuda_captured(struct ops_ctx *ctx, int key, long *nodes, long *own)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t exec;
+	c->run.vars = NULL;
+	*nodes = *own = -1;
+	cudaError_t e = cudaStreamEndCapture(c->run.stream, &g);
+	if (e != cudaSuccess || !g) {
+		cudaGetLastError();
+		return error("cuda: the step's capture failed: %s", cudaGetErrorString(e));
+	}
+	if (count_nodes(c, g, nodes, own) ||
+	    (e = cudaGraphInstantiate(&exec, g, 0)) != cudaSuccess) {
+		cudaGraphDestroy(g);
+		return e != cudaSuccess ? error("cuda: cannot instantiate the captured step: %s",
+						cudaGetErrorString(e))
+					: -1;
+	}
+	cudaGraphDestroy(g);
+	c->graph[c->ngraph++] = (struct cuda_graph){key, exec};
+	return 0;
+}
+
+static int cuda_replay(struct ops_ctx *ctx, int key)
+{
+	struct cuda_ctx *c = cuda_ctx(ctx);
+	for (int k = 0; k < c->ngraph; k++)
+		if (c->graph[k].key == key) {
+			ledger_launch(&c->ledger, "graph replay", NULL, 0);
+			CUDA_CHECK(cudaGraphLaunch(c->graph[k].exec, c->run.stream));
+			return 0;
+		}
+	return error("cuda: no captured step of %d samples", key);
 }
 
 const struct ops_backend ops_cuda_backend = {
@@ -518,6 +635,7 @@ const struct ops_backend ops_cuda_backend = {
 		[OPS_FLATTEN] = &cuda_flatten_ops,
 	},
 	.loss = cuda_loss,
+	.loss_read = cuda_loss_read,
 	.sgd = cuda_sgd,
 	.accumulate = cuda_accumulate,
 	.unscale = cuda_unscale,
@@ -532,4 +650,9 @@ const struct ops_backend ops_cuda_backend = {
 	.visible_devices = cuda_visible_devices,
 	.device_info = cuda_device_info,
 	.finish = cuda_finish,
+	.ledger = cuda_ledger,
+	.upload = cuda_upload,
+	.capture = cuda_capture,
+	.captured = cuda_captured,
+	.replay = cuda_replay,
 };

@@ -9,7 +9,7 @@
  *   y^T  (units, n) = W^T X + b       (transa = T; epilogue BIAS)
  *   dx^T (Cin, n)   = W dy^T
  *   dw^T (Cin, units) = X dy           (transb = T)
- *   db   = per-unit sum of dy (cuk_channel_sum)
+ *   db   = per-unit sum of dy (cuda_bias_grad)
  *
  * The three matmul descriptions are made once per batch size (l->priv),
  * each with its algorithm and workspace size from cuBLASLt's heuristics,
@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/cuda_ctx.h"
 
 /* One matmul D = op(A) op(B) (+ bias): its description, the layouts, and
  * the algorithm the heuristics gave for pointers aligned to `align` bytes. */
@@ -146,8 +146,9 @@ static int mm_run(struct ops_ctx *ctx, struct mm *m, const void *a, const void *
 	if ((m->align != align && mm_algo(c, m, align)) ||
 	    (m->ws && cuda_scratch(ctx, m->ws, &ws)))
 		return -1;
+	ledger_launch(&c->ledger, "cublaslt matmul", NULL, 0);
 	CUBLAS_CHECK(cublasLtMatmul(c->lt, m->desc, &one, a, m->a, b, m->b, &zero, d, m->d, d, m->d,
-				    &m->algo, ws, m->ws, c->stream));
+				    &m->algo, ws, m->ws, c->run.stream));
 	return 0;
 }
 
@@ -176,19 +177,18 @@ static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const
 	(void)y;
 	struct dense_plan *p;
 	size_t cin = ops_shape_size(&l->in[0]), u = (size_t)l->cfg.units;
-	void *gx, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *acc;
+	void *gx, *gw, *gdw, *gdb = NULL, *gdy, *gdx;
 	if (cuda_begin(ctx) || plan_of(l, n, &p) || cuda_in(ctx, x[0], n * cin * 4, &gx) ||
 	    cuda_in(ctx, l->w, u * cin * 4, &gw) || cuda_in(ctx, dy, n * u * 4, &gdy) ||
 	    cuda_out(ctx, l->dw, u * cin * 4, 0, &gdw) ||
 	    (l->cfg.bias && cuda_out(ctx, l->db, u * 4, 0, &gdb)) ||
-	    cuda_out(ctx, dx[0], n * cin * 4, 0, &gdx) || cuda_scratch(ctx, u * sizeof(double), &acc))
+	    cuda_out(ctx, dx[0], n * cin * 4, 0, &gdx))
 		return -1;
 	if (mm_run(ctx, &p->bwd_filter, gx, gdy, gdw, NULL) ||
 	    (gdx && mm_run(ctx, &p->bwd_data, gw, gdy, gdx, NULL)))
 		return -1;
-	if (gdb)
-		CUDA_LAUNCH(cuk_channel_sum(cuda_ctx(ctx)->stream, CUK_F32, (size_t)n, (int)u, gdy, acc,
-					    gdb));
+	if (gdb && cuda_bias_grad(ctx, OPS_F32, (size_t)n, (int)u, gdy, gdb))
+		return -1;
 	return cuda_end(ctx);
 }
 
@@ -207,8 +207,7 @@ static size_t dense_workspace(const struct ops_ctx *ctx, const struct ops_layer 
 			      size_t *scratch)
 {
 	(void)ctx, (void)n;
-	*scratch = cuda_scratch_bytes((size_t)l->cfg.units * sizeof(double)) +
-		   2 * cuda_scratch_bytes(MM_WS_MAX);
+	*scratch = cuda_bias_grad_scratch(l->cfg.units) + 2 * cuda_scratch_bytes(MM_WS_MAX);
 	return 0;
 }
 

@@ -14,7 +14,7 @@
  * its device (the runner's per-device launch). */
 #include <stdlib.h>
 
-#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/cuda_ctx.h"
 
 #ifdef AAH_HAVE_NCCL
 #include <nccl.h>
@@ -54,7 +54,8 @@ int cuda_allreduce_mean(struct ops_ctx *ctx, float *buf, size_t count)
 		return error("allreduce before the NCCL communicator was made");
 	if (cuda_begin(ctx) || cuda_out(ctx, buf, count * sizeof(float), 1, &g))
 		return -1;
-	NCCL_CHECK(ncclAllReduce(g, g, count, ncclFloat, ncclAvg, c->comm, c->stream));
+	ledger_launch(&c->ledger, "nccl allreduce", NULL, 2.0 * (double)count * sizeof(float));
+	NCCL_CHECK(ncclAllReduce(g, g, count, ncclFloat, ncclAvg, c->comm, c->run.stream));
 	return cuda_end(ctx);
 }
 

@@ -11,6 +11,10 @@
 
 #include "kernels/ops.h"
 
+#ifdef __cplusplus
+extern "C" { /* the cuda host harness's conversions (kernels/cuda/cuk_host.h) */
+#endif
+
 /* Offset of element (i, y, x, ch) of a batch of tensors of shape s. */
 static inline size_t ref_at(const struct ops_shape *s, int i, int y, int x, int ch)
 {
@@ -50,10 +54,15 @@ extern const struct ops_layer_ops ref_relu_ops, ref_dropout_ops,
 	ref_add_ops;                                            /* ref_eltwise.c */
 extern const struct ops_layer_ops ref_concat_ops, ref_flatten_ops; /* ref_reshape.c */
 int ref_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
-	     float smoothing, float *dlogits, double *loss_sum, long *correct); /* ref_train.c */
+	     float smoothing, float scale, float *dlogits, double *loss_sum,
+	     long *correct); /* ref_train.c */
 int ref_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v, float lr,
 	    float mu, float wd);
 int ref_accumulate(struct ops_ctx *ctx, size_t count, enum ops_dtype t, void *y, const void *x);
 int ref_unscale(struct ops_ctx *ctx, size_t count, float *g, float inv, int *finite);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

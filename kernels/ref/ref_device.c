@@ -11,10 +11,16 @@
  * 0xff bytes (a NaN in every float). A host read that missed its sync
  * reads NaN; a host write that missed its sync never reaches the ops. So a
  * trial on refdev matches the same trial on ref bit for bit exactly when
- * every sync is where it belongs (tests/cli/trial_refdev.bats). */
+ * every sync is where it belongs (tests/cli/trial_refdev.bats).
+ *
+ * Like a GPU backend it keeps the loss's sums until loss_read, takes the
+ * batch by upload into the model's input slot, and counts in a ledger the
+ * copies between the two memories and the host's waits (sync, loss_read),
+ * so that a test holds a resident step to what it may cost a GPU. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/ledger.h"
 #include "kernels/ref/ref.h"
 #include "util.h"
 
@@ -26,6 +32,9 @@ struct refdev {
 		size_t bytes;
 	} m[REFDEV_MAX];
 	int n;
+	double loss;        /* the loss's sums "on the device" */
+	long correct;
+	struct ops_ledger ledger;
 };
 
 static struct refdev *refdev(struct ops_ctx *ctx)
@@ -92,7 +101,32 @@ static int refdev_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device
 		memcpy(q, p, bytes);
 	else
 		memcpy(p, q, bytes);
+	ledger_copy(&refdev(ctx)->ledger, to_device ? LEDGER_H2D : LEDGER_D2H, (double)bytes);
+	ledger_sync(&refdev(ctx)->ledger);
 	return 0;
+}
+
+/* The batch, its labels and vars in one copy to the slot's shadow (the
+ * model's input slot is fp32 here: ref's ops take no bf16 tensor). */
+static int refdev_upload(struct ops_ctx *ctx, const float *x, size_t count, const int *labels,
+			 int n, const struct ops_step_vars *vars, void *staging, void *x_dev,
+			 enum ops_dtype xt, int *labels_dev, struct ops_step_vars *vars_dev)
+{
+	(void)staging;
+	if (xt != OPS_F32)
+		return error("refdev: an input slot of type %d (its ops take fp32)", (int)xt);
+	poison(ctx);
+	memcpy(dev(ctx, x_dev), x, count * sizeof(float));
+	memcpy(dev(ctx, labels_dev), labels, (size_t)n * sizeof(int));
+	memcpy(dev(ctx, vars_dev), vars, sizeof(*vars));
+	ledger_copy(&refdev(ctx)->ledger, LEDGER_H2D,
+		    (double)(count * sizeof(float) + (size_t)n * sizeof(int) + sizeof(*vars)));
+	return 0;
+}
+
+static struct ops_ledger *refdev_ledger(struct ops_ctx *ctx)
+{
+	return &refdev(ctx)->ledger;
 }
 
 static void refdev_forget(struct ops_ctx *ctx, void *p)
@@ -177,12 +211,26 @@ REFDEV_LAYER(OPS_CONCAT, concat);
 REFDEV_LAYER(OPS_FLATTEN, flatten);
 
 static int refdev_loss(struct ops_ctx *ctx, int n, int classes, const float *logits,
-		       const int *labels, float smoothing, float *dlogits, double *loss_sum,
-		       long *correct)
+		       const int *labels, float smoothing, float scale, float *dlogits,
+		       double *loss_sum, long *correct)
 {
+	(void)loss_sum, (void)correct;   /* kept "on the device": refdev_loss_read */
+	struct refdev *d = refdev(ctx);
 	poison(ctx);
-	return ref_loss(ctx, n, classes, dev(ctx, logits), dev(ctx, labels), smoothing,
-			dev(ctx, dlogits), loss_sum, correct);
+	return ref_loss(ctx, n, classes, dev(ctx, logits), dev(ctx, labels), smoothing, scale,
+			dev(ctx, dlogits), &d->loss, &d->correct);
+}
+
+static int refdev_loss_read(struct ops_ctx *ctx, double *loss_sum, long *correct)
+{
+	struct refdev *d = refdev(ctx);
+	*loss_sum += d->loss;
+	*correct += d->correct;
+	d->loss = 0;
+	d->correct = 0;
+	ledger_copy(&d->ledger, LEDGER_D2H, sizeof(double) + sizeof(long));
+	ledger_sync(&d->ledger);
+	return 0;
 }
 
 static int refdev_sgd(struct ops_ctx *ctx, size_t count, float *w, const float *g, float *v,
@@ -232,6 +280,7 @@ const struct ops_backend ops_refdev_backend = {
 		[OPS_FLATTEN] = &refdev_flatten,
 	},
 	.loss = refdev_loss,
+	.loss_read = refdev_loss_read,
 	.sgd = refdev_sgd,
 	.accumulate = refdev_accumulate,
 	.unscale = refdev_unscale,
@@ -239,4 +288,6 @@ const struct ops_backend ops_refdev_backend = {
 	.resident = refdev_resident,
 	.sync = refdev_sync,
 	.forget = refdev_forget,
+	.ledger = refdev_ledger,
+	.upload = refdev_upload,
 };

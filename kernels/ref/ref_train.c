@@ -20,7 +20,7 @@
 #include "util.h"
 
 int ref_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const int *labels,
-	     float smoothing, float *dlogits, double *loss_sum, long *correct)
+	     float smoothing, float scale, float *dlogits, double *loss_sum, long *correct)
 {
 	(void)ctx;
 	for (int i = 0; i < n; i++) {
@@ -42,7 +42,8 @@ int ref_loss(struct ops_ctx *ctx, int n, int classes, const float *logits, const
 			double log_p = z[k] - log_norm;
 			loss -= target * log_p;
 			if (dlogits)
-				dlogits[(size_t)i * classes + k] = (float)((exp(log_p) - target) / n);
+				dlogits[(size_t)i * classes + k] =
+					(float)((exp(log_p) - target) / n) * scale;
 		}
 		*loss_sum += loss;
 		*correct += best == labels[i];

@@ -5,6 +5,7 @@
  * follows processes it did not start by pid and kernel start time. */
 #include "runner/backend/local.h"
 #include "fileio.h"
+#include "runner/nni/nnitrial.h" /* nnitrial_module_dir, nnitrial_python_path: aah's nni */
 #include "runner/store/expdir.h" /* expdir_journal_has_job */
 #include "runner/backend/proc.h"
 #include "strbuf.h"
@@ -31,6 +32,7 @@ struct local_job {
 
 struct local_priv {
 	struct backend_jobs jobs; /* struct local_job */
+	char *nni_python;         /* aah's nni module, first on the trials' PYTHONPATH; or NULL */
 };
 
 /* From /proc/<pid>/stat: the state letter (field 3) and the start time in
@@ -102,6 +104,7 @@ static int local_init(struct aah_backend_ctx *ctx)
 {
 	struct local_priv *priv = xcalloc(1, sizeof(*priv));
 	priv->jobs = (struct backend_jobs)BACKEND_JOBS_INIT(struct local_job, job_parse, job_release, NULL);
+	priv->nni_python = nnitrial_module_dir();
 	ctx->priv = priv;
 	return 0;
 }
@@ -121,8 +124,10 @@ static int journaled_orphan(void *arg)
 	return expdir_journal_has_job(expdir, self);
 }
 
-/* The environment of a rank: ours, plus the contract's names on top. */
-static void rank_env(struct strvec *env, const struct launch_rank *r)
+/* The environment of a rank: ours, plus the contract's names on top, and
+ * aah's nni module first on PYTHONPATH (a trial written for NNI imports it
+ * where no NNI is installed; an installed one wins). */
+static void rank_env(struct strvec *env, const struct launch_rank *r, const char *nni_python)
 {
 	for (char **e = environ; *e; e++)
 		strvec_push(env, *e);
@@ -132,6 +137,7 @@ static void rank_env(struct strvec *env, const struct launch_rank *r)
 		strvec_setenv(env, name, eq + 1);
 		free(name);
 	}
+	nnitrial_python_path(env, nni_python);
 }
 
 /* A rank that could not become the trial's program: name the config key
@@ -167,7 +173,7 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	j->start = xcalloc(nprocs, sizeof(*j->start));
 	for (unsigned i = 0; i < nprocs && r == 0; i++) {
 		struct strvec env = STRVEC_INIT;
-		rank_env(&env, &l->ranks[i]);
+		rank_env(&env, &l->ranks[i], priv->nni_python);
 		struct proc_spec spec = {
 			.argv = strvec_view(l->mpi ? &l->mpirun_argv : &l->ranks[i].argv),
 			.env = strvec_view(&env),
@@ -318,6 +324,7 @@ static void local_fini(struct aah_backend_ctx *ctx)
 	if (!priv)
 		return;
 	backend_jobs_clear(&priv->jobs);
+	free(priv->nni_python);
 	free(priv);
 	ctx->priv = NULL;
 }

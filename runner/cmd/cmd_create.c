@@ -28,9 +28,10 @@ int cmd_load_config(const char *path, struct aah_config *cfg)
 		return -1;
 	if (!tuner_known(cfg->tuner.builtin_tuner_name)) {
 		const struct ynode *n = ynode_get(ynode_get(cfg->root, "tuner"), "builtinTunerName");
-		error("%s:%u:%u: 'tuner.builtinTunerName' has an unknown value '%s'; expected one of: %s",
-		      path, n ? n->line : 1, n ? n->col : 1, cfg->tuner.builtin_tuner_name,
-		      tuner_known_names());
+		error("%s:%u:%u: '%s' has an unknown value '%s'; expected one of: %s", path,
+		      n ? n->line : 1, n ? n->col : 1,
+		      nni_config_written(cfg->nni, "tuner.builtinTunerName"),
+		      cfg->tuner.builtin_tuner_name, tuner_known_names());
 		config_release(cfg);
 		return -1;
 	}
@@ -75,7 +76,11 @@ static int check_config_files(struct aah_config *cfg)
 	const char *key = failing_key(&tc, initial);
 	util_hold_errors(held);
 	int r = 0;
-	if (key && !strcmp(key, "searchSpacePath")) {
+	const struct ynode *inline_space = cfg->nni ? cfg->nni->search_space : NULL;
+	if (key && !strcmp(key, "searchSpacePath") && inline_space) {   /* NNI v2's searchSpace */
+		r = error("%s:%u:%u: 'searchSpace': %s", cfg->name, inline_space->line,
+			  inline_space->col, util_last_error());
+	} else if (key && !strcmp(key, "searchSpacePath")) {
 		char *file = config_search_space_file(cfg);
 		r = config_error_at(cfg, key, "'%s': %s", file, util_last_error());
 		free(file);
@@ -312,8 +317,10 @@ int cmd_check(int argc, const char **argv)
 		  "a config.yml to check (or give them as arguments)" },
 		{ NULL },
 	};
-	int n = options_parse(argc, argv, opts, "aah-runner check [-c] config.yml..." CMD_EXIT_HELP,
-			      &rest);
+	int n = options_parse(argc, argv, opts, "aah-runner check [-c] config.yml...\n\n"
+			      "A config in AIPerf's v1 form or NNI's v2 experiment config form: for "
+			      "v2 it prints\nwhat each key becomes in aah's, or refuses it (docs/nni.md)."
+			      CMD_EXIT_HELP, &rest);
 	if (n < 0)
 		return n == -2 ? 0 : CMD_EXIT_CONFIG;
 	struct strvec files = STRVEC_INIT;
@@ -331,6 +338,12 @@ int cmd_check(int argc, const char **argv)
 		if (cmd_check_config(files.v[i], &cfg) < 0) {
 			rc = CMD_EXIT_CONFIG;
 			continue;
+		}
+		if (cfg.nni) {   /* what became of each key of NNI's v2 form */
+			struct strbuf sb = STRBUF_INIT;
+			nni_config_describe(cfg.nni, files.v[i], &sb);
+			printf("%s: NNI v2 experiment config, read as aah's keys:\n%s", files.v[i], sb.buf);
+			strbuf_release(&sb);
 		}
 		printf("%s: ok (%s backend, tuner %s, %ld trial(s) at a time)\n", files.v[i],
 		       cfg.platform, cfg.tuner.builtin_tuner_name, cfg.trial_concurrency);

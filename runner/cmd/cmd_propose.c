@@ -1,12 +1,14 @@
 /* cmd_propose.c: `propose`: the tuner's proposal for one trial, written
  * into its directory; with --exec, then run the trial command with the
- * hyperparameters appended (the tuner placed inside the trial, as AAH).
+ * hyperparameters appended (the tuner placed inside the trial, as AAH) and
+ * in parameter.cfg (NNI's SDK reads them there).
  * The tuner's state is cached in <expdir>/tuner.cache between proposers. */
 #include "runner/cmd/cmd.h"
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/launch.h"
 #include "runner/cmd/options.h"
+#include "runner/nni/nnitrial.h" /* nnitrial_write_parameters: NNI's parameter.cfg */
 #include "runner/scheduler_tuner.h"
 #include "runner/tuner/tuner.h"
 #include "runner/store/expdir.h" /* expdir_file */
@@ -19,19 +21,30 @@
 #include <string.h>
 #include <unistd.h>
 
-static int exec_trial(const char *expdir, unsigned seq, const char **cmd)
+/* The proposal as the trial takes it: parameter.cfg for NNI's SDK in the
+ * launch's place (place: AAH_TRIAL_DIR; NULL: the trial directory), and
+ * appended as --name=value (but for an NNI v2 config: NNI appends none). */
+static int exec_trial(const char *expdir, unsigned seq, const char *place, const char **cmd,
+		      int append)
 {
 	struct strvec argv = STRVEC_INIT;
 	char *pp = expdir_trial_file(expdir, seq, EXPDIR_PARAMS);
+	char *dir = place ? xstrdup(place) : expdir_trial_dir(expdir, seq);
+	cJSON *doc = NULL;
 	strvec_pushv(&argv, cmd);
-	if (fileio_exists(pp)) {
-		cJSON *doc;
-		if (jsonfile_read(pp, &doc) < 0)
-			return 1;
-		launch_push_params(&argv, cJSON_GetObjectItemCaseSensitive(doc, "parameters"));
-		cJSON_Delete(doc);
-	}
+	int r = fileio_exists(pp) ? jsonfile_read(pp, &doc) : 0;
+	const cJSON *params = cJSON_GetObjectItemCaseSensitive(doc, "parameters");
+	if (r == 0)
+		r = nnitrial_write_parameters(dir, seq, params);
+	if (r == 0 && append)
+		launch_push_params(&argv, params);
+	cJSON_Delete(doc);
+	free(dir);
 	free(pp);
+	if (r < 0) {
+		strvec_clear(&argv);
+		return 1;
+	}
 	fflush(NULL);
 	execvp(argv.v[0], argv.v);
 	error_errno("propose: cannot run '%s'", argv.v[0]);
@@ -91,7 +104,7 @@ int cmd_propose(int argc, const char **argv)
 	}
 	int rc = r < 0 ? 1 : 0;
 	if (r == 0 && do_exec)
-		rc = exec_trial(e.dir, (unsigned)trial, rest);
+		rc = exec_trial(e.dir, (unsigned)trial, place, rest, !cfg.nni);
 	experiment_release(&e);
 	config_release(&cfg);
 	free(rest);

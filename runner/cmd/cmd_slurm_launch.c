@@ -3,11 +3,13 @@
  * (written by the runner) and Slurm's own variables: it picks the rank
  * SLURM_PROCID, puts the job's real host names (scontrol show hostnames
  * SLURM_JOB_NODELIST) in place of the placeholders, and execs the trial
- * with the contract's environment and argv. No shell parses any value. */
+ * with the contract's environment and argv, aah's nni module first on its
+ * PYTHONPATH (as the local backend does). No shell parses any value. */
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/cmd/cmd.h" /* cmd_slurm_launch */
 #include "runner/backend/slurm.h" /* slurm_subst_hosts; backend_run_tool */
+#include "runner/nni/nnitrial.h" /* nnitrial_module_dir, nnitrial_python_path */
 #include "runner/store/expdir.h" /* expdir_file */
 #include "util.h"
 
@@ -231,6 +233,9 @@ int cmd_slurm_launch(int argc, const char **argv)
 		r = build_rank(doc, path, argv[1], procid, ntasks, nodeid, localid, &env, &args);
 	if (r == 0 && mpi)
 		r = build_mpirun(doc, path, ntasks, &args);
+	char *nni_python = nnitrial_module_dir();
+	nnitrial_python_path(&env, nni_python);
+	free(nni_python);
 	cJSON_Delete(doc);
 	free(path);
 	if (r < 0)

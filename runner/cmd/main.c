@@ -20,7 +20,7 @@ static const struct subcommand commands[] = {
 	{ "status", cmd_status, "show an experiment's trials (--watch to follow)" },
 	{ "list", cmd_list, "list the experiments in the work directory" },
 	{ "propose", cmd_propose, "write the tuner's proposal for a trial (arch.json, params.json)" },
-	{ "check", cmd_check, "validate a config.yml without running it" },
+	{ "check", cmd_check, "validate a config.yml (AIPerf v1 or NNI v2) without running it" },
 	{ "priority", cmd_priority, "change the device pool priority of an experiment or a training" },
 	{ "render", cmd_render, "print a trial's Kubernetes Job (and Service) for kubectl apply" },
 	{ "report", cmd_report, "score an experiment (Score, Regulated Score, Error) and write report.html" },

@@ -149,12 +149,12 @@ const struct ynode *config_section(const struct aah_config *cfg, const char *nam
 
 int config_load(const char *path, struct aah_config *cfg, const struct config_platforms *p)
 {
-	struct config_ctx c = { .file = path };
+	struct config_ctx c = { .file = path, .cfg = cfg };
 	struct config_top top;
 	config_top_keys(&top, p);
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->platforms = *p;
-	if (yamltree_load(path, &cfg->root) < 0)
+	if (nni_config_load(path, p->names, p->n, &cfg->root, &cfg->nni) < 0)
 		return -1;
 	cfg->path = fileio_absolute(path);
 	cfg->name = xstrdup(path);
@@ -188,6 +188,7 @@ void config_release(struct aah_config *cfg)
 		config_release_table(top.keys, (char *)cfg);
 	}
 	ynode_free(cfg->root);
+	nni_config_free(cfg->nni);
 	free(cfg->notice);
 	free(cfg->path);
 	free(cfg->name);
@@ -224,7 +225,7 @@ int config_error_at(const struct aah_config *cfg, const char *key, const char *f
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
 	error("%s:%u:%u: '%s': %s", cfg->name ? cfg->name : cfg->path, n ? n->line : 1,
-	      n ? n->col : 1, key, sb.buf);
+	      n ? n->col : 1, nni_config_written(cfg->nni, key), sb.buf);
 	strbuf_release(&sb);
 	return -1;
 }

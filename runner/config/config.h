@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runner/config/nni_config.h" /* NNI's v2 form read as aah's keys: nni_config_load */
 #include "runner/config/yamltree.h" /* struct ynode: kept for free-form sections */
 
 enum cfg_type {
@@ -132,6 +133,7 @@ struct aah_config {
 	struct ynode *root;       /* owned */
 	char *notice;             /* a warning for check and create to print (a mode that
 				   * leaves GPUs unused, asked for); NULL: none. Owned */
+	struct nni_config *nni;   /* an NNI v2 file: what became of each of its keys; NULL: v1 */
 
 	char *author_name;
 	char *experiment_name;

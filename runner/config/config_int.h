@@ -6,9 +6,11 @@
 
 #include "runner/config/config.h"
 
-/* The file errors are reported against. */
+/* The file errors are reported against, and the config being read
+ * (cfg->nni: an NNI v2 file's names for its keys; NULL: aah's own). */
 struct config_ctx {
 	const char *file;
+	const struct aah_config *cfg;
 };
 
 /* "<file>:<line>:<col>: '<path>' <what><detail>"; returns -1. */

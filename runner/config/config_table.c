@@ -39,7 +39,8 @@ int config_parse_duration(const char *s, double *out)
 int config_fail_at(const struct config_ctx *c, unsigned line, unsigned col, const char *path,
 		   const char *fmt, const char *detail)
 {
-	return error("%s:%u:%u: '%s' %s%s", c->file, line, col, path, fmt, detail ? detail : "");
+	return error("%s:%u:%u: '%s' %s%s", c->file, line, col,
+		     c->cfg ? nni_config_written(c->cfg->nni, path) : path, fmt, detail ? detail : "");
 }
 
 static const char *nearest_key(const struct cfg_key *keys, const char *name)
@@ -356,7 +357,7 @@ void config_release_table(const struct cfg_key *keys, char *base)
 int config_parse_section(const struct aah_config *cfg, const char *section,
 			 const struct ynode *node, const struct cfg_key *keys, void *out)
 {
-	struct config_ctx c = { .file = cfg->path };
+	struct config_ctx c = { .file = cfg->path, .cfg = cfg };
 	return config_parse_table(&c, section, node, keys, out, node ? node->line : 1, node ? node->col : 1);
 }
 

@@ -42,6 +42,40 @@ void ynode_free(struct ynode *n)
 	free(n);
 }
 
+struct ynode *ynode_new_map(unsigned line, unsigned col)
+{
+	struct ynode *n = xcalloc(1, sizeof(*n));
+	n->kind = YNODE_MAP;
+	n->line = line;
+	n->col = col;
+	return n;
+}
+
+struct ynode *ynode_new_scalar(const char *value, int plain, unsigned line, unsigned col)
+{
+	struct ynode *n = xcalloc(1, sizeof(*n));
+	n->kind = YNODE_SCALAR;
+	n->value = xstrdup(value);
+	n->plain = plain;
+	n->line = line;
+	n->col = col;
+	return n;
+}
+
+void ynode_map_add(struct ynode *map, const char *key, unsigned line, unsigned col,
+		   struct ynode *child)
+{
+	size_t k = map->n + 1;
+	map->keys = xrealloc(map->keys, k * sizeof(*map->keys));
+	map->key_line = xrealloc(map->key_line, k * sizeof(*map->key_line));
+	map->key_col = xrealloc(map->key_col, k * sizeof(*map->key_col));
+	map->children = xrealloc(map->children, k * sizeof(*map->children));
+	map->keys[map->n] = xstrdup(key);
+	map->key_line[map->n] = line;
+	map->key_col[map->n] = col;
+	map->children[map->n++] = child;
+}
+
 struct ynode *ynode_dup(const struct ynode *n)
 {
 	struct ynode *d = xcalloc(1, sizeof(*d));

@@ -34,6 +34,14 @@ void ynode_free(struct ynode *n);
 /* A deep copy, positions included. The caller frees it with ynode_free. */
 struct ynode *ynode_dup(const struct ynode *n);
 
+/* Nodes made in code, each at a file position (line, col: where what it
+ * stands for was written). The caller owns them (ynode_free); a child
+ * added to a map is the map's. */
+struct ynode *ynode_new_map(unsigned line, unsigned col);
+struct ynode *ynode_new_scalar(const char *value, int plain, unsigned line, unsigned col);
+void ynode_map_add(struct ynode *map, const char *key, unsigned line, unsigned col,
+		   struct ynode *child);
+
 /* The child of a map under `key`, or NULL (also when n is not a map). */
 const struct ynode *ynode_get(const struct ynode *n, const char *key);
 /* Convert a node to JSON (scalars typed the YAML 1.2 core-schema way). */

@@ -1,7 +1,7 @@
 /* html.c: report.html, one self-contained page: inline CSS and SVG, no
  * script, nothing fetched from the network. Every chart is an <svg> with an
  * id (chart-error, chart-score, chart-regulated, chart-timeline,
- * chart-accuracy, chart-util, and chart-pool where the experiment used a
+ * chart-accuracy, chart-series, chart-util, and chart-pool where the experiment used a
  * device pool) whose data points carry a class, so a test (or a reader's
  * tool) can find them in the DOM. */
 #include "runner/report/report.h"
@@ -144,9 +144,10 @@ static void chart_samples(struct strbuf *sb, const struct report_score *sc, cons
 			  const char *title, enum sample_field f, const char *ylabel, const char *unit)
 {
 	svg_open(sb, id, title);
-	if (!sc->nsamples) {
-		strbuf_addf(sb, "<text class=\"empty\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">no sample "
-			    "point yet</text>\n", W / 2, H / 2);
+	if (!sc->nsamples || (sc->no_score && f != F_ERROR)) {
+		strbuf_addf(sb, "<text class=\"empty\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">%s</text>\n",
+			    W / 2, H / 2, sc->nsamples ? "no Score: the trials counted no FLOPs"
+						   : "no sample point yet");
 		svg_close(sb);
 		return;
 	}
@@ -242,6 +243,70 @@ static void chart_timeline(struct strbuf *sb, const struct report_exp *exp, doub
 	svg_close(sb);
 }
 
+/* chart-accuracy of trials that counted no FLOPs (NNI trial code): their
+ * best accuracy by trial number. */
+static void chart_accuracy_by_trial(struct strbuf *sb, const struct report_exp *exp)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < exp->ntrials; i++)
+		n += exp->trials[i].nepochs > 0;
+	if (!n) {
+		strbuf_addf(sb, "<text class=\"empty\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">no finished "
+			    "epoch yet</text>\n", W / 2, H / 2);
+		svg_close(sb);
+		return;
+	}
+	struct axis x = axis_make(0, (double)exp->trials[exp->ntrials - 1].seq + 1, 1, 0);
+	struct axis y = { 0, 1, 0, 0 };
+	axes(sb, &x, &y, "trial (no FLOPs counted)", "best validation accuracy", NULL, NULL);
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		if (!tr->nepochs)
+			continue;
+		strbuf_addf(sb, "<circle class=\"trial-pt %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\">"
+			    "<title>trial %s: %.2f%%</title></circle>\n", (long)i == exp->best ? "best" : "",
+			    x_of(&x, tr->seq), y_of(&y, tr->best_acc), tr->id, 100 * tr->best_acc);
+	}
+	svg_close(sb);
+}
+
+/* chart-series: every trial's epochs (an NNI trial's intermediate results):
+ * validation accuracy by epoch, one line per trial. */
+static void chart_series(struct strbuf *sb, const struct report_exp *exp)
+{
+	int emax = 0;
+	for (size_t i = 0; i < exp->ntrials; i++)
+		for (size_t j = 0; j < exp->trials[i].nepochs; j++)
+			emax = exp->trials[i].epochs[j].epoch > emax ? exp->trials[i].epochs[j].epoch : emax;
+	svg_open(sb, "chart-series", "Validation accuracy by epoch, per trial");
+	if (!emax) {
+		strbuf_addf(sb, "<text class=\"empty\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">no finished "
+			    "epoch yet</text>\n", W / 2, H / 2);
+		svg_close(sb);
+		return;
+	}
+	struct axis x = axis_make(0, emax, 1, 0);
+	struct axis y = { 0, 1, 0, 0 };
+	axes(sb, &x, &y, "epoch (an NNI trial: its intermediate result)", "validation accuracy",
+	     NULL, NULL);
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		if (!tr->nepochs)
+			continue;
+		strbuf_addf(sb, "<polyline class=\"trial-series c%zu\" points=\"", i % 8);
+		for (size_t j = 0; j < tr->nepochs; j++)
+			strbuf_addf(sb, "%.1f,%.1f ", x_of(&x, tr->epochs[j].epoch),
+				    y_of(&y, tr->epochs[j].val_acc));
+		strbuf_addf(sb, "\"><title>trial %s</title></polyline>\n", tr->id);
+		for (size_t j = 0; j < tr->nepochs; j++)
+			strbuf_addf(sb, "<circle class=\"epoch-pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"2\"><title>"
+				    "trial %s, epoch %d: %.4f</title></circle>\n",
+				    x_of(&x, tr->epochs[j].epoch), y_of(&y, tr->epochs[j].val_acc), tr->id,
+				    tr->epochs[j].epoch, tr->epochs[j].val_acc);
+	}
+	svg_close(sb);
+}
+
 static void chart_accuracy(struct strbuf *sb, const struct report_exp *exp)
 {
 	svg_open(sb, "chart-accuracy", "Best accuracy vs FLOPs per trial");
@@ -256,9 +321,7 @@ static void chart_accuracy(struct strbuf *sb, const struct report_exp *exp)
 		n++;
 	}
 	if (!n) {
-		strbuf_addf(sb, "<text class=\"empty\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">no finished "
-			    "epoch yet</text>\n", W / 2, H / 2);
-		svg_close(sb);
+		chart_accuracy_by_trial(sb, exp);
 		return;
 	}
 	struct axis x = axis_make(fmin_, fmax_, 1, 1);
@@ -445,8 +508,13 @@ static void arch_table(struct strbuf *sb, const struct report_exp *exp)
 	const struct report_trial *b = &exp->trials[exp->best];
 	strbuf_addf(sb, "<p>Trial %s, best validation accuracy %.2f%%.</p>\n", b->id, 100 * b->best_acc);
 	const cJSON *layers = cJSON_GetObjectItemCaseSensitive(exp->best_arch, "layers");
+	if (!exp->best_arch) {   /* no tuner proposed one: a TPE search, a trial's own network */
+		strbuf_addstr(sb, "<p>No architecture was proposed to it: its network is its own "
+			      "code's (no arch.json).</p>\n");
+		return;
+	}
 	if (!cJSON_IsArray(layers)) {
-		strbuf_addstr(sb, "<p>Its arch.json is missing.</p>\n");
+		strbuf_addstr(sb, "<p>Its arch.json holds no layers.</p>\n");
 		return;
 	}
 	strbuf_addstr(sb, "<table id=\"arch\"><tr><th>#</th><th>id</th><th>type</th><th>inputs</th>"
@@ -492,6 +560,28 @@ static void arch_table(struct strbuf *sb, const struct report_exp *exp)
 	strbuf_addstr(sb, "</table>\n");
 }
 
+/* Every trial: its state, epochs, best (an NNI trial: final) and last
+ * accuracy, and why it ended where it did not succeed. */
+static void trial_table(struct strbuf *sb, const struct report_exp *exp)
+{
+	strbuf_addstr(sb, "<h2>Trials</h2>\n<table id=\"trials\"><tr><th>trial</th><th>state</th>"
+		      "<th>epochs</th><th>best accuracy</th><th>last epoch</th><th>reason</th></tr>\n");
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		strbuf_addf(sb, "<tr class=\"trial %s\"><td>%s</td><td>%s</td><td>%zu</td>",
+			    expdir_state_name(tr->state), tr->id, expdir_state_name(tr->state), tr->nepochs);
+		if (tr->nepochs)
+			strbuf_addf(sb, "<td>%.4f</td><td>%.4f</td><td>", tr->best_acc,
+				    tr->epochs[tr->nepochs - 1].val_acc);
+		else
+			strbuf_addstr(sb, "<td></td><td></td><td>");
+		if (tr->state != TRIAL_SUCCEEDED)
+			strbuf_addstr_html(sb, tr->reason);
+		strbuf_addstr(sb, "</td></tr>\n");
+	}
+	strbuf_addstr(sb, "</table>\n");
+}
+
 static void sample_table(struct strbuf *sb, const struct report_score *sc)
 {
 	strbuf_addstr(sb, "<h2>Sample points</h2>\n<table id=\"samples\"><tr><th>hours</th>"
@@ -501,11 +591,15 @@ static void sample_table(struct strbuf *sb, const struct report_score *sc)
 		const struct report_sample *s = &sc->samples[i];
 		strbuf_addf(sb, "<tr class=\"sample\"><td>%.2f</td><td>%.0f</td><td>", s->hours,
 			    s->elapsed_s);
-		report_si(sb, s->flops, "FLOPs");
-		strbuf_addstr(sb, "</td><td>");
-		report_si(sb, s->score, "FLOPS");
-		strbuf_addstr(sb, "</td><td>");
-		report_si(sb, s->regulated, "FLOPS");
+		if (sc->no_score) {   /* accuracies only: no 0 that reads as a Score */
+			strbuf_addstr(sb, "none</td><td>none</td><td>none");
+		} else {
+			report_si(sb, s->flops, "FLOPs");
+			strbuf_addstr(sb, "</td><td>");
+			report_si(sb, s->score, "FLOPS");
+			strbuf_addstr(sb, "</td><td>");
+			report_si(sb, s->regulated, "FLOPS");
+		}
 		strbuf_addf(sb, "</td><td>%.2f</td></tr>\n", s->error);
 	}
 	strbuf_addstr(sb, "</table>\n");
@@ -532,7 +626,8 @@ static const char css[] =
 	".c2{stroke:#2ca02c;color:#2ca02c}.c3{stroke:#9467bd;color:#9467bd}.c4{stroke:#8c564b;"
 	"color:#8c564b}.c5{stroke:#e377c2;color:#e377c2}.c6{stroke:#7f7f7f;color:#7f7f7f}"
 	".c7{stroke:#bcbd22;color:#bcbd22}svg text.pool-label{stroke:none;fill:currentColor;font-size:11px}"
-	"li.mine{font-weight:bold}";
+	"li.mine{font-weight:bold}svg .trial-series{fill:none;stroke-width:1.5}svg .epoch-pt{fill:#555}"
+	"td:last-child{text-align:left}";
 
 void report_html(struct strbuf *sb, const struct report_exp *exp,
 		 const struct report_options *opt, const struct report_score *sc)
@@ -568,10 +663,19 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 	if (!exp->done)
 		strbuf_addstr(sb, "<p><em>The experiment is still running (or stopped without "
 			      "experiment_done): values so far.</em></p>\n");
+	if (sc->no_score)
+		strbuf_addf(sb, "<p id=\"no-score\"><strong>This run has no Score, only accuracies:"
+			    "</strong> %s.</p>\n", report_no_score);
 	strbuf_addstr(sb, "<table id=\"summary\"><tr><th>Final Score</th><td>");
-	report_si(sb, sc->final.score, "FLOPS");
+	if (sc->no_score)
+		strbuf_addstr(sb, "none");
+	else
+		report_si(sb, sc->final.score, "FLOPS");
 	strbuf_addstr(sb, "</td></tr><tr><th>Final Regulated Score</th><td>");
-	report_si(sb, sc->final.regulated, "FLOPS");
+	if (sc->no_score)
+		strbuf_addstr(sb, "none");
+	else
+		report_si(sb, sc->final.regulated, "FLOPS");
 	strbuf_addf(sb, "</td></tr><tr><th>Error</th><td>%.2f%%</td></tr>"
 		    "<tr><th>Duration</th><td>%.2f h</td></tr><tr><th>Trials</th><td>%zu</td></tr>",
 		    sc->final.error, sc->duration_s / 3600, exp->ntrials);
@@ -589,8 +693,10 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 		      "Regulated Score", "FLOPS");
 	chart_timeline(sb, exp, clock);
 	chart_accuracy(sb, exp);
+	chart_series(sb, exp);
 	chart_util(sb, exp);
 	chart_pool(sb, exp, clock);
+	trial_table(sb, exp);
 	arch_table(sb, exp);
 	sample_table(sb, sc);
 	strbuf_addstr(sb, "</body></html>\n");

@@ -35,6 +35,7 @@ static void add_trial(struct report_exp *exp, size_t *alloc, unsigned seq,
 	tr->seq = seq;
 	tr->state = TRIAL_UNKNOWN;
 	tr->slot = -1;
+	tr->result_acc = NAN;
 	if (!rec)
 		return;
 	tr->state = rec->state;
@@ -100,6 +101,9 @@ static void apply_outcome(struct outcome *o, struct report_trial *tr)
 	if (!isnan(o->best_acc))
 		tr->best_acc = o->best_acc;
 	tr->flops = o->flops;
+	tr->result_acc = NAN;
+	if (o->have_result > 0 && o->result.nni)
+		tr->result_acc = o->result.best_val_acc;
 }
 
 struct util_acc {

@@ -107,10 +107,15 @@ void report_summary(struct strbuf *sb, const struct report_exp *exp,
 		    report_rules_name(sc));
 	for (size_t i = 0; i < sc->nfailed; i++)
 		strbuf_addf(sb, "    failed rule:         %s\n", sc->failed[i]);
-	strbuf_addstr(sb, "  Final Score:           ");
-	report_si(sb, sc->final.score, "FLOPS");
-	strbuf_addstr(sb, "\n  Final Regulated Score: ");
-	report_si(sb, sc->final.regulated, "FLOPS");
+	if (sc->no_score) {   /* accuracies only: a 0 would read as a slow machine */
+		strbuf_addf(sb, "  Final Score:           none: %s\n", report_no_score);
+		strbuf_addstr(sb, "  Final Regulated Score: none");
+	} else {
+		strbuf_addstr(sb, "  Final Score:           ");
+		report_si(sb, sc->final.score, "FLOPS");
+		strbuf_addstr(sb, "\n  Final Regulated Score: ");
+		report_si(sb, sc->final.regulated, "FLOPS");
+	}
 	strbuf_addf(sb, "\n  Error:                 %.2f%%\n", sc->final.error);
 	strbuf_addstr(sb, "  FLOPs:                 ");
 	report_si(sb, sc->final.flops, "FLOP");
@@ -191,6 +196,8 @@ cJSON *report_results_json(const struct report_exp *exp, const struct report_opt
 	cJSON_AddStringToObject(doc, "aiperf_comparison", "docs/aiperf.md");
 	cJSON_AddBoolToObject(doc, "experiment_done", exp->done);
 	cJSON_AddStringToObject(doc, "result", sc->valid ? "Succeed" : "Failed");
+	if (sc->no_score)
+		cJSON_AddStringToObject(doc, "no_score", report_no_score);
 	cJSON *rules = cJSON_AddArrayToObject(doc, "failed_rules");
 	for (size_t i = 0; i < sc->nfailed; i++)
 		cJSON_AddItemToArray(rules, cJSON_CreateString(sc->failed[i]));
@@ -378,5 +385,18 @@ void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 		const struct report_trial *tr = &exp->trials[i];
 		if (tr->nepochs)
 			prom_value(sb, exp, "aah_trial_best_accuracy", "trial", tr->id, tr->best_acc);
+	}
+	/* the intermediate series: how far each trial is, and where it stands */
+	prom_head(sb, "aah_trial_epochs", "Epochs (intermediate results) each trial reported.");
+	for (size_t i = 0; i < exp->ntrials; i++)
+		prom_value(sb, exp, "aah_trial_epochs", "trial", exp->trials[i].id,
+			   (double)exp->trials[i].nepochs);
+	prom_head(sb, "aah_trial_last_accuracy",
+		  "Validation accuracy of each trial's last epoch (its latest intermediate result).");
+	for (size_t i = 0; i < exp->ntrials; i++) {
+		const struct report_trial *tr = &exp->trials[i];
+		if (tr->nepochs)
+			prom_value(sb, exp, "aah_trial_last_accuracy", "trial", tr->id,
+				   tr->epochs[tr->nepochs - 1].val_acc);
 	}
 }

@@ -24,6 +24,8 @@ struct report_trial {
 	struct expdir_epoch *epochs;    /* (nepochs), metrics.jsonl order */
 	size_t nepochs;
 	double best_acc;                /* max val_acc over epochs, or result.json's */
+	double result_acc;              /* an NNI trial's FINAL result: the score counts it as
+					 * known at its last epoch's end (NaN: none) */
 	double flops;                   /* last cumulative FLOPs seen */
 	char precision[16];             /* result.json "precision"; "" unknown */
 	char backend[16];               /* result.json "backend"; "" unknown */
@@ -166,6 +168,8 @@ struct report_score {
 	double duration_s;              /* last epoch end minus the start */
 	size_t nepochs;
 	int valid;
+	int no_score;                   /* epochs, none charged any FLOPs: trials that count none
+					 * and have no arch (NNI trial code): accuracies, no Score */
 	const char *rules;              /* the rule set used: "readme" or "report.py" */
 	const char *charge;             /* how epochs were charged: "aiperf" or "images" */
 	char failed[REPORT_MAX_RULES][160];  /* each failed rule, in words */
@@ -194,6 +198,9 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 		 const struct report_options *opt, const struct report_score *sc);
 void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 		       const struct report_score *sc);
+
+/* Why a run with epochs has no Score (sc->no_score), in words. */
+extern const char report_no_score[];
 
 /* The rule set and the epoch charge of sc, in words; the clock line of the
  * summary (AIPerf's start against the creation). */

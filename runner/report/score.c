@@ -28,6 +28,7 @@
 #include "runner/config/config.h" /* config_report_keys: AIPerf's rules, once */
 #include "util.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@ struct ev {
 	double acc;
 	size_t trial;
 	int epoch;
+	int result;         /* an NNI trial's FINAL result: an accuracy, no work */
 };
 
 static int cmp_ev(const void *a, const void *b)
@@ -105,6 +107,11 @@ static void check_report_py_rules(struct report_score *s)
 	s->valid = s->nfailed == 0;
 }
 
+const char report_no_score[] =
+	"the trials counted no FLOPs: their code is not aah-trial (an NNI trial reports "
+	"accuracies only) and no tuner proposed them an architecture to count by AIPerf's rule "
+	"(docs/report.md)";
+
 static void check_rules(const struct report_exp *exp, const struct report_options *opt,
 			struct report_score *s)
 {
@@ -115,6 +122,9 @@ static void check_rules(const struct report_exp *exp, const struct report_option
 	if (!s->nepochs) {
 		add_failed(s, "no epoch has finished yet");
 	} else {
+		if (s->no_score)
+			add_failed(s, "no-score: the trials counted no FLOPs, so the run has accuracies "
+				   "and no Score (docs/report.md)");
 		if (s->duration_s < opt->min_duration_s)
 			add_failed(s, "min-duration: ran %.2f h, the rules need at least %.2f h",
 				   s->duration_s / 3600, opt->min_duration_s / 3600);
@@ -173,28 +183,35 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 		return error("sample points need a positive first point and step (got %g h, %g h)",
 			     opt->sample_first_h, opt->sample_step_h);
 
-	size_t n = 0;
-	for (size_t i = 0; i < exp->ntrials; i++)
+	size_t n = 0, k = 0, nres = 0;
+	for (size_t i = 0; i < exp->ntrials; i++) {
 		n += exp->trials[i].nepochs;
+		nres += exp->trials[i].nepochs && !isnan(exp->trials[i].result_acc);
+	}
+	n += nres;
 	struct ev *ev = xmalloc((n ? n : 1) * sizeof(*ev));
-	size_t k = 0;
 	for (size_t i = 0; i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];
 		for (size_t j = 0; j < tr->nepochs; j++) {
 			const struct expdir_epoch *e = &tr->epochs[j];
 			double charge = tr->img_fwd * REPORT_AIPERF_EVAL_IMAGES +
 					(tr->img_fwd + tr->img_bwd) * REPORT_AIPERF_TRAIN_IMAGES;
-			ev[k++] = (struct ev){ e->ts, e->flops, charge, e->val_acc, i, e->epoch };
+			ev[k++] = (struct ev){ e->ts, e->flops, charge, e->val_acc, i, e->epoch, 0 };
 		}
+		if (tr->nepochs && !isnan(tr->result_acc))   /* known when its last epoch ended */
+			ev[k++] = (struct ev){ tr->epochs[tr->nepochs - 1].ts, 0, 0, tr->result_acc, i,
+					       INT_MAX, 1 };
 	}
 	qsort(ev, n, sizeof(*ev), cmp_ev);
-	out->nepochs = n;
+	out->nepochs = n - nres;
 	out->rules = opt->rules && !strcmp(opt->rules, "report.py") ? "report.py" : "readme";
 	out->charge = epoch_charge(exp, opt->charge);
 	int aiperf = !strcmp(out->charge, "aiperf");
 
 	double start = exp->start ? exp->start : exp->created;
-	double last = n ? ev[n - 1].ts : start;
+	double last = start;   /* the last epoch's end (a FINAL result is no epoch) */
+	for (size_t i = 0; i < n; i++)
+		last = ev[i].result ? last : fmax(last, ev[i].ts);
 	double dur_h = (last - start) / 3600.0;
 	out->duration_s = last - start;
 	double count = ceil((dur_h + opt->sample_step_h - opt->sample_first_h) / opt->sample_step_h - 1e-9);
@@ -218,6 +235,10 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 		double stop = pt < npoints ? start + hours * 3600.0 : INFINITY;
 		for (; p < n && ev[p].ts < stop; p++) {
 			const struct ev *e = &ev[p];
+			if (e->result) {   /* its accuracy counts; it did no work */
+				best = e->acc > best ? e->acc : best;
+				continue;
+			}
 			double add = e->flops;     /* a new attempt started over */
 			if (e->epoch > seen_epoch[e->trial] && e->flops >= seen[e->trial])
 				add = e->flops - seen[e->trial];
@@ -246,6 +267,7 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 		out->final = out->samples[out->nsamples - 1];
 		out->final_from_samples = 1;
 	}
+	out->no_score = out->nepochs > 0 && !(out->final.flops > 0);
 	free(seen);
 	free(seen_epoch);
 	free(ev);

@@ -534,7 +534,7 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 {
 	char *p = result_path(trial_dir);
 	const char *status = NULL, *precision = NULL, *reason = NULL, *parent = NULL;
-	const char *backend = NULL;
+	const char *backend = NULL, *source = NULL;
 	cJSON *doc = NULL;
 	int r;
 	memset(res, 0, sizeof(*res));
@@ -551,7 +551,8 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 	    json_get_string(p, doc, "precision", 1, &precision) < 0 ||
 	    json_get_string(p, doc, "stop_reason", 1, &reason) < 0 ||
 	    json_get_string(p, doc, "inherited_from", 1, &parent) < 0 ||
-	    json_get_string(p, doc, "backend", 1, &backend) < 0) {
+	    json_get_string(p, doc, "backend", 1, &backend) < 0 ||
+	    json_get_string(p, doc, "source", 1, &source) < 0) {
 		r = -1;
 	} else {
 		if (parent)
@@ -564,6 +565,7 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 			xstrlcpy(res->stop_reason, reason, sizeof(res->stop_reason));
 		if (backend)
 			xstrlcpy(res->backend, backend, sizeof(res->backend));
+		res->nni = source && !strcmp(source, "nni");
 		const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "device_names"), 0);
 		if (cJSON_IsString(d))
 			xstrlcpy(res->device, d->valuestring, sizeof(res->device));

@@ -199,6 +199,8 @@ struct expdir_result {
 	char stop_reason[160];    /* "" when absent */
 	char inherited_from[16];  /* parent trial id of an inheriting trial; "" when absent */
 	int on_gpu;               /* "devices" names a GPU (cuda:N, gpu...) */
+	int nni;                  /* "source" is "nni": the runner wrote it from an NNI trial's
+				   * records, best_val_acc is its FINAL result (docs/nni.md) */
 	double written;           /* the file's modification time, Unix time */
 };
 

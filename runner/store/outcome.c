@@ -36,6 +36,8 @@ int outcome_read(const char *expdir, unsigned seq, const char *place,
 		o->final_acc = o->epochs[o->nepochs - 1].val_acc;
 		o->flops = o->epochs[o->nepochs - 1].flops;
 	}
+	if (res && res->nni && !isnan(res->best_val_acc))   /* NNI's result is its FINAL one */
+		o->best_acc = o->final_acc = res->best_val_acc;
 	free(dir);
 	return r;
 }

@@ -9,8 +9,11 @@
  * total_flops. The best accuracy is the highest val_acc of the epochs, the
  * final one the last epoch's, the FLOPs the last epoch's cumulative count:
  * where result.json's figures disagree with its epochs, the epochs win,
- * since they are what the score counts. The state is the journal's; where
- * the journal names none (TRIAL_UNKNOWN), result.json's status. */
+ * since they are what the score counts, but for an NNI trial, whose result
+ * is its FINAL value (the one NNI's tuners learn): result.json's
+ * best_val_acc, the epochs being its intermediate results. The state is the
+ * journal's; where the journal names none (TRIAL_UNKNOWN), result.json's
+ * status. */
 #ifndef AAH_OUTCOME_H
 #define AAH_OUTCOME_H
 
@@ -20,8 +23,9 @@
 
 struct outcome {
 	enum trial_state state;   /* the journal's, else result.json's; TRIAL_UNKNOWN */
-	double best_acc;          /* the highest val_acc of the epochs; NaN when none */
-	double final_acc;         /* the last epoch's val_acc; NaN when none */
+	double best_acc;          /* the highest val_acc of the epochs (an NNI trial: its FINAL
+				   * result); NaN when none */
+	double final_acc;         /* the last epoch's val_acc (NNI: FINAL); NaN when none */
 	double flops;             /* the last epoch's cumulative FLOPs; 0 when none */
 	size_t nepochs;
 	struct expdir_epoch *epochs; /* (nepochs), file order; owned */

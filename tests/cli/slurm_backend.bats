@@ -4,6 +4,7 @@
 
 load helpers
 load mpi
+load nni
 source "$AAH_ROOT/tests/slurm/cluster.bash"
 PATH="$AAH_ROOT/tests/fixtures/slurm:$PATH"
 
@@ -160,6 +161,34 @@ lat.sort()
 print("# submit-to-running latency through Slurm (sbatch to the rank's first line), "
       "%d trials: min %.2fs median %.2fs max %.2fs" % (len(lat), lat[0], lat[len(lat) // 2], lat[-1]))
 PY
+}
+
+@test "slurm: a trial written for NNI (v2 config): its records come back through the file, then through the job's output" {
+	for route in file log; do
+		cat > c.yml <<-EOF
+		experimentName: slurm-nni
+		searchSpaceFile: $AAH_ROOT/tests/fixtures/nni/search_space.json
+		trialCommand: /usr/bin/python3 $AAH_ROOT/tests/fixtures/trials/nni_trial.py
+		trialConcurrency: 1
+		maxTrialNumber: 1
+		tuner: {name: Random}
+		trainingService: {platform: slurm, pollInterval: 0.5s}
+		EOF
+		[ $route = file ] || printf 'trial:\n  env: {NNI_PLATFORM: remote}\n' >> c.yml
+		run aah-runner create -c c.yml
+		echo "$output"
+		[ "$status" -eq 0 ]
+		id=${lines[0]}
+		T=$(exp_dir "$id")/trials/000001
+		[ "$(count_events "$id" trial_finished succeeded)" -eq 1 ]
+		# slurm-launch put aah's nni module on the rank's path; the rank got the proposal
+		nni_check_trial "$T" 3
+		if [ $route = log ]; then
+			[ "$(grep -c "^NNISDK_MEb'" "$T/trial.log")" -eq 4 ]
+		else
+			[ "$(head -c 2 "$T/.nni/metrics")" = ME ]
+		fi
+	done
 }
 
 @test "slurm: a 2-node trial's ranks meet through the launch contract" {

@@ -191,7 +191,7 @@ PY
 	run aah-trial --trial_dir "$T/a" --backend nope --train_samples 256 --val_samples 100
 	[ "$status" -ne 0 ]
 	# the list ends with cuda in a build that has the cuda backend
-	[[ "$(json "$T/a/result.json" 'd["stop_reason"]')" =~ "unknown compute backend 'nope' (cpu, ref, refdev"(", cuda")?")" ]]
+	[[ "$(json "$T/a/result.json" 'd["stop_reason"]')" =~ "unknown compute backend 'nope' (cpu, ref, refdev, cudahost"(", cuda")?")" ]]
 	# ref emulates every precision (tests/cli/trial_fp16.bats); a name
 	# that is none of them is refused before any backend starts
 	run aah-trial --trial_dir "$T/b" --backend ref --precision fp8 --train_samples 256 \

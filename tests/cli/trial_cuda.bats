@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # aah-trial --backend cuda where it cannot run: a machine without an NVIDIA
 # GPU (the development VM, CI), or a build without nvcc and cuDNN. The GPU
-# runs themselves are tests/gpu/run-on-device.sh (docs/cuda.md).
+# runs themselves are tests/gpu/lease.sh (docs/cuda.md).
 
 load helpers
 
@@ -20,7 +20,7 @@ have_gpu() {
 
 @test "--backend cuda without a GPU fails with 'no CUDA device', naming the backend" {
 	if have_gpu; then
-		skip "this machine has a GPU: tests/gpu/run-on-device.sh runs the cuda backend"
+		skip "this machine has a GPU: tests/gpu/lease.sh runs the cuda backend"
 	fi
 	run aah-trial --trial_dir "$T" --arch "$AAH_ROOT/tests/fixtures/arch/cnn2.json" \
 		--backend cuda --warmup_1 1 --train_samples 256 --val_samples 100
@@ -42,7 +42,7 @@ PY
 
 @test "--backend auto, the default, trains on the CPU without a GPU and says why in trial.log and result.json" {
 	if have_gpu; then
-		skip "this machine has a GPU: tests/gpu/run-on-device.sh checks that auto picks cuda"
+		skip "this machine has a GPU: tests/gpu/lease.sh checks that auto picks cuda"
 	fi
 	run aah-trial --trial_dir "$T" --arch "$AAH_ROOT/tests/fixtures/arch/cnn2.json" \
 		--warmup_1 1 --train_samples 256 --val_samples 100 --threads 1 --monitor_interval 0

@@ -2,7 +2,7 @@
 # --precision fp16 under the dynamic loss scale, on the ref backend's fp16
 # emulation (conv2d rounds its operands and results to fp16 as cuDNN's fp16
 # convolutions do, inf past 65504 included). The same trainer code drives
-# the cuda backend's fp16, which needs a GPU (tests/gpu/run-on-device.sh).
+# the cuda backend's fp16, which needs a GPU (tests/gpu/lease.sh).
 
 load helpers
 

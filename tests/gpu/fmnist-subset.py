@@ -2,7 +2,7 @@
 """fmnist-subset.py SRC DEST NTRAIN NTEST: the first NTRAIN training and
 NTEST test samples of Fashion-MNIST's IDX files in SRC, gzipped into DEST
 under the same names, so that aah-trial trains on them as on the whole set.
-run-on-device.sh --collect carries them to the device machine, which has no
+lease.sh --collect carries them to the device machine, which has no
 Fashion-MNIST."""
 import gzip, os, struct, sys
 

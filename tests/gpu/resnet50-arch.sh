@@ -2,7 +2,7 @@
 # resnet50-arch.sh OUT: writes AIPerf's start graph, ResNet-50 at 224x224x3
 # with 1000 classes, as an aah-arch/1 file: trial 1 of the ImageNet
 # config's network morphism tuner, as aah-runner proposes it. The GPU
-# benchmark (run-on-device.sh) trains it beside PyTorch.
+# benchmark (lease.sh) trains it beside PyTorch.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:?usage: resnet50-arch.sh OUT}

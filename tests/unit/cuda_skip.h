@@ -2,7 +2,7 @@
  *
  * - "no CUDA device ..." (no GPU on this machine): the test is skipped,
  *   saying "skipped: no CUDA device ..." - unless AAH_REQUIRE_CUDA is set
- *   (to anything but 0; tests/gpu/run-on-device.sh sets it on the device
+ *   (to anything but 0; tests/gpu/lease.sh sets it on the device
  *   machine), where that skip is a failure;
  * - any other start-up error (a cuDNN or library version, a device aah
  *   refuses, an out-of-memory) is a failure always, never a skip or a pass;

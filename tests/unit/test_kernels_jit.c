@@ -52,8 +52,8 @@ static const char *train_step(const char *path, const char *precision)
 	double loss = 0;
 	long correct = 0;
 	cr_assert_eq(model_forward(&m, &ctx, x, N, 1), 0, "%s", util_last_error());
-	cr_assert_eq(ctx.be->loss(&ctx, N, m.num_classes, model_logits(&m), labels, 0.1f, dlogits,
-				  &loss, &correct), 0);
+	cr_assert_eq(ctx.be->loss(&ctx, N, m.num_classes, model_logits(&m), labels, 0.1f, 1.0f,
+				  dlogits, &loss, &correct), 0);
 	cr_assert_eq(model_backward(&m, &ctx, x, N, dlogits), 0, "%s", util_last_error());
 	cr_assert_eq(model_update(&m, &ctx, 0.01f, 0.9f, 1e-4f), 0, "%s", util_last_error());
 	cr_assert_eq(model_forward(&m, &ctx, x, N, 0), 0, "%s", util_last_error());

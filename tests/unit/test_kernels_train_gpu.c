@@ -4,7 +4,9 @@
  * weights and the same batches, 30 SGD steps; the GPU run's loss curve must
  * follow the CPU run's step by step. And a backend's own data parallelism
  * (NCCL) over one rank. On a machine without a GPU each backend is
- * reported as "skipped: no CUDA device". */
+ * reported as "skipped: no CUDA device". The cuda backend's own kernels
+ * run the same training on any machine through its host harness
+ * (`cudahost`), biases folded into the batchnorms as on a GPU. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +56,19 @@ static void batch(int b, float *x, int *y)
  * resident: the model on the device (model_resident), as aah-trial keeps
  * it; else every op stages its host tensors. 1 when it ran, 0 when the
  * backend cannot start here (why in *skip). */
+static int train(const char *name, int resident, double *loss, const char **skip);
+
+/* The first conv2d's bias, nonzero (the model starts it at zero, where a
+ * folded bias would change nothing) */
+static float bias0(int k)
+{
+	return 0.25f * (float)(k % 3) - 0.2f;
+}
+
+/* After a run: the first conv2d's bias gradient, and the first batchnorm's
+ * running mean. */
+static float db0[8], rm0[8];
+
 static int train(const char *name, int resident, double *loss, const char **skip)
 {
 	struct model m;
@@ -68,6 +83,9 @@ static int train(const char *name, int resident, double *loss, const char **skip
 		return 0;
 	}
 	cr_assert_eq(ctx.be->set_precision(&ctx, "fp32"), 0, "%s: %s", name, util_last_error());
+	int c1 = model_find(&m, "c1"), bn1 = model_find(&m, "bn1");
+	for (int k = 0; k < 8; k++)
+		m.layers[c1].op.b[k] = bias0(k);
 	if (resident)
 		cr_assert_eq(model_resident(&m, &ctx), 0, "%s: %s", name, util_last_error());
 	float x[N * H * W * C], dz[N * K];
@@ -78,11 +96,16 @@ static int train(const char *name, int resident, double *loss, const char **skip
 		ctx.step = (uint64_t)s;
 		batch(s % 4, x, y);
 		cr_assert_eq(model_forward(&m, &ctx, x, N, 1), 0, "%s: %s", name, util_last_error());
-		cr_assert_eq(ctx.be->loss(&ctx, N, K, model_logits(&m), y, 0.1f, dz, &sum, &correct), 0);
+		cr_assert_eq(ctx.be->loss(&ctx, N, K, model_logits(&m), y, 0.1f, 1.0f, dz, &sum,
+					  &correct), 0);
+		cr_assert_eq(ops_loss_read(&ctx, &sum, &correct), 0, "%s: %s", name, util_last_error());
 		cr_assert_eq(model_backward(&m, &ctx, x, N, dz), 0, "%s: %s", name, util_last_error());
 		cr_assert_eq(model_update(&m, &ctx, 0.05f, 0.9f, 1e-4f), 0);
 		loss[s] = sum / N;
 	}
+	cr_assert_eq(ops_sync(&ctx, m.block, m.state_bytes, OPS_TO_HOST), 0);
+	memcpy(db0, m.layers[c1].op.db, sizeof(db0));
+	memcpy(rm0, m.layers[bn1].op.run_mean, sizeof(rm0));
 	model_release(&m, &ctx);
 	ops_ctx_release(&ctx);
 	return 1;
@@ -138,7 +161,7 @@ static int share(void *arg, void *id, size_t len)
 /* A communicator of one rank: rank 0 makes the id and shares it, the
  * mean over one rank is the buffer itself, and the runner's NCCL_COMM_ID
  * (which would make NCCL listen on the rendezvous's port) is cleared. Two
- * ranks need two GPUs: tests/gpu/run-on-device.sh's machines have one. */
+ * ranks need two GPUs: tests/gpu/lease.sh's machines have one. */
 Test(kernels_gpu, device_allreduce_over_one_rank)
 {
 	size_t nb;
@@ -173,4 +196,33 @@ Test(kernels_gpu, device_allreduce_over_one_rank)
 	}
 	if (!ran)
 		cuda_not_built("the allreduce (no backend with its own)");
+}
+
+/* The cuda backend's own kernels, on the host: the same run beside the
+ * CPU's, always. The first conv2d's bias is folded into the batchnorm
+ * after it (the model decides: kernels/ops.h, ops_layer.fold_b): the loss
+ * curve and the running mean must not see the difference, and the bias's
+ * gradient is zero, written so. */
+Test(kernels_gpu, host_harness_training_follows_the_cpu_run)
+{
+	double cpu[STEPS], host[STEPS];
+	float cpu_db[8], cpu_rm[8];
+	const char *skip = NULL;
+	util_set_quiet(1);
+	cr_assert_eq(train("cpu", 0, cpu, &skip), 1, "cpu: %s", skip);
+	memcpy(cpu_db, db0, sizeof(db0));
+	memcpy(cpu_rm, rm0, sizeof(rm0));
+	cr_assert_eq(train("cudahost", 0, host, &skip), 1, "cudahost: %s", skip);
+	for (int s = 0; s < STEPS; s++)
+		cr_assert(fabs(host[s] - cpu[s]) <= 1e-3 + 2e-2 * fabs(cpu[s]),
+			  "cudahost: step %d: loss %.6g, cpu %.6g", s, host[s], cpu[s]);
+	for (int k = 0; k < 8; k++) {
+		cr_assert_eq(db0[k], 0.0f, "cudahost: the folded bias's gradient [%d] is %g", k,
+			     (double)db0[k]);
+		cr_assert(fabs(cpu_db[k]) < 1e-4, "cpu: the bias's gradient [%d] is %g, not ~0", k,
+			  (double)cpu_db[k]);
+		cr_assert(fabs(rm0[k] - cpu_rm[k]) <= 1e-4 + 1e-3 * fabs(cpu_rm[k]),
+			  "cudahost: running mean [%d] %g, cpu %g (the bias %g)", k, (double)rm0[k],
+			  (double)cpu_rm[k], (double)bias0(k));
+	}
 }

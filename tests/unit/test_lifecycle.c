@@ -14,6 +14,7 @@
 #include "runner/lifecycle.h"
 #include "runner/pool/pooltrial.h" /* POOLTRIAL_EXIT_RESIZE */
 #include "strvec.h"
+#include "util.h" /* xstrlcpy */
 
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ struct row {
 	/* its outcome: result.json 1 read, 0 none, -1 unreadable */
 	int have;
 	enum trial_state result;
+	const char *result_reason; /* its stop_reason */
 	/* the config and the pool */
 	long retries;
 	double timeout;
@@ -97,6 +99,11 @@ static const struct row rows[] = {
 	{ "exit 0, result.json says failed", .job = AAH_JOB_SUCCEEDED, .have = 1,
 	  .result = TRIAL_FAILED, .kind = LIFECYCLE_SETTLE, .state = TRIAL_FAILED,
 	  .why = "result.json says status 'failed'" },
+	{ "exit 0, result.json failed with a reason (an NNI trial's bad record): it is said",
+	  .job = AAH_JOB_SUCCEEDED, .have = 1, .result = TRIAL_FAILED,
+	  .result_reason = "error: 'x': the record at byte 0 is cut short",
+	  .kind = LIFECYCLE_SETTLE, .state = TRIAL_FAILED,
+	  .why = "result.json says status 'failed': error: 'x': the record at byte 0 is cut short" },
 	{ "exit 0, result.json says canceled", .job = AAH_JOB_SUCCEEDED, .have = 1,
 	  .result = TRIAL_CANCELED, .kind = LIFECYCLE_SETTLE, .state = TRIAL_FAILED,
 	  .why = "result.json says status 'canceled'" },
@@ -392,6 +399,8 @@ static void decide_row(const struct row *r, struct trial_rec *t, struct lifecycl
 	out.state = TRIAL_UNKNOWN;
 	out.have_result = r->have;
 	out.result.status = r->have > 0 ? r->result : TRIAL_UNKNOWN;
+	if (r->result_reason)
+		xstrlcpy(out.result.stop_reason, r->result_reason, sizeof(out.result.stop_reason));
 	trial_of(r, t);
 	int ended = !r->nojob && lifecycle_job_ended(r->job);
 	struct lifecycle_in in = {

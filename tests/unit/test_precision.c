@@ -9,7 +9,7 @@
 #ifdef AAH_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/cuda.h" /* cuda_conv_math */
+#include "kernels/cuda/cuda_ctx.h" /* cuda_conv_math */
 #endif
 
 #include "cuda_skip.h"

@@ -509,3 +509,93 @@ Test(report_options, aiperf_defaults_come_from_the_key_table)
 	cr_assert_eq(o.now, 0.0);
 	cr_assert_eq(o.gpu_fp32_ok, 0);
 }
+
+/* An NNI trial (docs/nni.md): epochs the runner wrote from its PERIODICAL
+ * records (no FLOPs), and its FINAL result in result.json (source nni). */
+static void nni_trial(const char *trial, double t_end, double final)
+{
+	char *file = xstrfmt("trials/%s/metrics.jsonl", trial);
+	for (int e = 1; e <= 2; e++) {
+		char *line = xstrfmt("{\"format\":\"aah-metrics/1\",\"epoch\":%d,\"val_acc\":0.%d,"
+				     "\"timestamp\":%.1f,\"source\":\"nni\",\"nni_run\":1,"
+				     "\"nni_sequence\":%d,\"nni_value\":\"0.%d\"}", e, 4 + e,
+				     T0 + 100 * e, e - 1, 4 + e);
+		cr_assert_eq(fx_append(dir, file, line), 0);
+		free(line);
+	}
+	char *p = xstrfmt("%s/trials/%s/result.json", dir, trial);
+	char *doc = xstrfmt("{\"format\":\"aah-result/1\",\"status\":\"succeeded\",\"stop_reason\":"
+			    "\"final result\",\"best_val_acc\":%g,\"final_val_acc\":%g,\"epochs_run\":2,"
+			    "\"source\":\"nni\",\"nni_run\":1,\"nni_value\":\"%g\"}\n", final, final, final);
+	cr_assert_eq(fileio_write_atomic(p, doc, strlen(doc)), 0);
+	cr_assert_eq(fx_trial_events(dir, trial, 0, T0, t_end, "succeeded"), 0);
+	free(doc);
+	free(p);
+	free(file);
+}
+
+Test(report, an_nni_trials_final_result_is_its_accuracy_and_without_flops_there_is_no_score)
+{
+	nni_trial("000001", T0 + 300, 0.75);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	opt.sample_first_h = opt.sample_step_h = 0.01;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_float_eq(exp.trials[0].best_acc, 0.75, 1e-12, "the FINAL value, not the epochs' 0.6");
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_eq(sc.nepochs, 2, "the FINAL result is no epoch");
+	close_to(sc.duration_s, 200);
+	close_to(sc.final.best_acc, 0.75);
+	cr_assert(sc.no_score);
+	close_to(sc.final.flops, 0);
+	int said = 0;
+	for (size_t i = 0; i < sc.nfailed; i++)
+		said |= !strncmp(sc.failed[i], "no-score: ", 10);
+	cr_assert(said, "the rules say there is no Score");
+	struct strbuf sb = STRBUF_INIT;
+	report_summary(&sb, &exp, &sc);
+	cr_assert(strstr(sb.buf, "Final Score:           none: the trials counted no FLOPs"), "%s", sb.buf);
+	strbuf_reset(&sb);
+	report_html(&sb, &exp, &opt, &sc);
+	cr_assert(strstr(sb.buf, "<p id=\"no-score\"><strong>This run has no Score, only accuracies"));
+	cr_assert_eq(fx_count(sb.buf, "class=\"epoch-pt\""), 2);
+	cr_assert(strstr(sb.buf, "No architecture was proposed to it: its network is its own code's"));
+	cr_assert_eq(fx_count(sb.buf, ">no Score: the trials counted no FLOPs</text>"), 2,
+		     "chart-score and chart-regulated draw no 0 line");
+	cr_assert_eq(fx_count(sb.buf, "<td>none</td><td>none</td><td>none</td>"), sc.nsamples);
+	cr_assert_gt(sc.nsamples, 0);
+	cr_assert(strstr(sb.buf, "<tr class=\"trial succeeded\"><td>000001</td><td>succeeded</td><td>2</td>"
+				 "<td>0.7500</td><td>0.6000</td>"), "%s", strstr(sb.buf, "id=\"trials\""));
+	cJSON *res = report_results_json(&exp, &opt, &sc);
+	cr_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "no_score")));
+	cJSON_Delete(res);
+	strbuf_release(&sb);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
+Test(report, an_nni_trial_with_an_imagenet_arch_is_charged_as_score_py_charges_it)
+{
+	nni_trial("000001", T0 + 300, 0.75);
+	static const char arch[] =
+		"{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":3},"
+		"\"num_classes\":1000,\"output\":\"fc\",\"layers\":["
+		"{\"id\":\"gap\",\"type\":\"global_avg_pool\",\"inputs\":[\"input\"]},"
+		"{\"id\":\"fc\",\"type\":\"dense\",\"inputs\":[\"gap\"],\"units\":1000}]}\n";
+	cr_assert_eq(fx_arch_doc(dir, "000001", arch), 0);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_str_eq(sc.charge, "aiperf");
+	cr_assert(!sc.no_score);
+	const struct report_trial *tr = &exp.trials[0];
+	double per_epoch = tr->img_fwd * REPORT_AIPERF_EVAL_IMAGES +
+			   (tr->img_fwd + tr->img_bwd) * REPORT_AIPERF_TRAIN_IMAGES;
+	cr_assert_gt(per_epoch, 0);
+	close_to(sc.final.flops, 2 * per_epoch);
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}

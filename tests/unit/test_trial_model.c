@@ -297,9 +297,11 @@ static void train_cpu(const char *precision, int keep_all, struct cpu_run *r)
 		ctx.step = (uint64_t)step;
 		r->loss[step] = 0;
 		cr_assert_eq(model_forward(&m, &ctx, x, BATCH, 1), 0, "%s", util_last_error());
-		cr_assert_eq(ctx.be->loss(&ctx, BATCH, m.num_classes, model_logits(&m), y, 0.1f, dz,
-					  &r->loss[step], &correct),
+		cr_assert_eq(ctx.be->loss(&ctx, BATCH, m.num_classes, model_logits(&m), y, 0.1f, 1.0f,
+					  dz, &r->loss[step], &correct),
 			     0);
+		cr_assert_eq(ops_loss_read(&ctx, &r->loss[step], &correct), 0, "%s",
+			     util_last_error());
 		cr_assert_eq(model_backward(&m, &ctx, x, BATCH, dz), 0, "%s", util_last_error());
 		cr_assert_eq(model_update(&m, &ctx, 0.05f, 0.9f, 1e-4f), 0, "%s", util_last_error());
 	}

@@ -1,0 +1,363 @@
+/* cuk.cuh: what the kernel families (kernels/cuda/cuda_<family>.cu) share:
+ * element types fixed at compile time, 16-byte vectors of them, the grid
+ * that fills the device, the launch that the ledger counts, and the
+ * fixed-order per-channel reduction. nvcc compiles it for the GPU; with
+ * CUK_HOST, g++ compiles it for the host over cuk_host.h (the harness:
+ * kernels/cudahost/).
+ *
+ * A tensor's values are T: float, or bf16 (__nv_bfloat16) stored as its
+ * bit pattern. A kernel reads them as float (ld), computes in float, and
+ * stores rounded to nearest even (st). Vectors are 16 bytes: VN<T> values
+ * (4 floats or 8 bf16) read and written at once; a kernel over channels
+ * takes them on the channel dimension where the channel count is a
+ * multiple of VN<T> and every pointer is 16-byte aligned (vec_fits), and
+ * one value at a time elsewhere (W = 1), so both forms are instances of
+ * one template. */
+#ifndef AAH_KERNELS_CUDA_CUK_CUH
+#define AAH_KERNELS_CUDA_CUK_CUH
+
+#include "kernels/cuda/cuda.h"
+
+#ifdef CUK_HOST
+#include "kernels/cuda/cuk_host.h"
+#define cuk cukhost_k /* the harness's kernels live in a namespace of their own */
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#endif
+
+namespace cuk {
+
+typedef __nv_bfloat16 bf16;
+typedef __half f16;
+
+enum { THREADS = 256, BLOCKS_PER_SM = 8 };
+
+/* ---- values ------------------------------------------------------------------- */
+
+__device__ __forceinline__ float to_f(float v)
+{
+	return v;
+}
+
+__device__ __forceinline__ float to_f(bf16 v)
+{
+	return __bfloat162float(v);
+}
+
+__device__ __forceinline__ float to_f(f16 v)
+{
+	return __half2float(v);
+}
+
+template <class T> __device__ __forceinline__ T from_f(float v);
+
+template <> __device__ __forceinline__ float from_f<float>(float v)
+{
+	return v;
+}
+
+template <> __device__ __forceinline__ bf16 from_f<bf16>(float v)
+{
+	return __float2bfloat16_rn(v);
+}
+
+template <> __device__ __forceinline__ f16 from_f<f16>(float v)
+{
+	return __float2half_rn(v);
+}
+
+/* Values of T in one 16-byte vector. */
+template <class T> struct VN {
+	static constexpr int n = 16 / sizeof(T);
+};
+
+/* W values of T at p (16-byte aligned when W > 1), as floats. */
+template <class T, int W> __device__ __forceinline__ void ld(const T *p, float (&f)[W])
+{
+	if constexpr (W == 1) {
+		f[0] = to_f(*p);
+	} else {
+		static_assert(W * sizeof(T) == 16, "a vector is 16 bytes");
+		union {
+			uint4 u;
+			T t[W];
+		} v;
+#ifdef CUK_HOST
+		if ((uintptr_t)p & 15u)   /* the GPU's 128-bit load would fault */
+			BUG("cuk: a 16-byte load from %p, not 16-byte aligned", (const void *)p);
+		memcpy(&v.u, p, 16);
+#else
+		v.u = *reinterpret_cast<const uint4 *>(p);   /* one 128-bit load */
+#endif
+#pragma unroll
+		for (int k = 0; k < W; k++)
+			f[k] = to_f(v.t[k]);
+	}
+}
+
+template <class T, int W> __device__ __forceinline__ void st(T *p, const float (&f)[W])
+{
+	if constexpr (W == 1) {
+		*p = from_f<T>(f[0]);
+	} else {
+		union {
+			uint4 u;
+			T t[W];
+		} v;
+#pragma unroll
+		for (int k = 0; k < W; k++)
+			v.t[k] = from_f<T>(f[k]);
+#ifdef CUK_HOST
+		if ((uintptr_t)p & 15u)
+			BUG("cuk: a 16-byte store to %p, not 16-byte aligned", (void *)p);
+		memcpy(p, &v.u, 16);
+#else
+		*reinterpret_cast<uint4 *>(p) = v.u;         /* one 128-bit store */
+#endif
+	}
+}
+
+/* N values at p as floats: N / VN<T> vectors (N a multiple of VN<T>, p
+ * aligned), or one value (N = 1); stn stores them so. */
+template <class T, int N> __device__ __forceinline__ void ldn(const T *p, float (&f)[N])
+{
+	constexpr int V = N == 1 ? 1 : VN<T>::n;
+	static_assert(N % V == 0, "whole vectors");
+#pragma unroll
+	for (int j = 0; j < N / V; j++)
+		ld<T, V>(p + j * V, *reinterpret_cast<float(*)[V]>(f + j * V));
+}
+
+template <class T, int N> __device__ __forceinline__ void stn(T *p, const float (&f)[N])
+{
+	constexpr int V = N == 1 ? 1 : VN<T>::n;
+	static_assert(N % V == 0, "whole vectors");
+#pragma unroll
+	for (int j = 0; j < N / V; j++)
+		st<T, V>(p + j * V, *reinterpret_cast<const float(*)[V]>(f + j * V));
+}
+
+/* W fp32 values at p (parameters, statistics: always float), 16-byte
+ * aligned when W > 1. */
+template <int W> __device__ __forceinline__ void ldf(const float *p, float (&f)[W])
+{
+	ldn<float, W>(p, f);
+}
+
+__device__ __forceinline__ int imin(int a, int b)
+{
+	return a < b ? a : b;
+}
+
+__device__ __forceinline__ int imax(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+/* A compile-time vector width, for the bodies of each(). */
+template <int N> struct width {
+	static constexpr int n = N;
+};
+
+/* ---- grids ---------------------------------------------------------------------- */
+
+/* A grid-stride loop over [0, count): each thread from its global index, by
+ * the grid's width. */
+#define CUK_FOR(i, count)                                                                  \
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)(count); \
+	     i += (size_t)gridDim.x * blockDim.x)
+
+/* body(i, width<W>) for each whole vector of W values at value i of
+ * [0, count), then body(i, width<1>) for each value of the tail: a flat
+ * kernel over a tensor whose pointers are 16-byte aligned (W > 1) or not
+ * (W = 1). */
+template <int W, class B> __device__ __forceinline__ void each(size_t count, B body)
+{
+	size_t nv = count / W;
+	CUK_FOR(i, nv) body(i * W, width<W>{});
+	if constexpr (W > 1)
+		CUK_FOR(j, count - nv * W) body(nv * W + j, width<1>{});
+}
+
+/* Blocks of THREADS for `items` of work: enough to fill the device once
+ * (its multiprocessors, BLOCKS_PER_SM each), fewer when there is less. */
+static inline unsigned blocks_for(const cuk_run *r, size_t items)
+{
+	size_t b = (items + THREADS - 1) / THREADS, cap = (size_t)(r->sms > 0 ? r->sms : 1) * BLOCKS_PER_SM;
+	return (unsigned)(b < 1 ? 1 : b > cap ? cap : b);
+}
+
+/* Whether every pointer is 16-byte aligned (NULL counts as aligned). */
+static inline int aligned16(const void *p)
+{
+	return ((uintptr_t)p & 15u) == 0;
+}
+
+template <class... P> int all_aligned(const P *...p)
+{
+	return (aligned16(p) && ...);
+}
+
+/* A kernel over rows of c channels takes VN<T> channels at a time when c
+ * is a multiple of it and its pointers are aligned. */
+template <class T, class... P> int vec_fits(size_t c, const P *...p)
+{
+	return c % VN<T>::n == 0 && all_aligned(p...);
+}
+
+/* The grid of a kernel over rows x channel vectors: threadIdx.x walks the
+ * vectors (cv of them), threadIdx.y the rows, blockIdx.x tiles of vectors,
+ * blockIdx.y stripes of rows (each thread strides by gridDim.y *
+ * blockDim.y rows). At most max_y stripes (0: as many as fill the device). */
+struct grid2 {
+	dim3 g, b;
+};
+
+static inline grid2 channel_grid(const cuk_run *r, size_t rows, int cv, unsigned max_y)
+{
+	grid2 q;
+	unsigned bx = cv >= 32 ? 32u : cv < 1 ? 1u : (unsigned)cv;
+	unsigned by = THREADS / bx;
+	unsigned gx = (unsigned)((cv + bx - 1) / bx);
+	size_t want = (rows + by - 1) / by;
+	size_t fill = ((size_t)(r->sms > 0 ? r->sms : 1) * BLOCKS_PER_SM + gx - 1) / gx;
+	size_t gy = want < fill ? want : fill;
+	if (max_y && gy > max_y)
+		gy = max_y;
+	q.b = dim3(bx, by);
+	q.g = dim3(gx, (unsigned)(gy < 1 ? 1 : gy));
+	return q;
+}
+
+/* ---- launching ---------------------------------------------------------------------- */
+
+/* Launches kernel k on r's stream, counted in r's ledger as `name` moving
+ * `bytes`; the launch's error. go_sync: a kernel that synchronises its
+ * block (the host harness runs its threads as fibers). */
+template <class... P, class... A>
+cudaError_t go(const cuk_run *r, const char *name, double bytes, grid2 q, void (*k)(P...), A... a)
+{
+	ledger_launch(r->ledger, name, (const void *)k, bytes);
+#ifdef CUK_HOST
+	cukhost::launch(q.g, q.b, 0, [&] { k(a...); });
+	return cudaSuccess;
+#else
+	k<<<q.g, q.b, 0, r->stream>>>(a...);
+	return cudaGetLastError();
+#endif
+}
+
+template <class... P, class... A>
+cudaError_t go_sync(const cuk_run *r, const char *name, double bytes, grid2 q, void (*k)(P...),
+		    A... a)
+{
+	ledger_launch(r->ledger, name, (const void *)k, bytes);
+#ifdef CUK_HOST
+	cukhost::launch(q.g, q.b, 1, [&] { k(a...); });
+	return cudaSuccess;
+#else
+	k<<<q.g, q.b, 0, r->stream>>>(a...);
+	return cudaGetLastError();
+#endif
+}
+
+/* A flat grid of THREADS-thread blocks for `items`. */
+static inline grid2 flat(const cuk_run *r, size_t items)
+{
+	grid2 q;
+	q.g = dim3(blocks_for(r, items));
+	q.b = dim3(THREADS);
+	return q;
+}
+
+/* A flat kernel over count values: its vector instance kv (V values a
+ * thread) where every pointer is aligned, else k1 (one value a thread). */
+template <int V, class K1, class KV, class... A>
+cudaError_t go_flat(const cuk_run *r, const char *name, double bytes, size_t count, int aligned,
+		    K1 k1, KV kv, A... a)
+{
+	if (aligned)
+		return go(r, name, bytes, flat(r, count / V), kv, a...);
+	return go(r, name, bytes, flat(r, count), k1, a...);
+}
+
+/* f(T{}) with T the element type that t names (fp32 or bf16). */
+template <class F> auto typed(enum ops_dtype t, F f)
+{
+	return t == OPS_BF16 ? f(bf16{}) : f(float{});
+}
+
+/* ---- per-channel sums, in a fixed order ------------------------------------------- *
+ * A kernel over rows x channel vectors (channel_grid) sums, per thread,
+ * its rows of each of its W channels; the block adds its threads' sums
+ * row-thread by row-thread (threadIdx.y 0, 1, ...) in double and writes
+ * one partial sum per channel for its stripe: part[blockIdx.y * c + ch].
+ * A finishing kernel gives each channel a warp, whose lanes add the
+ * stripes lane, lane + 32, ... and meet in a fixed tree (stripes_total).
+ * No atomics: the same input gives the same bits every run (on one device
+ * model: the number of stripes follows the multiprocessors). */
+enum { MAX_STRIPES = 1024 };
+
+/* The sum of v over the warp's 32 lanes, in a fixed tree: lane 0's. */
+template <class V> __device__ __forceinline__ V warp_sum(V v)
+{
+	for (int o = 16; o; o >>= 1)
+		v += __shfl_down_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/* Block part of the reduction: s[k] is this thread's sum for channel
+ * ch0 + k (k < W; ch0 < c). The shared buffer holds THREADS * W doubles. */
+template <int W>
+__device__ __forceinline__ void stripe_sums(const float (&s)[W], int ch0, int c, double *part)
+{
+	__shared__ double buf[THREADS * 8];
+	unsigned tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x;
+#pragma unroll
+	for (int k = 0; k < W; k++)
+		buf[(ty * bx + tx) * W + k] = s[k];
+	__syncthreads();
+	if (ty == 0 && ch0 < c) {
+#pragma unroll
+		for (int k = 0; k < W; k++) {
+			double t = 0;
+			for (unsigned y = 0; y < blockDim.y; y++)
+				t += buf[(y * bx + tx) * W + k];
+			part[(size_t)blockIdx.y * c + ch0 + k] = t;
+		}
+	}
+	__syncthreads();
+}
+
+/* A finishing kernel's channel: one warp each (finish_grid); -1 for the
+ * warps past c, which return, all lanes together. */
+__device__ __forceinline__ int finish_channel(int c)
+{
+	int ch = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32);
+	return ch < c ? ch : -1;
+}
+
+/* The sum of channel ch's stripes partials, the warp's lanes over them in
+ * a fixed order and tree: lane 0's. */
+__device__ __forceinline__ double stripes_total(const double *part, int stripes, int c, int ch)
+{
+	double t = 0;
+	for (int k = (int)(threadIdx.x % 32); k < stripes; k += 32)
+		t += part[(size_t)k * c + ch];
+	return warp_sum(t);
+}
+
+/* The grid of a finishing kernel: a warp a channel. */
+static inline grid2 finish_grid(int c)
+{
+	grid2 q;
+	q.b = dim3(THREADS);
+	q.g = dim3((unsigned)(((size_t)c * 32 + THREADS - 1) / THREADS));
+	return q;
+}
+
+} /* namespace cuk */
+
+#endif

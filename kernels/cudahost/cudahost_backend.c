@@ -1,0 +1,234 @@
+/* cudahost_backend.c: the `cudahost` backend: the cuda backend's own
+ * kernels (kernels/cuda/cuda_<family>.cu, compiled for the host over
+ * cuk_host.h) behind an op table, so that every test that runs every
+ * backend (test_kernels_ref, test_kernels_refnet, the training tests)
+ * checks them against kernels/ref on any machine, and `aah-trial
+ * --backend cudahost` trains with them on a CPU, slowly.
+ *
+ * What it is not: cuDNN and cuBLASLt. Convolutions and dense layers are
+ * ref's (a convolution's 16-bit tensors converted around it, and its bias
+ * left out where the model folds it into a batchnorm, as the cuda
+ * backend's are); device memory is host memory, an op's pointers are used
+ * in place and its scratch is malloc'ed; nothing waits because nothing
+ * runs behind the host's back. Its ledger counts what the kernels would
+ * launch and move on a GPU. */
+#include <stdlib.h>
+#include <string.h>
+
+#define CUK_HOST 1
+#include "kernels/cuda/cuda.h"
+#include "kernels/ref/ref.h"
+
+/* A GPU's worth of blocks is a few here: every launch still runs blocks
+ * of THREADS threads, stripes of rows and the finishing kernels, just
+ * fewer of them. */
+#define HOST_SMS 1
+#define HOST_MAX_SCRATCH 32
+
+struct cudahost {
+	struct cuk_run run;
+	struct cuda_sums sums;
+	struct ops_ledger ledger;
+	void *scratch[HOST_MAX_SCRATCH];
+	int nscratch;
+};
+
+static struct cudahost *host_of(struct ops_ctx *ctx)
+{
+	return ctx->priv;
+}
+
+const struct cuk_run *cudahost_run(struct ops_ctx *ctx)
+{
+	return &host_of(ctx)->run;
+}
+
+static void free_scratch(struct cudahost *h)
+{
+	for (int k = 0; k < h->nscratch; k++)
+		free(h->scratch[k]);
+	h->nscratch = 0;
+}
+
+int cudahost_begin(struct ops_ctx *ctx)
+{
+	free_scratch(host_of(ctx));
+	return 0;
+}
+
+int cudahost_in(struct ops_ctx *ctx, const void *p, size_t bytes, void **dev)
+{
+	(void)ctx, (void)bytes;
+	*dev = (void *)p;
+	return 0;
+}
+
+int cudahost_out(struct ops_ctx *ctx, void *p, size_t bytes, int inout, void **dev)
+{
+	(void)ctx, (void)bytes, (void)inout;
+	*dev = p;
+	return 0;
+}
+
+/* Fresh memory for each request, poisoned with NaN bytes: a kernel that
+ * reads scratch it did not write reads NaN. */
+int cudahost_scratch(struct ops_ctx *ctx, size_t bytes, void **dev)
+{
+	struct cudahost *h = host_of(ctx);
+	if (h->nscratch == HOST_MAX_SCRATCH)
+		return error("cudahost: an op asked for scratch more than %d times", HOST_MAX_SCRATCH);
+	bytes = cuda_scratch_bytes(bytes ? bytes : 1);
+	if (posix_memalign(dev, 256, bytes))
+		return error("cudahost: cannot allocate %zu bytes of scratch", bytes);
+	memset(*dev, 0xff, bytes);
+	h->scratch[h->nscratch++] = *dev;
+	return 0;
+}
+
+int cudahost_end(struct ops_ctx *ctx)
+{
+	free_scratch(host_of(ctx));
+	return 0;
+}
+
+static int host_init(struct ops_ctx *ctx)
+{
+	struct cudahost *h = xcalloc(1, sizeof(*h));
+	h->run.sms = HOST_SMS;
+	h->run.ledger = &h->ledger;
+	h->run.sums = &h->sums;
+	ctx->priv = h;
+	return 0;
+}
+
+static void host_fini(struct ops_ctx *ctx)
+{
+	struct cudahost *h = host_of(ctx);
+	if (!h)
+		return;
+	free_scratch(h);
+	free(h);
+	ctx->priv = NULL;
+}
+
+/* As the cuda backend: bf16 activations where every op takes them, fp16
+ * convolutions on fp32 tensors (kernels/cuda/cuda_backend.c). */
+static int host_set_precision(struct ops_ctx *ctx, const char *precision)
+{
+	if (ref_set_precision(ctx, precision))
+		return -1;
+	ctx->act_type = ctx->conv_type == OPS_BF16 ? OPS_BF16 : OPS_F32;
+	return 0;
+}
+
+static struct ops_ledger *host_ledger(struct ops_ctx *ctx)
+{
+	return &host_of(ctx)->ledger;
+}
+
+/* ---- convolution and dense: ref's ---------------------------------------------------- */
+
+/* count values of type t at p as fp32, in a new buffer (NULL for NULL) */
+static float *widened(const void *p, size_t count, enum ops_dtype t)
+{
+	if (!p)
+		return NULL;
+	float *f = xmalloc((count ? count : 1) * sizeof(float));
+	if (t == OPS_BF16)
+		for (size_t i = 0; i < count; i++)
+			f[i] = ref_bf16_to_f32(((const uint16_t *)p)[i]);
+	else
+		memcpy(f, p, count * sizeof(float));
+	return f;
+}
+
+static void narrowed(void *p, const float *f, size_t count, enum ops_dtype t)
+{
+	if (!p)
+		return;
+	if (t == OPS_BF16)
+		for (size_t i = 0; i < count; i++)
+			((uint16_t *)p)[i] = ref_f32_to_bf16(f[i]);
+	else
+		memcpy(p, f, count * sizeof(float));
+}
+
+/* l as ref computes it: fp32 tensors, and no bias where it is folded */
+static struct ops_layer as_ref(const struct ops_layer *l, int train)
+{
+	struct ops_layer t = *l;
+	t.in_type = NULL;
+	t.out_type = OPS_F32;
+	if (l->bias_folded && train)
+		t.cfg.bias = 0;
+	return t;
+}
+
+static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			float *y, int train)
+{
+	size_t nx = (size_t)n * ops_shape_size(&l->in[0]), ny = (size_t)n * ops_shape_size(&l->out);
+	struct ops_layer t = as_ref(l, train);
+	float *fx = widened(x[0], nx, ops_in_type(l, 0)), *fy = xmalloc(ny * sizeof(float));
+	const float *xs[1] = {fx};
+	int rc = ref_conv_ops.forward(ctx, &t, n, xs, fy, train);
+	narrowed(y, fy, ny, l->out_type);
+	l->ran = l->ran_out = ctx->conv_type;
+	free(fx), free(fy);
+	return rc;
+}
+
+static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
+			 const float *y, const float *dy, float *const *dx)
+{
+	(void)y;
+	size_t nx = (size_t)n * ops_shape_size(&l->in[0]), ny = (size_t)n * ops_shape_size(&l->out);
+	struct ops_layer t = as_ref(l, 1);
+	enum ops_dtype tx = ops_in_type(l, 0);
+	float *fx = widened(x[0], nx, tx), *fdy = widened(dy, ny, l->out_type);
+	float *fdx = dx[0] ? xmalloc(nx * sizeof(float)) : NULL;
+	const float *xs[1] = {fx};
+	float *dxs[1] = {fdx};
+	int rc = ref_conv_ops.backward(ctx, &t, n, xs, NULL, fdy, dxs);
+	narrowed(dx[0], fdx, nx, tx);
+	l->ran = l->ran_out = ctx->conv_type;
+	free(fx), free(fdy), free(fdx);
+	return rc;
+}
+
+static const struct ops_layer_ops host_conv_ops = {
+	.type = OPS_CONV2D,
+	.name = "convolution (ref's, in the cuda host harness)",
+	.forward = conv_forward,
+	.backward = conv_backward,
+	.bf16 = 1,
+	.folds_bias = 1,
+};
+
+const struct ops_backend ops_cudahost_backend = {
+	.name = "cudahost",
+	.caps = OPS_CAP_FP32 | OPS_CAP_BF16 | OPS_CAP_FP16,
+	.init = host_init,
+	.fini = host_fini,
+	.set_precision = host_set_precision,
+	.layer = {
+		[OPS_CONV2D] = &host_conv_ops,
+		[OPS_BATCHNORM] = &cudahost_bn_ops,
+		[OPS_RELU] = &cudahost_relu_ops,
+		[OPS_MAXPOOL] = &cudahost_maxpool_ops,
+		[OPS_AVGPOOL] = &cudahost_avgpool_ops,
+		[OPS_GLOBAL_AVG_POOL] = &cudahost_gap_ops,
+		[OPS_DENSE] = &ref_dense_ops,
+		[OPS_DROPOUT] = &cudahost_dropout_ops,
+		[OPS_ADD] = &cudahost_add_ops,
+		[OPS_CONCAT] = &cudahost_concat_ops,
+		[OPS_FLATTEN] = &cudahost_flatten_ops,
+	},
+	.loss = cudahost_loss,
+	.loss_read = cudahost_loss_read,
+	.sgd = cudahost_sgd,
+	.accumulate = cudahost_accumulate,
+	.unscale = cudahost_unscale,
+	.cast = cudahost_cast,
+	.ledger = host_ledger,
+};

@@ -1,0 +1,181 @@
+/* The cuda backend's kernel families on the host (the cudahost backend,
+ * kernels/cudahost/), where test_kernels_ref's cases do not reach: a
+ * model carves its parameters one after the other, so a batchnorm's
+ * per-channel vectors may start anywhere, while the kernels read them 16
+ * bytes at a time where they can. The host harness stops the program on a
+ * misaligned 16-byte access (the GPU would fault); these hold that the ops
+ * take the scalar form instead and still match ref. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "kernels/ref/ref.h" /* ref_bf16_round */
+#include "util.h"
+
+enum { N = 2, H = 3, W = 5, C = 16 };
+
+static float urand(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return (float)((double)(*s >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+/* One batchnorm layer's buffers, its vectors at `shift` floats past a
+ * 16-byte boundary. */
+struct bn {
+	struct ops_layer l;
+	struct ops_shape in;
+	float *block;
+	float *x, *y, *dy, *dx;
+};
+
+static void bn_init(struct bn *b, int shift, int relu)
+{
+	uint64_t s = 99;
+	size_t count = (size_t)N * H * W * C;
+	memset(b, 0, sizeof(*b));
+	b->in = (struct ops_shape){H, W, C};
+	b->l.cfg = (struct ops_layer_cfg){.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f,
+					  .fuse_relu = relu};
+	b->l.n_in = 1;
+	b->l.in = &b->in;
+	b->l.out = b->in;
+	cr_assert_eq(posix_memalign((void **)&b->block, 64, sizeof(float) * (10 * C + 16)), 0);
+	float *p = b->block + shift;
+	b->l.gamma = p, b->l.beta = p + C, b->l.run_mean = p + 2 * C, b->l.run_var = p + 3 * C;
+	b->l.save_mean = p + 4 * C, b->l.save_var = p + 5 * C, b->l.dgamma = p + 6 * C;
+	b->l.dbeta = p + 7 * C;
+	for (int k = 0; k < C; k++) {
+		b->l.gamma[k] = 1 + 0.5f * urand(&s), b->l.beta[k] = 0.3f * urand(&s);
+		b->l.run_mean[k] = 0, b->l.run_var[k] = 1;
+	}
+	b->x = xmalloc(count * sizeof(float)), b->y = xmalloc(count * sizeof(float));
+	b->dy = xmalloc(count * sizeof(float)), b->dx = xmalloc(count * sizeof(float));
+	for (size_t i = 0; i < count; i++)
+		b->x[i] = 2 + urand(&s), b->dy[i] = urand(&s);
+}
+
+static void bn_run(struct bn *b, const char *backend)
+{
+	struct ops_ctx ctx;
+	cr_assert_eq(ops_ctx_init(&ctx, backend, 1, 3), 0, "%s", util_last_error());
+	cr_assert_eq(ctx.be->set_precision(&ctx, "fp32"), 0);
+	const float *xs[1] = {b->x};
+	float *dxs[1] = {b->dx};
+	const struct ops_layer_ops *op = ctx.be->layer[OPS_BATCHNORM];
+	cr_assert_eq(op->forward(&ctx, &b->l, N, xs, b->y, 1), 0, "%s: %s", backend, util_last_error());
+	cr_assert_eq(op->backward(&ctx, &b->l, N, xs, b->y, b->dy, dxs), 0, "%s: %s", backend,
+		     util_last_error());
+	ops_ctx_release(&ctx);
+}
+
+static void bn_free(struct bn *b)
+{
+	free(b->block), free(b->x), free(b->y), free(b->dy), free(b->dx);
+}
+
+static void close_to(const char *what, const float *a, const float *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_assert(fabs((double)a[i] - r[i]) <= 1e-4 + 1e-3 * fabs(r[i]),
+			  "%s[%zu]: cudahost %.9g, ref %.9g", what, i, (double)a[i], (double)r[i]);
+}
+
+/* A batchnorm whose gamma, beta and statistics start 4, 8 and 12 bytes
+ * past a 16-byte boundary: the same values as ref's. */
+Test(cuda_host, batchnorm_with_unaligned_parameters_matches_ref)
+{
+	size_t count = (size_t)N * H * W * C;
+	for (int shift = 0; shift < 4; shift++)
+		for (int relu = 0; relu < 2; relu++) {
+			struct bn h, r;
+			bn_init(&h, shift, relu);
+			bn_init(&r, 0, relu);
+			bn_run(&h, "cudahost");
+			bn_run(&r, "ref");
+			close_to("y", h.y, r.y, count);
+			close_to("dx", h.dx, r.dx, count);
+			close_to("dgamma", h.l.dgamma, r.l.dgamma, C);
+			close_to("dbeta", h.l.dbeta, r.l.dbeta, C);
+			close_to("running mean", h.l.run_mean, r.l.run_mean, C);
+			bn_free(&h);
+			bn_free(&r);
+		}
+}
+
+/* Max pooling with the argmax the forward keeps (ops_layer.mask, as the
+ * model gives it the layer): overlapping windows (3x3, stride 2, pad 1:
+ * an input in up to four) and a tiled one, fp32 and bf16: the output and
+ * the input's gradient are ref's. */
+static void maxpool_case(int k, int stride, int pad, int in_hw, enum ops_dtype t)
+{
+	int out_hw = (in_hw + 2 * pad - k) / stride + 1;
+	struct ops_shape in = {in_hw, in_hw, C}, out = {out_hw, out_hw, C};
+	size_t nx = (size_t)N * ops_shape_size(&in), ny = (size_t)N * ops_shape_size(&out);
+	struct ops_layer l = {0};
+	l.cfg = (struct ops_layer_cfg){.type = OPS_MAXPOOL, .kernel = k, .stride = stride,
+				       .pad_t = pad, .pad_l = pad, .pad_b = pad, .pad_r = pad};
+	l.n_in = 1, l.in = &in, l.out = out;
+	enum ops_dtype types[1] = {t};
+	l.in_type = types, l.out_type = t;
+	uint64_t s = 7;
+	float *x = xmalloc(nx * sizeof(float)), *dy = xmalloc(ny * sizeof(float));
+	for (size_t i = 0; i < nx; i++)   /* ties too: a few values repeat */
+		x[i] = t == OPS_BF16 ? ref_bf16_round(urand(&s)) : (float)(int)(urand(&s) * 8) / 4;
+	for (size_t i = 0; i < ny; i++)
+		dy[i] = t == OPS_BF16 ? ref_bf16_round(urand(&s)) : urand(&s);
+	float *ry = xmalloc(ny * sizeof(float)), *rdx = xmalloc(nx * sizeof(float));
+	struct ops_ctx ref;
+	cr_assert_eq(ops_ctx_init(&ref, "ref", 1, 3), 0);
+	struct ops_layer rl = l;
+	rl.in_type = NULL, rl.out_type = OPS_F32;
+	const float *rxs[1] = {x};
+	float *rdxs[1] = {rdx};
+	cr_assert_eq(ref.be->layer[OPS_MAXPOOL]->forward(&ref, &rl, N, rxs, ry, 1), 0);
+	cr_assert_eq(ref.be->layer[OPS_MAXPOOL]->backward(&ref, &rl, N, rxs, ry, dy, rdxs), 0);
+	ops_ctx_release(&ref);
+	/* the backend's tensors in t */
+	size_t e = ops_dtype_size(t);
+	void *hx = xmalloc(nx * e), *hdy = xmalloc(ny * e), *hy = xmalloc(ny * e), *hdx = xmalloc(nx * e);
+	for (size_t i = 0; i < nx; i++)
+		t == OPS_BF16 ? (void)(((uint16_t *)hx)[i] = ref_f32_to_bf16(x[i])) : (void)(((float *)hx)[i] = x[i]);
+	for (size_t i = 0; i < ny; i++)
+		t == OPS_BF16 ? (void)(((uint16_t *)hdy)[i] = ref_f32_to_bf16(dy[i])) : (void)(((float *)hdy)[i] = dy[i]);
+	l.mask = xmalloc(ny);
+	memset(l.mask, 0xff, ny);
+	struct ops_ctx ctx;
+	cr_assert_eq(ops_ctx_init(&ctx, "cudahost", 1, 3), 0);
+	cr_assert(ctx.be->layer[OPS_MAXPOOL]->keeps_mask);
+	const float *xs[1] = {hx};
+	float *dxs[1] = {hdx};
+	cr_assert_eq(ctx.be->layer[OPS_MAXPOOL]->forward(&ctx, &l, N, xs, hy, 1), 0, "%s", util_last_error());
+	for (size_t i = 0; i < ny; i++)
+		cr_assert_lt(l.mask[i], k * k, "mask[%zu] = %d: not a place of a %dx%d window", i, l.mask[i], k, k);
+	cr_assert_eq(ctx.be->layer[OPS_MAXPOOL]->backward(&ctx, &l, N, xs, hy, hdy, dxs), 0, "%s",
+		     util_last_error());
+	ops_ctx_release(&ctx);
+	float *fy = xmalloc(ny * sizeof(float)), *fdx = xmalloc(nx * sizeof(float));
+	for (size_t i = 0; i < ny; i++)
+		fy[i] = t == OPS_BF16 ? ref_bf16_to_f32(((uint16_t *)hy)[i]) : ((float *)hy)[i];
+	for (size_t i = 0; i < nx; i++)
+		fdx[i] = t == OPS_BF16 ? ref_bf16_to_f32(((uint16_t *)hdx)[i]) : ((float *)hdx)[i];
+	for (size_t i = 0; i < ny; i++)
+		cr_assert_eq(fy[i], ry[i], "y[%zu]: cudahost %g, ref %g", i, (double)fy[i], (double)ry[i]);
+	/* the gradient's sums in float over up to four windows, rounded once
+	 * to bf16 there: within a rounding */
+	double tol = t == OPS_BF16 ? 0x1p-8 : 1e-6;
+	for (size_t i = 0; i < nx; i++)
+		cr_assert(fabs((double)fdx[i] - rdx[i]) <= tol * (fabs(rdx[i]) + 1e-30) * 4 + 1e-7,
+			  "dx[%zu]: cudahost %.9g, ref %.9g", i, (double)fdx[i], (double)rdx[i]);
+	free(x), free(dy), free(ry), free(rdx), free(hx), free(hdy), free(hy), free(hdx), free(fy),
+		free(fdx), free(l.mask);
+}
+
+Test(cuda_host, maxpool_from_its_kept_argmax_matches_ref)
+{
+	maxpool_case(3, 2, 1, 9, OPS_F32);
+	maxpool_case(3, 2, 1, 9, OPS_BF16);
+	maxpool_case(2, 2, 0, 8, OPS_BF16);
+}
