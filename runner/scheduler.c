@@ -317,11 +317,14 @@ static int resume_state(struct sched *s)
 }
 
 /* Proposals the master tuner keeps ready past the last trial created: one
- * per 32 slots (a slot that frees up takes one at once), 1 to 64. The more
- * ahead, the more proposals were made before the latest results. */
+ * per 32 slots, at least 4 (trials that end in the same poll each take one
+ * at once; tests/scale/scale_small.bats) but no more than the slots, at
+ * most 64. The more ahead, the more proposals were made before the latest
+ * results: a one-slot experiment proposes one ahead, as before. */
 static unsigned proposals_ahead(unsigned nslots)
 {
-	unsigned n = nslots / 32;
+	unsigned n = nslots / 32, least = nslots < 4 ? nslots : 4;
+	n = n < least ? least : n;
 	return n < 1 ? 1 : n > 64 ? 64 : n;
 }
 

@@ -31,6 +31,8 @@ struct sched {
 	double last_progress;     /* util_monotonic() of the last progress line */
 	const char *workdir;      /* the experiments' parent, absolute (the experiment's) */
 	unsigned settled_this_session;
+	unsigned wait_seq;        /* the trial whose proposal a free slot waits for, 0: none */
+	double wait_since;        /* util_now() when it began waiting */
 	unsigned char *waiting;   /* (nwaiting) by seq - 1: scheduler_progress_waiting's memory */
 	size_t nwaiting;
 };

@@ -48,6 +48,11 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
 	if (a->propose_s >= 0)
 		cJSON_AddNumberToObject(f, "propose_s", round(a->propose_s * 1e4) / 1e4);
+	if (a->s->wait_seq == a->seq) {   /* a free slot waited for its proposal */
+		cJSON_AddNumberToObject(f, "proposal_wait_s",
+					round((util_now() - a->s->wait_since) * 1e4) / 1e4);
+		a->s->wait_seq = 0;
+	}
 	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
 }
 
@@ -71,8 +76,12 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	cJSON *params = NULL;
 	double propose_s = -1;
 	int r = master ? scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params, &propose_s) : 0;
+	if (r > 0 && s->wait_seq != seq) {   /* the master's thread is still on it */
+		s->wait_seq = seq;
+		s->wait_since = util_now();
+	}
 	if (r != 0)
-		return r;   /* 1: the master's thread is still on it */
+		return r;
 	struct trial_rec *t = experiment_trial(s->e, seq);
 	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
 	char place[EXPDIR_PLACE_SIZE];
