@@ -202,6 +202,12 @@ $(SCALE_BIN): tests/scale/scale_trial.c $(LIB_COMMON)
 
 scale-bins: $(SCALE_BIN)
 
+# The scale harness at the sizes of docs/scale.md (tens of minutes each;
+# not part of `make test`, which runs tests/scale/scale_small.bats).
+# SCALE_SIZES="slots:trials:placement[:compress] ..." picks others.
+scale: all scale-bins
+	@AAH_BUILD=$(BUILD) tests/scale/run.sh
+
 # ---- fuzzers (tests/fuzz/) ---------------------------------------------------
 # tests/fuzz/fuzz_<name>.c -> build-fuzz/fuzz/fuzz_<name>, a libFuzzer target
 # over the runner's libraries rebuilt in their own folder with clang and
