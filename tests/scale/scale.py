@@ -7,6 +7,7 @@ usage:
                [--kill-at K] [--class-arg key=value ...] [--platform local]
                [--extra-yaml FILE] [--runner CMD] --out RESULT.json
   scale.py table RESULT.json ...        (the markdown rows of docs/scale.md)
+  scale.py analyze RESULT.json          (a kept run's journal figures, again)
 
 `run` writes a config, runs `aah-runner create` in the foreground and
 samples the runner's /proc files (CPU, RSS, bytes written) while it runs;
@@ -145,7 +146,7 @@ def slot_idle(ev, ends, slots):
             subs.setdefault(e["slot"], []).append((e["ts"], e["trial_seq"]))
         elif e["event"] == "trial_finished":
             finished[e["trial_seq"]] = e["ts"]
-    idle = busy = 0.0
+    idle = busy = first = 0.0   # first: before each slot's first trial (the ramp-up)
     gaps = []
     detect = []
     for slot, s in subs.items():
@@ -158,12 +159,16 @@ def slot_idle(ev, ends, slots):
             if gap > 0:
                 idle += gap
                 gaps.append(gap)
+                if k == 0:
+                    first += gap
             end = ends.get(seq, finished.get(seq, ts))
             if seq in finished and seq in ends:
                 detect.append(finished[seq] - ends[seq])
             busy += max(0.0, end - ts)
             free_at = max(end, ts)
-    return {"idle_s": idle, "busy_s": busy,
+    return {"idle_s": idle, "busy_s": busy, "idle_first_wave_s": first,
+            "idle_fraction_after_first_wave": ((idle - first) / (idle - first + busy)
+                                               if idle - first + busy > 0 else None),
             "idle_fraction": idle / (idle + busy) if idle + busy > 0 else None,
             "idle_gap_p50_s": pct(gaps, 50), "idle_gap_p99_s": pct(gaps, 99),
             "end_to_settle_p50_s": pct(detect, 50), "end_to_settle_p99_s": pct(detect, 99),
@@ -413,30 +418,50 @@ def fmt(x, unit="", nd=2):
 
 
 def table(paths):
-    print("| slots | n | placement | wall | idle (master) | proposal p50 / p99 | at n > %s | "
-          "runner CPU | runner RSS | bytes/trial: journal, dirs, runner, proposers | "
-          "status | report (html) | collect | resume: up / first submit |" % "n/2")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| slots | n | tuner on | compress | wall | slot idle: all / after the first wave | "
+          "trainer end to settled p50 / p99 | proposal p50 / p99 (last decade of n) | "
+          "slots that waited for a proposal | runner CPU | runner RSS | "
+          "bytes per trial: journal, trial dir, runner writes | status | report (html) | collect |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in paths:
         with open(p) as f:
             r = json.load(f)
-        late = [row for row in r["proposal_latency"]]
-        last = late[-1] if late else {}
-        b = r["bytes_per_trial"]
-        e = r["end_commands"]
-        print("| %d | %d | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s, %s, %s, %s | %s | %s (%s) | %s | %s |" % (
-            r["slots"], r["trials_created"], r["placement"], fmt(r["wall_s"], " s", 0),
-            fmt(100 * (r["idle"]["idle_fraction"] or 0), "%", 2),
-            fmt(r["proposal_latency_all"]["p50_s"], " s", 3),
-            fmt(r["proposal_latency_all"]["p99_s"], " s", 3),
-            fmt(last.get("p50_s"), " s", 3), fmt(last.get("p99_s"), " s", 3),
-            fmt(r["runner_cpu_s"], " s", 0), fmt(r["runner_rss_max_bytes"], "B"),
-            fmt(b["journal"], "B"), fmt(b["trial_dirs"], "B"), fmt(b["runner_written"], "B"),
-            fmt(b["proposers_written"], "B"),
-            fmt(e["status"]["wall_s"], " s"), fmt(e["report"]["wall_s"], " s"),
-            fmt(e["report"].get("html_bytes"), "B"), fmt(e["collect"]["wall_s"], " s"),
-            "%s / %s" % (fmt(r.get("resume_started_s"), " s"), fmt(r.get("resume_first_submit_s"), " s"))
-            if "resume_started_s" in r else "-"))
+        last = r["proposal_latency"][-1] if r["proposal_latency"] else {}
+        b, e, i = r["bytes_per_trial"], r["end_commands"], r["idle"]
+        w = r.get("proposal_waits")
+        print("| %d | %d | %s | %g | %s | %s / %s | %s / %s | %s / %s (%s / %s) | %s | %s | %s | "
+              "%s, %s, %s | %s | %s (%s) | %s |" % (
+                  r["slots"], r["trials_created"], r["placement"], r["compress"],
+                  fmt(r["wall_s"], " s", 0),
+                  fmt(100 * (i["idle_fraction"] or 0), "%", 1),
+                  fmt(100 * i["idle_fraction_after_first_wave"], "%", 1)
+                  if i.get("idle_fraction_after_first_wave") is not None else "-",
+                  fmt(i["end_to_settle_p50_s"], " s", 2), fmt(i["end_to_settle_p99_s"], " s", 2),
+                  fmt(r["proposal_latency_all"]["p50_s"], " s", 3),
+                  fmt(r["proposal_latency_all"]["p99_s"], " s", 3),
+                  fmt(last.get("p50_s"), " s", 3), fmt(last.get("p99_s"), " s", 3),
+                  "%d (%s s)" % (w["count"], fmt(w["sum_s"], "", 0)) if w else "-",
+                  fmt(r["runner_cpu_s"], " s", 0), fmt(r["runner_rss_max_bytes"], "B"),
+                  fmt(b["journal"], "B"), fmt(b["trial_dirs"], "B"), fmt(b["runner_written"], "B"),
+                  fmt(e["status"]["wall_s"], " s"), fmt(e["report"]["wall_s"], " s"),
+                  fmt(e["report"].get("html_bytes"), "B"), fmt(e["collect"]["wall_s"], " s")))
+    return 0
+
+
+def analyze(a):
+    """Recompute the journal's figures of a kept result (its expdir must
+    still exist) with this version of the harness."""
+    with open(a.result) as f:
+        r = json.load(f)
+    ev = journal(r["expdir"])
+    _, ends = trial_logs(r["expdir"])
+    r["idle"] = slot_idle(ev, ends, r["slots"])
+    waits = [e["proposal_wait_s"] for e in ev
+             if e["event"] == "trial_submitted" and "proposal_wait_s" in e]
+    r["proposal_waits"] = {"count": len(waits), "sum_s": sum(waits),
+                           "p50_s": pct(waits, 50), "p99_s": pct(waits, 99)}
+    with open(a.result, "w") as f:
+        json.dump(r, f, indent=1)
     return 0
 
 
@@ -462,9 +487,13 @@ def main():
     r.add_argument("--out", required=True)
     t = sub.add_parser("table", help="markdown rows of docs/scale.md")
     t.add_argument("results", nargs="+")
+    z = sub.add_parser("analyze", help="recompute a kept result's journal figures")
+    z.add_argument("result")
     a = ap.parse_args()
     if a.cmd == "run":
         return run(a)
+    if a.cmd == "analyze":
+        return analyze(a)
     return table(a.results)
 
 
