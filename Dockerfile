@@ -56,23 +56,22 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
     && rm -rf /var/lib/apt/lists/*
 ENV AAH_CUDA=1 CUDA_HOME=/usr/local/cuda
 
-# cpu: Debian bookworm, the libraries scripts/deps.sh builds with, and only
-# the C toolchain (a CPU build links no C++). dpkg's unsafe-io: no fsync per
-# file in a throw-away build stage.
+# cpu: Debian bookworm, the libraries scripts/deps.sh builds with, and the
+# C toolchain with g++: every build compiles the CUDA kernel families for
+# the host too (kernels/cudahost), as C++ that needs no C++ runtime. dpkg's
+# unsafe-io: no fsync per file in a throw-away build stage.
 FROM ${DEBIAN_IMAGE} AS builder-cpu
 RUN echo force-unsafe-io > /etc/dpkg/dpkg.cfg.d/aah-unsafe-io \
     && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        gcc make libc6-dev \
+        gcc g++ make libc6-dev \
         libyaml-dev libcjson-dev libarchive-dev libssl-dev libzstd-dev zlib1g-dev \
         libdnnl-dev libjpeg62-turbo-dev \
     && rm -rf /var/lib/apt/lists/*
 ENV AAH_CUDA=0
 
-# cudalocal: the cpu builder (its layers are shared with the cpu images),
-# g++ for nvcc, and the staged toolkit.
+# cudalocal: the cpu builder (its layers are shared with the cpu images;
+# its g++ serves nvcc too) and the staged toolkit.
 FROM builder-cpu AS builder-cudalocal
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends g++ \
-    && rm -rf /var/lib/apt/lists/*
 COPY --from=cuda-toolkit / /usr/local/cuda/
 ENV AAH_CUDA=1 CUDA_HOME=/usr/local/cuda
 

@@ -11,7 +11,7 @@ setup() { cd "$AAH_ROOT"; }
 
 @test "libraries depend one way: store and tuner include nothing of the runner above them" {
 	/usr/bin/python3 - <<'PY'
-import glob, re, sys
+import glob, os, re, sys
 # room -> the runner/ prefixes its sources may include
 allowed = {
     "runner/store": ["runner/store/"],
@@ -234,7 +234,7 @@ PY
 	# alone (its rows change with a run), and every other page, the README,
 	# the examples and aah-trial's --help text (trialimg/args.c) link there.
 	/usr/bin/python3 - <<'PY'
-import glob, re, sys
+import glob, os, re, sys
 W = r"\s+"
 claim = re.compile(
     r"\b(?:(?:has|have|had)(?:n't|" + W + r"not)(?:" + W + r"yet)?(?:" + W + r"been)?" + W +
@@ -244,7 +244,7 @@ claim = re.compile(
     r"|nothing" + W + r"yet\b|yet" + W + r"to" + W + r"(?:be" + W + r")?run\b"
     r"|none" + W + r"of" + W + r"(?:this|it)\b[^.]*?\bha(?:s|ve)" + W + r"run\b"
     r"|\bwritten\b[^.]{0,40}?\bnot" + W + r"run\b)", re.I)
-files = ["README.md"] + sorted(glob.glob("docs/*.md")) + sorted(glob.glob("examples/*")) + \
+files = ["README.md"] + sorted(glob.glob("docs/*.md")) + sorted(f for f in glob.glob("examples/**", recursive=True) if os.path.isfile(f)) + \
         ["trialimg/args.c"]
 bad, tables = [], 0
 for f in files:

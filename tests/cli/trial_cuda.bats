@@ -105,11 +105,13 @@ PY
 	run nm -C "$AAH_ROOT/$AAH_BUILD/libaahcuda.a"
 	[ "$status" -eq 0 ]
 	[[ $output == *" D ops_cuda_backend"* ]]
-	[[ $output == *" T cuk_bn_stats"* ]]
+	# the families' kernels are templates, one instance per type and width:
+	# batchnorm's statistics over bf16 in 16-byte vectors
+	[[ $output == *"cuk::stats_part<__nv_bfloat16, 8>"* ]]
 	[[ $output == *"cudnnConvolutionForward"* ]]
 	[[ $output == *"cublasLtMatmul"* ]]
 	# the casts of mixed precision and the bf16 convolution's descriptors
-	[[ $output == *" T cuk_cast"* ]]
+	[[ $output == *"cuk::cast_k<float, __nv_bfloat16, 8>"* ]]
 	[[ $output == *" T cuda_cast"* ]]
 	# NCCL's data parallelism where make found nccl.h, and aah-trial links it
 	if [[ $info == *"nccl=none"* ]]; then
