@@ -7,7 +7,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export AAH_BUILD=${AAH_BUILD:-build}
 OUT=${SCALE_OUT:-$ROOT/$AAH_BUILD/scale/results}
-SIZES=${SCALE_SIZES:-"64:500:master:400 64:500:trial:400 512:2000:master:400"}
+SIZES=${SCALE_SIZES:-"64:500:master:1000 64:300:trial:1000 512:2000:master:400"}
 mkdir -p "$OUT"
 results=()
 for size in $SIZES; do
