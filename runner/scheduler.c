@@ -317,15 +317,16 @@ static int resume_state(struct sched *s)
 }
 
 /* Proposals the master tuner keeps ready past the last trial created: one
- * per 32 slots, at least 4 (trials that end in the same poll each take one
- * at once; tests/scale/scale_small.bats) but no more than the slots, at
- * most 64. The more ahead, the more proposals were made before the latest
- * results: a one-slot experiment proposes one ahead, as before. */
+ * per 8 slots, at most 64. A proposal made ahead does not know the results
+ * that settle after it, so the search runs that much further behind its
+ * trials: at most an eighth more than the trials in flight. Below 8 slots
+ * none: each trial is proposed when its slot frees, from every result
+ * settled by then, as NNI's tuners are asked (the proposal is still
+ * computed on the tuner's thread, so polls go on meanwhile). */
 static unsigned proposals_ahead(unsigned nslots)
 {
-	unsigned n = nslots / 32, least = nslots < 4 ? nslots : 4;
-	n = n < least ? least : n;
-	return n < 1 ? 1 : n > 64 ? 64 : n;
+	unsigned n = nslots / 8;
+	return n > 64 ? 64 : n;
 }
 
 int scheduler_run(const struct aah_config *cfg, struct experiment *e,

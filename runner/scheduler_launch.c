@@ -30,7 +30,7 @@ struct submit_arg {
 	unsigned seq;
 	unsigned slot;
 	const char *place;
-	double propose_s;    /* the master tuner's seconds on the proposal; < 0: none */
+	struct scheduler_tuner_took took;   /* the master's proposal (< 0: none) */
 };
 
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
@@ -46,8 +46,10 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 		cJSON_AddStringToObject(f, "place", a->place);
 	if (a->s->slots[a->slot].gpus)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
-	if (a->propose_s >= 0)
-		cJSON_AddNumberToObject(f, "propose_s", round(a->propose_s * 1e4) / 1e4);
+	if (a->took.seconds >= 0)
+		cJSON_AddNumberToObject(f, "propose_s", round(a->took.seconds * 1e4) / 1e4);
+	if (a->took.learnt >= 0)
+		cJSON_AddNumberToObject(f, "propose_learnt", a->took.learnt);
 	if (a->s->wait_seq == a->seq) {   /* a free slot waited for its proposal */
 		cJSON_AddNumberToObject(f, "proposal_wait_s",
 					round((util_now() - a->s->wait_since) * 1e4) / 1e4);
@@ -74,8 +76,8 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	const struct aah_config *cfg = s->cfg;
 	int master = scheduler_tuner_master(&s->tuner, seq);
 	cJSON *params = NULL;
-	double propose_s = -1;
-	int r = master ? scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params, &propose_s) : 0;
+	struct scheduler_tuner_took took = { -1, -1 };
+	int r = master ? scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params, &took) : 0;
 	if (r > 0 && s->wait_seq != seq) {   /* the master's thread is still on it */
 		s->wait_seq = seq;
 		s->wait_since = util_now();
@@ -131,7 +133,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 		launch_build(&l, &lp);
 		r = launch_write(&l);
 		if (r == 0) {
-			struct submit_arg a = { s, seq, slot, place, propose_s };
+			struct submit_arg a = { s, seq, slot, place, took };
 			char *job = NULL;
 			s->bctx.on_submitted = on_submitted;
 			s->bctx.on_submitted_arg = &a;

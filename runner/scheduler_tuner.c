@@ -92,6 +92,7 @@ struct proposal {
 	unsigned seq;
 	cJSON *arch, *params;     /* owned */
 	double seconds;           /* the tuner's time on it */
+	int learnt;               /* the settled trials the tuner had learnt from */
 	char *error;              /* it failed: why (owned) */
 	struct proposal *next;
 };
@@ -109,11 +110,13 @@ struct scheduler_proposer {
 	/* the thread's alone, once started */
 	struct tuner *tuner;
 	char *expdir;
+	int learnt;               /* settled trials told since it started */
 	/* under lock */
 	int stop;
 	char *load_error;         /* the history could not be loaded */
 	unsigned created;         /* the scheduler's highest trial */
-	unsigned ahead;           /* proposals kept ready after created */
+	unsigned ahead;           /* proposals kept ready after created (0: none) */
+	unsigned asked;           /* the highest trial the scheduler asked for */
 	unsigned max_seq;         /* maxTrialNum */
 	unsigned next;            /* the next trial to propose ahead */
 	unsigned busy;            /* the trial being proposed now, 0: none */
@@ -135,6 +138,7 @@ static void take_observations(struct scheduler_proposer *p)
 		if (tuner_observe_at(p->tuner, &o->obs, o->place) < 0)
 			warning("the tuner cannot learn trial %u: %s", o->obs.trial_seq,
 				util_last_error());
+		p->learnt++;
 		cJSON_Delete((cJSON *)o->obs.arch);
 		cJSON_Delete((cJSON *)o->obs.params);
 		free(o->place);
@@ -151,7 +155,7 @@ static unsigned next_trial(struct scheduler_proposer *p)
 		memmove(p->wanted, p->wanted + 1, --p->nwanted * sizeof(*p->wanted));
 		return seq;
 	}
-	if (p->next <= p->max_seq && p->next <= p->created + p->ahead)
+	if (p->next <= p->max_seq && (p->next <= p->created + p->ahead || p->next <= p->asked))
 		return p->next++;
 	return 0;
 }
@@ -189,6 +193,7 @@ static void *proposer_main(void *arg)
 		if (tuner_propose(p->tuner, seq, &r->arch, &r->params) < 0)
 			r->error = xstrdup(util_last_error());
 		r->seconds = util_monotonic() - t0;
+		r->learnt = p->learnt;
 		pthread_mutex_lock(&p->lock);
 		r->next = p->ready;
 		p->ready = r;
@@ -214,7 +219,7 @@ int scheduler_tuner_start(struct scheduler_tuner *st, const struct aah_config *c
 	p->expdir = xstrdup(expdir);
 	p->main = pthread_self();
 	p->created = created;
-	p->ahead = ahead ? ahead : 1;
+	p->ahead = ahead;
 	p->max_seq = (unsigned)cfg->max_trial_num;
 	p->next = created + 1 > (unsigned)from ? created + 1 : (unsigned)from;
 	p->obs_tail = &p->obs;
@@ -350,6 +355,10 @@ static struct proposal *take_ready(struct scheduler_proposer *p, unsigned seq)
 			return r;
 		}
 	}
+	if (seq > p->asked) {   /* with nothing kept ahead, proposed now */
+		p->asked = seq;
+		pthread_cond_signal(&p->cond);
+	}
 	int coming = seq == p->busy || seq >= p->next;
 	for (size_t i = 0; i < p->nwanted && !coming; i++)
 		coming = p->wanted[i] == seq;
@@ -365,14 +374,14 @@ static struct proposal *take_ready(struct scheduler_proposer *p, unsigned seq)
 }
 
 int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsigned seq,
-			    cJSON **params_out, double *seconds)
+			    cJSON **params_out, struct scheduler_tuner_took *took)
 {
 	char *dir = expdir_trial_dir(expdir, seq);
 	char *pa = expdir_file(dir, EXPDIR_ARCH), *pp = expdir_file(dir, EXPDIR_PARAMS);
 	cJSON *params = NULL;
 	int r = 0;
 	*params_out = NULL;
-	*seconds = -1;
+	*took = (struct scheduler_tuner_took){ -1, -1 };
 	if (fileio_exists(pp) || fileio_exists(pa)) {
 		/* A retried or resumed trial trains what it was given before. */
 		if (fileio_exists(pp))
@@ -391,7 +400,7 @@ int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsi
 			r = fileio_mkdir_p(dir, 0755);
 			if (r == 0)
 				r = tuner_write_proposal(p->tuner, dir, got->arch, got->params);
-			*seconds = got->seconds;
+			*took = (struct scheduler_tuner_took){ got->seconds, got->learnt };
 			params = got->params;
 			got->params = NULL;
 		}

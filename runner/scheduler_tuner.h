@@ -39,7 +39,8 @@ struct scheduler_tuner {
 
 /* Start the master tuner when the runner proposes any trial (above): its
  * thread loads expdir's history, then keeps the proposals of the next
- * `ahead` trials after `created` ready, up to maxTrialNum. */
+ * `ahead` trials after `created` ready, up to maxTrialNum (0: each one
+ * when the scheduler asks for it, from every result told before). */
 int scheduler_tuner_start(struct scheduler_tuner *st, const struct aah_config *cfg,
 			  const char *expdir, unsigned created, unsigned ahead);
 /* Stop the thread (after the proposal it is computing) and free it all. */
@@ -55,13 +56,19 @@ const char *scheduler_tuner_failed(struct scheduler_tuner *st);
  * parameters from its directory): what it learns from, or a failure. */
 int scheduler_tuner_observe(struct scheduler_tuner *st, const char *expdir,
 			    const struct trial_rec *t);
+/* What the master's proposal of a trial took: the tuner's seconds on it,
+ * and how many settled trials it had learnt from by then (-1 both: the
+ * trial was not proposed by the master now). */
+struct scheduler_tuner_took {
+	double seconds;
+	int learnt;
+};
 /* The parameters trial seq trains with, into *params (the caller's; NULL
  * when none): a retried or resumed trial trains what its directory holds;
  * a new one gets the master's proposal, written into its directory, and
- * *seconds the tuner spent on it (else -1). 1: not ready yet (the thread is
- * on it, the main thread is woken by SIGUSR1 when it is); -1: the proposal
- * failed (the error said). */
+ * *took. 1: not ready yet (the thread is on it, the main thread is woken
+ * by SIGUSR1 when it is); -1: the proposal failed (the error said). */
 int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsigned seq,
-			    cJSON **params, double *seconds);
+			    cJSON **params, struct scheduler_tuner_took *took);
 
 #endif
