@@ -89,7 +89,7 @@ RUNNER_BIN := $(BUILD)/aah-runner
 TRIAL_BIN  := $(BUILD)/aah-trial
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps bench-deps test unit bench-bins asan bench run images images-trial install clean config-info check-sass \
+.PHONY: all deps bench-deps test unit bench-bins scale-bins scale asan bench run images images-trial install clean config-info check-sass \
 	fuzz fuzz-bins fuzz-targets
 
 all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
@@ -192,6 +192,22 @@ $(BUILD)/bench/%: tests/bench/%.c $(RUNNER_ARCHIVES) $(TRIAL_ARCHIVES)
 
 bench-bins: $(BENCH_BINS)
 
+# The scale harness's stand-in trainer (tests/scale/, docs/scale.md): aah-trial's
+# contract over common/ alone, a modelled sleep instead of training.
+SCALE_BIN := $(BUILD)/scale/aah-scale-trial
+$(SCALE_BIN): tests/scale/scale_trial.c $(LIB_COMMON)
+	@mkdir -p $(dir $@)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(LIB_COMMON) -lcjson -lm
+
+scale-bins: $(SCALE_BIN)
+
+# The scale harness at the sizes of docs/scale.md (tens of minutes each;
+# not part of `make test`, which runs tests/scale/scale_small.bats).
+# SCALE_SIZES="slots:trials:placement[:compress] ..." picks others.
+scale: all scale-bins
+	@AAH_BUILD=$(BUILD) tests/scale/run.sh
+
 # ---- fuzzers (tests/fuzz/) ---------------------------------------------------
 # tests/fuzz/fuzz_<name>.c -> build-fuzz/fuzz/fuzz_<name>, a libFuzzer target
 # over the runner's libraries rebuilt in their own folder with clang and
@@ -257,7 +273,7 @@ bench-deps: deps
 
 # ---- tests --------------------------------------------------------------------
 test: deps
-	@$(MAKE) --no-print-directory all unit fuzz-bins bench-bins
+	@$(MAKE) --no-print-directory all unit fuzz-bins bench-bins scale-bins
 	@AAH_BUILD=$(BUILD) AAH_FUZZ_BUILD=$(FUZZ_BUILD) tests/run.sh
 
 asan:

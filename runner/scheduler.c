@@ -226,7 +226,13 @@ static int poll_running(struct sched *s)
 		char *job = xstrdup(t->job);
 		struct aah_job_status st = { .job = job };
 		backend_poll(&s->bctx, &st);
-		scheduler_progress_waiting(s->e, t->seq, &st);
+		if (t->seq > s->nwaiting) {
+			size_t n = s->e->ntrials > 2 * s->nwaiting ? s->e->ntrials : 2 * s->nwaiting;
+			s->waiting = xrealloc(s->waiting, n);
+			memset(s->waiting + s->nwaiting, PROGRESS_WAITING_UNKNOWN, n - s->nwaiting);
+			s->nwaiting = n;
+		}
+		scheduler_progress_waiting(s->e, t->seq, &st, &s->waiting[t->seq - 1]);
 		if (record_note(s, t, &st) < 0) {
 			free(job);
 			return -1;
@@ -271,6 +277,7 @@ static void wait_signal(struct sched *s, double seconds)
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);   /* the master tuner's thread has a proposal */
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
 	int sig = sigtimedwait(&set, NULL, &ts);
 	if (sig == SIGTERM || sig == SIGINT)
@@ -340,6 +347,19 @@ static int resume_state(struct sched *s)
 	return 0;
 }
 
+/* Proposals the master tuner keeps ready past the last trial created: one
+ * per 8 slots, at most 64. A proposal made ahead does not know the results
+ * that settle after it, so the search runs that much further behind its
+ * trials: at most an eighth more than the trials in flight. Below 8 slots
+ * none: each trial is proposed when its slot frees, from every result
+ * settled by then, as NNI's tuners are asked (the proposal is still
+ * computed on the tuner's thread, so polls go on meanwhile). */
+static unsigned proposals_ahead(unsigned nslots)
+{
+	unsigned n = nslots / 8;
+	return n > 64 ? 64 : n;
+}
+
 int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		  const struct scheduler_opts *opts)
 {
@@ -354,6 +374,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, &old);
 
 	s.workdir = e->workdir;
@@ -372,11 +393,16 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	cJSON_AddNumberToObject(f, "pid", getpid());
 	cJSON_AddBoolToObject(f, "resume", e->ntrials > 0);
 	if (experiment_record(e, EXPDIR_EV_RUNNER_STARTED, f) < 0 || resume_state(&s) < 0 ||
-	    scheduler_tuner_start(&s.tuner, cfg, e->dir) < 0)
+	    scheduler_tuner_start(&s.tuner, cfg, e->dir, s.created, proposals_ahead(s.nslots)) < 0)
 		goto out_backend;
 
 	double interval = opts->poll_interval > 0 ? opts->poll_interval : 0.05;
 	while (!e->done) {
+		const char *lost = scheduler_tuner_failed(&s.tuner);
+		if (lost) {
+			error("the tuner cannot learn the experiment's history: %s", lost);
+			goto out_backend;
+		}
 		if (poll_running(&s) < 0)
 			goto out_backend;
 		if (cfg->max_exec_duration > 0 && sched_elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
@@ -397,7 +423,6 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		}
 		if (sched_fill_slots(&s) < 0)
 			goto out_backend;
-		sched_propose_ahead(&s);
 		int running = 0;
 		for (unsigned i = 0; i < s.nslots; i++)
 			running |= s.slots[i].trial != 0;
@@ -423,6 +448,7 @@ out:
 	for (unsigned i = 0; i < s.nslots; i++)
 		free(s.slots[i].gpus);
 	free(s.slots);
+	free(s.waiting);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }

@@ -34,6 +34,10 @@ struct sched {
 	double last_progress;     /* util_monotonic() of the last progress line */
 	const char *workdir;      /* the experiments' parent, absolute (the experiment's) */
 	unsigned settled_this_session;
+	unsigned wait_seq;        /* the trial whose proposal a free slot waits for, 0: none */
+	double wait_since;        /* util_now() when it began waiting */
+	unsigned char *waiting;   /* (nwaiting) by seq - 1: scheduler_progress_waiting's memory */
+	size_t nwaiting;
 };
 
 /* Seconds of the experiment's budget spent so far, this session's included. */
@@ -44,7 +48,5 @@ cJSON *sched_trial_fields(unsigned seq, unsigned attempt);
 int sched_settle(struct sched *s, unsigned seq, const struct aah_job_status *st);
 /* Launch queued or new trials into the free slots (scheduler_launch.c). */
 int sched_fill_slots(struct sched *s);
-/* Master placement: with every slot busy, the next new trial proposed ahead. */
-void sched_propose_ahead(struct sched *s);
 
 #endif

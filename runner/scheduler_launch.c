@@ -1,7 +1,7 @@
-/* scheduler_launch.c: a trial launched into a free slot: its place
- * fenced from the launches before it, its devices from the pool, its
- * proposal, the launch contract and the backend's submit, journaled as it
- * goes; and the master tuner's proposal made ahead while every slot runs. */
+/* scheduler_launch.c: a trial launched into a free slot: its proposal
+ * (the master tuner's thread has it ready), its place fenced from the
+ * launches before it, its devices from the pool, the launch contract and
+ * the backend's submit, journaled as it goes. */
 #include "runner/scheduler_int.h" /* struct sched, sched_trial_fields, sched_settle */
 #include "runner/launch.h"
 #include "runner/nni/nnitrial.h"     /* NNI's trial side: a new run, parameter.cfg */
@@ -11,6 +11,7 @@
 #include "fileio.h"              /* FILEIO_NOSYNC */
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct submit_arg {
 	unsigned seq;
 	unsigned slot;
 	const char *place;
+	struct scheduler_tuner_took took;   /* the master's proposal (< 0: none) */
 };
 
 static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
@@ -44,6 +46,15 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 		cJSON_AddStringToObject(f, "place", a->place);
 	if (a->s->slots[a->slot].gpus)
 		cJSON_AddStringToObject(f, "gpus", a->s->slots[a->slot].gpus);
+	if (a->took.seconds >= 0)
+		cJSON_AddNumberToObject(f, "propose_s", round(a->took.seconds * 1e4) / 1e4);
+	if (a->took.learnt >= 0)
+		cJSON_AddNumberToObject(f, "propose_learnt", a->took.learnt);
+	if (a->s->wait_seq == a->seq) {   /* a free slot waited for its proposal */
+		cJSON_AddNumberToObject(f, "proposal_wait_s",
+					round((util_now() - a->s->wait_since) * 1e4) / 1e4);
+		a->s->wait_seq = 0;
+	}
 	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
 }
 
@@ -58,26 +69,34 @@ static void next_place(const struct trial_rec *t, char place[EXPDIR_PLACE_SIZE])
 		expdir_place_name(t->attempt ? t->attempt : 1, t->launches, place);
 }
 
+/* Launch trial seq into slot: 0, 1 when it waits (for its proposal, or
+ * for devices in the pool), -1 when it could not be started. */
 static int submit(struct sched *s, unsigned seq, unsigned slot)
 {
-	struct trial_rec *t = experiment_trial(s->e, seq);
 	const struct aah_config *cfg = s->cfg;
+	int master = scheduler_tuner_master(&s->tuner, seq);
+	cJSON *params = NULL;
+	struct scheduler_tuner_took took = { -1, -1 };
+	int r = master ? scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params, &took) : 0;
+	if (r > 0 && s->wait_seq != seq) {   /* the master's thread is still on it */
+		s->wait_seq = seq;
+		s->wait_since = util_now();
+	}
+	if (r != 0)
+		return r;
+	struct trial_rec *t = experiment_trial(s->e, seq);
 	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
 	char place[EXPDIR_PLACE_SIZE];
 	next_place(t, place);
 	char *dir = expdir_place_dir(s->e->dir, seq, place);
-	cJSON *params = NULL;
 	struct aah_launch l;
 	int resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1);
 	/* it starts from the last checkpoint, whatever a launch cut off writes later */
-	int r = place_prepare(s->e->dir, seq, place, t->place, resume);
-	int master = !strcmp(cfg->tuner.placement, "master");
+	r = place_prepare(s->e->dir, seq, place, t->place, resume);
 
 	if (r == 0)
 		r = scheduler_pool_claim(cfg, s->e, seq, dir, &nodes, &s->slots[slot].gpus); /* 1: it waits */
 	char **hosts = xcalloc(nodes, sizeof(*hosts));
-	if (r == 0 && master)
-		r = scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params);
 	/* NNI's trial side: a new run, the proposal as parameter.cfg in the
 	 * place (placement trial: `propose --exec` writes it) */
 	if (r == 0) {
@@ -107,12 +126,14 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 			.mpi_hosts = s->bctx.backend->mpi_hosts,
 			.params = params,
 			.deadline = exec_deadline(s),
-			.propose_runner = master ? NULL : s->opts->runner_exe,
+			/* tuner.placement trial: the trial proposes, up to the master's first */
+			.propose_runner = master || !strcmp(cfg->tuner.placement, "master")
+						  ? NULL : s->opts->runner_exe,
 		};
 		launch_build(&l, &lp);
 		r = launch_write(&l);
 		if (r == 0) {
-			struct submit_arg a = { s, seq, slot, place };
+			struct submit_arg a = { s, seq, slot, place, took };
 			char *job = NULL;
 			s->bctx.on_submitted = on_submitted;
 			s->bctx.on_submitted_arg = &a;
@@ -149,19 +170,21 @@ static int submit_failed(struct sched *s, unsigned seq)
 
 int sched_fill_slots(struct sched *s)
 {
+	size_t from = 0;   /* the trials before it are not queued: one scan for all slots */
 	for (unsigned slot = 0; slot < s->nslots; slot++) {
 		if (s->slots[slot].trial || s->stop || s->timeup)
 			continue;
 		unsigned seq = 0;
-		for (size_t i = 0; i < s->e->ntrials && !seq; i++)
-			if (s->e->trials[i].state == TRIAL_QUEUED)
-				seq = s->e->trials[i].seq;
+		for (; from < s->e->ntrials && !seq; from += !seq)
+			if (s->e->trials[from].state == TRIAL_QUEUED)
+				seq = s->e->trials[from].seq;
 		if (!seq) {
 			if (s->created >= (unsigned)s->cfg->max_trial_num)
 				return 0;
 			seq = ++s->created;
 			if (create_trial(s, seq) < 0)
 				return -1;
+			scheduler_tuner_created(&s->tuner, s->created);
 		}
 		int r = submit(s, seq, slot);
 		if (r > 0)
@@ -171,22 +194,3 @@ int sched_fill_slots(struct sched *s)
 	}
 	return 0;
 }
-
-/* Master placement: with every slot busy, propose the next new trial now
- * (trials still training count at their predicted mean, as for any
- * concurrent proposal) instead of when its slot frees up. A failure here
- * is not final: the trial proposes again when it is created. */
-void sched_propose_ahead(struct sched *s)
-{
-	if (!s->tuner.tuner || s->tuner.ahead_seq || s->stop || s->timeup ||
-	    s->created >= (unsigned)s->cfg->max_trial_num)
-		return;
-	for (unsigned i = 0; i < s->nslots; i++)
-		if (!s->slots[i].trial)
-			return;
-	for (size_t i = 0; i < s->e->ntrials; i++)
-		if (s->e->trials[i].state == TRIAL_QUEUED)
-			return;   /* the next slot goes to a queued trial */
-	scheduler_tuner_propose_ahead(&s->tuner, s->created + 1);
-}
-

@@ -70,9 +70,13 @@ void scheduler_progress_line(const struct aah_config *cfg, const struct experime
 }
 
 void scheduler_progress_waiting(const struct experiment *e, unsigned seq,
-				const struct aah_job_status *st)
+				const struct aah_job_status *st, unsigned char *known)
 {
 	int held = st->state == AAH_JOB_PENDING && st->reason[0];
+	if (!held && *known == PROGRESS_WAITING_NONE)
+		return;
 	if (expdir_waiting_set(e->dir, seq, held ? st->reason : NULL) < 0)
 		warning("trial %u: status cannot tell that it waits: %s", seq, util_last_error());
+	else
+		*known = held ? PROGRESS_WAITING_WRITTEN : PROGRESS_WAITING_NONE;
 }

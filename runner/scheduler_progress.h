@@ -15,8 +15,11 @@ void scheduler_progress_line(const struct aah_config *cfg, const struct experime
 
 /* A job its backend holds back with a reason (a cluster queue has not
  * admitted it yet) is told to `status` through <trial dir>/waiting, which
- * goes once the job runs or ends. */
+ * goes once the job runs or ends. *known is the caller's memory of that
+ * file for this trial (0 at first: the file is looked at), so that a poll
+ * of thousands of running jobs touches no file when nothing waits. */
+enum { PROGRESS_WAITING_UNKNOWN, PROGRESS_WAITING_NONE, PROGRESS_WAITING_WRITTEN };
 void scheduler_progress_waiting(const struct experiment *e, unsigned seq,
-				const struct aah_job_status *st);
+				const struct aah_job_status *st, unsigned char *known);
 
 #endif

@@ -7,7 +7,7 @@
 #   fuzz: every tests/fuzz/fuzz_<name>.c target over its corpus
 #         (tests/fuzz/run.sh regress; AAH_FUZZ_BUILD, default build-fuzz,
 #         holds the targets `make fuzz-bins` built; unbuilt ones are skipped)
-#   cli, e2e: tests/cli/*.bats, tests/e2e/*.bats (bats, TAP output)
+#   cli, e2e, scale: tests/{cli,e2e,scale}/*.bats (bats, TAP output)
 # AAH_BUILD picks the build folder; AAH_TEST_FILTER runs only suites whose
 # name contains it.
 set -uo pipefail
@@ -90,7 +90,7 @@ for t in tests/fuzz/fuzz_*.c; do
 	[ -f "$t" ] || continue
 	run_suite "fuzz/$(basename "$t" .c)" tests/fuzz/run.sh regress "$(basename "$t" .c)"
 done
-for dir in cli e2e; do
+for dir in cli e2e scale; do
 	for t in tests/$dir/*.bats; do
 		[ -f "$t" ] || continue
 		run_suite "$dir/$(basename "$t" .bats)" bats --tap "$t"

@@ -171,19 +171,79 @@ int backend_run_tool(const struct backend_tool *tool, const char *const *argv,
 	return code;
 }
 
+/* The jobs' index: a runner follows thousands of jobs (docs/scale.md), and
+ * every poll finds one by its id. Open addressing, linear probing; a
+ * dropped job leaves a tombstone until the next rebuild. */
+static struct backend_job tombstone;
+
+static size_t id_hash(const char *id)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static void index_put(struct backend_jobs *l, struct backend_job *j)
+{
+	size_t i = id_hash(j->id) & (l->icap - 1);
+	while (l->index[i] && l->index[i] != &tombstone)
+		i = (i + 1) & (l->icap - 1);
+	if (!l->index[i])
+		l->iused++;
+	l->index[i] = j;
+}
+
+/* Room for one more job: at most half the slots ever used. */
+static void index_reserve(struct backend_jobs *l)
+{
+	if (l->index && 2 * (l->iused + 1) <= l->icap)
+		return;
+	size_t live = 0;
+	for (struct backend_job *j = l->head; j; j = j->next)
+		live++;
+	size_t cap = 64;
+	while (cap < 4 * (live + 1))
+		cap *= 2;
+	free(l->index);
+	l->index = xcalloc(cap, sizeof(*l->index));
+	l->icap = cap;
+	l->iused = 0;
+	for (struct backend_job *j = l->head; j; j = j->next)
+		index_put(l, j);
+}
+
+static struct backend_job **index_slot(const struct backend_jobs *l, const char *id)
+{
+	if (!l->index)
+		return NULL;
+	for (size_t i = id_hash(id) & (l->icap - 1); l->index[i]; i = (i + 1) & (l->icap - 1))
+		if (l->index[i] != &tombstone && !strcmp(l->index[i]->id, id))
+			return &l->index[i];
+	return NULL;
+}
+
 void *backend_jobs_find(const struct backend_jobs *l, const char *id)
 {
-	for (struct backend_job *j = l->head; j; j = j->next)
-		if (!strcmp(j->id, id))
-			return j;
-	return NULL;
+	struct backend_job **slot = index_slot(l, id);
+	return slot ? *slot : NULL;
+}
+
+static void link_job(struct backend_jobs *l, struct backend_job *j)
+{
+	index_reserve(l);
+	j->prev = NULL;
+	j->next = l->head;
+	if (l->head)
+		l->head->prev = j;
+	l->head = j;
+	index_put(l, j);
 }
 
 void backend_jobs_add(struct backend_jobs *l, struct backend_job *j, const char *id)
 {
 	j->id = xstrdup(id);
-	j->next = l->head;
-	l->head = j;
+	link_job(l, j);
 }
 
 void backend_jobs_free(struct backend_jobs *l, struct backend_job *j)
@@ -209,21 +269,24 @@ void *backend_jobs_get(struct backend_jobs *l, const char *id)
 		backend_jobs_free(l, j);
 		return NULL;
 	}
-	j->next = l->head;
-	l->head = j;
+	link_job(l, j);
 	return j;
 }
 
 void backend_jobs_drop(struct backend_jobs *l, const char *id)
 {
-	for (struct backend_job **pp = &l->head; *pp; pp = &(*pp)->next) {
-		if (!strcmp((*pp)->id, id)) {
-			struct backend_job *j = *pp;
-			*pp = j->next;
-			backend_jobs_free(l, j);
-			return;
-		}
-	}
+	struct backend_job **slot = index_slot(l, id);
+	if (!slot)
+		return;
+	struct backend_job *j = *slot;
+	*slot = &tombstone;
+	if (j->prev)
+		j->prev->next = j->next;
+	else
+		l->head = j->next;
+	if (j->next)
+		j->next->prev = j->prev;
+	backend_jobs_free(l, j);
 }
 
 void backend_jobs_clear(struct backend_jobs *l)
@@ -233,6 +296,9 @@ void backend_jobs_clear(struct backend_jobs *l)
 		l->head = j->next;
 		backend_jobs_free(l, j);
 	}
+	free(l->index);
+	l->index = NULL;
+	l->icap = l->iused = 0;
 }
 
 unsigned backend_free_port(void)

@@ -160,10 +160,12 @@ int backend_run_tool(const struct backend_tool *tool, const char *const *argv,
  * job.id is the backend's job id. */
 struct backend_job {
 	char *id;
-	struct backend_job *next;
+	struct backend_job *next, *prev;
 };
 struct backend_jobs {
 	struct backend_job *head;
+	struct backend_job **index;   /* (icap) open addressing by id; NULL empty, or a tombstone */
+	size_t icap, iused;           /* slots, slots ever filled since the last rebuild */
 	size_t size;   /* of the backend's job struct */
 	void *owner;   /* init's first argument: the backend's state */
 	/* Optional: fill a job backend_jobs_get just made from its id (the

@@ -191,6 +191,22 @@ static int size_pool(struct aah_config *cfg, const char *workdir)
 	return 0;
 }
 
+/* tuner.placement trial past the tuner's proposer limit: which trials
+ * the runner proposes instead (scheduler_tuner_master_from), in words. */
+static void placement_note(const struct aah_config *cfg, FILE *out)
+{
+	if (strcmp(cfg->tuner.placement, "trial"))
+		return;
+	int held = util_hold_errors(1);   /* a tuner that cannot be made is said elsewhere */
+	long from = scheduler_tuner_master_from(cfg, NULL);
+	util_hold_errors(held);
+	if (from > 1)
+		fprintf(out, "tuner.placement trial: trials 1 to %ld propose in their own "
+			"containers; the runner proposes from trial %ld on (past %ld trials "
+			"the tuner's state would cost O(n^2) bytes per proposal; docs/scale.md)\n",
+			from - 1, from, from - 1);
+}
+
 static int run(const struct aah_config *cfg, struct experiment *e, int detached, int quiet)
 {
 	if (detached && detach(e))
@@ -253,6 +269,8 @@ int cmd_create(int argc, const char **argv)
 	else if (experiment_create(&e, &cfg, wd) == 0) {
 		printf("%s\n", e.id);
 		fflush(stdout);
+		if (!quiet)   /* stderr: create's stdout starts with the experiment id */
+			placement_note(&cfg, stderr);
 		rc = no_run ? 0 : run(&cfg, &e, detached, quiet);
 		experiment_release(&e);
 	}
@@ -329,6 +347,7 @@ int cmd_check(int argc, const char **argv)
 		}
 		printf("%s: ok (%s backend, tuner %s, %ld trial(s) at a time)\n", files.v[i],
 		       cfg.platform, cfg.tuner.builtin_tuner_name, cfg.trial_concurrency);
+		placement_note(&cfg, stdout);
 		config_release(&cfg);
 	}
 	strvec_clear(&files);

@@ -229,15 +229,20 @@ void nnitrial_watch_release(struct nnitrial_watch *w)
 	w->n = 0;
 }
 
+/* Trial seq's entry, by seq - 1: every poll of every running trial asks
+ * (docs/scale.md: thousands of trials), so no walk of all those seen. */
 static struct nnitrial_seen *seen_of(struct nnitrial_watch *w, unsigned seq)
 {
-	for (size_t i = 0; i < w->n; i++)
-		if (w->v[i].seq == seq)
-			return &w->v[i];
-	w->v = xrealloc(w->v, (w->n + 1) * sizeof(*w->v));
-	struct nnitrial_seen *s = &w->v[w->n++];
-	memset(s, 0, sizeof(*s));
-	s->seq = seq;
+	if (seq > w->n) {
+		size_t n = w->n ? w->n : 64;
+		while (n < seq)
+			n *= 2;
+		w->v = xrealloc(w->v, n * sizeof(*w->v));
+		memset(w->v + w->n, 0, (n - w->n) * sizeof(*w->v));
+		w->n = n;
+	}
+	struct nnitrial_seen *s = &w->v[seq - 1];
+	s->seq = seq;   /* 0: a slot no trial used yet */
 	return s;
 }
 

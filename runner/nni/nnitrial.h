@@ -41,7 +41,7 @@ int nnitrial_write_parameters(const char *place_dir, unsigned seq, const cJSON *
  * again reads each trial's files from its run's start, skipping what its
  * metrics.jsonl and result.json already hold). */
 struct nnitrial_watch {
-	struct nnitrial_seen *v;  /* (n); owned */
+	struct nnitrial_seen *v;  /* (n) by seq - 1; owned */
 	size_t n;
 };
 #define NNITRIAL_WATCH_INIT { NULL, 0 }

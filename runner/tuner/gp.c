@@ -30,7 +30,8 @@ void gp_release(struct gp *g)
 static void reserve(struct gp *g, int cap)
 {
 	size_t tri = (size_t)cap * ((size_t)cap + 1) / 2;
-	g->L = xrealloc(g->L, tri * sizeof(double));
+	if (!g->removed)
+		g->L = xrealloc(g->L, tri * sizeof(double));
 	g->kinv = xrealloc(g->kinv, tri * sizeof(double));
 	g->y = xrealloc(g->y, (size_t)cap * sizeof(double));
 	g->alpha = xrealloc(g->alpha, (size_t)cap * sizeof(double));
@@ -52,6 +53,8 @@ size_t gp_state_bytes(int rows)
 void gp_state_pack(const struct gp *g, unsigned char *out)
 {
 	size_t n = (size_t)g->n, tri = n * (n + 1) / 2 * sizeof(double), vec = n * sizeof(double);
+	if (g->removed)
+		BUG("gp_state_pack of a GP without L");
 	memcpy(out, g->L, tri);
 	memcpy(out + tri, g->kinv, tri);
 	memcpy(out + 2 * tri, g->y, vec);
@@ -138,12 +141,20 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 		if (idx[e] < first)
 			first = idx[e];
 	}
-	/* l = L^-1 k: zero before the first non-zero of k */
+	/* b = kinv k over the sparse k (n * nnz), row-parallel (disjoint
+	 * writes: the result does not depend on the thread count) */
+	struct upd u = { g, idx, kval, nnz, b, 0.0 };
+	tpool_run(g->pool, (size_t)n, 256, upd_b, &u);
 	double ll = 0.0;
-	for (int i = first; i < n; i++) {
-		const double *row = &g->L[P(i, 0)];
-		l[i] = (k[i] - dot(row + first, l + first, i - first)) / row[i];
-		ll += l[i] * l[i];
+	if (g->removed) {   /* no L: k^T kinv k */
+		for (int e = 0; e < nnz; e++)
+			ll += kval[e] * b[idx[e]];
+	} else {   /* l = L^-1 k: zero before the first non-zero of k */
+		for (int i = first; i < n; i++) {
+			const double *row = &g->L[P(i, 0)];
+			l[i] = (k[i] - dot(row + first, l + first, i - first)) / row[i];
+			ll += l[i] * l[i];
+		}
 	}
 	/* Schur complement (the new pivot, squared) with escalating jitter:
 	 * never skip the update. The floor keeps the explicit inverse accurate
@@ -164,13 +175,12 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 		g->max_jitter = jit;
 	if (jit > g->base_jitter)
 		g->escalations++;
-	memcpy(&g->L[P(n, 0)], l, (size_t)n * sizeof(double));
-	g->L[P(n, n)] = sqrt(c);
-	/* b = kinv k over the sparse k (n * nnz), then the block-inverse update;
-	 * both are row-parallel (disjoint writes: the result does not depend on
-	 * the thread count) */
-	struct upd u = { g, idx, kval, nnz, b, c };
-	tpool_run(g->pool, (size_t)n, 256, upd_b, &u);
+	if (!g->removed) {
+		memcpy(&g->L[P(n, 0)], l, (size_t)n * sizeof(double));
+		g->L[P(n, n)] = sqrt(c);
+	}
+	/* the block-inverse update, row-parallel as b */
+	u.c = c;
 	tpool_run(g->pool, (size_t)n, 256, upd_kinv, &u);
 	double *nrow = &g->kinv[P(n, 0)];
 	for (int j = 0; j < n; j++)
@@ -190,6 +200,48 @@ int gp_add(struct gp *g, const int *idx, const double *kval, int nnz, double y)
 	free(l);
 	free(k);
 	return n;
+}
+
+void gp_remove(struct gp *g, int i)
+{
+	int n = g->n;
+	if (i < 0 || i >= n)
+		BUG("gp_remove: row %d of %d", i, n);
+	/* kinv without row and column i: A - u u^T / d, where u is kinv's
+	 * column i (without i) and d its diagonal entry; alpha likewise:
+	 * alpha_{-i} - u alpha_i / d (the block inverse read backwards) */
+	double *u = xmalloc((size_t)(n ? n : 1) * sizeof(double));
+	for (int j = 0; j < n; j++)
+		u[j] = kinv_at(g, j, i);
+	double d = u[i];
+	for (int r = 0, R = 0; R < n; R++) {
+		if (R == i)
+			continue;
+		/* new row r is old row R without column i: it moves down in
+		 * the packed array, never past a row not yet read */
+		double *dst = &g->kinv[P(r, 0)];
+		const double *src = &g->kinv[P(R, 0)];
+		for (int C = 0, c = 0; C <= R; C++) {
+			if (C == i)
+				continue;
+			dst[c++] = src[C] - u[R] * u[C] / d;
+		}
+		r++;
+	}
+	double ai = g->alpha[i];
+	for (int j = 0, k = 0; j < n; j++) {
+		if (j == i)
+			continue;
+		g->alpha[k] = g->alpha[j] - u[j] * ai / d;
+		g->y[k] = g->y[j];
+		g->jitter[k] = g->jitter[j];
+		k++;
+	}
+	free(u);
+	free(g->L);
+	g->L = NULL;
+	g->removed++;
+	g->n = n - 1;
 }
 
 void gp_set_y(struct gp *g, int i, double y)

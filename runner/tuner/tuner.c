@@ -348,6 +348,13 @@ long tuner_catch_up(struct tuner *t, const char *path, const char *key)
 		done++;
 	if (cache)
 		from = (size_t)state_read(t, path, key);
+	if (from == 0 && t->ops->load) {   /* a fresh tuner: the whole history at once */
+		int r = t->ops->load(t);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			return 0;   /* a windowed state, which is not cached */
+	}
 	if (observe_range(t, from, done) < 0)
 		return -1;
 	if (cache && done > from && state_write(t, done, path, key) < 0)
@@ -355,6 +362,11 @@ long tuner_catch_up(struct tuner *t, const char *path, const char *key)
 	if (observe_range(t, done, t->nhist) < 0)
 		return -1;
 	return (long)from;
+}
+
+unsigned tuner_proposer_limit(const struct tuner *t)
+{
+	return t->ops->proposer_limit ? t->ops->proposer_limit(t) : 0;
 }
 
 /* ---- experiment directories ------------------------------------------- */
@@ -462,6 +474,16 @@ int tuner_load_history(struct tuner *t, const char *expdir)
 	free(seqs);
 	journal_release(&jr);
 	return rc;
+}
+
+int tuner_load_experiment(struct tuner *t, const char *expdir)
+{
+	tuner_defer(t);
+	if (tuner_load_history(t, expdir) < 0) {
+		t->deferred = 0;
+		return -1;
+	}
+	return tuner_catch_up(t, NULL, NULL) < 0 ? -1 : 0;
 }
 
 int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, const cJSON *params)

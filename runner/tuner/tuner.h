@@ -54,6 +54,12 @@ int tuner_observe_at(struct tuner *t, const struct tuner_observation *obs, const
 int tuner_propose(struct tuner *t, unsigned trial_seq, cJSON **arch, cJSON **params);
 void tuner_free(struct tuner *t);
 
+/* The most trials proposers outside the runner (tuner.placement trial)
+ * should serve before the runner proposes instead: past it, the state each
+ * proposer reads and rewrites grows as O(n^2) bytes (NetworkMorphism:
+ * classArgs.gp_window, at most 1000; docs/scale.md). 0: no limit. */
+unsigned tuner_proposer_limit(const struct tuner *t);
+
 /* Write a proposal into the trial directory dir: morph.json (the
  * aah-morph/1 record in the arch's meta.morph, taken out of arch.json; kept
  * only when the tuner inherits weights), then arch.json, then params.json
@@ -63,6 +69,13 @@ int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, co
 /* Observe every trial of an experiment directory: trials/<id>/arch.json,
  * params.json and result.json (no result.json = PENDING). */
 int tuner_load_history(struct tuner *t, const char *expdir);
+
+/* A fresh tuner (the runner's, starting or resuming) learns an experiment's
+ * whole history at once: as tuner_load_history one trial at a time while
+ * the implementation's state is exact, else in one pass (NetworkMorphism
+ * past classArgs.gp_window: only the trials its window ends with enter the
+ * GP). */
+int tuner_load_experiment(struct tuner *t, const char *expdir);
 
 /* A fresh proposer's replay with the state cache (placement: trial).
  * tuner_defer(t): observations recorded from now on reach the implementation

@@ -38,6 +38,14 @@ struct tuner_ops {
 	int (*observe)(struct tuner *t, size_t idx, const struct tuner_hist *old);
 	int (*propose)(struct tuner *t, unsigned seq, struct trng *rng, cJSON **arch,
 		       cJSON **params);
+	/* A fresh tuner's whole history at once (a runner starting or resuming):
+	 * 1 when done, 0 to have it observed one at a time, -1 on error. NULL:
+	 * one at a time. */
+	int (*load)(struct tuner *t);
+	/* The most trials a proposer outside the runner (tuner.placement trial)
+	 * should serve: past it the state it reads and writes per proposal
+	 * grows as O(n^2) (docs/scale.md). NULL: no limit. */
+	unsigned (*proposer_limit)(const struct tuner *t);
 	void (*release)(struct tuner *t);             /* NULL: no private state */
 	/* The state cache (tuner.cache, placement: trial); NULL: nothing worth
 	 * caching. state_save: the state after exactly t->nhist observations
@@ -88,6 +96,7 @@ uint64_t tuner_fnv(uint64_t h, const void *data, size_t len);
 struct tuner_nm_stats {
 	unsigned long proposals, expansions, expansions_history, candidates, distances;
 	unsigned long list_reuses;   /* expansions that reused the parent's list */
+	unsigned long window_removals; /* GP rows that left the window (classArgs.gp_window) */
 	unsigned long gp_escalations, history;
 	double propose_seconds, observe_seconds;
 };

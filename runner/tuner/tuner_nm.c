@@ -167,6 +167,10 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	(void)old;
 	nm_hist_item_reserve(nm, idx);
 	int it = nm->hist_item[idx];
+	if (it == NM_LEFT_WINDOW && !nm_window_wants(t, nm, idx)) {
+		nm->stats.observe_seconds += util_monotonic() - t0;
+		return 0;   /* it stays out: only one of the best comes back */
+	}
 	if (it >= 0) {   /* a known trial changed state */
 		double y = nm->gp.y[nm->items[it].row];
 		if (h->state == TUNER_OBS_DONE)
@@ -180,12 +184,21 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	struct nm_item item;
 	if (!nm_make_item(t, nm, idx, &item))
 		return 0;
+	nm_enter(t, nm, &item);
+	nm_window_fit(t, nm);
+	nm->stats.observe_seconds += util_monotonic() - t0;
+	return 0;
+}
+
+void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item)
+{
+	const struct tuner_hist *h = &t->hist[item->hist];
 	/* kernel row against every earlier item */
 	size_t n = (size_t)nm->nitems;
 	double *dl = xmalloc((n ? n : 1) * sizeof(double)), *dt = xmalloc((n ? n : 1) * sizeof(double));
 	int *idxs = xmalloc((n ? n : 1) * sizeof(int));
 	double *kv = xmalloc((n ? n : 1) * sizeof(double));
-	struct scan s = { nm, &item.desc, NULL, nm->cutoff, dl, dt };
+	struct scan s = { nm, &item->desc, NULL, nm->cutoff, dl, dt };
 	scan(nm, &s, n);
 	int nnz = kernel_row(nm, dt, NULL, n, idxs, kv);
 	double y;
@@ -197,14 +210,12 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 		double var;
 		gp_predict(&nm->gp, idxs, kv, nnz, &y, &var);
 	}
-	item.row = gp_add(&nm->gp, idxs, kv, nnz, y);
+	item->row = gp_add(&nm->gp, idxs, kv, nnz, y);
 	free(kv);
 	free(idxs);
 	free(dt);
 	free(dl);
-	nm_add_item(nm, &item);
-	nm->stats.observe_seconds += util_monotonic() - t0;
-	return 0;
+	nm_add_item(nm, item);
 }
 
 /* ---- annealing ----------------------------------------------------------- */
@@ -660,6 +671,18 @@ static int nm_init(struct tuner *t)
 	if (arg_int(t, "search_pruning", 1, 0, 1, &v) < 0)
 		return -1;
 	nm->pruning = v != 0;
+	if (arg_int(t, "gp_window", NM_WINDOW_DEFAULT, 0, 1e6, &v) < 0)
+		return -1;
+	nm->window = (int)v;
+	if (nm->window && nm->window < 8)
+		return error("tuner %s: classArgs.gp_window must be 0 (no window) or 8 or more",
+			     t->name);
+	if (arg_int(t, "gp_window_best", floor(v / 4), 0, 1e6, &v) < 0)
+		return -1;
+	nm->window_best = (int)v;
+	if (nm->window && nm->window_best >= nm->window - 1)
+		return error("tuner %s: classArgs.gp_window_best must be below gp_window - 1 (%d)",
+			     t->name, nm->window - 1);
 	if (!(nm->t_min > 0 && nm->t_min < 1))
 		return error("tuner %s: classArgs.t_min must be in (0, 1)", t->name);
 	if (!(nm->cooling > 0 && nm->cooling < 1))
@@ -694,12 +717,22 @@ int tuner_nm_stats(const struct tuner *t, struct tuner_nm_stats *out)
 	return 0;
 }
 
+/* The state cache holds the exact GP only, 8 MB at 1000 trials. */
+static unsigned nm_proposer_limit(const struct tuner *t)
+{
+	const struct nm *nm = t->priv;
+	return nm->window > 0 && nm->window < NM_PROPOSER_LIMIT ? (unsigned)nm->window
+								 : NM_PROPOSER_LIMIT;
+}
+
 const struct tuner_ops tuner_ops_nm = {
 	.name = "NetworkMorphism",
 	.caps = TUNER_CAP_ARCH | TUNER_CAP_PARAMS,
 	.init = nm_init,
 	.observe = nm_observe,
 	.propose = nm_propose,
+	.load = nm_window_load,
+	.proposer_limit = nm_proposer_limit,
 	.release = nm_release,
 	.state_save = nm_state_save,
 	.state_load = nm_state_load,

@@ -37,6 +37,9 @@ int nm_state_save(const struct tuner *t, cJSON *header, unsigned char **payload,
 	const struct nm *nm = t->priv;
 	char cfg[17];
 	size_t head = t->nhist * sizeof(struct nm_entry);
+	if (nm->gp.removed)   /* the runner proposes on the master by then */
+		return error("network morphism: past classArgs.gp_window (%d) the GP's state is "
+			     "not cached", nm->window);
 	config_hash(t, nm, cfg);
 	cJSON_AddStringToObject(header, "config", cfg);
 	cJSON_AddNumberToObject(header, "gp_rows", nm->gp.n);

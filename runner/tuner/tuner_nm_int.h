@@ -16,6 +16,9 @@
 #include "tuner_int.h"
 
 #define NM_STEP 3.0   /* largest main-chain distance of one morphism (deeper: 3 layers) */
+#define NM_WINDOW_DEFAULT 1000   /* classArgs.gp_window: the GP is exact up to this many */
+#define NM_PROPOSER_LIMIT 1000   /* tuner_proposer_limit: the state file is 8 MB there */
+#define NM_LEFT_WINDOW (-2)   /* hist_item of a trial that left the GP's window */
 
 struct nm_item {
 	size_t hist;           /* index into t->hist */
@@ -45,7 +48,7 @@ struct nm {
 	struct gp gp;
 	struct nm_item *items;
 	int nitems, aitems;
-	int *hist_item;        /* (ahist) t->hist index -> item, -1 */
+	int *hist_item;        /* (ahist) t->hist index -> item; -1 none, NM_LEFT_WINDOW */
 	size_t ahist;
 	struct hset seen;      /* hashes of every trial's architecture */
 	struct tgraph start;
@@ -54,6 +57,8 @@ struct nm {
 	double beta, t_min, cooling, cutoff;
 	int n_neighbours;
 	int pruning;           /* classArgs.search_pruning: 0 = scan everything (tests) */
+	int window;            /* classArgs.gp_window: most GP rows; 0: every trial (exact) */
+	int window_best;       /* classArgs.gp_window_best: rows the best finished trials keep */
 	struct tpool *pool;
 	struct tuner_nm_stats stats;
 };
@@ -65,6 +70,22 @@ void nm_hist_item_reserve(struct nm *nm, size_t idx);
 int nm_make_item(const struct tuner *t, const struct nm *nm, size_t idx, struct nm_item *item);
 /* Add an item (nm takes it) as the next GP row's. */
 void nm_add_item(struct nm *nm, const struct nm_item *item);
+/* Observe a new item: its kernel row against the items, its target (its
+ * metric, the worst for a failure, the prediction while pending), a GP row
+ * and nm_add_item. */
+void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item);
+
+/* The window (tuner_nm_window.c): remove members past nm->window, the
+ * oldest first among those not one of the best window_best finished ones;
+ * and whether trial idx, which left the window, comes back (it finished
+ * better than the window_best-th best member). */
+void nm_window_fit(struct tuner *t, struct nm *nm);
+int nm_window_wants(const struct tuner *t, const struct nm *nm, size_t idx);
+/* A fresh tuner's whole history [0, t->nhist) at once (tuner_ops.load):
+ * one at a time while it fits the window; past it, only the trials the
+ * window ends with (the best window_best finished, the most recent others)
+ * enter the GP, in order, and the others only the set of those seen. */
+int nm_window_load(struct tuner *t);
 
 /* The state cache (tuner_ops.state_save and state_load). */
 int nm_state_save(const struct tuner *t, cJSON *header, unsigned char **payload, size_t *len);

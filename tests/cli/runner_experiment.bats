@@ -197,3 +197,21 @@ teardown() { teardown_workdir; }
 	[ "$(jq '.slot_idle | length' "$E/results.json")" -eq 2 ]
 	jq -e '.slot_idle | all(. >= 0 and . <= 1)' "$E/results.json"
 }
+
+@test "one slot, master placement: each trial is proposed after its elder's result" {
+	TUNER=TPE write_config c.yml "trialConcurrency: 1" "maxTrialNum: 4" "maxExecDuration: 5m"
+	export TRIAL_SLEEP=0.3
+	run aah-runner create -c c.yml --seed 2
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 4 ]
+	# Nothing is proposed ahead below 8 slots: trial k's proposal was made
+	# from the k - 1 results before it (one made ahead would know one less).
+	run jq -r 'select(.event == "trial_submitted") | "\(.trial_seq) \(.propose_learnt)"' \
+		"$AAH_WORKDIR/experiments/$id/journal.jsonl"
+	echo "$output"
+	[ "$output" = "1 0
+2 1
+3 2
+4 3" ]
+}

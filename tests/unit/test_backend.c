@@ -324,3 +324,45 @@ Test(backend_jobs, get_find_add_drop_clear)
 	cr_assert_null(l.head);
 	cr_assert_eq(released, 3);
 }
+
+/* Thousands of jobs come and go (docs/scale.md: 4,096 slots): every one is
+ * found by its id through the index, also after many drops (tombstones)
+ * and rebuilds, and the list still holds exactly the live ones. */
+Test(backend_jobs, thousands_come_and_go)
+{
+	int seed = 1;
+	struct backend_jobs l = BACKEND_JOBS_INIT(struct test_job, test_job_init, test_job_release, &seed);
+	released = 0;
+	char id[32];
+	for (int round = 0; round < 5; round++) {
+		for (int i = 0; i < 5000; i++) {
+			snprintf(id, sizeof(id), "%d.%d", round, i);
+			struct test_job *j = backend_jobs_get(&l, id);
+			cr_assert_not_null(j);
+			j->value = i;
+		}
+		for (int i = 0; i < 5000; i += 2) {   /* every other one ends */
+			snprintf(id, sizeof(id), "%d.%d", round, i);
+			backend_jobs_drop(&l, id);
+		}
+	}
+	for (int round = 0; round < 5; round++)
+		for (int i = 0; i < 5000; i++) {
+			snprintf(id, sizeof(id), "%d.%d", round, i);
+			struct test_job *j = backend_jobs_find(&l, id);
+			if (i % 2)
+				cr_assert(j && j->value == i, "job %s lost", id);
+			else
+				cr_assert_null(j, "dropped job %s found", id);
+		}
+	int n = 0;
+	backend_jobs_each(&l, struct test_job, j) {
+		cr_assert(j->value % 2, "dropped job %s in the list", j->job.id);
+		n++;
+	}
+	cr_assert_eq(n, 5 * 2500);
+	cr_assert_eq(released, 5 * 2500);
+	backend_jobs_clear(&l);
+	cr_assert_eq(released, 5 * 5000);
+	cr_assert_null(backend_jobs_find(&l, "1.1"));
+}
