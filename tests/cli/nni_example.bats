@@ -172,11 +172,16 @@ records() {
 	[ "$(grep -c '^epoch [12]: test accuracy' "$E/trials/000002/trial.log")" -eq 2 ]
 	[ ! -e "$E/trials/000002/metrics.jsonl" ]
 	run aah-runner report "$id"
-	/usr/bin/python3 - "$E/results.json" "$E/trials/000001/result.json" <<-'PY'
+	# the Score's best is trial 1's alone: the best of its intermediate
+	# results and its FINAL one (docs/report.md: best(P)); an intermediate
+	# can beat the FINAL on this tiny training
+	/usr/bin/python3 - "$E/results.json" "$E/trials/000001/result.json" "$E/trials/000001/metrics.jsonl" <<-'PY'
 	import json, sys
 	r = json.load(open(sys.argv[1]))
 	t = {x["id"]: x for x in r["trials"]}
 	assert t["000002"]["state"] == "failed" and t["000002"]["epochs"] == 0, t["000002"]
-	assert r["final"]["best_acc"] == json.load(open(sys.argv[2]))["best_val_acc"], r["final"]
+	one = [json.load(open(sys.argv[2]))["best_val_acc"]]
+	one += [json.loads(l)["val_acc"] for l in open(sys.argv[3]) if l.strip()]
+	assert r["final"]["best_acc"] == max(one), (r["final"], one)
 	PY
 }
