@@ -352,8 +352,8 @@ static int resume_state(struct sched *s)
  * that settle after it, so the search runs that much further behind its
  * trials: at most an eighth more than the trials in flight. Below 8 slots
  * none: each trial is proposed when its slot frees, from every result
- * settled by then, as NNI's tuners are asked (the proposal is still
- * computed on the tuner's thread, so polls go on meanwhile). */
+ * settled by then, as NNI's tuners are asked, and the slot waits for it
+ * (scheduler_tuner_propose), as for a search in the main loop. */
 static unsigned proposals_ahead(unsigned nslots)
 {
 	unsigned n = nslots / 8;

@@ -106,7 +106,8 @@ struct observation {
 struct scheduler_proposer {
 	pthread_t thread, main;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;      /* the thread's: work for it */
+	pthread_cond_t made;      /* the scheduler's: a proposal is ready, or the load failed */
 	/* the thread's alone, once started */
 	struct tuner *tuner;
 	char *expdir;
@@ -170,6 +171,7 @@ static void *proposer_main(void *arg)
 	if (tuner_load_experiment(p->tuner, p->expdir) < 0) {
 		pthread_mutex_lock(&p->lock);
 		p->load_error = xstrdup(util_last_error());
+		pthread_cond_broadcast(&p->made);
 		pthread_mutex_unlock(&p->lock);
 		pthread_kill(p->main, SIGUSR1);
 		return NULL;
@@ -198,6 +200,7 @@ static void *proposer_main(void *arg)
 		r->next = p->ready;
 		p->ready = r;
 		p->busy = 0;
+		pthread_cond_broadcast(&p->made);
 		pthread_mutex_unlock(&p->lock);
 		pthread_kill(p->main, SIGUSR1);
 	}
@@ -225,6 +228,7 @@ int scheduler_tuner_start(struct scheduler_tuner *st, const struct aah_config *c
 	p->obs_tail = &p->obs;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
+	pthread_cond_init(&p->made, NULL);
 	if (pthread_create(&p->thread, NULL, proposer_main, p) != 0) {
 		tuner_free(p->tuner);
 		free(p->expdir);
@@ -272,6 +276,7 @@ void scheduler_tuner_release(struct scheduler_tuner *st)
 	tuner_free(p->tuner);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);
+	pthread_cond_destroy(&p->made);
 	free(p->wanted);
 	free(p->load_error);
 	free(p->expdir);
@@ -390,6 +395,13 @@ int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsi
 		struct scheduler_proposer *p = st->p;
 		pthread_mutex_lock(&p->lock);
 		struct proposal *got = take_ready(p, seq);
+		/* Nothing kept ahead (under 8 slots): the free slot waits here
+		 * for its proposal, as for a search in the main loop, and takes
+		 * it now rather than after the next poll of every job. */
+		while (!got && !p->ahead && !p->load_error) {
+			pthread_cond_wait(&p->made, &p->lock);
+			got = take_ready(p, seq);
+		}
 		pthread_mutex_unlock(&p->lock);
 		if (!got) {
 			r = 1;
