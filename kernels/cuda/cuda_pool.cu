@@ -104,59 +104,57 @@ template <class T, int W> __global__ void maxpool_fwd(geo p, const T *x, T *y, u
 	}
 }
 
+/* The backward passes of pooling, one thread per (input position, W
+ * channels): the gradient of input (s, yy, xx) gathers, from every output
+ * window over it, what add(s, oy, ox, yy, xx, ch0, g) adds into g. */
+template <class T, int W, class Add> __device__ __forceinline__ void gather_windows(geo p, T *dx, Add add)
+{
+	int ch0 = CH0(W);
+	if (ch0 >= p.c)
+		return;
+	ROWS(r, (size_t)p.n * p.h * p.w) {
+		int xx = (int)(r % p.w), t = (int)(r / p.w), yy = t % p.h, s = t / p.h;
+		int oy0, oy1, ox0, ox1;
+		windows_over(yy, p.pt, p.k, p.stride, p.oh, &oy0, &oy1);
+		windows_over(xx, p.pl, p.k, p.stride, p.ow, &ox0, &ox1);
+		float g[W] = {};
+		for (int oy = oy0; oy <= oy1; oy++)
+			for (int ox = ox0; ox <= ox1; ox++)
+				add(s, oy, ox, yy, xx, ch0, g);
+		st<T, W>(dx + r * p.c + ch0, g);
+	}
+}
+
 /* the backward from the forward's mask: dy of every window whose argmax
  * is this input, in the windows' order */
 template <class T, int W>
 __global__ void maxpool_bwd_mask(geo p, const uint8_t *mask, const T *dy, T *dx)
 {
-	int ch0 = CH0(W);
-	if (ch0 >= p.c)
-		return;
-	ROWS(r, (size_t)p.n * p.h * p.w) {
-		int xx = (int)(r % p.w), t = (int)(r / p.w), yy = t % p.h, s = t / p.h;
-		int oy0, oy1, ox0, ox1;
-		windows_over(yy, p.pt, p.k, p.stride, p.oh, &oy0, &oy1);
-		windows_over(xx, p.pl, p.k, p.stride, p.ow, &ox0, &ox1);
-		float g[W] = {};
-		for (int oy = oy0; oy <= oy1; oy++)
-			for (int ox = ox0; ox <= ox1; ox++) {
-				size_t o = at_out(p, s, oy, ox) + ch0;
-				uint8_t me = (uint8_t)place(p, oy, ox, yy, xx);
-				float d[W];
-				ld<T, W>(dy + o, d);
+	gather_windows<T, W>(p, dx, [&](int s, int oy, int ox, int yy, int xx, int ch0, float *g) {
+		size_t o = at_out(p, s, oy, ox) + ch0;
+		uint8_t me = (uint8_t)place(p, oy, ox, yy, xx);
+		float d[W];
+		ld<T, W>(dy + o, d);
 #pragma unroll
-				for (int k = 0; k < W; k++)
-					if (mask[o + k] == me)
-						g[k] += d[k];
-			}
-		st<T, W>(dx + r * p.c + ch0, g);
-	}
+		for (int k = 0; k < W; k++)
+			if (mask[o + k] == me)
+				g[k] += d[k];
+	});
 }
 
+/* without a mask: each window's argmax found again from x */
 template <class T, int W> __global__ void maxpool_bwd(geo p, const T *x, const T *dy, T *dx)
 {
-	int ch0 = CH0(W);
-	if (ch0 >= p.c)
-		return;
-	ROWS(r, (size_t)p.n * p.h * p.w) {
-		int xx = (int)(r % p.w), t = (int)(r / p.w), yy = t % p.h, s = t / p.h;
-		int oy0, oy1, ox0, ox1;
-		windows_over(yy, p.pt, p.k, p.stride, p.oh, &oy0, &oy1);
-		windows_over(xx, p.pl, p.k, p.stride, p.ow, &ox0, &ox1);
-		float g[W] = {};
-		for (int oy = oy0; oy <= oy1; oy++)
-			for (int ox = ox0; ox <= ox1; ox++) {
-				float top[W], d[W];
-				int where[W];
-				window_max<T, W>(p, x, s, window(p, oy, ox), ch0, top, where);
-				ld<T, W>(dy + at_out(p, s, oy, ox) + ch0, d);
+	gather_windows<T, W>(p, dx, [&](int s, int oy, int ox, int yy, int xx, int ch0, float *g) {
+		float top[W], d[W];
+		int where[W];
+		window_max<T, W>(p, x, s, window(p, oy, ox), ch0, top, where);
+		ld<T, W>(dy + at_out(p, s, oy, ox) + ch0, d);
 #pragma unroll
-				for (int k = 0; k < W; k++)
-					if (where[k] == yy * p.w + xx)
-						g[k] += d[k];
-			}
-		st<T, W>(dx + r * p.c + ch0, g);
-	}
+		for (int k = 0; k < W; k++)
+			if (where[k] == yy * p.w + xx)
+				g[k] += d[k];
+	});
 }
 
 template <class T, int W> __global__ void avgpool_fwd(geo p, const T *x, T *y)
@@ -185,26 +183,14 @@ template <class T, int W> __global__ void avgpool_fwd(geo p, const T *x, T *y)
 
 template <class T, int W> __global__ void avgpool_bwd(geo p, const T *dy, T *dx)
 {
-	int ch0 = CH0(W);
-	if (ch0 >= p.c)
-		return;
-	ROWS(r, (size_t)p.n * p.h * p.w) {
-		int xx = (int)(r % p.w), t = (int)(r / p.w), yy = t % p.h, s = t / p.h;
-		int oy0, oy1, ox0, ox1;
-		windows_over(yy, p.pt, p.k, p.stride, p.oh, &oy0, &oy1);
-		windows_over(xx, p.pl, p.k, p.stride, p.ow, &ox0, &ox1);
-		float g[W] = {};
-		for (int oy = oy0; oy <= oy1; oy++)
-			for (int ox = ox0; ox <= ox1; ox++) {
-				win w = window(p, oy, ox);
-				float d[W], inv = 1.0f / (float)((w.y1 - w.y0) * (w.x1 - w.x0));
-				ld<T, W>(dy + at_out(p, s, oy, ox) + ch0, d);
+	gather_windows<T, W>(p, dx, [&](int s, int oy, int ox, int, int, int ch0, float *g) {
+		win w = window(p, oy, ox);
+		float d[W], inv = 1.0f / (float)((w.y1 - w.y0) * (w.x1 - w.x0));
+		ld<T, W>(dy + at_out(p, s, oy, ox) + ch0, d);
 #pragma unroll
-				for (int k = 0; k < W; k++)
-					g[k] = fmaf(d[k], inv, g[k]);
-			}
-		st<T, W>(dx + r * p.c + ch0, g);
-	}
+		for (int k = 0; k < W; k++)
+			g[k] = fmaf(d[k], inv, g[k]);
+	});
 }
 
 /* one thread per (sample, W channels): the mean of its hw rows */
