@@ -139,6 +139,10 @@ static void add_env(struct launch_rank *r, const struct aah_launch *l,
 	strvec_pushf(e, "AAH_SLAVE=%ld", cfg->trial_concurrency);
 	if (p->deadline > 0)
 		strvec_pushf(e, "AAH_DEADLINE=%.0f", floor(p->deadline));
+	/* trial.maxExecShare: the trial's own time, in whole seconds (at least 1) */
+	if (cfg->trial.max_exec_share > 0 && cfg->max_exec_duration > 0)
+		strvec_pushf(e, "AAH_TIME_BUDGET=%.0f",
+			     fmax(1.0, floor(cfg->trial.max_exec_share * cfg->max_exec_duration)));
 	if (cfg->seed > 0) /* the command line's --seed, if any, still wins */
 		strvec_pushf(e, "AAH_SEED=%lu", launch_trial_seed(cfg->seed, l->trial_seq));
 	strvec_setenv(e, "AAH_TRIAL_DIR", l->place_dir);

@@ -28,6 +28,7 @@ struct args {
 	double weight_decay, momentum;
 	double monitor_interval; /* seconds between resource samples (0: off) */
 	double deadline;         /* Unix time to be done by (0: none) */
+	double time_budget;      /* seconds this trial may take in all (0: none) */
 	double loss_scale;       /* fp16: the loss scale to start from */
 	int loss_scale_interval; /* fp16: good steps before the scale doubles */
 	/* hyperparameters from the tuner (--name=value and params.json) */

@@ -27,26 +27,38 @@ static double epoch_estimate(const struct trial *t, double seconds, long steps)
 	return train * (1.0 + eval);
 }
 
-/* Under --deadline: the budget that still fits, decided by rank 0 from its
- * clock and followed by every rank; epoch_seconds is the epoch estimate
- * and left_in_epoch what the epoch under way still needs (0 between
- * epochs). `grow` lets the budget take the end of the run (only from the
- * first estimate of a run's first epoch, while the schedule is at its
- * start). The cosine schedule follows the new budget. Returns the budget,
- * or -1 on a communication error. */
+/* Under --deadline and --time_budget: the budget that still fits, decided
+ * by rank 0 from its clock and followed by every rank; epoch_seconds is the
+ * epoch estimate and left_in_epoch what the epoch under way still needs (0
+ * between epochs). `grow` lets the budget take the end of the run (only
+ * from the first estimate of a run's first epoch, while the schedule is at
+ * its start); a time budget only shrinks it. The cosine schedule follows
+ * the new budget. Returns the budget, or -1 on a communication error. */
 static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_epoch, int grow)
 {
 	/* epochs vary with the other work on the machine and the checkpoint
 	 * written after each: leave a twentieth to spare */
 	const double margin = 1.05;
+	const struct args *a = t->a;
 	int budget = t->budget;
 	if (t->rank == 0) {
-		double remaining = t->a->deadline - util_now();
-		budget = schedule_deadline_budget(t->epoch, t->budget, remaining,
-					       epoch_seconds * margin, left_in_epoch * margin, grow);
-		if (budget != t->budget)
-			printf("aah-trial: deadline in %.0f s at %.1f s per epoch: budget %d -> %d "
-			       "epochs\n", remaining, epoch_seconds, t->budget, budget);
+		double e = epoch_seconds * margin, left = left_in_epoch * margin;
+		if (a->deadline > 0) {
+			double remaining = a->deadline - util_now();
+			budget = schedule_deadline_budget(t->epoch, budget, remaining, e, left, grow);
+			if (budget != t->budget)
+				printf("aah-trial: deadline in %.0f s at %.1f s per epoch: budget %d -> %d "
+				       "epochs\n", remaining, epoch_seconds, t->budget, budget);
+		}
+		if (a->time_budget > 0) {
+			double spent = t->wall_before + util_monotonic() - t->t0;
+			int b = schedule_deadline_budget(t->epoch, budget, a->time_budget - spent, e, left, 0);
+			if (b != budget)
+				printf("aah-trial: time budget %.0f s, %.0f s spent, at %.1f s per epoch: "
+				       "budget %d -> %d epochs\n", a->time_budget, spent, epoch_seconds,
+				       budget, b);
+			budget = b;
+		}
 		fflush(stdout);
 	}
 	if (t->dist && dist_broadcast(t->dist, &budget, sizeof(budget)))
@@ -118,7 +130,7 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	 * also sets up the kernels) */
 	int first = done + 1, probe = 0;
 	double t_first = t0;
-	if (a->deadline > 0 && !t->slowest_epoch) {
+	if (train_timed(a) && !t->slowest_epoch) {
 		long p = t->steps_per_epoch / 8;
 		probe = first + (int)(p > 0 ? p : 1);
 	}
@@ -341,12 +353,12 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		}
 		if (s.seconds > t->slowest_epoch)
 			t->slowest_epoch = s.seconds;
-		if (a->deadline > 0 && t->epoch < t->budget) {
+		if (train_timed(a) && t->epoch < t->budget) {
 			int b = fit_deadline(t, t->slowest_epoch, 0, 0);
 			if (b < 0)
 				return -1;
 			if (b == t->epoch) {
-				printf("aah-trial: stopped: no further epoch fits before the deadline\n");
+				printf("aah-trial: stopped: no further epoch fits in the time left\n");
 				break;
 			}
 		}

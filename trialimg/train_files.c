@@ -113,9 +113,9 @@ int train_load_checkpoint(struct trial *t)
 		t->ls.steps = h.loss_scale_steps;
 		t->ls.skipped = h.loss_scale_skipped;
 	}
-	/* an earlier run fitted the budget to a deadline: the LR schedule goes
+	/* an earlier run fitted the budget to a time: the LR schedule goes
 	 * on along the cosine it was following */
-	if (t->a->deadline > 0 && h.budget > 0 && h.budget != t->budget) {
+	if (train_timed(t->a) && h.budget > 0 && h.budget != t->budget) {
 		t->deadline_cut = h.budget < t->budget;
 		t->budget = h.budget;
 	}

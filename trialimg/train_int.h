@@ -63,6 +63,12 @@ struct epoch_stats {
 
 /* train_files.c */
 /* The network (--arch, or the built-in one for the data) and the data sets. */
+/* --deadline or --time_budget: the epoch budget is fitted to a time */
+static inline int train_timed(const struct args *a)
+{
+	return a->deadline > 0 || a->time_budget > 0;
+}
+
 int train_setup(struct trial *t);
 int train_save_checkpoint(struct trial *t);
 int train_load_checkpoint(struct trial *t);

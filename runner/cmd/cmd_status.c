@@ -101,8 +101,11 @@ static struct counts count_trials(const struct experiment *e)
 	return c;
 }
 
+/* The trials table lists every trial, or with `last` > 0 the last `last`
+ * and every earlier one not yet finished: at 10,000 trials a redraw of
+ * every row would scroll the running ones away. */
 static void render_status(struct strbuf *sb, const struct experiment *e,
-			  const struct aah_config *cfg)
+			  const struct aah_config *cfg, long last)
 {
 	struct counts c = count_trials(e);
 	double now = util_now();
@@ -127,8 +130,13 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 	strbuf_addf(sb, "best accuracy: %s   elapsed: %s   remaining budget: %s\n\n", acc, el, left);
 	strbuf_addf(sb, "%-7s %-13s %-7s %-5s %-10s %-8s %-9s %-9s %s\n", "TRIAL", "STATE", "ATTEMPT",
 		    "SLOT", "NODES", "STARTED", "DURATION", "BEST_ACC", "REASON");
+	size_t first = last > 0 && e->ntrials > (size_t)last ? e->ntrials - (size_t)last : 0, hidden = 0;
 	for (size_t i = 0; i < e->ntrials; i++) {
 		const struct trial_rec *t = &e->trials[i];
+		if (i < first && expdir_state_final(t->state)) {
+			hidden++;
+			continue;
+		}
 		char id[EXPDIR_TRIAL_ID_SIZE], started[16], dur[16], a[16] = "-", slot[16] = "-",
 		     nodes[48];
 		fmt_clock(started, sizeof(started), t->submitted);
@@ -152,6 +160,9 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 			strbuf_addf(sb, "        retried after %s%s\n", t->retries.v[k],
 				    cfg->trial.resume_on_retry ? " (resumed from its checkpoint)" : "");
 	}
+	if (hidden)
+		strbuf_addf(sb, "(%zu earlier finished trial%s not listed: --last 0 lists every one)\n",
+			    hidden, hidden == 1 ? "" : "s");
 }
 
 /* What the experiment's backend keeps of its own (docker.hosts: which
@@ -200,18 +211,22 @@ int cmd_status(int argc, const char **argv)
 	const char *workdir = NULL, *arg;
 	int watch = 0;
 	double interval = 2;
-	long count = 0;
+	long count = 0, last = -1;
 	const struct option_spec opts[] = {
 		{ "workdir", 0, OPT_STRING, &workdir, "DIR", "where experiments live" },
 		{ "watch", 'w', OPT_FLAG, &watch, NULL, "redraw until the experiment ends" },
 		{ "interval", 0, OPT_DOUBLE, OPT_NUMBER(&interval, 0.1, 3600), "SEC", "seconds between redraws (2)" },
 		{ "count", 0, OPT_LONG, OPT_NUMBER(&count, 1, 1000000), "N", "with --watch: stop after N redraws" },
+		{ "last", 0, OPT_LONG, OPT_NUMBER(&last, 0, 1000000000), "N",
+		  "list the last N trials and every earlier one not finished (0: all; default all, 40 with --watch)" },
 		{ NULL },
 	};
-	int r = options_parse_one(argc, argv, opts, "aah-runner status <experiment> [--watch]",
+	int r = options_parse_one(argc, argv, opts, "aah-runner status <experiment> [--watch] [--last N]",
 				  "experiment", &arg);
 	if (r)
 		return r > 0 ? 0 : 2;
+	if (last < 0)
+		last = watch ? 40 : 0;
 	int rc = 0;
 	for (long i = 0;; i++) {
 		struct experiment e;
@@ -221,7 +236,7 @@ int cmd_status(int argc, const char **argv)
 			break;
 		}
 		struct strbuf sb = STRBUF_INIT;
-		render_status(&sb, &e, &cfg);
+		render_status(&sb, &e, &cfg, last);
 		render_backend(&sb, &e, &cfg);
 		render_pool(&sb, &e, &cfg);
 		int running = !strcmp(experiment_state(&e), "running");

@@ -130,6 +130,11 @@ static int check_semantics(const struct config_ctx *c, struct aah_config *cfg)
 		return config_fail_at(c, n->line, n->col, "trial.processMode",
 			       "'device' needs trial.gpuNum of at least 1", NULL);
 	}
+	if (cfg->trial.max_exec_share > 0 && cfg->max_exec_duration <= 0) {
+		const struct ynode *n = ynode_get(trial, "maxExecShare");
+		return config_fail_at(c, n->line, n->col, "trial.maxExecShare",
+			       "needs a maxExecDuration to take a share of", NULL);
+	}
 	if (!strcmp(cfg->trial.launcher, "mpi") &&
 	    (strcmp(cfg->trial.process_mode, "node") || strcmp(cfg->trial.launch_style, "pytorch"))) {
 		const struct ynode *n = ynode_get(trial, "launcher");

@@ -88,6 +88,7 @@ struct aah_config_trial {
 	char *train_url;
 	int nccl_comm_id;
 	int fit_exec_duration;    /* export AAH_DEADLINE (maxExecDuration's end) */
+	double max_exec_share;    /* export AAH_TIME_BUDGET, this share of maxExecDuration (0: none) */
 	const struct ynode *env;  /* extra environment, a map */
 };
 

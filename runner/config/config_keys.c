@@ -78,6 +78,8 @@ static const struct cfg_key trial_keys[] = {
 	  "passed as --train_url (ModelArts)" },
 	{ "fitExecDuration", CFG_BOOL, TRIAL(fit_exec_duration), 0, NULL, NULL, "false",
 	  "export AAH_DEADLINE, the time maxExecDuration ends, so that a trial shortens its epoch budget and LR schedule to finish before it" },
+	{ "maxExecShare", CFG_NUM, TRIAL(max_exec_share), CFG_RANGE(0, 1), NULL, NULL, "0 (none)",
+	  "the most of maxExecDuration one trial may train: export AAH_TIME_BUDGET, this share of it in seconds, so that a trial shortens its epoch budget and LR schedule to fit it, on any machine's speed" },
 	{ "ncclCommId", CFG_BOOL, TRIAL(nccl_comm_id), 0, NULL, NULL, "false",
 	  "also export NCCL_COMM_ID=<first host>:<port>" },
 	{ "env", CFG_ANY, TRIAL(env), 0, NULL, NULL, "{}",

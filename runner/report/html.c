@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define W 760.0
@@ -270,19 +271,68 @@ static void chart_accuracy_by_trial(struct strbuf *sb, const struct report_exp *
 	svg_close(sb);
 }
 
-/* chart-series: every trial's epochs (an NNI trial's intermediate results):
- * validation accuracy by epoch, one line per trial. */
+/* chart-series draws at most this many trials' lines: past it, the best */
+#define SERIES_MAX 200
+
+/* a trial chart-series may draw: its best accuracy and index */
+struct series_key {
+	double acc;
+	size_t i;
+};
+
+/* qsort order: best accuracy first, then trial order */
+static int by_best_acc(const void *a, const void *b)
+{
+	const struct series_key *x = a, *y = b;
+	if (x->acc != y->acc)
+		return x->acc > y->acc ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Which trials chart-series draws (drawn[i]): every one with an epoch, or
+ * past SERIES_MAX of them the SERIES_MAX best (a line a trial: at 2,000
+ * trials they were 8.8 of the page's 9.6 MB, and no reader follows them).
+ * Returns how many trials have an epoch. */
+static size_t series_pick(const struct report_exp *exp, unsigned char *drawn)
+{
+	struct series_key *k = xcalloc(exp->ntrials ? exp->ntrials : 1, sizeof(*k));
+	size_t n = 0;
+	for (size_t i = 0; i < exp->ntrials; i++)
+		if (exp->trials[i].nepochs)
+			k[n++] = (struct series_key){ isnan(exp->trials[i].best_acc) ? -INFINITY
+						      : exp->trials[i].best_acc, i };
+	if (n > SERIES_MAX)
+		qsort(k, n, sizeof(*k), by_best_acc);
+	for (size_t m = 0; m < n && m < SERIES_MAX; m++)
+		drawn[k[m].i] = 1;
+	free(k);
+	return n;
+}
+
+/* chart-series: the trials' epochs (an NNI trial's intermediate results):
+ * validation accuracy by epoch, one line per trial, of the best
+ * SERIES_MAX trials where there are more. */
 static void chart_series(struct strbuf *sb, const struct report_exp *exp)
 {
+	unsigned char *drawn = xcalloc(exp->ntrials ? exp->ntrials : 1, 1);
+	size_t n = series_pick(exp, drawn);
 	int emax = 0;
 	for (size_t i = 0; i < exp->ntrials; i++)
-		for (size_t j = 0; j < exp->trials[i].nepochs; j++)
+		for (size_t j = 0; drawn[i] && j < exp->trials[i].nepochs; j++)
 			emax = exp->trials[i].epochs[j].epoch > emax ? exp->trials[i].epochs[j].epoch : emax;
-	svg_open(sb, "chart-series", "Validation accuracy by epoch, per trial");
+	if (n > SERIES_MAX) {
+		char *title = xstrfmt("Validation accuracy by epoch, per trial: the %d best of %zu "
+				      "trials", SERIES_MAX, n);
+		svg_open(sb, "chart-series", title);
+		free(title);
+	} else {
+		svg_open(sb, "chart-series", "Validation accuracy by epoch, per trial");
+	}
 	if (!emax) {
 		strbuf_addf(sb, "<text class=\"empty\" x=\"%g\" y=\"%g\" text-anchor=\"middle\">no finished "
 			    "epoch yet</text>\n", W / 2, H / 2);
 		svg_close(sb);
+		free(drawn);
 		return;
 	}
 	struct axis x = axis_make(0, emax, 1, 0);
@@ -291,7 +341,7 @@ static void chart_series(struct strbuf *sb, const struct report_exp *exp)
 	     NULL, NULL);
 	for (size_t i = 0; i < exp->ntrials; i++) {
 		const struct report_trial *tr = &exp->trials[i];
-		if (!tr->nepochs)
+		if (!drawn[i])
 			continue;
 		strbuf_addf(sb, "<polyline class=\"trial-series c%zu\" points=\"", i % 8);
 		for (size_t j = 0; j < tr->nepochs; j++)
@@ -305,6 +355,7 @@ static void chart_series(struct strbuf *sb, const struct report_exp *exp)
 				    tr->epochs[j].epoch, tr->epochs[j].val_acc);
 	}
 	svg_close(sb);
+	free(drawn);
 }
 
 static void chart_accuracy(struct strbuf *sb, const struct report_exp *exp)

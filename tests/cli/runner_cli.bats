@@ -61,6 +61,25 @@ teardown() { teardown_workdir; }
 	aah-runner stop "$id"
 }
 
+@test "status --last N lists the last N trials and says how many it left out" {
+	write_config c.yml "maxTrialNum: 5"
+	TRIAL_SLEEP=0 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	run aah-runner status "$id" --last 2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^00000[45] ' <<< "$output")" -eq 2 ]
+	[ "$(grep -c '^00000[123] ' <<< "$output")" -eq 0 ]
+	[[ $output == *"(3 earlier finished trials not listed: --last 0 lists every one)"* ]]
+	[[ $output == *"trials: 5 done"* ]]
+	run aah-runner status "$id"
+	[ "$(grep -c '^00000[1-5] ' <<< "$output")" -eq 5 ]
+	[[ $output != *"not listed"* ]]
+	run aah-runner status "$id" --last -1
+	[ "$status" -eq 2 ]
+}
+
 @test "every shipped config passes check" {
 	run aah-runner check "$AAH_ROOT"/examples/*.yml "$AAH_ROOT"/k8s/config.yml
 	echo "$output"

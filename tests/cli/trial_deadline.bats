@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# --deadline (trial.fitExecDuration): a trial shrinks its epoch budget, and
-# its cosine schedule with it, to the epochs that fit before a Unix time.
+# --deadline (trial.fitExecDuration) and --time_budget (trial.maxExecShare):
+# a trial shrinks its epoch budget, and its cosine schedule with it, to the
+# epochs that fit before a Unix time, or in its own seconds.
 # Deterministic cases only: a deadline already passed (nothing more fits)
 # and one a day away (everything fits); what fits in between depends on the
 # machine's speed and is the subject of the unit test of
@@ -98,6 +99,63 @@ PY
 	[ "$status" -eq 0 ]
 	[ "$(ls "$AAH_WORKDIR"/experiments/*/trials/000001/launch.json | wc -l)" -eq 2 ]
 	[ "$(grep -l AAH_DEADLINE "$AAH_WORKDIR"/experiments/*/trials/*/launch.json | wc -l)" -eq 1 ]
+}
+
+@test "a time budget already spent: one epoch along a one-epoch cosine, stop reason deadline" {
+	run "${TRAIN[@]}" --time_budget 0.001
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"time budget 0 s, "*"budget 4 -> 1 epochs"* ]]
+	[[ $output == *"epoch 1/1:"* ]]
+	check 'r["status"] == "succeeded" and r["stop_reason"] == "deadline" and r["epochs_run"] == 1'
+	check 'len(m) == 1 and m[0]["lr"] == 0'
+}
+
+@test "a time budget a day long changes nothing, and never grows a budget" {
+	run "${TRAIN[@]}" --warmup_1 2
+	[ "$status" -eq 0 ]
+	lrs > "$T/lr-none"
+	AAH_TIME_BUDGET=86400 run "${TRAIN[@]}" --warmup_1 2
+	[ "$status" -eq 0 ]
+	[[ $output != *"budget 2 ->"* ]]
+	check 'r["stop_reason"] == "budget" and r["epochs_run"] == 2'
+	lrs > "$T/lr-day"
+	cmp "$T/lr-none" "$T/lr-day"
+}
+
+@test "with a deadline, the sooner end counts: a spent time budget cuts a budget the deadline would not" {
+	run "${TRAIN[@]}" --deadline $(($(date +%s) + 86400)) --time_budget 0.001
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"budget 4 -> 1 epochs"* ]]
+	check 'r["stop_reason"] == "deadline" and r["epochs_run"] == 1'
+	# and a resumed run keeps the cut budget
+	run "${TRAIN[@]}" --resume --time_budget 86400
+	[ "$status" -eq 0 ]
+	check 'r["epochs_run"] == 1 and r["stop_reason"] == "deadline" and len(m) == 1'
+}
+
+@test "trial.maxExecShare: the runner exports AAH_TIME_BUDGET, that share of maxExecDuration" {
+	setup_workdir
+	TRIAL_YAML="  maxExecShare: 0.25" write_config c.yml "maxTrialNum: 1" "maxExecDuration: 1h"
+	TRIAL_SLEEP=0 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	b=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ranks'][0]['env']['AAH_TIME_BUDGET'])" \
+		"$AAH_WORKDIR/experiments/$id/trials/000001/launch.json")
+	[ "$b" = 900 ]
+	# a share of no duration, and one above the whole, are refused by line and key
+	TRIAL_YAML="  maxExecShare: 0.25" write_config c2.yml "maxTrialNum: 1"
+	run aah-runner create -c c2.yml
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"c2.yml:9:"*"trial.maxExecShare"*"needs a maxExecDuration"* ]]
+	TRIAL_YAML="  maxExecShare: 1.5" write_config c3.yml "maxTrialNum: 1" "maxExecDuration: 1h"
+	run aah-runner create -c c3.yml
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"c3.yml:10:"*"trial.maxExecShare"* ]]
+	[ "$(ls "$AAH_WORKDIR/experiments" | wc -l)" -eq 1 ]
 }
 
 @test "a resumed trial follows the budget in its checkpoint, also one above its own" {

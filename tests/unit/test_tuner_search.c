@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "gp_dense.h" /* rbf, dense_solve */
 #include "jsonfile.h"
 #include "runner/tuner/gp.h"
 #include "runner/tuner/graph.h"
@@ -39,39 +40,6 @@ TestSuite(tuner_search, .init = setup, .fini = teardown);
 
 #define NP 40
 static double pts[NP + 10][3];
-
-static double rbf(const double *a, const double *b)
-{
-	double d = 0;
-	for (int i = 0; i < 3; i++)
-		d += (a[i] - b[i]) * (a[i] - b[i]);
-	return exp(-d);
-}
-
-/* Solve (K + jit) x = rhs densely by Gaussian elimination. */
-static void dense_solve(int n, double *a, double *x)
-{
-	for (int c = 0; c < n; c++) {
-		int p = c;
-		for (int r = c + 1; r < n; r++)
-			if (fabs(a[r * (n + 1) + c]) > fabs(a[p * (n + 1) + c]))
-				p = r;
-		for (int k = 0; k <= n; k++) {
-			double t = a[c * (n + 1) + k];
-			a[c * (n + 1) + k] = a[p * (n + 1) + k];
-			a[p * (n + 1) + k] = t;
-		}
-		for (int r = 0; r < n; r++) {
-			if (r == c)
-				continue;
-			double f = a[r * (n + 1) + c] / a[c * (n + 1) + c];
-			for (int k = c; k <= n; k++)
-				a[r * (n + 1) + k] -= f * a[c * (n + 1) + k];
-		}
-	}
-	for (int r = 0; r < n; r++)
-		x[r] = a[r * (n + 1) + n] / a[r * (n + 1) + r];
-}
 
 Test(tuner_search, gp_matches_dense_solution)
 {
