@@ -393,6 +393,11 @@ mpi_slurm_config() {
 	wait_until 30 jobs_in_state RUNNING 1
 	id=$(only_experiment)
 	first=$(job_ids "$id")
+	# stop once the trial runs, not while Slurm still launches its step: a
+	# cancel 0.1 s after the launch left the step's sleep unkilled, and
+	# slurmstepd held the job COMPLETING until it abandoned the step's IO
+	# 60 s later ("eio_handle_mainloop: Abandoning IO"), stop's own limit
+	wait_until 30 eval 'ls "$AAH_WORKDIR/experiments/$id/trials/000001"/started.* >/dev/null 2>&1'
 	run aah-runner stop "$id"
 	echo "$output"
 	[ "$status" -eq 0 ]
