@@ -19,9 +19,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h> /* getenv */
+#include <string.h>
 
 #ifdef CUK_HOST
-#include <string.h> /* memmove, memset: the harness's copies */
 /* The host harness: the runtime's types, and every name this header
  * exports under its own, so that the harness and the real backend link
  * into one program. */
@@ -138,7 +139,26 @@ struct cuk_run {
 	 * device (the last upload's), which the ops read instead of the values
 	 * they are handed (lr, the loss scale, the step); NULL otherwise */
 	const struct ops_step_vars *vars;
+	/* CUDA_TICKETS counters on the device, zero between launches, by which
+	 * the last block of a per-channel sum finishes it (cuk.cuh); NULL
+	 * (AAH_CUDA_SUMS=apart): a finishing kernel is launched after it */
+	unsigned *tickets;
 };
+
+enum { CUDA_TICKETS = 1024 };
+
+/* AAH_CUDA_SUMS: "one" (the default): a per-channel sum is one launch;
+ * "apart": its stripes and its finish two, the way before (both give the
+ * same bits). 1 for one, 0 for apart, -1 (an error said) otherwise. */
+static inline int cuda_sums_in_one(void)
+{
+	const char *v = getenv("AAH_CUDA_SUMS");
+	if (!v || !*v || !strcmp(v, "one"))
+		return 1;
+	if (!strcmp(v, "apart"))
+		return 0;
+	return error("AAH_CUDA_SUMS '%s': must be one or apart", v);
+}
 
 const struct cuk_run *cuda_run(struct ops_ctx *ctx);
 

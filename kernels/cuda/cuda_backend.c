@@ -23,6 +23,14 @@ static int cuda_open(struct ops_ctx *ctx)
 	CUDA_CHECK(cudaDeviceGetAttribute(&c->run.sms, cudaDevAttrMultiProcessorCount, c->device));
 	CUDA_CHECK(cudaMalloc((void **)&c->run.sums, sizeof(struct cuda_sums)));
 	CUDA_CHECK(cudaMemsetAsync(c->run.sums, 0, sizeof(struct cuda_sums), c->run.stream));
+	int one = cuda_sums_in_one();
+	if (one < 0)
+		return -1;
+	if (one) {
+		CUDA_CHECK(cudaMalloc((void **)&c->run.tickets, CUDA_TICKETS * sizeof(unsigned)));
+		CUDA_CHECK(cudaMemsetAsync(c->run.tickets, 0, CUDA_TICKETS * sizeof(unsigned),
+					   c->run.stream));
+	}
 	c->run.ledger = &c->ledger;
 	CUDNN_CHECK(cudnnCreate(&c->dnn));
 	CUDNN_CHECK(cudnnSetStream(c->dnn, c->run.stream));
@@ -135,6 +143,7 @@ static void cuda_fini(struct ops_ctx *ctx)
 		cudaFree(c->mirror[k].dev);
 	cudaFree(c->arena);
 	cudaFree(c->run.sums);
+	cudaFree(c->run.tickets);
 	free_spills(c);
 	if (c->lt)
 		cublasLtDestroy(c->lt);

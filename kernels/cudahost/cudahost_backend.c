@@ -29,6 +29,7 @@ struct cudahost {
 	struct cuk_run run;
 	struct cuda_sums sums;
 	struct ops_ledger ledger;
+	unsigned tickets[CUDA_TICKETS];
 	void *scratch[HOST_MAX_SCRATCH];
 	int nscratch;
 };
@@ -93,10 +94,14 @@ int cudahost_end(struct ops_ctx *ctx)
 
 static int host_init(struct ops_ctx *ctx)
 {
+	int one = cuda_sums_in_one();
+	if (one < 0)
+		return -1;
 	struct cudahost *h = xcalloc(1, sizeof(*h));
 	h->run.sms = HOST_SMS;
 	h->run.ledger = &h->ledger;
 	h->run.sums = &h->sums;
+	h->run.tickets = one ? h->tickets : NULL;
 	ctx->priv = h;
 	return 0;
 }
