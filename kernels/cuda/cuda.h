@@ -46,6 +46,15 @@ static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t byt
 	memmove(dst, src, bytes);
 	return cudaSuccess;
 }
+static inline cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+	return posix_memalign(p, 256, bytes ? bytes : 1) ? cudaErrorInvalidValue : cudaSuccess;
+}
+static inline cudaError_t cudaFree(void *p)
+{
+	free(p);
+	return cudaSuccess;
+}
 static inline cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
 {
 	(void)s;
@@ -85,6 +94,11 @@ static inline cudaError_t cudaStreamSynchronize(cudaStream_t s)
 #define cuda_pad cudahost_pad
 #define cuda_crop cudahost_crop
 #define cuda_copy cudahost_copy
+#define cuda_resident_at cudahost_resident_at
+#define cuda_twin cudahost_twin
+#define cuda_twin_at cudahost_twin_at
+#define cuda_twins_refresh cudahost_twins_refresh
+#define cuda_twins_drop cudahost_twins_drop
 #else
 #include <cuda_runtime_api.h>
 #endif
@@ -143,6 +157,24 @@ struct cuk_run {
 	 * the last block of a per-channel sum finishes it (cuk.cuh); NULL
 	 * (AAH_CUDA_SUMS=apart): a finishing kernel is launched after it */
 	unsigned *tickets;
+	/* the 16-bit twins of parameters the backend keeps (ops_backend.twin);
+	 * NULL (AAH_CUDA_TWIN=0): none, the ops convert the weights */
+	struct cuda_twins *twins;
+};
+
+enum { CUDA_MAX_TWINS = 4 };
+
+/* A twin: count values at host (inside a resident block) in type, at dev. */
+struct cuda_twin_copy {
+	const float *host;
+	size_t count;
+	void *dev;
+	enum ops_dtype type;
+};
+
+struct cuda_twins {
+	int n;
+	struct cuda_twin_copy t[CUDA_MAX_TWINS];
 };
 
 enum { CUDA_TICKETS = 1024 };
@@ -158,6 +190,19 @@ static inline int cuda_sums_in_one(void)
 	if (!strcmp(v, "apart"))
 		return 0;
 	return error("AAH_CUDA_SUMS '%s': must be one or apart", v);
+}
+
+/* AAH_CUDA_TWIN: "1" (the default): the backend keeps a 16-bit twin of the
+ * parameters (ops_backend.twin); "0": none, a 16-bit convolution converts
+ * its weights every pass, the way before. 1, 0, or -1 (an error said). */
+static inline int cuda_twin_wanted(void)
+{
+	const char *v = getenv("AAH_CUDA_TWIN");
+	if (!v || !*v || !strcmp(v, "1"))
+		return 1;
+	if (!strcmp(v, "0"))
+		return 0;
+	return error("AAH_CUDA_TWIN '%s': must be 1 or 0", v);
 }
 
 const struct cuk_run *cuda_run(struct ops_ctx *ctx);
@@ -228,6 +273,20 @@ int cuda_crop(struct ops_ctx *ctx, enum ops_dtype t, int n, int h, int w, int c,
 	      int pt, int pl, const void *src, void *dst);
 /* dst = bytes at src, on the device, queued (flatten, dropout's identity) */
 int cuda_copy(struct ops_ctx *ctx, size_t bytes, const void *src, void *dst);
+
+/* The device address of bytes at p, which must lie in a resident block
+ * (an error otherwise); each backend's. */
+int cuda_resident_at(struct ops_ctx *ctx, const void *p, size_t bytes, void **dev);
+/* cuda_cast.cu: the twins (cuk_run.twins). cuda_twin is the op table's
+ * (ops_backend.twin); cuda_twin_at: the twin of count values at p and its
+ * type in *t, NULL where none holds them all; cuda_twins_refresh: each
+ * twin's values within bytes at p converted again (the host wrote them);
+ * cuda_twins_drop: the twins of values within bytes at p freed (their
+ * block forgotten; NULL p: all of them). */
+int cuda_twin(struct ops_ctx *ctx, const float *p, size_t count, enum ops_dtype t);
+void *cuda_twin_at(struct ops_ctx *ctx, const float *p, size_t count, enum ops_dtype *t);
+int cuda_twins_refresh(struct ops_ctx *ctx, const void *p, size_t bytes);
+void cuda_twins_drop(struct ops_ctx *ctx, const void *p, size_t bytes);
 
 #ifdef __cplusplus
 }

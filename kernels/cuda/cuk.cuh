@@ -16,6 +16,8 @@
 #ifndef AAH_KERNELS_CUDA_CUK_CUH
 #define AAH_KERNELS_CUDA_CUK_CUH
 
+#include <type_traits>
+
 #include "kernels/cuda/cuda.h"
 
 #ifdef CUK_HOST
@@ -287,6 +289,12 @@ cudaError_t go_flat(const cuk_run *r, const char *name, double bytes, size_t cou
 template <class F> auto typed(enum ops_dtype t, F f)
 {
 	return t == OPS_BF16 ? f(bf16{}) : f(float{});
+}
+
+/* f(T{}) with T the 16-bit type that t names (bf16 or fp16). */
+template <class F> auto typed16(enum ops_dtype t, F f)
+{
+	return t == OPS_BF16 ? f(bf16{}) : f(f16{});
 }
 
 /* ---- per-channel sums, in a fixed order ------------------------------------------- *

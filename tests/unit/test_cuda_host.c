@@ -293,3 +293,103 @@ Test(cuda_host, a_wrong_AAH_CUDA_SUMS_is_refused_by_name)
 	cr_assert(strstr(util_last_error(), "AAH_CUDA_SUMS 'two': must be one or apart"), "%s",
 		  util_last_error());
 }
+
+/* ---- the parameters' 16-bit twin ------------------------------------------------- */
+
+/* A cudahost context in precision prec, with AAH_CUDA_TWIN=twin. */
+static void twin_ctx(struct ops_ctx *ctx, const char *prec, const char *twin)
+{
+	setenv("AAH_CUDA_TWIN", twin, 1);
+	cr_assert_eq(ops_ctx_init(ctx, "cudahost", 1, 3), 0, "%s", util_last_error());
+	unsetenv("AAH_CUDA_TWIN");
+	cr_assert_eq(ctx->be->set_precision(ctx, prec), 0);
+}
+
+/* Whether the twin of count values at w holds each rounded to t. */
+static void twin_holds(struct ops_ctx *ctx, const float *w, size_t count, enum ops_dtype t)
+{
+	enum ops_dtype got;
+	const uint16_t *tw = cudahost_twin_at(ctx, w, count, &got);
+	cr_assert_not_null(tw, "no twin of %zu values at %p", count, (const void *)w);
+	cr_assert_eq(got, t);
+	for (size_t i = 0; i < count; i++) {
+		uint16_t want = t == OPS_BF16 ? ref_f32_to_bf16(w[i]) : ref_f32_to_f16(w[i]);
+		cr_assert_eq(tw[i], want, "twin[%zu] = %#x, the weight %.9g rounds to %#x", i, tw[i],
+			     (double)w[i], want);
+	}
+}
+
+/* sgd rewrites the twin as it updates the weights: eight values a thread
+ * where the pointers allow (count 203: a tail of 3), one a thread from an
+ * offset of 3 values (the twin 6 bytes off a vector); bf16 and fp16. */
+Test(cuda_host, sgd_keeps_the_twin_of_the_weights_it_updates)
+{
+	static const struct {
+		const char *prec;
+		enum ops_dtype t;
+	} p[] = {{"bf16", OPS_BF16}, {"fp16", OPS_F16}};
+	enum { COUNT = 203, SHIFT = 3 };
+	for (int k = 0; k < 2; k++) {
+		struct ops_ctx ctx;
+		uint64_t s = 11;
+		twin_ctx(&ctx, p[k].prec, "1");
+		float *block;
+		cr_assert_eq(posix_memalign((void **)&block, 64, sizeof(float) * 3 * (COUNT + 8)), 0);
+		float *w = block, *g = block + COUNT + 8, *v = g + COUNT + 8;
+		for (int i = 0; i < COUNT; i++)
+			w[i] = urand(&s), g[i] = urand(&s), v[i] = 0.1f * urand(&s);
+		cr_assert_eq(ops_resident(&ctx, block, sizeof(float) * 3 * (COUNT + 8), 0), 0);
+		cr_assert_eq(ops_twin(&ctx, w, COUNT), 0, "%s", util_last_error());
+		twin_holds(&ctx, w, COUNT, p[k].t);
+		for (int step = 0; step < 3; step++) {
+			cr_assert_eq(ctx.be->sgd(&ctx, COUNT, w, g, v, 0.3f, 0.9f, 1e-3f), 0);
+			twin_holds(&ctx, w, COUNT, p[k].t);
+			cr_assert_eq(ctx.be->sgd(&ctx, COUNT - SHIFT, w + SHIFT, g, v, 0.3f, 0.9f, 0), 0);
+			twin_holds(&ctx, w, COUNT, p[k].t);
+		}
+		/* the host writes weights: sync to the device converts them again */
+		for (int i = 10; i < 20; i++)
+			w[i] = 100.0f + (float)i / 3;
+		cr_assert_eq(ops_sync(&ctx, w + 10, 10 * sizeof(float), OPS_TO_DEVICE), 0);
+		twin_holds(&ctx, w, COUNT, p[k].t);
+		/* its block forgotten, the twin goes with it */
+		ops_forget(&ctx, block);
+		enum ops_dtype t;
+		cr_assert_null(cudahost_twin_at(&ctx, w, 1, &t));
+		ops_ctx_release(&ctx);
+		free(block);
+	}
+}
+
+Test(cuda_host, a_twin_is_kept_only_where_asked_and_only_beside_resident_values)
+{
+	struct ops_ctx ctx;
+	float w[16] = {0};
+	enum ops_dtype t;
+	twin_ctx(&ctx, "bf16", "1");
+	cr_assert_neq(ops_twin(&ctx, w, 16), 0, "a twin of values not on the device");
+	cr_assert(strstr(util_last_error(), "not resident"), "%s", util_last_error());
+	cr_assert_eq(ops_resident(&ctx, w, sizeof(w), sizeof(w)), 0);
+	cr_assert_eq(ops_twin(&ctx, w, 16), 0, "%s", util_last_error());
+	cr_assert_neq(ops_twin(&ctx, w + 8, 8), 0, "a second twin of the same values");
+	ops_ctx_release(&ctx);
+	/* fp32 convolutions read the weights as they are: no twin */
+	twin_ctx(&ctx, "fp32", "1");
+	cr_assert_eq(ops_twin_bytes(&ctx, 16), 0);
+	cr_assert_eq(ops_resident(&ctx, w, sizeof(w), sizeof(w)), 0);
+	cr_assert_eq(ops_twin(&ctx, w, 16), 0);
+	cr_assert_null(cudahost_twin_at(&ctx, w, 16, &t));
+	ops_ctx_release(&ctx);
+	/* AAH_CUDA_TWIN=0: the way before */
+	twin_ctx(&ctx, "bf16", "0");
+	cr_assert_eq(ops_resident(&ctx, w, sizeof(w), sizeof(w)), 0);
+	cr_assert_eq(ops_twin(&ctx, w, 16), 0);
+	cr_assert_null(cudahost_twin_at(&ctx, w, 16, &t));
+	ops_ctx_release(&ctx);
+	setenv("AAH_CUDA_TWIN", "yes", 1);
+	int rc = ops_ctx_init(&ctx, "cudahost", 1, 3);
+	unsetenv("AAH_CUDA_TWIN");
+	cr_assert_neq(rc, 0);
+	cr_assert(strstr(util_last_error(), "AAH_CUDA_TWIN 'yes': must be 1 or 0"), "%s",
+		  util_last_error());
+}
