@@ -179,30 +179,32 @@ struct cuda_twins {
 
 enum { CUDA_TICKETS = 1024 };
 
+/* The environment's switch name: 1 where unset, empty or `on`, 0 where
+ * `off`, -1 (an error said) otherwise. */
+static inline int cuda_env_switch(const char *name, const char *on, const char *off)
+{
+	const char *v = getenv(name);
+	if (!v || !*v || !strcmp(v, on))
+		return 1;
+	if (!strcmp(v, off))
+		return 0;
+	return error("%s '%s': must be %s or %s", name, v, on, off);
+}
+
 /* AAH_CUDA_SUMS: "one" (the default): a per-channel sum is one launch;
  * "apart": its stripes and its finish two, the way before (both give the
- * same bits). 1 for one, 0 for apart, -1 (an error said) otherwise. */
+ * same bits). */
 static inline int cuda_sums_in_one(void)
 {
-	const char *v = getenv("AAH_CUDA_SUMS");
-	if (!v || !*v || !strcmp(v, "one"))
-		return 1;
-	if (!strcmp(v, "apart"))
-		return 0;
-	return error("AAH_CUDA_SUMS '%s': must be one or apart", v);
+	return cuda_env_switch("AAH_CUDA_SUMS", "one", "apart");
 }
 
 /* AAH_CUDA_TWIN: "1" (the default): the backend keeps a 16-bit twin of the
  * parameters (ops_backend.twin); "0": none, a 16-bit convolution converts
- * its weights every pass, the way before. 1, 0, or -1 (an error said). */
+ * its weights every pass, the way before. */
 static inline int cuda_twin_wanted(void)
 {
-	const char *v = getenv("AAH_CUDA_TWIN");
-	if (!v || !*v || !strcmp(v, "1"))
-		return 1;
-	if (!strcmp(v, "0"))
-		return 0;
-	return error("AAH_CUDA_TWIN '%s': must be 1 or 0", v);
+	return cuda_env_switch("AAH_CUDA_TWIN", "1", "0");
 }
 
 const struct cuk_run *cuda_run(struct ops_ctx *ctx);
