@@ -64,6 +64,25 @@ static double on_ref(void)
 	return loss;
 }
 
+/* m planned for BATCH on ctx, allocated and made resident, its step set
+ * up; the batch's images in a new buffer (returned) and labels in y. */
+static float *resident_step(struct model *m, struct ops_ctx *ctx, struct step *st, int *y)
+{
+	struct memplan plan;
+	cr_assert_eq(memplan_build(&plan, m, BATCH, ctx, 0), 0, "%s", util_last_error());
+	cr_assert_eq(plan.input, ctx->be->upload != NULL,
+		     "%s: an input slot in the plan where the backend uploads the batch",
+		     ctx->be->name);
+	cr_assert_eq(model_alloc_planned(m, &plan, 5), 0, "%s", util_last_error());
+	cr_assert_eq(model_resident(m, ctx), 0, "%s", util_last_error());
+	size_t per = ops_shape_size(&m->input);
+	float *x = xmalloc(sizeof(float) * per * BATCH);
+	batch(x, y, per);
+	*st = (struct step){0};
+	step_init(st, m, ctx, 0.1f, 0.9f, 1e-4f);
+	return x;
+}
+
 Test(step, a_resident_resnet50_step_copies_the_batch_once_and_waits_for_nothing, .timeout = 120)
 {
 	struct model m;
@@ -71,17 +90,10 @@ Test(step, a_resident_resnet50_step_copies_the_batch_once_and_waits_for_nothing,
 	double ref_loss = on_ref();
 	resnet50(&m);
 	cr_assert_eq(ops_ctx_init(&ctx, "refdev", 1, 3), 0, "%s", util_last_error());
-	struct memplan plan;
-	cr_assert_eq(memplan_build(&plan, &m, BATCH, &ctx, 0), 0, "%s", util_last_error());
-	cr_assert(plan.input, "refdev uploads the batch: the plan has an input slot");
-	cr_assert_eq(model_alloc_planned(&m, &plan, 5), 0, "%s", util_last_error());
-	cr_assert_eq(model_resident(&m, &ctx), 0, "%s", util_last_error());
-	size_t per = ops_shape_size(&m.input);
-	float *x = xmalloc(sizeof(float) * per * BATCH);
 	int y[BATCH];
-	batch(x, y, per);
-	struct step st = {0};
-	step_init(&st, &m, &ctx, 0.1f, 0.9f, 1e-4f);
+	struct step st;
+	float *x = resident_step(&m, &ctx, &st, y);
+	size_t per = ops_shape_size(&m.input);
 	struct ops_ledger *l = ops_ledger_of(&ctx);
 	cr_assert_not_null(l);
 	/* the first step sets things up; the second is what every step costs */
@@ -145,16 +157,9 @@ static float *trained_on_cudahost(const char *twin, size_t *n)
 	cr_assert_eq(ops_ctx_init(&ctx, "cudahost", 1, 3), 0, "%s", util_last_error());
 	unsetenv("AAH_CUDA_TWIN");
 	cr_assert_eq(ctx.be->set_precision(&ctx, "bf16"), 0);
-	struct memplan plan;
-	cr_assert_eq(memplan_build(&plan, &m, BATCH, &ctx, 0), 0, "%s", util_last_error());
-	cr_assert_eq(model_alloc_planned(&m, &plan, 5), 0, "%s", util_last_error());
-	cr_assert_eq(model_resident(&m, &ctx), 0, "%s", util_last_error());
-	size_t per = ops_shape_size(&m.input);
-	float *x = xmalloc(sizeof(float) * per * BATCH);
 	int y[BATCH];
-	batch(x, y, per);
-	struct step st = {0};
-	step_init(&st, &m, &ctx, 0.1f, 0.9f, 1e-4f);
+	struct step st;
+	float *x = resident_step(&m, &ctx, &st, y);
 	for (int k = 0; k < 3; k++)
 		cr_assert_eq(step_train(&st, x, y, BATCH, 0.2f, (uint64_t)k), 1, "%s",
 			     util_last_error());
