@@ -65,6 +65,17 @@ void ops_forget(struct ops_ctx *ctx, void *p)
 		ctx->be->forget(ctx, p);
 }
 
+size_t ops_twin_bytes(const struct ops_ctx *ctx, size_t count)
+{
+	return ctx->be->twin && ctx->conv_type != OPS_F32 ? count * ops_dtype_size(ctx->conv_type)
+							   : 0;
+}
+
+int ops_twin(struct ops_ctx *ctx, const float *p, size_t count)
+{
+	return ops_twin_bytes(ctx, count) ? ctx->be->twin(ctx, p, count, ctx->conv_type) : 0;
+}
+
 int ops_finish(struct ops_ctx *ctx)
 {
 	return ctx->be->finish ? ctx->be->finish(ctx) : 0;

@@ -336,6 +336,14 @@ struct ops_backend {
 	int (*resident)(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy);
 	int (*sync)(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
 	void (*forget)(struct ops_ctx *ctx, void *p);
+	/* From now on the backend keeps a twin of the count fp32 values at p
+	 * (the model's parameters) in t (bf16 or fp16): made now from them,
+	 * rewritten by sgd as it updates them and by sync after the host wrote
+	 * them; ops that read those values in t (a 16-bit convolution's
+	 * weights) read the twin instead of converting them every pass. Its
+	 * memory is ops_twin_bytes's. Released with the context or forget of
+	 * p's block. NULL: the backend keeps none. */
+	int (*twin)(struct ops_ctx *ctx, const float *p, size_t count, enum ops_dtype t);
 	/* Data parallel on the device (NCCL on cuda); NULL where the trainer's
 	 * CPU ring averages the gradients. comm_init makes this context rank
 	 * `rank` of `world`: share(arg, id, len) must hand rank 0's id of len
@@ -388,6 +396,11 @@ struct ops_backend {
 int ops_resident(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy);
 int ops_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device);
 void ops_forget(struct ops_ctx *ctx, void *p);
+/* ops_backend.twin of count parameters at p in ctx's convolution type,
+ * where the backend has it and that type is 16-bit; nothing (0)
+ * otherwise. ops_twin_bytes: what it takes of the device (0: none). */
+int ops_twin(struct ops_ctx *ctx, const float *p, size_t count);
+size_t ops_twin_bytes(const struct ops_ctx *ctx, size_t count);
 /* ops_backend.finish where the backend has it: before a clock is read. */
 int ops_finish(struct ops_ctx *ctx);
 /* ops_backend.loss_read where the backend has it: the loss's sums since

@@ -389,6 +389,8 @@ int memplan_build(struct memplan *p, const struct model *m, int batch, const str
 	p->host = (size_t)batch * 2 * LOADER_DEPTH *
 		  (ops_shape_size(&m->input) * sizeof(float) + sizeof(int));
 	p->workspace_fixed += scratch0;
+	if (ctx)   /* the parameters' 16-bit twin (ops_twin, model_resident) */
+		p->workspace_fixed += round_up(ops_twin_bytes(ctx, nparams), MEMPLAN_ALIGN);
 	p->workspace += scratch1 - scratch0;
 	p->on_host = !ctx || !(ctx->be->caps & OPS_CAP_GPU);
 	p->scratch_stride = round_up(fan, MEMPLAN_ALIGN);

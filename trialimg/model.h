@@ -135,7 +135,8 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 /* One SGD step over every parameter (weight decay on weights only). */
 int model_update(struct model *m, struct ops_ctx *ctx, float lr, float momentum, float wd);
 /* The model's memory kept on ctx's device from now on, where the backend
- * can (ops_resident: cuda); call it once the host has written the weights
+ * can (ops_resident: cuda), and the parameters' 16-bit twin where it keeps
+ * one (ops_twin); call it once the host has written the weights
  * (initialised, inherited or loaded). The host copies of params, grads,
  * velocity and stats are then stale until ops_sync(..., OPS_TO_HOST), and
  * a host write to them needs ops_sync(..., OPS_TO_DEVICE). */

@@ -320,7 +320,10 @@ int model_update(struct model *m, struct ops_ctx *ctx, float lr, float momentum,
 
 int model_resident(struct model *m, struct ops_ctx *ctx)
 {
-	return ops_resident(ctx, m->block, m->block_bytes, m->state_bytes);
+	/* and the parameters in 16 bits beside them, where the backend keeps
+	 * them (its convolutions then read no conversion of their weights) */
+	return ops_resident(ctx, m->block, m->block_bytes, m->state_bytes) ||
+	       ops_twin(ctx, m->params, m->n_params);
 }
 
 void model_release(struct model *m, struct ops_ctx *ctx)

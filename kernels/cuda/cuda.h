@@ -19,9 +19,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h> /* getenv */
+#include <string.h>
 
 #ifdef CUK_HOST
-#include <string.h> /* memmove, memset: the harness's copies */
 /* The host harness: the runtime's types, and every name this header
  * exports under its own, so that the harness and the real backend link
  * into one program. */
@@ -43,6 +44,15 @@ static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t byt
 {
 	(void)kind, (void)s;
 	memmove(dst, src, bytes);
+	return cudaSuccess;
+}
+static inline cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+	return posix_memalign(p, 256, bytes ? bytes : 1) ? cudaErrorInvalidValue : cudaSuccess;
+}
+static inline cudaError_t cudaFree(void *p)
+{
+	free(p);
 	return cudaSuccess;
 }
 static inline cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s)
@@ -84,6 +94,11 @@ static inline cudaError_t cudaStreamSynchronize(cudaStream_t s)
 #define cuda_pad cudahost_pad
 #define cuda_crop cudahost_crop
 #define cuda_copy cudahost_copy
+#define cuda_resident_at cudahost_resident_at
+#define cuda_twin cudahost_twin
+#define cuda_twin_at cudahost_twin_at
+#define cuda_twins_refresh cudahost_twins_refresh
+#define cuda_twins_drop cudahost_twins_drop
 #else
 #include <cuda_runtime_api.h>
 #endif
@@ -138,7 +153,59 @@ struct cuk_run {
 	 * device (the last upload's), which the ops read instead of the values
 	 * they are handed (lr, the loss scale, the step); NULL otherwise */
 	const struct ops_step_vars *vars;
+	/* CUDA_TICKETS counters on the device, zero between launches, by which
+	 * the last block of a per-channel sum finishes it (cuk.cuh); NULL
+	 * (AAH_CUDA_SUMS=apart): a finishing kernel is launched after it */
+	unsigned *tickets;
+	/* the 16-bit twins of parameters the backend keeps (ops_backend.twin);
+	 * NULL (AAH_CUDA_TWIN=0): none, the ops convert the weights */
+	struct cuda_twins *twins;
 };
+
+enum { CUDA_MAX_TWINS = 4 };
+
+/* A twin: count values at host (inside a resident block) in type, at dev. */
+struct cuda_twin_copy {
+	const float *host;
+	size_t count;
+	void *dev;
+	enum ops_dtype type;
+};
+
+struct cuda_twins {
+	int n;
+	struct cuda_twin_copy t[CUDA_MAX_TWINS];
+};
+
+enum { CUDA_TICKETS = 1024 };
+
+/* The environment's switch name: 1 where unset, empty or `on`, 0 where
+ * `off`, -1 (an error said) otherwise. */
+static inline int cuda_env_switch(const char *name, const char *on, const char *off)
+{
+	const char *v = getenv(name);
+	if (!v || !*v || !strcmp(v, on))
+		return 1;
+	if (!strcmp(v, off))
+		return 0;
+	return error("%s '%s': must be %s or %s", name, v, on, off);
+}
+
+/* AAH_CUDA_SUMS: "one" (the default): a per-channel sum is one launch;
+ * "apart": its stripes and its finish two, the way before (both give the
+ * same bits). */
+static inline int cuda_sums_in_one(void)
+{
+	return cuda_env_switch("AAH_CUDA_SUMS", "one", "apart");
+}
+
+/* AAH_CUDA_TWIN: "1" (the default): the backend keeps a 16-bit twin of the
+ * parameters (ops_backend.twin); "0": none, a 16-bit convolution converts
+ * its weights every pass, the way before. */
+static inline int cuda_twin_wanted(void)
+{
+	return cuda_env_switch("AAH_CUDA_TWIN", "1", "0");
+}
 
 const struct cuk_run *cuda_run(struct ops_ctx *ctx);
 
@@ -208,6 +275,20 @@ int cuda_crop(struct ops_ctx *ctx, enum ops_dtype t, int n, int h, int w, int c,
 	      int pt, int pl, const void *src, void *dst);
 /* dst = bytes at src, on the device, queued (flatten, dropout's identity) */
 int cuda_copy(struct ops_ctx *ctx, size_t bytes, const void *src, void *dst);
+
+/* The device address of bytes at p, which must lie in a resident block
+ * (an error otherwise); each backend's. */
+int cuda_resident_at(struct ops_ctx *ctx, const void *p, size_t bytes, void **dev);
+/* cuda_cast.cu: the twins (cuk_run.twins). cuda_twin is the op table's
+ * (ops_backend.twin); cuda_twin_at: the twin of count values at p and its
+ * type in *t, NULL where none holds them all; cuda_twins_refresh: each
+ * twin's values within bytes at p converted again (the host wrote them);
+ * cuda_twins_drop: the twins of values within bytes at p freed (their
+ * block forgotten; NULL p: all of them). */
+int cuda_twin(struct ops_ctx *ctx, const float *p, size_t count, enum ops_dtype t);
+void *cuda_twin_at(struct ops_ctx *ctx, const float *p, size_t count, enum ops_dtype *t);
+int cuda_twins_refresh(struct ops_ctx *ctx, const void *p, size_t bytes);
+void cuda_twins_drop(struct ops_ctx *ctx, const void *p, size_t bytes);
 
 #ifdef __cplusplus
 }

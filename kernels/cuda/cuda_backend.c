@@ -23,6 +23,14 @@ static int cuda_open(struct ops_ctx *ctx)
 	CUDA_CHECK(cudaDeviceGetAttribute(&c->run.sms, cudaDevAttrMultiProcessorCount, c->device));
 	CUDA_CHECK(cudaMalloc((void **)&c->run.sums, sizeof(struct cuda_sums)));
 	CUDA_CHECK(cudaMemsetAsync(c->run.sums, 0, sizeof(struct cuda_sums), c->run.stream));
+	int one = cuda_sums_in_one();
+	if (one < 0)
+		return -1;
+	if (one) {
+		CUDA_CHECK(cudaMalloc((void **)&c->run.tickets, CUDA_TICKETS * sizeof(unsigned)));
+		CUDA_CHECK(cudaMemsetAsync(c->run.tickets, 0, CUDA_TICKETS * sizeof(unsigned),
+					   c->run.stream));
+	}
 	c->run.ledger = &c->ledger;
 	CUDNN_CHECK(cudnnCreate(&c->dnn));
 	CUDNN_CHECK(cudnnSetStream(c->dnn, c->run.stream));
@@ -90,6 +98,14 @@ static int cuda_init(struct ops_ctx *ctx)
 	cuda_ctx(ctx)->device = device;
 	const char *staged = getenv("AAH_CUDA_STAGED");
 	cuda_ctx(ctx)->staged_only = staged && !strcmp(staged, "1");
+	int twin = cuda_twin_wanted();
+	if (twin < 0) {
+		cuda_fini(ctx);
+		return -1;
+	}
+	/* staged: no resident block for a twin to live beside */
+	if (twin && !cuda_ctx(ctx)->staged_only)
+		cuda_ctx(ctx)->run.twins = &cuda_ctx(ctx)->twins;
 	if (cuda_open(ctx)) {
 		cuda_fini(ctx);
 		return -1;
@@ -131,10 +147,12 @@ static void cuda_fini(struct ops_ctx *ctx)
 	for (int k = 0; k < c->ngraph; k++)
 		cudaGraphExecDestroy(c->graph[k].exec);
 	cuda_comm_free(c);
+	cuda_twins_drop(ctx, NULL, 0);
 	for (int k = 0; k < c->nmirror; k++)
 		cudaFree(c->mirror[k].dev);
 	cudaFree(c->arena);
 	cudaFree(c->run.sums);
+	cudaFree(c->run.tickets);
 	free_spills(c);
 	if (c->lt)
 		cublasLtDestroy(c->lt);
@@ -401,7 +419,7 @@ static int cuda_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device)
 	CUDA_CHECK(cudaStreamSynchronize(c->run.stream));
 	ledger_copy(&c->ledger, to_device ? LEDGER_H2D : LEDGER_D2H, (double)bytes);
 	ledger_sync(&c->ledger);
-	return 0;
+	return to_device ? cuda_twins_refresh(ctx, p, bytes) : 0;
 }
 
 static void cuda_forget(struct ops_ctx *ctx, void *p)
@@ -410,6 +428,7 @@ static void cuda_forget(struct ops_ctx *ctx, void *p)
 	for (int k = 0; k < c->nmirror; k++)
 		if (c->mirror[k].host == p) {
 			cudaStreamSynchronize(c->run.stream);   /* no op may still use it */
+			cuda_twins_drop(ctx, p, c->mirror[k].bytes);
 			cudaFree(c->mirror[k].dev);
 			c->mirror[k] = c->mirror[--c->nmirror];
 			return;
@@ -418,12 +437,11 @@ static void cuda_forget(struct ops_ctx *ctx, void *p)
 
 /* ---- the batch's way in, and replayed steps ------------------------------------ */
 
-/* The device address of bytes at p, which must lie in a resident block. */
-static int resident_at(struct cuda_ctx *c, const void *p, size_t bytes, char **dev)
+int cuda_resident_at(struct ops_ctx *ctx, const void *p, size_t bytes, void **dev)
 {
-	const struct cuda_mirror *m = mirror_of(c, p, bytes);
+	const struct cuda_mirror *m = mirror_of(cuda_ctx(ctx), p, bytes);
 	if (!m)
-		return error("cuda: the model's input slot is not on the device (model_resident)");
+		return error("cuda: %zu bytes at %p are not on the device (model_resident)", bytes, p);
 	*dev = m->dev + ((const char *)p - m->host);
 	return 0;
 }
@@ -476,9 +494,9 @@ static int cuda_upload(struct ops_ctx *ctx, const float *x, size_t count, const 
 	char *st = NULL, *xd = NULL, *vd = NULL;
 	if ((char *)labels_dev != (char *)vars_dev + sizeof(*vars))
 		BUG("cuda_upload: the labels do not follow the vars in the input slot");
-	if (resident_at(c, staging, xb + tail, &st) ||
-	    resident_at(c, x_dev, cuda_bytes(count, xt), &xd) ||
-	    resident_at(c, vars_dev, tail, &vd) || pinned_fit(c, xb + tail))
+	if (cuda_resident_at(ctx, staging, xb + tail, (void **)&st) ||
+	    cuda_resident_at(ctx, x_dev, cuda_bytes(count, xt), (void **)&xd) ||
+	    cuda_resident_at(ctx, vars_dev, tail, (void **)&vd) || pinned_fit(c, xb + tail))
 		return -1;
 	int k = c->turn;
 	c->turn ^= 1;
@@ -643,6 +661,7 @@ const struct ops_backend ops_cuda_backend = {
 	.resident = cuda_resident,
 	.sync = cuda_sync,
 	.forget = cuda_forget,
+	.twin = cuda_twin,
 #ifdef AAH_HAVE_NCCL
 	.comm_init = cuda_comm_init,
 	.allreduce_mean = cuda_allreduce_mean,

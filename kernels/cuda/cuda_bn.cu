@@ -3,19 +3,20 @@
  *
  *   x, y, dy, dx: (rows, C) of T (NHWC, rows = n*H*W)   per channel: fp32
  *
- * Forward, training: the statistics in two launches: stripes of rows sum
+ * Forward, training: the statistics in one launch: stripes of rows sum
  * x - K and (x - K)^2 per channel (K the channel's first value, so the
  * sums stay small where the mean is large against the spread), each
- * thread in float, each block in double into one partial per stripe; a
- * finishing kernel adds the stripes in order, so the same batch gives the
- * same bits every run. Then y = x*s + t with s = gamma / sqrt(var + eps),
+ * thread in float, each block in double into one partial per stripe; the
+ * last block of each column of channels adds the stripes in order, so the
+ * same batch gives the same bits every run (AAH_CUDA_SUMS=apart: a
+ * finishing kernel does, a second launch; cuk.cuh). Then y = x*s + t with s = gamma / sqrt(var + eps),
  * t = beta - mean*s, computed per thread from the saved fp32 statistics:
  * the recompute (the same kernel on the same values) is the forward's to
  * the bit. Inference: the same kernel on the running statistics.
  *
  * Backward, g = dy (or 0 where the stored y is not above 0 under a fused
  * relu: y is not read, its sign is recomputed from x): stripes sum g and
- * g*(x - mean), the finish gives dbeta, dgamma and per channel
+ * g*(x - mean), their finish (the same launch) gives dbeta, dgamma and per channel
  * a = gamma*istd, b = -a*istd*dgamma/m, c = -a*dbeta/m, so that
  * dx = a*g + b*(x - mean) + c, two fused multiply-adds per value.
  *
@@ -68,9 +69,44 @@ template <class T> __device__ __forceinline__ float stored(float y, int relu)
 	return to_f(from_f<T>(relu && !(y > 0.0f) ? 0.0f : y));
 }
 
+/* Where the statistics go, per channel. */
+struct stats_out {
+	float *save_mean, *save_var, *run_mean, *run_var;
+	float mo;
+	const float *fold_b;
+};
+
+/* Channel ch's statistics from its stripes' partials, lane 0 of a warp
+ * writing them. */
+template <class T>
+__device__ __forceinline__ void stats_channel(const T *x, const double *part, int stripes,
+					      size_t rows, int c, int ch, int lane,
+					      const stats_out &o)
+{
+	double s1 = stripes_total(part, stripes, c, ch, lane);
+	double s2 = stripes_total(part + (size_t)stripes * c, stripes, c, ch, lane);
+	if (lane)
+		return;
+	double m = (double)rows, k0 = to_f(x[ch]);
+	double d = s1 / m;
+	double var = s2 / m - d * d;
+	double mean = k0 + d;
+	if (var < 0)
+		var = 0;
+	o.save_mean[ch] = (float)mean;
+	o.save_var[ch] = (float)var;
+	double unbiased = rows > 1 ? var * m / (m - 1) : var;
+	double counted = o.fold_b ? mean + o.fold_b[ch] : mean;   /* y's mean with the bias */
+	o.run_mean[ch] = (float)(o.mo * o.run_mean[ch] + (1.0 - o.mo) * counted);
+	o.run_var[ch] = (float)(o.mo * o.run_var[ch] + (1.0 - o.mo) * unbiased);
+}
+
+/* The stripes' sums of x - K and (x - K)^2, then, with tickets, the
+ * statistics. */
 template <class T, int W>
 __global__ void __launch_bounds__(THREADS)
-	stats_part(const T *__restrict__ x, size_t rows, int c, double *part)
+	stats_then_finish(const T *__restrict__ x, size_t rows, int c, double *part,
+			  unsigned *tickets, stats_out o)
 {
 	int ch0 = channel0(W);
 	float s1[W] = {}, s2[W] = {};
@@ -88,35 +124,22 @@ __global__ void __launch_bounds__(THREADS)
 			}
 		}
 	}
-	size_t stripes = gridDim.y;
+	int stripes = (int)gridDim.y;
 	stripe_sums<W>(s1, ch0, c, part);
-	stripe_sums<W>(s2, ch0, c, part + stripes * c);
+	stripe_sums<W>(s2, ch0, c, part + (size_t)stripes * c);
+	if (last_of_column(tickets))
+		column_channels<W>(c, [=](int ch, int lane) {
+			stats_channel(x, part, stripes, rows, c, ch, lane, o);
+		});
 }
 
 template <class T>
 __global__ void stats_finish(const T *x, const double *part, int stripes, size_t rows, int c,
-			     float *save_mean, float *save_var, float *run_mean, float *run_var,
-			     float mo, const float *fold_b)
+			     stats_out o)
 {
 	int ch = finish_channel(c);
-	if (ch < 0)
-		return;
-	double s1 = stripes_total(part, stripes, c, ch);
-	double s2 = stripes_total(part + (size_t)stripes * c, stripes, c, ch);
-	if (threadIdx.x % 32)
-		return;
-	double m = (double)rows, k0 = to_f(x[ch]);
-	double d = s1 / m;
-	double var = s2 / m - d * d;
-	double mean = k0 + d;
-	if (var < 0)
-		var = 0;
-	save_mean[ch] = (float)mean;
-	save_var[ch] = (float)var;
-	double unbiased = rows > 1 ? var * m / (m - 1) : var;
-	double counted = fold_b ? mean + fold_b[ch] : mean;   /* what y's mean is with the bias */
-	run_mean[ch] = (float)(mo * run_mean[ch] + (1.0 - mo) * counted);
-	run_var[ch] = (float)(mo * run_var[ch] + (1.0 - mo) * unbiased);
+	if (ch >= 0)
+		stats_channel(x, part, stripes, rows, c, ch, (int)(threadIdx.x % 32), o);
 }
 
 template <class T, int W>
@@ -148,17 +171,50 @@ __device__ __forceinline__ float grad_at(float x, float dy, float s, float t, in
 	return relu && !(stored<T>(fmaf(x, s, t), 1) > 0.0f) ? 0.0f : dy;
 }
 
+/* Where the backward's sums go, per channel. */
+struct bwd_out {
+	const float *var, *gamma;
+	float eps;
+	float *dgamma, *dbeta, *coef, *fold_db;
+};
+
+/* Channel ch's dbeta, dgamma and coef = (a, b, c) for dx from its
+ * stripes' partials, lane 0 of a warp writing them; a folded bias's
+ * gradient zeroed. */
+__device__ __forceinline__ void bwd_channel(const double *part, int stripes, size_t rows, int c,
+					    int ch, int lane, const bwd_out &o)
+{
+	double db = stripes_total(part, stripes, c, ch, lane);
+	double sg = stripes_total(part + (size_t)stripes * c, stripes, c, ch, lane);
+	if (lane)
+		return;
+	double m = (double)rows, istd = 1.0 / sqrt((double)o.var[ch] + o.eps);
+	double dg = sg * istd;
+	o.dbeta[ch] = (float)db;
+	o.dgamma[ch] = (float)dg;
+	double a = o.gamma[ch] * istd;
+	o.coef[ch] = (float)a;
+	o.coef[c + ch] = (float)(-a * istd * dg / m);
+	o.coef[2 * c + ch] = (float)(-a * db / m);
+	if (o.fold_db)
+		o.fold_db[ch] = 0.0f;
+}
+
+/* The stripes' sums of g and g*(x - mean), then, with tickets, their
+ * finish. */
 template <class T, int W>
-__global__ void __launch_bounds__(THREADS)
-	bwd_part(const T *__restrict__ x, const T *__restrict__ dy, size_t rows, int c,
-		 const float *mean, const float *var, const float *gamma, const float *beta,
-		 float eps, int relu, double *part)
+/* at least 3 blocks an SM: ptxas may take 85 registers, where it keeps
+ * sm_80's bf16 instance at 64 and spills without the hint */
+__global__ void __launch_bounds__(THREADS, 3)
+	bwd_then_finish(const T *__restrict__ x, const T *__restrict__ dy, size_t rows, int c,
+			const float *mean, const float *beta, int relu, double *part,
+			unsigned *tickets, bwd_out o)
 {
 	int ch0 = channel0(W);
 	float s1[W] = {}, s2[W] = {};
 	if (ch0 < c) {
 		float s[W], t[W], m[W];
-		coefs<W>(ch0, mean, var, gamma, beta, eps, s, t);
+		coefs<W>(ch0, mean, o.var, o.gamma, beta, o.eps, s, t);
 		ldf<W>(mean + ch0, m);
 		for (size_t r = row0(); r < rows; r += row_step()) {
 			float v[W], d[W];
@@ -172,34 +228,20 @@ __global__ void __launch_bounds__(THREADS)
 			}
 		}
 	}
-	size_t stripes = gridDim.y;
+	int stripes = (int)gridDim.y;
 	stripe_sums<W>(s1, ch0, c, part);
-	stripe_sums<W>(s2, ch0, c, part + stripes * c);
+	stripe_sums<W>(s2, ch0, c, part + (size_t)stripes * c);
+	if (last_of_column(tickets))
+		column_channels<W>(c, [=](int ch, int lane) {
+			bwd_channel(part, stripes, rows, c, ch, lane, o);
+		});
 }
 
-/* dbeta, dgamma; coef = (a, b, c) per channel for dx; a folded bias's
- * gradient zeroed */
-__global__ void bwd_finish(const double *part, int stripes, size_t rows, int c, const float *var,
-			   const float *gamma, float eps, float *dgamma, float *dbeta, float *coef,
-			   float *fold_db)
+__global__ void bwd_finish(const double *part, int stripes, size_t rows, int c, bwd_out o)
 {
 	int ch = finish_channel(c);
-	if (ch < 0)
-		return;
-	double db = stripes_total(part, stripes, c, ch);
-	double sg = stripes_total(part + (size_t)stripes * c, stripes, c, ch);
-	if (threadIdx.x % 32)
-		return;
-	double m = (double)rows, istd = 1.0 / sqrt((double)var[ch] + eps);
-	double dg = sg * istd;
-	dbeta[ch] = (float)db;
-	dgamma[ch] = (float)dg;
-	double a = gamma[ch] * istd;
-	coef[ch] = (float)a;
-	coef[c + ch] = (float)(-a * istd * dg / m);
-	coef[2 * c + ch] = (float)(-a * db / m);
-	if (fold_db)
-		fold_db[ch] = 0.0f;
+	if (ch >= 0)
+		bwd_channel(part, stripes, rows, c, ch, (int)(threadIdx.x % 32), o);
 }
 
 template <class T, int W>
@@ -257,20 +299,21 @@ struct bn_args {
 	int relu;
 };
 
+/* The statistics into o: one launch with tickets, else two. */
 template <class T, int W>
 static cudaError_t stats(const cuk_run *r, const T *x, const bn_args &a, double *part,
-			 float *save_mean, float *save_var, float *run_mean, float *run_var, float mo,
-			 const float *fold_b)
+			 const stats_out &o)
 {
 	grid2 q = bn_grid<W>(r, a.rows, a.c, MAX_STRIPES);
+	unsigned *t = tickets_for(r, q);
 	double tensor = (double)a.rows * a.c * sizeof(T), parts = (double)q.g.y * a.c * 16;
-	cudaError_t e = go_sync(r, "bn_stats_part", tensor + parts, q, stats_part<T, W>, x, a.rows,
-				a.c, part);
-	if (e != cudaSuccess)
+	double finish = parts + 16.0 * a.c + a.c * sizeof(T);
+	cudaError_t e = go_sync(r, t ? "bn_stats" : "bn_stats_part", tensor + parts + (t ? finish : 0),
+				q, stats_then_finish<T, W>, x, a.rows, a.c, part, t, o);
+	if (e != cudaSuccess || t)
 		return e;
-	return go_sync(r, "bn_stats_finish", parts + 16.0 * a.c + a.c * sizeof(T), finish_grid(a.c),
-		  stats_finish<T>, x, (const double *)part, (int)q.g.y, a.rows, a.c, save_mean,
-		  save_var, run_mean, run_var, mo, fold_b);
+	return go_sync(r, "bn_stats_finish", finish, finish_grid(a.c), stats_finish<T>, x,
+		       (const double *)part, (int)q.g.y, a.rows, a.c, o);
 }
 
 template <class T, int W>
@@ -283,21 +326,23 @@ static cudaError_t normalise(const cuk_run *r, const T *x, T *y, const bn_args &
 
 template <class T, int W>
 static cudaError_t backward(const cuk_run *r, const T *x, const T *dy, T *dx, const bn_args &a,
-			    double *part, float *coef, float *dgamma, float *dbeta, float *fold_db)
+			    double *part, const bwd_out &o)
 {
 	grid2 q = bn_grid<W>(r, a.rows, a.c, MAX_STRIPES);
+	unsigned *t = tickets_for(r, q);
 	double tensor = (double)a.rows * a.c * sizeof(T), parts = (double)q.g.y * a.c * 16;
-	cudaError_t e = go_sync(r, "bn_bwd_part", 2 * tensor + parts, q, bwd_part<T, W>, x, dy,
-				a.rows, a.c, a.mean, a.var, a.gamma, a.beta, a.eps, a.relu, part);
-	if (e == cudaSuccess)
-		e = go_sync(r, "bn_bwd_finish", parts + 28.0 * a.c, finish_grid(a.c), bwd_finish,
-		       (const double *)part, (int)q.g.y, a.rows, a.c, a.var, a.gamma, a.eps, dgamma,
-		       dbeta, coef, fold_db);
+	double finish = parts + 28.0 * a.c;
+	cudaError_t e = go_sync(r, t ? "bn_bwd_sums" : "bn_bwd_part",
+				2 * tensor + parts + (t ? finish : 0), q, bwd_then_finish<T, W>, x,
+				dy, a.rows, a.c, a.mean, a.beta, a.relu, part, t, o);
+	if (e == cudaSuccess && !t)
+		e = go_sync(r, "bn_bwd_finish", finish, finish_grid(a.c), bwd_finish,
+			    (const double *)part, (int)q.g.y, a.rows, a.c, o);
 	if (e != cudaSuccess || !dx)
 		return e;
 	return go(r, "bn_bwd_dx", 3 * tensor + 28.0 * a.c, bn_grid<W>(r, a.rows, a.c, 0),
 		  bwd_dx<T, W>, x, dy, dx, a.rows, a.c, a.mean, a.var, a.gamma, a.beta, a.eps, a.relu,
-		  (const float *)coef);
+		  (const float *)o.coef);
 }
 
 } /* namespace cuk */
@@ -355,16 +400,13 @@ static int bn_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const flo
 	if (train) {
 		bn_args a = args_of(l, n, sm, sv, gamma, beta);
 		const cuk_run *r = cuda_run(ctx);
+		stats_out o = {(float *)sm, (float *)sv, (float *)rm, (float *)rv, l->cfg.momentum,
+			       (const float *)fb};
 		CUDA_LAUNCH(typed(l->out_type, [&](auto tag) {
 			using T = decltype(tag);
 			const T *tx = (const T *)gx;
-			float *fsm = (float *)sm, *fsv = (float *)sv, *frm = (float *)rm,
-			      *frv = (float *)rv;
-			return vec_fits<T>(a.c, tx)
-				       ? stats<T, VN<T>::n>(r, tx, a, (double *)part, fsm, fsv, frm,
-							    frv, l->cfg.momentum, (const float *)fb)
-				       : stats<T, 1>(r, tx, a, (double *)part, fsm, fsv, frm, frv,
-						     l->cfg.momentum, (const float *)fb);
+			return vec_fits<T>(a.c, tx) ? stats<T, VN<T>::n>(r, tx, a, (double *)part, o)
+						    : stats<T, 1>(r, tx, a, (double *)part, o);
 		}));
 		if (norm_op(ctx, l, gx, gy, a))
 			return -1;
@@ -407,16 +449,15 @@ static int bn_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const fl
 		return -1;
 	bn_args a = args_of(l, n, mean, var, gamma, beta);
 	const cuk_run *r = cuda_run(ctx);
+	bwd_out o = {a.var, a.gamma, a.eps, (float *)dgamma, (float *)dbeta, (float *)coef,
+		     (float *)fdb};
 	CUDA_LAUNCH(typed(l->out_type, [&](auto tag) {
 		using T = decltype(tag);
 		const T *tx = (const T *)gx, *tdy = (const T *)gdy;
 		T *tdx = (T *)gdx;
-		float *fdg = (float *)dgamma, *fdbeta = (float *)dbeta, *ffdb = (float *)fdb;
 		return vec_fits<T>(a.c, tx, tdy, tdx, coef) && params_fit(a)
-			       ? backward<T, VN<T>::n>(r, tx, tdy, tdx, a, (double *)part,
-						       (float *)coef, fdg, fdbeta, ffdb)
-			       : backward<T, 1>(r, tx, tdy, tdx, a, (double *)part, (float *)coef, fdg,
-						fdbeta, ffdb);
+			       ? backward<T, VN<T>::n>(r, tx, tdy, tdx, a, (double *)part, o)
+			       : backward<T, 1>(r, tx, tdy, tdx, a, (double *)part, o);
 	}));
 	return cuda_end(ctx);
 }

@@ -388,6 +388,21 @@ static int operand(struct ops_ctx *ctx, const struct conv_plan *p, size_t count,
 	return cuda_convert(ctx, count, x, t, *out, p->type);
 }
 
+/* The nw fp32 weights at w (device copy gw) as cuDNN reads them: their
+ * twin where the backend keeps one in p->type (ops_backend.twin), else
+ * operand()'s. */
+static int weights(struct ops_ctx *ctx, const struct conv_plan *p, const float *w, size_t nw,
+		   void *gw, void **out)
+{
+	enum ops_dtype t;
+	void *tw = p->type != OPS_F32 ? cuda_twin_at(ctx, w, nw, &t) : NULL;
+	if (tw && t == p->type) {
+		*out = tw;
+		return 0;
+	}
+	return operand(ctx, p, nw, gw, OPS_F32, out);
+}
+
 /* Where cuDNN writes count values (in p->type) meant for y, stored as t: y
  * itself, or scratch that stored() then converts into y. */
 static int result(struct ops_ctx *ctx, const struct conv_plan *p, size_t count, void *y,
@@ -435,7 +450,7 @@ static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const f
 	    cuda_out(ctx, y, cuda_bytes(ny, ty), 0, &gy) ||
 	    cuda_scratch(ctx, pass_workspace(l, p, FWD), &ws) || framed(ctx, l, p, n, tx, gx, &gxf) ||
 	    operand(ctx, p, framed_count(l, p, n), gxf, tx, &lx) ||
-	    operand(ctx, p, nw, gw, OPS_F32, &lw) || result(ctx, p, ny, gy, ty, &ly) ||
+	    weights(ctx, p, l->w, nw, gw, &lw) || result(ctx, p, ny, gy, ty, &ly) ||
 	    measure(ctx, l, p, FWD, lx, lw, ly, ws))
 		return -1;
 	l->ran = l->ran_out = p->type;   /* the sums land in p->type, then stored() */
@@ -499,7 +514,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	if (gdx) {
 		void *gdxf = gdx, *ldx;   /* the input gradient in the frame, then cropped */
 		if ((p->padded && cuda_scratch(ctx, cuda_bytes(nxf, tx), &gdxf)) ||
-		    operand(ctx, p, nw, gw, OPS_F32, &lw) || result(ctx, p, nxf, gdxf, tx, &ldx) ||
+		    weights(ctx, p, l->w, nw, gw, &lw) || result(ctx, p, nxf, gdxf, tx, &ldx) ||
 		    measure(ctx, l, p, BWD_DATA, lw, ldy, ldx, ws))
 			return -1;
 		CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));

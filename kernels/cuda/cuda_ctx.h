@@ -60,6 +60,7 @@ struct cuda_ctx {
 	void *comm;         /* ncclComm_t of a data-parallel trial (cuda_nccl.c) */
 	struct cuda_mirror mirror[CUDA_MAX_MIRRORS];
 	int nmirror;
+	struct cuda_twins twins;   /* run.twins: the parameters in 16 bits */
 	int staged_only;    /* AAH_CUDA_STAGED=1: resident() keeps nothing */
 	/* the batch's way in (cuda_upload): two pinned host buffers in turn,
 	 * each copied on the copy stream into the model's staging, then taken

@@ -164,9 +164,21 @@ template <class T, int W> __global__ void bias_add_k(const float *b, T *y, size_
 	}
 }
 
-/* the per-stripe sums of dy's channels (cuk.cuh's reduction) */
+/* Channel ch's bias gradient from its stripes' partials (lane 0 writes). */
+__device__ __forceinline__ void bias_grad_channel(const double *part, int stripes, int c, int ch,
+						  int lane, float *db)
+{
+	double t = stripes_total(part, stripes, c, ch, lane);
+	if (!lane)
+		db[ch] = (float)t;
+}
+
+/* the per-stripe sums of dy's channels (cuk.cuh's reduction), then, with
+ * tickets, their finish */
 template <class T, int W>
-__global__ void __launch_bounds__(THREADS) bias_grad_part(const T *dy, size_t rows, int c, double *part)
+__global__ void __launch_bounds__(THREADS)
+	bias_grad_then_finish(const T *dy, size_t rows, int c, double *part, unsigned *tickets,
+			      float *db)
 {
 	int ch0 = (int)(blockIdx.x * blockDim.x + threadIdx.x) * W;
 	float s[W] = {};
@@ -180,16 +192,17 @@ __global__ void __launch_bounds__(THREADS) bias_grad_part(const T *dy, size_t ro
 				s[k] += v[k];
 		}
 	stripe_sums<W>(s, ch0, c, part);
+	if (last_of_column(tickets))
+		column_channels<W>(c, [=](int ch, int lane) {
+			bias_grad_channel(part, (int)gridDim.y, c, ch, lane, db);
+		});
 }
 
 __global__ void bias_grad_finish(const double *part, int stripes, int c, float *db)
 {
 	int ch = finish_channel(c);
-	if (ch < 0)
-		return;
-	double t = stripes_total(part, stripes, c, ch);
-	if (threadIdx.x % 32 == 0)
-		db[ch] = (float)t;
+	if (ch >= 0)
+		bias_grad_channel(part, stripes, c, ch, (int)(threadIdx.x % 32), db);
 }
 
 /* ---- launchers ------------------------------------------------------------------ */
@@ -441,15 +454,18 @@ extern "C" int cuda_bias_grad(struct ops_ctx *ctx, enum ops_dtype t, size_t rows
 		const T *tdy = (const T *)dy;
 		int vec = vec_fits<T>(c, tdy);
 		grid2 q = channel_grid(r, rows, vec ? c / VN<T>::n : c, MAX_STRIPES);
-		double parts = (double)q.g.y * c * 8;
-		cudaError_t e = vec ? go_sync(r, "bias_grad_part", (double)rows * c * sizeof(T) + parts, q,
-					      bias_grad_part<T, VN<T>::n>, tdy, rows, c, (double *)part)
-				    : go_sync(r, "bias_grad_part", (double)rows * c * sizeof(T) + parts, q,
-					      bias_grad_part<T, 1>, tdy, rows, c, (double *)part);
-		if (e != cudaSuccess)
+		unsigned *tk = tickets_for(r, q);
+		double parts = (double)q.g.y * c * 8, finish = parts + 4.0 * c;
+		double bytes = (double)rows * c * sizeof(T) + parts + (tk ? finish : 0);
+		const char *name = tk ? "bias_grad" : "bias_grad_part";
+		cudaError_t e = vec ? go_sync(r, name, bytes, q, bias_grad_then_finish<T, VN<T>::n>, tdy,
+					      rows, c, (double *)part, tk, db)
+				    : go_sync(r, name, bytes, q, bias_grad_then_finish<T, 1>, tdy, rows,
+					      c, (double *)part, tk, db);
+		if (e != cudaSuccess || tk)
 			return e;
-		return go_sync(r, "bias_grad_finish", parts + 4.0 * c, finish_grid(c), bias_grad_finish,
-			  (const double *)part, (int)q.g.y, c, db);
+		return go_sync(r, "bias_grad_finish", finish, finish_grid(c), bias_grad_finish,
+			       (const double *)part, (int)q.g.y, c, db);
 	}));
 	return 0;
 }

@@ -113,9 +113,10 @@ __global__ void loss_finish(const loss_part *part, int blocks, cuda_sums *sums)
 	}
 }
 
-/* lr, or (lr_at, a replayed step) the step's */
-template <int W>
-__global__ void sgd_k(float *w, const float *g, float *v, size_t count, float lr_arg,
+/* lr, or (lr_at, a replayed step) the step's; tw: the weights' twin in
+ * TW (bf16 or fp16), rewritten from the updated values; TW void: none */
+template <class TW, int W>
+__global__ void sgd_k(float *w, const float *g, float *v, TW *tw, size_t count, float lr_arg,
 		      const float *lr_at, float mu, float wd)
 {
 	float lr = lr_at ? *lr_at : lr_arg;
@@ -130,8 +131,10 @@ __global__ void sgd_k(float *w, const float *g, float *v, size_t count, float lr
 			vv[k] = mu * vv[k] + gg[k] + wd * ww[k];
 			ww[k] = ww[k] - lr * vv[k];
 		}
-		st<float, N>(v + i, vv);
-		st<float, N>(w + i, ww);
+		stn<float, N>(v + i, vv);
+		stn<float, N>(w + i, ww);
+		if constexpr (!std::is_void_v<TW>)
+			stn<TW, N>(tw + i, ww);
 	});
 }
 
@@ -231,8 +234,23 @@ extern "C" int cuda_sgd(struct ops_ctx *ctx, size_t count, float *w, const float
 	const cuk_run *r = cuda_run(ctx);
 	float *fw = (float *)dw, *fv = (float *)dv;
 	const float *fg = (const float *)dg, *lr_at = r->vars ? &r->vars->lr : NULL;
-	CUDA_LAUNCH(go_flat<4>(r, "sgd", 5.0 * bytes, count, all_aligned(fw, fg, fv), sgd_k<1>,
-			       sgd_k<4>, fw, fg, fv, count, lr, lr_at, mu, wd));
+	enum ops_dtype tt;
+	void *tw = cuda_twin_at(ctx, w, count, &tt);
+	if (!tw) {
+		CUDA_LAUNCH(go_flat<4>(r, "sgd", 5.0 * bytes, count, all_aligned(fw, fg, fv),
+				       sgd_k<void, 1>, sgd_k<void, 4>, fw, fg, fv, (void *)NULL, count,
+				       lr, lr_at, mu, wd));
+		return cuda_end(ctx);
+	}
+	/* eight values a thread: two vectors of fp32, one of the twin's */
+	double moved = 5.0 * bytes + (double)cuda_bytes(count, tt);
+	CUDA_LAUNCH(typed16(tt, [&](auto tag) {
+		using TW = decltype(tag);
+		TW *t16 = (TW *)tw;
+		return go_flat<8>(r, "sgd_twin", moved, count, all_aligned(fw, fg, fv, t16),
+				  sgd_k<TW, 1>, sgd_k<TW, 8>, fw, fg, fv, t16, count, lr, lr_at, mu,
+				  wd);
+	}));
 	return cuda_end(ctx);
 }
 

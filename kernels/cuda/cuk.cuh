@@ -16,6 +16,8 @@
 #ifndef AAH_KERNELS_CUDA_CUK_CUH
 #define AAH_KERNELS_CUDA_CUK_CUH
 
+#include <type_traits>
+
 #include "kernels/cuda/cuda.h"
 
 #ifdef CUK_HOST
@@ -289,6 +291,12 @@ template <class F> auto typed(enum ops_dtype t, F f)
 	return t == OPS_BF16 ? f(bf16{}) : f(float{});
 }
 
+/* f(T{}) with T the 16-bit type that t names (bf16 or fp16). */
+template <class F> auto typed16(enum ops_dtype t, F f)
+{
+	return t == OPS_BF16 ? f(bf16{}) : f(f16{});
+}
+
 /* ---- per-channel sums, in a fixed order ------------------------------------------- *
  * A kernel over rows x channel vectors (channel_grid) sums, per thread,
  * its rows of each of its W channels; the block adds its threads' sums
@@ -296,8 +304,15 @@ template <class F> auto typed(enum ops_dtype t, F f)
  * one partial sum per channel for its stripe: part[blockIdx.y * c + ch].
  * A finishing kernel gives each channel a warp, whose lanes add the
  * stripes lane, lane + 32, ... and meet in a fixed tree (stripes_total).
- * No atomics: the same input gives the same bits every run (on one device
- * model: the number of stripes follows the multiprocessors). */
+ * No atomics in the sums: the same input gives the same bits every run (on
+ * one device model: the number of stripes follows the multiprocessors).
+ *
+ * One launch instead of two (cuk_run.tickets): each block of a column
+ * (one blockIdx.x, every stripe) takes a ticket once its partials are
+ * written; the block that takes the column's last does the finishing
+ * kernel's work for the column's channels, a warp a channel in turn, in
+ * the same order and tree (the same bits), and puts the ticket back to
+ * zero for the next launch or replay (last_of_column, column_channels). */
 enum { MAX_STRIPES = 1024 };
 
 /* The sum of v over the warp's 32 lanes, in a fixed tree: lane 0's. */
@@ -340,13 +355,56 @@ __device__ __forceinline__ int finish_channel(int c)
 }
 
 /* The sum of channel ch's stripes partials, the warp's lanes over them in
- * a fixed order and tree: lane 0's. */
-__device__ __forceinline__ double stripes_total(const double *part, int stripes, int c, int ch)
+ * a fixed order and tree: lane 0's. The partials are read from L2 (other
+ * blocks of this launch may have written them). */
+__device__ __forceinline__ double stripes_total(const double *part, int stripes, int c, int ch,
+						int lane)
 {
 	double t = 0;
-	for (int k = (int)(threadIdx.x % 32); k < stripes; k += 32)
-		t += part[(size_t)k * c + ch];
+	for (int k = lane; k < stripes; k += 32)
+		t += __ldcg(part + (size_t)k * c + ch);
 	return warp_sum(t);
+}
+
+/* After stripe_sums: whether this block took its column's last ticket (and
+ * then finishes the column); false for every block without tickets. */
+__device__ __forceinline__ bool last_of_column(unsigned *tickets)
+{
+	__shared__ int last;
+	if (!tickets)
+		return false;
+	__threadfence();   /* this block's partials, before its ticket */
+	__syncthreads();
+	if (threadIdx.x == 0 && threadIdx.y == 0) {
+		last = atomicAdd(tickets + blockIdx.x, 1u) == gridDim.y - 1;
+		if (last)
+			tickets[blockIdx.x] = 0;   /* every block of the column has taken one */
+	}
+	__syncthreads();
+	if (last)
+		__threadfence();   /* the other blocks' partials, after the ticket */
+	return last != 0;
+}
+
+/* f(ch, lane) for each channel of this block's column (blockDim.x * W of
+ * them from blockIdx.x * blockDim.x * W, those below c), a whole warp each
+ * in turn; threads past the block's last whole warp take none. */
+template <int W, class F> __device__ __forceinline__ void column_channels(int c, F f)
+{
+	unsigned id = threadIdx.y * blockDim.x + threadIdx.x;
+	unsigned warps = blockDim.x * blockDim.y / 32;
+	if (id >= warps * 32)
+		return;
+	int base = (int)(blockIdx.x * blockDim.x) * W, n = (int)blockDim.x * W;
+	for (int j = (int)(id / 32); j < n && base + j < c; j += (int)warps)
+		f(base + j, (int)(id % 32));
+}
+
+/* The tickets for a launch of q: NULL where the sums are launched apart
+ * or its columns outnumber them. */
+static inline unsigned *tickets_for(const cuk_run *r, grid2 q)
+{
+	return q.g.x <= CUDA_TICKETS ? r->tickets : NULL;
 }
 
 /* The grid of a finishing kernel: a warp a channel. */

@@ -317,6 +317,17 @@ template <class T> T __shfl_sync(unsigned mask, T v, int lane)
 	return cukhost::shuffle(v, lane);
 }
 
+/* one block after another: what a fence or an L2 read orders holds by
+ * itself */
+static inline void __threadfence(void)
+{
+}
+
+template <class T> T __ldcg(const T *p)
+{
+	return *p;
+}
+
 /* one thread at a time: an atomic is a plain read-modify-write */
 template <class T> T atomicAdd(T *p, T v)
 {

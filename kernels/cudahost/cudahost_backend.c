@@ -24,11 +24,19 @@
  * fewer of them. */
 #define HOST_SMS 1
 #define HOST_MAX_SCRATCH 32
+#define HOST_MAX_BLOCKS 8
 
 struct cudahost {
 	struct cuk_run run;
 	struct cuda_sums sums;
 	struct ops_ledger ledger;
+	unsigned tickets[CUDA_TICKETS];
+	struct cuda_twins twins;
+	struct {
+		const char *p;
+		size_t bytes;
+	} block[HOST_MAX_BLOCKS];   /* "resident": where a twin may live beside */
+	int nblock;
 	void *scratch[HOST_MAX_SCRATCH];
 	int nscratch;
 };
@@ -93,10 +101,15 @@ int cudahost_end(struct ops_ctx *ctx)
 
 static int host_init(struct ops_ctx *ctx)
 {
+	int one = cuda_sums_in_one(), twin = cuda_twin_wanted();
+	if (one < 0 || twin < 0)
+		return -1;
 	struct cudahost *h = xcalloc(1, sizeof(*h));
 	h->run.sms = HOST_SMS;
 	h->run.ledger = &h->ledger;
 	h->run.sums = &h->sums;
+	h->run.tickets = one ? h->tickets : NULL;
+	h->run.twins = twin ? &h->twins : NULL;
 	ctx->priv = h;
 	return 0;
 }
@@ -106,9 +119,55 @@ static void host_fini(struct ops_ctx *ctx)
 	struct cudahost *h = host_of(ctx);
 	if (!h)
 		return;
+	cuda_twins_drop(ctx, NULL, 0);
 	free_scratch(h);
 	free(h);
 	ctx->priv = NULL;
+}
+
+/* ---- residency: host memory, in place; its blocks kept for the twins ---------- */
+
+static int host_resident(struct ops_ctx *ctx, void *p, size_t bytes, size_t copy)
+{
+	(void)copy;
+	struct cudahost *h = host_of(ctx);
+	if (!p || !bytes)
+		return 0;
+	if (h->nblock == HOST_MAX_BLOCKS)
+		return error("cudahost: more than %d resident blocks", HOST_MAX_BLOCKS);
+	h->block[h->nblock].p = p;
+	h->block[h->nblock++].bytes = bytes;
+	return 0;
+}
+
+int cudahost_resident_at(struct ops_ctx *ctx, const void *p, size_t bytes, void **dev)
+{
+	struct cudahost *h = host_of(ctx);
+	const char *q = p;
+	for (int k = 0; k < h->nblock; k++)
+		if (q >= h->block[k].p && q < h->block[k].p + h->block[k].bytes &&
+		    bytes <= (size_t)(h->block[k].p + h->block[k].bytes - q)) {
+			*dev = (void *)p;
+			return 0;
+		}
+	return error("cudahost: %zu bytes at %p are not resident", bytes, p);
+}
+
+/* the host wrote there: the twins of what it wrote, converted again */
+static int host_sync(struct ops_ctx *ctx, void *p, size_t bytes, int to_device)
+{
+	return to_device ? cuda_twins_refresh(ctx, p, bytes) : 0;
+}
+
+static void host_forget(struct ops_ctx *ctx, void *p)
+{
+	struct cudahost *h = host_of(ctx);
+	for (int k = 0; k < h->nblock; k++)
+		if (h->block[k].p == p) {
+			cuda_twins_drop(ctx, p, h->block[k].bytes);
+			h->block[k] = h->block[--h->nblock];
+			return;
+		}
 }
 
 /* As the cuda backend: bf16 activations where every op takes them, fp16
@@ -164,17 +223,37 @@ static struct ops_layer as_ref(const struct ops_layer *l, int train)
 	return t;
 }
 
+/* The weights as the cuda backend's convolution reads them: their twin
+ * where one is kept (ops_backend.twin), widened (ref rounds them to the
+ * convolution's type itself, which leaves a twin's values as they are),
+ * in t->w; NULL, and t->w left, where none is. */
+static float *twin_weights(struct ops_ctx *ctx, struct ops_layer *t)
+{
+	size_t nw = (size_t)t->cfg.units * t->cfg.kernel * t->cfg.kernel * t->in[0].c;
+	enum ops_dtype type;
+	void *tw = ctx->conv_type != OPS_F32 ? cuda_twin_at(ctx, t->w, nw, &type) : NULL;
+	if (!tw || type != ctx->conv_type)
+		return NULL;
+	float *w = xmalloc(nw * sizeof(float));
+	for (size_t i = 0; i < nw; i++)
+		w[i] = type == OPS_BF16 ? ref_bf16_to_f32(((const uint16_t *)tw)[i])
+					: ref_f16_to_f32(((const uint16_t *)tw)[i]);
+	t->w = w;
+	return w;
+}
+
 static int conv_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const float *const *x,
 			float *y, int train)
 {
 	size_t nx = (size_t)n * ops_shape_size(&l->in[0]), ny = (size_t)n * ops_shape_size(&l->out);
 	struct ops_layer t = as_ref(l, train);
 	float *fx = widened(x[0], nx, ops_in_type(l, 0)), *fy = xmalloc(ny * sizeof(float));
+	float *tw = twin_weights(ctx, &t);
 	const float *xs[1] = {fx};
 	int rc = ref_conv_ops.forward(ctx, &t, n, xs, fy, train);
 	narrowed(y, fy, ny, l->out_type);
 	l->ran = l->ran_out = ctx->conv_type;
-	free(fx), free(fy);
+	free(fx), free(fy), free(tw);
 	return rc;
 }
 
@@ -186,13 +265,13 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	struct ops_layer t = as_ref(l, 1);
 	enum ops_dtype tx = ops_in_type(l, 0);
 	float *fx = widened(x[0], nx, tx), *fdy = widened(dy, ny, l->out_type);
-	float *fdx = dx[0] ? xmalloc(nx * sizeof(float)) : NULL;
+	float *fdx = dx[0] ? xmalloc(nx * sizeof(float)) : NULL, *tw = twin_weights(ctx, &t);
 	const float *xs[1] = {fx};
 	float *dxs[1] = {fdx};
 	int rc = ref_conv_ops.backward(ctx, &t, n, xs, NULL, fdy, dxs);
 	narrowed(dx[0], fdx, nx, tx);
 	l->ran = l->ran_out = ctx->conv_type;
-	free(fx), free(fdy), free(fdx);
+	free(fx), free(fdy), free(fdx), free(tw);
 	return rc;
 }
 
@@ -230,5 +309,9 @@ const struct ops_backend ops_cudahost_backend = {
 	.accumulate = cudahost_accumulate,
 	.unscale = cudahost_unscale,
 	.cast = cudahost_cast,
+	.resident = host_resident,
+	.sync = host_sync,
+	.forget = host_forget,
+	.twin = cudahost_twin,
 	.ledger = host_ledger,
 };

@@ -107,7 +107,7 @@ PY
 	[[ $output == *" D ops_cuda_backend"* ]]
 	# the families' kernels are templates, one instance per type and width:
 	# batchnorm's statistics over bf16 in 16-byte vectors
-	[[ $output == *"cuk::stats_part<__nv_bfloat16, 8>"* ]]
+	[[ $output == *"cuk::stats_then_finish<__nv_bfloat16, 8>"* ]]
 	[[ $output == *"cudnnConvolutionForward"* ]]
 	[[ $output == *"cublasLtMatmul"* ]]
 	# the casts of mixed precision and the bf16 convolution's descriptors

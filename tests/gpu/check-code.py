@@ -15,8 +15,10 @@ Rules, each kernel by name:
      reads global memory 16 bytes at a time: ld.global.v4 in PTX, LDG.E.128
      in SASS;
   3. no double-precision square root or division in a kernel that walks the
-     values (every kernel but the per-channel and per-block finishes):
-     sqrt/div/rcp .f64 in PTX, MUFU.RSQ64H / MUFU.RCP64H in SASS.
+     values (every kernel but the per-channel and per-block finishes, and
+     the sums whose last block finishes them, *_then_finish, whose f64
+     runs once a channel): sqrt/div/rcp .f64 in PTX, MUFU.RSQ64H /
+     MUFU.RCP64H in SASS.
 Prints one line per kernel checked and exits 1 on any failure."""
 import glob
 import os

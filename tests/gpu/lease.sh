@@ -21,10 +21,13 @@
 #  2. the op tests against kernels/ref and the training test, 16 at a time;
 #  3. the variant matrix: ResNet-50 (AIPerf's start graph) at batch 256,
 #     bf16, WARMUP + STEPS steps of bench_train a variant, one line each:
-#     variant img/s ms/step x_torch mfu launches syncs h2d_MB graph_nodes conv1
+#     variant img/s ms/step x_torch mfu launches own syncs h2d_MB graph_nodes conv1
 #     for the kernel families with the batch staged by the first
 #     convolution, + the batch on the device, + cudnnFind, + the CUDA
-#     graph, and the batch pinned (the trainer's own way in; the first
+#     graph, the graph without the parameters' 16-bit twin
+#     (AAH_CUDA_TWIN=0) and without it and the one-launch sums
+#     (AAH_CUDA_SUMS=apart: the code of the 2026-11-28 leases), and the
+#     batch pinned (the trainer's own way in; the first
 #     kernels were measured beside these on 2026-11-28, docs/cuda.md, and
 #     left); PyTorch AMP once before them (autocast, channels_last, its
 #     batch on the device);
@@ -222,18 +225,18 @@ bench() {
 row() {   # NAME: the matrix's line for the last bench
 	local r
 	r=$(awk -v n="$1" -v ips="$ips" -v b="$BATCH" -v t="${torch_ips:-0}" -v f="${B[flops]:-0}" \
-		-v p="${peak:-0}" -v l="${B[launches]:-?}" -v s="${B[syncs]:-?}" -v h="${B[h2d_bytes]:-0}" \
-		-v g="${B[graph_nodes]:-0}" -v c="${B[conv1]:-?}" 'BEGIN {
+		-v p="${peak:-0}" -v l="${B[launches]:-?}" -v o="${B[own]:-?}" -v s="${B[syncs]:-?}" \
+		-v h="${B[h2d_bytes]:-0}" -v g="${B[graph_nodes]:-0}" -v c="${B[conv1]:-?}" 'BEGIN {
 		x = t > 0 ? sprintf("%.2fx", ips / t) : "?"
 		u = p > 0 && f > 0 ? sprintf("%.1f%%", 100 * f * ips / (p * 1e12)) : "?"
-		printf "%-16s %8.1f %8.2f %7s %6s %8s %5s %8.1f %11s conv1=%s", n, ips, 1000 * b / ips,
-			x, u, l, s, h / 1e6, g, c }')
+		printf "%-16s %8.1f %8.2f %7s %6s %8s %5s %5s %8.1f %11s conv1=%s", n, ips, 1000 * b / ips,
+			x, u, l, o, s, h / 1e6, g, c }')
 	say "$r $(stamp)"
 	echo "$r" >>"$MATRIX"
 }
 if want 3; then
 say "== 3. ResNet-50, batch $BATCH, bf16: the variants beside PyTorch AMP $(stamp)"
-header=$(printf '%-16s %8s %8s %7s %6s %8s %5s %8s %11s %s' variant img/s ms/step x_torch mfu launches syncs h2d_MB graph_nodes conv1)
+header=$(printf '%-16s %8s %8s %7s %6s %8s %5s %5s %8s %11s %s' variant img/s ms/step x_torch mfu launches own syncs h2d_MB graph_nodes conv1)
 say "$header"
 echo "$header" >>"$MATRIX"
 if [ ! -f "$R50" ]; then
@@ -260,6 +263,8 @@ else
 		"+device-input AAH_CUDA_FIND=0 AAH_CUDA_GRAPH=0 device"
 		"+find         AAH_CUDA_GRAPH=0 device"
 		"+graph        AAH_CUDA_GRAPH=1 device"
+		"graph-no-twin AAH_CUDA_GRAPH=1 AAH_CUDA_TWIN=0 device"
+		"graph-2-sums  AAH_CUDA_GRAPH=1 AAH_CUDA_TWIN=0 AAH_CUDA_SUMS=apart device"
 		"pinned        AAH_CUDA_GRAPH=1 pinned")
 	best= best_ips=0
 	for v in "${V[@]}"; do

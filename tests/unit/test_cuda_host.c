@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CUK_HOST 1
+#include "kernels/cuda/cuda.h" /* cudahost_bias_grad, cudahost_run: the tickets */
+#include "kernels/ledger.h"
 #include "kernels/ops.h"
 #include "kernels/ref/ref.h" /* ref_bf16_round */
 #include "util.h"
@@ -178,4 +181,215 @@ Test(cuda_host, maxpool_from_its_kept_argmax_matches_ref)
 	maxpool_case(3, 2, 1, 9, OPS_F32);
 	maxpool_case(3, 2, 1, 9, OPS_BF16);
 	maxpool_case(2, 2, 0, 8, OPS_BF16);
+}
+
+/* ---- per-channel sums in one launch ------------------------------------------------ */
+
+/* A batchnorm forward and backward and a bias gradient, of c channels over
+ * rows rows of type t, run on cudahost with AAH_CUDA_SUMS=mode: every
+ * value they write, as bytes, and each op's launches by the ledger. */
+struct sums_out {
+	unsigned char *y, *dx;
+	float vec[6][512];   /* save mean, save var, run mean, run var, dgamma, dbeta */
+	float db[512];
+	long launches[3];    /* forward, backward, bias gradient */
+};
+
+static void sums_run(int rows, int c, enum ops_dtype t, const char *mode, struct sums_out *o)
+{
+	uint64_t s = 5;
+	size_t count = (size_t)rows * c, e = ops_dtype_size(t);
+	struct ops_shape in = {1, 1, c};   /* rows samples of 1x1xc */
+	enum ops_dtype types[1] = {t};
+	float gamma[512], beta[512], rm[512], rv[512];
+	struct ops_layer l = {0};
+	cr_assert_leq(c, 512);
+	l.cfg = (struct ops_layer_cfg){.type = OPS_BATCHNORM, .eps = 1e-3f, .momentum = 0.9f,
+				       .fuse_relu = 1};
+	l.n_in = 1, l.in = &in, l.out = in, l.in_type = types, l.out_type = t;
+	for (int k = 0; k < c; k++)
+		gamma[k] = 1 + 0.5f * urand(&s), beta[k] = 0.3f * urand(&s), rm[k] = 0, rv[k] = 1;
+	l.gamma = gamma, l.beta = beta, l.run_mean = rm, l.run_var = rv;
+	l.save_mean = o->vec[0], l.save_var = o->vec[1], l.dgamma = o->vec[4], l.dbeta = o->vec[5];
+	unsigned char *x = xmalloc(count * e), *dy = xmalloc(count * e);
+	o->y = xmalloc(count * e), o->dx = xmalloc(count * e);
+	for (size_t i = 0; i < count; i++) {
+		float xv = 3 + urand(&s), dv = urand(&s);
+		if (t == OPS_BF16)
+			((uint16_t *)x)[i] = ref_f32_to_bf16(xv), ((uint16_t *)dy)[i] = ref_f32_to_bf16(dv);
+		else
+			((float *)x)[i] = xv, ((float *)dy)[i] = dv;
+	}
+	struct ops_ctx ctx;
+	setenv("AAH_CUDA_SUMS", mode, 1);
+	cr_assert_eq(ops_ctx_init(&ctx, "cudahost", 1, 3), 0, "%s", util_last_error());
+	unsetenv("AAH_CUDA_SUMS");
+	const struct ops_layer_ops *op = ctx.be->layer[OPS_BATCHNORM];
+	struct ops_ledger *led = ops_ledger_of(&ctx);
+	const float *xs[1] = {(const float *)x};
+	float *dxs[1] = {(float *)o->dx};
+	ledger_reset(led);
+	cr_assert_eq(op->forward(&ctx, &l, rows, xs, (float *)o->y, 1), 0, "%s", util_last_error());
+	o->launches[0] = led->launches;
+	ledger_reset(led);
+	cr_assert_eq(op->backward(&ctx, &l, rows, xs, (float *)o->y, (const float *)dy, dxs), 0,
+		     "%s", util_last_error());
+	o->launches[1] = led->launches;
+	ledger_reset(led);
+	cr_assert_eq(cudahost_bias_grad(&ctx, t, rows, c, dy, o->db), 0, "%s", util_last_error());
+	o->launches[2] = led->launches;
+	const unsigned *tickets = cudahost_run(&ctx)->tickets;
+	for (int k = 0; tickets && k < CUDA_TICKETS; k++)
+		cr_assert_eq(tickets[k], 0, "ticket %d left at %u for the next launch", k, tickets[k]);
+	memcpy(o->vec[2], rm, sizeof(float) * c);
+	memcpy(o->vec[3], rv, sizeof(float) * c);
+	ops_ctx_release(&ctx);
+	free(x), free(dy);
+}
+
+/* The sums in one launch (the last block of each column of channels
+ * finishes them) give the bits of the two launches before, with one
+ * launch fewer for each sum: several columns and stripes, a partial last
+ * column, and a channel count that leaves the block's last warp partial
+ * (5 channels: blocks of 5 x 51 threads). */
+Test(cuda_host, per_channel_sums_in_one_launch_give_the_bits_of_two)
+{
+	static const struct {
+		int rows, c;
+		enum ops_dtype t;
+	} cases[] = {{64, 200, OPS_F32}, {64, 5, OPS_BF16}, {96, 264, OPS_BF16}, {40, 33, OPS_F32}};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int rows = cases[k].rows, c = cases[k].c;
+		size_t bytes = (size_t)rows * c * ops_dtype_size(cases[k].t);
+		struct sums_out one, apart;
+		memset(&one, 0, sizeof(one)), memset(&apart, 0, sizeof(apart));
+		sums_run(rows, c, cases[k].t, "one", &one);
+		sums_run(rows, c, cases[k].t, "apart", &apart);
+		cr_assert_eq(memcmp(one.y, apart.y, bytes), 0, "case %zu: y", k);
+		cr_assert_eq(memcmp(one.dx, apart.dx, bytes), 0, "case %zu: dx", k);
+		for (int v = 0; v < 6; v++)
+			cr_assert_eq(memcmp(one.vec[v], apart.vec[v], sizeof(float) * c), 0,
+				     "case %zu: per-channel vector %d", k, v);
+		cr_assert_eq(memcmp(one.db, apart.db, sizeof(float) * c), 0, "case %zu: bias gradient", k);
+		/* forward: statistics, normalise; backward: sums, dx; bias: sums */
+		long want_one[3] = {2, 2, 1}, want_apart[3] = {3, 3, 2};
+		for (int p = 0; p < 3; p++) {
+			cr_assert_eq(one.launches[p], want_one[p], "case %zu, op %d: %ld launches", k, p,
+				     one.launches[p]);
+			cr_assert_eq(apart.launches[p], want_apart[p], "case %zu, op %d: %ld launches", k,
+				     p, apart.launches[p]);
+		}
+		free(one.y), free(one.dx), free(apart.y), free(apart.dx);
+	}
+}
+
+Test(cuda_host, a_wrong_AAH_CUDA_SUMS_is_refused_by_name)
+{
+	struct ops_ctx ctx;
+	setenv("AAH_CUDA_SUMS", "two", 1);
+	int rc = ops_ctx_init(&ctx, "cudahost", 1, 3);
+	unsetenv("AAH_CUDA_SUMS");
+	cr_assert_neq(rc, 0);
+	cr_assert(strstr(util_last_error(), "AAH_CUDA_SUMS 'two': must be one or apart"), "%s",
+		  util_last_error());
+}
+
+/* ---- the parameters' 16-bit twin ------------------------------------------------- */
+
+/* A cudahost context in precision prec, with AAH_CUDA_TWIN=twin. */
+static void twin_ctx(struct ops_ctx *ctx, const char *prec, const char *twin)
+{
+	setenv("AAH_CUDA_TWIN", twin, 1);
+	cr_assert_eq(ops_ctx_init(ctx, "cudahost", 1, 3), 0, "%s", util_last_error());
+	unsetenv("AAH_CUDA_TWIN");
+	cr_assert_eq(ctx->be->set_precision(ctx, prec), 0);
+}
+
+/* Whether the twin of count values at w holds each rounded to t. */
+static void twin_holds(struct ops_ctx *ctx, const float *w, size_t count, enum ops_dtype t)
+{
+	enum ops_dtype got;
+	const uint16_t *tw = cudahost_twin_at(ctx, w, count, &got);
+	cr_assert_not_null(tw, "no twin of %zu values at %p", count, (const void *)w);
+	cr_assert_eq(got, t);
+	for (size_t i = 0; i < count; i++) {
+		uint16_t want = t == OPS_BF16 ? ref_f32_to_bf16(w[i]) : ref_f32_to_f16(w[i]);
+		cr_assert_eq(tw[i], want, "twin[%zu] = %#x, the weight %.9g rounds to %#x", i, tw[i],
+			     (double)w[i], want);
+	}
+}
+
+/* sgd rewrites the twin as it updates the weights: eight values a thread
+ * where the pointers allow (count 203: a tail of 3), one a thread from an
+ * offset of 3 values (the twin 6 bytes off a vector); bf16 and fp16. */
+Test(cuda_host, sgd_keeps_the_twin_of_the_weights_it_updates)
+{
+	static const struct {
+		const char *prec;
+		enum ops_dtype t;
+	} p[] = {{"bf16", OPS_BF16}, {"fp16", OPS_F16}};
+	enum { COUNT = 203, SHIFT = 3 };
+	for (int k = 0; k < 2; k++) {
+		struct ops_ctx ctx;
+		uint64_t s = 11;
+		twin_ctx(&ctx, p[k].prec, "1");
+		float *block;
+		cr_assert_eq(posix_memalign((void **)&block, 64, sizeof(float) * 3 * (COUNT + 8)), 0);
+		float *w = block, *g = block + COUNT + 8, *v = g + COUNT + 8;
+		for (int i = 0; i < COUNT; i++)
+			w[i] = urand(&s), g[i] = urand(&s), v[i] = 0.1f * urand(&s);
+		cr_assert_eq(ops_resident(&ctx, block, sizeof(float) * 3 * (COUNT + 8), 0), 0);
+		cr_assert_eq(ops_twin(&ctx, w, COUNT), 0, "%s", util_last_error());
+		twin_holds(&ctx, w, COUNT, p[k].t);
+		for (int step = 0; step < 3; step++) {
+			cr_assert_eq(ctx.be->sgd(&ctx, COUNT, w, g, v, 0.3f, 0.9f, 1e-3f), 0);
+			twin_holds(&ctx, w, COUNT, p[k].t);
+			cr_assert_eq(ctx.be->sgd(&ctx, COUNT - SHIFT, w + SHIFT, g, v, 0.3f, 0.9f, 0), 0);
+			twin_holds(&ctx, w, COUNT, p[k].t);
+		}
+		/* the host writes weights: sync to the device converts them again */
+		for (int i = 10; i < 20; i++)
+			w[i] = 100.0f + (float)i / 3;
+		cr_assert_eq(ops_sync(&ctx, w + 10, 10 * sizeof(float), OPS_TO_DEVICE), 0);
+		twin_holds(&ctx, w, COUNT, p[k].t);
+		/* its block forgotten, the twin goes with it */
+		ops_forget(&ctx, block);
+		enum ops_dtype t;
+		cr_assert_null(cudahost_twin_at(&ctx, w, 1, &t));
+		ops_ctx_release(&ctx);
+		free(block);
+	}
+}
+
+Test(cuda_host, a_twin_is_kept_only_where_asked_and_only_beside_resident_values)
+{
+	struct ops_ctx ctx;
+	float w[16] = {0};
+	enum ops_dtype t;
+	twin_ctx(&ctx, "bf16", "1");
+	cr_assert_neq(ops_twin(&ctx, w, 16), 0, "a twin of values not on the device");
+	cr_assert(strstr(util_last_error(), "not resident"), "%s", util_last_error());
+	cr_assert_eq(ops_resident(&ctx, w, sizeof(w), sizeof(w)), 0);
+	cr_assert_eq(ops_twin(&ctx, w, 16), 0, "%s", util_last_error());
+	cr_assert_neq(ops_twin(&ctx, w + 8, 8), 0, "a second twin of the same values");
+	ops_ctx_release(&ctx);
+	/* fp32 convolutions read the weights as they are: no twin */
+	twin_ctx(&ctx, "fp32", "1");
+	cr_assert_eq(ops_twin_bytes(&ctx, 16), 0);
+	cr_assert_eq(ops_resident(&ctx, w, sizeof(w), sizeof(w)), 0);
+	cr_assert_eq(ops_twin(&ctx, w, 16), 0);
+	cr_assert_null(cudahost_twin_at(&ctx, w, 16, &t));
+	ops_ctx_release(&ctx);
+	/* AAH_CUDA_TWIN=0: the way before */
+	twin_ctx(&ctx, "bf16", "0");
+	cr_assert_eq(ops_resident(&ctx, w, sizeof(w), sizeof(w)), 0);
+	cr_assert_eq(ops_twin(&ctx, w, 16), 0);
+	cr_assert_null(cudahost_twin_at(&ctx, w, 16, &t));
+	ops_ctx_release(&ctx);
+	setenv("AAH_CUDA_TWIN", "yes", 1);
+	int rc = ops_ctx_init(&ctx, "cudahost", 1, 3);
+	unsetenv("AAH_CUDA_TWIN");
+	cr_assert_neq(rc, 0);
+	cr_assert(strstr(util_last_error(), "AAH_CUDA_TWIN 'yes': must be 1 or 0"), "%s",
+		  util_last_error());
 }

@@ -64,6 +64,25 @@ static double on_ref(void)
 	return loss;
 }
 
+/* m planned for BATCH on ctx, allocated and made resident, its step set
+ * up; the batch's images in a new buffer (returned) and labels in y. */
+static float *resident_step(struct model *m, struct ops_ctx *ctx, struct step *st, int *y)
+{
+	struct memplan plan;
+	cr_assert_eq(memplan_build(&plan, m, BATCH, ctx, 0), 0, "%s", util_last_error());
+	cr_assert_eq(plan.input, ctx->be->upload != NULL,
+		     "%s: an input slot in the plan where the backend uploads the batch",
+		     ctx->be->name);
+	cr_assert_eq(model_alloc_planned(m, &plan, 5), 0, "%s", util_last_error());
+	cr_assert_eq(model_resident(m, ctx), 0, "%s", util_last_error());
+	size_t per = ops_shape_size(&m->input);
+	float *x = xmalloc(sizeof(float) * per * BATCH);
+	batch(x, y, per);
+	*st = (struct step){0};
+	step_init(st, m, ctx, 0.1f, 0.9f, 1e-4f);
+	return x;
+}
+
 Test(step, a_resident_resnet50_step_copies_the_batch_once_and_waits_for_nothing, .timeout = 120)
 {
 	struct model m;
@@ -71,17 +90,10 @@ Test(step, a_resident_resnet50_step_copies_the_batch_once_and_waits_for_nothing,
 	double ref_loss = on_ref();
 	resnet50(&m);
 	cr_assert_eq(ops_ctx_init(&ctx, "refdev", 1, 3), 0, "%s", util_last_error());
-	struct memplan plan;
-	cr_assert_eq(memplan_build(&plan, &m, BATCH, &ctx, 0), 0, "%s", util_last_error());
-	cr_assert(plan.input, "refdev uploads the batch: the plan has an input slot");
-	cr_assert_eq(model_alloc_planned(&m, &plan, 5), 0, "%s", util_last_error());
-	cr_assert_eq(model_resident(&m, &ctx), 0, "%s", util_last_error());
-	size_t per = ops_shape_size(&m.input);
-	float *x = xmalloc(sizeof(float) * per * BATCH);
 	int y[BATCH];
-	batch(x, y, per);
-	struct step st = {0};
-	step_init(&st, &m, &ctx, 0.1f, 0.9f, 1e-4f);
+	struct step st;
+	float *x = resident_step(&m, &ctx, &st, y);
+	size_t per = ops_shape_size(&m.input);
 	struct ops_ledger *l = ops_ledger_of(&ctx);
 	cr_assert_not_null(l);
 	/* the first step sets things up; the second is what every step costs */
@@ -114,4 +126,63 @@ Test(step, a_resident_resnet50_step_copies_the_batch_once_and_waits_for_nothing,
 	model_release(&m, &ctx);
 	ops_ctx_release(&ctx);
 	free(x);
+}
+
+/* A small network of two 3x3 convolutions in bf16, trained three steps on
+ * cudahost (the cuda backend's kernels on the host; its convolutions read
+ * the weights' twin where one is kept), with the parameters' 16-bit twin
+ * (the default) or without (AAH_CUDA_TWIN=0): its parameters after them. */
+static float *trained_on_cudahost(const char *twin, size_t *n)
+{
+	static const char *net =
+		"{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":3},"
+		"\"num_classes\":10,\"output\":\"d\",\"layers\":["
+		"{\"id\":\"c1\",\"type\":\"conv2d\",\"inputs\":[\"input\"],\"filters\":16,\"kernel\":3,"
+		"\"stride\":1,\"padding\":\"same\",\"bias\":true},"
+		"{\"id\":\"b1\",\"type\":\"batchnorm\",\"inputs\":[\"c1\"]},"
+		"{\"id\":\"r1\",\"type\":\"relu\",\"inputs\":[\"b1\"]},"
+		"{\"id\":\"c2\",\"type\":\"conv2d\",\"inputs\":[\"r1\"],\"filters\":24,\"kernel\":3,"
+		"\"stride\":2,\"padding\":\"same\",\"bias\":false},"
+		"{\"id\":\"b2\",\"type\":\"batchnorm\",\"inputs\":[\"c2\"]},"
+		"{\"id\":\"r2\",\"type\":\"relu\",\"inputs\":[\"b2\"]},"
+		"{\"id\":\"g\",\"type\":\"global_avg_pool\",\"inputs\":[\"r2\"]},"
+		"{\"id\":\"d\",\"type\":\"dense\",\"inputs\":[\"g\"],\"units\":10,\"bias\":true}]}";
+	struct model m;
+	struct ops_ctx ctx;
+	cJSON *doc = cJSON_Parse(net);
+	cr_assert_not_null(doc);
+	cr_assert_eq(model_parse(&m, doc, "small"), 0, "%s", util_last_error());
+	cJSON_Delete(doc);
+	setenv("AAH_CUDA_TWIN", twin, 1);
+	cr_assert_eq(ops_ctx_init(&ctx, "cudahost", 1, 3), 0, "%s", util_last_error());
+	unsetenv("AAH_CUDA_TWIN");
+	cr_assert_eq(ctx.be->set_precision(&ctx, "bf16"), 0);
+	int y[BATCH];
+	struct step st;
+	float *x = resident_step(&m, &ctx, &st, y);
+	for (int k = 0; k < 3; k++)
+		cr_assert_eq(step_train(&st, x, y, BATCH, 0.2f, (uint64_t)k), 1, "%s",
+			     util_last_error());
+	*n = m.n_params;
+	float *params = xmalloc(sizeof(float) * m.n_params);
+	memcpy(params, m.params, sizeof(float) * m.n_params);
+	model_release(&m, &ctx);
+	ops_ctx_release(&ctx);
+	free(x);
+	return params;
+}
+
+/* The twin the SGD keeps is what converting the weights every pass gives:
+ * three steps train to the same bits with and without it. (A twin left
+ * stale by one update would not: each step's convolutions read it.) */
+Test(step, a_twin_kept_by_sgd_trains_as_converting_the_weights_does)
+{
+	size_t n1, n0;
+	float *with = trained_on_cudahost("1", &n1), *without = trained_on_cudahost("0", &n0);
+	cr_assert_eq(n1, n0);
+	for (size_t i = 0; i < n1; i++)
+		cr_assert_eq(memcmp(&with[i], &without[i], sizeof(float)), 0,
+			     "parameter %zu: %.9g with the twin, %.9g without", i, (double)with[i],
+			     (double)without[i]);
+	free(with), free(without);
 }
