@@ -110,7 +110,11 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 	struct counts c = count_trials(e);
 	double now = util_now();
 	double elapsed = e->run_seconds;
-	if (!strcmp(experiment_state(e), "running") && e->session_start > 0)
+	const char *state = experiment_state(e);
+	/* no runner: its running trials are as the journal left them, until a
+	 * resume settles them */
+	int gone = strcmp(state, "running") != 0;
+	if (!gone && e->session_start > 0)
 		elapsed += now - e->session_start;
 	else if (e->session_start > 0 && e->last_event_ts > e->session_start)
 		elapsed += e->last_event_ts - e->session_start;
@@ -121,13 +125,18 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 	double best = experiment_best_accuracy(e);
 	if (!isnan(best))
 		snprintf(acc, sizeof(acc), "%.4f", best);
-	strbuf_addf(sb, "experiment %s (%s): %s\n", e->id, e->name ? e->name : "", experiment_state(e));
+	strbuf_addf(sb, "experiment %s (%s): %s\n", e->id, e->name ? e->name : "", state);
 	strbuf_addf(sb, "trials: %u done (%u succeeded, %u failed), %u running, ", c.done,
 		    c.succeeded, c.failed, c.running);
 	if (c.held)
 		strbuf_addf(sb, "%u waiting for admission, ", c.held);
 	strbuf_addf(sb, "%u queued, %ld max\n", c.waiting, cfg->max_trial_num);
-	strbuf_addf(sb, "best accuracy: %s   elapsed: %s   remaining budget: %s\n\n", acc, el, left);
+	strbuf_addf(sb, "best accuracy: %s   elapsed: %s   remaining budget: %s\n", acc, el, left);
+	if (gone && c.running)
+		strbuf_addf(sb, "the runner stopped with %u trial%s running, not settled since: "
+			    "`aah-runner resume %s` settles them\n", c.running, c.running == 1 ? "" : "s",
+			    e->id);
+	strbuf_addf(sb, "\n");
 	strbuf_addf(sb, "%-7s %-13s %-7s %-5s %-10s %-8s %-9s %-9s %s\n", "TRIAL", "STATE", "ATTEMPT",
 		    "SLOT", "NODES", "STARTED", "DURATION", "BEST_ACC", "REASON");
 	size_t first = last > 0 && e->ntrials > (size_t)last ? e->ntrials - (size_t)last : 0, hidden = 0;
@@ -139,19 +148,31 @@ static void render_status(struct strbuf *sb, const struct experiment *e,
 		}
 		char id[EXPDIR_TRIAL_ID_SIZE], started[16], dur[16], a[16] = "-", slot[16] = "-",
 		     nodes[48];
+		char *held = t->state == TRIAL_RUNNING ? expdir_waiting_get(e->dir, t->seq) : NULL;
+		int unsettled = gone && t->state == TRIAL_RUNNING && !held;
 		fmt_clock(started, sizeof(started), t->submitted);
-		double end = t->finished > 0 ? t->finished : (t->state == TRIAL_RUNNING ? now : -1);
+		double end = -1;
+		if (t->finished > 0)
+			end = t->finished;
+		else if (unsettled)   /* as long as the journal knew of it */
+			end = e->last_event_ts;
+		else if (t->state == TRIAL_RUNNING)
+			end = now;
 		fmt_span(dur, sizeof(dur), t->submitted > 0 && end > 0 ? end - t->submitted : -1);
 		if (!isnan(t->best_acc))
 			snprintf(a, sizeof(a), "%.4f", t->best_acc);
 		if (t->slot >= 0)
 			snprintf(slot, sizeof(slot), "%d", t->slot);
 		snprintf(nodes, sizeof(nodes), "%ldx%ld", cfg->trial.nodes, cfg->trial.gpu_num);
-		char *held = t->state == TRIAL_RUNNING ? expdir_waiting_get(e->dir, t->seq) : NULL;
+		const char *why = t->reason ? t->reason : "";
+		if (held)
+			why = held;
+		else if (unsettled)
+			why = "not settled: the runner stopped";
 		strbuf_addf(sb, "%-6s  %-13s %-7u %-5s %-10s %-8s %-9s %-9s %s\n",
 			    expdir_trial_id(t->seq, id),
 			    held ? "waiting" : expdir_state_name(t->state), t->attempt ? t->attempt : 1,
-			    slot, nodes, started, dur, a, held ? held : t->reason ? t->reason : "");
+			    slot, nodes, started, dur, a, why);
 		free(held);
 		ran_on(sb, e, t);
 		for (size_t k = 0; k < t->notes.n; k++)

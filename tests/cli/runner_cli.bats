@@ -80,6 +80,47 @@ teardown() { teardown_workdir; }
 	[ "$status" -eq 2 ]
 }
 
+# The processes of experiment ID's trials (the contract trial's sleep
+# included): those the runner gave the experiment's id.
+trial_procs() {
+	/usr/bin/python3 - "$1" <<'PY'
+import os, sys
+tag = b"AAH_EXPERIMENT_ID=" + sys.argv[1].encode()
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if tag in open("/proc/%s/environ" % pid, "rb").read().split(b"\0"):
+            print(pid)
+    except OSError:
+        pass
+PY
+}
+
+# submitted ID N: the journal of ID holds N submissions
+submitted() {
+	[ "$(grep -c '"trial_submitted"' "$AAH_WORKDIR/experiments/$1/journal.jsonl" 2>/dev/null)" = "$2" ]
+}
+
+@test "status after the runner was killed: its running trials are not settled, resume settles them" {
+	write_config c.yml "maxTrialNum: 2" "trialConcurrency: 2"
+	TRIAL_SLEEP=600 aah-runner create -c c.yml --detach > out.txt
+	id=$(head -1 out.txt)
+	wait_for submitted "$id" 2
+	kill -9 "$(cat "$AAH_WORKDIR/experiments/$id/runner.pid")"
+	wait_for sh -c "aah-runner status $id | grep -q ': stopped'"
+	run aah-runner status "$id"
+	echo "$output"
+	[[ $output == *"trials: 0 done (0 succeeded, 0 failed), 2 running"* ]]
+	[[ $output == *"the runner stopped with 2 trials running, not settled since: \`aah-runner resume $id\` settles them"* ]]
+	[ "$(grep -c '^00000[12] .*running .*not settled: the runner stopped$' <<< "$output")" -eq 2 ]
+	# the trials the killed runner left behind, gone: resume settles them
+	kill -9 $(trial_procs "$id") 2>/dev/null || true
+	run aah-runner resume "$id" -q
+	run aah-runner status "$id"
+	echo "$output"
+	[[ $output != *"not settled"* ]]
+	[[ $output == *"trials: 2 done"* ]]
+}
+
 @test "every shipped config passes check" {
 	run aah-runner check "$AAH_ROOT"/examples/*.yml "$AAH_ROOT"/k8s/config.yml
 	echo "$output"

@@ -390,8 +390,9 @@ Test(tuner_search, nm_inheriting_children_have_finished_parents, .timeout = 60)
 
 static struct tuner_nm_stats last_stats;   /* of the last propose_after_history */
 
-/* Build a history, then ask two fresh tuners for the same trial. */
-static char *propose_after_history(uint64_t seed, unsigned threads, const char *extra)
+/* Build a history, then tell it to a fresh tuner (each observation
+ * `times` times over) and ask it for the next trial. */
+static char *propose_after_told(uint64_t seed, unsigned threads, const char *extra, int times)
 {
 	cJSON *ca = class_args(extra), *sp = space_doc();
 	struct tuner_config cfg = { .name = "NetworkMorphism", .class_args = ca, .search_space = sp,
@@ -417,7 +418,8 @@ static char *propose_after_history(uint64_t seed, unsigned threads, const char *
 					       fake_accuracy(archs[s - 1]) };
 		if (s > N - 3)
 			o.state = TUNER_OBS_PENDING;
-		cr_assert_eq(tuner_observe(t, &o), 0);
+		for (int k = 0; k < times; k++)
+			cr_assert_eq(tuner_observe(t, &o), 0);
 		cJSON_Delete(archs[s - 1]);
 		cJSON_Delete(params[s - 1]);
 	}
@@ -433,6 +435,30 @@ static char *propose_after_history(uint64_t seed, unsigned threads, const char *
 	cJSON_Delete(ca);
 	cJSON_Delete(sp);
 	return text;
+}
+
+static char *propose_after_history(uint64_t seed, unsigned threads, const char *extra)
+{
+	return propose_after_told(seed, threads, extra, 1);
+}
+
+/* On a resume the tuner's thread loads the settled trials from the
+ * experiment while the scheduler queues those that settle meanwhile: a
+ * trial may be told twice. The tuner keeps one record a trial (the second
+ * replaces the first), and its GP one row: the proposal after the history
+ * told twice is the proposal after it told once, and the GP holds as many
+ * observations. */
+Test(tuner_search, nm_a_trial_told_twice_counts_once, .timeout = 60)
+{
+	char *once = propose_after_told(1234, 1, "", 1);
+	struct tuner_nm_stats a = last_stats;
+	char *twice = propose_after_told(1234, 1, "", 2);
+	cr_assert_str_eq(once, twice);
+	cr_assert_eq(last_stats.history, a.history, "%lu GP rows, told once: %lu",
+		     last_stats.history, a.history);
+	cr_assert_eq(a.history, 26, "%lu GP rows for 25 trials told and 1 proposed", a.history);
+	free(once);
+	free(twice);
 }
 
 Test(tuner_search, nm_same_seed_and_history_same_proposal, .timeout = 60)
