@@ -469,26 +469,39 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="one measured experiment")
-    r.add_argument("--slots", type=int, required=True)
-    r.add_argument("--trials", type=int, required=True)
-    r.add_argument("--placement", choices=["master", "trial"], default="master")
-    r.add_argument("--platform", default="local")
-    r.add_argument("--tuner", default="NetworkMorphism")
-    r.add_argument("--compress", type=float, default=3600.0)
-    r.add_argument("--fsync", type=int, choices=[0, 1], default=0)
-    r.add_argument("--seed", type=int, default=1)
-    r.add_argument("--kill-at", type=int, default=0)
-    r.add_argument("--class-arg", action="append", default=[])
-    r.add_argument("--extra-yaml")
-    r.add_argument("--runner")
-    r.add_argument("--work")
-    r.add_argument("--keep", action="store_true")
-    r.add_argument("--timeout", type=float, default=7200)
-    r.add_argument("--out", required=True)
+    r.add_argument("--slots", type=int, required=True,
+                   help="trialConcurrency: trials that run at once")
+    r.add_argument("--trials", type=int, required=True, help="maxTrialNum")
+    r.add_argument("--placement", choices=["master", "trial"], default="master",
+                   help="tuner.placement: the runner proposes, or each trial (default master)")
+    r.add_argument("--platform", default="local",
+                   help="trainingServicePlatform of the config (default local)")
+    r.add_argument("--tuner", default="NetworkMorphism",
+                   help="builtinTunerName (default NetworkMorphism; Random measures the runner alone)")
+    r.add_argument("--compress", type=float, default=3600.0,
+                   help="the stand-in trainer sleeps its modelled time divided by this (default 3600)")
+    r.add_argument("--fsync", type=int, choices=[0, 1], default=0,
+                   help="1: the stand-in trainer fsyncs what it writes (default 0)")
+    r.add_argument("--seed", type=int, default=1, help="the config's seed (default 1)")
+    r.add_argument("--kill-at", type=int, default=0, metavar="K",
+                   help="SIGKILL the runner once K trials exist, then time `resume` (default: never)")
+    r.add_argument("--class-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="a tuner.classArgs entry (repeatable)")
+    r.add_argument("--extra-yaml", metavar="FILE",
+                   help="lines appended to the config (a backend's section)")
+    r.add_argument("--runner", metavar="PATH",
+                   help="the aah-runner to measure (default: the build's)")
+    r.add_argument("--work", metavar="DIR",
+                   help="the work directory (default: a new one under /tmp)")
+    r.add_argument("--keep", action="store_true",
+                   help="keep the work directory (for `analyze`); it is removed by default")
+    r.add_argument("--timeout", type=float, default=7200,
+                   help="seconds before the runner is killed and what settled by then is measured (default 7200)")
+    r.add_argument("--out", required=True, metavar="FILE", help="the result's JSON")
     t = sub.add_parser("table", help="markdown rows of docs/scale.md")
-    t.add_argument("results", nargs="+")
+    t.add_argument("results", nargs="+", metavar="RESULT", help="JSON files of `run`")
     z = sub.add_parser("analyze", help="recompute a kept result's journal figures")
-    z.add_argument("result")
+    z.add_argument("result", metavar="RESULT", help="the JSON of a `run --keep`")
     a = ap.parse_args()
     if a.cmd == "run":
         return run(a)
