@@ -259,10 +259,13 @@ static int poll_running(struct sched *s)
 			decide(s, t, &st, now, &out, &act);
 		}
 		int r = 0;
-		if (act.kind == LIFECYCLE_WAIT)
+		if (act.kind == LIFECYCLE_WAIT) {
 			scheduler_pool_tell(s->cfg, s->e, t->seq);
-		else
+		} else {
+			double t0 = util_monotonic();
 			r = carry_out(s, t->seq, &st, &out, &act);
+			s->settling += util_monotonic() - t0;
+		}
 		outcome_release(&out);
 		free(job);
 		if (r < 0)
@@ -426,14 +429,27 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		goto out_backend;
 
 	double interval = opts->poll_interval > 0 ? opts->poll_interval : 0.05;
+	double next_round = 0;   /* util_monotonic() before which no poll round starts */
 	while (!e->done) {
 		const char *lost = scheduler_tuner_failed(&s.tuner);
 		if (lost) {
 			error("the tuner cannot learn the experiment's history: %s", lost);
 			goto out_backend;
 		}
-		if (poll_round(&s) < 0)
-			goto out_backend;
+		double t0 = util_monotonic();
+		if (t0 >= next_round) {
+			s.settling = 0;
+			if (poll_round(&s) < 0)
+				goto out_backend;
+			/* A round looks at every running trial: tens of ms with
+			 * thousands, and each ended child's SIGCHLD asks for one.
+			 * The next round waits three times what this one spent
+			 * looking (settling not counted), so that looking takes at
+			 * most a quarter of the loop: the rest is left to settling
+			 * and submitting (docs/scale.md). Microseconds below that. */
+			double t1 = util_monotonic();
+			next_round = t1 + 3 * (t1 - t0 - s.settling);
+		}
 		if (cfg->max_exec_duration > 0 && sched_elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
 			s.timeup = 1;
 			cancel_running(&s, "experiment budget (maxExecDuration) reached");
@@ -466,7 +482,8 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		if (opts->progress && util_monotonic() - s.last_progress >=
 					      (opts->progress_interval > 0 ? opts->progress_interval : 30))
 			progress(&s, NULL);
-		wait_signal(&s, interval);
+		double until = next_round - util_monotonic();
+		wait_signal(&s, until > 0 && until < interval ? until : interval);
 	}
 	r = 0;
 out_backend:

@@ -44,6 +44,7 @@ struct sched {
 	int unsynced;             /* it journaled a line unsynced */
 	unsigned *ended;          /* (nended of aended) the round's settled trials */
 	size_t nended, aended;
+	double settling;          /* seconds of the round spent carrying out ends */
 };
 
 /* Seconds of the experiment's budget spent so far, this session's included. */
