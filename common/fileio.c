@@ -36,7 +36,8 @@ int fileio_read(const char *path, size_t max, char **out, size_t *len)
 		return error("'%s' is too large (%lld bytes, limit %zu)", path,
 			     (long long)st.st_size, max);
 	}
-	size_t cap = (size_t)st.st_size + 1, n = 0;
+	/* A file of /proc says size 0: one read of a page, not doubling from a byte. */
+	size_t cap = st.st_size ? (size_t)st.st_size + 1 : 4096, n = 0;
 	char *buf = xmalloc(cap);
 	for (;;) {
 		if (n + 1 >= cap) {
@@ -241,6 +242,12 @@ int fileio_append_line_flags(const char *path, const char *line, unsigned flags)
 
 int fileio_mkdir_p(const char *path, unsigned mode)
 {
+	/* Most calls find every parent there (a trial's files, thousands a
+	 * minute at scale: docs/scale.md): one mkdir, not one per component. */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return error_errno("cannot create directory '%s'", path);
 	char *p = xstrdup(path);
 	for (char *s = p + 1; *s; s++) {
 		if (*s != '/')

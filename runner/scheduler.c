@@ -3,6 +3,7 @@
  * Everything is journaled first, so a runner killed at any instant resumes
  * from the journal. */
 #include "runner/scheduler.h"
+#include "fileio.h"                /* FILEIO_NOSYNC */
 #include "runner/backend/backend.h"
 #include "runner/lifecycle.h"     /* lifecycle_decide: what becomes of a trial */
 #include "runner/scheduler_int.h" /* struct sched, sched_fill_slots */
@@ -10,6 +11,7 @@
 #include "runner/scheduler_progress.h" /* scheduler_progress_line */
 #include "runner/scheduler_tuner.h" /* the master tuner: observe */
 #include "runner/store/outcome.h" /* outcome_read: the figures of a settled trial */
+#include "runner/store/expdir.h"  /* expdir_journal_sync */
 #include "strbuf.h"
 #include "util.h"
 
@@ -114,7 +116,8 @@ static int record_finished(struct sched *s, unsigned seq, const struct lifecycle
 		cJSON_AddNumberToObject(f, "best_val_acc", out->best_acc);
 	if (out)
 		cJSON_AddNumberToObject(f, "flops", out->flops);
-	return experiment_record(s->e, EXPDIR_EV_TRIAL_FINISHED, f);
+	s->unsynced |= s->round;
+	return experiment_record_flags(s->e, EXPDIR_EV_TRIAL_FINISHED, f, s->round ? FILEIO_NOSYNC : 0);
 }
 
 /* Trial seq's end is journaled: it leaves the pool, counts, and is shown. */
@@ -143,7 +146,14 @@ static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status 
 	struct trial_rec *t = settled(s, seq);
 	if (act->kind == LIFECYCLE_RETRY)
 		return record_retry(s, seq, act);
-	return scheduler_tuner_observe(&s->tuner, s->e->dir, t);
+	if (!s->round)
+		return scheduler_tuner_observe(&s->tuner, s->e->dir, t);
+	if (s->nended == s->aended) {
+		s->aended = s->aended ? 2 * s->aended : 64;
+		s->ended = xrealloc(s->ended, s->aended * sizeof(*s->ended));
+	}
+	s->ended[s->nended++] = seq;
+	return 0;
 }
 
 /* Trial seq's job st ended: decide and carry it out. */
@@ -249,10 +259,13 @@ static int poll_running(struct sched *s)
 			decide(s, t, &st, now, &out, &act);
 		}
 		int r = 0;
-		if (act.kind == LIFECYCLE_WAIT)
+		if (act.kind == LIFECYCLE_WAIT) {
 			scheduler_pool_tell(s->cfg, s->e, t->seq);
-		else
+		} else {
+			double t0 = util_monotonic();
 			r = carry_out(s, t->seq, &st, &out, &act);
+			s->settling += util_monotonic() - t0;
+		}
 		outcome_release(&out);
 		free(job);
 		if (r < 0)
@@ -260,6 +273,25 @@ static int poll_running(struct sched *s)
 		t = NULL; /* the table may have grown */
 	}
 	return 0;
+}
+
+/* One poll round. The ends it journals go unsynced, one fdatasync makes
+ * them durable together, and only then does the tuner learn them: a power
+ * cut before that sync is one before the round (resume settles those
+ * trials again from their files), and a wave of a thousand ends costs one
+ * sync, not a thousand (docs/scale.md). */
+static int poll_round(struct sched *s)
+{
+	s->round = 1;
+	int r = poll_running(s);
+	s->round = 0;
+	if (s->unsynced && expdir_journal_sync(s->e->dir) < 0)
+		r = -1;
+	s->unsynced = 0;
+	for (size_t i = 0; i < s->nended && r == 0; i++)
+		r = scheduler_tuner_observe(&s->tuner, s->e->dir, experiment_trial(s->e, s->ended[i]));
+	s->nended = 0;
+	return r;
 }
 
 static int all_settled(const struct sched *s)
@@ -397,14 +429,27 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		goto out_backend;
 
 	double interval = opts->poll_interval > 0 ? opts->poll_interval : 0.05;
+	double next_round = 0;   /* util_monotonic() before which no poll round starts */
 	while (!e->done) {
 		const char *lost = scheduler_tuner_failed(&s.tuner);
 		if (lost) {
 			error("the tuner cannot learn the experiment's history: %s", lost);
 			goto out_backend;
 		}
-		if (poll_running(&s) < 0)
-			goto out_backend;
+		double t0 = util_monotonic();
+		if (t0 >= next_round) {
+			s.settling = 0;
+			if (poll_round(&s) < 0)
+				goto out_backend;
+			/* A round looks at every running trial: tens of ms with
+			 * thousands, and each ended child's SIGCHLD asks for one.
+			 * The next round waits three times what this one spent
+			 * looking (settling not counted), so that looking takes at
+			 * most a quarter of the loop: the rest is left to settling
+			 * and submitting (docs/scale.md). Microseconds below that. */
+			double t1 = util_monotonic();
+			next_round = t1 + 3 * (t1 - t0 - s.settling);
+		}
 		if (cfg->max_exec_duration > 0 && sched_elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
 			s.timeup = 1;
 			cancel_running(&s, "experiment budget (maxExecDuration) reached");
@@ -437,7 +482,8 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		if (opts->progress && util_monotonic() - s.last_progress >=
 					      (opts->progress_interval > 0 ? opts->progress_interval : 30))
 			progress(&s, NULL);
-		wait_signal(&s, interval);
+		double until = next_round - util_monotonic();
+		wait_signal(&s, until > 0 && until < interval ? until : interval);
 	}
 	r = 0;
 out_backend:
@@ -449,6 +495,7 @@ out:
 		free(s.slots[i].gpus);
 	free(s.slots);
 	free(s.waiting);
+	free(s.ended);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }

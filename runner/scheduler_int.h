@@ -38,6 +38,13 @@ struct sched {
 	double wait_since;        /* util_now() when it began waiting */
 	unsigned char *waiting;   /* (nwaiting) by seq - 1: scheduler_progress_waiting's memory */
 	size_t nwaiting;
+	/* A poll round's ends are journaled unsynced, then made durable by
+	 * one fdatasync, and only then told to the tuner (scheduler.c) */
+	int round;                /* in a poll round */
+	int unsynced;             /* it journaled a line unsynced */
+	unsigned *ended;          /* (nended of aended) the round's settled trials */
+	size_t nended, aended;
+	double settling;          /* seconds of the round spent carrying out ends */
 };
 
 /* Seconds of the experiment's budget spent so far, this session's included. */

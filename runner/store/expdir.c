@@ -7,6 +7,7 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -493,6 +494,18 @@ int expdir_journal_append(const char *expdir, unsigned long seq, enum expdir_eve
 	}
 	free(path);
 	cJSON_Delete(doc);
+	return r;
+}
+
+int expdir_journal_sync(const char *expdir)
+{
+	char *path = journal_path(expdir);
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC), r = 0;
+	if (fd < 0 || fdatasync(fd) < 0)
+		r = error_errno("cannot sync '%s'", path);
+	if (fd >= 0)
+		close(fd);
+	free(path);
 	return r;
 }
 

@@ -182,6 +182,8 @@ int expdir_replay(const char *expdir, expdir_visit_fn visit, void *arg);
  * expdir_replay would. */
 int expdir_journal_append(const char *expdir, unsigned long seq, enum expdir_event_kind kind,
 			  cJSON *fields, unsigned flags, expdir_visit_fn visit, void *arg);
+/* Force the journal's lines to disk (those appended with FILEIO_NOSYNC). */
+int expdir_journal_sync(const char *expdir);
 /* 1 when the journal has a trial_submitted whose job (comma-joined rank
  * ids) has part as one of its elements; 0 otherwise, also when the
  * journal cannot be read. */

@@ -149,6 +149,7 @@ def slot_idle(ev, ends, slots):
     idle = busy = first = 0.0   # first: before each slot's first trial (the ramp-up)
     gaps = []
     detect = []
+    refill = []   # a slot's trial settled to its next trial submitted
     for slot, s in subs.items():
         s.sort()
         free_at = started[0]
@@ -156,6 +157,8 @@ def slot_idle(ev, ends, slots):
             # after a kill the runner was not there to submit: from its restart
             restart = max([r for r in started if r <= ts], default=started[0])
             gap = ts - max(free_at, restart)
+            if k > 0 and s[k - 1][1] in finished and finished[s[k - 1][1]] >= restart:
+                refill.append(ts - finished[s[k - 1][1]])
             if gap > 0:
                 idle += gap
                 gaps.append(gap)
@@ -172,7 +175,21 @@ def slot_idle(ev, ends, slots):
             "idle_fraction": idle / (idle + busy) if idle + busy > 0 else None,
             "idle_gap_p50_s": pct(gaps, 50), "idle_gap_p99_s": pct(gaps, 99),
             "end_to_settle_p50_s": pct(detect, 50), "end_to_settle_p99_s": pct(detect, 99),
+            "settle_to_submit_p50_s": pct(refill, 50), "settle_to_submit_p99_s": pct(refill, 99),
+            "submits_per_busy_second": busy_rate(ev),
             "slots_used": len(subs), "slots": slots}
+
+
+def busy_rate(ev):
+    """The runner's submissions a second, over the whole seconds after the
+    first wave (its first `slots` submissions) in which it submitted any:
+    median and highest. What it sustains while trials end and start."""
+    subs = sorted(e["ts"] for e in ev if e["event"] == "trial_submitted")
+    per = {}
+    for ts in subs[len({e["slot"] for e in ev if e["event"] == "trial_submitted"}):]:
+        per[int(ts)] = per.get(int(ts), 0) + 1
+    counts = sorted(per.values())
+    return {"p50": pct(counts, 50), "max": counts[-1] if counts else None}
 
 
 def latencies(ev, probes, placement):
@@ -248,7 +265,9 @@ def write_config(path, a, trial_bin):
         "  classArgs:",
     ] + ["    %s: %s" % (k, v) for k, v in args.items()] + [
         "trial:",
-        "  command: %s --compress %g --fsync %d" % (trial_bin, a.compress, a.fsync),
+        "  command: %s%s --compress %g --fsync %d" % (
+            "nice -n %d " % a.trainer_nice if a.trainer_nice else "", trial_bin, a.compress,
+            a.fsync),
         "  retries: 1",
     ]
     if a.extra_yaml:
@@ -285,7 +304,7 @@ def run(a):
     env = dict(os.environ, AAH_WORKDIR=os.path.join(work, "w"))
     res = {"slots": a.slots, "trials": a.trials, "placement": a.placement,
            "platform": a.platform, "compress": a.compress, "tuner": a.tuner,
-           "class_args": a.class_arg, "fsync": a.fsync,
+           "class_args": a.class_arg, "fsync": a.fsync, "trainer_nice": a.trainer_nice,
            "load_before": os.getloadavg(), "machine": machine()}
     t0 = time.monotonic()
     p = subprocess.Popen([runner, "create", "-c", cfg, "-q"], env=env,
@@ -419,17 +438,20 @@ def fmt(x, unit="", nd=2):
 
 def table(paths):
     print("| slots | n | tuner on | compress | wall | slot idle: all / after the first wave | "
-          "trainer end to settled p50 / p99 | proposal p50 / p99 (last decade of n) | "
+          "trainer end to settled p50 / p99 | settled to the slot's next submitted p50 / p99; "
+          "submissions a busy second p50 / max | proposal p50 / p99 (last decade of n) | "
           "slots that waited for a proposal | runner CPU | runner RSS | "
           "bytes per trial: journal, trial dir, runner writes | status | report (html) | collect |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in paths:
         with open(p) as f:
             r = json.load(f)
         last = r["proposal_latency"][-1] if r["proposal_latency"] else {}
         b, e, i = r["bytes_per_trial"], r["end_commands"], r["idle"]
         w = r.get("proposal_waits")
-        print("| %d | %d | %s | %g | %s | %s / %s | %s / %s | %s / %s (%s / %s) | %s | %s | %s | "
+        rate = i.get("submits_per_busy_second") or {}
+        print("| %d | %d | %s | %g | %s | %s / %s | %s / %s | %s / %s; %s / %s | %s / %s (%s / %s) | "
+              "%s | %s | %s | "
               "%s, %s, %s | %s | %s (%s) | %s |" % (
                   r["slots"], r["trials_created"], r["placement"], r["compress"],
                   fmt(r["wall_s"], " s", 0),
@@ -437,6 +459,9 @@ def table(paths):
                   fmt(100 * i["idle_fraction_after_first_wave"], "%", 1)
                   if i.get("idle_fraction_after_first_wave") is not None else "-",
                   fmt(i["end_to_settle_p50_s"], " s", 2), fmt(i["end_to_settle_p99_s"], " s", 2),
+                  fmt(i.get("settle_to_submit_p50_s"), " s", 2),
+                  fmt(i.get("settle_to_submit_p99_s"), " s", 2),
+                  rate.get("p50", "-"), rate.get("max", "-"),
                   fmt(r["proposal_latency_all"]["p50_s"], " s", 3),
                   fmt(r["proposal_latency_all"]["p99_s"], " s", 3),
                   fmt(last.get("p50_s"), " s", 3), fmt(last.get("p99_s"), " s", 3),
@@ -482,6 +507,9 @@ def main():
                    help="the stand-in trainer sleeps its modelled time divided by this (default 3600)")
     r.add_argument("--fsync", type=int, choices=[0, 1], default=0,
                    help="1: the stand-in trainer fsyncs what it writes (default 0)")
+    r.add_argument("--trainer-nice", type=int, default=0, metavar="N",
+                   help="run the stand-in trainers at nice N (default 0): on a cluster they "
+                        "run on other nodes, here they share the runner's cores")
     r.add_argument("--seed", type=int, default=1, help="the config's seed (default 1)")
     r.add_argument("--kill-at", type=int, default=0, metavar="K",
                    help="SIGKILL the runner once K trials exist, then time `resume` (default: never)")

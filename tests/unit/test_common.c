@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -68,6 +69,38 @@ Test(common, atomic_write_and_read)
 	cr_assert_eq(fileio_read(p, 2, &text, &len), -1, "size limit must be enforced");
 	free(p);
 	free(d);
+}
+
+Test(common, mkdir_p_makes_what_is_missing_and_names_what_is_in_the_way)
+{
+	char *deep = xstrfmt("%s/m/n/o", tmpdir), *file = xstrfmt("%s/m/f", tmpdir);
+	char *under = xstrfmt("%s/m/f/p", tmpdir);
+	struct stat st;
+	cr_assert_eq(fileio_mkdir_p(deep, 0755), 0);
+	cr_assert(stat(deep, &st) == 0 && S_ISDIR(st.st_mode));
+	cr_assert_eq(fileio_mkdir_p(deep, 0755), 0, "one that exists is no error");
+	cr_assert_eq(fileio_write_atomic(file, "x", 1), 0);
+	util_set_quiet(1);
+	cr_assert_eq(fileio_mkdir_p(under, 0755), -1, "a file where a directory goes");
+	util_set_quiet(0);
+	cr_assert(strstr(util_last_error(), "/m/f"), "%s", util_last_error());
+	free(deep);
+	free(file);
+	free(under);
+}
+
+/* A file of /proc says size 0: it is read whole, past the first page too. */
+Test(common, read_gives_a_proc_file_whole)
+{
+	char *text;
+	size_t len;
+	cr_assert_eq(fileio_read("/proc/self/stat", 0, &text, &len), 0);
+	cr_assert(len > 20 && text[len - 1] == '\n' && strlen(text) == len);
+	free(text);
+	/* smaps: a record of each mapping, the libraries' too: pages of it */
+	cr_assert_eq(fileio_read("/proc/self/smaps", 0, &text, &len), 0);
+	cr_assert(len > 4096 && text[len - 1] == '\n' && strlen(text) == len, "%zu bytes", len);
+	free(text);
 }
 
 static int count_line(const cJSON *line, void *arg)
