@@ -198,6 +198,12 @@ static int submit_failed(struct sched *s, unsigned seq)
 	return sched_settle(s, seq, &st);
 }
 
+/* Trials made ready before they are synced and submitted, at most: one
+ * sync for as many, and the first of them waits for the others' files
+ * only as long as they take to write (about 0.5 ms each at 4,096 slots
+ * here: docs/scale.md). */
+#define FILL_READY_MAX 128
+
 /* The ready launches made durable by one sync, then each submitted. */
 static int submit_ready(struct sched *s, struct ready *rd, size_t n)
 {
@@ -213,8 +219,9 @@ static int submit_ready(struct sched *s, struct ready *rd, size_t n)
 
 /* Every free slot gets a trial, in two steps: each made ready (its
  * proposal and NNI run written unsynced), then, after one sync of them
- * all, each placed, launched and journaled. At 4,096 slots a wave
- * of ends paid four fsyncs a trial before its submission (docs/scale.md). */
+ * all (FILL_READY_MAX at a time), each placed, launched and journaled.
+ * At 4,096 slots a wave of ends paid four fsyncs a trial before its
+ * submission (docs/scale.md). */
 int sched_fill_slots(struct sched *s)
 {
 	size_t from = 0;   /* the trials before it are not queued: one scan for all slots */
@@ -253,8 +260,9 @@ int sched_fill_slots(struct sched *s)
 		}
 		n++;
 		/* None kept ahead: the next proposal may keep this thread
-		 * waiting, and this trial starts first. */
-		if (scheduler_tuner_on_demand(&s->tuner)) {
+		 * waiting, and this trial starts first. Else at most
+		 * FILL_READY_MAX wait for one another. */
+		if (n == FILL_READY_MAX || scheduler_tuner_on_demand(&s->tuner)) {
 			r = submit_ready(s, rd, n);
 			n = 0;
 		}
