@@ -98,6 +98,18 @@ int fileio_fsync_dir(const char *dir)
 	return 0;
 }
 
+int fileio_sync_fs(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return error_errno("cannot open '%s'", path);
+	int r = syncfs(fd);
+	int err = errno;
+	close(fd);
+	errno = err;
+	return r < 0 ? error_errno("cannot sync the filesystem of '%s'", path) : 0;
+}
+
 int fileio_write_atomic(const char *path, const void *data, size_t len)
 {
 	return fileio_write_atomic_flags(path, data, len, 0);

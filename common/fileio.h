@@ -30,6 +30,9 @@ int fileio_write_all(int fd, const void *data, size_t len);
 /* mkdir -p with the given mode. */
 int fileio_mkdir_p(const char *path, unsigned mode);
 int fileio_fsync_dir(const char *dir);
+/* Make everything written on the filesystem that holds path durable
+ * (syncfs(2)): one flush for many files written FILEIO_NOSYNC. */
+int fileio_sync_fs(const char *path);
 int fileio_exists(const char *path);
 /* Remove a directory tree (no symlinks followed). */
 int fileio_remove_tree(const char *path);

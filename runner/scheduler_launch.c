@@ -8,7 +8,7 @@
 #include "runner/scheduler_pool.h" /* scheduler_pool_claim */
 #include "runner/scheduler_tuner.h" /* the master tuner: propose */
 #include "runner/store/place.h"   /* place_prepare: a launch's own place */
-#include "fileio.h"              /* FILEIO_NOSYNC */
+#include "fileio.h"              /* FILEIO_NOSYNC, fileio_sync_fs */
 #include "util.h"
 
 #include <math.h>
@@ -69,78 +69,109 @@ static void next_place(const struct trial_rec *t, char place[EXPDIR_PLACE_SIZE])
 		expdir_place_name(t->attempt ? t->attempt : 1, t->launches, place);
 }
 
-/* Launch trial seq into slot: 0, 1 when it waits (for its proposal, or
+/* A trial a fill round has made ready for its slot: its proposal and NNI
+ * run written (unsynced: the round's one sync makes them durable), its
+ * place made, its devices claimed; placed and submitted after the sync. */
+struct ready {
+	unsigned seq, slot;
+	char place[EXPDIR_PLACE_SIZE];
+	struct scheduler_tuner_took took;   /* the master's proposal (< 0: none) */
+	cJSON *params;                      /* the proposal's parameters; NULL: none */
+	int master;                         /* proposed by the master */
+	int resume;                         /* it resumes from the last checkpoint */
+	unsigned nodes;
+};
+
+static void ready_release(struct ready *rd)
+{
+	cJSON_Delete(rd->params);
+	rd->params = NULL;
+}
+
+/* Make trial seq ready for slot: 0, 1 when it waits (for its proposal, or
  * for devices in the pool), -1 when it could not be started. */
-static int submit(struct sched *s, unsigned seq, unsigned slot)
+static int prepare(struct sched *s, unsigned seq, unsigned slot, struct ready *rd)
 {
 	const struct aah_config *cfg = s->cfg;
-	int master = scheduler_tuner_master(&s->tuner, seq);
-	cJSON *params = NULL;
-	struct scheduler_tuner_took took = { -1, -1 };
-	int r = master ? scheduler_tuner_propose(&s->tuner, s->e->dir, seq, &params, &took) : 0;
+	struct trial_rec *t = experiment_trial(s->e, seq);
+	*rd = (struct ready){ .seq = seq, .slot = slot, .took = { -1, -1 },
+			      .master = scheduler_tuner_master(&s->tuner, seq),
+			      .nodes = (unsigned)cfg->trial.nodes };
+	int r = rd->master ? scheduler_tuner_propose(&s->tuner, s->e->dir, seq, t->submitted > 0,
+						      &rd->params, &rd->took)
+			   : 0;
 	if (r > 0 && s->wait_seq != seq) {   /* the master's thread is still on it */
 		s->wait_seq = seq;
 		s->wait_since = util_now();
 	}
 	if (r != 0)
 		return r;
-	struct trial_rec *t = experiment_trial(s->e, seq);
-	unsigned nodes = (unsigned)cfg->trial.nodes, port = 0;
-	char place[EXPDIR_PLACE_SIZE];
-	next_place(t, place);
-	char *dir = expdir_place_dir(s->e->dir, seq, place);
-	struct aah_launch l;
-	int resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1);
+	next_place(t, rd->place);
+	char *dir = expdir_place_dir(s->e->dir, seq, rd->place);
+	rd->resume = cfg->trial.resume_on_retry && (t->submitted > 0 || t->attempt > 1);
 	/* it starts from the last checkpoint, whatever a launch cut off writes later */
-	r = place_prepare(s->e->dir, seq, place, t->place, resume);
-
-	if (r == 0)
-		r = scheduler_pool_claim(cfg, s->e, seq, dir, &nodes, &s->slots[slot].gpus); /* 1: it waits */
-	char **hosts = xcalloc(nodes, sizeof(*hosts));
+	r = place_prepare(s->e->dir, seq, rd->place, t->place, rd->resume);
+	if (r == 0)   /* 1: it waits */
+		r = scheduler_pool_claim(cfg, s->e, seq, dir, &rd->nodes, &s->slots[slot].gpus);
 	/* NNI's trial side: a new run, the proposal as parameter.cfg in the
 	 * place (placement trial: `propose --exec` writes it) */
 	if (r == 0) {
 		char *trial_dir = expdir_trial_dir(s->e->dir, seq);
-		if (nnitrial_prepare(trial_dir, dir) < 0 ||
-		    (master && nnitrial_write_parameters(dir, seq, params) < 0))
+		if (nnitrial_prepare(trial_dir, dir, FILEIO_NOSYNC) < 0 ||
+		    (rd->master && nnitrial_write_parameters(dir, seq, rd->params) < 0))
 			r = -1;
 		free(trial_dir);
 	}
-	if (r == 0)
-		r = backend_place(&s->bctx, seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
+	free(dir);
+	if (r != 0)
+		ready_release(rd);
+	return r;
+}
+
+/* Place a ready trial (its files durable), write its launch and submit
+ * it: 0, or -1 when it could not be started. Placed here, not when made
+ * ready: a backend's placement is for its next submission. */
+static int submit(struct sched *s, struct ready *rd)
+{
+	const struct aah_config *cfg = s->cfg;
+	struct trial_rec *t = experiment_trial(s->e, rd->seq);
+	unsigned nodes = rd->nodes, port = 0;
+	char **hosts = xcalloc(nodes, sizeof(*hosts));
+	int r = backend_place(&s->bctx, rd->seq, t->attempt ? t->attempt : 1, hosts, nodes, &port);
 	if (r == 0) {
 		struct launch_params lp = {
 			.cfg = cfg,
 			.expdir = s->e->dir,
 			.workdir = s->workdir,
 			.experiment_id = s->e->id,
-			.trial_seq = seq,
+			.trial_seq = rd->seq,
 			.attempt = t->attempt ? t->attempt : 1,
-			.place = place,
+			.place = rd->place,
 			.hosts = (const char *const *)hosts,
 			.port = port,
-			.gpus = s->slots[slot].gpus,
-			.resume = resume,
+			.gpus = s->slots[rd->slot].gpus,
+			.resume = rd->resume,
 			.nodes = nodes,
 			.elastic = cfg->pool.devices > 0 && (s->bctx.backend->caps & AAH_CAP_ELASTIC),
 			.mpi_hosts = s->bctx.backend->mpi_hosts,
-			.params = params,
+			.params = rd->params,
 			.deadline = exec_deadline(s),
 			/* tuner.placement trial: the trial proposes, up to the master's first */
-			.propose_runner = master || !strcmp(cfg->tuner.placement, "master")
+			.propose_runner = rd->master || !strcmp(cfg->tuner.placement, "master")
 						  ? NULL : s->opts->runner_exe,
 		};
+		struct aah_launch l;
 		launch_build(&l, &lp);
 		r = launch_write(&l);
 		if (r == 0) {
-			struct submit_arg a = { s, seq, slot, place, took };
+			struct submit_arg a = { s, rd->seq, rd->slot, rd->place, rd->took };
 			char *job = NULL;
 			s->bctx.on_submitted = on_submitted;
 			s->bctx.on_submitted_arg = &a;
-			s->slots[slot].trial = seq;
+			s->slots[rd->slot].trial = rd->seq;
 			r = backend_submit(&s->bctx, &l, &job);
 			if (r < 0)
-				s->slots[slot].trial = 0;
+				s->slots[rd->slot].trial = 0;
 			free(job);
 		}
 		launch_release(&l);
@@ -148,8 +179,7 @@ static int submit(struct sched *s, unsigned seq, unsigned slot)
 	for (unsigned i = 0; i < nodes; i++)
 		free(hosts[i]);
 	free(hosts);
-	free(dir);
-	cJSON_Delete(params);
+	ready_release(rd);
 	return r;
 }
 
@@ -168,29 +198,80 @@ static int submit_failed(struct sched *s, unsigned seq)
 	return sched_settle(s, seq, &st);
 }
 
+/* Trials made ready before they are synced and submitted, at most: one
+ * sync for as many, and the first of them waits for the others' files
+ * only as long as they take to write (about 0.5 ms each at 4,096 slots
+ * here: docs/scale.md). */
+#define FILL_READY_MAX 128
+
+/* The ready launches made durable by one sync, then each submitted. */
+static int submit_ready(struct sched *s, struct ready *rd, size_t n)
+{
+	int r = n ? fileio_sync_fs(s->e->dir) : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (r < 0)
+			ready_release(&rd[i]);   /* the runner stops: never submitted */
+		else if (submit(s, &rd[i]) < 0 && submit_failed(s, rd[i].seq) < 0)
+			r = -1;
+	}
+	return r;
+}
+
+/* Every free slot gets a trial, in two steps: each made ready (its
+ * proposal and NNI run written unsynced), then, after one sync of them
+ * all (FILL_READY_MAX at a time), each placed, launched and journaled.
+ * At 4,096 slots a wave of ends paid four fsyncs a trial before its
+ * submission (docs/scale.md). */
 int sched_fill_slots(struct sched *s)
 {
 	size_t from = 0;   /* the trials before it are not queued: one scan for all slots */
-	for (unsigned slot = 0; slot < s->nslots; slot++) {
+	struct ready *rd = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
+	for (unsigned slot = 0; slot < s->nslots && r == 0; slot++) {
 		if (s->slots[slot].trial || s->stop || s->timeup)
 			continue;
+		/* Queued until submitted: each taken once, the new ones too. */
 		unsigned seq = 0;
-		for (; from < s->e->ntrials && !seq; from += !seq)
+		for (; from < s->e->ntrials && !seq; from++)
 			if (s->e->trials[from].state == TRIAL_QUEUED)
 				seq = s->e->trials[from].seq;
 		if (!seq) {
 			if (s->created >= (unsigned)s->cfg->max_trial_num)
-				return 0;
+				break;
 			seq = ++s->created;
-			if (create_trial(s, seq) < 0)
-				return -1;
+			if (create_trial(s, seq) < 0) {
+				r = -1;
+				break;
+			}
+			from = s->e->ntrials;
 			scheduler_tuner_created(&s->tuner, s->created);
 		}
-		int r = submit(s, seq, slot);
-		if (r > 0)
-			return 0;   /* it waits for devices in the pool */
-		if (r < 0 && submit_failed(s, seq) < 0)
-			return -1;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			rd = xrealloc(rd, cap * sizeof(*rd));
+		}
+		int p = prepare(s, seq, slot, &rd[n]);
+		if (p > 0)
+			break;   /* it waits for its proposal, or for devices in the pool */
+		if (p < 0) {
+			r = submit_failed(s, seq);
+			continue;
+		}
+		n++;
+		/* None kept ahead: the next proposal may keep this thread
+		 * waiting, and this trial starts first. Else at most
+		 * FILL_READY_MAX wait for one another. */
+		if (n == FILL_READY_MAX || scheduler_tuner_on_demand(&s->tuner)) {
+			r = submit_ready(s, rd, n);
+			n = 0;
+		}
 	}
-	return 0;
+	if (r == 0)
+		r = submit_ready(s, rd, n);
+	else
+		for (size_t i = 0; i < n; i++)
+			ready_release(&rd[i]);   /* the runner stops: never submitted */
+	free(rd);
+	return r;
 }

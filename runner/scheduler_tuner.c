@@ -6,13 +6,16 @@
 #include "runner/scheduler_tuner.h"
 #include "fileio.h"
 #include "jsonfile.h"
+#include "runner/store/expdir.h"  /* expdir_trial_dir, expdir_file, expdir_trial_id */
 #include "runner/store/outcome.h" /* outcome_learnable */
 #include "util.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int scheduler_tuner_config(const struct aah_config *cfg, const char *expdir,
 			   struct tuner_config *tc, cJSON **class_args, cJSON **space)
@@ -378,20 +381,53 @@ static struct proposal *take_ready(struct scheduler_proposer *p, unsigned seq)
 	return NULL;
 }
 
+/* A proposal of a trial never launched, written unsynced by a fill round
+ * that a power cut stopped before its sync, which does not read: removed,
+ * so that the trial is proposed again (1), else 0. */
+static int drop_torn(const char *dir, unsigned seq)
+{
+	char *path[3] = { expdir_file(dir, EXPDIR_MORPH), expdir_file(dir, EXPDIR_ARCH),
+			  expdir_file(dir, EXPDIR_PARAMS) };
+	int torn = 0;
+	int held = util_hold_errors(1);
+	for (int i = 1; i < 3 && !torn; i++) {
+		cJSON *doc = NULL;
+		torn = fileio_exists(path[i]) && jsonfile_read(path[i], &doc) < 0;
+		cJSON_Delete(doc);
+	}
+	util_hold_errors(held);
+	if (torn) {
+		char id[EXPDIR_TRIAL_ID_SIZE];
+		warning("trial %s: its proposal, never launched, does not read; it is proposed "
+			"again: %s", expdir_trial_id(seq, id), util_last_error());
+		for (int i = 0; i < 3; i++)
+			if (unlink(path[i]) < 0 && errno != ENOENT)
+				torn = -error_errno("cannot remove '%s'", path[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		free(path[i]);
+	return torn;
+}
+
+int scheduler_tuner_on_demand(const struct scheduler_tuner *st)
+{
+	return st->p && !st->p->ahead;   /* set at start, never changed */
+}
+
 int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsigned seq,
-			    cJSON **params_out, struct scheduler_tuner_took *took)
+			    int launched, cJSON **params_out, struct scheduler_tuner_took *took)
 {
 	char *dir = expdir_trial_dir(expdir, seq);
 	char *pa = expdir_file(dir, EXPDIR_ARCH), *pp = expdir_file(dir, EXPDIR_PARAMS);
 	cJSON *params = NULL;
-	int r = 0;
+	int r = !launched && drop_torn(dir, seq) < 0 ? -1 : 0;
 	*params_out = NULL;
 	*took = (struct scheduler_tuner_took){ -1, -1 };
-	if (fileio_exists(pp) || fileio_exists(pa)) {
+	if (r == 0 && (fileio_exists(pp) || fileio_exists(pa))) {
 		/* A retried or resumed trial trains what it was given before. */
 		if (fileio_exists(pp))
 			r = jsonfile_read(pp, &params);
-	} else if (scheduler_tuner_master(st, seq)) {
+	} else if (r == 0 && scheduler_tuner_master(st, seq)) {
 		struct scheduler_proposer *p = st->p;
 		pthread_mutex_lock(&p->lock);
 		struct proposal *got = take_ready(p, seq);
@@ -411,7 +447,8 @@ int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsi
 			/* the thread's tuner only reads inherit_weights here, set at creation */
 			r = fileio_mkdir_p(dir, 0755);
 			if (r == 0)
-				r = tuner_write_proposal(p->tuner, dir, got->arch, got->params);
+				r = tuner_write_proposal(p->tuner, dir, got->arch, got->params,
+							 FILEIO_NOSYNC);
 			*took = (struct scheduler_tuner_took){ got->seconds, got->learnt };
 			params = got->params;
 			got->params = NULL;

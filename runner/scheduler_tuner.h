@@ -45,6 +45,9 @@ int scheduler_tuner_start(struct scheduler_tuner *st, const struct aah_config *c
 			  const char *expdir, unsigned created, unsigned ahead);
 /* Stop the thread (after the proposal it is computing) and free it all. */
 void scheduler_tuner_release(struct scheduler_tuner *st);
+/* Does the master propose each trial only when it is asked for it (none
+ * kept ahead: the caller of scheduler_tuner_propose may wait)? */
+int scheduler_tuner_on_demand(const struct scheduler_tuner *st);
 /* Does the runner propose trial seq? */
 int scheduler_tuner_master(const struct scheduler_tuner *st, unsigned seq);
 /* The trials created so far (the highest seq): the thread proposes ahead
@@ -65,10 +68,14 @@ struct scheduler_tuner_took {
 };
 /* The parameters trial seq trains with, into *params (the caller's; NULL
  * when none): a retried or resumed trial trains what its directory holds;
- * a new one gets the master's proposal, written into its directory, and
- * *took. 1: not ready yet (the thread is on it, the main thread is woken
- * by SIGUSR1 when it is); -1: the proposal failed (the error said). */
+ * a new one gets the master's proposal, written into its directory
+ * unsynced (the caller makes it durable before it journals the trial as
+ * submitted), and *took. launched: the journal has the trial submitted;
+ * if not, a proposal in its directory that does not read is dropped and
+ * made again. 1: not ready yet (the thread is on it, the main thread is
+ * woken by SIGUSR1 when it is); -1: the proposal failed (the error
+ * said). */
 int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsigned seq,
-			    cJSON **params, struct scheduler_tuner_took *took);
+			    int launched, cJSON **params, struct scheduler_tuner_took *took);
 
 #endif

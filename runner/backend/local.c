@@ -28,11 +28,14 @@ struct local_job {
 	unsigned nprocs;
 	int adopted;            /* not our children: follow by pid */
 	int canceled;
+	char *log;              /* trial.log (our children only) */
+	char *start_error;      /* why a rank could not become its program; or NULL */
 };
 
 struct local_priv {
 	struct backend_jobs jobs; /* struct local_job */
 	char *nni_python;         /* aah's nni module, first on the trials' PYTHONPATH; or NULL */
+	unsigned unheard;         /* ranks released since every word was last read */
 };
 
 /* From /proc/<pid>/stat: the state letter (field 3) and the start time in
@@ -69,8 +72,13 @@ static int proc_start_time(pid_t pid, unsigned long long *out)
 static void job_release(struct backend_job *job)
 {
 	struct local_job *j = (struct local_job *)job;
+	for (unsigned i = 0; i < j->nprocs; i++)
+		if (j->procs[i].report_fd >= 0)
+			close(j->procs[i].report_fd);
 	free(j->procs);
 	free(j->start);
+	free(j->log);
+	free(j->start_error);
 }
 
 /* A job this runner did not start (it resumes): follow its processes by
@@ -158,6 +166,32 @@ static int start_failed(const struct proc *p, const char *log)
 	return -1;
 }
 
+/* Rank i's word on its exec, when it has one (wait: until it has). The
+ * first rank that could not run fails its job with why (trial.log too). */
+static void job_heard(struct local_job *j, unsigned i, int wait)
+{
+	struct proc *p = &j->procs[i];
+	if (p->report_fd < 0)
+		return;
+	int was_quiet = util_set_quiet(1); /* start_failed says it, with the key */
+	int r = proc_reported(p, wait);
+	util_set_quiet(was_quiet);
+	if (r < 0 && !j->start_error) {
+		start_failed(p, j->log);
+		j->start_error = xstrdup(util_last_error());
+	}
+}
+
+/* Every released rank's word, waited for: they have had the time of the
+ * submissions since, so most have said it already. */
+static void hear_all(struct local_priv *priv)
+{
+	backend_jobs_each(&priv->jobs, struct local_job, j)
+		for (unsigned i = 0; i < j->nprocs; i++)
+			job_heard(j, i, 1);
+	priv->unheard = 0;
+}
+
 static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
 {
 	struct local_priv *priv = ctx->priv;
@@ -194,12 +228,15 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 				    j->start[i]);
 		}
 	}
-	/* Record the job before any rank may run; then let them go. */
+	/* Record the job before any rank may run; then let them go. Whether
+	 * each could become its program is heard later (at a poll, or at
+	 * LOCAL_UNHEARD_MAX): waiting here for each exec in turn held a wave's
+	 * submissions back (docs/scale.md). */
 	if (r == 0)
 		r = backend_notify_submitted(ctx, id.buf);
 	for (unsigned i = 0; i < j->nprocs && r == 0; i++) {
 		int was_quiet = util_set_quiet(1); /* start_failed says it, with the key */
-		int released = proc_release(&j->procs[i]);
+		int released = proc_release_nowait(&j->procs[i]);
 		util_set_quiet(was_quiet);
 		if (released < 0)
 			r = start_failed(&j->procs[i], log);
@@ -207,15 +244,19 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	if (r < 0)
 		for (unsigned i = 0; i < j->nprocs; i++)
 			proc_terminate(&j->procs[i], 0);
-	free(log);
 	if (r < 0) {
+		free(log);
 		strbuf_release(&id);
 		backend_jobs_free(&priv->jobs, &j->job);
 		return -1;
 	}
+	j->log = log;
 	backend_jobs_add(&priv->jobs, &j->job, id.buf);
 	strbuf_release(&id);
 	*job = xstrdup(j->job.id);
+	priv->unheard += j->nprocs;
+	if (priv->unheard >= LOCAL_UNHEARD_MAX)
+		hear_all(priv);
 	return 0;
 }
 
@@ -252,7 +293,8 @@ static int local_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 				running++;
 			continue;
 		}
-		if (!proc_poll(p)) {
+		job_heard(j, i, 0);
+		if (p->report_fd >= 0 || !proc_poll(p)) {   /* not heard yet: on its way */
 			running++;
 			continue;
 		}
@@ -276,9 +318,11 @@ static int local_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st)
 		st->state = AAH_JOB_LOST; /* exit status unknowable: result.json decides */
 	else
 		st->state = failed_code < 0 ? AAH_JOB_SUCCEEDED : AAH_JOB_FAILED;
-	if (j->adopted)
+	if (j->adopted || j->start_error)
 		st->exit_code = -1;
-	if (failed_code > 128)
+	if (j->start_error)
+		snprintf(st->reason, sizeof(st->reason), "could not be started: %s", j->start_error);
+	else if (failed_code > 128)
 		snprintf(st->reason, sizeof(st->reason), "a rank was killed by signal %d",
 			 failed_code - 128);
 	else if (failed_code > 0)

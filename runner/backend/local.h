@@ -9,4 +9,8 @@
 
 extern const struct aah_backend backend_local;
 
+/* Released ranks whose word on their exec may be unread, at most: each
+ * holds a pipe open until it is read (file descriptors are few). */
+#define LOCAL_UNHEARD_MAX 64
+
 #endif

@@ -192,7 +192,7 @@ int proc_start(struct proc *p, const struct proc_spec *spec)
 	return 0;
 }
 
-int proc_release(struct proc *p)
+int proc_release_nowait(struct proc *p)
 {
 	if (p->hold_fd < 0)
 		return 0;
@@ -203,15 +203,41 @@ int proc_release(struct proc *p)
 	sigpipe_restore(&old);
 	close(p->hold_fd);
 	p->hold_fd = -1;
-	/* A child that could not run says why, whether before or after the go. */
+	if (w == 1)
+		return 0;
+	/* It has gone: one that could not run has said why before it went. */
+	if (proc_reported(p, 1) < 0)
+		return -1;
+	errno = werr;
+	return error_errno("cannot release process %ld", (long)p->pid);
+}
+
+int proc_reported(struct proc *p, int wait)
+{
+	if (p->report_fd < 0)
+		return 0;
+	if (!wait) {
+		struct pollfd pfd = { .fd = p->report_fd, .events = POLLIN };
+		int n;
+		do
+			n = poll(&pfd, 1, 0);
+		while (n < 0 && errno == EINTR);
+		if (n == 0)
+			return 1;
+	}
 	int fd = p->report_fd;
 	p->report_fd = -1;
 	if (read_report(fd, p->pid, &p->status, &p->failed_step) < 0) {
 		p->exited = 1;
 		return -1;
 	}
-	errno = werr;
-	return w == 1 ? 0 : error_errno("cannot release process %ld", (long)p->pid);
+	return 0;
+}
+
+int proc_release(struct proc *p)
+{
+	int r = proc_release_nowait(p);
+	return r < 0 ? -1 : proc_reported(p, 1);
 }
 
 int proc_poll(struct proc *p)

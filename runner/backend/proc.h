@@ -53,6 +53,14 @@ int proc_start(struct proc *p, const struct proc_spec *spec);
  * child's reason ("cannot run '...': ...", "cannot enter directory '...':
  * ...") and p->failed_step when it could not; the child is then reaped. */
 int proc_release(struct proc *p);
+/* proc_release without the wait: the child's word on its exec is left for
+ * proc_reported (fails only when the child had already gone, with why). */
+int proc_release_nowait(struct proc *p);
+/* A released child's word on its exec: 0 it ran (or was read before), -1
+ * it could not (as proc_release fails: the reason, p->failed_step, the
+ * child reaped), 1 not said yet (only without wait; with wait: until it
+ * has). */
+int proc_reported(struct proc *p, int wait);
 /* Non-blocking: 1 if the child has exited (status set), 0 if running. */
 int proc_poll(struct proc *p);
 /* Wait up to timeout seconds (< 0: forever): 1 exited, 0 still running. */

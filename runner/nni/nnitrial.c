@@ -167,7 +167,7 @@ static int result_kind(const char *place_dir, long *run)
 	return kind;
 }
 
-int nnitrial_prepare(const char *trial_dir, const char *place_dir)
+int nnitrial_prepare(const char *trial_dir, const char *place_dir, unsigned flags)
 {
 	char *dir = nni_path(place_dir, ""), *metrics = nni_path(place_dir, "metrics");
 	char *runs = nni_path(trial_dir, "");
@@ -193,7 +193,7 @@ int nnitrial_prepare(const char *trial_dir, const char *place_dir)
 		cJSON_AddStringToObject(doc, "format", RUN_FORMAT);
 		cJSON_AddNumberToObject(doc, "run", (double)(r.run + 1));
 		cJSON_AddNumberToObject(doc, "log_start", stat(log, &st) == 0 ? (double)st.st_size : 0);
-		rc = jsonfile_write(path, doc);
+		rc = jsonfile_write_flags(path, doc, flags);
 		cJSON_Delete(doc);
 		free(path);
 	}

@@ -29,8 +29,9 @@ void nnitrial_env(struct strvec *env, const char *experiment_id, const char *tri
  * requeue): a new run in the trial's .nni/run.json (a trial's runs are
  * counted across its places, as its trial.log is one), the place's
  * earlier .nni/metrics kept as .nni/metrics.<run>, a result.json there
- * read from its records removed. */
-int nnitrial_prepare(const char *trial_dir, const char *place_dir);
+ * read from its records removed. flags: run.json's (FILEIO_NOSYNC: the
+ * caller makes it durable before the job is journaled). */
+int nnitrial_prepare(const char *trial_dir, const char *place_dir, unsigned flags);
 
 /* parameter.cfg in the launch's place as NNI's dispatcher writes it:
  * {"parameter_id": seq - 1, "parameter_source": "algorithm",

@@ -393,9 +393,13 @@ static const struct tuner_hist *find_hist(const struct tuner *t, unsigned seq)
 
 /* Learn trial seq; settled: its final state in the journal, or
  * TRIAL_UNKNOWN while the runner has not settled it (result.json's status
- * then stands in, as the runner will read it); place: its last launch's. */
+ * then stands in, as the runner will read it); place: its last launch's;
+ * launched: the journal has it submitted. A proposal of a trial never
+ * launched may be unsynced (a fill round syncs its files once, before it
+ * journals them: tuner_write_proposal): after a power cut it may not
+ * read, and then it is none, proposed again. */
 static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum trial_state settled,
-		      const char *place)
+		      const char *place, int launched)
 {
 	const struct tuner_hist *known = find_hist(t, seq);
 	if (known && known->state != TUNER_OBS_PENDING)
@@ -403,8 +407,20 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum tr
 	char *dir = expdir_trial_dir(expdir, seq);
 	cJSON *arch = NULL, *params = NULL;
 	int rc = -1;
-	if (read_optional(dir, EXPDIR_ARCH, &arch) < 0 || read_optional(dir, EXPDIR_PARAMS, &params) < 0)
+	int held = util_hold_errors(!launched);
+	int unread = read_optional(dir, EXPDIR_ARCH, &arch) < 0 ||
+		     read_optional(dir, EXPDIR_PARAMS, &params) < 0;
+	util_hold_errors(held);
+	if (unread && launched)
 		goto out;
+	if (unread) {   /* torn by a power cut: never launched, so none */
+		char id[EXPDIR_TRIAL_ID_SIZE];
+		warning("tuner: trial %s: its proposal, never launched, does not read; "
+			"it is proposed again: %s", expdir_trial_id(seq, id), util_last_error());
+		cJSON_Delete(arch);
+		cJSON_Delete(params);
+		arch = params = NULL;
+	}
 	if (!arch && !params) {   /* a trial directory without a proposal yet */
 		rc = 0;
 		goto out;
@@ -412,7 +428,7 @@ static int load_trial(struct tuner *t, const char *expdir, unsigned seq, enum tr
 	enum tuner_obs_state state = TUNER_OBS_PENDING;
 	double metric = 0.0;
 	struct outcome o;
-	int held = util_hold_errors(1);
+	held = util_hold_errors(1);
 	int bad = outcome_read(expdir, seq, place, settled, 0, &o) < 0;
 	util_hold_errors(held);
 	if (bad && o.have_result < 0) {
@@ -451,7 +467,7 @@ static int load_pending(struct tuner *t, const char *expdir, unsigned seq)
 	if (expdir_journal_exists(expdir) && journal_replay(&jr, expdir) < 0)
 		warning("tuner: the journal cannot be read: %s", util_last_error());
 	const struct trial_rec *r = journaled(&jr, seq);
-	int rc = load_trial(t, expdir, seq, TRIAL_UNKNOWN, r ? r->place : NULL);
+	int rc = load_trial(t, expdir, seq, TRIAL_UNKNOWN, r ? r->place : NULL, 1);
 	journal_release(&jr);
 	return rc;
 }
@@ -469,7 +485,7 @@ int tuner_load_history(struct tuner *t, const char *expdir)
 		const struct trial_rec *r = journaled(&jr, seqs[i]);
 		rc = load_trial(t, expdir, seqs[i],
 				r && expdir_state_final(r->state) ? r->state : TRIAL_UNKNOWN,
-				r ? r->place : NULL);
+				r ? r->place : NULL, r && r->submitted > 0);
 	}
 	free(seqs);
 	journal_release(&jr);
@@ -486,25 +502,26 @@ int tuner_load_experiment(struct tuner *t, const char *expdir)
 	return tuner_catch_up(t, NULL, NULL) < 0 ? -1 : 0;
 }
 
-int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, const cJSON *params)
+int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, const cJSON *params,
+			 unsigned flags)
 {
 	cJSON *meta = arch ? cJSON_GetObjectItemCaseSensitive(arch, "meta") : NULL;
 	cJSON *morph = meta ? cJSON_DetachItemFromObjectCaseSensitive(meta, "morph") : NULL;
 	int rc = 0;
 	if (morph && t->inherit_weights) {
 		char *p = expdir_file(dir, EXPDIR_MORPH);
-		rc = jsonfile_write(p, morph);
+		rc = jsonfile_write_flags(p, morph, flags);
 		free(p);
 	}
 	cJSON_Delete(morph);
 	if (rc == 0 && arch) {
 		char *p = expdir_file(dir, EXPDIR_ARCH);
-		rc = jsonfile_write(p, arch);
+		rc = jsonfile_write_flags(p, arch, flags);
 		free(p);
 	}
 	if (rc == 0 && params) {
 		char *p = expdir_file(dir, EXPDIR_PARAMS);
-		rc = jsonfile_write(p, params);
+		rc = jsonfile_write_flags(p, params, flags);
 		free(p);
 	}
 	return rc;
@@ -545,7 +562,7 @@ static int propose_locked(struct tuner *t, const char *expdir, unsigned trial_se
 		goto out_unlock;
 	if ((arch || params) && fileio_mkdir_p(dir, 0755) < 0)
 		goto out_unlock;
-	if (tuner_write_proposal(t, dir, arch, params) < 0)
+	if (tuner_write_proposal(t, dir, arch, params, 0) < 0)
 		goto out_unlock;
 	rc = 0;
 out_unlock:

@@ -63,8 +63,12 @@ unsigned tuner_proposer_limit(const struct tuner *t);
 /* Write a proposal into the trial directory dir: morph.json (the
  * aah-morph/1 record in the arch's meta.morph, taken out of arch.json; kept
  * only when the tuner inherits weights), then arch.json, then params.json
- * (last: its presence marks a complete proposal). */
-int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, const cJSON *params);
+ * (last: its presence marks a complete proposal). flags: the files'
+ * (FILEIO_NOSYNC: the caller makes them durable before the trial is
+ * journaled as submitted; until then a reader takes one that does not
+ * read for none). */
+int tuner_write_proposal(const struct tuner *t, const char *dir, cJSON *arch, const cJSON *params,
+			 unsigned flags);
 
 /* Observe every trial of an experiment directory: trials/<id>/arch.json,
  * params.json and result.json (no result.json = PENDING). */

@@ -237,20 +237,47 @@ kill_points() {
 	echo "# $backend: $total kill points, all invariants held" >&3
 }
 
-@test "fault hook: AAH_FAULT_KILL_EVENT narrows the count to one event" {
+# killed_at CASE CONCURRENCY EVENT N: the 2-trial experiment created on the
+# local backend and SIGKILLed right after its Nth EVENT line; its id in $id.
+killed_at() {
 	write_trial
-	fi_config c.yml local 2
-	fi_case narrow
+	fi_config c.yml local "$2"
+	fi_case "$1"
 	touch "$FI_GO"
 	rc=0
-	AAH_FAULT_KILL_EVENT=trial_submitted AAH_FAULT_KILL_AFTER=2 aah-runner create -c c.yml -q || rc=$?
+	AAH_FAULT_KILL_EVENT=$3 AAH_FAULT_KILL_AFTER=$4 aah-runner create -c c.yml -q || rc=$?
 	[ "$rc" -eq 137 ]
 	id=$(only_experiment)
+}
+
+@test "fault hook: AAH_FAULT_KILL_EVENT narrows the count to one event" {
+	killed_at narrow 2 trial_submitted 2
 	# The last line is the second trial_submitted, and nothing came after.
 	tail -n 1 "$(expdir "$id")/journal.jsonl" | grep -q '"event":"trial_submitted","trial":"000002"'
 	[ "$(count_events "$id" trial_submitted)" -eq 2 ]
 	run aah-runner resume "$id" -q
 	[ "$status" -eq 0 ]
+	fi_invariants "$id" strict
+}
+
+# A fill round writes its trials' proposals unsynced and syncs them once,
+# before it journals any as submitted (docs/design-notes.md): a power cut
+# before that sync may leave a proposal torn (an empty params.json, as
+# ext4's delayed allocation leaves one). The runner is killed at trial 2's
+# trial_created and its proposal torn by hand: resume proposes it again.
+@test "power cut: a torn proposal of a trial never launched is proposed again at resume" {
+	killed_at torn 1 trial_created 2
+	[ "$(count_events "$id" trial_submitted)" -eq 1 ]
+	dir=$(expdir "$id")/trials/000002
+	mkdir -p "$dir"
+	: > "$dir/params.json"
+	printf '{"format": "aah-arch/1", "lay' > "$dir/arch.json"
+	run aah-runner resume "$id" -q
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"trial 000002: its proposal, never launched, does not read; it is proposed again"* ]]
+	/usr/bin/python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))' "$dir/params.json"
+	[ ! -e "$dir/arch.json" ]   # Random proposes no architecture
 	fi_invariants "$id" strict
 }
 

@@ -89,6 +89,25 @@ Test(common, mkdir_p_makes_what_is_missing_and_names_what_is_in_the_way)
 	free(under);
 }
 
+/* One sync of a filesystem, by any path on it: a file written unsynced
+ * reads back after it; a path that is not there is named. */
+Test(common, sync_fs_syncs_by_any_path_and_names_a_missing_one)
+{
+	char *file = xstrfmt("%s/s.json", tmpdir), *gone = xstrfmt("%s/none/x", tmpdir), *text;
+	cr_assert_eq(fileio_write_atomic_flags(file, "{}", 2, FILEIO_NOSYNC), 0);
+	cr_assert_eq(fileio_sync_fs(tmpdir), 0, "%s", util_last_error());
+	cr_assert_eq(fileio_sync_fs(file), 0, "%s", util_last_error());
+	cr_assert_eq(fileio_read(file, 16, &text, NULL), 0);
+	cr_assert_str_eq(text, "{}");
+	util_set_quiet(1);
+	cr_assert_eq(fileio_sync_fs(gone), -1);
+	util_set_quiet(0);
+	cr_assert(strstr(util_last_error(), "/none/x"), "%s", util_last_error());
+	free(text);
+	free(file);
+	free(gone);
+}
+
 /* A file of /proc says size 0: it is read whole, past the first page too. */
 Test(common, read_gives_a_proc_file_whole)
 {

@@ -1,8 +1,11 @@
 /* Unit tests for runner/backend/local.c: following processes a resumed
  * runner did not start (by pid and kernel start time), and canceling them.
  * The followed processes are children of this test that it never reaps, as
- * under a PID 1 or a subreaper that does not reap (issue 13, items 1, 2). */
+ * under a PID 1 or a subreaper that does not reap (issue 13, items 1, 2).
+ * And its own submissions: a rank's word on its exec is heard after the
+ * submission returns, with a bounded number of pipes left open. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +15,9 @@
 #include <unistd.h>
 
 #include "runner/backend/backend.h"
-#include "runner/backend/local.h" /* backend_local */
+#include "runner/backend/local.h" /* backend_local, LOCAL_UNHEARD_MAX */
+#include "runner/launch.h"        /* struct aah_launch */
+#include "fileio.h"
 #include "util.h"
 
 TestSuite(local_backend);
@@ -142,4 +147,125 @@ Test(local_backend, a_live_adopted_process_is_canceled)
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
 	backend_fini(&ctx);
 	free(job);
+}
+
+/* Open file descriptors of this process. */
+static unsigned open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	cr_assert(d);
+	unsigned n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A one-rank launch of argv in a trial directory of its own under dir. */
+static void one_rank(struct aah_launch *l, struct launch_rank *rank, const char *dir,
+		     const char *const *argv)
+{
+	*l = (struct aah_launch){ 0 };
+	*rank = (struct launch_rank){ 0 };
+	for (size_t i = 0; argv[i]; i++)
+		strvec_push(&rank->argv, argv[i]);
+	l->trial_id = "000001";
+	l->trial_dir = (char *)dir;
+	l->expdir = (char *)dir;
+	l->nranks = 1;
+	l->ranks = rank;
+}
+
+/* Poll job until it is no longer running (bounded and loud). */
+static void poll_to_end(struct aah_backend_ctx *ctx, struct aah_job_status *st)
+{
+	for (int i = 0; i < 6000; i++) {
+		cr_assert_eq(backend_poll(ctx, st), 0);
+		if (st->state != AAH_JOB_RUNNING)
+			return;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	cr_assert_fail("job %s still running after 60 s", st->job);
+}
+
+/* Submissions do not wait for each rank's exec: its word (the pipe it
+ * closes by exec'ing) is read at a poll, or all at once when
+ * LOCAL_UNHEARD_MAX ranks may be unheard. Without that bound a wave of
+ * submissions would keep one pipe each open until the next poll. */
+Test(local_backend, released_ranks_are_heard_later_with_a_bounded_number_of_pipes)
+{
+	char dir[] = "/tmp/aah-local-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	const char *const argv[] = { "sleep", "60", NULL };
+	struct aah_launch l;
+	struct launch_rank rank;
+	one_rank(&l, &rank, dir, argv);
+	struct aah_backend_ctx ctx;
+	cr_assert_eq(backend_init(&ctx, &backend_local, NULL, dir, "x"), 0);
+	enum { JOBS = 3 * LOCAL_UNHEARD_MAX + 5 };
+	char *jobs[JOBS];
+	unsigned base = open_fds(), most = 0;
+	for (unsigned k = 0; k < JOBS; k++) {
+		cr_assert_eq(backend_submit(&ctx, &l, &jobs[k]), 0, "submission %u: %s", k,
+			     util_last_error());
+		unsigned now = open_fds() - base;
+		most = now > most ? now : most;
+	}
+	cr_assert_leq(most, LOCAL_UNHEARD_MAX, "%u pipes open after a submission (at most %d)",
+		      most, LOCAL_UNHEARD_MAX);
+	cr_assert_geq(most, 1, "no submission left its rank's word to be heard later");
+	for (unsigned k = 0; k < JOBS; k++) {
+		struct aah_job_status st = { .job = jobs[k] };
+		cr_assert_eq(backend_poll(&ctx, &st), 0);
+		cr_assert_eq(st.state, AAH_JOB_RUNNING, "job %u: state %d (%s)", k, st.state,
+			     st.reason);
+		cr_assert_eq(backend_cancel(&ctx, jobs[k]), 0);
+		cr_assert_eq(backend_poll(&ctx, &st), 0);
+		cr_assert_eq(st.state, AAH_JOB_CANCELED, "job %u: state %d", k, st.state);
+		free(jobs[k]);
+	}
+	cr_assert_eq(open_fds(), base, "pipes left open after every job ended");
+	backend_fini(&ctx);
+	strvec_clear(&rank.argv);
+	char *log = xstrfmt("%s/trial.log", dir);
+	unlink(log);
+	free(log);
+	rmdir(dir);
+}
+
+/* A rank that cannot become its program: the submission has returned, so
+ * its job fails at a poll, with the reason and the key to fix, in the
+ * job's reason and in trial.log, as a start failure (exit code -1). */
+Test(local_backend, a_rank_that_cannot_run_fails_its_job_at_a_poll_with_why)
+{
+	char dir[] = "/tmp/aah-local-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	const char *const argv[] = { "/nonexistent/bin/trainer", NULL };
+	struct aah_launch l;
+	struct launch_rank rank;
+	one_rank(&l, &rank, dir, argv);
+	struct aah_backend_ctx ctx;
+	cr_assert_eq(backend_init(&ctx, &backend_local, NULL, dir, "x"), 0);
+	char *job = NULL;
+	unsigned base = open_fds();
+	cr_assert_eq(backend_submit(&ctx, &l, &job), 0, "%s", util_last_error());
+	struct aah_job_status st = { .job = job };
+	poll_to_end(&ctx, &st);
+	const char *want = "could not be started: cannot run '/nonexistent/bin/trainer': "
+			   "No such file or directory (check trial.command)";
+	cr_assert_eq(st.state, AAH_JOB_FAILED, "state %d (%s)", st.state, st.reason);
+	cr_assert_eq(st.exit_code, -1);
+	cr_assert_str_eq(st.reason, want);
+	char *log = xstrfmt("%s/trial.log", dir), *text = NULL;
+	cr_assert_eq(fileio_read(log, 1 << 20, &text, NULL), 0);
+	cr_assert(strstr(text, want + strlen("could not be started: ")), "trial.log: %s", text);
+	cr_assert_eq(open_fds(), base, "its pipe is left open");
+	free(text);
+	unlink(log);
+	free(log);
+	backend_fini(&ctx);
+	free(job);
+	strvec_clear(&rank.argv);
+	rmdir(dir);
 }

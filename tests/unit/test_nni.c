@@ -290,7 +290,7 @@ Test(nnitrial, records_become_epochs_and_a_result_as_they_come_once_each)
 {
 	struct nnitrial_watch w = NNITRIAL_WATCH_INIT;
 	set_env(NULL);
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);
 	trial_writes(0, 150);              /* record 1 whole, record 2 half */
 	cr_assert_eq(nnitrial_sync(&w, &cfg, expdir, 1, NULL, 0), 0);
 	cr_assert_eq(count_lines("metrics.jsonl"), 1);
@@ -332,7 +332,7 @@ Test(nnitrial, garbage_fails_the_trial_with_the_reason_in_its_log_and_no_number)
 {
 	struct nnitrial_watch w = NNITRIAL_WATCH_INIT;
 	set_env(NULL);
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);
 	trial_writes(0, 107);
 	char *path = xstrfmt("%s/.nni/metrics", trial);
 	cr_assert_eq(fileio_append_line(path, "ME000020{\"value\": \"garbage"), 0);
@@ -361,7 +361,7 @@ Test(nnitrial, a_trial_that_ends_without_its_final_result_fails)
 {
 	struct nnitrial_watch w = NNITRIAL_WATCH_INIT;
 	set_env(NULL);
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);
 	trial_writes(0, 216);
 	cr_assert_eq(nnitrial_sync(&w, &cfg, expdir, 1, NULL, 1), 0);
 	struct outcome o;
@@ -378,7 +378,7 @@ Test(nnitrial, a_trial_of_aahs_own_formats_is_left_alone)
 {
 	struct nnitrial_watch w = NNITRIAL_WATCH_INIT;
 	set_env(NULL);
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);
 	char *res = xstrfmt("%s/result.json", trial);
 	const char *own = "{\"format\":\"aah-result/1\",\"status\":\"succeeded\",\"best_val_acc\":0.9}\n";
 	cr_assert_eq(fileio_write_atomic(res, own, strlen(own)), 0);
@@ -407,7 +407,7 @@ Test(nnitrial, a_retry_in_a_place_of_its_own_is_read_and_written_there)
 {
 	struct nnitrial_watch w = NNITRIAL_WATCH_INIT;
 	set_env(NULL);
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);
 	trial_writes(0, 107);
 	cr_assert_eq(nnitrial_sync(&w, &cfg, expdir, 1, NULL, 1), 0);   /* no FINAL: failed */
 	char *place = xstrfmt("%s/attempt-2", trial), *first = xstrfmt("%s/metrics.jsonl", trial);
@@ -415,7 +415,7 @@ Test(nnitrial, a_retry_in_a_place_of_its_own_is_read_and_written_there)
 	cr_assert_eq(fileio_mkdir_p(place, 0755), 0);
 	cr_assert_eq(fileio_read(first, 0, &text, NULL), 0);   /* what place_prepare copies */
 	cr_assert_eq(fileio_write_atomic(given, text, strlen(text)), 0);
-	cr_assert_eq(nnitrial_prepare(trial, place), 0);
+	cr_assert_eq(nnitrial_prepare(trial, place, 0), 0);
 	/* the SDK of the retry: its records in the place */
 	size_t len;
 	char *buf = slurp(GOLDEN "/metrics", &len), *sdk = xstrfmt("%s/.nni/metrics", place);
@@ -443,10 +443,10 @@ Test(nnitrial, a_second_run_keeps_the_first_runs_records_and_starts_afresh)
 {
 	struct nnitrial_watch w = NNITRIAL_WATCH_INIT;
 	set_env(NULL);
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);
 	trial_writes(0, 107);
 	cr_assert_eq(nnitrial_sync(&w, &cfg, expdir, 1, NULL, 1), 0);   /* no FINAL: failed */
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);                  /* its retry */
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);                  /* its retry */
 	char *kept = xstrfmt("%s/.nni/metrics.1", trial), *res = xstrfmt("%s/result.json", trial);
 	cr_assert(fileio_exists(kept));
 	cr_assert(!fileio_exists(res), "the first run's failure does not decide the second");
@@ -469,7 +469,7 @@ Test(nnitrial, on_another_platform_the_records_come_from_the_log)
 	set_env("NNI_PLATFORM: remote");
 	char *log = xstrfmt("%s/trial.log", trial);
 	cr_assert_eq(fileio_append_line(log, "an earlier run's NNISDK_MEb'not ours'"), 0);
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);   /* the log of this run starts after it */
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);   /* the log of this run starts after it */
 	size_t len;
 	char *out = slurp(GOLDEN "/stdout", &len);
 	FILE *f = fopen(log, "ab");
@@ -484,7 +484,7 @@ Test(nnitrial, on_another_platform_the_records_come_from_the_log)
 	outcome_release(&o);
 	/* a bad line is named by its number in the whole log */
 	struct nnitrial_watch w2 = NNITRIAL_WATCH_INIT;
-	cr_assert_eq(nnitrial_prepare(trial, trial), 0);
+	cr_assert_eq(nnitrial_prepare(trial, trial, 0), 0);
 	cr_assert_eq(fileio_append_line(log, "NNISDK_MEb'{\"nope\": 1}'"), 0);
 	cr_assert_eq(nnitrial_sync(&w2, &cfg, expdir, 1, NULL, 1), 0);
 	cr_assert_eq(outcome_read(expdir, 1, NULL, TRIAL_UNKNOWN, 0, &o), 0);
