@@ -196,10 +196,14 @@ def latencies(ev, probes, placement):
     """Proposal latency by history size n (trials created before it). Master:
     trial_submitted's propose_s when the runner journals it, else the time
     from trial_created to trial_submitted; trial: the proposer's time before
-    the trainer's main (its probe)."""
+    the trainer's main (its probe). A runner that journals propose_s leaves
+    it out where no proposal was made for the submission: a trial proposed
+    before a kill and submitted by the resumed runner, whose created to
+    submitted spans the kill and is no proposal's time (left out here)."""
     out = []
     created = {}
     n = 0
+    journals_propose = any("propose_s" in e for e in ev if e["event"] == "trial_submitted")
     for e in ev:
         if e["event"] == "trial_created":
             n += 1
@@ -210,9 +214,23 @@ def latencies(ev, probes, placement):
                 p = probes.get(e["trial_seq"])
                 if p:
                     out.append((at_n, p[0][0], p[0][2]))
-            else:
+            elif "propose_s" in e or not journals_propose:
                 out.append((at_n, e.get("propose_s", e["ts"] - ts), 0))
     return out
+
+
+def journal_figures(res, ev, probes, ends, n_created):
+    """The figures read from the journal and the trials' logs, into res:
+    slot idle, the proposals' waits and latency."""
+    res["idle"] = slot_idle(ev, ends, res["slots"])
+    waits = [e["proposal_wait_s"] for e in ev
+             if e["event"] == "trial_submitted" and "proposal_wait_s" in e]
+    res["proposal_waits"] = {"count": len(waits), "sum_s": sum(waits),
+                             "p50_s": pct(waits, 50), "p99_s": pct(waits, 99)}
+    lat = latencies(ev, probes, res["placement"])
+    res["proposal_latency"] = by_decade(lat, n_created)
+    res["proposal_latency_all"] = {"p50_s": pct([l for _, l, _ in lat], 50),
+                                   "p99_s": pct([l for _, l, _ in lat], 99)}
 
 
 def by_decade(lat, top):
@@ -367,15 +385,7 @@ def run(a):
     res["trials_created"] = n_created
     res["trials_settled"] = len(states)
     res["states"] = {s: list(states.values()).count(s) for s in set(states.values())}
-    res["idle"] = slot_idle(ev, ends, a.slots)
-    waits = [e["proposal_wait_s"] for e in ev
-             if e["event"] == "trial_submitted" and "proposal_wait_s" in e]
-    res["proposal_waits"] = {"count": len(waits), "sum_s": sum(waits),
-                             "p50_s": pct(waits, 50), "p99_s": pct(waits, 99)}
-    lat = latencies(ev, probes, a.placement)
-    res["proposal_latency"] = by_decade(lat, n_created)
-    res["proposal_latency_all"] = {"p50_s": pct([l for _, l, _ in lat], 50),
-                                   "p99_s": pct([l for _, l, _ in lat], 99)}
+    journal_figures(res, ev, probes, ends, n_created)
     proposer_w = sum(p[0][2] for p in probes.values() if p and p[0][2] > 0)
     proposer_r = sum(p[0][1] for p in probes.values() if p and p[0][1] > 0)
     n = max(1, n_created)
@@ -479,12 +489,8 @@ def analyze(a):
     with open(a.result) as f:
         r = json.load(f)
     ev = journal(r["expdir"])
-    _, ends = trial_logs(r["expdir"])
-    r["idle"] = slot_idle(ev, ends, r["slots"])
-    waits = [e["proposal_wait_s"] for e in ev
-             if e["event"] == "trial_submitted" and "proposal_wait_s" in e]
-    r["proposal_waits"] = {"count": len(waits), "sum_s": sum(waits),
-                           "p50_s": pct(waits, 50), "p99_s": pct(waits, 99)}
+    probes, ends = trial_logs(r["expdir"])
+    journal_figures(r, ev, probes, ends, sum(1 for e in ev if e["event"] == "trial_created"))
     with open(a.result, "w") as f:
         json.dump(r, f, indent=1)
     return 0

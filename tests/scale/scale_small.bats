@@ -61,3 +61,27 @@ teardown() { teardown_workdir; }
 	[ "$status" -eq 0 ]
 	[[ $output != *"the runner proposes"* ]]
 }
+
+@test "proposal latency: a trial proposed before a kill and submitted after it is no proposal's time" {
+	# Trial 2 is created, the runner killed, and the resumed runner submits
+	# it 9 s later with the proposal it had (no propose_s): not a latency.
+	# A runner that journals no propose_s at all is timed from creation.
+	/usr/bin/python3 - "$AAH_ROOT/tests/scale" <<-'PY'
+	import sys
+	sys.path.insert(0, sys.argv[1])
+	import scale
+	ev = [{"event": "trial_created", "trial_seq": 1, "ts": 0.0},
+	      {"event": "trial_submitted", "trial_seq": 1, "ts": 0.1, "propose_s": 0.002},
+	      {"event": "trial_created", "trial_seq": 2, "ts": 1.0},
+	      {"event": "runner_started", "ts": 9.0},
+	      {"event": "trial_submitted", "trial_seq": 2, "ts": 10.0}]
+	lat = scale.latencies(ev, {}, "master")
+	assert lat == [(1, 0.002, 0)], lat
+	before = [e for e in ev if e["event"] != "trial_submitted"] + [
+	    {"event": "trial_submitted", "trial_seq": 1, "ts": 0.5},
+	    {"event": "trial_submitted", "trial_seq": 2, "ts": 10.0}]
+	before.sort(key=lambda e: e["ts"])
+	lat = scale.latencies(before, {}, "master")
+	assert [(n, round(l, 3)) for n, l, _ in lat] == [(1, 0.5), (2, 9.0)], lat
+	PY
+}
