@@ -41,7 +41,7 @@ AAH_CUDA ?= $(if $(and $(NVCC),$(HAVE_CUDNN)),1,0)
 COMMON_SRCS  := $(wildcard common/*.c)
 TUNER_SRCS   := $(wildcard runner/tuner/*.c)
 STORE_SRCS   := $(wildcard runner/store/*.c)
-RUNNER_SRCS  := $(filter-out runner/cmd/main.c $(TUNER_SRCS) $(STORE_SRCS),$(wildcard runner/*.c runner/*/*.c))
+RUNNER_SRCS  := $(filter-out runner/cmd/main.c runner/backend/hold_main.c $(TUNER_SRCS) $(STORE_SRCS),$(wildcard runner/*.c runner/*/*.c))
 KERNEL_SRCS  := $(wildcard kernels/*.c kernels/ref/*.c kernels/cpu/*.c kernels/cudahost/*.c)
 TRIAL_SRCS   := $(filter-out trialimg/main.c,$(wildcard trialimg/*.c trialimg/data/*.c))
 CUDA_CSRCS   := $(wildcard kernels/cuda/*.c)
@@ -86,13 +86,14 @@ TRIAL_LINK  :=
 endif
 
 RUNNER_BIN := $(BUILD)/aah-runner
+HOLD_BIN   := $(BUILD)/aah-hold
 TRIAL_BIN  := $(BUILD)/aah-trial
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps bench-deps test unit bench-bins scale-bins scale asan bench run images images-trial install clean config-info check-sass \
 	fuzz fuzz-bins fuzz-targets
 
-all: config-info $(RUNNER_BIN) $(TRIAL_BIN)
+all: config-info $(RUNNER_BIN) $(HOLD_BIN) $(TRIAL_BIN)
 
 config-info:
 	@echo "aah build: cc=$(CC) nvcc=$(or $(NVCC),none) cudnn=$(or $(HAVE_CUDNN),none) nccl=$(or $(HAVE_NCCL),none) cuda-build=$(AAH_CUDA)"
@@ -165,6 +166,13 @@ TRIAL_ARCHIVES  := $(LIB_TRIAL) $(LIB_KERNELS) $(if $(filter 1,$(AAH_CUDA)),$(LI
 $(RUNNER_BIN): $(call obj,runner/cmd/main.c) $(RUNNER_ARCHIVES)
 	$(call say,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(RUNNER_ARCHIVES) $(RUNNER_LIBS)
+
+# aah-hold, the program a held local rank waits in (runner/backend/hold_main.c):
+# libc alone, linked statically where the build has no sanitizer, so each
+# rank's start pays for no dynamic loading.
+$(HOLD_BIN): $(call obj,runner/backend/hold_main.c runner/backend/proc_report.c)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS_ALL) $(if $(SAN),,-static) -o $@ $^
 
 $(TRIAL_BIN): $(call obj,trialimg/main.c) $(TRIAL_ARCHIVES)
 	$(call say,LINK,$@)
@@ -338,7 +346,7 @@ NNI_PY := $(wildcard runner/nni/python/nni/*.py)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/aah/python/nni
-	install -m 0755 $(RUNNER_BIN) $(TRIAL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(RUNNER_BIN) $(HOLD_BIN) $(TRIAL_BIN) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(NNI_PY) $(DESTDIR)$(PREFIX)/lib/aah/python/nni/
 
 clean:

@@ -7,6 +7,7 @@
 #include "runner/nni/nnitrial.h"     /* NNI's trial side: a new run, parameter.cfg */
 #include "runner/scheduler_pool.h" /* scheduler_pool_claim */
 #include "runner/scheduler_tuner.h" /* the master tuner: propose */
+#include "runner/store/expdir.h"  /* expdir_journal_sync */
 #include "runner/store/place.h"   /* place_prepare: a launch's own place */
 #include "fileio.h"              /* FILEIO_NOSYNC, fileio_sync_fs */
 #include "util.h"
@@ -55,7 +56,9 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 					round((util_now() - a->s->wait_since) * 1e4) / 1e4);
 		a->s->wait_seq = 0;
 	}
-	return experiment_record(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f);
+	/* In a batch (defer_release) the batch's one fdatasync follows. */
+	return experiment_record_flags(a->s->e, EXPDIR_EV_TRIAL_SUBMITTED, f,
+				       a->s->bctx.defer_release ? FILEIO_NOSYNC : 0);
 }
 
 /* The place trial t's next launch writes into (runner/store/expdir.h): a
@@ -204,14 +207,26 @@ static int submit_failed(struct sched *s, unsigned seq)
  * here: docs/scale.md). */
 #define FILL_READY_MAX 128
 
-/* The ready launches made durable by one sync, then each submitted. */
+/* The ready launches made durable by one sync, then each submitted. Where
+ * the backend can hold them (local ranks), the launches of two or more are
+ * journaled unsynced and let go after one fdatasync of them all: a wave
+ * paid one a trial (docs/scale.md). A rank let go is journaled durably. */
 static int submit_ready(struct sched *s, struct ready *rd, size_t n)
 {
 	int r = n ? fileio_sync_fs(s->e->dir) : 0;
+	int batch = r == 0 && n > 1 && backend_can_defer_release(&s->bctx);
+	s->bctx.defer_release = batch;
 	for (size_t i = 0; i < n; i++) {
 		if (r < 0)
 			ready_release(&rd[i]);   /* the runner stops: never submitted */
 		else if (submit(s, &rd[i]) < 0 && submit_failed(s, rd[i].seq) < 0)
+			r = -1;
+	}
+	s->bctx.defer_release = 0;
+	if (batch) {
+		int synced = expdir_journal_sync(s->e->dir);
+		backend_release_held(&s->bctx, synced == 0);
+		if (synced < 0)
 			r = -1;
 	}
 	return r;

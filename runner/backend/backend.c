@@ -60,6 +60,17 @@ int backend_notify_submitted(struct aah_backend_ctx *ctx, const char *job)
 	return ctx->on_submitted ? ctx->on_submitted(ctx, job, ctx->on_submitted_arg) : 0;
 }
 
+int backend_can_defer_release(const struct aah_backend_ctx *ctx)
+{
+	return ctx->backend->release_held != NULL;
+}
+
+void backend_release_held(struct aah_backend_ctx *ctx, int go)
+{
+	if (ctx->backend->release_held)
+		ctx->backend->release_held(ctx, go);
+}
+
 int backend_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job)
 {
 	ctx->submitted_called = 0;

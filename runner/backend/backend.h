@@ -52,6 +52,11 @@ struct aah_backend_ctx {
 	int (*on_submitted)(struct aah_backend_ctx *ctx, const char *job, void *arg);
 	void *on_submitted_arg;
 	int submitted_called;       /* set by backend_notify_submitted */
+	/* Set by the caller around a batch of submissions, for a backend with
+	 * release_held: each leaves its ranks held, its on_submitted record
+	 * need not be durable yet, and backend_release_held lets them all go
+	 * once the caller has made the batch's records durable together. */
+	int defer_release;
 };
 
 /* Everything generic code knows of a backend is in its entry: its name
@@ -74,6 +79,10 @@ struct aah_backend {
 	int (*submit)(struct aah_backend_ctx *ctx, const struct aah_launch *l, char **job);
 	int (*poll)(struct aah_backend_ctx *ctx, struct aah_job_status *st);
 	int (*cancel)(struct aah_backend_ctx *ctx, const char *job);
+	/* Optional: let go of every rank submitted held (ctx->defer_release)
+	 * since the last call, or with go 0 end them unstarted. A rank that
+	 * cannot start fails its job at poll, with why. */
+	void (*release_held)(struct aah_backend_ctx *ctx, int go);
 	/* Optional: clean up after a job settled (logs copied, containers removed). */
 	int (*reap)(struct aah_backend_ctx *ctx, const char *job, const char *trial_dir);
 	void (*fini)(struct aah_backend_ctx *ctx);
@@ -124,6 +133,11 @@ int backend_poll(struct aah_backend_ctx *ctx, struct aah_job_status *st);
 int backend_cancel(struct aah_backend_ctx *ctx, const char *job);
 int backend_reap(struct aah_backend_ctx *ctx, const char *job, const char *trial_dir);
 void backend_fini(struct aah_backend_ctx *ctx);
+/* Whether submissions can be batched behind one durable record
+ * (defer_release), and the end of such a batch (go 0: it was not made
+ * durable; the held ranks end unstarted). */
+int backend_can_defer_release(const struct aah_backend_ctx *ctx);
+void backend_release_held(struct aah_backend_ctx *ctx, int go);
 /* For backends: record the submission now (see on_submitted). */
 int backend_notify_submitted(struct aah_backend_ctx *ctx, const char *job);
 

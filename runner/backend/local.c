@@ -36,7 +36,28 @@ struct local_priv {
 	struct backend_jobs jobs; /* struct local_job */
 	char *nni_python;         /* aah's nni module, first on the trials' PYTHONPATH; or NULL */
 	unsigned unheard;         /* ranks released since every word was last read */
+	char *self;               /* this program's path: `held-orphan` runs in it */
+	char *hold_helper;        /* aah-hold beside it, or NULL: held ranks are forked */
+	struct local_job **held;  /* submitted with ctx->defer_release, not yet let go */
+	size_t nheld, held_cap;
 };
+
+/* The program a held rank waits in, beside this one (make install puts
+ * both in one folder), unless AAH_SPAWN=fork asks for the forked child
+ * that waits itself; NULL when there is none. A fork copies the runner's
+ * page tables and its memory copy-on-write for every rank (docs/scale.md). */
+static char *find_hold_helper(const char *self)
+{
+	const char *how = getenv("AAH_SPAWN");
+	if (!self || (how && !strcmp(how, "fork")))
+		return NULL;
+	const char *slash = strrchr(self, '/');
+	char *path = xstrfmt("%.*s/aah-hold", (int)(slash - self), self);
+	if (access(path, X_OK) == 0)
+		return path;
+	free(path);
+	return NULL;
+}
 
 /* From /proc/<pid>/stat: the state letter (field 3) and the start time in
  * clock ticks since boot (field 22). -1 when there is no such process. */
@@ -113,6 +134,10 @@ static int local_init(struct aah_backend_ctx *ctx)
 	struct local_priv *priv = xcalloc(1, sizeof(*priv));
 	priv->jobs = (struct backend_jobs)BACKEND_JOBS_INIT(struct local_job, job_parse, job_release, NULL);
 	priv->nni_python = nnitrial_module_dir();
+	int was_quiet = util_set_quiet(1);
+	priv->self = fileio_self_exe();
+	util_set_quiet(was_quiet);
+	priv->hold_helper = find_hold_helper(priv->self);
 	ctx->priv = priv;
 	return 0;
 }
@@ -130,6 +155,25 @@ static int journaled_orphan(void *arg)
 	snprintf(self, sizeof(self), "%ld.%llu", (long)getpid(), start);
 	util_set_quiet(1);   /* in the held child, which execs or exits next */
 	return expdir_journal_has_job(expdir, self);
+}
+
+int local_held_orphan(int argc, const char **argv)
+{
+	int help = argc == 2 && !strcmp(argv[1], "--help");
+	if (help || argc < 4 || strcmp(argv[2], "--")) {
+		fprintf(help ? stdout : stderr,
+			"usage: aah-runner held-orphan EXPDIR -- PROGRAM [ARGS...]\n"
+			"aah-hold runs it in a held trial rank whose runner died before releasing\n"
+			"it: the rank becomes PROGRAM if EXPDIR's journal records its launch, else\n"
+			"it exits 125 unexecuted (a resumed runner submits the trial again).\n"
+			"Not for use by hand.\n");
+		return help ? 0 : 2;
+	}
+	if (!journaled_orphan((void *)argv[1]))
+		return 125;   /* never launched: a resumed runner submits it again */
+	execvp(argv[3], (char *const *)(argv + 3));
+	fprintf(stderr, "aah-runner: cannot run '%s': %s\n", argv[3], strerror(errno));
+	return 127;
 }
 
 /* The environment of a rank: ours, plus the contract's names on top, and
@@ -205,6 +249,7 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	unsigned nprocs = l->mpi ? 1 : l->nranks;
 	j->procs = xcalloc(nprocs, sizeof(*j->procs));
 	j->start = xcalloc(nprocs, sizeof(*j->start));
+	const char *orphan_argv[] = { priv->self, "held-orphan", l->expdir, "--", NULL };
 	for (unsigned i = 0; i < nprocs && r == 0; i++) {
 		struct strvec env = STRVEC_INIT;
 		rank_env(&env, &l->ranks[i], priv->nni_python);
@@ -217,6 +262,8 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 			.hold = 1,
 			.hold_orphaned = journaled_orphan,
 			.hold_arg = l->expdir,
+			.hold_helper = priv->hold_helper,
+			.hold_orphan_argv = orphan_argv,
 		};
 		r = proc_start(&j->procs[i], &spec);
 		strvec_clear(&env);
@@ -228,13 +275,14 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 				    j->start[i]);
 		}
 	}
-	/* Record the job before any rank may run; then let them go. Whether
+	/* Record the job before any rank may run; then let them go (with
+	 * defer_release, once the caller has made its batch durable). Whether
 	 * each could become its program is heard later (at a poll, or at
 	 * LOCAL_UNHEARD_MAX): waiting here for each exec in turn held a wave's
 	 * submissions back (docs/scale.md). */
 	if (r == 0)
 		r = backend_notify_submitted(ctx, id.buf);
-	for (unsigned i = 0; i < j->nprocs && r == 0; i++) {
+	for (unsigned i = 0; i < j->nprocs && r == 0 && !ctx->defer_release; i++) {
 		int was_quiet = util_set_quiet(1); /* start_failed says it, with the key */
 		int released = proc_release_nowait(&j->procs[i]);
 		util_set_quiet(was_quiet);
@@ -254,10 +302,45 @@ static int local_submit(struct aah_backend_ctx *ctx, const struct aah_launch *l,
 	backend_jobs_add(&priv->jobs, &j->job, id.buf);
 	strbuf_release(&id);
 	*job = xstrdup(j->job.id);
+	if (ctx->defer_release) {
+		if (priv->nheld == priv->held_cap) {
+			priv->held_cap = priv->held_cap ? 2 * priv->held_cap : 16;
+			priv->held = xrealloc(priv->held, priv->held_cap * sizeof(*priv->held));
+		}
+		priv->held[priv->nheld++] = j;
+		return 0;
+	}
 	priv->unheard += j->nprocs;
 	if (priv->unheard >= LOCAL_UNHEARD_MAX)
 		hear_all(priv);
 	return 0;
+}
+
+/* The batch's jobs, journaled (durable when go): each rank let go, or all
+ * ended unstarted. A rank that has gone already fails its job at its next
+ * poll, with why, and its job's other ranks end. */
+static void local_release_held(struct aah_backend_ctx *ctx, int go)
+{
+	struct local_priv *priv = ctx->priv;
+	for (size_t h = 0; h < priv->nheld; h++) {
+		struct local_job *j = priv->held[h];
+		for (unsigned i = 0; i < j->nprocs && go && !j->start_error; i++) {
+			int was_quiet = util_set_quiet(1); /* start_failed says it, with the key */
+			int released = proc_release_nowait(&j->procs[i]);
+			util_set_quiet(was_quiet);
+			if (released < 0) {
+				start_failed(&j->procs[i], j->log);
+				j->start_error = xstrdup(util_last_error());
+			}
+		}
+		if (!go || j->start_error)
+			for (unsigned i = 0; i < j->nprocs; i++)
+				proc_terminate(&j->procs[i], 0);
+		priv->unheard += j->nprocs;
+	}
+	priv->nheld = 0;
+	if (priv->unheard >= LOCAL_UNHEARD_MAX)
+		hear_all(priv);
 }
 
 /* Is an adopted process still the one we started, and not yet ended? A
@@ -369,6 +452,9 @@ static void local_fini(struct aah_backend_ctx *ctx)
 		return;
 	backend_jobs_clear(&priv->jobs);
 	free(priv->nni_python);
+	free(priv->self);
+	free(priv->hold_helper);
+	free(priv->held);
 	free(priv);
 	ctx->priv = NULL;
 }
@@ -383,5 +469,6 @@ const struct aah_backend backend_local = {
 	.submit = local_submit,
 	.poll = local_poll,
 	.cancel = local_cancel,
+	.release_held = local_release_held,
 	.fini = local_fini,
 };

@@ -13,4 +13,10 @@ extern const struct aah_backend backend_local;
  * holds a pipe open until it is read (file descriptors are few). */
 #define LOCAL_UNHEARD_MAX 64
 
+/* `aah-runner held-orphan EXPDIR -- PROGRAM [ARGS...]`, run by aah-hold
+ * in a held rank whose runner died before releasing it (the same process:
+ * its pid and start time are the job's): becomes PROGRAM if the journal
+ * records the rank's launch, else exits 125 unexecuted. */
+int local_held_orphan(int argc, const char **argv);
+
 #endif

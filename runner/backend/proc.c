@@ -1,10 +1,12 @@
 /* proc.c: child processes from argv and env vectors. */
 #include "runner/backend/proc.h"
+#include "runner/backend/proc_report.h" /* proc_report_fail, PROC_HOLD_FD */
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,39 +16,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
-/* What a child that cannot become the program writes on the error pipe,
- * in one write (smaller than PIPE_BUF, so whole or not at all). */
-struct exec_report {
-	int step;                  /* enum proc_step */
-	char msg[512];             /* "cannot run '...': ..." */
-};
-
-/* In the child, after fork: report why through the pipe and exit 127. When
- * nobody reads the pipe any more (the runner died while the child was held)
- * the reason goes to stderr, the log, instead of a silent SIGPIPE. */
-static void child_fail(const struct proc_spec *spec, int fd, enum proc_step step, int err)
-{
-	struct exec_report rep = { .step = step };
-	if (step == PROC_STEP_CWD)
-		snprintf(rep.msg, sizeof(rep.msg), "cannot enter directory '%s': %s", spec->cwd,
-			 strerror(err));
-	else if (step == PROC_STEP_EXEC && err == ENOENT && !strchr(spec->argv[0], '/'))
-		snprintf(rep.msg, sizeof(rep.msg), "cannot run '%s': not found in PATH",
-			 spec->argv[0]);
-	else
-		snprintf(rep.msg, sizeof(rep.msg), "cannot %s '%s': %s",
-			 step == PROC_STEP_EXEC ? "run" : "set up the process for", spec->argv[0],
-			 strerror(err));
-	signal(SIGPIPE, SIG_IGN);
-	if (write(fd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep)) {
-		char line[sizeof(rep.msg) + 16];
-		int n = snprintf(line, sizeof(line), "%s\n", rep.msg);
-		ssize_t w = write(2, line, (size_t)n);
-		(void)w;
-	}
-	_exit(127);
-}
 
 static void child_exec(const struct proc_spec *spec, int errfd, int in_fd, int out_fd,
 		       int err_fd, int hold_r, int hold_w)
@@ -59,15 +28,15 @@ static void child_exec(const struct proc_spec *spec, int errfd, int in_fd, int o
 	signal(SIGINT, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	if (spec->new_session && setsid() < 0)
-		child_fail(spec, errfd, PROC_STEP_SETUP, errno);
+		proc_report_fail(errfd, PROC_STEP_SETUP, errno, spec->cwd, spec->argv[0]);
 	if (in_fd >= 0 && dup2(in_fd, 0) < 0)
-		child_fail(spec, errfd, PROC_STEP_SETUP, errno);
+		proc_report_fail(errfd, PROC_STEP_SETUP, errno, spec->cwd, spec->argv[0]);
 	if (out_fd >= 0 && dup2(out_fd, 1) < 0)
-		child_fail(spec, errfd, PROC_STEP_SETUP, errno);
+		proc_report_fail(errfd, PROC_STEP_SETUP, errno, spec->cwd, spec->argv[0]);
 	if (err_fd >= 0 && dup2(err_fd, 2) < 0)
-		child_fail(spec, errfd, PROC_STEP_SETUP, errno);
+		proc_report_fail(errfd, PROC_STEP_SETUP, errno, spec->cwd, spec->argv[0]);
 	if (spec->cwd && chdir(spec->cwd) < 0)
-		child_fail(spec, errfd, PROC_STEP_CWD, errno);
+		proc_report_fail(errfd, PROC_STEP_CWD, errno, spec->cwd, spec->argv[0]);
 	if (spec->env)
 		environ = (char **)spec->env;
 	if (hold_r >= 0) {
@@ -81,7 +50,7 @@ static void child_exec(const struct proc_spec *spec, int errfd, int in_fd, int o
 			_exit(125);
 	}
 	execvp(spec->argv[0], (char *const *)spec->argv);
-	child_fail(spec, errfd, PROC_STEP_EXEC, errno);
+	proc_report_fail(errfd, PROC_STEP_EXEC, errno, spec->cwd, spec->argv[0]);
 }
 
 /* Read the child's report from fd (closed here): 0 when it exec'd (EOF:
@@ -89,7 +58,7 @@ static void child_exec(const struct proc_spec *spec, int errfd, int in_fd, int o
  * exits after reporting, is then reaped into *status. */
 static int read_report(int fd, pid_t child, int *status, enum proc_step *step)
 {
-	struct exec_report rep;
+	struct proc_report rep;
 	ssize_t n;
 	do
 		n = read(fd, &rep, sizeof(rep));
@@ -125,9 +94,87 @@ static void sigpipe_restore(const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
+/* A pipe end on a descriptor above aah-hold's two (fd itself when it is):
+ * the spawn's dup2 onto PROC_HOLD_FD and PROC_REPORT_FD must not overwrite
+ * one before it is copied. */
+static int above_hold_fds(int fd)
+{
+	if (fd > PROC_REPORT_FD)
+		return fd;
+	int moved = fcntl(fd, F_DUPFD_CLOEXEC, PROC_REPORT_FD + 1);
+	close(fd);
+	return moved;
+}
+
+/* The held child started in aah-hold (spec->hold_helper) by posix_spawn:
+ * its session, stdio, signals and environment set by the spawn, its hold
+ * pipe and error report on aah-hold's descriptors. */
+static int spawn_in_helper(const struct proc_spec *spec, int in_fd, int out_fd, int err_fd,
+			   int hold_r, int report_w, pid_t *child)
+{
+	size_t norphan = 0, nargv = 0;
+	while (spec->hold_orphan_argv && spec->hold_orphan_argv[norphan])
+		norphan++;
+	while (spec->argv[nargv])
+		nargv++;
+	char count[24];
+	snprintf(count, sizeof(count), "%zu", norphan);
+	const char **argv = xcalloc(3 + norphan + nargv + 1, sizeof(*argv));
+	argv[0] = spec->hold_helper;
+	argv[1] = spec->cwd ? spec->cwd : "";
+	argv[2] = count;
+	if (norphan)
+		memcpy(argv + 3, spec->hold_orphan_argv, norphan * sizeof(*argv));
+	memcpy(argv + 3 + norphan, spec->argv, nargv * sizeof(*argv));
+
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, dfl;
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	sigaddset(&dfl, SIGTERM);
+	sigaddset(&dfl, SIGINT);
+	sigaddset(&dfl, SIGCHLD);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					       (spec->new_session ? POSIX_SPAWN_SETSID : 0));
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &dfl);
+	if (in_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+	if (out_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	if (err_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+	posix_spawn_file_actions_adddup2(&fa, hold_r, PROC_HOLD_FD);
+	posix_spawn_file_actions_adddup2(&fa, report_w, PROC_REPORT_FD);
+	int err = posix_spawn(child, spec->hold_helper, &fa, &attr, (char *const *)argv,
+			      (char *const *)(spec->env ? spec->env : (const char *const *)environ));
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	free(argv);
+	if (err) {
+		errno = err;
+		return error_errno("cannot start '%s' through %s", spec->argv[0], spec->hold_helper);
+	}
+	return 0;
+}
+
 /* Fork and exec with the given stdio fds (-1 = inherit) into p. With hold,
  * the child waits for a byte on a pipe before exec: p->hold_fd receives
  * the pipe's write end and p->report_fd the read end of its error report. */
+static void close_pipes(const int pfd[2], const int hold_pipe[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if (pfd[i] >= 0)
+			close(pfd[i]);
+		if (hold_pipe[i] >= 0)
+			close(hold_pipe[i]);
+	}
+}
+
 static int spawn(const struct proc_spec *spec, int in_fd, int out_fd, int err_fd,
 		 struct proc *p, int hold)
 {
@@ -141,15 +188,26 @@ static int spawn(const struct proc_spec *spec, int in_fd, int out_fd, int err_fd
 		close(pfd[1]);
 		return error_errno("cannot create a pipe");
 	}
-	pid_t child = fork();
-	if (child < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		if (hold) {
-			close(hold_pipe[0]);
-			close(hold_pipe[1]);
+	pid_t child = -1;
+	if (hold && spec->hold_helper) {
+		pfd[1] = above_hold_fds(pfd[1]);
+		hold_pipe[0] = above_hold_fds(hold_pipe[0]);
+		if (pfd[1] < 0 || hold_pipe[0] < 0)
+			error_errno("cannot create a pipe");
+		else if (spawn_in_helper(spec, in_fd, out_fd, err_fd, hold_pipe[0], pfd[1],
+					 &child) < 0)
+			child = -1;
+		if (child < 0) {
+			p->failed_step = PROC_STEP_SETUP;
+			close_pipes(pfd, hold_pipe);
+			return -1;
 		}
-		return error_errno("cannot fork to run '%s'", spec->argv[0]);
+	} else {
+		child = fork();
+		if (child < 0) {
+			close_pipes(pfd, hold_pipe);
+			return error_errno("cannot fork to run '%s'", spec->argv[0]);
+		}
 	}
 	if (!child) {
 		close(pfd[0]);

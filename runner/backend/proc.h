@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include "runner/backend/proc_report.h" /* enum proc_step */
 #include "strbuf.h"
 
 struct proc_spec {
@@ -19,14 +20,13 @@ struct proc_spec {
 	 * release; nonzero = go on to exec anyway, 0 = exit unexecuted. */
 	int (*hold_orphaned)(void *arg);
 	void *hold_arg;
-};
-
-/* The step at which a child could not become the program. */
-enum proc_step {
-	PROC_STEP_NONE,            /* it ran (or has not been released yet) */
-	PROC_STEP_SETUP,           /* its session or stdio */
-	PROC_STEP_CWD,             /* spec->cwd */
-	PROC_STEP_EXEC,            /* argv[0] */
+	/* With hold: aah-hold's path. The child is spawned into it (no copy of
+	 * this process's memory, as a fork makes) and waits there; NULL: a
+	 * forked child waits. With it, hold_orphaned is not called: the
+	 * orphaned child runs hold_orphan_argv with argv after it (which runs
+	 * the program or exits), or exits unexecuted when that is NULL. */
+	const char *hold_helper;
+	const char *const *hold_orphan_argv;
 };
 
 struct proc {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runner/backend/local.h" /* local_held_orphan */
 #include "runner/cmd/cmd.h" /* cmd_create, cmd_resume, ... */
 #include "runner/cmd/report_cmds.h" /* cmd_report, cmd_collect, cmd_verify, cmd_metrics */
 #include "util.h"
@@ -29,6 +30,7 @@ static const struct subcommand commands[] = {
 	{ "metrics", cmd_metrics, "print an experiment's metrics in the Prometheus text format" },
 	{ "slurm-conf", cmd_slurm_conf, "write a Slurm cluster's slurm.conf and gres.conf from a host list" },
 	{ "slurm-launch", cmd_slurm_launch, "(inside a Slurm job) start one rank of a trial" },
+	{ "held-orphan", local_held_orphan, "(run by aah-hold) start a held rank whose runner died, if journaled" },
 };
 
 static void usage(FILE *out)

@@ -194,12 +194,13 @@ PY
 	status_agrees "$id"
 }
 
-# kill_points BACKEND: a run without faults counts the journal events; then
-# for each N the runner is killed right after its Nth line and resumed.
+# kill_points BACKEND [CONCURRENCY]: a run without faults counts the
+# journal events; then for each N the runner is killed right after its Nth
+# line and resumed.
 kill_points() {
 	local backend=$1 total n id rc
 	write_trial
-	fi_config "$WORK/c.yml" "$backend"
+	fi_config "$WORK/c.yml" "$backend" "${2:-1}"
 	fi_case base
 	touch "$FI_GO"
 	run aah-runner create -c "$WORK/c.yml" -q
@@ -234,7 +235,7 @@ kill_points() {
 		fi_invariants "$id" strict || { echo "kill point $n ($(sed -n "${n}p" "$(expdir "$id")/journal.jsonl"))" >&2; return 1; }
 		echo "kill $backend" >> "$FI_TALLY"
 	done
-	echo "# $backend: $total kill points, all invariants held" >&3
+	echo "# $backend${2:+ at concurrency $2}: $total kill points, all invariants held" >&3
 }
 
 # killed_at CASE CONCURRENCY EVENT N: the 2-trial experiment created on the
@@ -281,8 +282,18 @@ killed_at() {
 	fi_invariants "$id" strict
 }
 
+# One trial at a time, each rank forked and waiting in the runner's copy
+# (AAH_SPAWN=fork, the path where aah-hold is not installed).
 @test "kill points, local backend: SIGKILL after each journal line, then resume" {
-	kill_points local
+	AAH_SPAWN=fork kill_points local
+}
+
+# At 8 slots both trials are one fill batch: their ranks wait in aah-hold
+# while both launches are journaled unsynced, and are let go after one
+# fdatasync (a kill between leaves each journaled rank to run from the
+# journal alone, through `aah-runner held-orphan`).
+@test "kill points, local backend, one batch of two launches: SIGKILL after each journal line, then resume" {
+	kill_points local 8
 }
 
 @test "kill points, slurm backend: SIGKILL after each journal line, then resume" {

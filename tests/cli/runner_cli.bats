@@ -27,6 +27,21 @@ teardown() { teardown_workdir; }
 	[[ $output == *"give the config with -c FILE"* ]]
 }
 
+@test "held-orphan and aah-hold: internal, they say so; a launch the journal lacks never runs" {
+	run aah-runner held-orphan --help
+	[ "$status" -eq 0 ]
+	[[ $output == *"Not for use by hand"* ]]
+	run aah-runner held-orphan
+	[ "$status" -eq 2 ]
+	[[ $output == *"usage: aah-runner held-orphan EXPDIR -- PROGRAM"* ]]
+	run aah-runner held-orphan "$PWD/no-experiment" -- touch ran
+	[ "$status" -eq 125 ]
+	[ ! -e ran ]
+	run aah-hold
+	[ "$status" -eq 2 ]
+	[[ $output == *"aah-runner's local backend starts it"* ]]
+}
+
 @test "check: upstream configs pass, a typo fails with file:line:col and a suggestion" {
 	run aah-runner check "$AAH_ROOT"/tests/fixtures/upstream-configs/*-config.yml
 	[ "$status" -eq 0 ]

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 
+#include "fileio.h"
 #include "runner/backend/proc.h"
 #include "strvec.h"
 #include "util.h"
@@ -116,12 +117,29 @@ static char proc_state(long pid)
 	return state;
 }
 
-/* 1 when pid still runs this test's own program: it has not exec'd. */
-static int same_program(long pid)
+/* aah-hold, built beside the runner: build/aah-hold from
+ * build/tests/unit/test_proc. The caller frees it. */
+static char *hold_helper(void)
+{
+	char *self = realpath("/proc/self/exe", NULL);
+	cr_assert_not_null(self);
+	char *path = xstrfmt("%.*s/../../aah-hold", (int)(strrchr(self, '/') - self), self);
+	free(self);
+	char *real = realpath(path, NULL);
+	cr_assert_not_null(real, "no aah-hold at %s (make all builds it)", path);
+	free(path);
+	return real;
+}
+
+/* 1 when pid still runs the program a held child waits in (this test's
+ * own program when forked, else aah-hold): it has not exec'd. */
+static int still_held(long pid, const char *helper)
 {
 	char path[64], mine[4096] = "", theirs[4096] = "";
 	snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
-	ssize_t a = readlink("/proc/self/exe", mine, sizeof(mine) - 1);
+	ssize_t a = helper ? (ssize_t)strlen(helper) : readlink("/proc/self/exe", mine, sizeof(mine) - 1);
+	if (helper)
+		xstrlcpy(mine, helper, sizeof(mine));
 	ssize_t b = readlink(path, theirs, sizeof(theirs) - 1);
 	return a > 0 && b > 0 && !strcmp(mine, theirs);
 }
@@ -132,8 +150,9 @@ static void pause_10ms(void)
 }
 
 /* No "has not run after 200 ms": the child is seen blocked (state S) before
- * its exec, which in the held child is only the wait for the release. */
-Test(proc, held_child_waits_for_release, .timeout = 120)
+ * its exec, which in the held child is only the wait for the release.
+ * helper: aah-hold's path, or NULL for the forked child. */
+static void held_child_waits(const char *helper)
 {
 	char path[] = "/tmp/aah-proc-XXXXXX";
 	int fd = mkstemp(path);
@@ -141,15 +160,17 @@ Test(proc, held_child_waits_for_release, .timeout = 120)
 	char *cmd = xstrfmt("echo ran >> %s", path);
 	const char *argv[] = { "sh", "-c", cmd, NULL };
 	struct proc p;
-	struct proc_spec spec = { .argv = argv, .new_session = 1, .hold = 1 };
+	struct proc_spec spec = { .argv = argv, .new_session = 1, .hold = 1,
+				  .hold_helper = helper };
 	cr_assert_eq(proc_start(&p, &spec), 0);
 	double t0 = util_monotonic();
-	while (!(same_program(p.pid) && proc_state(p.pid) == 'S')) {
-		cr_assert(same_program(p.pid), "a held child must not exec before release");
+	while (!(still_held(p.pid, helper) && proc_state(p.pid) == 'S')) {
+		cr_assert(still_held(p.pid, helper), "a held child must not exec before release");
 		cr_assert_lt(util_monotonic() - t0, 60, "the held child never blocked (state %c)",
 			     proc_state(p.pid));
 		pause_10ms();
 	}
+	cr_assert_eq(getpgid(p.pid), p.pid, "the held child leads its own process group");
 	FILE *f = fopen(path, "r");
 	cr_assert_eq(fgetc(f), EOF, "a held child must not run before release");
 	fclose(f);
@@ -171,6 +192,60 @@ Test(proc, held_child_waits_for_release, .timeout = 120)
 	fclose(f);
 	unlink(path);
 	free(cmd);
+}
+
+Test(proc, held_child_waits_for_release, .timeout = 120)
+{
+	held_child_waits(NULL);
+}
+
+Test(proc, held_child_waits_for_release_in_aah_hold, .timeout = 120)
+{
+	char *helper = hold_helper();
+	held_child_waits(helper);
+	free(helper);
+}
+
+/* A held child in aah-hold whose runner dies before the release (its end
+ * of the hold pipe closes): it runs hold_orphan_argv with the program's
+ * argv after it, or exits 125 unexecuted without one. Its stdout is the
+ * log, its environment the spec's. */
+Test(proc, held_child_in_aah_hold_orphaned, .timeout = 120)
+{
+	char *helper = hold_helper();
+	char log[] = "/tmp/aah-proc-XXXXXX";
+	int fd = mkstemp(log);
+	close(fd);
+	const char *orphan[] = { "/bin/sh", "-c", "echo \"orphan $AAH_X $0 $1\"", NULL };
+	const char *argv[] = { "trainer", "--epochs=2", NULL };
+	const char *env[] = { "AAH_X=x1", NULL };
+	struct proc p;
+	struct proc_spec spec = { .argv = argv, .env = env, .log_path = log, .new_session = 1,
+				  .hold = 1, .hold_helper = helper, .hold_orphan_argv = orphan };
+	cr_assert_eq(proc_start(&p, &spec), 0);
+	close(p.hold_fd);   /* as when the runner dies */
+	p.hold_fd = -1;
+	cr_assert_eq(proc_wait(&p, 60), 1, "the orphan did not exit within 60 s");
+	cr_assert_eq(proc_exit_code(&p), 0);
+	char *text = NULL;
+	cr_assert_eq(fileio_read(log, 4096, &text, NULL), 0);
+	cr_assert_str_eq(text, "orphan x1 trainer --epochs=2\n");
+	free(text);
+
+	/* Without an orphan command it exits unexecuted. */
+	truncate(log, 0);
+	spec.hold_orphan_argv = NULL;
+	cr_assert_eq(proc_start(&p, &spec), 0);
+	close(p.hold_fd);
+	p.hold_fd = -1;
+	cr_assert_eq(proc_wait(&p, 60), 1);
+	cr_assert_eq(proc_exit_code(&p), 125);
+	cr_assert_eq(fileio_read(log, 4096, &text, NULL), 0);
+	cr_assert_str_eq(text, "");
+	free(text);
+	proc_terminate(&p, 5);
+	unlink(log);
+	free(helper);
 }
 
 /* Waits for the events (the pid file, the grandchild gone) with generous
@@ -223,21 +298,38 @@ static void held_start_fails(const struct proc_spec *spec, const char *want,
 	cr_assert_eq(proc_exit_code(&p), 127, "exit code %d", proc_exit_code(&p));
 }
 
+/* The same words from the forked child and from aah-hold. */
 Test(proc, held_start_reports_a_missing_program)
 {
 	const char *argv[] = { "/nonexistent/bin/trainer", NULL };
+	char *helper = hold_helper();
 	struct proc_spec spec = { .argv = argv, .new_session = 1, .hold = 1 };
-	held_start_fails(&spec, "cannot run '/nonexistent/bin/trainer': No such file or directory",
+	for (int in_helper = 0; in_helper < 2; in_helper++) {
+		spec.hold_helper = in_helper ? helper : NULL;
+		held_start_fails(&spec,
+				 "cannot run '/nonexistent/bin/trainer': No such file or directory",
+				 PROC_STEP_EXEC);
+	}
+	const char *in_path[] = { "aah-no-such-trainer", NULL };
+	spec.argv = in_path;
+	held_start_fails(&spec, "cannot run 'aah-no-such-trainer': not found in PATH",
 			 PROC_STEP_EXEC);
+	free(helper);
 }
 
 Test(proc, held_start_reports_a_missing_directory)
 {
 	const char *argv[] = { "true", NULL };
+	char *helper = hold_helper();
 	struct proc_spec spec = { .argv = argv, .cwd = "/nonexistent/code", .hold = 1 };
-	held_start_fails(&spec,
-			 "cannot enter directory '/nonexistent/code': No such file or directory",
-			 PROC_STEP_CWD);
+	for (int in_helper = 0; in_helper < 2; in_helper++) {
+		spec.hold_helper = in_helper ? helper : NULL;
+		held_start_fails(&spec,
+				 "cannot enter directory '/nonexistent/code': No such file or directory",
+				 PROC_STEP_CWD);
+	}
+	free(helper);
+	spec.hold_helper = NULL;
 
 	/* The same without a hold: the error comes from proc_start. */
 	struct proc q;
