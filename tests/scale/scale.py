@@ -4,7 +4,8 @@
 
 usage:
   scale.py run --slots S --trials N [--placement master|trial] [--compress C]
-               [--kill-at K] [--class-arg key=value ...] [--platform local]
+               [--kill-at K] [--class-arg key=value ...]
+               [--platform local|slurm|kubernetes] [--poll DURATION]
                [--extra-yaml FILE] [--runner CMD] --out RESULT.json
   scale.py table RESULT.json ...        (the markdown rows of docs/scale.md)
   scale.py analyze RESULT.json          (a kept run's journal figures, again)
@@ -120,7 +121,8 @@ def trial_logs(expdir):
                 m = PROBE.search(line)
                 if m and m.group(3) == "0":
                     probes.setdefault(seq, []).append(
-                        (float(m.group(4)), int(m.group(5)), int(m.group(6))))
+                        (float(m.group(4)), int(m.group(5)), int(m.group(6)),
+                         float(m.group(7))))
                 m = END.search(line)
                 if m:
                     ends[seq] = float(m.group(1))
@@ -180,6 +182,73 @@ def slot_idle(ev, ends, slots):
             "slots_used": len(subs), "slots": slots}
 
 
+def start_figures(ev, probes, ends):
+    """What the journal's submission leaves out on a cluster: from each
+    `trial_submitted` to its trainer's start (the cluster's release and
+    scheduling, or the local rank's release and exec), and the slots' idle
+    counted from one trainer's end to the next one's start in the slot,
+    past each slot's first trial and not across a kill: what a GPU saw."""
+    started = [e["ts"] for e in ev if e["event"] == "runner_started"]
+    to_start, by_slot = [], {}
+    for e in ev:
+        if e["event"] != "trial_submitted":
+            continue
+        st = [p[3] for p in probes.get(e["trial_seq"], []) if p[3] >= e["ts"] - 1]
+        if st:
+            to_start.append(min(st) - e["ts"])
+            by_slot.setdefault(e["slot"], []).append((min(st), ends.get(e["trial_seq"])))
+    idle = busy = 0.0
+    for runs in by_slot.values():
+        runs.sort()
+        for k, (start, end) in enumerate(runs):
+            if end is None:
+                continue
+            busy += max(0.0, end - start)
+            prev = runs[k - 1][1] if k else None
+            if prev is not None and not any(prev < r < start for r in started):
+                idle += max(0.0, start - prev)
+    return {"submit_to_start_p50_s": pct(to_start, 50), "submit_to_start_p99_s": pct(to_start, 99),
+            "idle_to_start_fraction_after_first_wave": idle / (idle + busy) if idle + busy else None}
+
+
+SLURM_LOG = re.compile(r"\[(\S+)\] (?:sched: (Allocate) JobId=(\d+)|_job_complete: JobId=(\d+) (done)|"
+                       r"sched: _release_job_rec: (release) hold on JobId=(\d+))")
+
+
+def slurm_figures(cdir, ev, ends):
+    """With --platform slurm, slurmctld's log splits a trial's way through
+    the cluster: journaled to released (the runner), released to allocated
+    (Slurm's scheduler), the trainer's end to the job done (Slurm), the job
+    done to settled (the runner's squeue poll). p50 / p99 of each."""
+    when = {"Allocate": {}, "done": {}, "release": {}}
+    try:
+        with open(os.path.join(cdir, "log", "slurmctld.log"), errors="replace") as f:
+            for line in f:
+                m = SLURM_LOG.match(line)
+                if m:
+                    what = m.group(2) or m.group(5) or m.group(6)
+                    job = m.group(3) or m.group(4) or m.group(7)
+                    t = time.mktime(time.strptime(m.group(1)[:19], "%Y-%m-%dT%H:%M:%S"))
+                    when[what].setdefault(job, t + float("0" + m.group(1)[19:]))
+    except OSError:
+        return None
+    sub = {e["trial_seq"]: (e["ts"], e["job"]) for e in ev if e["event"] == "trial_submitted"}
+    fin = {e["trial_seq"]: e["ts"] for e in ev if e["event"] == "trial_finished"}
+    parts = {"journaled_to_released": [], "released_to_allocated": [],
+             "trainer_end_to_job_done": [], "job_done_to_settled": []}
+    rel, alloc, done = when["release"], when["Allocate"], when["done"]
+    for seq, (ts, job) in sub.items():
+        if job in rel:
+            parts["journaled_to_released"].append(rel[job] - ts)
+            if job in alloc:
+                parts["released_to_allocated"].append(alloc[job] - rel[job])
+        if job in done and seq in ends:
+            parts["trainer_end_to_job_done"].append(done[job] - ends[seq])
+        if job in done and seq in fin:
+            parts["job_done_to_settled"].append(fin[seq] - done[job])
+    return {k: {"p50_s": pct(v, 50), "p99_s": pct(v, 99), "n": len(v)} for k, v in parts.items()}
+
+
 def busy_rate(ev):
     """The runner's submissions a second, over the whole seconds after the
     first wave (its first `slots` submissions) in which it submitted any:
@@ -223,6 +292,12 @@ def journal_figures(res, ev, probes, ends, n_created):
     """The figures read from the journal and the trials' logs, into res:
     slot idle, the proposals' waits and latency."""
     res["idle"] = slot_idle(ev, ends, res["slots"])
+    res["start"] = start_figures(ev, probes, ends)
+    if res.get("platform") == "slurm":
+        # the cluster's directory beside the workdir: WORK/w/experiments/ID
+        res["slurm"] = slurm_figures(os.path.join(
+            os.path.dirname(os.path.dirname(os.path.dirname(res["expdir"]))), "cluster"),
+            ev, ends)
     waits = [e["proposal_wait_s"] for e in ev
              if e["event"] == "trial_submitted" and "proposal_wait_s" in e]
     res["proposal_waits"] = {"count": len(waits), "sum_s": sum(waits),
@@ -288,11 +363,72 @@ def write_config(path, a, trial_bin):
             a.fsync),
         "  retries: 1",
     ]
+    lines += cluster_yaml(a, os.path.dirname(path))
     if a.extra_yaml:
         with open(a.extra_yaml) as f:
             lines.append(f.read().rstrip("\n"))
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+# ---- the cluster of --platform slurm / kubernetes ----------------------------------
+
+SLURM_SH = os.path.join(ROOT, "tests", "slurm", "cluster.bash")
+CLUSTER_SIM = os.path.join(ROOT, "tests", "fixtures", "k8s", "cluster_sim.py")
+
+
+def cluster_yaml(a, work):
+    """The config's section for the cluster cluster_up starts."""
+    if a.platform == "slurm":
+        return ["slurm:", "  pollInterval: %s" % a.poll]
+    if a.platform == "kubernetes":
+        return ["kubernetes:", "  kubectl: %s" % CLUSTER_SIM, "  image: aah-trial:cpu",
+                "  mountPath: %s" % work, "  claimName: aah-userhome",
+                "  pollInterval: %s" % a.poll]
+    return []
+
+
+def slurm_sh(what, cdir, env):
+    return subprocess.run(["bash", "-c", 'source "$0" && %s "$1"' % what, SLURM_SH, cdir],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True)
+
+
+def cluster_up(a, work, env):
+    """--platform slurm: real Slurm daemons on loopback (tests/slurm/cluster.bash:
+    munged, slurmctld, one slurmd declaring a CPU a slot); kubernetes: the
+    simulated cluster of tests/fixtures/k8s/cluster_sim.py (NO API server:
+    it plays one, its Job controller and kubelet; the pods are local
+    processes). Sets env for the runner; returns the cluster's directory."""
+    cdir = os.path.join(work, "cluster")
+    if a.platform == "slurm":
+        # its own directory: munged must reach it, and work may sit in a
+        # directory only root enters (a test's mktemp -d); work/cluster
+        # names it
+        os.symlink(tempfile.mkdtemp(prefix="aah-scale-slurm-"), cdir)
+        cdir = os.path.realpath(cdir)
+    os.makedirs(cdir, exist_ok=True)
+    if a.platform == "slurm":
+        r = slurm_sh("slurm_cluster_up", cdir,
+                     dict(env, SLURM_TEST_CPUS=str(a.slots), SLURM_TEST_GPUS="0"))
+        if r.returncode != 0:
+            slurm_sh("slurm_cluster_down", cdir, env)
+            sys.exit("scale.py: the Slurm cluster did not come up:\n" + r.stdout)
+        env["SLURM_CONF"] = os.path.join(cdir, "slurm.conf")
+    elif a.platform == "kubernetes":
+        print("scale.py: NO Kubernetes API server runs here: kubectl is %s"
+              % os.path.relpath(CLUSTER_SIM, ROOT), file=sys.stderr)
+        shutil.copy("/etc/hosts", os.path.join(cdir, "hosts"))
+        env["CLUSTER_SIM_DIR"], env["CLUSTER_SIM_GRACE"] = cdir, "5"
+    return cdir
+
+
+def cluster_down(a, cdir, env):
+    if a.platform == "slurm":
+        slurm_sh("slurm_cluster_down", cdir, env)
+    elif a.platform == "kubernetes":
+        subprocess.run([CLUSTER_SIM, "--teardown"], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
 
 
 def wait_for(pred, timeout, every=0.05):
@@ -320,8 +456,21 @@ def run(a):
     cfg = os.path.join(work, "config.yml")
     write_config(cfg, a, trial_bin)
     env = dict(os.environ, AAH_WORKDIR=os.path.join(work, "w"))
+    cdir = cluster_up(a, work, env)
+    try:
+        return measure(a, runner, work, cfg, env)
+    finally:
+        cluster_down(a, cdir, env)
+        if not a.keep:
+            shutil.rmtree(cdir, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(a, runner, work, cfg, env):
     res = {"slots": a.slots, "trials": a.trials, "placement": a.placement,
-           "platform": a.platform, "compress": a.compress, "tuner": a.tuner,
+           "platform": a.platform, "poll": a.poll if a.platform != "local" else None,
+           "slurm_sched": os.environ.get("SLURM_TEST_SCHED") if a.platform == "slurm" else None,
+           "compress": a.compress, "tuner": a.tuner,
            "class_args": a.class_arg, "fsync": a.fsync, "trainer_nice": a.trainer_nice,
            "load_before": os.getloadavg(), "machine": machine()}
     t0 = time.monotonic()
@@ -385,6 +534,7 @@ def run(a):
     res["trials_created"] = n_created
     res["trials_settled"] = len(states)
     res["states"] = {s: list(states.values()).count(s) for s in set(states.values())}
+    res["expdir"] = expdir
     journal_figures(res, ev, probes, ends, n_created)
     proposer_w = sum(p[0][2] for p in probes.values() if p and p[0][2] > 0)
     proposer_r = sum(p[0][1] for p in probes.values() if p and p[0][1] > 0)
@@ -414,8 +564,6 @@ def run(a):
     res["expdir"] = expdir
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
-    if not a.keep:
-        shutil.rmtree(work, ignore_errors=True)
     return 0 if res["runner_rc"] == 0 else 1
 
 
@@ -447,23 +595,28 @@ def fmt(x, unit="", nd=2):
 
 
 def table(paths):
-    print("| slots | n | tuner on | compress | wall | slot idle: all / after the first wave | "
+    print("| slots | n | tuner on, platform | compress | wall | slot idle: all / after the first wave | "
           "trainer end to settled p50 / p99 | settled to the slot's next submitted p50 / p99; "
           "submissions a busy second p50 / max | proposal p50 / p99 (last decade of n) | "
           "slots that waited for a proposal | runner CPU | runner RSS | "
-          "bytes per trial: journal, trial dir, runner writes | status | report (html) | collect |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "bytes per trial: journal, trial dir, runner writes | status | report (html) | collect | "
+          "submitted to the trainer's start p50 / p99; slot idle from end to start, after the "
+          "first wave |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in paths:
         with open(p) as f:
             r = json.load(f)
         last = r["proposal_latency"][-1] if r["proposal_latency"] else {}
-        b, e, i = r["bytes_per_trial"], r["end_commands"], r["idle"]
+        b, e, i, st = r["bytes_per_trial"], r["end_commands"], r["idle"], r.get("start", {})
         w = r.get("proposal_waits")
         rate = i.get("submits_per_busy_second") or {}
         print("| %d | %d | %s | %g | %s | %s / %s | %s / %s | %s / %s; %s / %s | %s / %s (%s / %s) | "
               "%s | %s | %s | "
-              "%s, %s, %s | %s | %s (%s) | %s |" % (
-                  r["slots"], r["trials_created"], r["placement"], r["compress"],
+              "%s, %s, %s | %s | %s (%s) | %s | %s / %s; %s |" % (
+                  r["slots"], r["trials_created"], r["placement"] + (
+                      "" if r.get("platform", "local") == "local"
+                      else ", %s (poll %s%s)" % (r["platform"], r.get("poll"), (
+                          ", " + r["slurm_sched"]) if r.get("slurm_sched") else "")), r["compress"],
                   fmt(r["wall_s"], " s", 0),
                   fmt(100 * (i["idle_fraction"] or 0), "%", 1),
                   fmt(100 * i["idle_fraction_after_first_wave"], "%", 1)
@@ -479,7 +632,10 @@ def table(paths):
                   fmt(r["runner_cpu_s"], " s", 0), fmt(r["runner_rss_max_bytes"], "B"),
                   fmt(b["journal"], "B"), fmt(b["trial_dirs"], "B"), fmt(b["runner_written"], "B"),
                   fmt(e["status"]["wall_s"], " s"), fmt(e["report"]["wall_s"], " s"),
-                  fmt(e["report"].get("html_bytes"), "B"), fmt(e["collect"]["wall_s"], " s")))
+                  fmt(e["report"].get("html_bytes"), "B"), fmt(e["collect"]["wall_s"], " s"),
+                  fmt(st.get("submit_to_start_p50_s"), " s"), fmt(st.get("submit_to_start_p99_s"), " s"),
+                  fmt(100 * st["idle_to_start_fraction_after_first_wave"], "%", 1)
+                  if st.get("idle_to_start_fraction_after_first_wave") is not None else "-"))
     return 0
 
 
@@ -505,8 +661,12 @@ def main():
     r.add_argument("--trials", type=int, required=True, help="maxTrialNum")
     r.add_argument("--placement", choices=["master", "trial"], default="master",
                    help="tuner.placement: the runner proposes, or each trial (default master)")
-    r.add_argument("--platform", default="local",
-                   help="trainingServicePlatform of the config (default local)")
+    r.add_argument("--platform", choices=["local", "slurm", "kubernetes"], default="local",
+                   help="local (default); slurm: real Slurm daemons the harness starts on "
+                   "loopback (root), a CPU a slot; kubernetes: the simulated cluster of "
+                   "tests/fixtures/k8s (no API server runs here)")
+    r.add_argument("--poll", default="1s", metavar="DURATION",
+                   help="slurm.pollInterval or kubernetes.pollInterval (default 1s)")
     r.add_argument("--tuner", default="NetworkMorphism",
                    help="builtinTunerName (default NetworkMorphism; Random measures the runner alone)")
     r.add_argument("--compress", type=float, default=3600.0,

@@ -4,12 +4,19 @@
 # what must hold at any size, counted from the journal, never a duration:
 # every trial settles, the runner proposed each one, and once the first
 # wave is out a free slot seldom waits for a proposal (the master's thread
-# keeps the next ones ready). `make scale` runs the large sizes.
+# keeps the next ones ready). The same harness on real Slurm daemons and on
+# the simulated Kubernetes cluster, 8 slots each. `make scale` runs the
+# large sizes.
 
 load ../cli/helpers
 
 setup() { setup_workdir; }
-teardown() { teardown_workdir; }
+teardown() {
+	# a Slurm cluster's directory is the harness's own temp dir (munged must
+	# reach it): work/cluster names it
+	if [ -L "$WORK/s/cluster" ]; then rm -rf "$(readlink "$WORK/s/cluster")"; fi
+	teardown_workdir
+}
 
 @test "12 slots, 48 trials, master placement: all settle, each proposed by the runner, few slots wait for a proposal" {
 	run /usr/bin/python3 "$AAH_ROOT/tests/scale/scale.py" run --slots 12 --trials 48 \
@@ -37,6 +44,43 @@ teardown() { teardown_workdir; }
 	# status and the report read the experiment whole
 	[ "$(jq .end_commands.status.rc "$R")" -eq 0 ]
 	[ "$(jq .end_commands.report.rc "$R")" -eq 0 ]
+}
+
+# small_cluster_run PLATFORM: 8 slots, 24 trials on a cluster the harness
+# starts and stops itself; every trial settles and ran as one job of it.
+small_cluster_run() {
+	run /usr/bin/python3 "$AAH_ROOT/tests/scale/scale.py" run --platform "$1" --slots 8 \
+		--trials 24 --tuner Random --compress 6000 --work "$WORK/s" --keep --timeout 300 \
+		--out "$WORK/r.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	R=$WORK/r.json
+	[ "$(jq -r .platform "$R")" = "$1" ]
+	[ "$(jq .runner_rc "$R")" -eq 0 ]
+	[ "$(jq .trials_settled "$R")" -eq 24 ]
+	[ "$(jq '.states | (.succeeded // 0) + (.early_stopped // 0)' "$R")" -eq 24 ]
+	[ "$(jq .idle.slots_used "$R")" -eq 8 ]
+	J=$(jq -r .expdir "$R")/journal.jsonl
+	[ "$(jq -c "select(.event == \"trial_submitted\" and .backend == \"$1\")" "$J" | wc -l)" -eq 24 ]
+	# the stand-ins' ends reached trial.log through the cluster (Slurm's
+	# --output, kubectl logs): the slots' busy time and the runner's
+	# end-to-settled figure are counted, not missing
+	[ "$(jq '[.idle.busy_s, .idle.end_to_settle_p50_s] | map(select(. != null)) | length' "$R")" -eq 2 ]
+}
+
+@test "slurm (real daemons): 8 slots, 24 trials, each a Slurm job; the cluster is the harness's own" {
+	[ "$(id -u)" -eq 0 ] || skip "the Slurm daemons need root"
+	small_cluster_run slurm
+	# 24 jobs, each run by Slurm: its own id, one each
+	[ "$(jq -r 'select(.event == "trial_submitted") | .job' "$(jq -r .expdir "$WORK/r.json")/journal.jsonl" | sort -u | grep -cE '^[0-9]+$')" -eq 24 ]
+	# and the harness stopped its daemons
+	! pgrep -f "slurmctld -f $(readlink "$WORK/s/cluster")/slurm.conf"
+}
+
+@test "kubernetes (cluster simulated, no API server): 8 slots, 24 trials, each an Indexed Job" {
+	echo "# NO Kubernetes API server ran: kubectl is tests/fixtures/k8s/cluster_sim.py" >&3
+	small_cluster_run kubernetes
+	[ "$(wc -l < "$WORK/s/cluster/created.log")" -eq 24 ]
 }
 
 @test "placement trial past the tuner's proposer limit: check says from which trial the runner proposes" {
