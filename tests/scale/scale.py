@@ -568,16 +568,25 @@ def measure(a, runner, work, cfg, env):
 
 
 def machine():
-    model = "?"
+    """The CPU by name, family and model (a virtual machine's name may be
+    only the vendor's: "AMD EPYC" is Zen 3 at family 25 model 1, Zen 4 at
+    model 17), and its widest vector ISA."""
+    info = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
+                k, _, v = line.partition(":")
+                info.setdefault(k.strip(), v.strip())
+                if k.strip() == "flags":
                     break
     except OSError:
         pass
-    return {"cpu": model, "cpus": os.cpu_count(),
+    flags = info.get("flags", "").split()
+    return {"cpu": info.get("model name", "?"), "family": info.get("cpu family"),
+            "model": info.get("model"),
+            "isa": next((i for i in ("amx_tile", "avx512_bf16", "avx512f", "avx2") if i in flags),
+                        None),
+            "cpus": os.cpu_count(),
             "mem_gib": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30}
 
 
