@@ -193,10 +193,11 @@ def start_figures(ev, probes, ends):
     for e in ev:
         if e["event"] != "trial_submitted":
             continue
-        st = [p[3] for p in probes.get(e["trial_seq"], []) if p[3] >= e["ts"] - 1]
-        if st:
-            to_start.append(min(st) - e["ts"])
-            by_slot.setdefault(e["slot"], []).append((min(st), ends.get(e["trial_seq"])))
+        start = min((p[3] for p in probes.get(e["trial_seq"], []) if p[3] >= e["ts"] - 1),
+                    default=None)
+        if start is not None:
+            to_start.append(start - e["ts"])
+            by_slot.setdefault(e["slot"], []).append((start, ends.get(e["trial_seq"])))
     idle = busy = 0.0
     for runs in by_slot.values():
         runs.sort()
@@ -405,10 +406,9 @@ def cluster_up(a, work, env):
         # its own directory: munged must reach it, and work may sit in a
         # directory only root enters (a test's mktemp -d); work/cluster
         # names it
-        os.symlink(tempfile.mkdtemp(prefix="aah-scale-slurm-"), cdir)
-        cdir = os.path.realpath(cdir)
-    os.makedirs(cdir, exist_ok=True)
-    if a.platform == "slurm":
+        real = tempfile.mkdtemp(prefix="aah-scale-slurm-")
+        os.symlink(real, cdir)
+        cdir = real
         r = slurm_sh("slurm_cluster_up", cdir,
                      dict(env, SLURM_TEST_CPUS=str(a.slots), SLURM_TEST_GPUS="0"))
         if r.returncode != 0:
@@ -418,6 +418,7 @@ def cluster_up(a, work, env):
     elif a.platform == "kubernetes":
         print("scale.py: NO Kubernetes API server runs here: kubectl is %s"
               % os.path.relpath(CLUSTER_SIM, ROOT), file=sys.stderr)
+        os.makedirs(cdir, exist_ok=True)
         shutil.copy("/etc/hosts", os.path.join(cdir, "hosts"))
         env["CLUSTER_SIM_DIR"], env["CLUSTER_SIM_GRACE"] = cdir, "5"
     return cdir
@@ -561,7 +562,6 @@ def measure(a, runner, work, cfg, env):
     arch = glob.glob(os.path.join(expdir, "*-logs.tar.zst"))
     end["collect"]["archive_bytes"] = os.path.getsize(arch[0]) if arch else 0
     res["end_commands"] = end
-    res["expdir"] = expdir
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
     return 0 if res["runner_rc"] == 0 else 1
