@@ -253,13 +253,18 @@ PY
 }
 
 # start_a: training A's runner (a.yml) in the background, $ra; its
-# experiment $a, once its trial runs on the whole pool.
+# experiment $a, once its trial runs on the whole pool. The runner ledgers
+# the share before it journals the launch: a runner killed between the two
+# never launched the trial (its resume starts it afresh at the share of the
+# day), so the launch's journal line is waited for too.
 start_a() {
 	aah-runner create -c a.yml -q > a.log 2>&1 &
 	ra=$!
 	wait_for one_experiment
 	a=$(only_experiment)
 	WAIT_S=120 wait_for applied "$a" 8
+	WAIT_S=120 wait_for grep -q '"event":"trial_submitted"' \
+		"$AAH_WORKDIR/experiments/$a/journal.jsonl"
 }
 
 # start_b: training B's runner (b.yml), $rb; its experiment $b.
