@@ -314,6 +314,8 @@ static void wait_signal(struct sched *s, double seconds)
 	int sig = sigtimedwait(&set, NULL, &ts);
 	if (sig == SIGTERM || sig == SIGINT)
 		s->stop++;
+	else if (sig == SIGCHLD)
+		s->child_ended = 1;
 }
 
 /* A stop: every running trial's job is canceled, then waited for until its
@@ -429,7 +431,11 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		goto out_backend;
 
 	double interval = opts->poll_interval > 0 ? opts->poll_interval : 0.05;
-	double next_round = 0;   /* util_monotonic() before which no poll round starts */
+	/* A poll round is due once the interval has passed since the last
+	 * one, or sooner when a child ended (SIGCHLD); never before
+	 * next_round. Nothing else starts one: the loop wakes for proposals
+	 * (SIGUSR1) too, and a wake that found no round due must not poll. */
+	double next_round = 0, last_round = -interval;
 	while (!e->done) {
 		const char *lost = scheduler_tuner_failed(&s.tuner);
 		if (lost) {
@@ -437,8 +443,10 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 			goto out_backend;
 		}
 		double t0 = util_monotonic();
-		if (t0 >= next_round) {
+		if (t0 >= next_round && (s.child_ended || t0 - last_round >= interval)) {
 			s.settling = 0;
+			s.child_ended = 0;
+			last_round = t0;
 			if (poll_round(&s) < 0)
 				goto out_backend;
 			/* A round looks at every running trial: tens of ms with
@@ -482,8 +490,11 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		if (opts->progress && util_monotonic() - s.last_progress >=
 					      (opts->progress_interval > 0 ? opts->progress_interval : 30))
 			progress(&s, NULL);
-		double until = next_round - util_monotonic();
-		wait_signal(&s, until > 0 && until < interval ? until : interval);
+		/* until the interval's round, or the SIGCHLD's once next_round allows */
+		double now = util_monotonic(), until = last_round + interval - now;
+		if (s.child_ended && next_round - now < until)
+			until = next_round - now;
+		wait_signal(&s, until > 0 ? until : 0);
 	}
 	r = 0;
 out_backend:

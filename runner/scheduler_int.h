@@ -45,6 +45,7 @@ struct sched {
 	unsigned *ended;          /* (nended of aended) the round's settled trials */
 	size_t nended, aended;
 	double settling;          /* seconds of the round spent carrying out ends */
+	int child_ended;          /* a SIGCHLD came since the last round: one is due */
 };
 
 /* Seconds of the experiment's budget spent so far, this session's included. */
