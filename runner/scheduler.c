@@ -302,6 +302,12 @@ static int all_settled(const struct sched *s)
 	return 1;
 }
 
+double sched_round_due(const struct sched_rounds *r, int soon)
+{
+	double due = soon ? r->not_before : r->last + r->interval;
+	return due > r->not_before ? due : r->not_before;
+}
+
 static void wait_signal(struct sched *s, double seconds)
 {
 	sigset_t set;
@@ -314,6 +320,8 @@ static void wait_signal(struct sched *s, double seconds)
 	int sig = sigtimedwait(&set, NULL, &ts);
 	if (sig == SIGTERM || sig == SIGINT)
 		s->stop++;
+	else if (sig == SIGCHLD)
+		s->child_ended = 1;
 }
 
 /* A stop: every running trial's job is canceled, then waited for until its
@@ -429,7 +437,10 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		goto out_backend;
 
 	double interval = opts->poll_interval > 0 ? opts->poll_interval : 0.05;
-	double next_round = 0;   /* util_monotonic() before which no poll round starts */
+	/* Only a due round polls: the loop also wakes for proposals (SIGUSR1) */
+	struct sched_rounds rounds = { interval, -interval, 0 };
+	unsigned long journaled = e->next_event;   /* the journal's length at the last wait */
+	int busy = 1;                              /* it grew before that wait */
 	while (!e->done) {
 		const char *lost = scheduler_tuner_failed(&s.tuner);
 		if (lost) {
@@ -437,18 +448,14 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 			goto out_backend;
 		}
 		double t0 = util_monotonic();
-		if (t0 >= next_round) {
+		if (t0 >= sched_round_due(&rounds, s.child_ended || busy)) {
 			s.settling = 0;
+			s.child_ended = 0;
+			rounds.last = t0;
 			if (poll_round(&s) < 0)
 				goto out_backend;
-			/* A round looks at every running trial: tens of ms with
-			 * thousands, and each ended child's SIGCHLD asks for one.
-			 * The next round waits three times what this one spent
-			 * looking (settling not counted), so that looking takes at
-			 * most a quarter of the loop: the rest is left to settling
-			 * and submitting (docs/scale.md). Microseconds below that. */
 			double t1 = util_monotonic();
-			next_round = t1 + 3 * (t1 - t0 - s.settling);
+			rounds.not_before = t1 + 3 * (t1 - t0 - s.settling);
 		}
 		if (cfg->max_exec_duration > 0 && sched_elapsed(&s) >= cfg->max_exec_duration && !s.timeup) {
 			s.timeup = 1;
@@ -482,8 +489,10 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 		if (opts->progress && util_monotonic() - s.last_progress >=
 					      (opts->progress_interval > 0 ? opts->progress_interval : 30))
 			progress(&s, NULL);
-		double until = next_round - util_monotonic();
-		wait_signal(&s, until > 0 && until < interval ? until : interval);
+		busy = e->next_event != journaled;
+		journaled = e->next_event;
+		double until = sched_round_due(&rounds, s.child_ended || busy) - util_monotonic();
+		wait_signal(&s, until > 0 ? until : 0);
 	}
 	r = 0;
 out_backend:

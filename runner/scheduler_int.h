@@ -16,6 +16,23 @@ struct slot {
 	char *gpus;               /* devices of this slot (in a pool: those the ledger granted), or NULL */
 };
 
+/* When the loop's next poll round is due (scheduler.c). A round looks at
+ * every running trial: tens of ms with thousands. It is due the poll
+ * interval after the last one began, or at once (`soon`) when a child
+ * ended (SIGCHLD) or the loop journaled since it last waited (a wave of
+ * ends and submissions under way); never before not_before, three times
+ * what the last one spent looking (its settling not counted), so that
+ * looking takes at most a quarter of the loop and the rest is left to
+ * settling and submitting (docs/scale.md). */
+struct sched_rounds {
+	double interval;          /* seconds between two rounds when no child ends */
+	double last;              /* util_monotonic() when the last round began */
+	double not_before;        /* util_monotonic() before which no round begins */
+};
+
+/* util_monotonic() at which the next round is due. */
+double sched_round_due(const struct sched_rounds *r, int soon);
+
 struct sched {
 	const struct aah_config *cfg;
 	struct experiment *e;
@@ -45,6 +62,7 @@ struct sched {
 	unsigned *ended;          /* (nended of aended) the round's settled trials */
 	size_t nended, aended;
 	double settling;          /* seconds of the round spent carrying out ends */
+	int child_ended;          /* a SIGCHLD came since the last round: one is due */
 };
 
 /* Seconds of the experiment's budget spent so far, this session's included. */
