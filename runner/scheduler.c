@@ -440,7 +440,7 @@ int scheduler_run(const struct aah_config *cfg, struct experiment *e,
 	/* Only a due round polls: the loop also wakes for proposals (SIGUSR1) */
 	struct sched_rounds rounds = { interval, -interval, 0 };
 	unsigned long journaled = e->next_event;   /* the journal's length at the last wait */
-	int busy = 1;                              /* it grew before that wait */
+	int busy = 0;                              /* it grew before that wait */
 	while (!e->done) {
 		const char *lost = scheduler_tuner_failed(&s.tuner);
 		if (lost) {

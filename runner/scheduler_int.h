@@ -25,7 +25,7 @@ struct slot {
  * looking takes at most a quarter of the loop and the rest is left to
  * settling and submitting (docs/scale.md). */
 struct sched_rounds {
-	double interval;          /* seconds between two rounds when no child ends */
+	double interval;          /* seconds between two rounds when none is due soon */
 	double last;              /* util_monotonic() when the last round began */
 	double not_before;        /* util_monotonic() before which no round begins */
 };

@@ -1,6 +1,7 @@
 /* When the scheduler's loop polls its running trials (sched_round_due,
- * runner/scheduler.c): at the poll interval, at once for an ended child,
- * never sooner than three times the last round's looking. Both ways the
+ * runner/scheduler.c): at the poll interval, at once for an ended child
+ * or a journal line, never sooner than three times the last round's
+ * looking. Both ways the
  * loop once spun are pinned: a due time a few microseconds after a cheap
  * round (thousands of polls a second beside two trainers), and a due time
  * before the three-times rule allows (a loop that woke with nothing to do
