@@ -96,6 +96,15 @@ const char *ops_precision_auto(struct ops_ctx *ctx)
 	return ctx->be->default_precision ? ctx->be->default_precision(ctx) : "fp32";
 }
 
+const char *ops_precision_pick(struct ops_ctx *ctx, const char *asked)
+{
+	if (!strcmp(asked, "fast") && ctx->be->fast_precision)
+		return ctx->be->fast_precision(ctx);
+	if (!strcmp(asked, "fast") || !strcmp(asked, "auto"))
+		return ops_precision_auto(ctx);
+	return asked;
+}
+
 const char *ops_gpu_precision(int cc_major)
 {
 	return cc_major >= 8 ? "bf16" : "fp32";

@@ -285,6 +285,10 @@ struct ops_backend {
 	/* What `--precision auto` runs on this machine, decided once the
 	 * backend has started; NULL: "fp32". */
 	const char *(*default_precision)(struct ops_ctx *ctx);
+	/* What `--precision fast` runs: bf16 where this machine computes it
+	 * in hardware and fp32 where it would only emulate it; callable before
+	 * init (the plan asks it); NULL: what auto runs. */
+	const char *(*fast_precision)(struct ops_ctx *ctx);
 	const struct ops_layer_ops *layer[OPS_NTYPES];  /* NULL: unsupported */
 	/* The first of the ops built so far that runs a slow reference kernel,
 	 * named with its kernel ("batch_normalization (bnorm_ref:any)"); NULL
@@ -412,6 +416,9 @@ enum { OPS_TO_HOST = 0, OPS_TO_DEVICE = 1 };
 
 /* The precision `--precision auto` gives on ctx's backend (a started one). */
 const char *ops_precision_auto(struct ops_ctx *ctx);
+/* The precision asked ("fp32", "bf16", "fp16") as it is, "auto" as the
+ * backend's default_precision and "fast" as its fast_precision. */
+const char *ops_precision_pick(struct ops_ctx *ctx, const char *asked);
 /* A GPU's default: bf16 from compute capability 8.0 (Ampere, Hopper: bf16
  * tensor cores), fp32 below. */
 const char *ops_gpu_precision(int cc_major);

@@ -29,6 +29,7 @@ static void print_probe(void)
 		enum cpu_feature f;
 	} feats[] = {
 		{"bf16", CPU_FEAT_BF16_TRAIN},
+		{"bf16_native", CPU_FEAT_BF16_NATIVE}, /* --precision fast's bf16 */
 		{"winograd", CPU_FEAT_WINOGRAD},
 	};
 	static const char *const layouts[] = {
@@ -62,10 +63,12 @@ static int print_plan(const struct args *a)
 		return error("--plan: no backend '%s' in this aah-trial", name);
 	if (!a->arch)
 		return error("--plan needs --arch");
-	const char *prec = strcmp(a->precision, "auto") ? a->precision
-			   : be->caps & OPS_CAP_GPU    ? "bf16"
-						       : "fp32";
 	struct ops_ctx ctx = { .be = be, .conv_algo = ops_conv_algo_parse(a->conv_algo) };
+	/* auto and fast on a GPU: bf16, as on every one the cuda backend runs on
+	 * (its own pick needs the device) */
+	int gpu_pick = be->caps & OPS_CAP_GPU &&
+		       (!strcmp(a->precision, "auto") || !strcmp(a->precision, "fast"));
+	const char *prec = gpu_pick ? "bf16" : ops_precision_pick(&ctx, a->precision);
 	if (be == ops_backend_find("cpu")) /* what its init would set on this machine */
 		ctx.blocked = cpu_probe_layout();
 	if (!strcmp(prec, "bf16") || !strcmp(prec, "fp16"))

@@ -221,7 +221,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (device_start(&t->dev, &t->ops, a, (uint64_t)a->seed * 7919 + t->rank))
 		return -1;
 	t->ops_ok = 1;
-	const char *prec = strcmp(a->precision, "auto") ? a->precision : ops_precision_auto(&t->ops);
+	const char *prec = ops_precision_pick(&t->ops, a->precision);
 	int ran = t->ops.be->set_precision(&t->ops, prec);
 	if (ran < 0)
 		return -1;

@@ -235,11 +235,16 @@ int cpu_probe_has(enum cpu_feature f, char *why, size_t len)
 	dnnl_engine_t eng;
 	dnnl_convolution_desc_t cd;
 	int has = 0;
-	if (f == CPU_FEAT_AVX512) {
-		has = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) ==
-		      dnnl_cpu_isa_avx512_core;
-		if (!has)
+	if (f == CPU_FEAT_AVX512 || f == CPU_FEAT_BF16_NATIVE) {
+		/* oneDNN's ISAs are nested bit sets: one includes those below it */
+		dnnl_cpu_isa_t isa = f == CPU_FEAT_AVX512 ? dnnl_cpu_isa_avx512_core
+							  : dnnl_cpu_isa_avx512_core_bf16;
+		has = (dnnl_get_effective_cpu_isa() & isa) == isa;
+		if (!has && f == CPU_FEAT_AVX512)
 			snprintf(why, len, "oneDNN dispatches to no AVX-512 here");
+		else if (!has)
+			snprintf(why, len, "oneDNN dispatches to %s here, without bf16 instructions",
+				 cpu_probe_isa());
 		return has;
 	}
 	if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success) {
@@ -258,6 +263,7 @@ int cpu_probe_has(enum cpu_feature f, char *why, size_t len)
 			snprintf(why, len, "oneDNN has no Winograd convolution on this CPU");
 		break;
 	case CPU_FEAT_AVX512:
+	case CPU_FEAT_BF16_NATIVE:
 		break;
 	}
 	dnnl_engine_destroy(eng);

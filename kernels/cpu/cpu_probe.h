@@ -20,6 +20,11 @@ enum cpu_feature {
 	 * --precision bf16 needs (a small convolution runs once in a child
 	 * process: a hypervisor may hide the state the instructions need) */
 	CPU_FEAT_BF16_TRAIN,
+	/* oneDNN dispatches to an ISA with bf16 instructions (AVX512-BF16:
+	 * avx512_core_bf16, avx512_core_amx), where bf16 is faster than fp32;
+	 * below it oneDNN emulates bf16, at a third of fp32's speed on an
+	 * AVX-512 core: what --precision fast decides by */
+	CPU_FEAT_BF16_NATIVE,
 	/* oneDNN dispatches to AVX-512 (avx512_core or later) */
 	CPU_FEAT_AVX512,
 	/* oneDNN has Winograd convolutions here (AVX-512 in oneDNN 2.x) */

@@ -197,7 +197,7 @@ PY
 	run aah-trial --trial_dir "$T/b" --backend ref --precision fp8 --train_samples 256 \
 		--val_samples 100
 	[ "$status" -ne 0 ]
-	[[ $output == *"--precision fp8: must be auto, fp32, bf16 or fp16"* ]]
+	[[ $output == *"--precision fp8: must be auto, fast, fp32, bf16 or fp16"* ]]
 }
 
 @test "bf16 trains where a bf16 kernel runs, and trains fp32 saying why once where none does" {
@@ -223,6 +223,34 @@ PY
 	fi
 	$PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["best_val_acc"] >= 0.75, r' \
 		"$T/bf16/result.json"
+}
+
+@test "--precision fast trains bf16 where the CPU has bf16 instructions, fp32 where it would emulate them" {
+	# below AVX512-BF16 (an AVX-512 core without it, as Cascade Lake; AVX2)
+	# oneDNN emulates bf16 slower than fp32: fast trains fp32, with nothing
+	# to excuse
+	for isa in AVX512_CORE_VNNI AVX2; do
+		ONEDNN_MAX_CPU_ISA=$isa DNNL_MAX_CPU_ISA=$isa run aah-trial --trial_dir "$T/$isa" \
+			--arch "$ARCH/cnn2.json" --precision fast --warmup_1 1 --threads 1 \
+			--train_samples 1024 --val_samples 256 --batch_size 32 --monitor_interval 0
+		[ "$status" -eq 0 ]
+		[ "$(json "$T/$isa/result.json" 'd["precision"]')" = fp32 ]
+		[[ $output != *"training in fp32"* ]]
+		ONEDNN_MAX_CPU_ISA=$isa DNNL_MAX_CPU_ISA=$isa run aah-trial --probe
+		[[ $output == *"bf16_native: no (oneDNN dispatches to "*", without bf16 instructions)"* ]]
+	done
+	# uncapped, what the probe says of this machine
+	probe=$(aah-trial --probe)
+	run aah-trial --trial_dir "$T/fast" --arch "$ARCH/cnn2.json" --precision fast --warmup_1 1 \
+		--threads 1 --train_samples 1024 --val_samples 256 --batch_size 32 --monitor_interval 0
+	[ "$status" -eq 0 ]
+	if [[ $probe == *"bf16_native: yes"* && $probe == *"bf16: yes"* ]]; then
+		echo "# bf16 instructions here: fast trained bf16" >&3
+		[ "$(json "$T/fast/result.json" 'd["precision"]')" = bf16 ]
+	else
+		echo "# fast trained fp32 here: $(grep '^bf16' <<<"$probe" | tr '\n' ' ')" >&3
+		[ "$(json "$T/fast/result.json" 'd["precision"]')" = fp32 ]
+	fi
 }
 
 @test "--probe names the CPU, oneDNN's ISA, the layout and bf16" {

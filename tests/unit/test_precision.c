@@ -13,6 +13,7 @@
 #endif
 
 #include "cuda_skip.h"
+#include "kernels/cpu/cpu_probe.h" /* cpu_probe_has, cpu_probe_isa */
 #include "kernels/ops.h"
 #include "util.h"
 
@@ -37,6 +38,32 @@ Test(precision, cpu_and_ref_default_to_fp32)
 		cr_assert_eq(ctx.conv_type, OPS_F32);
 		ops_ctx_release(&ctx);
 	}
+}
+
+/* fast: bf16 where the CPU computes it with its own instructions (oneDNN's
+ * ISA avx512_core_bf16 or AMX), fp32 where oneDNN would emulate it and on
+ * ref; a precision named is passed through. Capping oneDNN's ISA
+ * (ONEDNN_MAX_CPU_ISA) takes this machine to the other side. */
+Test(precision, fast_is_bf16_only_where_the_cpu_has_bf16_instructions)
+{
+	char why[256];
+	struct ops_ctx ctx;
+	cr_assert_eq(ops_ctx_init(&ctx, "cpu", 1, 1), 0, "%s", util_last_error());
+	int native = cpu_probe_has(CPU_FEAT_BF16_NATIVE, why, sizeof(why));
+	const char *isa = cpu_probe_isa();
+	cr_assert_eq(native, !strcmp(isa, "avx512_core_bf16") || !strcmp(isa, "avx512_core_amx"),
+		     "%s", isa);
+	if (!native)
+		cr_assert(strstr(why, isa) && strstr(why, "without bf16 instructions"), "%s", why);
+	cr_log_info("oneDNN ISA %s: fast is %s", isa, ops_precision_pick(&ctx, "fast"));
+	cr_assert_str_eq(ops_precision_pick(&ctx, "fast"), native ? "bf16" : "fp32");
+	cr_assert_str_eq(ops_precision_pick(&ctx, "auto"), "fp32");
+	cr_assert_str_eq(ops_precision_pick(&ctx, "bf16"), "bf16");
+	ops_ctx_release(&ctx);
+	cr_assert_eq(ops_ctx_init(&ctx, "ref", 1, 1), 0, "%s", util_last_error());
+	cr_assert_str_eq(ops_precision_pick(&ctx, "fast"), "fp32");
+	cr_assert_str_eq(ops_precision_pick(&ctx, "fp16"), "fp16");
+	ops_ctx_release(&ctx);
 }
 
 /* fp16: emulated on ref, on cuda wherever it runs (8.0 and up), never on the
