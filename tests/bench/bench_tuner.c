@@ -283,8 +283,8 @@ static int run_history(const struct model_kind *k, const char *dir, int reps, un
 	tuner_nm_stats(t, &before);
 	printf("history of %s: %lu trials loaded in %.2f s\n", dir, before.history,
 	       util_monotonic() - t0);
-	printf("%4s %11s %9s %10s %10s %9s %8s %8s\n", "rep", "propose_ms", "prop_cpu", "dist",
-	       "cand", "exp", "exp_hist", "reuses");
+	printf("%4s %11s %9s %10s %10s %9s %8s %8s  %s\n", "rep", "propose_ms", "prop_cpu", "dist",
+	       "cand", "exp", "exp_hist", "reuses", "proposed");
 	for (int rep = 0; rep < reps; rep++) {
 		cJSON *arch, *params;
 		double w0 = util_monotonic(), c0 = cpu_now();
@@ -292,11 +292,13 @@ static int run_history(const struct model_kind *k, const char *dir, int reps, un
 			return -1;
 		double ms = 1e3 * (util_monotonic() - w0), cpu = 1e3 * (cpu_now() - c0);
 		tuner_nm_stats(t, &after);
-		printf("%4d %11.1f %9.1f %10lu %10lu %9lu %8lu %8lu\n", rep, ms, cpu,
+		const cJSON *hash = cJSON_GetObjectItem(cJSON_GetObjectItem(arch, "meta"), "hash");
+		printf("%4d %11.1f %9.1f %10lu %10lu %9lu %8lu %8lu  %s\n", rep, ms, cpu,
 		       after.distances - before.distances, after.candidates - before.candidates,
 		       after.expansions - before.expansions,
 		       after.expansions_history - before.expansions_history,
-		       after.list_reuses - before.list_reuses);
+		       after.list_reuses - before.list_reuses,
+		       cJSON_IsString(hash) ? hash->valuestring : "-");
 		before = after;
 		cJSON_Delete(arch);
 		cJSON_Delete(params);
