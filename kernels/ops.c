@@ -91,6 +91,15 @@ struct ops_ledger *ops_ledger_of(struct ops_ctx *ctx)
 	return ctx->be->ledger ? ctx->be->ledger(ctx) : NULL;
 }
 
+int ops_precision_known(const char *name)
+{
+	static const char *const names[] = { "auto", "fast", "fp32", "bf16", "fp16" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
 const char *ops_precision_auto(struct ops_ctx *ctx)
 {
 	return ctx->be->default_precision ? ctx->be->default_precision(ctx) : "fp32";
@@ -103,6 +112,12 @@ const char *ops_precision_pick(struct ops_ctx *ctx, const char *asked)
 	if (!strcmp(asked, "fast") || !strcmp(asked, "auto"))
 		return ops_precision_auto(ctx);
 	return asked;
+}
+
+int ops_precision_emulated(struct ops_ctx *ctx, const char *prec)
+{
+	return !strcmp(prec, "bf16") && ctx->be->fast_precision &&
+	       strcmp(ctx->be->fast_precision(ctx), "bf16");
 }
 
 const char *ops_gpu_precision(int cc_major)

@@ -414,11 +414,19 @@ int ops_loss_read(struct ops_ctx *ctx, double *loss_sum, long *correct);
 struct ops_ledger *ops_ledger_of(struct ops_ctx *ctx);
 enum { OPS_TO_HOST = 0, OPS_TO_DEVICE = 1 };
 
+/* The names --precision takes; ops_precision_known says whether name is
+ * one of them (the caller names the setting in its error). */
+#define OPS_PRECISION_NAMES "auto, fast, fp32, bf16, fp16"
+int ops_precision_known(const char *name);
 /* The precision `--precision auto` gives on ctx's backend (a started one). */
 const char *ops_precision_auto(struct ops_ctx *ctx);
 /* The precision asked ("fp32", "bf16", "fp16") as it is, "auto" as the
  * backend's default_precision and "fast" as its fast_precision. */
 const char *ops_precision_pick(struct ops_ctx *ctx, const char *asked);
+/* 1 where prec is bf16 and ctx's backend would train fp32 for --precision
+ * fast: it computes bf16 here without bf16 instructions, slower than fp32
+ * (the CPU below AVX512-BF16); 0 otherwise. */
+int ops_precision_emulated(struct ops_ctx *ctx, const char *prec);
 /* A GPU's default: bf16 from compute capability 8.0 (Ampere, Hopper: bf16
  * tensor cores), fp32 below. */
 const char *ops_gpu_precision(int cc_major);

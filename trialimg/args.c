@@ -7,7 +7,7 @@
 
 #include "jsonfile.h" /* jsonfile_read */
 #include "fileio.h"   /* fileio_exists */
-#include "kernels/ops.h" /* ops_conv_algo_parse */
+#include "kernels/ops.h" /* ops_conv_algo_parse, ops_precision_known */
 #include "trialimg/args.h"
 #include "util.h"
 
@@ -394,10 +394,8 @@ int args_parse(struct args *a, int argc, char **argv, const char *(*env_get)(con
 		return error("rank %d is outside world size %d", a->rank, a->world_size);
 	if (a->slave < 1)
 		return error("--slave must be at least 1");
-	if (strcmp(a->precision, "auto") && strcmp(a->precision, "fast") &&
-	    strcmp(a->precision, "fp32") && strcmp(a->precision, "bf16") &&
-	    strcmp(a->precision, "fp16"))
-		return error("--precision %s: must be auto, fast, fp32, bf16 or fp16", a->precision);
+	if (!ops_precision_known(a->precision))
+		return error("--precision %s: must be one of %s", a->precision, OPS_PRECISION_NAMES);
 	if (ops_conv_algo_parse(a->conv_algo) < 0)
 		return error("--conv_algo %s: must be one of %s", a->conv_algo, OPS_CONV_ALGO_NAMES);
 	if (strcmp(a->batch_rule, "off") && strcmp(a->batch_rule, "aiperf"))

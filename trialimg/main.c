@@ -74,7 +74,8 @@ static int print_plan(const struct args *a)
 	if (!strcmp(prec, "bf16") || !strcmp(prec, "fp16"))
 		ctx.conv_type = prec[0] == 'b' ? OPS_BF16 : OPS_F16;
 	else if (strcmp(prec, "fp32"))
-		return error("--precision %s: must be fp32, bf16, fp16 or auto", prec);
+		return error("--precision %s: the backend picked %s, which --plan does not know",
+			     a->precision, prec);
 	/* bf16 activations where the backend's ops take them (the CPU's, on a
 	 * CPU with bf16 kernels: its set_precision sets the same) */
 	ctx.act_type = ctx.conv_type == OPS_BF16 ? OPS_BF16 : OPS_F32;

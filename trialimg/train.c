@@ -228,6 +228,10 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	if (ran > 0) { /* the backend runs fp32 instead; result.json records that */
 		printf("aah-trial: --precision %s: %s; training in fp32\n", prec, util_last_error());
 		prec = "fp32";
+	} else if (ops_precision_emulated(&t->ops, prec)) {
+		printf("aah-trial: warning: --precision %s: this CPU has no bf16 instructions "
+		       "(--probe's bf16_native), so bf16 is emulated, slower than fp32; "
+		       "--precision fast trains fp32 here\n", a->precision);
 	}
 	t->precision = prec;
 	device_log(&t->dev, prec, t->rank, t->world);

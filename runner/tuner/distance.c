@@ -27,14 +27,25 @@ double editdist_layer(const struct tdesc_layer *a, const struct tdesc_layer *b)
 	return 0.0;
 }
 
+static int layer_same(const struct tdesc_layer *a, const struct tdesc_layer *b)
+{
+	return a->type == b->type && a->filters == b->filters && a->kernel == b->kernel &&
+	       a->stride == b->stride && a->padding == b->padding;
+}
+
 double editdist_layers(const struct tdesc *a, const struct tdesc *b)
 {
 	return editdist_layers_bounded(a, b, (double)(a->nlayers + b->nlayers) + 1.0);
 }
 
-/* Row i of the DP table covers j in [i - w, i + w]; a cell outside the band
- * costs more than |i - j| >= w + 1 > bound. Stops when a whole row exceeds
- * the bound, since every path crosses every row. */
+/* Only the cells a path of cost <= bound can cross are computed: a path
+ * through cell (i, j), on diagonal k = j - i, makes |k| more insertions
+ * than deletions (or the reverse) before it and |d - k| after it, d =
+ * nb - na, so costs at least |k| + |d - k|; that is |d| between the
+ * diagonals 0 and d and grows by 2 a diagonal outside them. Row i covers
+ * the diagonals where it is <= bound; a cell outside costs more than bound
+ * and is never read. Stops when a whole row exceeds the bound, since every
+ * path crosses every row. */
 double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, double bound)
 {
 	int na = a->nlayers, nb = b->nlayers;
@@ -55,9 +66,26 @@ double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, dou
 		if ((double)lb > bound)
 			return (double)lb;
 	}
-	int w = (int)floor(bound);
-	if (w > na + nb)
-		w = na + nb;
+	/* A common prefix or suffix of equal layers costs nothing and an
+	 * optimal alignment matches it (insertions and deletions cost 1 each,
+	 * so aligning a first layer elsewhere never beats matching it to its
+	 * equal), so only the layers between them are aligned: morphisms of
+	 * one network differ in a stretch of it. */
+	const struct tdesc_layer *A = a->layers, *B = b->layers;
+	while (na && nb && layer_same(A, B)) {
+		A++;
+		B++;
+		na--;
+		nb--;
+	}
+	while (na && nb && layer_same(&A[na - 1], &B[nb - 1])) {
+		na--;
+		nb--;
+	}
+	int d = nb - na;
+	double room = floor((bound - fabs((double)d)) / 2);   /* >= 0: |d| <= bound above */
+	int e = room < (double)(na + nb) ? (int)room : na + nb;
+	int klo = (d < 0 ? d : 0) - e, khi = (d > 0 ? d : 0) + e;
 	double stackbuf[2 * 256];
 	double *prev = stackbuf, *cur = stackbuf + 256, *heap = NULL;
 	if (nb + 1 > 256) {
@@ -67,29 +95,30 @@ double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, dou
 	}
 	const double inf = DBL_MAX / 4;
 	for (int j = 0; j <= nb; j++)
-		prev[j] = j <= w ? (double)j : inf;
+		prev[j] = j <= khi ? (double)j : inf;
 	double result;
 	for (int i = 1; i <= na; i++) {
-		int lo = i - w > 1 ? i - w : 1, hi = i + w < nb ? i + w : nb;
+		int lo = i + klo > 1 ? i + klo : 1, hi = i + khi < nb ? i + khi : nb;
 		double rowmin = inf;
-		cur[0] = i <= w ? (double)i : inf;
+		cur[0] = -i >= klo ? (double)i : inf;
 		if (cur[0] < rowmin)
 			rowmin = cur[0];
 		if (lo > 1)
 			cur[lo - 1] = inf;
-		const struct tdesc_layer *la = &a->layers[i - 1];
+		const struct tdesc_layer *la = &A[i - 1];
 		for (int j = lo; j <= hi; j++) {
-			const struct tdesc_layer *lb = &b->layers[j - 1];
-			double sub = la->type != lb->type ? 1.0 :
-				     (la->filters == lb->filters && la->kernel == lb->kernel &&
-				      la->stride == lb->stride && la->padding == lb->padding) ? 0.0 :
+			const struct tdesc_layer *lb = &B[j - 1];
+			double sub = la->type != lb->type ? 1.0 : layer_same(la, lb) ? 0.0 :
 				     editdist_layer(la, lb);
-			double v = prev[j - 1] + sub;
-			double ins = cur[j - 1] + 1.0, del = prev[j] + 1.0;
-			if (ins < v)
-				v = ins;
+			/* the insertion last: it alone depends on this row's
+			 * previous cell, so the chain between cells is one add
+			 * and one compare */
+			double v = prev[j - 1] + sub, del = prev[j] + 1.0;
 			if (del < v)
 				v = del;
+			double ins = cur[j - 1] + 1.0;
+			if (ins < v)
+				v = ins;
 			cur[j] = v;
 			if (v < rowmin)
 				rowmin = v;
@@ -122,12 +151,21 @@ static double skip_distance(const struct tdesc_skip *a, const struct tdesc_skip 
 /* Hungarian algorithm with potentials, n <= m (rows are assigned). */
 static double hungarian(const double *c, int n, int m)
 {
-	double *u = xcalloc((size_t)n + 1, sizeof(double));
-	double *v = xcalloc((size_t)m + 1, sizeof(double));
-	double *minv = xmalloc(((size_t)m + 1) * sizeof(double));
-	int *p = xcalloc((size_t)m + 1, sizeof(int));
-	int *way = xcalloc((size_t)m + 1, sizeof(int));
-	char *used = xmalloc((size_t)m + 1);
+	/* one block for the work arrays, on the stack for a network's usual
+	 * few dozen skips (this runs for most distances a search computes) */
+	enum { SMALL = 64 };
+	double dsmall[3 * (SMALL + 1)];
+	int ismall[2 * (SMALL + 1)];
+	char csmall[SMALL + 1];
+	int big = m > SMALL;
+	double *d = big ? xmalloc(((size_t)n + 1 + 2 * ((size_t)m + 1)) * sizeof(double)) : dsmall;
+	int *p = big ? xmalloc(2 * ((size_t)m + 1) * sizeof(int)) : ismall;
+	char *used = big ? xmalloc((size_t)m + 1) : csmall;
+	double *u = d, *v = d + n + 1, *minv = v + m + 1;
+	int *way = p + m + 1;
+	memset(u, 0, ((size_t)n + 1) * sizeof(double));
+	memset(v, 0, ((size_t)m + 1) * sizeof(double));
+	memset(p, 0, 2 * ((size_t)m + 1) * sizeof(int));
 	for (int i = 1; i <= n; i++) {
 		p[0] = i;
 		int j0 = 0;
@@ -172,12 +210,11 @@ static double hungarian(const double *c, int n, int m)
 	for (int j = 1; j <= m; j++)
 		if (p[j])
 			total += c[(size_t)(p[j] - 1) * m + (j - 1)];
-	free(used);
-	free(way);
-	free(p);
-	free(minv);
-	free(v);
-	free(u);
+	if (big) {
+		free(used);
+		free(p);
+		free(d);
+	}
 	return total;
 }
 
@@ -202,12 +239,15 @@ double editdist_skips(const struct tdesc *a, const struct tdesc *b)
 	double extra = fabs((double)(n - m));
 	if (n == 0 || m == 0)
 		return extra;
-	double stackbuf[256] = { 0 }, *c = (size_t)n * m <= 256 ? stackbuf : xmalloc((size_t)n * m * sizeof(double));
+	/* the matrix of up to 32 skips a side in this thread's scratch (the
+	 * distance scans run on a pool of threads) */
+	static _Thread_local double scratch[1024];
+	double *c = (size_t)n * m <= 1024 ? scratch : xmalloc((size_t)n * m * sizeof(double));
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < m; j++)
 			c[(size_t)i * m + j] = skip_distance(&a->skips[i], &b->skips[j]);
 	double r = editdist_assignment(c, n, m) + extra;
-	if (c != stackbuf)
+	if (c != scratch)
 		free(c);
 	return r;
 }

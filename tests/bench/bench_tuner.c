@@ -264,8 +264,53 @@ static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, in
 	return 0;
 }
 
+/* --history DIR: proposals from a kept experiment's own trials (e.g.
+ * tests/scale/scale.py run --keep), whose search history is the real one,
+ * not the synthetic one of run_kind; k gives the class arguments. Each
+ * proposal starts from the same history (none is observed). */
+static int run_history(const struct model_kind *k, const char *dir, int reps, unsigned threads)
+{
+	cJSON *ca = cJSON_Parse(k->class_args);
+	struct tuner_config cfg = { .name = "NetworkMorphism", .class_args = ca, .seed = 1,
+				    .threads = threads };
+	struct tuner *t;
+	if (tuner_create(&t, &cfg) < 0)
+		return -1;
+	double t0 = util_monotonic();
+	if (tuner_load_history(t, dir) < 0)
+		return -1;
+	struct tuner_nm_stats before, after;
+	tuner_nm_stats(t, &before);
+	printf("history of %s: %lu trials loaded in %.2f s\n", dir, before.history,
+	       util_monotonic() - t0);
+	printf("%4s %11s %9s %10s %10s %9s %8s %8s  %s\n", "rep", "propose_ms", "prop_cpu", "dist",
+	       "cand", "exp", "exp_hist", "reuses", "proposed");
+	for (int rep = 0; rep < reps; rep++) {
+		cJSON *arch, *params;
+		double w0 = util_monotonic(), c0 = cpu_now();
+		if (tuner_propose(t, (unsigned)before.history + 1 + (unsigned)rep, &arch, &params) < 0)
+			return -1;
+		double ms = 1e3 * (util_monotonic() - w0), cpu = 1e3 * (cpu_now() - c0);
+		tuner_nm_stats(t, &after);
+		const cJSON *hash = cJSON_GetObjectItem(cJSON_GetObjectItem(arch, "meta"), "hash");
+		printf("%4d %11.1f %9.1f %10lu %10lu %9lu %8lu %8lu  %s\n", rep, ms, cpu,
+		       after.distances - before.distances, after.candidates - before.candidates,
+		       after.expansions - before.expansions,
+		       after.expansions_history - before.expansions_history,
+		       after.list_reuses - before.list_reuses,
+		       cJSON_IsString(hash) ? hash->valuestring : "-");
+		before = after;
+		cJSON_Delete(arch);
+		cJSON_Delete(params);
+	}
+	tuner_free(t);
+	cJSON_Delete(ca);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	const char *history = NULL;
 	int sizes[8] = { 10, 100, 1000, 5000 }, nsizes = 4, reps = 3;
 	unsigned threads = 2;
 	const char *models = "small,resnet";
@@ -281,13 +326,18 @@ int main(int argc, char **argv)
 			threads = (unsigned)atoi(argv[i + 1]);
 		} else if (!strcmp(argv[i], "--models")) {
 			models = argv[i + 1];
+		} else if (!strcmp(argv[i], "--history")) {
+			history = argv[i + 1];
 		} else {
 			die("usage: bench_tuner [--sizes 10,100,1000,5000] [--reps 3] [--threads 2] "
-			    "[--models small,resnet]");
+			    "[--models small,resnet] [--history EXPERIMENT_DIR --models small|resnet]");
 		}
 	}
 	if (reps < 1 || reps > 16 || nsizes < 1)
 		die("bad --reps or --sizes");
+	for (size_t k = 0; history && k < ARRAY_SIZE(kinds); k++)
+		if (!strcmp(models, kinds[k].name))
+			return run_history(&kinds[k], history, reps, threads) < 0;
 	printf("NetworkMorphism tuner, %u threads; small = CnnGenerator 32x32x3 (t_min 1e-4, cooling "
 	       "0.9), resnet = ResNet-50 224x224x3 (cooling 0.5)\n", threads);
 	printf("%-7s %6s %5s %11s %9s %10s %10s %12s %10s %9s %8s %8s %9s\n", "model", "n", "reps",

@@ -197,7 +197,7 @@ PY
 	run aah-trial --trial_dir "$T/b" --backend ref --precision fp8 --train_samples 256 \
 		--val_samples 100
 	[ "$status" -ne 0 ]
-	[[ $output == *"--precision fp8: must be auto, fast, fp32, bf16 or fp16"* ]]
+	[[ $output == *"--precision fp8: must be one of auto, fast, fp32, bf16, fp16"* ]]
 }
 
 @test "bf16 trains where a bf16 kernel runs, and trains fp32 saying why once where none does" {
@@ -213,6 +213,14 @@ PY
 		[ "$(json "$T/bf16/result.json" 'd["precision"]')" = bf16 ]
 		[ "$(grep -c '"precision":"bf16"' "$T/bf16/metrics.jsonl")" -ge 1 ]
 		[[ $output != *"training in fp32"* ]]
+		# emulated (no bf16 instructions): said once, with what trains faster
+		if [[ $probe == *"bf16_native: no"* ]]; then
+			[ "$(grep -c -- '--precision bf16: this CPU has no bf16 instructions' \
+				<<<"$output")" -eq 1 ]
+			[[ $output == *"--precision fast trains fp32 here"* ]]
+		else
+			[[ $output != *"no bf16 instructions"* ]]
+		fi
 	else
 		echo "# bf16 is not available here: $(grep '^bf16:' <<<"$probe")" >&3
 		[ "$(json "$T/bf16/result.json" 'd["precision"]')" = fp32 ]
@@ -236,9 +244,30 @@ PY
 		[ "$status" -eq 0 ]
 		[ "$(json "$T/$isa/result.json" 'd["precision"]')" = fp32 ]
 		[[ $output != *"training in fp32"* ]]
+		[[ $output != *"no bf16 instructions"* ]]
 		ONEDNN_MAX_CPU_ISA=$isa DNNL_MAX_CPU_ISA=$isa run aah-trial --probe
 		[[ $output == *"bf16_native: no (oneDNN dispatches to "*", without bf16 instructions)"* ]]
 	done
+	# bf16 asked for where oneDNN would emulate it: it trains, and says once
+	# that fp32 is faster (where the capped oneDNN has no bf16 kernel at all,
+	# as on an AVX2 machine, it trains fp32 saying that instead)
+	isa=AVX512_CORE_VNNI
+	capped=$(ONEDNN_MAX_CPU_ISA=$isa DNNL_MAX_CPU_ISA=$isa aah-trial --probe)
+	ONEDNN_MAX_CPU_ISA=$isa DNNL_MAX_CPU_ISA=$isa run aah-trial --trial_dir "$T/emulated" \
+		--arch "$ARCH/cnn2.json" --precision bf16 --warmup_1 1 --threads 1 \
+		--train_samples 1024 --val_samples 256 --batch_size 32 --monitor_interval 0
+	[ "$status" -eq 0 ]
+	if [[ $capped == *"bf16: yes"* ]]; then
+		echo "# bf16 emulated under $isa here: warned" >&3
+		[ "$(json "$T/emulated/result.json" 'd["precision"]')" = bf16 ]
+		[ "$(grep -c -- '--precision bf16: this CPU has no bf16 instructions' \
+			<<<"$output")" -eq 1 ]
+	else
+		echo "# no bf16 kernel under $isa here: trained fp32" >&3
+		[ "$(json "$T/emulated/result.json" 'd["precision"]')" = fp32 ]
+		[[ $output == *"training in fp32"* ]]
+		[[ $output != *"no bf16 instructions"* ]]
+	fi
 	# uncapped, what the probe says of this machine
 	probe=$(aah-trial --probe)
 	run aah-trial --trial_dir "$T/fast" --arch "$ARCH/cnn2.json" --precision fast --warmup_1 1 \

@@ -59,11 +59,28 @@ Test(precision, fast_is_bf16_only_where_the_cpu_has_bf16_instructions)
 	cr_assert_str_eq(ops_precision_pick(&ctx, "fast"), native ? "bf16" : "fp32");
 	cr_assert_str_eq(ops_precision_pick(&ctx, "auto"), "fp32");
 	cr_assert_str_eq(ops_precision_pick(&ctx, "bf16"), "bf16");
+	/* bf16 asked for where fast would not pick it: the trainer warns */
+	cr_assert_eq(ops_precision_emulated(&ctx, "bf16"), !native);
+	cr_assert_eq(ops_precision_emulated(&ctx, "fp32"), 0);
 	ops_ctx_release(&ctx);
+	/* ref emulates everything alike and has no fast pick: no warning */
 	cr_assert_eq(ops_ctx_init(&ctx, "ref", 1, 1), 0, "%s", util_last_error());
 	cr_assert_str_eq(ops_precision_pick(&ctx, "fast"), "fp32");
 	cr_assert_str_eq(ops_precision_pick(&ctx, "fp16"), "fp16");
+	cr_assert_eq(ops_precision_emulated(&ctx, "bf16"), 0);
 	ops_ctx_release(&ctx);
+}
+
+Test(precision, the_names_precision_takes)
+{
+	static const char *const known[] = { "auto", "fast", "fp32", "bf16", "fp16" };
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		cr_assert(ops_precision_known(known[i]), "%s", known[i]);
+		cr_assert(strstr(OPS_PRECISION_NAMES, known[i]), "%s", known[i]);
+	}
+	cr_assert_not(ops_precision_known("fp8"));
+	cr_assert_not(ops_precision_known(""));
+	cr_assert_not(ops_precision_known("FP32"));
 }
 
 /* fp16: emulated on ref, on cuda wherever it runs (8.0 and up), never on the

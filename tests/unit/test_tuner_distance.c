@@ -152,6 +152,76 @@ Test(tuner_distance, bounded_agrees_with_full)
 	cr_assert(checked_in > 300 && checked_out > 300, "in %d out %d", checked_in, checked_out);
 }
 
+/* The Levenshtein recurrence as written down, every cell of the table:
+ * what the banded, prefix- and suffix-stripping version must equal. */
+static double textbook(const struct tdesc *a, const struct tdesc *b)
+{
+	int na = a->nlayers, nb = b->nlayers;
+	double *t = xmalloc((size_t)(na + 1) * (size_t)(nb + 1) * sizeof(double));
+#define T(i, j) t[(size_t)(i) * (size_t)(nb + 1) + (size_t)(j)]
+	for (int i = 0; i <= na; i++)
+		for (int j = 0; j <= nb; j++) {
+			if (!i || !j) {
+				T(i, j) = i + j;
+				continue;
+			}
+			double v = T(i - 1, j - 1) + editdist_layer(&a->layers[i - 1], &b->layers[j - 1]);
+			v = fmin(v, T(i - 1, j) + 1);
+			T(i, j) = fmin(v, T(i, j - 1) + 1);
+		}
+	double r = T(na, nb);
+#undef T
+	free(t);
+	return r;
+}
+
+/* Relatives share a prefix and a suffix and differ in between (the common
+ * ends are stripped before the table); unrelated pairs share nothing. Every
+ * bound: the bounded distance is the textbook one when that is within it. */
+Test(tuner_distance, banded_and_stripped_equal_the_textbook_table)
+{
+	struct trng r;
+	trng_seed(&r, 17, 3);
+	struct tdesc_layer la[80], lb[90];
+	int within = 0, beyond = 0;
+	for (int t = 0; t < 2000; t++) {
+		int na = 1 + (int)trng_below(&r, 79);
+		for (int i = 0; i < na; i++)
+			la[i] = trng_below(&r, 2) ? conv(16 << trng_below(&r, 3), 1 + 2 * (int)trng_below(&r, 2), 1)
+						  : plain((int)trng_below(&r, 4));
+		int nb = 0;
+		if (t % 4) {   /* a relative: a few edits anywhere, some at the ends */
+			for (int i = 0; i < na && nb < 88; i++) {
+				uint64_t u = trng_below(&r, 20);
+				if (u == 0)
+					continue;                      /* deleted */
+				if (u == 1)
+					lb[nb++] = plain(ARCH_RELU);   /* inserted */
+				lb[nb++] = u == 2 ? conv(8, 3, 2) : la[i];
+			}
+		} else {
+			nb = (int)trng_below(&r, 80);
+			for (int j = 0; j < nb; j++)
+				lb[j] = plain((int)trng_below(&r, 4));
+		}
+		struct tdesc a = mk(la, na, NULL, 0), b = mk(lb, nb, NULL, 0);
+		double want = textbook(&a, &b);
+		cr_assert_float_eq(editdist_layers(&a, &b), want, 1e-9, "na %d nb %d", na, nb);
+		cr_assert_float_eq(editdist_layers(&b, &a), want, 1e-9, "na %d nb %d", na, nb);
+		for (double bound = 0.5; bound <= 12; bound += 1.5) {
+			double got = editdist_layers_bounded(&a, &b, bound);
+			if (want <= bound) {
+				cr_assert_float_eq(got, want, 1e-9, "bound %g", bound);
+				within++;
+			} else {
+				cr_assert(got > bound, "bounded %g <= bound %g, textbook %g", got, bound, want);
+				beyond++;
+			}
+		}
+	}
+	cr_assert(within > 1000 && beyond > 1000, "within %d beyond %d", within, beyond);
+}
+
 Test(tuner_distance, morphisms_have_their_expected_distance)
 {
 	struct tgraph g;
