@@ -157,6 +157,8 @@ static int record(struct tuner *t, unsigned seq, const char *place, cJSON *arch,
 	t->hist[i].metric = state == TUNER_OBS_DONE ? metric : 0.0;
 	xstrlcpy(t->hist[i].place, place ? place : "", sizeof(t->hist[i].place));
 	int rc = t->ops->observe && !t->deferred ? t->ops->observe(t, i, had ? &old : NULL) : 0;
+	if (!had && t->deferred == TUNER_DEFER_BULK && t->ops->shed)
+		t->ops->shed(t, i);
 	if (had) {
 		cJSON_Delete(old.arch);
 		cJSON_Delete(old.params);
@@ -494,7 +496,7 @@ int tuner_load_history(struct tuner *t, const char *expdir)
 
 int tuner_load_experiment(struct tuner *t, const char *expdir)
 {
-	tuner_defer(t);
+	t->deferred = TUNER_DEFER_BULK;
 	if (tuner_load_history(t, expdir) < 0) {
 		t->deferred = 0;
 		return -1;

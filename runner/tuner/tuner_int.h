@@ -16,6 +16,8 @@ enum {
 };
 
 /* One trial as the tuner knows it; documents are owned by the history. */
+enum { TUNER_DEFER_BULK = 2 };   /* struct tuner's deferred, past 1 */
+
 struct tuner_hist {
 	unsigned seq;
 	char place[EXPDIR_PLACE_SIZE]; /* its last launch's (tuner_observe_at) */
@@ -42,6 +44,10 @@ struct tuner_ops {
 	 * 1 when done, 0 to have it observed one at a time, -1 on error. NULL:
 	 * one at a time. */
 	int (*load)(struct tuner *t);
+	/* While such a load reads the history (tuner_load_experiment), entry
+	 * idx was just recorded: the implementation may note it and drop what
+	 * its load will not use. NULL: everything is kept until the load. */
+	void (*shed)(struct tuner *t, size_t idx);
 	/* The most trials a proposer outside the runner (tuner.placement trial)
 	 * should serve: past it the state it reads and writes per proposal
 	 * grows as O(n^2) (docs/scale.md). NULL: no limit. */
@@ -71,7 +77,9 @@ struct tuner {
 	int inherit_weights;
 	struct tuner_hist *hist;   /* (nhist) in order of first observation */
 	size_t nhist, ahist;
-	int deferred;              /* record() leaves observe to tuner_catch_up */
+	int deferred;              /* record() leaves observe to tuner_catch_up; TUNER_DEFER_BULK:
+				    * and the catch-up loads the whole history (no state cache),
+				    * so record() offers each new entry to ops->shed */
 	void *priv;                /* the implementation's state */
 };
 

@@ -732,6 +732,7 @@ const struct tuner_ops tuner_ops_nm = {
 	.observe = nm_observe,
 	.propose = nm_propose,
 	.load = nm_window_load,
+	.shed = nm_window_shed,
 	.proposer_limit = nm_proposer_limit,
 	.release = nm_release,
 	.state_save = nm_state_save,

@@ -19,6 +19,8 @@
 #define NM_WINDOW_DEFAULT 1000   /* classArgs.gp_window: the GP is exact up to this many */
 #define NM_PROPOSER_LIMIT 1000   /* tuner_proposer_limit: the state file is 8 MB there */
 #define NM_LEFT_WINDOW (-2)   /* hist_item of a trial that left the GP's window */
+#define NM_NOTED_USABLE (-3)  /* ... noted by nm_window_shed: in the set of those seen */
+#define NM_NOTED_UNUSABLE (-4) /* ... noted by nm_window_shed: its arch.json is not usable */
 
 struct nm_item {
 	size_t hist;           /* index into t->hist */
@@ -59,6 +61,7 @@ struct nm {
 	int pruning;           /* classArgs.search_pruning: 0 = scan everything (tests) */
 	int window;            /* classArgs.gp_window: most GP rows; 0: every trial (exact) */
 	int window_best;       /* classArgs.gp_window_best: rows the best finished trials keep */
+	size_t noted;          /* trials nm_window_shed has noted (a bulk load's first ones) */
 	struct tpool *pool;
 	struct tuner_nm_stats stats;
 };
@@ -86,6 +89,10 @@ int nm_window_wants(const struct tuner *t, const struct nm *nm, size_t idx);
  * window ends with (the best window_best finished, the most recent others)
  * enter the GP, in order, and the others only the set of those seen. */
 int nm_window_load(struct tuner *t);
+/* During that load, past gp_window trials: trial idx's architecture into
+ * the set of those seen, and every gp_window trials the arch.json of each
+ * trial the window cannot end with dropped (tuner_nm_window.c). */
+void nm_window_shed(struct tuner *t, size_t idx);
 
 /* The state cache (tuner_ops.state_save and state_load). */
 int nm_state_save(const struct tuner *t, cJSON *header, unsigned char **payload, size_t *len);

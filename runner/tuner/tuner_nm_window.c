@@ -15,6 +15,12 @@ struct ranked {
 	int item;
 };
 
+/* The GP's y of a metric: larger is better. */
+static double y_of(const struct nm *nm, double metric)
+{
+	return nm->tpe.maximize ? metric : -metric;
+}
+
 /* Better first; among equals the earlier trial. */
 static int by_y(const void *a, const void *b)
 {
@@ -85,10 +91,80 @@ int nm_window_wants(const struct tuner *t, const struct nm *nm, size_t idx)
 		return 0;
 	int n;
 	struct ranked *r = rank_done(t, nm, &n);
-	double y = nm->tpe.maximize ? h->metric : -h->metric;
+	double y = y_of(nm, h->metric);
 	int wants = n < nm->window_best || y > r[nm->window_best - 1].y;
 	free(r);
 	return wants;
+}
+
+/* Trial i into the set of those seen; whether the search can use it. */
+static int note(struct tuner *t, struct nm *nm, size_t i)
+{
+	struct nm_item item;
+	if (!nm_make_item(t, nm, i, &item))
+		return 0;
+	hset_insert(&nm->seen, item.desc.hash);
+	tgraph_release(&item.graph);
+	tdesc_release(&item.desc);
+	return 1;
+}
+
+static void drop_arch(struct tuner *t, struct nm *nm, size_t i)
+{
+	nm->hist_item[i] = NM_LEFT_WINDOW;
+	cJSON_Delete(t->hist[i].arch);
+	t->hist[i].arch = NULL;
+	nm->stats.window_removals++;
+}
+
+static int by_y_only(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x < y) - (x > y);
+}
+
+/* The window nm_window_load ends with holds the window_best best finished
+ * trials and, walking back from the last trial, usable ones until it is
+ * full; that walk passes at most gp_window usable trials. So a trial with
+ * gp_window usable trials after it is a member only if it is one of the
+ * best, and a finished trial below the window_best-th best so far never
+ * is (that bar only rises). Those are dropped as the load goes, so that it
+ * never holds every arch.json parsed at once (1.5 GB at n = 10,000 with
+ * ResNet-50-sized networks). Below gp_window + 1 trials nothing happens:
+ * the load may still replay them one at a time. */
+void nm_window_shed(struct tuner *t, size_t idx)
+{
+	struct nm *nm = t->priv;
+	size_t w = (size_t)nm->window;
+	if (!w || idx < w)
+		return;
+	nm_hist_item_reserve(nm, idx);
+	for (; nm->noted <= idx; nm->noted++)
+		nm->hist_item[nm->noted] = note(t, nm, nm->noted) ? NM_NOTED_USABLE
+								  : NM_NOTED_UNUSABLE;
+	if ((idx + 1) % w)
+		return;
+	double *y = xmalloc((idx + 1) * sizeof(double));
+	size_t ny = 0;
+	for (size_t i = 0; i <= idx; i++)
+		if (nm->hist_item[i] != NM_NOTED_UNUSABLE && t->hist[i].state == TUNER_OBS_DONE)
+			y[ny++] = y_of(nm, t->hist[i].metric);
+	int have_bar = ny >= (size_t)nm->window_best;
+	double bar = 0;
+	if (have_bar) {
+		qsort(y, ny, sizeof(double), by_y_only);
+		bar = y[nm->window_best - 1];
+	}
+	free(y);
+	size_t after = 0;   /* usable trials after i */
+	for (size_t i = idx + 1; i-- > 0;) {
+		int usable = nm->hist_item[i] != NM_NOTED_UNUSABLE;
+		if (after >= w && nm->hist_item[i] == NM_NOTED_USABLE &&
+		    !(t->hist[i].state == TUNER_OBS_DONE &&
+		      (!have_bar || y_of(nm, t->hist[i].metric) >= bar)))
+			drop_arch(t, nm, i);
+		after += (size_t)usable;
+	}
 }
 
 int nm_window_load(struct tuner *t)
@@ -98,21 +174,20 @@ int nm_window_load(struct tuner *t)
 	if (nm->nitems || !nm->window || n <= (size_t)nm->window)
 		return 0;   /* one at a time, as a replay: the same state */
 	nm_hist_item_reserve(nm, n - 1);
-	/* which trials the search can use, and the set of those seen */
+	/* which trials the search can use, and the set of those seen (what
+	 * nm_window_shed noted is there already) */
 	char *usable = xcalloc(n, 1);
 	struct ranked *r = xmalloc(n * sizeof(*r));
 	int nr = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct nm_item item;
-		if (!nm_make_item(t, nm, i, &item))
+		int h = nm->hist_item[i];
+		if (h == NM_NOTED_UNUSABLE || (h == -1 && !note(t, nm, i))) {
+			nm->hist_item[i] = -1;
 			continue;
+		}
 		usable[i] = 1;
-		hset_insert(&nm->seen, item.desc.hash);
-		tgraph_release(&item.graph);
-		tdesc_release(&item.desc);
 		if (t->hist[i].state == TUNER_OBS_DONE)
-			r[nr++] = (struct ranked){ nm->tpe.maximize ? t->hist[i].metric
-								    : -t->hist[i].metric, i, -1 };
+			r[nr++] = (struct ranked){ y_of(nm, t->hist[i].metric), i, -1 };
 	}
 	/* the window it ends with: the best finished, then the most recent */
 	qsort(r, (size_t)nr, sizeof(*r), by_y);
@@ -127,13 +202,13 @@ int nm_window_load(struct tuner *t)
 		}
 	for (size_t i = 0; i < n; i++) {
 		struct nm_item item;
+		if (in[i] && nm->hist_item[i] == NM_LEFT_WINDOW)
+			BUG("gp window: trial %u was shed but the window holds it", t->hist[i].seq);
 		if (in[i] && nm_make_item(t, nm, i, &item)) {
+			nm->hist_item[i] = -1;
 			nm_enter(t, nm, &item);
-		} else if (usable[i]) {
-			nm->hist_item[i] = NM_LEFT_WINDOW;
-			cJSON_Delete(t->hist[i].arch);
-			t->hist[i].arch = NULL;
-			nm->stats.window_removals++;
+		} else if (usable[i] && nm->hist_item[i] != NM_LEFT_WINDOW) {
+			drop_arch(t, nm, i);
 		}
 	}
 	free(in);

@@ -277,7 +277,7 @@ static int run_history(const struct model_kind *k, const char *dir, int reps, un
 	if (tuner_create(&t, &cfg) < 0)
 		return -1;
 	double t0 = util_monotonic();
-	if (tuner_load_history(t, dir) < 0)
+	if (tuner_load_experiment(t, dir) < 0)   /* as the runner does when it starts */
 		return -1;
 	struct tuner_nm_stats before, after;
 	tuner_nm_stats(t, &before);

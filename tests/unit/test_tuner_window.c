@@ -382,6 +382,61 @@ Test(tuner_window, a_fresh_tuner_loads_only_the_window, .timeout = 60)
 	finish(&live);
 }
 
+/* The same load as a runner's (tuner_load_experiment: TUNER_DEFER_BULK)
+ * sheds as it reads: every gp_window trials it drops the arch.json of each
+ * trial the window cannot end with, so it never holds every one; the
+ * window, the removals and the next proposals are those of the load that
+ * keeps them all. */
+Test(tuner_window, a_bulk_load_sheds_what_the_window_cannot_hold, .timeout = 60)
+{
+	const char *w = ",\"gp_window\":16,\"gp_window_best\":4";
+	enum { N = 64 };
+	struct run live, fresh[2];
+	start(&live, w);
+	for (unsigned s = 1; s <= N; s++) {
+		propose(&live, s);
+		if (s % 7 != 3)   /* some still training */
+			finished(&live, s, live.metric[s]);
+	}
+	int most_held[2] = { 0, 0 };
+	unsigned long removals[2];
+	for (int bulk = 0; bulk < 2; bulk++) {
+		struct run *f = &fresh[bulk];
+		start(f, w);
+		f->t->deferred = bulk ? TUNER_DEFER_BULK : 1;
+		for (unsigned s = 1; s <= N; s++) {
+			struct tuner_observation o = {
+				.trial_seq = s, .arch = live.arch[s], .metric = live.metric[s],
+				.state = s % 7 == 3 ? TUNER_OBS_PENDING : TUNER_OBS_DONE };
+			cr_assert_eq(tuner_observe(f->t, &o), 0);
+			int held = 0;
+			for (size_t i = 0; i < f->t->nhist; i++)
+				held += f->t->hist[i].arch != NULL;
+			if (held > most_held[bulk])
+				most_held[bulk] = held;
+		}
+		cr_assert_eq(tuner_catch_up(f->t, NULL, NULL), 0);
+		for (unsigned s = 1; s <= N; s++)
+			cr_assert_eq(member(f, s), member(&live, s), "bulk %d, trial %u", bulk, s);
+		struct tuner_nm_stats st;
+		cr_assert_eq(tuner_nm_stats(f->t, &st), 0);
+		removals[bulk] = st.window_removals;
+	}
+	cr_assert_eq(most_held[0], N);
+	/* the last 16 usable, the best 4 so far, and 16 more since the last sweep */
+	cr_assert_leq(most_held[1], 2 * 16 + 4, "held %d arch.json at once", most_held[1]);
+	cr_assert_eq(removals[0], removals[1]);
+	cr_assert_eq(removals[1], N - 16);
+	for (unsigned s = N + 1; s <= N + 6; s++) {
+		propose(&fresh[0], s);
+		propose(&fresh[1], s);
+		cr_assert_eq(fresh[0].hashes[s], fresh[1].hashes[s], "trial %u", s);
+	}
+	finish(&fresh[0]);
+	finish(&fresh[1]);
+	finish(&live);
+}
+
 Test(tuner_window, proposers_outside_the_runner_serve_up_to_the_exact_gp)
 {
 	struct run run;
