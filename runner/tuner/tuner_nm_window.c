@@ -3,6 +3,7 @@
  * trials and the most recent others, so a proposal and an observation cost
  * O(window^2), not O(n^2), and the tuner's memory stays bounded
  * (docs/tuner.md, "The window"). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,9 +150,11 @@ void nm_window_shed(struct tuner *t, size_t idx)
 	for (size_t i = 0; i <= idx; i++)
 		if (nm->hist_item[i] != NM_NOTED_UNUSABLE && t->hist[i].state == TUNER_OBS_DONE)
 			y[ny++] = y_of(nm, t->hist[i].metric);
-	int have_bar = ny >= (size_t)nm->window_best;
-	double bar = 0;
-	if (have_bar) {
+	/* at or above the bar a finished trial may yet be one of the best:
+	 * every one while fewer than window_best finished, none when the
+	 * window keeps no best */
+	double bar = nm->window_best > 0 ? -INFINITY : INFINITY;
+	if (nm->window_best > 0 && ny >= (size_t)nm->window_best) {
 		qsort(y, ny, sizeof(double), by_y_only);
 		bar = y[nm->window_best - 1];
 	}
@@ -160,8 +163,7 @@ void nm_window_shed(struct tuner *t, size_t idx)
 	for (size_t i = idx + 1; i-- > 0;) {
 		int usable = nm->hist_item[i] != NM_NOTED_UNUSABLE;
 		if (after >= w && nm->hist_item[i] == NM_NOTED_USABLE &&
-		    !(t->hist[i].state == TUNER_OBS_DONE &&
-		      (!have_bar || y_of(nm, t->hist[i].metric) >= bar)))
+		    !(t->hist[i].state == TUNER_OBS_DONE && y_of(nm, t->hist[i].metric) >= bar))
 			drop_arch(t, nm, i);
 		after += (size_t)usable;
 	}
