@@ -222,7 +222,7 @@ static const char *byte_order(void)
 
 void tuner_defer(struct tuner *t)
 {
-	t->deferred = 1;
+	t->deferred = TUNER_DEFER_REPLAY;
 }
 
 /* Observe history entries [from, to) as a one-at-a-time replay would: the

@@ -16,7 +16,8 @@ enum {
 };
 
 /* One trial as the tuner knows it; documents are owned by the history. */
-enum { TUNER_DEFER_BULK = 2 };   /* struct tuner's deferred, past 1 */
+/* struct tuner's deferred (0: observe as recorded) */
+enum { TUNER_DEFER_REPLAY = 1, TUNER_DEFER_BULK = 2 };
 
 struct tuner_hist {
 	unsigned seq;

@@ -43,6 +43,15 @@ static struct ranked *rank_done(const struct tuner *t, const struct nm *nm, int 
 	return r;
 }
 
+/* Trial i is out of the window: its arch.json leaves the history too. */
+static void drop_arch(struct tuner *t, struct nm *nm, size_t i)
+{
+	nm->hist_item[i] = NM_LEFT_WINDOW;
+	cJSON_Delete(t->hist[i].arch);
+	t->hist[i].arch = NULL;
+	nm->stats.window_removals++;
+}
+
 /* Member i leaves the window: its GP row, its graph, and its arch.json in
  * the history (a trial that comes back is read again: the runner passes
  * its files when it settles, a replay reads them). */
@@ -52,16 +61,13 @@ static void remove_item(struct tuner *t, struct nm *nm, int i)
 	gp_remove(&nm->gp, nm->items[i].row);
 	tgraph_release(&nm->items[i].graph);
 	tdesc_release(&nm->items[i].desc);
-	nm->hist_item[h] = NM_LEFT_WINDOW;
-	cJSON_Delete(t->hist[h].arch);
-	t->hist[h].arch = NULL;
+	drop_arch(t, nm, h);
 	memmove(&nm->items[i], &nm->items[i + 1], (size_t)(nm->nitems - i - 1) * sizeof(*nm->items));
 	nm->nitems--;
 	for (int k = i; k < nm->nitems; k++) {   /* item k is GP row k */
 		nm->items[k].row = k;
 		nm->hist_item[nm->items[k].hist] = k;
 	}
-	nm->stats.window_removals++;
 }
 
 void nm_window_fit(struct tuner *t, struct nm *nm)
@@ -108,14 +114,6 @@ static int note(struct tuner *t, struct nm *nm, size_t i)
 	tgraph_release(&item.graph);
 	tdesc_release(&item.desc);
 	return 1;
-}
-
-static void drop_arch(struct tuner *t, struct nm *nm, size_t i)
-{
-	nm->hist_item[i] = NM_LEFT_WINDOW;
-	cJSON_Delete(t->hist[i].arch);
-	t->hist[i].arch = NULL;
-	nm->stats.window_removals++;
 }
 
 static int by_y_only(const void *a, const void *b)

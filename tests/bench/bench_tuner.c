@@ -148,14 +148,24 @@ static int cached_proposer(const struct tuner_config *cfg, const struct hist_mod
 	return same ? 0 : error("bench_tuner: the cached proposer proposed something else");
 }
 
+/* A NetworkMorphism tuner with k's class arguments (*ca: the caller's to
+ * delete; *cfg: for more tuners alike). */
+static int kind_tuner(const struct model_kind *k, unsigned threads, struct tuner_config *cfg,
+		      cJSON **ca, struct tuner **t)
+{
+	*ca = cJSON_Parse(k->class_args);
+	*cfg = (struct tuner_config){ .name = "NetworkMorphism", .class_args = *ca, .seed = 1,
+				      .threads = threads };
+	return tuner_create(t, cfg);
+}
+
 static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, int reps,
 		    unsigned threads)
 {
-	cJSON *ca = cJSON_Parse(k->class_args);
-	struct tuner_config cfg = { .name = "NetworkMorphism", .class_args = ca, .seed = 1,
-				    .threads = threads };
+	cJSON *ca;
+	struct tuner_config cfg;
 	struct tuner *t;
-	if (tuner_create(&t, &cfg) < 0)
+	if (kind_tuner(k, threads, &cfg, &ca, &t) < 0)
 		return -1;
 	int nmax = sizes[nsizes - 1];
 	struct hist_model *h = xcalloc((size_t)nmax + 1, sizeof(*h));
@@ -270,25 +280,27 @@ static int run_kind(const struct model_kind *k, const int *sizes, int nsizes, in
  * proposal starts from the same history (none is observed). */
 static int run_history(const struct model_kind *k, const char *dir, int reps, unsigned threads)
 {
-	cJSON *ca = cJSON_Parse(k->class_args);
-	struct tuner_config cfg = { .name = "NetworkMorphism", .class_args = ca, .seed = 1,
-				    .threads = threads };
+	cJSON *ca;
+	struct tuner_config cfg;
 	struct tuner *t;
-	if (tuner_create(&t, &cfg) < 0)
+	if (kind_tuner(k, threads, &cfg, &ca, &t) < 0)
 		return -1;
 	double t0 = util_monotonic();
 	if (tuner_load_experiment(t, dir) < 0)   /* as the runner does when it starts */
 		return -1;
 	struct tuner_nm_stats before, after;
 	tuner_nm_stats(t, &before);
-	printf("history of %s: %lu trials loaded in %.2f s\n", dir, before.history,
-	       util_monotonic() - t0);
+	/* proposals take the numbers after the last trial (before.history
+	 * counts only the GP's window) */
+	unsigned next = t->nhist ? t->hist[t->nhist - 1].seq + 1 : 1;
+	printf("history of %s: %zu trials loaded in %.2f s, %lu of them in the GP\n", dir,
+	       t->nhist, util_monotonic() - t0, before.history);
 	printf("%4s %11s %9s %10s %10s %9s %8s %8s  %s\n", "rep", "propose_ms", "prop_cpu", "dist",
 	       "cand", "exp", "exp_hist", "reuses", "proposed");
 	for (int rep = 0; rep < reps; rep++) {
 		cJSON *arch, *params;
 		double w0 = util_monotonic(), c0 = cpu_now();
-		if (tuner_propose(t, (unsigned)before.history + 1 + (unsigned)rep, &arch, &params) < 0)
+		if (tuner_propose(t, next + (unsigned)rep, &arch, &params) < 0)
 			return -1;
 		double ms = 1e3 * (util_monotonic() - w0), cpu = 1e3 * (cpu_now() - c0);
 		tuner_nm_stats(t, &after);
@@ -338,6 +350,9 @@ int main(int argc, char **argv)
 	for (size_t k = 0; history && k < ARRAY_SIZE(kinds); k++)
 		if (!strcmp(models, kinds[k].name))
 			return run_history(&kinds[k], history, reps, threads) < 0;
+	if (history)
+		die("--history %s needs --models small or --models resnet (the experiment's class "
+		    "arguments), not '%s'", history, models);
 	printf("NetworkMorphism tuner, %u threads; small = CnnGenerator 32x32x3 (t_min 1e-4, cooling "
 	       "0.9), resnet = ResNet-50 224x224x3 (cooling 0.5)\n", threads);
 	printf("%-7s %6s %5s %11s %9s %10s %10s %12s %10s %9s %8s %8s %9s\n", "model", "n", "reps",

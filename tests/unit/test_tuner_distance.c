@@ -120,6 +120,15 @@ Test(tuner_distance, hungarian_matches_brute_force)
 	}
 }
 
+/* A conv of 16 to 64 filters, kernel 1 or 3, or a plain layer of one of the
+ * first four types. */
+static struct tdesc_layer random_layer(struct trng *r)
+{
+	if (trng_below(r, 2))
+		return conv(16 << trng_below(r, 3), 1 + 2 * (int)trng_below(r, 2), 1);
+	return plain((int)trng_below(r, 4));
+}
+
 Test(tuner_distance, bounded_agrees_with_full)
 {
 	struct trng r;
@@ -132,8 +141,7 @@ Test(tuner_distance, bounded_agrees_with_full)
 			nb = na;
 		}
 		for (int i = 0; i < na; i++)
-			la[i] = trng_below(&r, 2) ? conv(16 << trng_below(&r, 3), 1 + 2 * (int)trng_below(&r, 2), 1)
-						  : plain((int)trng_below(&r, 4));
+			la[i] = random_layer(&r);
 		for (int i = 0; i < nb; i++)
 			lb[i] = (t % 2 && trng_below(&r, 6)) ? la[i] :
 				trng_below(&r, 2) ? conv(16 << trng_below(&r, 3), 3, 1) : plain((int)trng_below(&r, 4));
@@ -187,8 +195,7 @@ Test(tuner_distance, banded_and_stripped_equal_the_textbook_table)
 	for (int t = 0; t < 2000; t++) {
 		int na = 1 + (int)trng_below(&r, 79);
 		for (int i = 0; i < na; i++)
-			la[i] = trng_below(&r, 2) ? conv(16 << trng_below(&r, 3), 1 + 2 * (int)trng_below(&r, 2), 1)
-						  : plain((int)trng_below(&r, 4));
+			la[i] = random_layer(&r);
 		int nb = 0;
 		if (t % 4) {   /* a relative: a few edits anywhere, some at the ends */
 			for (int i = 0; i < na && nb < 88; i++) {

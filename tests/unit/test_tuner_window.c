@@ -405,7 +405,10 @@ static void check_shedding(int best)
 	for (int bulk = 0; bulk < 2; bulk++) {
 		struct run *f = &fresh[bulk];
 		start(f, w);
-		f->t->deferred = bulk ? TUNER_DEFER_BULK : 1;
+		if (bulk)
+			f->t->deferred = TUNER_DEFER_BULK;
+		else
+			tuner_defer(f->t);
 		for (unsigned s = 1; s <= N; s++) {
 			struct tuner_observation o = {
 				.trial_seq = s, .arch = live.arch[s], .metric = live.metric[s],
