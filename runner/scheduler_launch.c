@@ -51,6 +51,11 @@ static int on_submitted(struct aah_backend_ctx *ctx, const char *job, void *arg)
 		cJSON_AddNumberToObject(f, "propose_s", round(a->took.seconds * 1e4) / 1e4);
 	if (a->took.learnt >= 0)
 		cJSON_AddNumberToObject(f, "propose_learnt", a->took.learnt);
+	if (a->took.arch.classes) {   /* the report's epoch charge without arch.json */
+		cJSON_AddNumberToObject(f, "arch_flops_fwd", a->took.arch.fwd);
+		cJSON_AddNumberToObject(f, "arch_flops_bwd", a->took.arch.bwd);
+		cJSON_AddNumberToObject(f, "arch_classes", a->took.arch.classes);
+	}
 	if (a->s->wait_seq == a->seq) {   /* a free slot waited for its proposal */
 		cJSON_AddNumberToObject(f, "proposal_wait_s",
 					round((util_now() - a->s->wait_since) * 1e4) / 1e4);

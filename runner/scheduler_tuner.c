@@ -4,6 +4,7 @@
  * observations and takes proposals through two queues under one lock, and
  * it never waits for a search. */
 #include "runner/scheduler_tuner.h"
+#include "arch.h" /* arch_parse: a proposal's FLOPs per image */
 #include "fileio.h"
 #include "jsonfile.h"
 #include "runner/store/expdir.h"  /* expdir_trial_dir, expdir_file, expdir_trial_id */
@@ -96,6 +97,7 @@ struct proposal {
 	cJSON *arch, *params;     /* owned */
 	double seconds;           /* the tuner's time on it */
 	int learnt;               /* the settled trials the tuner had learnt from */
+	struct expdir_arch_flops cost; /* arch's, counted off the main thread */
 	char *error;              /* it failed: why (owned) */
 	struct proposal *next;
 };
@@ -164,6 +166,17 @@ static unsigned next_trial(struct scheduler_proposer *p)
 	return 0;
 }
 
+/* What r's network costs, as the report charges it (arch_check, the same
+ * count arch.json gives); none when it does not check, which the trainer
+ * then says. */
+static void count_arch(struct proposal *r)
+{
+	struct arch a = ARCH_INIT;
+	if (arch_parse(&a, r->arch, "the proposal") == 0)
+		r->cost = (struct expdir_arch_flops){ a.flops_fwd, a.flops_bwd, a.num_classes };
+	arch_release(&a);
+}
+
 static void *proposer_main(void *arg)
 {
 	struct scheduler_proposer *p = arg;
@@ -199,6 +212,8 @@ static void *proposer_main(void *arg)
 			r->error = xstrdup(util_last_error());
 		r->seconds = util_monotonic() - t0;
 		r->learnt = p->learnt;
+		if (r->arch)
+			count_arch(r);
 		pthread_mutex_lock(&p->lock);
 		r->next = p->ready;
 		p->ready = r;
@@ -422,7 +437,7 @@ int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsi
 	cJSON *params = NULL;
 	int r = !launched && drop_torn(dir, seq) < 0 ? -1 : 0;
 	*params_out = NULL;
-	*took = (struct scheduler_tuner_took){ -1, -1 };
+	*took = (struct scheduler_tuner_took){ -1, -1, { 0, 0, 0 } };
 	if (r == 0 && (fileio_exists(pp) || fileio_exists(pa))) {
 		/* A retried or resumed trial trains what it was given before. */
 		if (fileio_exists(pp))
@@ -449,7 +464,7 @@ int scheduler_tuner_propose(struct scheduler_tuner *st, const char *expdir, unsi
 			if (r == 0)
 				r = tuner_write_proposal(p->tuner, dir, got->arch, got->params,
 							 FILEIO_NOSYNC);
-			*took = (struct scheduler_tuner_took){ got->seconds, got->learnt };
+			*took = (struct scheduler_tuner_took){ got->seconds, got->learnt, got->cost };
 			params = got->params;
 			got->params = NULL;
 		}

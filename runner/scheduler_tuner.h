@@ -61,10 +61,12 @@ int scheduler_tuner_observe(struct scheduler_tuner *st, const char *expdir,
 			    const struct trial_rec *t);
 /* What the master's proposal of a trial took: the tuner's seconds on it,
  * and how many settled trials it had learnt from by then (-1 both: the
- * trial was not proposed by the master now). */
+ * trial was not proposed by the master now); and what its network costs
+ * (classes 0: it has none, or it was not proposed now). */
 struct scheduler_tuner_took {
 	double seconds;
 	int learnt;
+	struct expdir_arch_flops arch;
 };
 /* The parameters trial seq trains with, into *params (the caller's; NULL
  * when none): a retried or resumed trial trains what its directory holds;

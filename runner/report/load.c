@@ -45,6 +45,11 @@ static void add_trial(struct report_exp *exp, size_t *alloc, unsigned seq,
 	tr->submitted = rec->submitted;
 	tr->started = rec->started;
 	tr->finished = rec->finished;
+	if (rec->arch.classes) {   /* journaled: its arch.json need not be read */
+		tr->img_fwd = rec->arch.fwd;
+		tr->img_bwd = rec->arch.bwd;
+		tr->classes = rec->arch.classes;
+	}
 	if (rec->reason)
 		xstrlcpy(tr->reason, rec->reason, sizeof(tr->reason));
 }
@@ -167,8 +172,9 @@ static int load_monitor(const char *trialdir, struct util_acc *u)
 	return r;
 }
 
-/* The trial's FLOPs per image from its arch.json, for AIPerf's epoch charge;
- * none (0) for a trial without one (a shell trial). */
+/* The trial's FLOPs per image from its arch.json, for AIPerf's epoch charge,
+ * when the journal did not name them (proposed in the trial, or an older
+ * journal); none (0) for a trial without one (a shell trial). */
 static int load_arch(const char *trialdir, struct report_trial *tr)
 {
 	char *p = expdir_file(trialdir, EXPDIR_ARCH);
@@ -198,7 +204,7 @@ static int load_trial(const char *expdir, struct report_trial *tr, struct util_a
 	if (r == 0)
 		apply_outcome(&o, tr);
 	outcome_release(&o);
-	if (r == 0)
+	if (r == 0 && !tr->classes)
 		r = load_arch(dir, tr);
 	if (r == 0)
 		r = load_monitor(place, u);

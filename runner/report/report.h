@@ -19,8 +19,8 @@ struct report_trial {
 	int slot;                       /* from trial_submitted; -1 unknown */
 	double submitted, finished;     /* journal timestamps; 0 unknown */
 	double started;                 /* first trial_submitted (it has its model); 0 never */
-	double img_fwd, img_bwd;        /* arch.json's FLOPs per image; 0 without an arch */
-	int classes;                    /* arch.json's num_classes; 0 without an arch */
+	double img_fwd, img_bwd;        /* FLOPs per image (the journal, else arch.json); 0: no arch */
+	int classes;                    /* num_classes, from the same; 0 without an arch */
 	struct expdir_epoch *epochs;    /* (nepochs), metrics.jsonl order */
 	size_t nepochs;
 	double best_acc;                /* max val_acc over epochs, or result.json's */

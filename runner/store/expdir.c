@@ -343,6 +343,24 @@ static int int_or(const char *what, const cJSON *doc, const char *key, long def,
 	return json_get_int(what, doc, key, 1, min, max, out);
 }
 
+/* trial_submitted's network FLOPs: all three fields or none. */
+static int decode_arch_flops(const char *what, const cJSON *doc, struct expdir_arch_flops *a)
+{
+	long classes;
+	if (int_or(what, doc, "arch_classes", 0, 1, INT_MAX, &classes) < 0)
+		return -1;
+	if (!classes)
+		return 0;
+	if (json_get_number(what, doc, "arch_flops_fwd", 0, &a->fwd) < 0 ||
+	    json_get_number(what, doc, "arch_flops_bwd", 0, &a->bwd) < 0)
+		return -1;
+	if (a->fwd <= 0 || a->bwd < 0)
+		return error("%s: trial_submitted: \"arch_flops_fwd\" %g and \"arch_flops_bwd\" %g "
+			     "are not a network's FLOPs per image", what, a->fwd, a->bwd);
+	a->classes = (int)classes;
+	return 0;
+}
+
 /* Decode one journal line; what names the journal in errors. */
 static int decode(const char *what, const cJSON *doc, struct expdir_event *ev)
 {
@@ -383,7 +401,7 @@ static int decode(const char *what, const cJSON *doc, struct expdir_event *ev)
 		if (ev->place && !expdir_place_valid(ev->place))
 			return error("%s: trial_submitted: \"place\" '%s' is not an attempt's place "
 				     "(attempt-N or attempt-N.R)", what, ev->place);
-		break;
+		return decode_arch_flops(what, doc, &ev->arch);
 	case EXPDIR_EV_TRIAL_RETRY:
 		if (int_or(what, doc, "relaunch", 0, 0, UINT_MAX, &v) < 0)
 			return -1;

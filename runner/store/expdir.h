@@ -137,6 +137,16 @@ enum expdir_event_kind {
 /* The journal's name of an event kind ("trial_submitted", ...). */
 const char *expdir_event_name(enum expdir_event_kind kind);
 
+/* A master's proposal's network as arch_check counts it, journaled with
+ * the trial's submission so that the report need not read every arch.json
+ * for AIPerf's epoch charge: FLOPs per image forward and backward, and its
+ * classes. classes 0: not journaled (no network, proposed in the trial, or
+ * a journal before it); the trial's arch.json then says. */
+struct expdir_arch_flops {
+	double fwd, bwd;
+	int classes;
+};
+
 /* One decoded journal line. Strings point into doc and live only as long
  * as the visit. Fields an event does not carry keep their "absent" value. */
 struct expdir_event {
@@ -156,6 +166,8 @@ struct expdir_event {
 	int keep_place;           /* trial_retry: the next launch goes on in the last one's
 				   * place (a resize: every rank of it exited) */
 	int slot;                 /* trial_submitted: -1 when absent */
+	struct expdir_arch_flops arch; /* trial_submitted: "arch_flops_fwd", "arch_flops_bwd",
+				   * "arch_classes"; classes 0 when absent */
 	enum trial_state state;   /* trial_finished: a final state */
 	int exit_code;            /* trial_finished: -1 when absent */
 	double best_val_acc;      /* trial_finished: NaN when absent */

@@ -71,6 +71,8 @@ void journal_apply(struct journal *j, const struct expdir_event *ev)
 		if (!t->started || ev->ts < t->started)
 			t->started = ev->ts;
 		t->finished = 0;
+		if (ev->arch.classes)   /* a retry's submission does not name it again */
+			t->arch = ev->arch;
 		break;
 	case EXPDIR_EV_TRIAL_FINISHED:
 		t->state = ev->state;

@@ -28,6 +28,8 @@ struct trial_rec {
 	double finished;          /* wall time it settled, 0 if not (or submitted again since) */
 	double best_acc;          /* NaN when unknown */
 	double flops;
+	struct expdir_arch_flops arch; /* the master's proposal's network, journaled with
+				   * its first submission; classes 0: not journaled */
 	int exit_code;
 	char *reason;
 	unsigned relaunches;      /* times this attempt was relaunched after its cluster lost

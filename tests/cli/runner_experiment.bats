@@ -236,3 +236,46 @@ teardown() { teardown_workdir; }
 3 2
 4 3" ]
 }
+
+@test "master placement journals each network's FLOPs per image; the report charges them without reading arch.json" {
+	TUNER=NetworkMorphism write_config c.yml "trialConcurrency: 2" "maxTrialNum: 4" \
+		"maxExecDuration: 5m"
+	sed -i 's|^tuner:$|tuner:\n  classArgs: { input_width: 32, input_channel: 3, n_output_node: 10 }|' c.yml
+	run aah-runner create -c c.yml --seed 3
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	E=$AAH_WORKDIR/experiments/$id
+	[ "$(count_events "$id" trial_finished succeeded)" -eq 4 ]
+	# every first submission names its proposal's network
+	run jq -r 'select(.event == "trial_submitted") |
+		"\(.trial_seq) \(.arch_flops_fwd > 0) \(.arch_flops_bwd > .arch_flops_fwd) \(.arch_classes)"' \
+		"$E/journal.jsonl"
+	echo "$output"
+	[ "$output" = "1 true true 10
+2 true true 10
+3 true true 10
+4 true true 10" ]
+	# the same figures as from every arch.json: the journal stripped of them
+	cp -a "$E" "$AAH_WORKDIR/stripped"
+	jq -c 'del(.arch_flops_fwd, .arch_flops_bwd, .arch_classes)' "$E/journal.jsonl" \
+		> "$AAH_WORKDIR/stripped/journal.jsonl"
+	! grep -q arch_flops "$AAH_WORKDIR/stripped/journal.jsonl"
+	run aah-runner report "$AAH_WORKDIR/stripped" --epoch-charge aiperf -q -o "$AAH_WORKDIR/from-arch"
+	[ "$status" -eq 0 ]
+	# and the journal's are read: a trial's arch.json gone (not the best's,
+	# which the report shows) charges as before
+	best=$(jq -r '.best_trial' "$AAH_WORKDIR/from-arch/results.json")
+	for t in 000001 000002 000003 000004; do [ "$t" = "$best" ] || { gone=$t; break; }; done
+	rm "$E/trials/$gone/arch.json"
+	run aah-runner report "$id" --epoch-charge aiperf -q -o "$AAH_WORKDIR/from-journal"
+	[ "$status" -eq 0 ]
+	/usr/bin/python3 - "$AAH_WORKDIR/from-arch/results.json" "$AAH_WORKDIR/from-journal/results.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a["epoch_charge"] == b["epoch_charge"] == "aiperf", (a["epoch_charge"], b["epoch_charge"])
+assert a["final"]["flops"] > a["final"]["flops_images"] > 0, a["final"]
+assert a["final"] == b["final"], (a["final"], b["final"])
+assert a["samples"] == b["samples"]
+PY
+}

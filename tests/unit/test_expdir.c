@@ -711,6 +711,41 @@ Test(expdir, a_journal_place_must_be_a_place)
 	free(err);
 }
 
+/* trial_submitted's network: all three fields, numbers a network has, or
+ * none of them. */
+Test(expdir, a_journal_network_cost_names_all_its_fields)
+{
+	static const char *const bad[][2] = {
+		{ "\"arch_classes\":10", "missing field \"arch_flops_fwd\"" },
+		{ "\"arch_classes\":10,\"arch_flops_fwd\":5", "missing field \"arch_flops_bwd\"" },
+		{ "\"arch_classes\":0,\"arch_flops_fwd\":5,\"arch_flops_bwd\":9", "arch_classes" },
+		{ "\"arch_classes\":10,\"arch_flops_fwd\":\"5\",\"arch_flops_bwd\":9",
+		  "field \"arch_flops_fwd\" must be a number" },
+		{ "\"arch_classes\":10,\"arch_flops_fwd\":0,\"arch_flops_bwd\":9",
+		  "not a network's FLOPs per image" },
+	};
+	struct seen s = { 0 };
+	char *err;
+	int r = replay_with(J(6, "\"event\":\"trial_submitted\",\"trial_seq\":1,\"attempt\":1,"
+				 "\"job\":\"j\",\"slot\":0,\"arch_classes\":10,"
+				 "\"arch_flops_fwd\":5e8,\"arch_flops_bwd\":1e9"),
+			    &s, &err);
+	cr_assert_eq(r, 0, "%s", err);
+	free(err);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		char *line = xstrfmt("{\"format\":\"aah-journal/1\",\"seq\":6,\"ts\":600,"
+				     "\"event\":\"trial_submitted\",\"trial_seq\":1,\"attempt\":1,"
+				     "\"job\":\"j\",\"slot\":0,%s}\n", bad[i][0]);
+		s.n = 0;
+		r = replay_with(line, &s, &err);
+		cr_assert_eq(r, -1, "%s", bad[i][0]);
+		cr_assert(strstr(err, bad[i][1]) && strstr(err, "journal.jsonl"), "%s: %s", bad[i][0],
+			  err);
+		free(err);
+		free(line);
+	}
+}
+
 /* ---- metrics.jsonl ---- */
 
 Test(expdir, metrics_epochs_in_file_order)

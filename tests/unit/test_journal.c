@@ -33,8 +33,11 @@ Test(journal, a_trial_through_retry_and_resubmission)
 	e = ev(EXPDIR_EV_TRIAL_SUBMITTED, 2, 110, 2);
 	e.slot = 3;
 	e.job = "job-a";
+	e.arch = (struct expdir_arch_flops){ 4e9, 8e9, 1000 };
 	journal_apply(&j, &e);
 	t = &j.trials[1];
+	cr_assert_eq(t->arch.classes, 1000);
+	cr_assert_eq(t->arch.fwd, 4e9);
 	cr_assert_eq(t->state, TRIAL_RUNNING);
 	cr_assert_eq(t->slot, 3);
 	cr_assert_str_eq(t->job, "job-a");
@@ -66,6 +69,8 @@ Test(journal, a_trial_through_retry_and_resubmission)
 	cr_assert_eq(t->started, 110, "started is the first submission");
 	cr_assert_eq(t->submitted, 130);
 	cr_assert_eq(t->finished, 0, "submitted again: not settled");
+	cr_assert_eq(t->arch.bwd, 8e9, "a retry's submission, which names no network, keeps it");
+	cr_assert_eq(t->arch.classes, 1000);
 
 	e = ev(EXPDIR_EV_TRIAL_FINISHED, 6, 140, 2);
 	e.state = TRIAL_SUCCEEDED;

@@ -286,8 +286,11 @@ Test(tuner_window, a_trial_that_left_comes_back_only_as_one_of_the_best, .timeou
 	}
 	cr_assert_not(member(&run, 3));
 	cr_assert_not(member(&run, 4));
-	finished(&run, 4, 0.01);   /* a poor result stays out */
+	finished(&run, 4, 0.01);   /* a poor result stays out, and holds no arch.json */
 	cr_assert_not(member(&run, 4));
+	for (size_t i = 0; i < run.t->nhist; i++)
+		if (run.t->hist[i].seq == 4)
+			cr_assert_null(run.t->hist[i].arch, "trial 4 stays out but keeps its arch");
 	finished(&run, 3, 0.99);   /* the best of all comes back */
 	cr_assert(member(&run, 3));
 	const struct nm *nm = run.t->priv;
