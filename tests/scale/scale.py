@@ -356,6 +356,7 @@ def write_config(path, a, trial_bin):
         "tuner:",
         "  builtinTunerName: %s" % a.tuner,
         "  placement: %s" % a.placement,
+    ] + (["  inheritWeights: true"] if a.inherit_weights else []) + [
         "  classArgs:",
     ] + ["    %s: %s" % (k, v) for k, v in args.items()] + [
         "trial:",
@@ -472,7 +473,8 @@ def measure(a, runner, work, cfg, env):
            "platform": a.platform, "poll": a.poll if a.platform != "local" else None,
            "slurm_sched": os.environ.get("SLURM_TEST_SCHED") if a.platform == "slurm" else None,
            "compress": a.compress, "tuner": a.tuner,
-           "class_args": a.class_arg, "fsync": a.fsync, "trainer_nice": a.trainer_nice,
+           "class_args": a.class_arg, "inherit_weights": a.inherit_weights,
+           "fsync": a.fsync, "trainer_nice": a.trainer_nice,
            "load_before": os.getloadavg(), "machine": machine()}
     t0 = time.monotonic()
     p = subprocess.Popen([runner, "create", "-c", cfg, "-q"], env=env,
@@ -625,7 +627,8 @@ def table(paths):
                   r["slots"], r["trials_created"], r["placement"] + (
                       "" if r.get("platform", "local") == "local"
                       else ", %s (poll %s%s)" % (r["platform"], r.get("poll"), (
-                          ", " + r["slurm_sched"]) if r.get("slurm_sched") else "")), r["compress"],
+                          ", " + r["slurm_sched"]) if r.get("slurm_sched") else "")) + (
+                      ", inheritWeights" if r.get("inherit_weights") else ""), r["compress"],
                   fmt(r["wall_s"], " s", 0),
                   fmt(100 * (i["idle_fraction"] or 0), "%", 1),
                   fmt(100 * i["idle_fraction_after_first_wave"], "%", 1)
@@ -688,6 +691,10 @@ def main():
     r.add_argument("--seed", type=int, default=1, help="the config's seed (default 1)")
     r.add_argument("--kill-at", type=int, default=0, metavar="K",
                    help="SIGKILL the runner once K trials exist, then time `resume` (default: never)")
+    r.add_argument("--inherit-weights", action="store_true",
+                   help="tuner.inheritWeights: true: only a finished trial is a parent, so "
+                        "until the first result every slot gets the start network (NNI's rule; "
+                        "the stand-in ignores morph.json)")
     r.add_argument("--class-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="a tuner.classArgs entry (repeatable)")
     r.add_argument("--extra-yaml", metavar="FILE",
