@@ -167,14 +167,9 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	(void)old;
 	nm_hist_item_reserve(nm, idx);
 	int it = nm->hist_item[idx];
-	if (it == NM_LEFT_WINDOW && !nm_window_wants(t, nm, idx)) {
-		/* it stays out: only one of the best comes back; and the
-		 * arch.json its result brought leaves with it (kept, every
-		 * trial that left while it trained would hold one) */
-		cJSON_Delete(t->hist[idx].arch);
-		t->hist[idx].arch = NULL;
+	if (it == NM_LEFT_WINDOW && nm_window_keeps_out(t, nm, idx)) {
 		nm->stats.observe_seconds += util_monotonic() - t0;
-		return 0;
+		return 0;   /* it stays out: only one of the best comes back */
 	}
 	if (it >= 0) {   /* a known trial changed state */
 		double y = nm->gp.y[nm->items[it].row];

@@ -80,10 +80,11 @@ void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item);
 
 /* The window (tuner_nm_window.c): remove members past nm->window, the
  * oldest first among those not one of the best window_best finished ones;
- * and whether trial idx, which left the window, comes back (it finished
- * better than the window_best-th best member). */
+ * and whether trial idx, which left the window, stays out (1, its
+ * arch.json dropped) or comes back (0: it finished better than the
+ * window_best-th best member). */
 void nm_window_fit(struct tuner *t, struct nm *nm);
-int nm_window_wants(const struct tuner *t, const struct nm *nm, size_t idx);
+int nm_window_keeps_out(struct tuner *t, const struct nm *nm, size_t idx);
 /* A fresh tuner's whole history [0, t->nhist) at once (tuner_ops.load):
  * one at a time while it fits the window; past it, only the trials the
  * window ends with (the best window_best finished, the most recent others)

@@ -43,12 +43,18 @@ static struct ranked *rank_done(const struct tuner *t, const struct nm *nm, int 
 	return r;
 }
 
+/* Trial i's arch.json leaves the history (read again if it comes back). */
+static void free_arch(struct tuner *t, size_t i)
+{
+	cJSON_Delete(t->hist[i].arch);
+	t->hist[i].arch = NULL;
+}
+
 /* Trial i is out of the window: its arch.json leaves the history too. */
 static void drop_arch(struct tuner *t, struct nm *nm, size_t i)
 {
 	nm->hist_item[i] = NM_LEFT_WINDOW;
-	cJSON_Delete(t->hist[i].arch);
-	t->hist[i].arch = NULL;
+	free_arch(t, i);
 	nm->stats.window_removals++;
 }
 
@@ -91,17 +97,20 @@ void nm_window_fit(struct tuner *t, struct nm *nm)
 	}
 }
 
-int nm_window_wants(const struct tuner *t, const struct nm *nm, size_t idx)
+int nm_window_keeps_out(struct tuner *t, const struct nm *nm, size_t idx)
 {
 	const struct tuner_hist *h = &t->hist[idx];
-	if (h->state != TUNER_OBS_DONE)
-		return 0;
-	int n;
-	struct ranked *r = rank_done(t, nm, &n);
-	double y = y_of(nm, h->metric);
-	int wants = n < nm->window_best || y > r[nm->window_best - 1].y;
-	free(r);
-	return wants;
+	int wants = 0;
+	if (h->state == TUNER_OBS_DONE) {
+		int n;
+		struct ranked *r = rank_done(t, nm, &n);
+		double y = y_of(nm, h->metric);
+		wants = n < nm->window_best || y > r[nm->window_best - 1].y;
+		free(r);
+	}
+	if (!wants)   /* kept, every trial that left while it trained would hold one */
+		free_arch(t, idx);
+	return !wants;
 }
 
 /* Trial i into the set of those seen; whether the search can use it. */
