@@ -4,6 +4,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "util.h"
@@ -33,19 +34,159 @@ static int layer_same(const struct tdesc_layer *a, const struct tdesc_layer *b)
 	       a->stride == b->stride && a->padding == b->padding;
 }
 
+/* ---- the vocabulary -------------------------------------------------------- */
+
+void editdist_vocab_init(struct editdist_vocab *v, int max)
+{
+	memset(v, 0, sizeof(*v));
+	v->max = max;
+	v->nslot = 16;
+	while (v->nslot < 2 * max)
+		v->nslot *= 2;
+	v->slot = xcalloc((size_t)v->nslot, sizeof(int));
+}
+
+void editdist_vocab_release(struct editdist_vocab *v)
+{
+	free(v->layer);
+	free(v->cost);
+	free(v->slot);
+	memset(v, 0, sizeof(*v));
+}
+
+static unsigned layer_hash(const struct tdesc_layer *l)
+{
+	uint64_t h = (uint64_t)(uint8_t)l->type | (uint64_t)(uint8_t)l->padding << 8 |
+		     (uint64_t)(uint16_t)l->kernel << 16 | (uint64_t)(uint16_t)l->stride << 32;
+	h ^= (uint64_t)(uint32_t)l->filters * 0x9e3779b97f4a7c15ull;
+	h *= 0xff51afd7ed558ccdull;
+	return (unsigned)(h >> 32);
+}
+
+/* Room for one more token: the cost matrix doubles, its rows moved. */
+static void vocab_grow(struct editdist_vocab *v)
+{
+	int cap = v->cap ? 2 * v->cap : 16;
+	if (cap > v->max)
+		cap = v->max;
+	double *cost = xmalloc((size_t)cap * (size_t)cap * sizeof(double));
+	for (int a = 0; a < v->n; a++)
+		memcpy(cost + (size_t)a * cap, v->cost + (size_t)a * v->cap, (size_t)v->n * sizeof(double));
+	free(v->cost);
+	v->cost = cost;
+	v->cap = cap;
+	v->layer = xrealloc(v->layer, (size_t)cap * sizeof(*v->layer));
+}
+
+int editdist_vocab_token(struct editdist_vocab *v, const struct tdesc_layer *l)
+{
+	unsigned mask = (unsigned)v->nslot - 1, k = layer_hash(l) & mask;
+	for (; v->slot[k]; k = (k + 1) & mask)
+		if (layer_same(&v->layer[v->slot[k] - 1], l))
+			return v->slot[k] - 1;
+	if (v->n == v->max)
+		return -1;
+	if (v->n == v->cap)
+		vocab_grow(v);
+	int t = v->n++;
+	v->layer[t] = *l;
+	v->slot[k] = t + 1;
+	for (int o = 0; o <= t; o++) {
+		v->cost[(size_t)t * v->cap + o] = editdist_layer(l, &v->layer[o]);
+		v->cost[(size_t)o * v->cap + t] = editdist_layer(&v->layer[o], l);
+	}
+	return t;
+}
+
+void editdist_vocab_tokens(struct editdist_vocab *v, struct tdesc *d)
+{
+	free(d->tok);
+	d->tok = xmalloc((size_t)(d->nlayers ? d->nlayers : 1) * sizeof(int));
+	d->vocab = v;
+	for (int k = 0; k < d->nlayers; k++)
+		if ((d->tok[k] = editdist_vocab_token(v, &d->layers[k])) < 0) {
+			free(d->tok);
+			d->tok = NULL;
+			d->vocab = NULL;
+			return;
+		}
+}
+
+/* ---- the layers' Levenshtein distance ------------------------------------- */
+
 double editdist_layers(const struct tdesc *a, const struct tdesc *b)
 {
 	return editdist_layers_bounded(a, b, (double)(a->nlayers + b->nlayers) + 1.0);
 }
 
-/* Only the cells a path of cost <= bound can cross are computed: a path
- * through cell (i, j), on diagonal k = j - i, makes |k| more insertions
- * than deletions (or the reverse) before it and |d - k| after it, d =
- * nb - na, so costs at least |k| + |d - k|; that is |d| between the
- * diagonals 0 and d and grows by 2 a diagonal outside them. Row i covers
- * the diagonals where it is <= bound; a cell outside costs more than bound
- * and is never read. Stops when a whole row exceeds the bound, since every
- * path crosses every row. */
+/* The table of tokens A (rows) against B (columns) over the diagonals klo
+ * <= j - i <= khi. Only the cells a path of cost <= bound can cross are
+ * computed: a path through cell (i, j), on diagonal k = j - i, makes |k|
+ * more insertions than deletions (or the reverse) before it and |d - k|
+ * after it, d = nb - na, so costs at least |k| + |d - k|; that is |d|
+ * between the diagonals 0 and d and grows by 2 a diagonal outside them.
+ * Row i covers the diagonals where it is <= bound; a cell outside costs
+ * more than bound and is never read. Stops when a whole row exceeds the
+ * bound, since every path crosses every row. */
+static double band_table(const int *A, int na, const int *B, int nb,
+			 const struct editdist_vocab *v, int klo, int khi, double bound)
+{
+	double stackbuf[2 * 256];
+	double *prev = stackbuf, *cur = stackbuf + 256, *heap = NULL;
+	if (nb + 1 > 256) {
+		heap = xmalloc(2 * (size_t)(nb + 1) * sizeof(double));
+		prev = heap;
+		cur = heap + nb + 1;
+	}
+	const double inf = DBL_MAX / 4;
+	/* row 0 as far as row 1 reads it: each later row marks its own ends */
+	for (int j = 0; j <= nb && j <= khi + 1; j++)
+		prev[j] = j <= khi ? (double)j : inf;
+	double result;
+	for (int i = 1; i <= na; i++) {
+		int lo = i + klo > 1 ? i + klo : 1, hi = i + khi < nb ? i + khi : nb;
+		double rowmin = inf;
+		cur[0] = -i >= klo ? (double)i : inf;
+		if (cur[0] < rowmin)
+			rowmin = cur[0];
+		if (lo > 1)
+			cur[lo - 1] = inf;
+		const double *sub = v->cost + (size_t)A[i - 1] * (size_t)v->cap;
+		for (int j = lo; j <= hi; j++) {
+			/* the insertion last: it alone depends on this row's
+			 * previous cell, so the chain between cells is one add
+			 * and one compare */
+			double val = prev[j - 1] + sub[B[j - 1]], del = prev[j] + 1.0;
+			if (del < val)
+				val = del;
+			double ins = cur[j - 1] + 1.0;
+			if (ins < val)
+				val = ins;
+			cur[j] = val;
+			if (val < rowmin)
+				rowmin = val;
+		}
+		if (hi < nb)
+			cur[hi + 1] = inf;
+		if (rowmin > bound) {
+			result = rowmin;
+			goto out;
+		}
+		double *t = prev;
+		prev = cur;
+		cur = t;
+	}
+	result = prev[nb];
+out:
+	free(heap);
+	return result;
+}
+
+static int same_layer(const struct tdesc *a, int i, const struct tdesc *b, int j, int tokens)
+{
+	return tokens ? a->tok[i] == b->tok[j] : layer_same(&a->layers[i], &b->layers[j]);
+}
+
 double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, double bound)
 {
 	int na = a->nlayers, nb = b->nlayers;
@@ -71,72 +212,34 @@ double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, dou
 	 * so aligning a first layer elsewhere never beats matching it to its
 	 * equal), so only the layers between them are aligned: morphisms of
 	 * one network differ in a stretch of it. */
-	const struct tdesc_layer *A = a->layers, *B = b->layers;
-	while (na && nb && layer_same(A, B)) {
-		A++;
-		B++;
+	int tokens = a->tok && b->tok && a->vocab == b->vocab;
+	int lo = 0;
+	while (lo < na && lo < nb && same_layer(a, lo, b, lo, tokens))
+		lo++;
+	while (na > lo && nb > lo && same_layer(a, na - 1, b, nb - 1, tokens)) {
 		na--;
 		nb--;
 	}
-	while (na && nb && layer_same(&A[na - 1], &B[nb - 1])) {
-		na--;
-		nb--;
-	}
+	na -= lo;
+	nb -= lo;
 	int d = nb - na;
 	double room = floor((bound - fabs((double)d)) / 2);   /* >= 0: |d| <= bound above */
 	int e = room < (double)(na + nb) ? (int)room : na + nb;
 	int klo = (d < 0 ? d : 0) - e, khi = (d > 0 ? d : 0) + e;
-	double stackbuf[2 * 256];
-	double *prev = stackbuf, *cur = stackbuf + 256, *heap = NULL;
-	if (nb + 1 > 256) {
-		heap = xmalloc(2 * (size_t)(nb + 1) * sizeof(double));
-		prev = heap;
-		cur = heap + nb + 1;
-	}
-	const double inf = DBL_MAX / 4;
-	for (int j = 0; j <= nb; j++)
-		prev[j] = j <= khi ? (double)j : inf;
-	double result;
-	for (int i = 1; i <= na; i++) {
-		int lo = i + klo > 1 ? i + klo : 1, hi = i + khi < nb ? i + khi : nb;
-		double rowmin = inf;
-		cur[0] = -i >= klo ? (double)i : inf;
-		if (cur[0] < rowmin)
-			rowmin = cur[0];
-		if (lo > 1)
-			cur[lo - 1] = inf;
-		const struct tdesc_layer *la = &A[i - 1];
-		for (int j = lo; j <= hi; j++) {
-			const struct tdesc_layer *lb = &B[j - 1];
-			double sub = la->type != lb->type ? 1.0 : layer_same(la, lb) ? 0.0 :
-				     editdist_layer(la, lb);
-			/* the insertion last: it alone depends on this row's
-			 * previous cell, so the chain between cells is one add
-			 * and one compare */
-			double v = prev[j - 1] + sub, del = prev[j] + 1.0;
-			if (del < v)
-				v = del;
-			double ins = cur[j - 1] + 1.0;
-			if (ins < v)
-				v = ins;
-			cur[j] = v;
-			if (v < rowmin)
-				rowmin = v;
-		}
-		if (hi < nb)
-			cur[hi + 1] = inf;
-		if (rowmin > bound) {
-			result = rowmin;
-			goto out;
-		}
-		double *t = prev;
-		prev = cur;
-		cur = t;
-	}
-	result = prev[nb];
-out:
-	free(heap);
-	return result;
+	if (tokens)
+		return band_table(a->tok + lo, na, b->tok + lo, nb, a->vocab, klo, khi, bound);
+	/* descriptors without one vocabulary (tests, tools): the pair's own */
+	struct editdist_vocab v;
+	editdist_vocab_init(&v, na + nb);
+	int *t = xmalloc((size_t)(na + nb ? na + nb : 1) * sizeof(int));
+	for (int i = 0; i < na; i++)
+		t[i] = editdist_vocab_token(&v, &a->layers[lo + i]);
+	for (int j = 0; j < nb; j++)
+		t[na + j] = editdist_vocab_token(&v, &b->layers[lo + j]);
+	double r = band_table(t, na, t + na, nb, &v, klo, khi, bound);
+	free(t);
+	editdist_vocab_release(&v);
+	return r;
 }
 
 static double skip_distance(const struct tdesc_skip *a, const struct tdesc_skip *b)

@@ -24,6 +24,27 @@ double editdist(const struct tdesc *a, const struct tdesc *b);
  * be NULL) gets the layer part under the same rule. */
 double editdist_bounded(const struct tdesc *a, const struct tdesc *b, double bound, double *layers);
 
+/* The distinct main-chain layers a search meets, each a token, and the
+ * substitution cost (editdist_layer) of every pair: a cell of the distance
+ * table is then one load, not a comparison of layers that branches on
+ * their type and shape (a search of ResNet-50 morphs met 48 distinct
+ * layers in 10,000 trials). */
+#define EDITDIST_VOCAB_MAX 1024   /* a tuner's vocabulary: 8 MB of costs at most */
+struct editdist_vocab {
+	struct tdesc_layer *layer;  /* (n) by token */
+	double *cost;               /* (cap x cap) cost of tokens a, b at [a * cap + b] */
+	int *slot;                  /* (nslot) open addressing: token + 1, 0 empty */
+	int n, cap, max, nslot;
+};
+void editdist_vocab_init(struct editdist_vocab *v, int max);
+/* The token of l, a new one when it is new; -1 past max tokens. */
+int editdist_vocab_token(struct editdist_vocab *v, const struct tdesc_layer *l);
+/* Token d's layers (d->tok, d->vocab). Past max distinct layers d keeps
+ * none, and its distances take each pair's own vocabulary (slower, the
+ * same values). */
+void editdist_vocab_tokens(struct editdist_vocab *v, struct tdesc *d);
+void editdist_vocab_release(struct editdist_vocab *v);
+
 /* Minimum-cost assignment of an n x m cost matrix (row-major), matching
  * min(n, m) pairs; returns the total cost. */
 double editdist_assignment(const double *cost, int n, int m);

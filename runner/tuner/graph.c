@@ -323,5 +323,6 @@ void tdesc_release(struct tdesc *d)
 {
 	free(d->layers);
 	free(d->skips);
+	free(d->tok);
 	memset(d, 0, sizeof(*d));
 }

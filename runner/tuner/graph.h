@@ -110,6 +110,8 @@ struct tdesc {
 	uint64_t hash;               /* tgraph_hash of the graph */
 	int has_counts;              /* counts[] filled (tdesc_from_graph does) */
 	uint16_t counts[ARCH_NTYPES];  /* main-chain layers per type: a distance lower bound */
+	int *tok;                    /* (nlayers) tokens in vocab (editdist_vocab_tokens), or NULL */
+	const struct editdist_vocab *vocab;
 };
 
 int tdesc_from_graph(struct tdesc *d, const struct tgraph *g);

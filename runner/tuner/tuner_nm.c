@@ -124,7 +124,7 @@ void nm_hist_item_reserve(struct nm *nm, size_t idx)
 		nm->hist_item[i] = -1;
 }
 
-int nm_make_item(const struct tuner *t, const struct nm *nm, size_t idx, struct nm_item *item)
+int nm_make_item(const struct tuner *t, struct nm *nm, size_t idx, struct nm_item *item)
 {
 	const struct tuner_hist *h = &t->hist[idx];
 	*item = (struct nm_item){ .hist = idx, .row = -1 };
@@ -145,6 +145,7 @@ int nm_make_item(const struct tuner *t, const struct nm *nm, size_t idx, struct 
 		return 0;
 	}
 	tdesc_from_graph(&item->desc, &item->graph);
+	editdist_vocab_tokens(&nm->vocab, &item->desc);
 	return 1;
 }
 
@@ -390,6 +391,7 @@ static void expand(struct search *s, const struct nm_elem *e, struct trng *r, st
 		struct nm_cand c = { .graph = nbs[k], .parent_item = pitem,
 				     .parent_cand = e->item >= 0 ? -1 : e->cand, .kind = kinds[k] };
 		tdesc_from_graph(&c.desc, &c.graph);
+		editdist_vocab_tokens(&nm->vocab, &c.desc);
 		if (hset_has(&nm->seen, c.desc.hash) || hset_has(&s->cand_seen, c.desc.hash)) {
 			tdesc_release(&c.desc);
 			tgraph_release(&c.graph);
@@ -647,6 +649,7 @@ static void nm_release(struct tuner *t)
 	free(nm->hist_item);
 	gp_release(&nm->gp);
 	hset_release(&nm->seen);
+	editdist_vocab_release(&nm->vocab);
 	tgraph_release(&nm->start);
 	tpool_free(nm->pool);
 	free(nm);
@@ -659,6 +662,7 @@ static int nm_init(struct tuner *t)
 	double v;
 	t->priv = nm;
 	gp_init(&nm->gp);
+	editdist_vocab_init(&nm->vocab, EDITDIST_VOCAB_MAX);
 	if (tuner_tpe_options(t, &nm->tpe) < 0 || load_start(t, nm) < 0)
 		return -1;
 	if (tuner_arg_number(t, "beta", 2.576, &nm->beta) < 0 ||

@@ -53,6 +53,7 @@ struct nm {
 	int *hist_item;        /* (ahist) t->hist index -> item; -1 none, NM_LEFT_WINDOW */
 	size_t ahist;
 	struct hset seen;      /* hashes of every trial's architecture */
+	struct editdist_vocab vocab; /* the layers of every descriptor the search makes */
 	struct tgraph start;
 	const char *start_name;
 	struct morph_limits lim;
@@ -70,7 +71,7 @@ struct nm {
 void nm_hist_item_reserve(struct nm *nm, size_t idx);
 /* The item of history entry idx: 1, or 0 (with a warning) when the search
  * ignores it. */
-int nm_make_item(const struct tuner *t, const struct nm *nm, size_t idx, struct nm_item *item);
+int nm_make_item(const struct tuner *t, struct nm *nm, size_t idx, struct nm_item *item);
 /* Add an item (nm takes it) as the next GP row's. */
 void nm_add_item(struct nm *nm, const struct nm_item *item);
 /* Observe a new item: its kernel row against the items, its target (its

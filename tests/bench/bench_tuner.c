@@ -6,9 +6,11 @@
  * the state cache (tuner.cache).
  *
  *   bench_tuner [--sizes 10,100,1000,5000] [--reps 3] [--threads 2] [--models small,resnet]
+ *   bench_tuner --ramp N [--models small|resnet] [--threads 2]
  *
  * Prints one table row per (model, n) with the targets side by side. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,9 +322,59 @@ static int run_history(const struct model_kind *k, const char *dir, int reps, un
 	return 0;
 }
 
+/* --ramp N: N proposals in a row with none finished, every one pending: an
+ * experiment's start, when every slot is free (4,096 of them at the scale
+ * harness's largest size) and nothing has a result yet. Prints the cost by
+ * quarter of n and a digest of the proposals' hashes, which two builds that
+ * must propose the same share. */
+static int run_ramp(const struct model_kind *k, int n, unsigned threads)
+{
+	cJSON *ca;
+	struct tuner_config cfg;
+	struct tuner *t;
+	if (kind_tuner(k, threads, &cfg, &ca, &t) < 0)
+		return -1;
+	printf("ramp: %d proposals, none finished, model %s, %u threads\n", n, k->name, threads);
+	printf("%13s %11s %9s %10s %10s\n", "proposals", "propose_ms", "prop_cpu", "dist/prop",
+	       "cand/prop");
+	struct tuner_nm_stats before, after;
+	tuner_nm_stats(t, &before);
+	uint64_t digest = 1469598103934665603ull;   /* FNV-1a over the hashes */
+	double w0 = util_monotonic(), c0 = cpu_now(), start = w0;
+	int from = 1, step = n >= 4 ? n / 4 : 1;
+	for (int seq = 1; seq <= n; seq++) {
+		cJSON *arch, *params;
+		if (tuner_propose(t, (unsigned)seq, &arch, &params) < 0)
+			return -1;
+		const cJSON *hash = cJSON_GetObjectItem(cJSON_GetObjectItem(arch, "meta"), "hash");
+		for (const char *c = cJSON_IsString(hash) ? hash->valuestring : "-"; *c; c++)
+			digest = (digest ^ (uint8_t)*c) * 1099511628211ull;
+		cJSON_Delete(arch);
+		cJSON_Delete(params);
+		if (seq % step && seq != n)
+			continue;
+		double w = util_monotonic(), c = cpu_now(), m = (double)(seq - from + 1);
+		tuner_nm_stats(t, &after);
+		printf("%6d-%-6d %11.2f %9.2f %10.0f %10.1f\n", from, seq, 1e3 * (w - w0) / m,
+		       1e3 * (c - c0) / m, (double)(after.distances - before.distances) / m,
+		       (double)(after.candidates - before.candidates) / m);
+		before = after;
+		w0 = w;
+		c0 = c;
+		from = seq + 1;
+	}
+	printf("all %d: %.2f s, %.2f ms a proposal; digest of the proposals %016llx\n", n,
+	       util_monotonic() - start, 1e3 * (util_monotonic() - start) / n,
+	       (unsigned long long)digest);
+	tuner_free(t);
+	cJSON_Delete(ca);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *history = NULL;
+	int ramp = 0;
 	int sizes[8] = { 10, 100, 1000, 5000 }, nsizes = 4, reps = 3;
 	unsigned threads = 2;
 	const char *models = "small,resnet";
@@ -340,13 +392,25 @@ int main(int argc, char **argv)
 			models = argv[i + 1];
 		} else if (!strcmp(argv[i], "--history")) {
 			history = argv[i + 1];
+		} else if (!strcmp(argv[i], "--ramp")) {
+			ramp = atoi(argv[i + 1]);
+			if (ramp < 1)
+				die("--ramp needs a number of proposals, not '%s'", argv[i + 1]);
 		} else {
 			die("usage: bench_tuner [--sizes 10,100,1000,5000] [--reps 3] [--threads 2] "
-			    "[--models small,resnet] [--history EXPERIMENT_DIR --models small|resnet]");
+			    "[--models small,resnet] [--history EXPERIMENT_DIR --models small|resnet] "
+			    "[--ramp N --models small|resnet]");
 		}
 	}
 	if (reps < 1 || reps > 16 || nsizes < 1)
 		die("bad --reps or --sizes");
+	if (ramp && history)
+		die("--ramp and --history: one at a time");
+	for (size_t k = 0; ramp && k < ARRAY_SIZE(kinds); k++)
+		if (!strcmp(models, kinds[k].name))
+			return run_ramp(&kinds[k], ramp, threads) < 0;
+	if (ramp)
+		die("--ramp needs --models small or --models resnet, not '%s'", models);
 	for (size_t k = 0; history && k < ARRAY_SIZE(kinds); k++)
 		if (!strcmp(models, kinds[k].name))
 			return run_history(&kinds[k], history, reps, threads) < 0;

@@ -185,13 +185,17 @@ static double textbook(const struct tdesc *a, const struct tdesc *b)
 
 /* Relatives share a prefix and a suffix and differ in between (the common
  * ends are stripped before the table); unrelated pairs share nothing. Every
- * bound: the bounded distance is the textbook one when that is within it. */
-Test(tuner_distance, banded_and_stripped_equal_the_textbook_table)
+ * bound: the bounded distance is the textbook one when that is within it.
+ * With vocab, the descriptors take their tokens from it, as the tuner's do
+ * (a small one: some pairs have them, some not); without, each pair makes
+ * its own. *tokened counts the pairs that had them. */
+static void check_against_textbook(struct editdist_vocab *vocab, int *tokened)
 {
 	struct trng r;
 	trng_seed(&r, 17, 3);
 	struct tdesc_layer la[80], lb[90];
 	int within = 0, beyond = 0;
+	*tokened = 0;
 	for (int t = 0; t < 2000; t++) {
 		int na = 1 + (int)trng_below(&r, 79);
 		for (int i = 0; i < na; i++)
@@ -212,6 +216,11 @@ Test(tuner_distance, banded_and_stripped_equal_the_textbook_table)
 				lb[j] = plain((int)trng_below(&r, 4));
 		}
 		struct tdesc a = mk(la, na, NULL, 0), b = mk(lb, nb, NULL, 0);
+		if (vocab) {
+			editdist_vocab_tokens(vocab, &a);
+			editdist_vocab_tokens(vocab, &b);
+			*tokened += a.tok && b.tok;
+		}
 		double want = textbook(&a, &b);
 		cr_assert_float_eq(editdist_layers(&a, &b), want, 1e-9, "na %d nb %d", na, nb);
 		cr_assert_float_eq(editdist_layers(&b, &a), want, 1e-9, "na %d nb %d", na, nb);
@@ -225,8 +234,45 @@ Test(tuner_distance, banded_and_stripped_equal_the_textbook_table)
 				beyond++;
 			}
 		}
+		free(a.tok);
+		free(b.tok);
 	}
 	cr_assert(within > 1000 && beyond > 1000, "within %d beyond %d", within, beyond);
+}
+
+Test(tuner_distance, banded_and_stripped_equal_the_textbook_table)
+{
+	int tokened;
+	check_against_textbook(NULL, &tokened);
+	cr_assert_eq(tokened, 0);
+}
+
+/* The tuner's way: one vocabulary for every descriptor. It holds 9 of the
+ * test's dozen distinct layers, so a pair with one of the others has no
+ * tokens and makes its own, and the two meet in one test. */
+Test(tuner_distance, a_shared_vocabulary_gives_the_textbook_table)
+{
+	struct editdist_vocab v;
+	int tokened;
+	editdist_vocab_init(&v, 9);
+	check_against_textbook(&v, &tokened);
+	cr_assert_eq(v.n, 9, "tokens %d", v.n);
+	cr_assert(tokened > 50 && tokened < 1950, "pairs with tokens: %d of 2000", tokened);
+	struct tdesc_layer known = v.layer[3], fresh = conv(4096, 7, 3);
+	cr_assert_eq(editdist_vocab_token(&v, &known), 3);
+	cr_assert_eq(editdist_vocab_token(&v, &fresh), -1, "past the vocabulary's 9 tokens");
+	editdist_vocab_release(&v);
+	/* past its first 16 tokens the cost matrix grows: every cost moves */
+	editdist_vocab_init(&v, 40);
+	for (int f = 1; f <= 40; f++) {
+		struct tdesc_layer l = conv(f, f % 2 ? 1 : 3, 1);
+		cr_assert_eq(editdist_vocab_token(&v, &l), f - 1);
+	}
+	for (int a = 0; a < v.n; a++)
+		for (int b = 0; b < v.n; b++)
+			cr_assert_eq(v.cost[(size_t)a * v.cap + b], editdist_layer(&v.layer[a], &v.layer[b]),
+				     "tokens %d, %d", a, b);
+	editdist_vocab_release(&v);
 }
 
 Test(tuner_distance, morphisms_have_their_expected_distance)
