@@ -27,7 +27,7 @@ double editdist_bounded(const struct tdesc *a, const struct tdesc *b, double bou
 /* The distinct main-chain layers a search meets, each a token, and the
  * substitution cost (editdist_layer) of every pair: a cell of the distance
  * table is then one load, not a comparison of layers that branches on
- * their type and shape (a search of ResNet-50 morphs met 48 distinct
+ * their type and shape (a search of ResNet-50 morphs met at most 48 distinct
  * layers in 10,000 trials). */
 #define EDITDIST_VOCAB_MAX 1024   /* a tuner's vocabulary: 8 MB of costs at most */
 struct editdist_vocab {

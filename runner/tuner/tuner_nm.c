@@ -391,13 +391,13 @@ static void expand(struct search *s, const struct nm_elem *e, struct trng *r, st
 		struct nm_cand c = { .graph = nbs[k], .parent_item = pitem,
 				     .parent_cand = e->item >= 0 ? -1 : e->cand, .kind = kinds[k] };
 		tdesc_from_graph(&c.desc, &c.graph);
-		editdist_vocab_tokens(&nm->vocab, &c.desc);
 		if (hset_has(&nm->seen, c.desc.hash) || hset_has(&s->cand_seen, c.desc.hash)) {
 			tdesc_release(&c.desc);
 			tgraph_release(&c.graph);
 			continue;
 		}
 		hset_insert(&s->cand_seen, c.desc.hash);
+		editdist_vocab_tokens(&nm->vocab, &c.desc);   /* a duplicate needs none */
 		if (s->ncands == s->acands) {
 			int old = s->acands;
 			s->acands = s->acands ? 2 * s->acands : 64;

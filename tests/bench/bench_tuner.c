@@ -371,6 +371,15 @@ static int run_ramp(const struct model_kind *k, int n, unsigned threads)
 	return 0;
 }
 
+/* The one model --ramp and --history take, by its name in --models. */
+static const struct model_kind *one_kind(const char *models, const char *mode)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++)
+		if (!strcmp(models, kinds[k].name))
+			return &kinds[k];
+	die("%s needs --models small or --models resnet, not '%s'", mode, models);
+}
+
 int main(int argc, char **argv)
 {
 	const char *history = NULL;
@@ -406,17 +415,10 @@ int main(int argc, char **argv)
 		die("bad --reps or --sizes");
 	if (ramp && history)
 		die("--ramp and --history: one at a time");
-	for (size_t k = 0; ramp && k < ARRAY_SIZE(kinds); k++)
-		if (!strcmp(models, kinds[k].name))
-			return run_ramp(&kinds[k], ramp, threads) < 0;
 	if (ramp)
-		die("--ramp needs --models small or --models resnet, not '%s'", models);
-	for (size_t k = 0; history && k < ARRAY_SIZE(kinds); k++)
-		if (!strcmp(models, kinds[k].name))
-			return run_history(&kinds[k], history, reps, threads) < 0;
-	if (history)
-		die("--history %s needs --models small or --models resnet (the experiment's class "
-		    "arguments), not '%s'", history, models);
+		return run_ramp(one_kind(models, "--ramp"), ramp, threads) < 0;
+	if (history)   /* the experiment's class arguments */
+		return run_history(one_kind(models, "--history"), history, reps, threads) < 0;
 	printf("NetworkMorphism tuner, %u threads; small = CnnGenerator 32x32x3 (t_min 1e-4, cooling "
 	       "0.9), resnet = ResNet-50 224x224x3 (cooling 0.5)\n", threads);
 	printf("%-7s %6s %5s %11s %9s %10s %10s %12s %10s %9s %8s %8s %9s\n", "model", "n", "reps",
