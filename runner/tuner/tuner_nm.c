@@ -45,8 +45,10 @@ struct scan {
 	const struct tdesc *x;
 	const int *subset;     /* items to look at, or NULL for all */
 	double layer_bound;    /* exact main-chain distance up to here */
+	int layers_only;       /* dl alone: a list needs no skips */
 	double *dl;            /* (n) main-chain distance (> layer_bound: "far") */
-	double *dt;            /* (n) total distance, or DBL_MAX past the cutoff */
+	double *dt;            /* (n) total distance, or DBL_MAX past the cutoff;
+				* not written when layers_only */
 };
 
 static void scan_range(void *ctx, size_t b, size_t e)
@@ -57,14 +59,17 @@ static void scan_range(void *ctx, size_t b, size_t e)
 		int j = s->subset ? s->subset[k] : (int)k;
 		const struct tdesc *y = &nm->items[j].desc;
 		double dl = editdist_layers_bounded(s->x, y, s->layer_bound);
+		s->dl[k] = dl;
+		if (s->layers_only)
+			continue;
 		double dt = DBL_MAX;
 		double skip_lb = EDITDIST_KERNEL_LAMBDA * fabs((double)(s->x->nskips - y->nskips));
 		if (dl + skip_lb <= nm->cutoff) {
-			dt = dl + EDITDIST_KERNEL_LAMBDA * editdist_skips(s->x, y);
+			dt = dl + EDITDIST_KERNEL_LAMBDA *
+				  editdist_skips_bounded(s->x, y, (nm->cutoff - dl) / EDITDIST_KERNEL_LAMBDA);
 			if (dt > nm->cutoff)
 				dt = DBL_MAX;
 		}
-		s->dl[k] = dl;
 		s->dt[k] = dt;
 	}
 }
@@ -199,7 +204,7 @@ void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item)
 	double *dl = xmalloc((n ? n : 1) * sizeof(double)), *dt = xmalloc((n ? n : 1) * sizeof(double));
 	int *idxs = xmalloc((n ? n : 1) * sizeof(int));
 	double *kv = xmalloc((n ? n : 1) * sizeof(double));
-	struct scan s = { nm, &item->desc, NULL, nm->cutoff, dl, dt };
+	struct scan s = { nm, &item->desc, NULL, nm->cutoff, 0, dl, dt };
 	scan(nm, &s, n);
 	int nnz = kernel_row(nm, dt, NULL, n, idxs, kv);
 	double y;
@@ -303,7 +308,7 @@ static void make_list(struct search *s, const struct tdesc *d, const int *subset
 		      double bound, struct nlist *out)
 {
 	struct nm *nm = s->nm;
-	struct scan sc = { nm, d, subset, bound, s->dl, s->dt };
+	struct scan sc = { nm, d, subset, bound, 1, s->dl, NULL };
 	scan(nm, &sc, n);
 	out->item = xmalloc((n ? n : 1) * sizeof(int));
 	out->dl = xmalloc((n ? n : 1) * sizeof(double));
@@ -363,7 +368,7 @@ static void evaluate(struct search *s, struct nm_cand *c, const struct tdesc *pa
 		for (int j = 0; j < nm->nitems; j++)
 			s->sub[nsub++] = j;
 	}
-	struct scan sc = { nm, &c->desc, s->sub, nm->cutoff, s->dl, s->dt };
+	struct scan sc = { nm, &c->desc, s->sub, nm->cutoff, 0, s->dl, s->dt };
 	scan(nm, &sc, (size_t)nsub);
 	int nnz = kernel_row(nm, s->dt, s->sub, (size_t)nsub, s->idx, s->kv);
 	double var;
