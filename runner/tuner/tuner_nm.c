@@ -291,6 +291,12 @@ static void nlist_release(struct nlist *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* Scratch of size nitems for one scan at a time. */
+struct scratch {
+	double *dl, *dt, *kv;
+	int *idx, *sub;
+};
+
 struct search {
 	struct nm *nm;
 	struct nm_cand *cands;
@@ -298,26 +304,43 @@ struct search {
 	int ncands, acands;
 	struct nlist *hlists;  /* lists of expanded history items, by item (lazily) */
 	struct hset cand_seen;
-	/* scratch of size nitems */
-	double *dl, *dt, *kv;
-	int *idx, *sub;
+	struct scratch *w;     /* (n_neighbours) one for each child an expansion evaluates */
 };
+
+static void scratch_init(struct scratch *w, size_t n)
+{
+	w->dl = xmalloc(n * sizeof(double));
+	w->dt = xmalloc(n * sizeof(double));
+	w->kv = xmalloc(n * sizeof(double));
+	w->idx = xmalloc(n * sizeof(int));
+	w->sub = xmalloc(n * sizeof(int));
+}
+
+static void scratch_release(struct scratch *w)
+{
+	free(w->dl);
+	free(w->dt);
+	free(w->kv);
+	free(w->idx);
+	free(w->sub);
+}
 
 /* Scan `subset` (NULL = every item) from d and keep what is within bound. */
 static void make_list(struct search *s, const struct tdesc *d, const int *subset, size_t n,
 		      double bound, struct nlist *out)
 {
 	struct nm *nm = s->nm;
-	struct scan sc = { nm, d, subset, bound, 1, s->dl, NULL };
+	double *dl = s->w[0].dl;   /* before any child is evaluated */
+	struct scan sc = { nm, d, subset, bound, 1, dl, NULL };
 	scan(nm, &sc, n);
 	out->item = xmalloc((n ? n : 1) * sizeof(int));
 	out->dl = xmalloc((n ? n : 1) * sizeof(double));
 	out->n = 0;
 	out->bound = bound;
 	for (size_t k = 0; k < n; k++)
-		if (s->dl[k] <= bound) {
+		if (dl[k] <= bound) {
 			out->item[out->n] = subset ? subset[k] : (int)k;
-			out->dl[out->n++] = s->dl[k];
+			out->dl[out->n++] = dl[k];
 		}
 }
 
@@ -352,30 +375,81 @@ static const struct nlist *element_list(struct search *s, const struct nm_elem *
 	return l;
 }
 
-/* Evaluate a fresh candidate: only the items of its parent's list within
- * cutoff + delta can be within the cutoff of it. */
-static void evaluate(struct search *s, struct nm_cand *c, const struct tdesc *parent,
-		     const struct nlist *pl)
+/* The items a fresh candidate is scanned against: those of its parent's
+ * list within cutoff + delta, since only they can be within the cutoff of
+ * it. Returns how many (in w->sub). */
+static int candidate_items(const struct nm *nm, struct nm_cand *c, const struct tdesc *parent,
+			   const struct nlist *pl, struct scratch *w)
 {
-	struct nm *nm = s->nm;
 	int nsub = 0;
 	c->delta = editdist_layers(parent, &c->desc);
 	if (nm->pruning && pl->bound >= nm->cutoff + c->delta) {
 		for (int k = 0; k < pl->n; k++)
 			if (pl->dl[k] - c->delta <= nm->cutoff)
-				s->sub[nsub++] = pl->item[k];
+				w->sub[nsub++] = pl->item[k];
 	} else {   /* not with the built-in morphisms; stay exact anyway */
 		for (int j = 0; j < nm->nitems; j++)
-			s->sub[nsub++] = j;
+			w->sub[nsub++] = j;
 	}
-	struct scan sc = { nm, &c->desc, s->sub, nm->cutoff, 0, s->dl, s->dt };
-	scan(nm, &sc, (size_t)nsub);
-	int nnz = kernel_row(nm, s->dt, s->sub, (size_t)nsub, s->idx, s->kv);
+	return nsub;
+}
+
+/* Scan a candidate against its nsub items and predict it. `split`: the
+ * scan takes the pool; otherwise it runs on this thread (the pool runs
+ * candidates side by side). */
+static void evaluate(const struct nm *nm, struct nm_cand *c, struct scratch *w, int nsub, int split)
+{
+	struct scan sc = { nm, &c->desc, w->sub, nm->cutoff, 0, w->dl, w->dt };
+	if (split)
+		tpool_run(nm->pool, (size_t)nsub, 64, scan_range, &sc);
+	else
+		scan_range(&sc, 0, (size_t)nsub);
+	int nnz = kernel_row(nm, w->dt, w->sub, (size_t)nsub, w->idx, w->kv);
 	double var;
-	gp_predict(&nm->gp, s->idx, s->kv, nnz, &c->mean, &var);
+	gp_predict(&nm->gp, w->idx, w->kv, nnz, &c->mean, &var);
 	c->std = sqrt(var);
 	c->acq = c->mean + nm->beta * c->std;
-	nm->stats.candidates++;
+}
+
+/* The fresh children of one expansion, side by side on the pool. */
+struct evaluation {
+	const struct nm *nm;
+	struct nm_cand *c;
+	struct scratch *w;
+	const int *nsub;
+};
+
+static void evaluate_range(void *ctx, size_t b, size_t e)
+{
+	struct evaluation *ev = ctx;
+	for (size_t k = b; k < e; k++)
+		evaluate(ev->nm, &ev->c[k], &ev->w[k], ev->nsub[k], 0);
+}
+
+/* Evaluate an expansion's nc fresh children. With enough distances to
+ * compute (in the ramp of an experiment's start, every pending trial is
+ * near every candidate) the children run side by side, each scan on one
+ * thread; a few short scans cost less than waking the pool per child. */
+static void evaluate_children(struct search *s, struct nm_cand *c, int nc, const struct tdesc *parent,
+			      const struct nlist *pl)
+{
+	enum { SIDE_BY_SIDE = 256 };   /* distances, all children together */
+	struct nm *nm = s->nm;
+	int nsub[256];   /* n_neighbours <= 256 */
+	unsigned long total = 0;
+	for (int k = 0; k < nc; k++) {
+		nsub[k] = candidate_items(nm, &c[k], parent, pl, &s->w[k]);
+		total += (unsigned long)nsub[k];
+	}
+	if (nc > 1 && total >= SIDE_BY_SIDE) {
+		struct evaluation ev = { nm, c, s->w, nsub };
+		tpool_run(nm->pool, (size_t)nc, 1, evaluate_range, &ev);
+	} else {
+		for (int k = 0; k < nc; k++)
+			evaluate(nm, &c[k], &s->w[k], nsub[k], 1);
+	}
+	nm->stats.distances += total;
+	nm->stats.candidates += (unsigned long)nc;
 }
 
 /* Expand one element: its history list, then its morphism neighbours. */
@@ -385,7 +459,8 @@ static void expand(struct search *s, const struct nm_elem *e, struct trng *r, st
 	struct nm *nm = s->nm;
 	int pitem = e->item >= 0 ? e->item : s->cands[e->cand].parent_item;
 	struct tgraph *nbs = xmalloc((size_t)nm->n_neighbours * sizeof(*nbs));
-	int *kinds = xmalloc((size_t)nm->n_neighbours * sizeof(int));
+	struct nm_cand *fresh = xmalloc((size_t)nm->n_neighbours * sizeof(*fresh));
+	int *kinds = xmalloc((size_t)nm->n_neighbours * sizeof(int)), nf = 0;
 	nm->stats.expansions++;
 	if (e->item >= 0)
 		nm->stats.expansions_history++;
@@ -403,26 +478,28 @@ static void expand(struct search *s, const struct nm_elem *e, struct trng *r, st
 		}
 		hset_insert(&s->cand_seen, c.desc.hash);
 		editdist_vocab_tokens(&nm->vocab, &c.desc);   /* a duplicate needs none */
-		if (s->ncands == s->acands) {
+		fresh[nf++] = c;
+	}
+	const struct tdesc *pd = e->item >= 0 ? &nm->items[e->item].desc : &s->cands[e->cand].desc;
+	evaluate_children(s, fresh, nf, pd, pl);
+	for (int k = 0; k < nf; k++) {
+		if (s->ncands == s->acands) {   /* pl is not read past here */
 			int old = s->acands;
 			s->acands = s->acands ? 2 * s->acands : 64;
 			s->cands = xrealloc(s->cands, (size_t)s->acands * sizeof(*s->cands));
 			s->lists = xrealloc(s->lists, (size_t)s->acands * sizeof(*s->lists));
 			memset(s->lists + old, 0, (size_t)(s->acands - old) * sizeof(*s->lists));
-			if (e->item < 0)   /* pl points into the old lists array */
-				pl = &s->lists[e->cand];
 		}
-		const struct tdesc *pd = e->item >= 0 ? &nm->items[e->item].desc : &s->cands[e->cand].desc;
-		evaluate(s, &c, pd, pl);
 		int ci = s->ncands++;
-		s->cands[ci] = c;
-		heap_push(h, (struct nm_elem){ c.acq, -1, ci, (*order)++ });
-		if (c.acq > *opt) {
-			*opt = c.acq;
+		s->cands[ci] = fresh[k];
+		heap_push(h, (struct nm_elem){ fresh[k].acq, -1, ci, (*order)++ });
+		if (fresh[k].acq > *opt) {
+			*opt = fresh[k].acq;
 			*best = ci;
 		}
 	}
 	free(kinds);
+	free(fresh);
 	free(nbs);
 }
 
@@ -489,11 +566,9 @@ static cJSON *search_arch(struct tuner *t, struct trng *r)
 	struct nm *nm = t->priv;
 	struct search s = { .nm = nm };
 	size_t n = (size_t)nm->nitems + 1;
-	s.dl = xmalloc(n * sizeof(double));
-	s.dt = xmalloc(n * sizeof(double));
-	s.kv = xmalloc(n * sizeof(double));
-	s.idx = xmalloc(n * sizeof(int));
-	s.sub = xmalloc(n * sizeof(int));
+	s.w = xmalloc((size_t)nm->n_neighbours * sizeof(*s.w));
+	for (int k = 0; k < nm->n_neighbours; k++)
+		scratch_init(&s.w[k], n);
 	s.hlists = xcalloc(n, sizeof(*s.hlists));
 	struct heap h = { 0 };
 	unsigned long order = 0;
@@ -545,11 +620,9 @@ static cJSON *search_arch(struct tuner *t, struct trng *r)
 	free(s.cands);
 	hset_release(&s.cand_seen);
 	free(h.e);
-	free(s.sub);
-	free(s.idx);
-	free(s.kv);
-	free(s.dt);
-	free(s.dl);
+	for (int k = 0; k < nm->n_neighbours; k++)
+		scratch_release(&s.w[k]);
+	free(s.w);
 	return doc;
 }
 
