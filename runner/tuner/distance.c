@@ -336,7 +336,32 @@ double editdist_assignment(const double *cost, int n, int m)
 	return r;
 }
 
-double editdist_skips(const struct tdesc *a, const struct tdesc *b)
+/* The matching's cost is at least the sum, over the smaller side, of each
+ * skip's cheapest partner (every one of them is matched): when that is
+ * past the bound the Hungarian matching is not needed. */
+static double assignment_floor(const double *c, int n, int m)
+{
+	double rows = 0, cols = 0;
+	if (n <= m)
+		for (int i = 0; i < n; i++) {
+			double lo = c[(size_t)i * m];
+			for (int j = 1; j < m; j++)
+				if (c[(size_t)i * m + j] < lo)
+					lo = c[(size_t)i * m + j];
+			rows += lo;
+		}
+	if (m <= n)
+		for (int j = 0; j < m; j++) {
+			double lo = c[j];
+			for (int i = 1; i < n; i++)
+				if (c[(size_t)i * m + j] < lo)
+					lo = c[(size_t)i * m + j];
+			cols += lo;
+		}
+	return rows > cols ? rows : cols;
+}
+
+double editdist_skips_bounded(const struct tdesc *a, const struct tdesc *b, double bound)
 {
 	int n = a->nskips, m = b->nskips;
 	double extra = fabs((double)(n - m));
@@ -349,10 +374,17 @@ double editdist_skips(const struct tdesc *a, const struct tdesc *b)
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < m; j++)
 			c[(size_t)i * m + j] = skip_distance(&a->skips[i], &b->skips[j]);
-	double r = editdist_assignment(c, n, m) + extra;
+	/* a hair of room: the floor and the matching add in other orders */
+	double least = assignment_floor(c, n, m) + extra;
+	double r = least > bound + 1e-9 ? least : editdist_assignment(c, n, m) + extra;
 	if (c != scratch)
 		free(c);
 	return r;
+}
+
+double editdist_skips(const struct tdesc *a, const struct tdesc *b)
+{
+	return editdist_skips_bounded(a, b, INFINITY);
 }
 
 double editdist(const struct tdesc *a, const struct tdesc *b)
@@ -368,5 +400,6 @@ double editdist_bounded(const struct tdesc *a, const struct tdesc *b, double bou
 		*layers = lay;
 	if (lay + skip_lb > bound)
 		return lay + skip_lb;
-	return lay + EDITDIST_KERNEL_LAMBDA * editdist_skips(a, b);
+	return lay + EDITDIST_KERNEL_LAMBDA *
+		     editdist_skips_bounded(a, b, (bound - lay) / EDITDIST_KERNEL_LAMBDA);
 }

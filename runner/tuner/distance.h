@@ -18,6 +18,9 @@ double editdist_layers(const struct tdesc *a, const struct tdesc *b);
 double editdist_layers_bounded(const struct tdesc *a, const struct tdesc *b, double bound);
 /* Skip-connection distance (Hungarian matching + count difference). */
 double editdist_skips(const struct tdesc *a, const struct tdesc *b);
+/* The same, exact when <= bound, otherwise some value > bound (the
+ * matching is skipped when its floor is past the bound). */
+double editdist_skips_bounded(const struct tdesc *a, const struct tdesc *b, double bound);
 /* NNI's edit_distance(a, b). */
 double editdist(const struct tdesc *a, const struct tdesc *b);
 /* editdist, exact when <= bound, otherwise some value > bound; *layers (may

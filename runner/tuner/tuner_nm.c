@@ -1,6 +1,8 @@
 /* tuner_nm.c: the "NetworkMorphism" tuner: NNI's network morphism search
  * (GP over edit distances, UCB acquisition, simulated annealing over
  * morphism neighbours) for the architecture, TPE for the hyperparameters.
+ * This file: the observations and the tuner's ops; the search is in
+ * tuner_nm_search.c.
  *
  * Where it differs from NNI, and why:
  * - The kernel is exp(-d^2) on the edit distance directly (NNI's predict
@@ -19,7 +21,6 @@
  *   distance scan by the triangle inequality (one morphism moves the
  *   main-chain distance by at most NM_STEP), so a parent's 8 children cost one
  *   scan of the history, not eight. */
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,69 +28,13 @@
 
 #include "distance.h"
 #include "gp.h"
-#include "jsonfile.h"
-#include "morph.h"
 #include "nni_graph.h" /* nni_graph_load: tuner.initialArch */
-#include "morph_record.h"
 #include "hset.h"  /* hset_insert, hset_has: architectures seen */
 #include "pool.h"
 #include "tpe.h"
 #include "tuner_int.h"
 #include "tuner_nm_int.h" /* struct nm, its items; the state cache (tuner_nm_cache.c) */
 #include "util.h"
-
-/* ---- distance scans ------------------------------------------------------ */
-
-struct scan {
-	const struct nm *nm;
-	const struct tdesc *x;
-	const int *subset;     /* items to look at, or NULL for all */
-	double layer_bound;    /* exact main-chain distance up to here */
-	double *dl;            /* (n) main-chain distance (> layer_bound: "far") */
-	double *dt;            /* (n) total distance, or DBL_MAX past the cutoff */
-};
-
-static void scan_range(void *ctx, size_t b, size_t e)
-{
-	struct scan *s = ctx;
-	const struct nm *nm = s->nm;
-	for (size_t k = b; k < e; k++) {
-		int j = s->subset ? s->subset[k] : (int)k;
-		const struct tdesc *y = &nm->items[j].desc;
-		double dl = editdist_layers_bounded(s->x, y, s->layer_bound);
-		double dt = DBL_MAX;
-		double skip_lb = EDITDIST_KERNEL_LAMBDA * fabs((double)(s->x->nskips - y->nskips));
-		if (dl + skip_lb <= nm->cutoff) {
-			dt = dl + EDITDIST_KERNEL_LAMBDA * editdist_skips(s->x, y);
-			if (dt > nm->cutoff)
-				dt = DBL_MAX;
-		}
-		s->dl[k] = dl;
-		s->dt[k] = dt;
-	}
-}
-
-static void scan(struct nm *nm, struct scan *s, size_t n)
-{
-	nm->stats.distances += n;
-	tpool_run(nm->pool, n, 64, scan_range, s);
-}
-
-/* Sparse kernel row of x from a scan's total distances. */
-static int kernel_row(const struct nm *nm, const double *dt, const int *subset, size_t n, int *idx,
-		      double *kv)
-{
-	int nnz = 0;
-	for (size_t k = 0; k < n; k++) {
-		if (dt[k] == DBL_MAX)
-			continue;
-		int j = subset ? subset[k] : (int)k;
-		idx[nnz] = nm->items[j].row;
-		kv[nnz] = exp(-dt[k] * dt[k]);
-		nnz++;
-	}
-	return nnz;
-}
 
 /* ---- observations -------------------------------------------------------- */
 
@@ -194,14 +139,10 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item)
 {
 	const struct tuner_hist *h = &t->hist[item->hist];
-	/* kernel row against every earlier item */
 	size_t n = (size_t)nm->nitems;
-	double *dl = xmalloc((n ? n : 1) * sizeof(double)), *dt = xmalloc((n ? n : 1) * sizeof(double));
 	int *idxs = xmalloc((n ? n : 1) * sizeof(int));
 	double *kv = xmalloc((n ? n : 1) * sizeof(double));
-	struct scan s = { nm, &item->desc, NULL, nm->cutoff, dl, dt };
-	scan(nm, &s, n);
-	int nnz = kernel_row(nm, dt, NULL, n, idxs, kv);
+	int nnz = nm_kernel_row(nm, &item->desc, idxs, kv);
 	double y;
 	if (h->state == TUNER_OBS_DONE) {
 		y = internal_y(nm, h->metric);
@@ -214,338 +155,7 @@ void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item)
 	item->row = gp_add(&nm->gp, idxs, kv, nnz, y);
 	free(kv);
 	free(idxs);
-	free(dt);
-	free(dl);
 	nm_add_item(nm, item);
-}
-
-/* ---- annealing ----------------------------------------------------------- */
-
-struct heap {
-	struct nm_elem *e;
-	size_t n, cap;
-};
-
-static int elem_before(const struct nm_elem *a, const struct nm_elem *b)
-{
-	if (a->value != b->value)
-		return a->value > b->value;
-	return a->order < b->order;
-}
-
-static void heap_push(struct heap *h, struct nm_elem x)
-{
-	if (h->n == h->cap) {
-		h->cap = h->cap ? 2 * h->cap : 256;
-		h->e = xrealloc(h->e, h->cap * sizeof(*h->e));
-	}
-	size_t i = h->n++;
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!elem_before(&x, &h->e[p]))
-			break;
-		h->e[i] = h->e[p];
-		i = p;
-	}
-	h->e[i] = x;
-}
-
-static struct nm_elem heap_pop(struct heap *h)
-{
-	struct nm_elem top = h->e[0], x = h->e[--h->n];
-	size_t i = 0;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && elem_before(&h->e[c + 1], &h->e[c]))
-			c++;
-		if (!elem_before(&h->e[c], &x))
-			break;
-		h->e[i] = h->e[c];
-		i = c;
-	}
-	if (h->n)
-		h->e[i] = x;
-	return top;
-}
-
-/* The history items within `bound` (main-chain distance) of a model, with
- * their exact distances; items past the bound are "far". */
-struct nlist {
-	int *item;     /* (n) */
-	double *dl;    /* (n) */
-	int n;
-	double bound;
-};
-
-static void nlist_release(struct nlist *l)
-{
-	free(l->item);
-	free(l->dl);
-	memset(l, 0, sizeof(*l));
-}
-
-struct search {
-	struct nm *nm;
-	struct nm_cand *cands;
-	struct nlist *lists;   /* (acands) lists of expanded candidates */
-	int ncands, acands;
-	struct nlist *hlists;  /* lists of expanded history items, by item (lazily) */
-	struct hset cand_seen;
-	/* scratch of size nitems */
-	double *dl, *dt, *kv;
-	int *idx, *sub;
-};
-
-/* Scan `subset` (NULL = every item) from d and keep what is within bound. */
-static void make_list(struct search *s, const struct tdesc *d, const int *subset, size_t n,
-		      double bound, struct nlist *out)
-{
-	struct nm *nm = s->nm;
-	struct scan sc = { nm, d, subset, bound, s->dl, s->dt };
-	scan(nm, &sc, n);
-	out->item = xmalloc((n ? n : 1) * sizeof(int));
-	out->dl = xmalloc((n ? n : 1) * sizeof(double));
-	out->n = 0;
-	out->bound = bound;
-	for (size_t k = 0; k < n; k++)
-		if (s->dl[k] <= bound) {
-			out->item[out->n] = subset ? subset[k] : (int)k;
-			out->dl[out->n++] = s->dl[k];
-		}
-}
-
-/* The list of an element about to be expanded. A candidate's comes from its
- * parent's list when that is wide enough (triangle inequality: an item
- * within B - delta of the candidate is within B of the parent); otherwise,
- * and for history items, from a full scan with a wide bound. */
-static const struct nlist *element_list(struct search *s, const struct nm_elem *e)
-{
-	static const struct nlist none = { NULL, NULL, 0, 0.0 };
-	struct nm *nm = s->nm;
-	double need = nm->cutoff + NM_STEP;        /* to evaluate children exactly */
-	if (!nm->pruning)
-		return &none;
-	double wide = nm->cutoff + 2 * NM_STEP;    /* full scans: room for a few generations */
-	if (e->item >= 0) {
-		struct nlist *l = &s->hlists[e->item];
-		if (!l->item)
-			make_list(s, &nm->items[e->item].desc, NULL, (size_t)nm->nitems, wide, l);
-		return l;
-	}
-	const struct nm_cand *c = &s->cands[e->cand];
-	struct nlist *l = &s->lists[e->cand];
-	const struct nlist *p = c->parent_cand >= 0 ? &s->lists[c->parent_cand]
-						    : &s->hlists[c->parent_item];
-	if (p->item && p->bound - c->delta >= need) {
-		make_list(s, &c->desc, p->item, (size_t)p->n, p->bound - c->delta, l);
-		nm->stats.list_reuses++;
-	} else {
-		make_list(s, &c->desc, NULL, (size_t)nm->nitems, wide, l);
-	}
-	return l;
-}
-
-/* Evaluate a fresh candidate: only the items of its parent's list within
- * cutoff + delta can be within the cutoff of it. */
-static void evaluate(struct search *s, struct nm_cand *c, const struct tdesc *parent,
-		     const struct nlist *pl)
-{
-	struct nm *nm = s->nm;
-	int nsub = 0;
-	c->delta = editdist_layers(parent, &c->desc);
-	if (nm->pruning && pl->bound >= nm->cutoff + c->delta) {
-		for (int k = 0; k < pl->n; k++)
-			if (pl->dl[k] - c->delta <= nm->cutoff)
-				s->sub[nsub++] = pl->item[k];
-	} else {   /* not with the built-in morphisms; stay exact anyway */
-		for (int j = 0; j < nm->nitems; j++)
-			s->sub[nsub++] = j;
-	}
-	struct scan sc = { nm, &c->desc, s->sub, nm->cutoff, s->dl, s->dt };
-	scan(nm, &sc, (size_t)nsub);
-	int nnz = kernel_row(nm, s->dt, s->sub, (size_t)nsub, s->idx, s->kv);
-	double var;
-	gp_predict(&nm->gp, s->idx, s->kv, nnz, &c->mean, &var);
-	c->std = sqrt(var);
-	c->acq = c->mean + nm->beta * c->std;
-	nm->stats.candidates++;
-}
-
-/* Expand one element: its history list, then its morphism neighbours. */
-static void expand(struct search *s, const struct nm_elem *e, struct trng *r, struct heap *h,
-		   unsigned long *order, double *opt, int *best)
-{
-	struct nm *nm = s->nm;
-	int pitem = e->item >= 0 ? e->item : s->cands[e->cand].parent_item;
-	struct tgraph *nbs = xmalloc((size_t)nm->n_neighbours * sizeof(*nbs));
-	int *kinds = xmalloc((size_t)nm->n_neighbours * sizeof(int));
-	nm->stats.expansions++;
-	if (e->item >= 0)
-		nm->stats.expansions_history++;
-	const struct nlist *pl = element_list(s, e);
-	int nn = morph_neighbours(e->item >= 0 ? &nm->items[e->item].graph : &s->cands[e->cand].graph,
-				  r, &nm->lim, nm->n_neighbours, nbs, kinds);
-	for (int k = 0; k < nn; k++) {
-		struct nm_cand c = { .graph = nbs[k], .parent_item = pitem,
-				     .parent_cand = e->item >= 0 ? -1 : e->cand, .kind = kinds[k] };
-		tdesc_from_graph(&c.desc, &c.graph);
-		if (hset_has(&nm->seen, c.desc.hash) || hset_has(&s->cand_seen, c.desc.hash)) {
-			tdesc_release(&c.desc);
-			tgraph_release(&c.graph);
-			continue;
-		}
-		hset_insert(&s->cand_seen, c.desc.hash);
-		editdist_vocab_tokens(&nm->vocab, &c.desc);   /* a duplicate needs none */
-		if (s->ncands == s->acands) {
-			int old = s->acands;
-			s->acands = s->acands ? 2 * s->acands : 64;
-			s->cands = xrealloc(s->cands, (size_t)s->acands * sizeof(*s->cands));
-			s->lists = xrealloc(s->lists, (size_t)s->acands * sizeof(*s->lists));
-			memset(s->lists + old, 0, (size_t)(s->acands - old) * sizeof(*s->lists));
-			if (e->item < 0)   /* pl points into the old lists array */
-				pl = &s->lists[e->cand];
-		}
-		const struct tdesc *pd = e->item >= 0 ? &nm->items[e->item].desc : &s->cands[e->cand].desc;
-		evaluate(s, &c, pd, pl);
-		int ci = s->ncands++;
-		s->cands[ci] = c;
-		heap_push(h, (struct nm_elem){ c.acq, -1, ci, (*order)++ });
-		if (c.acq > *opt) {
-			*opt = c.acq;
-			*best = ci;
-		}
-	}
-	free(kinds);
-	free(nbs);
-}
-
-static cJSON *candidate_meta(const struct tuner *t, const struct search *s, int ci)
-{
-	const struct nm *nm = s->nm;
-	const struct nm_cand *c = &s->cands[ci];
-	cJSON *meta = cJSON_CreateObject();
-	cJSON_AddStringToObject(meta, "tuner", "NetworkMorphism");
-	cJSON_AddNumberToObject(meta, "parent_trial", t->hist[nm->items[c->parent_item].hist].seq);
-	int chain[256], n = 0;
-	for (int k = ci; k >= 0 && n < 256; k = s->cands[k].parent_cand)
-		chain[n++] = s->cands[k].kind;
-	cJSON *m = cJSON_AddArrayToObject(meta, "morphisms");
-	for (int k = n - 1; k >= 0; k--)
-		cJSON_AddItemToArray(m, cJSON_CreateString(morph_name(chain[k])));
-	if (n < 256) {   /* the record the child inherits its weights through */
-		const struct tgraph *steps[256];
-		int kinds[256], k = n;
-		for (int c2 = ci; c2 >= 0; c2 = s->cands[c2].parent_cand) {
-			k--;
-			steps[k] = &s->cands[c2].graph;
-			kinds[k] = s->cands[c2].kind;
-		}
-		const struct nm_item *p = &nm->items[c->parent_item];
-		cJSON *rec = morph_record(&p->graph, t->hist[p->hist].arch, t->hist[p->hist].seq,
-					  t->hist[p->hist].place, steps, kinds, n);
-		if (rec)
-			cJSON_AddItemToObject(meta, "morph", rec);
-	}
-	char hex[17];
-	for (int k = 0; k < 16; k++)
-		hex[k] = "0123456789abcdef"[(c->desc.hash >> (60 - 4 * k)) & 15];
-	hex[16] = 0;
-	cJSON_AddStringToObject(meta, "hash", hex);
-	double sign = nm->tpe.maximize ? 1 : -1;
-	cJSON_AddNumberToObject(meta, "predicted_mean", sign * c->mean);
-	cJSON_AddNumberToObject(meta, "predicted_std", c->std);
-	cJSON_AddNumberToObject(meta, "acquisition", sign * c->acq);
-	return meta;
-}
-
-/* With weight inheritance a child starts from its parent's checkpoint, so
- * only a finished trial can be a parent: a morph of a trial still training
- * would start from random weights, and a morphed network trained from
- * scratch can be far worse than its parent (a quickstart child of the
- * running start network never left chance). Without inheritance every
- * trial of the history may be expanded, as in NNI. */
-static int can_parent(const struct tuner *t, const struct nm *nm, int item)
-{
-	return !t->inherit_weights || t->hist[nm->items[item].hist].state == TUNER_OBS_DONE;
-}
-
-static int any_parent(const struct tuner *t, const struct nm *nm)
-{
-	for (int i = 0; i < nm->nitems; i++)
-		if (can_parent(t, nm, i))
-			return 1;
-	return 0;
-}
-
-static cJSON *search_arch(struct tuner *t, struct trng *r)
-{
-	struct nm *nm = t->priv;
-	struct search s = { .nm = nm };
-	size_t n = (size_t)nm->nitems + 1;
-	s.dl = xmalloc(n * sizeof(double));
-	s.dt = xmalloc(n * sizeof(double));
-	s.kv = xmalloc(n * sizeof(double));
-	s.idx = xmalloc(n * sizeof(int));
-	s.sub = xmalloc(n * sizeof(int));
-	s.hlists = xcalloc(n, sizeof(*s.hlists));
-	struct heap h = { 0 };
-	unsigned long order = 0;
-	for (int i = 0; i < nm->nitems; i++)
-		if (can_parent(t, nm, i))
-			heap_push(&h, (struct nm_elem){ nm->gp.y[nm->items[i].row], i, -1, order++ });
-	double temp = 1.0, opt = -INFINITY;
-	int best = -1;
-	while (h.n && temp > nm->t_min) {
-		struct nm_elem e = heap_pop(&h);
-		double x = (e.value - opt) / temp;
-		double ap = exp(x < 1.0 ? x : 1.0);
-		if (ap >= trng_uniform(r))
-			expand(&s, &e, r, &h, &order, &opt, &best);
-		temp *= nm->cooling;
-	}
-	/* Nothing new from the annealing (tiny spaces): random chains from the
-	 * best trials until something is new. */
-	for (int tries = 0; best < 0 && tries < 64 && any_parent(t, nm); tries++) {
-		struct nm_elem e = { 0, (int)trng_below(r, (uint64_t)nm->nitems), -1, order++ };
-		if (tries < nm->nitems) {   /* prefer the best ones first */
-			double bv = -INFINITY;
-			for (int i = 0; i < nm->nitems; i++)
-				if (can_parent(t, nm, i) && nm->gp.y[nm->items[i].row] > bv &&
-				    !(tries & 1)) {
-					bv = nm->gp.y[nm->items[i].row];
-					e.item = i;
-				}
-		}
-		if (!can_parent(t, nm, e.item))
-			continue;
-		expand(&s, &e, r, &h, &order, &opt, &best);
-	}
-	cJSON *doc = NULL;
-	if (best >= 0) {
-		cJSON *meta = candidate_meta(t, &s, best);
-		doc = tgraph_to_json(&s.cands[best].graph, meta);
-		cJSON_Delete(meta);
-	}
-	for (int i = 0; i < s.ncands; i++) {
-		tgraph_release(&s.cands[i].graph);
-		tdesc_release(&s.cands[i].desc);
-		nlist_release(&s.lists[i]);
-	}
-	for (int i = 0; i < nm->nitems; i++)
-		nlist_release(&s.hlists[i]);
-	free(s.hlists);
-	free(s.lists);
-	free(s.cands);
-	hset_release(&s.cand_seen);
-	free(h.e);
-	free(s.sub);
-	free(s.idx);
-	free(s.kv);
-	free(s.dt);
-	free(s.dl);
-	return doc;
 }
 
 /* ---- the tuner ----------------------------------------------------------- */
@@ -559,14 +169,14 @@ static int nm_propose(struct tuner *t, unsigned seq, struct trng *rng, cJSON **a
 	 * the slots that open before any trial has finished when children
 	 * inherit weights (a child needs a trained parent). */
 	int first = nm->nitems == 0 && !hset_has(&nm->seen, tgraph_hash(&nm->start));
-	if (first || (t->inherit_weights && !any_parent(t, nm))) {
+	if (first || (t->inherit_weights && !nm_any_parent(t, nm))) {
 		cJSON *meta = cJSON_CreateObject();
 		cJSON_AddStringToObject(meta, "tuner", "NetworkMorphism");
 		cJSON_AddStringToObject(meta, "start", nm->start_name);
 		*arch = tgraph_to_json(&nm->start, meta);
 		cJSON_Delete(meta);
 	} else {
-		*arch = search_arch(t, rng);
+		*arch = nm_search_arch(t, rng);
 		if (!*arch)
 			return error("network morphism: no new architecture within the limits "
 				     "(max_layers %d, max_params %llu, max_flops %.4g); raise them",

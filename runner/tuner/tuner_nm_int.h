@@ -1,6 +1,6 @@
 /* tuner_nm_int.h: what the network morphism tuner's files share: its state
  * (struct nm: the GP over the history's items) and the calls between the
- * search (tuner_nm.c) and the state cache (tuner_nm_cache.c). */
+ * search (tuner_nm.c, tuner_nm_search.c) and the state cache (tuner_nm_cache.c). */
 #ifndef AAH_TUNER_NM_INT_H
 #define AAH_TUNER_NM_INT_H
 
@@ -78,6 +78,15 @@ void nm_add_item(struct nm *nm, const struct nm_item *item);
  * metric, the worst for a failure, the prediction while pending), a GP row
  * and nm_add_item. */
 void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item);
+
+/* The search (tuner_nm_search.c): x's sparse kernel row against every
+ * item (idx gets GP rows; both of nitems room), returning its length; the
+ * next architecture, NULL when nothing new is within the limits; and
+ * whether any item may be a parent (with weight inheritance only a
+ * finished trial). */
+int nm_kernel_row(struct nm *nm, const struct tdesc *x, int *idx, double *kv);
+cJSON *nm_search_arch(struct tuner *t, struct trng *r);
+int nm_any_parent(const struct tuner *t, const struct nm *nm);
 
 /* The window (tuner_nm_window.c): remove members past nm->window, the
  * oldest first among those not one of the best window_best finished ones;

@@ -129,6 +129,19 @@ static struct tdesc_layer random_layer(struct trng *r)
 	return plain((int)trng_below(r, 4));
 }
 
+/* A bounded distance's rule: up to the bound, the full value; past it,
+ * some value past it. */
+static void check_bounded(double bd, double full, double bound, int *in, int *out)
+{
+	if (full <= bound) {
+		cr_assert_float_eq(bd, full, 1e-9, "bounded %g full %g bound %g", bd, full, bound);
+		(*in)++;
+	} else {
+		cr_assert(bd > bound, "bounded %g <= bound %g but full is %g", bd, bound, full);
+		(*out)++;
+	}
+}
+
 Test(tuner_distance, bounded_agrees_with_full)
 {
 	struct trng r;
@@ -148,16 +161,48 @@ Test(tuner_distance, bounded_agrees_with_full)
 		struct tdesc a = mk(la, na, NULL, 0), b = mk(lb, nb, NULL, 0);
 		double full = editdist_layers(&a, &b);
 		double bound = 0.5 + (double)trng_below(&r, 10);
-		double bd = editdist_layers_bounded(&a, &b, bound);
-		if (full <= bound) {
-			cr_assert_float_eq(bd, full, 1e-9, "bounded %g full %g bound %g", bd, full, bound);
-			checked_in++;
-		} else {
-			cr_assert(bd > bound, "bounded %g <= bound %g but full is %g", bd, bound, full);
-			checked_out++;
-		}
+		check_bounded(editdist_layers_bounded(&a, &b, bound), full, bound, &checked_in,
+			      &checked_out);
 	}
 	cr_assert(checked_in > 300 && checked_out > 300, "in %d out %d", checked_in, checked_out);
+}
+
+/* The skip distance with a bound: the matching's floor (each skip of the
+ * smaller side at its cheapest partner) may end it early, but only past
+ * the bound; up to it, the same value as the whole matching. */
+Test(tuner_distance, bounded_skips_agree_with_the_matching)
+{
+	struct trng r;
+	trng_seed(&r, 9, 0);
+	struct tdesc_skip sa[20], sb[20];
+	int checked_in = 0, checked_out = 0;
+	for (int t = 0; t < 3000; t++) {
+		int na = (int)trng_below(&r, 20), nb = (int)trng_below(&r, 20);
+		for (int i = 0; i < na + nb; i++) {
+			int from = 1 + (int)trng_below(&r, 60);
+			struct tdesc_skip k = { from, from + 2 + (int)trng_below(&r, 12),
+						trng_below(&r, 4) ? ARCH_ADD : ARCH_CONCAT };
+			if (i < na)
+				sa[i] = k;
+			else   /* a relative: often one of a's moved a little */
+				sb[i - na] = (na && trng_below(&r, 2)) ?
+					(struct tdesc_skip){ sa[(i - na) % na].a + (int)trng_below(&r, 2),
+							     sa[(i - na) % na].b, sa[(i - na) % na].type } : k;
+		}
+		struct tdesc a = mk(NULL, 0, sa, na), b = mk(NULL, 0, sb, nb);
+		double full = editdist_skips(&a, &b);
+		double bound = 0.1 * (double)trng_below(&r, 60);
+		double bd = editdist_skips_bounded(&a, &b, bound);
+		check_bounded(bd, full, bound, &checked_in, &checked_out);
+		cr_assert(bd <= full + 1e-9, "bounded %g above the matching's %g", bd, full);
+	}
+	cr_assert(checked_in > 300 && checked_out > 300, "in %d out %d", checked_in, checked_out);
+	/* every pair of another type: the floor (2) is past 1.5 */
+	struct tdesc_skip add[] = { { 1, 4, ARCH_ADD }, { 10, 20, ARCH_ADD } };
+	struct tdesc_skip cat[] = { { 1, 4, ARCH_CONCAT }, { 10, 20, ARCH_CONCAT } };
+	struct tdesc x = mk(NULL, 0, add, 2), y = mk(NULL, 0, cat, 2);
+	cr_assert_float_eq(editdist_skips_bounded(&x, &y, 1.5), 2.0, 1e-12);
+	cr_assert_float_eq(editdist_skips_bounded(&x, &y, 2.0), 2.0, 1e-12);
 }
 
 /* The Levenshtein recurrence as written down, every cell of the table:
