@@ -21,15 +21,15 @@
 
 /* ---- distance scans ------------------------------------------------------ */
 
+/* A list's scan (dl) or a kernel row's (dt), one of them. */
 struct scan {
 	const struct nm *nm;
 	const struct tdesc *x;
 	const int *subset;     /* items to look at, or NULL for all */
-	double layer_bound;    /* exact main-chain distance up to here */
-	int layers_only;       /* dl alone: a list needs no skips */
-	double *dl;            /* (n) main-chain distance (> layer_bound: "far") */
-	double *dt;            /* (n) total distance, or DBL_MAX past the cutoff;
-				* not written when layers_only */
+	double *dl;            /* (n) main-chain distance, exact up to list_bound
+				* (past it: "far"); a list needs no skips */
+	double list_bound;
+	double *dt;            /* (n) total distance, or DBL_MAX past the cutoff */
 };
 
 static void scan_range(void *ctx, size_t b, size_t e)
@@ -39,19 +39,12 @@ static void scan_range(void *ctx, size_t b, size_t e)
 	for (size_t k = b; k < e; k++) {
 		int j = s->subset ? s->subset[k] : (int)k;
 		const struct tdesc *y = &nm->items[j].desc;
-		double dl = editdist_layers_bounded(s->x, y, s->layer_bound);
-		s->dl[k] = dl;
-		if (s->layers_only)
-			continue;
-		double dt = DBL_MAX;
-		double skip_lb = EDITDIST_KERNEL_LAMBDA * fabs((double)(s->x->nskips - y->nskips));
-		if (dl + skip_lb <= nm->cutoff) {
-			dt = dl + EDITDIST_KERNEL_LAMBDA *
-				  editdist_skips_bounded(s->x, y, (nm->cutoff - dl) / EDITDIST_KERNEL_LAMBDA);
-			if (dt > nm->cutoff)
-				dt = DBL_MAX;
+		if (s->dl) {
+			s->dl[k] = editdist_layers_bounded(s->x, y, s->list_bound);
+		} else {
+			double dt = editdist_bounded(s->x, y, nm->cutoff, NULL);
+			s->dt[k] = dt <= nm->cutoff ? dt : DBL_MAX;
 		}
-		s->dt[k] = dt;
 	}
 }
 
@@ -80,12 +73,11 @@ static int kernel_row(const struct nm *nm, const double *dt, const int *subset, 
 int nm_kernel_row(struct nm *nm, const struct tdesc *x, int *idx, double *kv)
 {
 	size_t n = (size_t)nm->nitems;
-	double *dl = xmalloc((n ? n : 1) * sizeof(double)), *dt = xmalloc((n ? n : 1) * sizeof(double));
-	struct scan s = { nm, x, NULL, nm->cutoff, 0, dl, dt };
+	double *dt = xmalloc((n ? n : 1) * sizeof(double));
+	struct scan s = { nm, x, NULL, NULL, 0, dt };
 	scan(nm, &s, n);
 	int nnz = kernel_row(nm, dt, NULL, n, idx, kv);
 	free(dt);
-	free(dl);
 	return nnz;
 }
 
@@ -196,7 +188,7 @@ static void make_list(struct search *s, const struct tdesc *d, const int *subset
 {
 	struct nm *nm = s->nm;
 	double *dl = s->w[0].dl;   /* before any child is evaluated */
-	struct scan sc = { nm, d, subset, bound, 1, dl, NULL };
+	struct scan sc = { nm, d, subset, dl, bound, NULL };
 	scan(nm, &sc, n);
 	out->item = xmalloc((n ? n : 1) * sizeof(int));
 	out->dl = xmalloc((n ? n : 1) * sizeof(double));
@@ -264,7 +256,7 @@ static int candidate_items(const struct nm *nm, struct nm_cand *c, const struct 
  * candidates side by side). */
 static void evaluate(const struct nm *nm, struct nm_cand *c, struct scratch *w, int nsub, int split)
 {
-	struct scan sc = { nm, &c->desc, w->sub, nm->cutoff, 0, w->dl, w->dt };
+	struct scan sc = { nm, &c->desc, w->sub, NULL, 0, w->dt };
 	if (split)
 		tpool_run(nm->pool, (size_t)nsub, 64, scan_range, &sc);
 	else

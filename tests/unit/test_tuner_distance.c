@@ -169,13 +169,16 @@ Test(tuner_distance, bounded_agrees_with_full)
 
 /* The skip distance with a bound: the matching's floor (each skip of the
  * smaller side at its cheapest partner) may end it early, but only past
- * the bound; up to it, the same value as the whole matching. */
+ * the bound; up to it, the same value as the whole matching. And the
+ * whole distance with a bound (what the search's kernel rows use), layers
+ * and skips together. */
 Test(tuner_distance, bounded_skips_agree_with_the_matching)
 {
 	struct trng r;
 	trng_seed(&r, 9, 0);
 	struct tdesc_skip sa[20], sb[20];
-	int checked_in = 0, checked_out = 0;
+	struct tdesc_layer la[8], lb[8];
+	int checked_in = 0, checked_out = 0, total_in = 0, total_out = 0;
 	for (int t = 0; t < 3000; t++) {
 		int na = (int)trng_below(&r, 20), nb = (int)trng_below(&r, 20);
 		for (int i = 0; i < na + nb; i++) {
@@ -195,8 +198,18 @@ Test(tuner_distance, bounded_skips_agree_with_the_matching)
 		double bd = editdist_skips_bounded(&a, &b, bound);
 		check_bounded(bd, full, bound, &checked_in, &checked_out);
 		cr_assert(bd <= full + 1e-9, "bounded %g above the matching's %g", bd, full);
+		int nla = (int)trng_below(&r, 8), nlb = (int)trng_below(&r, 8);
+		for (int i = 0; i < nla || i < nlb; i++) {
+			la[i] = random_layer(&r);
+			lb[i] = trng_below(&r, 3) ? la[i] : random_layer(&r);
+		}
+		struct tdesc c = mk(la, nla, sa, na), d = mk(lb, nlb, sb, nb);
+		double tb = 0.25 * (double)trng_below(&r, 40);
+		check_bounded(editdist_bounded(&c, &d, tb, NULL), editdist(&c, &d), tb, &total_in,
+			      &total_out);
 	}
 	cr_assert(checked_in > 300 && checked_out > 300, "in %d out %d", checked_in, checked_out);
+	cr_assert(total_in > 300 && total_out > 300, "in %d out %d", total_in, total_out);
 	/* every pair of another type: the floor (2) is past 1.5 */
 	struct tdesc_skip add[] = { { 1, 4, ARCH_ADD }, { 10, 20, ARCH_ADD } };
 	struct tdesc_skip cat[] = { { 1, 4, ARCH_CONCAT }, { 10, 20, ARCH_CONCAT } };
