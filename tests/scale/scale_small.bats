@@ -106,6 +106,45 @@ small_cluster_run() {
 	[[ $output != *"the runner proposes"* ]]
 }
 
+@test "at many slots check says how many proposals the runner makes from one search; a config's own search_batch wins" {
+	cat > c.yml <<-YML
+	experimentName: scale-batch
+	trialConcurrency: 4096
+	maxTrialNum: 10000
+	trainingServicePlatform: local
+	tuner:
+	  builtinTunerName: NetworkMorphism
+	  classArgs:
+	    optimize_mode: maximize
+	trial:
+	  command: aah-trial
+	YML
+	run aah-runner check c.yml
+	[ "$status" -eq 0 ]
+	[[ $output == *"at 4096 trials at a time the runner makes up to 8 proposals from each search while no result comes in (classArgs.search_batch: 8;"* ]]
+	sed -i 's/trialConcurrency: 4096/trialConcurrency: 1024/' c.yml
+	run aah-runner check c.yml
+	[[ $output == *"up to 4 proposals from each search"* ]]
+	sed -i 's/trialConcurrency: 1024/trialConcurrency: 511/' c.yml
+	run aah-runner check c.yml
+	[ "$status" -eq 0 ]
+	[[ $output != *"search_batch"* ]]
+	sed -i 's/trialConcurrency: 511/trialConcurrency: 4096/; s/optimize_mode: maximize/search_batch: 1/' c.yml
+	run aah-runner check c.yml
+	[ "$status" -eq 0 ]
+	[[ $output != *"proposals from each search"* ]]
+	# proposed in the trials (under the proposer limit), the runner proposes nothing
+	sed -i 's/search_batch: 1/optimize_mode: maximize/; s/builtinTunerName: NetworkMorphism/builtinTunerName: NetworkMorphism\n  placement: trial/' c.yml
+	sed -i 's/maxTrialNum: 10000/maxTrialNum: 900/' c.yml
+	run aah-runner check c.yml
+	[ "$status" -eq 0 ]
+	[[ $output != *"proposals from each search"* ]]
+	sed -i 's/optimize_mode: maximize/search_batch: 0/' c.yml
+	run aah-runner check c.yml
+	[ "$status" -eq 2 ]
+	[[ $output == *"c.yml:6:3: 'tuner': tuner NetworkMorphism: classArgs.search_batch must be between 1 and 256"* ]]
+}
+
 @test "proposal latency: a trial proposed before a kill and submitted after it is no proposal's time" {
 	# Trial 2 is created, the runner killed, and the resumed runner submits
 	# it 9 s later with the proposal it had (no propose_s): not a latency.
