@@ -100,6 +100,7 @@ void nm_add_item(struct nm *nm, const struct nm_item *item)
 		nm->aitems = nm->aitems ? 2 * nm->aitems : 64;
 		nm->items = xrealloc(nm->items, (size_t)nm->aitems * sizeof(*nm->items));
 	}
+	nm_batch_entered(nm, item->hist);
 	nm->hist_item[item->hist] = nm->nitems;
 	nm->items[nm->nitems++] = *item;
 	hset_insert(&nm->seen, item->desc.hash);

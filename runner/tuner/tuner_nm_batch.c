@@ -69,6 +69,12 @@ static const struct kept_parent *find_parent(const struct nm_batch *b, size_t hi
 	return NULL;
 }
 
+void nm_batch_entered(struct nm *nm, size_t hist)
+{
+	if (nm->kept && hist < nm->kept->mark)   /* an older trial's network came to light */
+		nm_batch_drop(nm);
+}
+
 void nm_batch_keep(const struct tuner *t, struct nm *nm, struct nm_cand *cands, int n, int best)
 {
 	struct nm_batch *b = xcalloc(1, sizeof(*b));

@@ -119,6 +119,9 @@ cJSON *nm_candidate_doc(const struct tuner *t, const struct nm *nm, const struct
 void nm_batch_keep(const struct tuner *t, struct nm *nm, struct nm_cand *cands, int n, int best);
 cJSON *nm_batch_next(struct tuner *t);
 void nm_batch_drop(struct nm *nm);
+/* History entry hist got its item: a batch whose rows cover it without it
+ * (a trial observed before its network was known) ends. */
+void nm_batch_entered(struct nm *nm, size_t hist);
 void nm_cand_release(struct nm_cand *c);
 
 /* The window (tuner_nm_window.c): remove members past nm->window, the

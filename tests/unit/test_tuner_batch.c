@@ -2,7 +2,8 @@
  * runner/tuner/tuner_nm_batch.c): a batched proposal is predicted as a
  * fresh scan of it against the GP as it is then would predict it, while
  * the window moves under the batch; a result or search_batch proposals end
- * a batch; every proposal is new and names its parent; the key is checked;
+ * a batch, and so does a network that enters under it late; every proposal
+ * is new and names its parent; the key is checked;
  * without it one search makes one proposal. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -174,6 +175,30 @@ Test(tuner_batch, a_result_ends_the_batch, .timeout = 60)
 	cr_assert_eq(tuner_observe(r.t, &o), 0);
 	cr_assert_eq(next(&r, 7), 0, "a failure is a result too");
 	cr_assert_eq(stats(&r).batch_picks, 3);
+	ramp_end(&r);
+}
+
+/* Trial 2 is told first without its network (pending, proposed elsewhere),
+ * a search keeps its candidates, then trial 2's network comes: rows that
+ * cover it without it would predict wrong, so the batch ends. */
+Test(tuner_batch, a_network_that_comes_to_light_late_ends_the_batch, .timeout = 60)
+{
+	struct ramp r, other;
+	ramp_start(&other, "");
+	next(&other, 1);
+	next(&other, 2);
+	ramp_start(&r, ",\"search_batch\":4");
+	cr_assert_eq(next(&r, 1), 0);
+	struct tuner_observation o = { .trial_seq = 2, .state = TUNER_OBS_PENDING };
+	cr_assert_eq(tuner_observe(r.t, &o), 0);
+	cr_assert_eq(next(&r, 3), 0);   /* a search */
+	cr_assert_eq(next(&r, 4), 1);
+	o.arch = other.arch[2];
+	cr_assert_eq(tuner_observe(r.t, &o), 0);
+	r.hash[2] = other.hash[2];
+	cr_assert_eq(next(&r, 5), 0, "trial 2's network entered under the batch");
+	cr_assert_eq(next(&r, 6), 1);
+	ramp_end(&other);
 	ramp_end(&r);
 }
 
