@@ -63,12 +63,32 @@ char *scheduler_tuner_initial_arch(const struct aah_config *cfg, const char *exp
 	return config_resolve(cfg, p);
 }
 
-static int make_tuner(const struct aah_config *cfg, const char *expdir, struct tuner **t)
+unsigned scheduler_tuner_search_batch(const struct aah_config *cfg)
+{
+	const char *name = cfg->tuner.builtin_tuner_name;
+	if (!name || strcmp(name, "NetworkMorphism"))
+		return 0;
+	cJSON *ca = cfg->tuner.class_args ? ynode_to_json(cfg->tuner.class_args) : NULL;
+	int set = cJSON_HasObjectItem(ca, "search_batch");
+	cJSON_Delete(ca);
+	unsigned long n = (unsigned long)cfg->trial_concurrency / 256;
+	return set || n < 2 ? 0 : n > 8 ? 8 : (unsigned)n;
+}
+
+/* master: the runner's own tuner, with the batch it chooses. */
+static int make_tuner(const struct aah_config *cfg, const char *expdir, int master,
+		      struct tuner **t)
 {
 	struct tuner_config tc;
 	cJSON *ca, *space;
 	if (scheduler_tuner_config(cfg, expdir, &tc, &ca, &space) < 0)
 		return -1;
+	unsigned batch = master ? scheduler_tuner_search_batch(cfg) : 0;
+	if (batch) {
+		if (!ca)
+			tc.class_args = ca = cJSON_CreateObject();
+		cJSON_AddNumberToObject(ca, "search_batch", batch);
+	}
 	char *initial = scheduler_tuner_initial_arch(cfg, expdir);
 	tc.initial_arch = initial;
 	int r = tuner_create(t, &tc);
@@ -83,7 +103,7 @@ long scheduler_tuner_master_from(const struct aah_config *cfg, const char *expdi
 	if (!strcmp(cfg->tuner.placement, "master"))
 		return 1;
 	struct tuner *t;
-	if (make_tuner(cfg, expdir, &t) < 0)
+	if (make_tuner(cfg, expdir, 0, &t) < 0)
 		return -1;
 	unsigned limit = tuner_proposer_limit(t);
 	tuner_free(t);
@@ -233,7 +253,7 @@ int scheduler_tuner_start(struct scheduler_tuner *st, const struct aah_config *c
 	if (from <= 0)
 		return (int)from;
 	struct scheduler_proposer *p = xcalloc(1, sizeof(*p));
-	if (make_tuner(cfg, expdir, &p->tuner) < 0) {
+	if (make_tuner(cfg, expdir, 1, &p->tuner) < 0) {
 		free(p);
 		return -1;
 	}

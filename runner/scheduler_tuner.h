@@ -28,6 +28,13 @@ char *scheduler_tuner_initial_arch(const struct aah_config *cfg, const char *exp
  * be made (the error said). */
 long scheduler_tuner_master_from(const struct aah_config *cfg, const char *expdir);
 
+/* The runner's own NetworkMorphism tuner at many slots makes up to this
+ * many proposals from one search while no result comes in
+ * (classArgs.search_batch, docs/tuner.md "Batches"): one per 256 slots, 2
+ * to 8; 0 when it chooses none (fewer than 512 slots, another tuner, or
+ * the config sets the key itself). Said by `check`. */
+unsigned scheduler_tuner_search_batch(const struct aah_config *cfg);
+
 struct scheduler_proposer;   /* the thread, its queues (scheduler_tuner.c) */
 
 /* The master tuner. SCHEDULER_TUNER_INIT: none. */

@@ -191,20 +191,29 @@ static int size_pool(struct aah_config *cfg, const char *workdir)
 	return 0;
 }
 
-/* tuner.placement trial past the tuner's proposer limit: which trials
- * the runner proposes instead (scheduler_tuner_master_from), in words. */
+/* What the runner chooses for the tuner, in words: with tuner.placement
+ * trial past the tuner's proposer limit, which trials it proposes instead
+ * (scheduler_tuner_master_from); at many slots, the batch of its own
+ * proposals (scheduler_tuner_search_batch). */
 static void placement_note(const struct aah_config *cfg, FILE *out)
 {
-	if (strcmp(cfg->tuner.placement, "trial"))
-		return;
-	int held = util_hold_errors(1);   /* a tuner that cannot be made is said elsewhere */
-	long from = scheduler_tuner_master_from(cfg, NULL);
-	util_hold_errors(held);
+	long from = 1;
+	if (!strcmp(cfg->tuner.placement, "trial")) {
+		int held = util_hold_errors(1);   /* a tuner that cannot be made is said elsewhere */
+		from = scheduler_tuner_master_from(cfg, NULL);
+		util_hold_errors(held);
+	}
 	if (from > 1)
 		fprintf(out, "tuner.placement trial: trials 1 to %ld propose in their own "
 			"containers; the runner proposes from trial %ld on (past %ld trials "
 			"the tuner's state would cost O(n^2) bytes per proposal; docs/scale.md)\n",
 			from - 1, from, from - 1);
+	unsigned batch = from > 0 ? scheduler_tuner_search_batch(cfg) : 0;
+	if (batch)
+		fprintf(out, "tuner NetworkMorphism: at %ld trials at a time the runner makes up to "
+			"%u proposals from each search while no result comes in "
+			"(classArgs.search_batch: %u; 1: one search a proposal; docs/tuner.md)\n",
+			cfg->trial_concurrency, batch, batch);
 }
 
 static int run(const struct aah_config *cfg, struct experiment *e, int detached, int quiet)

@@ -106,6 +106,7 @@ struct tuner_nm_stats {
 	unsigned long proposals, expansions, expansions_history, candidates, distances;
 	unsigned long list_reuses;   /* expansions that reused the parent's list */
 	unsigned long window_removals; /* GP rows that left the window (classArgs.gp_window) */
+	unsigned long batch_picks;   /* proposals from a kept search (classArgs.search_batch) */
 	unsigned long gp_escalations, history;
 	double propose_seconds, observe_seconds;
 };

@@ -100,6 +100,7 @@ void nm_add_item(struct nm *nm, const struct nm_item *item)
 		nm->aitems = nm->aitems ? 2 * nm->aitems : 64;
 		nm->items = xrealloc(nm->items, (size_t)nm->aitems * sizeof(*nm->items));
 	}
+	nm_batch_entered(nm, item->hist);
 	nm->hist_item[item->hist] = nm->nitems;
 	nm->items[nm->nitems++] = *item;
 	hset_insert(&nm->seen, item->desc.hash);
@@ -111,6 +112,8 @@ static int nm_observe(struct tuner *t, size_t idx, const struct tuner_hist *old)
 	const struct tuner_hist *h = &t->hist[idx];
 	double t0 = util_monotonic();
 	(void)old;
+	if (h->state == TUNER_OBS_DONE || h->state == TUNER_OBS_FAILED)
+		nm->results++;   /* a batch's candidates were scored without it */
 	nm_hist_item_reserve(nm, idx);
 	int it = nm->hist_item[idx];
 	if (it == NM_LEFT_WINDOW && nm_window_keeps_out(t, nm, idx)) {
@@ -176,7 +179,9 @@ static int nm_propose(struct tuner *t, unsigned seq, struct trng *rng, cJSON **a
 		*arch = tgraph_to_json(&nm->start, meta);
 		cJSON_Delete(meta);
 	} else {
-		*arch = nm_search_arch(t, rng);
+		*arch = nm_batch_next(t);
+		if (!*arch)
+			*arch = nm_search_arch(t, rng);
 		if (!*arch)
 			return error("network morphism: no new architecture within the limits "
 				     "(max_layers %d, max_params %llu, max_flops %.4g); raise them",
@@ -251,6 +256,7 @@ static void nm_release(struct tuner *t)
 	struct nm *nm = t->priv;
 	if (!nm)
 		return;
+	nm_batch_drop(nm);
 	for (int i = 0; i < nm->nitems; i++) {
 		tgraph_release(&nm->items[i].graph);
 		tdesc_release(&nm->items[i].desc);
@@ -285,6 +291,9 @@ static int nm_init(struct tuner *t)
 	if (arg_int(t, "search_pruning", 1, 0, 1, &v) < 0)
 		return -1;
 	nm->pruning = v != 0;
+	if (arg_int(t, "search_batch", 1, 1, 256, &v) < 0)
+		return -1;
+	nm->search_batch = (int)v;
 	if (arg_int(t, "gp_window", NM_WINDOW_DEFAULT, 0, 1e6, &v) < 0)
 		return -1;
 	nm->window = (int)v;

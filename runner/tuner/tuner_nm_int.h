@@ -37,7 +37,16 @@ struct nm_cand {
 	int kind;              /* morphism from the parent */
 	double delta;          /* main-chain distance to the parent */
 	double mean, std, acq;
+	/* kept for a batch (classArgs.search_batch > 1): its kernel row by
+	 * history entry, and its chain's history trial by entry (the window may
+	 * move both before the batch ends) */
+	size_t *khist;
+	double *kv;
+	int nnz;
+	size_t parent_hist;
 };
+
+struct nm_batch;
 
 struct nm_elem {
 	double value;
@@ -63,6 +72,9 @@ struct nm {
 	int window;            /* classArgs.gp_window: most GP rows; 0: every trial (exact) */
 	int window_best;       /* classArgs.gp_window_best: rows the best finished trials keep */
 	size_t noted;          /* trials nm_window_shed has noted (a bulk load's first ones) */
+	int search_batch;      /* classArgs.search_batch: most proposals from one search */
+	unsigned long results; /* results observed (finished or failed trials) */
+	struct nm_batch *kept; /* the last search's candidates, or NULL */
 	struct tpool *pool;
 	struct tuner_nm_stats stats;
 };
@@ -87,6 +99,30 @@ void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item);
 int nm_kernel_row(struct nm *nm, const struct tdesc *x, int *idx, double *kv);
 cJSON *nm_search_arch(struct tuner *t, struct trng *r);
 int nm_any_parent(const struct tuner *t, const struct nm *nm);
+/* The history trial a candidate's chain starts from, as its proposal
+ * names it and inherits through. */
+struct nm_parent {
+	const struct tgraph *graph;
+	const cJSON *arch;
+	size_t hist;
+};
+/* Candidate ci of a search's cands as the proposal's aah-arch/1 document
+ * (its meta: parent trial, morphisms, the record to inherit through, the
+ * prediction). */
+cJSON *nm_candidate_doc(const struct tuner *t, const struct nm *nm, const struct nm_cand *cands,
+			int ci, const struct nm_parent *parent);
+
+/* A batch (tuner_nm_batch.c, classArgs.search_batch): a search's
+ * candidates kept (nm takes cands[0..n), the best, already proposed, at
+ * `best`); the next proposal from them while no result has come since
+ * and fewer than search_batch were taken (NULL: search again); drop them. */
+void nm_batch_keep(const struct tuner *t, struct nm *nm, struct nm_cand *cands, int n, int best);
+cJSON *nm_batch_next(struct tuner *t);
+void nm_batch_drop(struct nm *nm);
+/* History entry hist got its item: a batch whose rows cover it without it
+ * (a trial observed before its network was known) ends. */
+void nm_batch_entered(struct nm *nm, size_t hist);
+void nm_cand_release(struct nm_cand *c);
 
 /* The window (tuner_nm_window.c): remove members past nm->window, the
  * oldest first among those not one of the best window_best finished ones;

@@ -266,6 +266,15 @@ static void evaluate(const struct nm *nm, struct nm_cand *c, struct scratch *w, 
 	gp_predict(&nm->gp, w->idx, w->kv, nnz, &c->mean, &var);
 	c->std = sqrt(var);
 	c->acq = c->mean + nm->beta * c->std;
+	if (nm->search_batch > 1) {   /* kept: rows by history entry outlive the window's moves */
+		c->khist = xmalloc((size_t)(nnz ? nnz : 1) * sizeof(size_t));
+		c->kv = xmalloc((size_t)(nnz ? nnz : 1) * sizeof(double));
+		for (int k = 0; k < nnz; k++) {
+			c->khist[k] = nm->items[w->idx[k]].hist;   /* item k is GP row k */
+			c->kv[k] = w->kv[k];
+		}
+		c->nnz = nnz;
+	}
 }
 
 /* The fresh children of one expansion, side by side on the pool. */
@@ -360,30 +369,29 @@ static void expand(struct search *s, const struct nm_elem *e, struct trng *r, st
 	free(nbs);
 }
 
-static cJSON *candidate_meta(const struct tuner *t, const struct search *s, int ci)
+cJSON *nm_candidate_doc(const struct tuner *t, const struct nm *nm, const struct nm_cand *cands,
+			int ci, const struct nm_parent *p)
 {
-	const struct nm *nm = s->nm;
-	const struct nm_cand *c = &s->cands[ci];
+	const struct nm_cand *c = &cands[ci];
+	const struct tuner_hist *ph = &t->hist[p->hist];
 	cJSON *meta = cJSON_CreateObject();
 	cJSON_AddStringToObject(meta, "tuner", "NetworkMorphism");
-	cJSON_AddNumberToObject(meta, "parent_trial", t->hist[nm->items[c->parent_item].hist].seq);
+	cJSON_AddNumberToObject(meta, "parent_trial", ph->seq);
 	int chain[256], n = 0;
-	for (int k = ci; k >= 0 && n < 256; k = s->cands[k].parent_cand)
-		chain[n++] = s->cands[k].kind;
+	for (int k = ci; k >= 0 && n < 256; k = cands[k].parent_cand)
+		chain[n++] = cands[k].kind;
 	cJSON *m = cJSON_AddArrayToObject(meta, "morphisms");
 	for (int k = n - 1; k >= 0; k--)
 		cJSON_AddItemToArray(m, cJSON_CreateString(morph_name(chain[k])));
 	if (n < 256) {   /* the record the child inherits its weights through */
 		const struct tgraph *steps[256];
 		int kinds[256], k = n;
-		for (int c2 = ci; c2 >= 0; c2 = s->cands[c2].parent_cand) {
+		for (int c2 = ci; c2 >= 0; c2 = cands[c2].parent_cand) {
 			k--;
-			steps[k] = &s->cands[c2].graph;
-			kinds[k] = s->cands[c2].kind;
+			steps[k] = &cands[c2].graph;
+			kinds[k] = cands[c2].kind;
 		}
-		const struct nm_item *p = &nm->items[c->parent_item];
-		cJSON *rec = morph_record(&p->graph, t->hist[p->hist].arch, t->hist[p->hist].seq,
-					  t->hist[p->hist].place, steps, kinds, n);
+		cJSON *rec = morph_record(p->graph, p->arch, ph->seq, ph->place, steps, kinds, n);
 		if (rec)
 			cJSON_AddItemToObject(meta, "morph", rec);
 	}
@@ -396,7 +404,9 @@ static cJSON *candidate_meta(const struct tuner *t, const struct search *s, int 
 	cJSON_AddNumberToObject(meta, "predicted_mean", sign * c->mean);
 	cJSON_AddNumberToObject(meta, "predicted_std", c->std);
 	cJSON_AddNumberToObject(meta, "acquisition", sign * c->acq);
-	return meta;
+	cJSON *doc = tgraph_to_json(&c->graph, meta);
+	cJSON_Delete(meta);
+	return doc;
 }
 
 /* With weight inheritance a child starts from its parent's checkpoint, so
@@ -423,6 +433,7 @@ cJSON *nm_search_arch(struct tuner *t, struct trng *r)
 	struct nm *nm = t->priv;
 	struct search s = { .nm = nm };
 	size_t n = (size_t)nm->nitems + 1;
+	nm_batch_drop(nm);
 	s.w = xmalloc((size_t)nm->n_neighbours * sizeof(*s.w));
 	for (int k = 0; k < nm->n_neighbours; k++)
 		scratch_init(&s.w[k], n);
@@ -461,20 +472,23 @@ cJSON *nm_search_arch(struct tuner *t, struct trng *r)
 	}
 	cJSON *doc = NULL;
 	if (best >= 0) {
-		cJSON *meta = candidate_meta(t, &s, best);
-		doc = tgraph_to_json(&s.cands[best].graph, meta);
-		cJSON_Delete(meta);
+		const struct nm_item *it = &nm->items[s.cands[best].parent_item];
+		struct nm_parent p = { &it->graph, t->hist[it->hist].arch, it->hist };
+		doc = nm_candidate_doc(t, nm, s.cands, best, &p);
 	}
-	for (int i = 0; i < s.ncands; i++) {
-		tgraph_release(&s.cands[i].graph);
-		tdesc_release(&s.cands[i].desc);
+	for (int i = 0; i < s.ncands; i++)
 		nlist_release(&s.lists[i]);
+	if (best >= 0 && nm->search_batch > 1) {
+		nm_batch_keep(t, nm, s.cands, s.ncands, best);
+	} else {
+		for (int i = 0; i < s.ncands; i++)
+			nm_cand_release(&s.cands[i]);
+		free(s.cands);
 	}
 	for (int i = 0; i < nm->nitems; i++)
 		nlist_release(&s.hlists[i]);
 	free(s.hlists);
 	free(s.lists);
-	free(s.cands);
 	hset_release(&s.cand_seen);
 	free(h.e);
 	for (int k = 0; k < nm->n_neighbours; k++)

@@ -6,7 +6,7 @@
  * the state cache (tuner.cache).
  *
  *   bench_tuner [--sizes 10,100,1000,5000] [--reps 3] [--threads 2] [--models small,resnet]
- *   bench_tuner --ramp N [--models small|resnet] [--threads 2]
+ *   bench_tuner --ramp N [--models small|resnet] [--threads 2] [--search-batch K]
  *
  * Prints one table row per (model, n) with the targets side by side. */
 #include <math.h>
@@ -152,10 +152,14 @@ static int cached_proposer(const struct tuner_config *cfg, const struct hist_mod
 
 /* A NetworkMorphism tuner with k's class arguments (*ca: the caller's to
  * delete; *cfg: for more tuners alike). */
+static int search_batch = 1;   /* --search-batch: classArgs.search_batch */
+
 static int kind_tuner(const struct model_kind *k, unsigned threads, struct tuner_config *cfg,
 		      cJSON **ca, struct tuner **t)
 {
 	*ca = cJSON_Parse(k->class_args);
+	if (search_batch > 1)
+		cJSON_AddNumberToObject(*ca, "search_batch", search_batch);
 	*cfg = (struct tuner_config){ .name = "NetworkMorphism", .class_args = *ca, .seed = 1,
 				      .threads = threads };
 	return tuner_create(t, cfg);
@@ -335,8 +339,8 @@ static int run_ramp(const struct model_kind *k, int n, unsigned threads)
 	if (kind_tuner(k, threads, &cfg, &ca, &t) < 0)
 		return -1;
 	printf("ramp: %d proposals, none finished, model %s, %u threads\n", n, k->name, threads);
-	printf("%13s %11s %9s %10s %10s\n", "proposals", "propose_ms", "prop_cpu", "dist/prop",
-	       "cand/prop");
+	printf("%13s %11s %9s %10s %10s %9s %9s\n", "proposals", "propose_ms", "prop_cpu",
+	       "dist/prop", "cand/prop", "exp/prop", "batched");
 	struct tuner_nm_stats before, after;
 	tuner_nm_stats(t, &before);
 	uint64_t digest = 1469598103934665603ull;   /* FNV-1a over the hashes */
@@ -355,9 +359,12 @@ static int run_ramp(const struct model_kind *k, int n, unsigned threads)
 			continue;
 		double w = util_monotonic(), c = cpu_now(), m = (double)(seq - from + 1);
 		tuner_nm_stats(t, &after);
-		printf("%6d-%-6d %11.2f %9.2f %10.0f %10.1f\n", from, seq, 1e3 * (w - w0) / m,
-		       1e3 * (c - c0) / m, (double)(after.distances - before.distances) / m,
-		       (double)(after.candidates - before.candidates) / m);
+		printf("%6d-%-6d %11.2f %9.2f %10.0f %10.1f %9.1f %8.0f%%\n", from, seq,
+		       1e3 * (w - w0) / m, 1e3 * (c - c0) / m,
+		       (double)(after.distances - before.distances) / m,
+		       (double)(after.candidates - before.candidates) / m,
+		       (double)(after.expansions - before.expansions) / m,
+		       100.0 * (double)(after.batch_picks - before.batch_picks) / m);
 		before = after;
 		w0 = w;
 		c0 = c;
@@ -401,6 +408,10 @@ int main(int argc, char **argv)
 			models = argv[i + 1];
 		} else if (!strcmp(argv[i], "--history")) {
 			history = argv[i + 1];
+		} else if (!strcmp(argv[i], "--search-batch")) {
+			search_batch = atoi(argv[i + 1]);
+			if (search_batch < 1)
+				die("--search-batch needs a number of proposals, not '%s'", argv[i + 1]);
 		} else if (!strcmp(argv[i], "--ramp")) {
 			ramp = atoi(argv[i + 1]);
 			if (ramp < 1)
@@ -408,7 +419,7 @@ int main(int argc, char **argv)
 		} else {
 			die("usage: bench_tuner [--sizes 10,100,1000,5000] [--reps 3] [--threads 2] "
 			    "[--models small,resnet] [--history EXPERIMENT_DIR --models small|resnet] "
-			    "[--ramp N --models small|resnet]");
+			    "[--ramp N --models small|resnet] [--search-batch K]");
 		}
 	}
 	if (reps < 1 || reps > 16 || nsizes < 1)

@@ -18,6 +18,24 @@ teardown() {
 	teardown_workdir
 }
 
+# c.yml: NetworkMorphism over aah-trial (never run: check reads it), $1
+# trials at a time, $2 in all, tuner.placement $3.
+nm_config() {
+	cat > c.yml <<-YML
+	experimentName: scale-check
+	trialConcurrency: $1
+	maxTrialNum: $2
+	trainingServicePlatform: local
+	tuner:
+	  builtinTunerName: NetworkMorphism
+	  placement: $3
+	  classArgs:
+	    optimize_mode: maximize
+	trial:
+	  command: aah-trial
+	YML
+}
+
 @test "12 slots, 48 trials, master placement: all settle, each proposed by the runner, few slots wait for a proposal" {
 	run /usr/bin/python3 "$AAH_ROOT/tests/scale/scale.py" run --slots 12 --trials 48 \
 		--placement master --compress 6000 --work "$WORK/s" --keep --timeout 300 --out "$WORK/r.json"
@@ -84,19 +102,7 @@ small_cluster_run() {
 }
 
 @test "placement trial past the tuner's proposer limit: check says from which trial the runner proposes" {
-	cat > c.yml <<-YML
-	experimentName: scale-check
-	trialConcurrency: 4
-	maxTrialNum: 1500
-	trainingServicePlatform: local
-	tuner:
-	  builtinTunerName: NetworkMorphism
-	  placement: trial
-	  classArgs:
-	    optimize_mode: maximize
-	trial:
-	  command: aah-trial
-	YML
+	nm_config 4 1500 trial
 	run aah-runner check c.yml
 	[ "$status" -eq 0 ]
 	[[ $output == *"trials 1 to 1000 propose in their own containers; the runner proposes from trial 1001 on"* ]]
@@ -104,6 +110,33 @@ small_cluster_run() {
 	run aah-runner check c.yml
 	[ "$status" -eq 0 ]
 	[[ $output != *"the runner proposes"* ]]
+}
+
+@test "at many slots check says how many proposals the runner makes from one search; a config's own search_batch wins" {
+	nm_config 4096 10000 master
+	run aah-runner check c.yml
+	[ "$status" -eq 0 ]
+	[[ $output == *"at 4096 trials at a time the runner makes up to 8 proposals from each search while no result comes in (classArgs.search_batch: 8;"* ]]
+	sed -i 's/trialConcurrency: 4096/trialConcurrency: 1024/' c.yml
+	run aah-runner check c.yml
+	[[ $output == *"up to 4 proposals from each search"* ]]
+	sed -i 's/trialConcurrency: 1024/trialConcurrency: 511/' c.yml
+	run aah-runner check c.yml
+	[ "$status" -eq 0 ]
+	[[ $output != *"search_batch"* ]]
+	sed -i 's/trialConcurrency: 511/trialConcurrency: 4096/; s/optimize_mode: maximize/search_batch: 1/' c.yml
+	run aah-runner check c.yml
+	[ "$status" -eq 0 ]
+	[[ $output != *"proposals from each search"* ]]
+	# proposed in the trials (under the proposer limit), the runner proposes nothing
+	nm_config 4096 900 trial
+	run aah-runner check c.yml
+	[ "$status" -eq 0 ]
+	[[ $output != *"proposals from each search"* ]]
+	sed -i 's/optimize_mode: maximize/search_batch: 0/' c.yml
+	run aah-runner check c.yml
+	[ "$status" -eq 2 ]
+	[[ $output == *"c.yml:6:3: 'tuner': tuner NetworkMorphism: classArgs.search_batch must be between 1 and 256"* ]]
 }
 
 @test "proposal latency: a trial proposed before a kill and submitted after it is no proposal's time" {
