@@ -143,10 +143,7 @@ static void rescore_range(void *ctx, size_t from, size_t to)
 			idx[nnz] = nm->items[it].row;
 			kv[nnz++] = c->kv[k];
 		}
-		double var;
-		gp_predict(&nm->gp, idx, kv, nnz, &c->mean, &var);
-		c->std = sqrt(var);
-		c->acq = c->mean + nm->beta * c->std;
+		nm_cand_predict(nm, c, idx, kv, nnz);
 		free(kv);
 		free(idx);
 	}

@@ -98,6 +98,10 @@ void nm_enter(const struct tuner *t, struct nm *nm, struct nm_item *item);
  * finished trial). */
 int nm_kernel_row(struct nm *nm, const struct tdesc *x, int *idx, double *kv);
 cJSON *nm_search_arch(struct tuner *t, struct trng *r);
+/* A candidate's mean, std and UCB acquisition from its sparse kernel row
+ * (idx: GP rows) against the GP as it is. */
+void nm_cand_predict(const struct nm *nm, struct nm_cand *c, const int *idx, const double *kv,
+		     int nnz);
 int nm_any_parent(const struct tuner *t, const struct nm *nm);
 /* The history trial a candidate's chain starts from, as its proposal
  * names it and inherits through. */

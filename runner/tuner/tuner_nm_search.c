@@ -251,6 +251,15 @@ static int candidate_items(const struct nm *nm, struct nm_cand *c, const struct 
 	return nsub;
 }
 
+void nm_cand_predict(const struct nm *nm, struct nm_cand *c, const int *idx, const double *kv,
+		     int nnz)
+{
+	double var;
+	gp_predict(&nm->gp, idx, kv, nnz, &c->mean, &var);
+	c->std = sqrt(var);
+	c->acq = c->mean + nm->beta * c->std;
+}
+
 /* Scan a candidate against its nsub items and predict it. `split`: the
  * scan takes the pool; otherwise it runs on this thread (the pool runs
  * candidates side by side). */
@@ -262,10 +271,7 @@ static void evaluate(const struct nm *nm, struct nm_cand *c, struct scratch *w, 
 	else
 		scan_range(&sc, 0, (size_t)nsub);
 	int nnz = kernel_row(nm, w->dt, w->sub, (size_t)nsub, w->idx, w->kv);
-	double var;
-	gp_predict(&nm->gp, w->idx, w->kv, nnz, &c->mean, &var);
-	c->std = sqrt(var);
-	c->acq = c->mean + nm->beta * c->std;
+	nm_cand_predict(nm, c, w->idx, w->kv, nnz);
 	if (nm->search_batch > 1) {   /* kept: rows by history entry outlive the window's moves */
 		c->khist = xmalloc((size_t)(nnz ? nnz : 1) * sizeof(size_t));
 		c->kv = xmalloc((size_t)(nnz ? nnz : 1) * sizeof(double));
