@@ -65,6 +65,22 @@ static const char *failing_key(struct tuner_config *tc,
 	return r < 0 ? "tuner" : NULL;
 }
 
+/* Where a refusal is shown: a tuner's refusal of one of its classArgs at
+ * that key when the config writes it (a default it refuses has no line of
+ * its own: the tuner's), any other at the key that failed. Owned. */
+static char *refused_at(const struct aah_config *cfg, const char *key, const char *why)
+{
+	const char *p = strstr(why, "classArgs.");
+	if (strcmp(key, "tuner") || !p)
+		return xstrdup(key);
+	p += strlen("classArgs.");
+	char *name = xstrndup(p, strspn(p, "abcdefghijklmnopqrstuvwxyz_0123456789"));
+	const struct ynode *ca = ynode_get(ynode_get(cfg->root, "tuner"), "classArgs");
+	char *at = *name && ynode_get(ca, name) ? xstrfmt("tuner.classArgs.%s", name) : xstrdup(key);
+	free(name);
+	return at;
+}
+
 static int check_config_files(struct aah_config *cfg)
 {
 	struct tuner_config tc;
@@ -85,7 +101,9 @@ static int check_config_files(struct aah_config *cfg)
 		r = config_error_at(cfg, key, "'%s': %s", file, util_last_error());
 		free(file);
 	} else if (key) {
-		r = config_error_at(cfg, key, "%s", util_last_error());
+		char *at = refused_at(cfg, key, util_last_error());
+		r = config_error_at(cfg, at, "%s", util_last_error());
+		free(at);
 	}
 	free(initial);
 	cJSON_Delete(class_args);

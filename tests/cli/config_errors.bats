@@ -117,6 +117,24 @@ initial_arch_refused() {
 	initial_arch_refused cyc.json "cycle"
 }
 
+@test "tuner.classArgs: a value the tuner refuses is shown at its key, also in NNI v2's form" {
+	echo '{"lr": {"_type": "uniform", "_value": [0.1, 1]}}' > ss.json
+	TUNER=TPE space_config
+	sed -i 's/^trial:$/  classArgs:\n    optimize_mode: maximize\n    gamma: 7\ntrial:/' c.yml
+	refused c.yml "c.yml:7:12: 'tuner.classArgs.gamma': tuner TPE: classArgs.gamma must be in (0, 1)"
+	cat > v2.yml <<-'EOF'
+	searchSpaceFile: ss.json
+	trialCommand: contract_trial.sh
+	tuner:
+	  name: TPE
+	  classArgs:
+	    optimize_mode: sideways
+	trainingService:
+	  platform: local
+	EOF
+	refused v2.yml "v2.yml:6:20: 'tuner.classArgs.optimize_mode': tuner TPE: classArgs.optimize_mode must be maximize or minimize"
+}
+
 @test "a nested duplicate key names its whole key path" {
 	printf 'trial:\n  command: contract_trial.sh\n  env:\n    A: "1"\n    A: "2"\n' > c.yml
 	refused c.yml "c.yml:5:5: duplicate key 'trial.env.A' (first at line 4)"

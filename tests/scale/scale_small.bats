@@ -136,7 +136,7 @@ small_cluster_run() {
 	sed -i 's/optimize_mode: maximize/search_batch: 0/' c.yml
 	run aah-runner check c.yml
 	[ "$status" -eq 2 ]
-	[[ $output == *"c.yml:6:3: 'tuner': tuner NetworkMorphism: classArgs.search_batch must be between 1 and 256"* ]]
+	[[ $output == *"c.yml:9:19: 'tuner.classArgs.search_batch': tuner NetworkMorphism: classArgs.search_batch must be between 1 and 256"* ]]
 }
 
 @test "proposal latency: a trial proposed before a kill and submitted after it is no proposal's time" {
