@@ -22,6 +22,7 @@ CC ?= cc
 PREFIX ?= /usr/local
 MINUTES ?= 10
 SEED ?=
+START ?=
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla -Wmissing-prototypes
 CSTD := -std=c11 -D_GNU_SOURCE
@@ -298,7 +299,7 @@ bench: bench-deps
 # ---- the end-to-end run ------------------------------------------------------
 run: deps
 	@$(MAKE) --no-print-directory all
-	@scripts/quickstart.sh --minutes $(MINUTES) $(if $(SEED),--seed $(SEED))
+	@scripts/quickstart.sh --minutes $(MINUTES) $(if $(SEED),--seed $(SEED)) $(if $(START),--start $(START))
 
 # ---- images (Dockerfile) -------------------------------------------------------
 # IMAGE_BASE=cpu (Debian bookworm, CPU nodes, the container quick start),

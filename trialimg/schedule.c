@@ -28,6 +28,13 @@ int schedule_deadline_budget(int done, int budget, double remaining, double epoc
 	return grow && b - budget < budget ? b : budget;
 }
 
+int schedule_time_budget(int done, int budget, int own, double remaining, double epoch_seconds,
+			 double left_in_epoch)
+{
+	int b = schedule_deadline_budget(done, budget, remaining, epoch_seconds, left_in_epoch, 0);
+	return budget > own && b >= own ? budget : b;
+}
+
 double schedule_lr(const struct args *a, long t, long total)
 {
 	if (total <= 1)

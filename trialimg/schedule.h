@@ -18,6 +18,14 @@ int schedule_epoch_budget(const struct args *a, int *patience);
  * end of the run instead of leaving it to trials cut to an epoch or two. */
 int schedule_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
 			     double left_in_epoch, int grow);
+/* --time_budget: the budget that fits `remaining` seconds of the trial's
+ * own, as schedule_deadline_budget without growth, except for a budget a
+ * deadline grew past the trial's `own`: that trial takes the end of the
+ * run, and cutting it would leave a gap too short for another budget, so
+ * the time budget leaves it whole when `own` fits, and cuts it as any
+ * other budget when `own` does not. */
+int schedule_time_budget(int done, int budget, int own, double remaining, double epoch_seconds,
+			 double left_in_epoch);
 /* Learning rate at step t of T: cosine from initial_lr to final_lr. */
 double schedule_lr(const struct args *a, long t, long total);
 

@@ -32,8 +32,9 @@ static double epoch_estimate(const struct trial *t, double seconds, long steps)
  * epoch estimate and left_in_epoch what the epoch under way still needs (0
  * between epochs). `grow` lets the budget take the end of the run (only
  * from the first estimate of a run's first epoch, while the schedule is at
- * its start); a time budget only shrinks it. The cosine schedule follows
- * the new budget. Returns the budget, or -1 on a communication error. */
+ * its start); a time budget only shrinks it (schedule_time_budget). The
+ * cosine schedule follows the new budget. Returns the budget, or -1 on a
+ * communication error. */
 static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_epoch, int grow)
 {
 	/* epochs vary with the other work on the machine and the checkpoint
@@ -52,7 +53,8 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 		}
 		if (a->time_budget > 0) {
 			double spent = t->wall_before + util_monotonic() - t->t0;
-			int b = schedule_deadline_budget(t->epoch, budget, a->time_budget - spent, e, left, 0);
+			int b = schedule_time_budget(t->epoch, budget, t->own_budget,
+						     a->time_budget - spent, e, left);
 			if (b != budget)
 				printf("aah-trial: time budget %.0f s, %.0f s spent, at %.1f s per epoch: "
 				       "budget %d -> %d epochs\n", a->time_budget, spent, epoch_seconds,
@@ -273,6 +275,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	t->budget = schedule_epoch_budget(a, &t->patience);
 	if (t->inherited_from[0] && a->inherited_epochs > 0)
 		t->budget = a->inherited_epochs;
+	t->own_budget = t->budget;
 	t->lr_scale = t->inherited_from[0] ? a->inherited_lr_scale : 1.0;
 	if (t->inherited_from[0])
 		printf("aah-trial: starts from the weights of trial %s (morph.json), learning rate "

@@ -27,6 +27,7 @@ struct trial {
 	struct loader tl, vl;
 	struct dist *dist;
 	int rank, world, batch, budget, patience;
+	int own_budget;               /* the budget before any time fitted it */
 	long steps_per_epoch, step;
 	int epoch;                    /* epochs completed */
 	double best_acc, final_acc;

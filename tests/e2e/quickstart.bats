@@ -124,3 +124,44 @@ PY
 	echo "$output"
 	[ "$status" -eq 0 ]
 }
+
+# make run's script: the start network by --start, and auto's choice from
+# the larger network's measured speed against a trial's share of the run.
+# Only the two ends are asserted (a 1-minute run's share of 15 s holds two
+# epochs nowhere, a 10-hour run holds it all on any machine); the
+# verdict in between depends on the machine and is in the README's table.
+@test "make run's script: --start picks the start network, auto from its speed; --print-config runs nothing" {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
+	qs=$AAH_ROOT/scripts/quickstart.sh
+	run "$qs" --start large --print-config
+	echo "$output"
+	[ "$status" -eq 0 ]
+	cfg=${lines[-1]}
+	grep -q "^  initialArch: $AAH_ROOT/examples/fashion-mnist-cnn3d.json\$" "$cfg"
+	grep -q '^  maxFlops: 1.0e8$' "$cfg"
+	grep -q -- '--inherited_epochs 2 ' "$cfg"
+	grep -q '^maxExecDuration: 10m$' "$cfg"
+	run aah-runner check "$cfg"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ ! -e "$AAH_WORKDIR/experiments" ]
+	run "$qs" --start small --minutes 5 --print-config
+	[ "$status" -eq 0 ]
+	grep -q "^  initialArch: $AAH_ROOT/examples/fashion-mnist-cnn3.json\$" "$cfg"
+	grep -q -- '--inherited_epochs 4 ' "$cfg"
+	grep -q '^maxExecDuration: 5m$' "$cfg"
+	run "$qs" --minutes 1 --print-config
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output =~ larger\ start\ network\ at\ [0-9]+\ images/s\ each:\ too\ slow\ for\ its\ first\ round ]]
+	grep -q "fashion-mnist-cnn3.json\$" "$cfg"
+	run "$qs" --minutes 600 --print-config
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"the run holds its first round and three rounds of its children, starting from it"* ]]
+	grep -q "fashion-mnist-cnn3d.json\$" "$cfg"
+	[ ! -e "$AAH_WORKDIR/experiments" ]
+	run "$qs" --start huge
+	[ "$status" -eq 2 ]
+	[[ $output == *"--start must be auto, small or large, not 'huge'"* ]]
+}

@@ -265,6 +265,27 @@ Test(args, deadline_budget_grows_into_an_end_too_short_for_another)
 	cr_assert_eq(schedule_deadline_budget(0, 100000, 1e300, 1e-300, 0, 1), 100000);
 }
 
+/* A time budget (maxExecShare) and a budget a deadline grew: the slot's
+ * last trial keeps the end of the run when its own budget fits the time
+ * budget (quickstart: 4 grown to 6, cut to 5, left 40 s to two one-epoch
+ * trials); a first round too long for the share is cut as before. */
+Test(args, time_budget_leaves_a_grown_budget_whole_when_its_own_fits)
+{
+	/* own 4 grown to 6; 150 s at 25 s an epoch fit 5 of them: 6 stands */
+	cr_assert_eq(schedule_time_budget(0, 6, 4, 150, 25, 10), 6);
+	/* own 4 grown to 6, 80 s fit 3: under its own, cut to 3 */
+	cr_assert_eq(schedule_time_budget(0, 6, 4, 80, 25, 10), 3);
+	/* not grown: cut to what fits, never above the budget */
+	cr_assert_eq(schedule_time_budget(0, 4, 4, 80, 25, 10), 3);
+	cr_assert_eq(schedule_time_budget(0, 4, 4, 150, 25, 10), 4);
+	/* one core, first round: own 8 grown to 10, 150 s at 60 s fit 2 */
+	cr_assert_eq(schedule_time_budget(0, 10, 8, 150, 60, 50), 2);
+	/* later in the run, between epochs: 3 done of a grown 6, own 4 fits */
+	cr_assert_eq(schedule_time_budget(3, 6, 4, 40, 25, 0), 6);
+	/* a budget a deadline cut below its own is cut further as before */
+	cr_assert_eq(schedule_time_budget(0, 3, 4, 30, 25, 10), 1);
+}
+
 /* Issue 13 #7: every number argument has a range; a value outside it, from
  * the command line, the environment or params.json, is refused naming the
  * argument and the range (--threads 100000 segfaulted in libgomp, --epochs
