@@ -8,7 +8,7 @@
 # experiments go (default ./aah-work).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-minutes=10 seed= start=auto print_config=
+minutes=10 seed='' start=auto print_config=''
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--minutes) minutes=$2; shift 2 ;;
@@ -88,8 +88,10 @@ if [ "$start" = large ]; then
 	sed -i -e "s|^  initialArch: .*|  initialArch: $large|" \
 	       -e 's|^  maxFlops: .*|  maxFlops: 1.0e8|' \
 	       -e 's|--inherited_epochs [0-9]*|--inherited_epochs 2|' "$cfg"
-	grep -q -- '--inherited_epochs 2' "$cfg" && grep -q '^  maxFlops: 1.0e8$' "$cfg" ||
-		{ echo "quickstart: examples/quickstart.yml no longer has the keys --start large sets" >&2; exit 1; }
+	if ! grep -q -- '--inherited_epochs 2' "$cfg" || ! grep -q '^  maxFlops: 1.0e8$' "$cfg"; then
+		echo "quickstart: examples/quickstart.yml no longer has the keys --start large sets" >&2
+		exit 1
+	fi
 fi
 if [ -n "$print_config" ]; then
 	echo "$cfg"
