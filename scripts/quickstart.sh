@@ -58,6 +58,7 @@ large_speed() {
 if [ "$start" = auto ]; then
 	ips=$(large_speed)
 	[ -n "$ips" ] || { echo "quickstart: timing the larger start network failed (see $AAH_WORKDIR/calibration)" >&2; exit 1; }
+	rm -rf "$AAH_WORKDIR/calibration"   # its checkpoints (9 MB) served their purpose
 	# An epoch: 60,000 images, the evaluation (about 6% more) and the
 	# trainer's twentieth to spare; a child of the larger network about
 	# 1.13x its parent's time. Its first round (2 epochs after about 7 s of

@@ -160,7 +160,7 @@ PY
 	[ "$status" -eq 0 ]
 	[[ $output == *"the run holds its first round and three rounds of its children, starting from it"* ]]
 	grep -q "fashion-mnist-cnn3d.json\$" "$cfg"
-	[ ! -e "$AAH_WORKDIR/experiments" ]
+	[ ! -e "$AAH_WORKDIR/experiments" ] && [ ! -e "$AAH_WORKDIR/calibration" ]
 	run "$qs" --start huge
 	[ "$status" -eq 2 ]
 	[[ $output == *"--start must be auto, small or large, not 'huge'"* ]]
