@@ -86,10 +86,11 @@ sed -e "s|^maxExecDuration: .*|maxExecDuration: ${minutes}m|" \
 if [ "$start" = large ]; then
 	# children of a network this size: up to about 1.7x its FLOPs, 2
 	# epochs each (a grown last trial takes the end of the run)
+	flops=1.0e8 epochs=2
 	sed -i -e "s|^  initialArch: .*|  initialArch: $large|" \
-	       -e 's|^  maxFlops: .*|  maxFlops: 1.0e8|' \
-	       -e 's|--inherited_epochs [0-9]*|--inherited_epochs 2|' "$cfg"
-	if ! grep -q -- '--inherited_epochs 2' "$cfg" || ! grep -q '^  maxFlops: 1.0e8$' "$cfg"; then
+	       -e "s|^  maxFlops: .*|  maxFlops: $flops|" \
+	       -e "s|--inherited_epochs [0-9]*|--inherited_epochs $epochs|" "$cfg"
+	if ! grep -q -- "--inherited_epochs $epochs" "$cfg" || ! grep -q "^  maxFlops: $flops\$" "$cfg"; then
 		echo "quickstart: examples/quickstart.yml no longer has the keys --start large sets" >&2
 		exit 1
 	fi
