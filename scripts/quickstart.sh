@@ -89,7 +89,7 @@ if [ "$start" = large ]; then
 	flops=1.0e8 epochs=2
 	sed -i -e "s|^  initialArch: .*|  initialArch: $large|" \
 	       -e "s|^  maxFlops: .*|  maxFlops: $flops|" \
-	       -e "s|--inherited_epochs [0-9]*|--inherited_epochs $epochs|" "$cfg"
+	       -e "s|--inherited_epochs [0-9][0-9]*|--inherited_epochs $epochs|" "$cfg"
 	if ! grep -q -- "--inherited_epochs $epochs" "$cfg" || ! grep -q "^  maxFlops: $flops\$" "$cfg"; then
 		echo "quickstart: examples/quickstart.yml no longer has the keys --start large sets" >&2
 		exit 1

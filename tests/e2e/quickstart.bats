@@ -140,6 +140,8 @@ PY
 	grep -q "^  initialArch: $AAH_ROOT/examples/fashion-mnist-cnn3d.json\$" "$cfg"
 	grep -q '^  maxFlops: 1.0e8$' "$cfg"
 	grep -q -- '--inherited_epochs 2 ' "$cfg"
+	# the comment that names the flag is left as it is
+	grep -q -- 'it then trains --inherited_epochs epochs\.$' "$cfg"
 	grep -q '^maxExecDuration: 10m$' "$cfg"
 	run aah-runner check "$cfg"
 	echo "$output"
