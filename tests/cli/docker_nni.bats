@@ -70,20 +70,8 @@ nni_docker_config() {
 	"$AAH_DOCKER" build --network host -t aah-nni-pytorch:cpu "$AAH_ROOT/examples/nni-pytorch" \
 		> "$WORK/build.log" 2>&1 || { tail -n 30 "$WORK/build.log"; false; }
 	echo "# docker build examples/nni-pytorch: $((SECONDS - t0)) s" >&3
-	# The example's space narrowed to values that learn in two epochs of
-	# 2,000 images: its corners (lr 0.005 with momentum 0.5 stays near
-	# guessing; lr 0.1 with momentum 0.9 and batch 32 can diverge) let TPE's
-	# random first trials miss the bar below (CI on d059a1a: 43.8%, 29.2%).
-	# Zen 4, by hand: lr 0.03/0.045/0.06 x momentum 0.8/0.85 x every
-	# channels and hidden x seeds 1-3 (72 runs) peaked at 69.4% to 80.8%.
-	cat > "$WORK/space.json" <<-EOF
-	{"lr": {"_type": "loguniform", "_value": [0.03, 0.06]},
-	 "momentum": {"_type": "uniform", "_value": [0.8, 0.85]},
-	 "channels": {"_type": "choice", "_value": [8, 16]},
-	 "hidden": {"_type": "choice", "_value": [64, 128]},
-	 "batch_size": {"_type": "choice", "_value": [32]}}
-	EOF
-	SPACE=$WORK/space.json nni_docker_config c.yml aah-nni-pytorch:cpu \
+	# a space that learns in 2 epochs (tests/fixtures/nni/SOURCE.md)
+	SPACE=$AAH_ROOT/tests/fixtures/nni/pytorch_space.json nni_docker_config c.yml aah-nni-pytorch:cpu \
 		"python3 fashion_mnist.py --epochs 2 --train_samples 2000 --test_samples 500" 2 \
 		"  workdir: /opt/nni-pytorch"
 	t0=$SECONDS
