@@ -63,18 +63,21 @@ if [ "$start" = auto ]; then
 	# trainer's twentieth to spare; a child of the larger network about
 	# 1.13x its parent's time. Its first round (2 epochs after about 7 s of
 	# start-up) must fit in a trial's share, and the run must hold it and
-	# three rounds of 2-epoch children: at least 8 finished trials.
-	if awk -v ips="$ips" -v m="$minutes" -v s="$share" 'BEGIN {
-		e = 60000 / ips * 1.06 * 1.05; first = 7 + 2 * e
-		exit !(first <= m * 60 * s && first + 3 * (8 + 2 * 1.13 * e) <= m * 60) }'; then
+	# three rounds of 2-epoch children (8 s of start-up each): at least 8
+	# finished trials. The speed that takes: the longest epoch both allow.
+	need=$(awk -v m="$minutes" -v s="$share" 'BEGIN {
+		e1 = (m * 60 * s - 7) / 2; e2 = (m * 60 - 7 - 3 * 8) / (2 + 3 * 2 * 1.13)
+		e = e1 < e2 ? e1 : e2
+		if (e <= 0) print "inf"; else printf "%.3f", 60000 * 1.06 * 1.05 / e }')
+	if [ "$need" != inf ] && awk -v ips="$ips" -v need="$need" 'BEGIN { exit !(ips >= need) }'; then
 		start=large
 		why="the run holds its first round and three rounds of its children, starting from it"
 	else
 		start=small
 		why="too slow for its first round and three rounds of its children in $minutes minute(s), starting from the smaller one"
 	fi
-	printf 'quickstart: two trials here train the larger start network at %.0f images/s each: %s\n' \
-		"$ips" "$why"
+	printf 'quickstart: two trials here train the larger start network at %.0f images/s each (a %s-minute run from it needs %.0f): %s\n' \
+		"$ips" "$minutes" "$need" "$why"
 fi
 
 # The shipped config with this run's budget, start and absolute paths.

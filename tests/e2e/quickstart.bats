@@ -155,12 +155,15 @@ PY
 	run "$qs" --minutes 1 --print-config
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ $output =~ larger\ start\ network\ at\ [0-9]+\ images/s\ each:\ too\ slow\ for\ its\ first\ round ]]
+	# the speed it measured, and the one the run would need, said beside the verdict
+	[[ $output =~ larger\ start\ network\ at\ ([0-9]+)\ images/s\ each\ \(a\ 1-minute\ run\ from\ it\ needs\ ([0-9]+)\):\ too\ slow\ for\ its\ first\ round ]]
+	[ "${BASH_REMATCH[1]}" -lt "${BASH_REMATCH[2]}" ]
 	grep -q "fashion-mnist-cnn3.json\$" "$cfg"
 	run "$qs" --minutes 600 --print-config
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ $output == *"the run holds its first round and three rounds of its children, starting from it"* ]]
+	[[ $output =~ at\ ([0-9]+)\ images/s\ each\ \(a\ 600-minute\ run\ from\ it\ needs\ ([0-9]+)\):\ the\ run\ holds\ its\ first\ round\ and\ three\ rounds\ of\ its\ children,\ starting\ from\ it ]]
+	[ "${BASH_REMATCH[1]}" -ge "${BASH_REMATCH[2]}" ]
 	grep -q "fashion-mnist-cnn3d.json\$" "$cfg"
 	[ ! -e "$AAH_WORKDIR/experiments" ] && [ ! -e "$AAH_WORKDIR/calibration" ]
 	run "$qs" --start huge
