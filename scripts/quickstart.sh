@@ -3,7 +3,8 @@
 # machine, then its report and its verified log archive.
 #   scripts/quickstart.sh [--minutes N] [--seed N] [--start auto|small|large] [--print-config]
 # --start: the network the search starts from (auto: the larger one where
-# this machine trains it in time, below); --print-config writes the run's
+# this machine trains it in time, below; auto and large time it, a few
+# seconds, to size its children); --print-config writes the run's
 # config and prints its path, running nothing. AAH_WORKDIR picks where
 # experiments go (default ./aah-work).
 set -euo pipefail
@@ -15,7 +16,7 @@ while [ $# -gt 0 ]; do
 	--seed) seed=$2; shift 2 ;;
 	--start) start=$2; shift 2 ;;
 	--print-config) print_config=1; shift ;;
-	-h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "quickstart: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -36,6 +37,10 @@ data=$dataset/train-images-idx3-ubyte.gz
 # search can only start from it where a trial's share of the run holds two
 # of its epochs (README, "What to expect").
 large=$root/examples/fashion-mnist-cnn3d.json
+# its forward FLOPs per image as tuner.maxFlops counts them (aah-runner
+# check names the figure for a maxFlops below it; tests/e2e/quickstart.bats
+# holds the two to each other)
+large_flops=5.885e7
 share=$(sed -n 's/^  maxExecShare: //p' "$root/examples/quickstart.yml")
 
 # Images/s of the larger network a trial trains here: two short runs side
@@ -55,10 +60,12 @@ large_speed() {
 		sort -g | head -1
 }
 
-if [ "$start" = auto ]; then
+if [ "$start" != small ]; then
 	ips=$(large_speed)
 	[ -n "$ips" ] || { echo "quickstart: timing the larger start network failed (see $AAH_WORKDIR/calibration)" >&2; exit 1; }
 	rm -rf "$AAH_WORKDIR/calibration"   # its checkpoints (9 MB) served their purpose
+fi
+if [ "$start" = auto ]; then
 	# An epoch: 60,000 images, the evaluation (about 6% more) and the
 	# trainer's twentieth to spare; a child of the larger network about
 	# 1.13x its parent's time. Its first round (2 epochs after about 7 s of
@@ -87,9 +94,25 @@ sed -e "s|^maxExecDuration: .*|maxExecDuration: ${minutes}m|" \
     -e "s|^  initialArch: |  initialArch: $root/examples/|" \
     "$root/examples/quickstart.yml" > "$cfg"
 if [ "$start" = large ]; then
-	# children of a network this size: up to about 1.7x its FLOPs, 2
-	# epochs each (a grown last trial takes the end of the run)
-	flops=1.0e8 epochs=2
+	# Its children train 2 epochs each (a grown last trial takes the end of
+	# the run) and may cost what lets those 2 epochs and 8 s of start-up fit
+	# in a trial's share at the speed measured, taking a child's time as
+	# growing with its FLOPs (it grows slower: 1.7x the FLOPs trained at
+	# 1.5x the time). A child over that is cut to 1 epoch by the share and
+	# spends a slot. At least 1.05x (room for a skip or a narrow widening),
+	# at most 1.7x.
+	read -r ratio fit < <(awk -v m="$minutes" -v s="$share" -v ips="$ips" 'BEGIN {
+		r = (m * 60 * s - 8) / 2 / (60000 * 1.06 * 1.05 / ips)
+		printf "%.3f %s\n", (r < 1.05 ? 1.05 : (r > 1.7 ? 1.7 : r)), (r < 1.05 ? "no" : "yes") }')
+	flops=$(awk -v f="$large_flops" -v r="$ratio" 'BEGIN { printf "%.4g", f * r }')
+	epochs=2
+	if [ "$fit" = yes ]; then
+		fit="two of their epochs fit in a trial's share"
+	else
+		fit="the least it allows; two of their epochs do not fit in a trial's share at this speed"
+	fi
+	printf 'quickstart: at %.0f images/s a trial, the larger start network'"'"'s children may cost up to %sx its FLOPs (tuner.maxFlops %s): %s\n' \
+		"$ips" "$ratio" "$flops" "$fit"
 	sed -i -e "s|^  initialArch: .*|  initialArch: $large|" \
 	       -e "s|^  maxFlops: .*|  maxFlops: $flops|" \
 	       -e "s|--inherited_epochs [0-9][0-9]*|--inherited_epochs $epochs|" "$cfg"

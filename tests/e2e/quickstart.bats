@@ -138,7 +138,20 @@ PY
 	[ "$status" -eq 0 ]
 	cfg=${lines[-1]}
 	grep -q "^  initialArch: $AAH_ROOT/examples/fashion-mnist-cnn3d.json\$" "$cfg"
-	grep -q '^  maxFlops: 1.0e8$' "$cfg"
+	# its children's FLOPs capped from the speed it measured: the cap said
+	# is the one written, between 1.05 and 1.7 times the start network
+	[[ $output =~ at\ ([0-9]+)\ images/s\ a\ trial,\ the\ larger\ start\ network\'s\ children\ may\ cost\ up\ to\ ([0-9.]+)x\ its\ FLOPs\ \(tuner.maxFlops\ ([0-9.e+]+)\) ]]
+	ratio=${BASH_REMATCH[2]} cap=${BASH_REMATCH[3]}
+	grep -q "^  maxFlops: $cap\$" "$cfg"
+	lf=$(sed -n 's/^large_flops=//p' "$qs")
+	awk -v r="$ratio" -v c="$cap" -v f="$lf" 'BEGIN { exit !(r >= 1.05 && r <= 1.7 && c / f > r - 0.001 && c / f < r + 0.001) }'
+	# the start network's FLOPs the script holds are the ones tuner.maxFlops counts
+	sed 's/^  maxFlops: .*/  maxFlops: 1e6/' "$cfg" > "$BATS_TEST_TMPDIR/low.yml"
+	run aah-runner check "$BATS_TEST_TMPDIR/low.yml"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output =~ initial\ model\ costs\ ([0-9.e+]+)\ forward\ FLOPs ]]
+	awk -v a="${BASH_REMATCH[1]}" -v b="$lf" 'BEGIN { exit !(a + 0 == b + 0) }'
 	grep -q -- '--inherited_epochs 2 ' "$cfg"
 	# the comment that names the flag is left as it is
 	grep -q -- 'it then trains --inherited_epochs epochs\.$' "$cfg"
@@ -165,8 +178,21 @@ PY
 	[[ $output =~ at\ ([0-9]+)\ images/s\ each\ \(a\ 600-minute\ run\ from\ it\ needs\ ([0-9]+)\):\ the\ run\ holds\ its\ first\ round\ and\ three\ rounds\ of\ its\ children,\ starting\ from\ it ]]
 	[ "${BASH_REMATCH[1]}" -ge "${BASH_REMATCH[2]}" ]
 	grep -q "fashion-mnist-cnn3d.json\$" "$cfg"
+	# a 150-minute share holds any child: the cap is the most it allows
+	[[ $output == *"children may cost up to 1.700x its FLOPs (tuner.maxFlops 1e+08): two of their epochs fit"* ]]
+	grep -q '^  maxFlops: 1e+08$' "$cfg"
+	# a 1-minute run's 15 s share holds no child's two epochs: the least
+	run "$qs" --minutes 1 --start large --print-config
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"children may cost up to 1.050x its FLOPs"*"the least it allows; two of their epochs do not fit"* ]]
 	[ ! -e "$AAH_WORKDIR/experiments" ] && [ ! -e "$AAH_WORKDIR/calibration" ]
 	run "$qs" --start huge
 	[ "$status" -eq 2 ]
 	[[ $output == *"--start must be auto, small or large, not 'huge'"* ]]
+	# --help prints the script's whole header, to its last line
+	run "$qs" --help
+	[ "$status" -eq 0 ]
+	[[ ${lines[0]} == '`make run`: the quickstart experiment'* ]]
+	[[ ${lines[-1]} == "experiments go (default ./aah-work)." ]]
 }
