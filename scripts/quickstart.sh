@@ -42,6 +42,9 @@ large=$root/examples/fashion-mnist-cnn3d.json
 # holds the two to each other)
 large_flops=5.885e7
 share=$(sed -n 's/^  maxExecShare: //p' "$root/examples/quickstart.yml")
+# What an epoch of it costs, in images at the speed timed below: 60,000,
+# the evaluation (about 6% more) and the trainer's twentieth to spare.
+epoch_images=$((60000 * 106 * 105 / 10000))
 
 # Images/s of the larger network a trial trains here: two short runs side
 # by side, as the quickstart runs its trials (a core each, or one core
@@ -66,16 +69,15 @@ if [ "$start" != small ]; then
 	rm -rf "$AAH_WORKDIR/calibration"   # its checkpoints (9 MB) served their purpose
 fi
 if [ "$start" = auto ]; then
-	# An epoch: 60,000 images, the evaluation (about 6% more) and the
-	# trainer's twentieth to spare; a child of the larger network about
-	# 1.13x its parent's time. Its first round (2 epochs after about 7 s of
+	# A child of the larger network takes about 1.13x its parent's time
+	# (capped below). Its first round (2 epochs after about 7 s of
 	# start-up) must fit in a trial's share, and the run must hold it and
 	# three rounds of 2-epoch children (8 s of start-up each): at least 8
 	# finished trials. The speed that takes: the longest epoch both allow.
-	need=$(awk -v m="$minutes" -v s="$share" 'BEGIN {
+	need=$(awk -v m="$minutes" -v s="$share" -v ei="$epoch_images" 'BEGIN {
 		e1 = (m * 60 * s - 7) / 2; e2 = (m * 60 - 7 - 3 * 8) / (2 + 3 * 2 * 1.13)
 		e = e1 < e2 ? e1 : e2
-		if (e <= 0) print "inf"; else printf "%.3f", 60000 * 1.06 * 1.05 / e }')
+		if (e <= 0) print "inf"; else printf "%.3f", ei / e }')
 	if [ "$need" != inf ] && awk -v ips="$ips" -v need="$need" 'BEGIN { exit !(ips >= need) }'; then
 		start=large
 		why="the run holds its first round and three rounds of its children, starting from it"
@@ -101,10 +103,12 @@ if [ "$start" = large ]; then
 	# 1.5x the time). A child over that is cut to 1 epoch by the share and
 	# spends a slot. At least 1.05x (room for a skip or a narrow widening),
 	# at most 1.7x.
-	read -r ratio fit < <(awk -v m="$minutes" -v s="$share" -v ips="$ips" 'BEGIN {
-		r = (m * 60 * s - 8) / 2 / (60000 * 1.06 * 1.05 / ips)
-		printf "%.3f %s\n", (r < 1.05 ? 1.05 : (r > 1.7 ? 1.7 : r)), (r < 1.05 ? "no" : "yes") }')
-	flops=$(awk -v f="$large_flops" -v r="$ratio" 'BEGIN { printf "%.4g", f * r }')
+	read -r ratio flops fit < <(awk -v m="$minutes" -v s="$share" -v ips="$ips" \
+		-v ei="$epoch_images" -v f="$large_flops" 'BEGIN {
+		r = (m * 60 * s - 8) / 2 / (ei / ips)
+		c = r < 1.05 ? 1.05 : (r > 1.7 ? 1.7 : r)
+		c = sprintf("%.3f", c)
+		printf "%s %.4g %s\n", c, f * c, (r < 1.05 ? "no" : "yes") }')
 	epochs=2
 	if [ "$fit" = yes ]; then
 		fit="two of their epochs fit in a trial's share"
