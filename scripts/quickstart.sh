@@ -49,7 +49,7 @@ epoch_images=$((60000 * 106 * 105 / 10000))
 # Images/s of the larger network a trial trains here: two short runs side
 # by side, as the quickstart runs its trials (a core each, or one core
 # shared under taskset), two epochs of 3,200 images each; the second
-# epochs' mean counts. A first epoch this short reads 2-5% under the speed
+# epochs' mean counts. A first epoch this short reads 2-4% under the speed
 # a trial's 60,000-image epochs then train at: it carries the one-off
 # start of the first steps.
 large_speed() {
