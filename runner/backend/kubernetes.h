@@ -4,7 +4,7 @@
  * kubernetes_mpi.c) built as cJSON from the launch contract, names that are
  * always valid DNS labels, YAML output, and reading a Job's status back
  * (kubernetes_spec.c, kubernetes_yaml.c); trials run as Jobs through
- * kubectl (kubernetes.c, backend_kubernetes). */
+ * kubectl (kubernetes.c, backend_kubernetes; one call: kubernetes_kubectl.c). */
 #ifndef AAH_KUBERNETES_H
 #define AAH_KUBERNETES_H
 
@@ -169,6 +169,16 @@ const cJSON *kubernetes_pod_disruption(const cJSON *pod);
  * with SIGTERM or SIGKILL): 1, and "pod <name> was disrupted (<reason>)"
  * in why. Else 0. */
 int kubernetes_pod_disrupted(const cJSON *pods, char *why, size_t n);
+
+/* kubernetes_kubectl.c: one kubectl call with the config's global flags
+ * (kubeconfig, context, namespace, request timeout); stdout into *out (may
+ * be NULL). Transient failures are tried again `retries` more times with a
+ * growing pause; a refusal the API server would repeat is not. Errors say
+ * what failed and what to do. */
+enum kubectl_result { KUBECTL_OK = 0, KUBECTL_TRANSIENT = -1, KUBECTL_PERMANENT = -2,
+		      KUBECTL_EXISTS = -3 };
+int kubernetes_kubectl(const struct kubernetes_config *kc, const char *const *args,
+		       const char *input, struct strbuf *out, long retries);
 
 /* kubernetes_quota.c: the GPUs the namespace's quotas allow (the smallest
  * hard requests.nvidia.com/gpu), from `kubectl get resourcequota -o json`. */

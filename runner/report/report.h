@@ -198,6 +198,11 @@ void report_html(struct strbuf *sb, const struct report_exp *exp,
 		 const struct report_options *opt, const struct report_score *sc);
 void report_prometheus(struct strbuf *sb, const struct report_exp *exp,
 		       const struct report_score *sc);
+/* report.html's tables (html_table.c): #trials, #arch (the best trial's
+ * layers), #samples (the Score's sample points). */
+void report_html_trials(struct strbuf *sb, const struct report_exp *exp);
+void report_html_arch(struct strbuf *sb, const struct report_exp *exp);
+void report_html_samples(struct strbuf *sb, const struct report_score *sc);
 
 /* Why a run with epochs has no Score (sc->no_score), in words. */
 extern const char report_no_score[];

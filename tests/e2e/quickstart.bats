@@ -141,10 +141,16 @@ PY
 	# its children's FLOPs capped from the speed it measured: the cap said
 	# is the one written, between 1.05 and 1.7 times the start network
 	[[ $output =~ at\ ([0-9]+)\ images/s\ a\ trial,\ the\ larger\ start\ network\'s\ children\ may\ cost\ up\ to\ ([0-9.]+)x\ its\ FLOPs\ \(tuner.maxFlops\ ([0-9.e+]+)\) ]]
-	ratio=${BASH_REMATCH[2]} cap=${BASH_REMATCH[3]}
+	ips=${BASH_REMATCH[1]} ratio=${BASH_REMATCH[2]} cap=${BASH_REMATCH[3]}
 	grep -q "^  maxFlops: $cap\$" "$cfg"
 	lf=$(sed -n 's/^large_flops=//p' "$qs")
 	awk -v r="$ratio" -v c="$cap" -v f="$lf" 'BEGIN { exit !(r >= 1.05 && r <= 1.7 && c / f > r - 0.001 && c / f < r + 0.001) }'
+	# and it is what a child's 2 epochs allow at that speed, a small child's
+	# time growing twice as fast as its FLOPs: (150 s - 8) / 2 an epoch at
+	# most, the start's epoch being 66,780 images (evaluation and spare in)
+	awk -v r="$ratio" -v ips="$ips" 'BEGIN { t = (150 - 8) / 2 / (66780 / ips)
+		m = 1 + (t - 1) / 2; m = m < 1.05 ? 1.05 : (m > 1.7 ? 1.7 : m)
+		exit !(r > m - 0.002 && r < m + 0.002) }'
 	# the start network's FLOPs the script holds are the ones tuner.maxFlops counts
 	sed 's/^  maxFlops: .*/  maxFlops: 1e6/' "$cfg" > "$BATS_TEST_TMPDIR/low.yml"
 	run aah-runner check "$BATS_TEST_TMPDIR/low.yml"
