@@ -62,9 +62,8 @@ large_speed() {
 			--monitor_interval 0 --seed "$i" --trial_dir "$dir/$i" > "$dir/$i/log" 2>&1 &
 	done
 	wait
-	cat "$dir"/*/metrics.jsonl 2>/dev/null | awk '/"epoch":2,/ && match($0, /"images_per_sec":[0-9.]+/) {
-		sum += substr($0, RSTART + 17, RLENGTH - 17); n++ }
-		END { if (n == 2) printf "%.1f\n", sum / n }'
+	cat "$dir"/*/metrics.jsonl 2>/dev/null | awk -F'"images_per_sec":' '/"epoch":2,/ && NF == 2 {
+		sum += $2 + 0; n++ } END { if (n == 2) printf "%.1f\n", sum / n }'
 }
 
 if [ "$start" != small ]; then
