@@ -28,6 +28,23 @@ int schedule_deadline_budget(int done, int budget, double remaining, double epoc
 	return grow && b - budget < budget ? b : budget;
 }
 
+double schedule_deadline_epochs(int done, double budget, double remaining, double epoch_seconds,
+				double left_in_epoch, int grow)
+{
+	if (epoch_seconds <= 0)
+		return budget;
+	int under_way = left_in_epoch > 0;
+	double spare = remaining - left_in_epoch;
+	double fit = spare > 0 ? spare / epoch_seconds : 0;
+	if (fit > 2.0 * budget)
+		fit = 2.0 * budget;
+	double whole = floor(fit), part = fit - whole;
+	double b = done + under_way + whole + (part >= SCHEDULE_MIN_PART ? part : 0);
+	if (b <= budget)
+		return b;
+	return grow && floor(b) - budget < budget ? b : budget;
+}
+
 int schedule_time_budget(int done, int budget, int own, double remaining, double epoch_seconds,
 			 double left_in_epoch)
 {
