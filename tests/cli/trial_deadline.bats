@@ -47,6 +47,33 @@ assert eval(expr), (expr, r, [(x["epoch"], x["lr"]) for x in m])
 PY
 }
 
+# size_epochs SECONDS: an epoch of about SECONDS on this machine, whatever
+# its speed (an AVX2 CPU trains at half an AVX-512 one's rate, a fixed count
+# took 97 s an epoch there): TRAIN takes --train_samples from a measured
+# epoch of the setup's 1024 images, in whole batches, 2048 to 16384, and E
+# and S are one such epoch and the start-up before it, timed
+size_epochs() {
+	run "${TRAIN[@]}" --warmup_1 1
+	[ "$status" -eq 0 ]
+	read -r e samples < <(python3 -c "import json,sys; m=json.loads(open(sys.argv[1]).readline()); \
+		e=m['epoch_seconds']; print(e, min(16384, max(2048, int(float(sys.argv[2]) * 1024 / e) // 64 * 64)))" \
+		"$T/metrics.jsonl" "$1")
+	echo "measured: 1024 images in $e s: $samples images an epoch"
+	rm -rf "$T"/*
+	TRAIN+=(--train_samples "$samples")
+	t0=$(date +%s.%N)
+	run "${TRAIN[@]}" --warmup_1 1
+	[ "$status" -eq 0 ]
+	read -r E S < <(python3 -c "import json,sys,time; m=json.loads(open(sys.argv[1]).readline()); \
+		e=m['epoch_seconds']; print(e, time.time() - float(sys.argv[2]) - e)" "$T/metrics.jsonl" "$t0")
+}
+
+# median_epoch: the median epoch of metrics.jsonl, into E
+median_epoch() {
+	E=$(python3 -c "import json,sys; e=sorted(json.loads(l)['epoch_seconds'] for l in open(sys.argv[1])); \
+		print(e[len(e) // 2])" "$T/metrics.jsonl")
+}
+
 @test "a deadline already passed: one epoch along a one-epoch cosine, stop reason deadline" {
 	run "${TRAIN[@]}" --deadline $(($(date +%s) - 1))
 	echo "$output"
@@ -177,23 +204,7 @@ PY
 # that missed time the next try (three at most). A trainer that never
 # grows fails all three.
 @test "a budget whose end would leave less than another budget grows into it, only from its start" {
-	# epochs of about 3 s on this machine, whatever its speed (an AVX2 CPU
-	# trains at half an AVX-512 one's rate, a fixed count took 97 s an epoch
-	# there): the size comes from a measured epoch of the setup's 1024
-	# images, in whole batches, 2048 to 16384
-	run "${TRAIN[@]}" --warmup_1 1
-	[ "$status" -eq 0 ]
-	read -r e samples < <(python3 -c "import json,sys; m=json.loads(open(sys.argv[1]).readline()); \
-		e=m['epoch_seconds']; print(e, min(16384, max(2048, int(3.0 * 1024 / e) // 64 * 64)))" \
-		"$T/metrics.jsonl")
-	echo "measured: 1024 images in $e s: $samples images an epoch"
-	rm -rf "$T"/*
-	TRAIN+=(--train_samples "$samples")
-	t0=$(date +%s.%N)
-	run "${TRAIN[@]}" --warmup_1 1
-	[ "$status" -eq 0 ]
-	read -r E S < <(python3 -c "import json,sys,time; m=json.loads(open(sys.argv[1]).readline()); \
-		e=m['epoch_seconds']; print(e, time.time() - float(sys.argv[2]) - e)" "$T/metrics.jsonl" "$t0")
+	size_epochs 3
 	for try in 1 2 3; do
 		echo "try $try: epoch $E s, start-up $S s"
 		rm -rf "$T"/*
@@ -202,8 +213,7 @@ PY
 		echo "$output"
 		[ "$status" -eq 0 ]
 		if [[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]; then break; fi
-		E=$(python3 -c "import json,sys; e=sorted(json.loads(l)['epoch_seconds'] for l in open(sys.argv[1])); \
-			print(e[len(e) // 2])" "$T/metrics.jsonl")
+		median_epoch
 	done
 	[[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]
 	check 'r["status"] == "succeeded" and m[-1]["lr"] == 0'
@@ -270,19 +280,8 @@ PY
 # the part it fitted last, annealed (an epoch slower than the first's eighth
 # can shave the part, or drop it under a tenth). Three tries, as above.
 @test "--partial_epoch: a budget grows into the end of the run to the step" {
-	run "${TRAIN[@]}" --warmup_1 1
-	[ "$status" -eq 0 ]
-	read -r e samples < <(python3 -c "import json,sys; m=json.loads(open(sys.argv[1]).readline()); \
-		e=m['epoch_seconds']; print(e, min(16384, max(2048, int(2.0 * 1024 / e) // 64 * 64)))" \
-		"$T/metrics.jsonl")
-	echo "measured: 1024 images in $e s: $samples images an epoch"
-	rm -rf "$T"/*
-	TRAIN+=(--train_samples "$samples" --partial_epoch)
-	t0=$(date +%s.%N)
-	run "${TRAIN[@]}" --warmup_1 1
-	[ "$status" -eq 0 ]
-	read -r E S < <(python3 -c "import json,sys,time; m=json.loads(open(sys.argv[1]).readline()); \
-		e=m['epoch_seconds']; print(e, time.time() - float(sys.argv[2]) - e)" "$T/metrics.jsonl" "$t0")
+	size_epochs 2
+	TRAIN+=(--partial_epoch)
 	grown='budget 4\.00 -> ([4-7])\.([0-9][0-9]) epochs'
 	for try in 1 2 3; do
 		echo "try $try: epoch $E s, start-up $S s"
@@ -291,8 +290,7 @@ PY
 		echo "$output"
 		[ "$status" -eq 0 ]
 		if [[ $output =~ $grown ]] && [ "${BASH_REMATCH[2]}" != 00 ]; then break; fi
-		E=$(python3 -c "import json,sys; e=sorted(json.loads(l)['epoch_seconds'] for l in open(sys.argv[1])); \
-			print(e[len(e) // 2])" "$T/metrics.jsonl")
+		median_epoch
 	done
 	[[ $output =~ $grown ]]
 	whole=${BASH_REMATCH[1]} part=${BASH_REMATCH[2]}
