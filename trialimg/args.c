@@ -74,6 +74,7 @@ static const struct spec table[] = {
 	{"--monitor_interval", NULL, "AAH_MONITOR_INTERVAL", K_NUM, F(monitor_interval), RANGE(0, 86400), "30", "seconds between CPU/memory/network/GPU samples in <trial_dir>/device_info, one sampler per host, its first rank (0: off)"},
 	{"--trial_seq", NULL, "AAH_TRIAL_SEQ", K_INT, F(trial_seq), RANGE(0, 999999), "0", "1-based trial sequence number (default: params.json trial_seq, else AAH_TRIAL_ID, else 1)"},
 	{"--deadline", NULL, "AAH_DEADLINE", K_NUM, F(deadline), RANGE(0, 1e11), "0", "Unix time (seconds) by which the trial should be done: the epoch budget shrinks to the epochs that still fit, judged from the slowest epoch so far (in the first, from its first eighth), and the cosine LR schedule with it, so that the last epoch ends annealed instead of being canceled; judged at the start, a budget whose end would leave less than another budget grows into it, to under twice its size (0: none; the runner sets it under trial.fitExecDuration)"},
+	{"--partial_epoch", NULL, NULL, K_BOOL, F(partial_epoch), NULL, "0", "with --deadline, fit the budget to the step rather than to the last whole epoch: the epoch that ends it may train only a part of the training set (a tenth or more), validated as any other, so that a trial grown into the end of the run ends at it instead of leaving it idle (a time budget still cuts to whole epochs)"},
 	{"--time_budget", NULL, "AAH_TIME_BUDGET", K_NUM, F(time_budget), RANGE(0, 1e9), "0", "seconds this trial may take, counted from its start (a resumed trial's earlier runs included): the epoch budget shrinks to the epochs that fit, judged as under --deadline, and the cosine LR schedule with it; it never grows. With --deadline, the sooner of the two ends counts (0: none; the runner sets it under trial.maxExecShare)"},
 	{"--max_epochs", NULL, NULL, K_INT, F(max_epochs), RANGE(0, 100000), "0", "stop after this many epochs in total; the LR schedule still spans the budget (0: none)"},
 	{"--train_samples", NULL, NULL, K_INT, F(train_samples), RANGE(0, 1000000000), "0", "use only the first N training samples (0: all)"},
@@ -102,7 +103,7 @@ static const struct spec table[] = {
 	{"--help", "-h", NULL, K_BOOL, F(help), NULL, "0", "print this table and exit"},
 };
 
-_Static_assert(ARRAY_SIZE(table) <= 64, "struct args.from is too small");
+_Static_assert(ARRAY_SIZE(table) <= 80, "struct args.from is too small");
 
 void args_usage(FILE *f)
 {

@@ -24,6 +24,7 @@ struct args {
 	int elastic;              /* --elastic: follow <trial_dir>/world_size */
 	int global_batch;         /* --global_batch: each rank takes it / world; 0 = batch_size x world */
 	int threads, patience, stop_diverged, resume, trial_seq, max_epochs, train_samples, val_samples;
+	int partial_epoch;       /* --partial_epoch: a deadline fits the budget to the step */
 	long seed;
 	double weight_decay, momentum;
 	double monitor_interval; /* seconds between resource samples (0: off) */
@@ -46,7 +47,7 @@ struct args {
 	double memory_limit;     /* --memory_limit: MiB a CPU trial may use (0: the cgroup's) */
 	int usage;               /* nothing to train was named: print the usage, exit 2 */
 	/* which table entries were set, and from where (ARGS_FROM_*) */
-	unsigned char from[64];
+	unsigned char from[80];
 	/* resolved rendezvous (when world_size > 1) */
 	char *rdv_host;
 	int rdv_port;

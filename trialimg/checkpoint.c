@@ -14,6 +14,8 @@ static size_t ckpt_header_len(const void *buf, size_t len)
 {
 	if (len >= CKPT_HEADER_2 && !memcmp(buf, CKPT_MAGIC, 8))
 		return sizeof(struct ckpt_header);
+	if (len >= CKPT_HEADER_2 && !memcmp(buf, CKPT_MAGIC_3, 8))
+		return CKPT_HEADER_3;
 	if (len >= CKPT_HEADER_2 && !memcmp(buf, CKPT_MAGIC_2, 8))
 		return CKPT_HEADER_2;
 	return 0;
@@ -37,7 +39,7 @@ int checkpoint_write(const char *dir, const char *path, const struct ckpt_header
 }
 
 /* The checkpoint at `path` if it is one of this network's (header in *h,
- * zero past an AAHCKPT2 header's end; *data: where the tensors start),
+ * zero past an older header's end; *data: where the tensors start),
  * else NULL with the error reported; `whose` names the network. */
 static char *checkpoint_read(const char *path, const struct model *m, struct ckpt_header *h,
 			     const char **data, const char *whose)

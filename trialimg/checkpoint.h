@@ -1,9 +1,10 @@
 /* checkpoint.h: a trial's checkpoint file (checkpoint/state.bin): a header
- * with where training stands (AAHCKPT3; AAHCKPT2, before the fp16 loss
- * scale, still reads), then the parameters, the SGD velocities and the
- * batchnorm statistics of the model. Written at every epoch's end and at
- * an elastic resize (train.c), read to resume and, weights only, by a child
- * that inherits its parent's (inherit.c). */
+ * with where training stands (AAHCKPT4; AAHCKPT3, before a budget's part of
+ * an epoch, and AAHCKPT2, before the fp16 loss scale, still read), then the
+ * parameters, the SGD velocities and the batchnorm statistics of the model.
+ * Written at every epoch's end and at an elastic resize (train.c), read to
+ * resume and, weights only, by a child that inherits its parent's
+ * (inherit.c). */
 #ifndef AAH_CHECKPOINT_H
 #define AAH_CHECKPOINT_H
 
@@ -24,8 +25,14 @@ struct ckpt_header {
 	float loss_scale;
 	int32_t loss_scale_good;
 	int64_t loss_scale_steps, loss_scale_skipped;
+	/* from AAHCKPT4 on: the part of an epoch that ends the budget (0: a
+	 * whole one; --partial_epoch) */
+	double budget_part;
 };
-#define CKPT_MAGIC "AAHCKPT3"
+#define CKPT_MAGIC "AAHCKPT4"
+/* A checkpoint written before the budget's part: its header ends at the loss scale. */
+#define CKPT_MAGIC_3 "AAHCKPT3"
+#define CKPT_HEADER_3 offsetof(struct ckpt_header, budget_part)
 /* A checkpoint written before the loss scale: its header ends at carry. */
 #define CKPT_MAGIC_2 "AAHCKPT2"
 #define CKPT_HEADER_2 offsetof(struct ckpt_header, loss_scale)
@@ -35,7 +42,7 @@ struct ckpt_header {
 int checkpoint_write(const char *dir, const char *path, const struct ckpt_header *h,
 		     const struct model *m);
 /* Read the checkpoint at path into m (parameters, velocities, statistics)
- * and its header into *h (zero past an AAHCKPT2 header's end). It must be
+ * and its header into *h (zero past an older header's end). It must be
  * one of m's network: else -1 with the error naming `whose`. */
 int checkpoint_load(const char *path, struct model *m, struct ckpt_header *h, const char *whose);
 /* The parameters and batchnorm statistics of a checkpoint (written by a

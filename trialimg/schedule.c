@@ -11,21 +11,30 @@ int schedule_epoch_budget(const struct args *a, int *patience)
 	return round == 0 ? a->warmup_1 : round == 1 ? a->warmup_2 : round == 2 ? a->warmup_3 : a->epochs;
 }
 
-int schedule_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
-			     double left_in_epoch, int grow)
+double schedule_deadline_epochs(int done, double budget, double remaining, double epoch_seconds,
+				double left_in_epoch, int grow)
 {
 	if (epoch_seconds <= 0)
 		return budget;
 	int under_way = left_in_epoch > 0;
 	double spare = remaining - left_in_epoch;
-	double fit = spare > 0 ? floor(spare / epoch_seconds) : 0;
-	if (fit > 2.0 * budget)    /* also keeps a far deadline from overflowing */
+	double fit = spare > 0 ? spare / epoch_seconds : 0;
+	if (fit > 2.0 * budget)
 		fit = 2.0 * budget;
-	int b = done + under_way + (int)fit;
+	double whole = floor(fit), part = fit - whole;
+	double b = done + under_way + whole + (part >= SCHEDULE_MIN_PART ? part : 0);
 	if (b <= budget)
 		return b;
-	/* b - budget epochs would be left after this budget */
-	return grow && b - budget < budget ? b : budget;
+	return grow && floor(b) - budget < budget ? b : budget;
+}
+
+int schedule_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
+			     double left_in_epoch, int grow)
+{
+	/* the whole epochs of the budget to the step; one grown into a part of
+	 * an epoch past the budget is the budget */
+	return (int)floor(schedule_deadline_epochs(done, budget, remaining, epoch_seconds,
+						   left_in_epoch, grow));
 }
 
 int schedule_time_budget(int done, int budget, int own, double remaining, double epoch_seconds,

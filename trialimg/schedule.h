@@ -18,6 +18,12 @@ int schedule_epoch_budget(const struct args *a, int *patience);
  * end of the run instead of leaving it to trials cut to an epoch or two. */
 int schedule_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
 			     double left_in_epoch, int grow);
+/* --partial_epoch: schedule_deadline_budget to the step, in epochs and
+ * their fraction: the last epoch may be a part of one (a part under
+ * SCHEDULE_MIN_PART of an epoch is dropped). `budget` may hold a part. */
+#define SCHEDULE_MIN_PART 0.1
+double schedule_deadline_epochs(int done, double budget, double remaining, double epoch_seconds,
+				double left_in_epoch, int grow);
 /* --time_budget: the budget that fits `remaining` seconds of the trial's
  * own, as schedule_deadline_budget without growth, except for a budget a
  * deadline grew past the trial's `own`: that trial takes the end of the

@@ -27,6 +27,12 @@ static double epoch_estimate(const struct trial *t, double seconds, long steps)
 	return train * (1.0 + eval);
 }
 
+/* A budget of `budget` epochs, the last of them `part` of one (0: whole). */
+static double budget_epochs(int budget, double part)
+{
+	return part > 0 ? budget - 1 + part : budget;
+}
+
 /* Under --deadline and --time_budget: the budget that still fits, decided
  * by rank 0 from its clock and followed by every rank; epoch_seconds is the
  * epoch estimate and left_in_epoch what the epoch under way still needs (0
@@ -41,42 +47,77 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 	 * written after each: leave a twentieth to spare */
 	const double margin = 1.05;
 	const struct args *a = t->a;
-	int budget = t->budget;
+	/* the budget in epochs, and the part of an epoch that ends it */
+	double fitted[2] = {t->budget, t->part};
 	if (t->rank == 0) {
 		double e = epoch_seconds * margin, left = left_in_epoch * margin;
+		int budget = t->budget;
+		double part = t->part;
 		if (a->deadline > 0) {
 			double remaining = a->deadline - util_now();
-			budget = schedule_deadline_budget(t->epoch, budget, remaining, e, left, grow);
-			if (budget != t->budget)
-				printf("aah-trial: deadline in %.0f s at %.1f s per epoch: budget %d -> %d "
-				       "epochs\n", remaining, epoch_seconds, t->budget, budget);
+			if (a->partial_epoch) {
+				double now = budget_epochs(budget, part);
+				double b = schedule_deadline_epochs(t->epoch, now, remaining, e, left,
+								    grow);
+				budget = (int)ceil(b);
+				part = b - floor(b);
+				if (b != now)
+					printf("aah-trial: deadline in %.0f s at %.1f s per epoch: "
+					       "budget %.2f -> %.2f epochs\n", remaining,
+					       epoch_seconds, now, b);
+			} else {
+				budget = schedule_deadline_budget(t->epoch, budget, remaining, e,
+								  left, grow);
+				if (budget != t->budget)
+					printf("aah-trial: deadline in %.0f s at %.1f s per epoch: "
+					       "budget %d -> %d epochs\n", remaining, epoch_seconds,
+					       t->budget, budget);
+			}
 		}
 		if (a->time_budget > 0) {
 			double spent = t->wall_before + util_monotonic() - t->t0;
 			int b = schedule_time_budget(t->epoch, budget, t->own_budget,
 						     a->time_budget - spent, e, left);
-			if (b != budget)
-				printf("aah-trial: time budget %.0f s, %.0f s spent, at %.1f s per epoch: "
-				       "budget %d -> %d epochs\n", a->time_budget, spent, epoch_seconds,
-				       budget, b);
+			if (b != budget) {
+				printf("aah-trial: time budget %.0f s, %.0f s spent, at %.1f s per "
+				       "epoch: budget %d -> %d epochs\n", a->time_budget, spent,
+				       epoch_seconds, budget, b);
+				part = 0;   /* a cut to whole epochs */
+			}
 			budget = b;
 		}
 		fflush(stdout);
+		fitted[0] = budget;
+		fitted[1] = part;
 	}
-	if (t->dist && dist_broadcast(t->dist, &budget, sizeof(budget)))
+	if (t->dist && dist_broadcast(t->dist, fitted, sizeof(fitted)))
 		return -1;
-	if (budget < t->budget)
+	int budget = (int)fitted[0];
+	if (budget_epochs(budget, fitted[1]) < budget_epochs(t->budget, t->part))
 		t->deadline_cut = 1;
 	t->budget = budget;
+	t->part = fitted[1];
 	return budget;
 }
+
+/* Steps of an epoch this trial trains: all of them but in the last epoch
+ * of a budget that ends in a part of one (--partial_epoch). */
+static long epoch_steps(const struct trial *t, int epoch)
+{
+	if (t->part <= 0 || epoch != t->budget - 1)
+		return t->steps_per_epoch;
+	long n = lround(t->part * (double)t->steps_per_epoch);
+	return n > 0 ? n : 1;
+}
+
 /* ---- the loop ------------------------------------------------------------ */
 
 /* The LR of a step: the cosine over the budget as it stands (a deadline
  * can shorten or lengthen it), scaled for an inheriting child. */
 static float step_lr(const struct trial *t, long step)
 {
-	return (float)(t->lr_scale * schedule_lr(t->a, step, t->steps_per_epoch * t->budget));
+	long total = t->steps_per_epoch * (t->budget - 1) + epoch_steps(t, t->budget - 1);
+	return (float)(t->lr_scale * schedule_lr(t->a, step, total));
 }
 
 /* Epochs this run trains to: the budget, or --max_epochs when smaller. */
@@ -175,6 +216,8 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 			if (fit_deadline(t, est, left, grow) < 0)
 				return -1;
 		}
+		if (t->part > 0 && done >= epoch_steps(t, t->epoch))
+			break;   /* the part of an epoch that ends the budget */
 	}
 	if (step_read(&t->st, &s->loss, &s->correct))   /* the device's sums, once an epoch */
 		return -1;

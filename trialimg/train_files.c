@@ -86,6 +86,7 @@ int train_save_checkpoint(struct trial *t)
 		.carry = { t->carry[0], t->carry[1], t->carry[2] },
 		.loss_scale = t->scaled ? t->ls.scale : 0, .loss_scale_good = t->ls.good,
 		.loss_scale_steps = t->ls.steps, .loss_scale_skipped = t->ls.skipped,
+		.budget_part = t->part,
 	};
 	return checkpoint_write(t->ckpt_dir, t->ckpt_path, &h, m);
 }
@@ -115,9 +116,13 @@ int train_load_checkpoint(struct trial *t)
 	}
 	/* an earlier run fitted the budget to a time: the LR schedule goes
 	 * on along the cosine it was following */
-	if (train_timed(t->a) && h.budget > 0 && h.budget != t->budget) {
-		t->deadline_cut = h.budget < t->budget;
+	if (train_timed(t->a) && h.budget > 0 &&
+	    (h.budget != t->budget || h.budget_part > 0)) {
+		t->deadline_cut = h.budget < t->budget ||
+			(h.budget == t->budget && h.budget_part > 0);
 		t->budget = h.budget;
+		t->part = t->a->partial_epoch && h.budget_part > 0 && h.budget_part < 1
+			? h.budget_part : 0;
 	}
 	if (t->resume_batch)
 		printf("aah-trial: resumed from '%s' in epoch %d after batch %d, %d rank(s)\n",
@@ -176,6 +181,8 @@ int train_write_metrics(struct trial *t, const struct epoch_stats *s)
 	cJSON_AddNumberToObject(j, "timestamp", util_now());
 	cJSON_AddNumberToObject(j, "rank", t->rank);
 	cJSON_AddStringToObject(j, "precision", t->precision);
+	if (t->part > 0 && t->epoch == t->budget)   /* the budget's last, a part of an epoch */
+		cJSON_AddNumberToObject(j, "part", t->part);
 	if (t->scaled) {
 		cJSON_AddNumberToObject(j, "loss_scale", t->ls.scale);
 		cJSON_AddNumberToObject(j, "skipped_steps", (double)t->ls.skipped);

@@ -46,6 +46,9 @@ struct trial {
 	 * whether the budget was cut to fit */
 	double slowest_epoch;
 	int deadline_cut;
+	/* --partial_epoch: the last epoch of the budget trains this share of
+	 * an epoch's steps (0: all of them) */
+	double part;
 	/* the gradients' mean over the ranks is the backend's (NCCL), not
 	 * the CPU ring's */
 	int device_comm;

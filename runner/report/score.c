@@ -21,6 +21,8 @@
  *    counts times the trial's FLOPs per image (report.epochCharge "aiperf";
  *    "auto" takes it when every trial's arch has 1000 classes), or by the
  *    images the trainer counted ("images"); flops_images keeps the latter;
+ *    an epoch's "part" (aah-trial --partial_epoch) scales its training
+ *    images in both;
  *  - the validity rules are the README's (at least 1 h, not below fp16, best
  *    accuracy above 70%, GPUs in mixed precision: bf16 or fp16) or report.py's (failed when the final Error is
  *    above 95%), report.rules. */
@@ -194,8 +196,10 @@ int report_score(const struct report_exp *exp, const struct report_options *opt,
 		const struct report_trial *tr = &exp->trials[i];
 		for (size_t j = 0; j < tr->nepochs; j++) {
 			const struct expdir_epoch *e = &tr->epochs[j];
+			/* a part of an epoch (--partial_epoch) trained that part */
 			double charge = tr->img_fwd * REPORT_AIPERF_EVAL_IMAGES +
-					(tr->img_fwd + tr->img_bwd) * REPORT_AIPERF_TRAIN_IMAGES;
+					(tr->img_fwd + tr->img_bwd) * REPORT_AIPERF_TRAIN_IMAGES *
+					e->part;
 			ev[k++] = (struct ev){ e->ts, e->flops, charge, e->val_acc, i, e->epoch, 0 };
 		}
 		if (tr->nepochs && !isnan(tr->result_acc))   /* known when its last epoch ended */

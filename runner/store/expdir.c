@@ -650,6 +650,9 @@ static int metrics_line(const cJSON *line, void *arg)
 	e->val_acc = acc;
 	e->flops = num_or(line, "train_flops", 0) + num_or(line, "eval_flops", 0);
 	e->images_per_sec = num_or(line, "images_per_sec", 0);
+	e->part = num_or(line, "part", 1);
+	if (!(e->part > 0 && e->part <= 1))
+		e->part = 1;
 	const cJSON *ep = cJSON_GetObjectItemCaseSensitive(line, "epoch");
 	e->epoch = cJSON_IsNumber(ep) ? ep->valueint : (int)es->n;
 	return 0;
@@ -684,6 +687,7 @@ int expdir_trial_epochs(const char *trial_dir, const struct expdir_result *res, 
 	e->val_acc = res->best_val_acc;
 	e->flops = res->total_flops;
 	e->images_per_sec = 0;
+	e->part = 1;
 	e->epoch = 1;
 	*epochs = e;
 	*n = 1;

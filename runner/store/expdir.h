@@ -234,6 +234,8 @@ struct expdir_epoch {
 	double val_acc;           /* in [0,1] */
 	double flops;             /* cumulative train_flops + eval_flops of the trial */
 	double images_per_sec;    /* 0 when absent */
+	double part;              /* "part": the share of an epoch's steps trained (1 when
+				   * absent; aah-trial --partial_epoch) */
 	int epoch;                /* 1-based; the line's position when absent */
 };
 

@@ -47,6 +47,33 @@ assert eval(expr), (expr, r, [(x["epoch"], x["lr"]) for x in m])
 PY
 }
 
+# size_epochs SECONDS: an epoch of about SECONDS on this machine, whatever
+# its speed (an AVX2 CPU trains at half an AVX-512 one's rate, a fixed count
+# took 97 s an epoch there): TRAIN takes --train_samples from a measured
+# epoch of the setup's 1024 images, in whole batches, 2048 to 16384, and E
+# and S are one such epoch and the start-up before it, timed
+size_epochs() {
+	run "${TRAIN[@]}" --warmup_1 1
+	[ "$status" -eq 0 ]
+	read -r e samples < <(python3 -c "import json,sys; m=json.loads(open(sys.argv[1]).readline()); \
+		e=m['epoch_seconds']; print(e, min(16384, max(2048, int(float(sys.argv[2]) * 1024 / e) // 64 * 64)))" \
+		"$T/metrics.jsonl" "$1")
+	echo "measured: 1024 images in $e s: $samples images an epoch"
+	rm -rf "$T"/*
+	TRAIN+=(--train_samples "$samples")
+	t0=$(date +%s.%N)
+	run "${TRAIN[@]}" --warmup_1 1
+	[ "$status" -eq 0 ]
+	read -r E S < <(python3 -c "import json,sys,time; m=json.loads(open(sys.argv[1]).readline()); \
+		e=m['epoch_seconds']; print(e, time.time() - float(sys.argv[2]) - e)" "$T/metrics.jsonl" "$t0")
+}
+
+# median_epoch: the median epoch of metrics.jsonl, into E
+median_epoch() {
+	E=$(python3 -c "import json,sys; e=sorted(json.loads(l)['epoch_seconds'] for l in open(sys.argv[1])); \
+		print(e[len(e) // 2])" "$T/metrics.jsonl")
+}
+
 @test "a deadline already passed: one epoch along a one-epoch cosine, stop reason deadline" {
 	run "${TRAIN[@]}" --deadline $(($(date +%s) - 1))
 	echo "$output"
@@ -177,23 +204,7 @@ PY
 # that missed time the next try (three at most). A trainer that never
 # grows fails all three.
 @test "a budget whose end would leave less than another budget grows into it, only from its start" {
-	# epochs of about 3 s on this machine, whatever its speed (an AVX2 CPU
-	# trains at half an AVX-512 one's rate, a fixed count took 97 s an epoch
-	# there): the size comes from a measured epoch of the setup's 1024
-	# images, in whole batches, 2048 to 16384
-	run "${TRAIN[@]}" --warmup_1 1
-	[ "$status" -eq 0 ]
-	read -r e samples < <(python3 -c "import json,sys; m=json.loads(open(sys.argv[1]).readline()); \
-		e=m['epoch_seconds']; print(e, min(16384, max(2048, int(3.0 * 1024 / e) // 64 * 64)))" \
-		"$T/metrics.jsonl")
-	echo "measured: 1024 images in $e s: $samples images an epoch"
-	rm -rf "$T"/*
-	TRAIN+=(--train_samples "$samples")
-	t0=$(date +%s.%N)
-	run "${TRAIN[@]}" --warmup_1 1
-	[ "$status" -eq 0 ]
-	read -r E S < <(python3 -c "import json,sys,time; m=json.loads(open(sys.argv[1]).readline()); \
-		e=m['epoch_seconds']; print(e, time.time() - float(sys.argv[2]) - e)" "$T/metrics.jsonl" "$t0")
+	size_epochs 3
 	for try in 1 2 3; do
 		echo "try $try: epoch $E s, start-up $S s"
 		rm -rf "$T"/*
@@ -202,8 +213,7 @@ PY
 		echo "$output"
 		[ "$status" -eq 0 ]
 		if [[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]; then break; fi
-		E=$(python3 -c "import json,sys; e=sorted(json.loads(l)['epoch_seconds'] for l in open(sys.argv[1])); \
-			print(e[len(e) // 2])" "$T/metrics.jsonl")
+		median_epoch
 	done
 	[[ $output =~ budget\ 4\ -\>\ ([5-7])\ epochs ]]
 	check 'r["status"] == "succeeded" and m[-1]["lr"] == 0'
@@ -225,4 +235,69 @@ PY
 	else
 		check 'r["epochs_run"] == 4 and r["stop_reason"] == "budget"'
 	fi
+}
+
+# --partial_epoch, deterministic: a checkpoint whose budget ends in a part of
+# an epoch (written here into an AAHCKPT4 header at its offset, as a run
+# cut by a deadline would have) resumes into that part: the last epoch
+# trains half the steps of the others, its metrics line says so, and the
+# cosine ends at --final_lr on its last step. Without the flag the part is
+# not followed; an AAHCKPT3 header (no part) resumes as before.
+@test "--partial_epoch: a budget that ends in a part of an epoch trains that part, annealed" {
+	far=$(($(date +%s) + 86400))
+	run "${TRAIN[@]}" --warmup_1 3 --max_epochs 1 --deadline "$far" --partial_epoch
+	[ "$status" -eq 0 ]
+	cp -r "$T" "$T.whole"
+	cp -r "$T" "$T.v3"
+	python3 - "$T/checkpoint/state.bin" "$T.v3/checkpoint/state.bin" <<'PY'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"AAHCKPT4", d[:8]
+assert struct.unpack_from("<d", d, 144)[0] == 0, "a whole budget has no part"
+open(sys.argv[1], "wb").write(d[:144] + struct.pack("<d", 0.5) + d[152:])
+open(sys.argv[2], "wb").write(b"AAHCKPT3" + d[8:144] + d[152:])
+PY
+	run "${TRAIN[@]}" --warmup_1 3 --resume --deadline "$far" --partial_epoch
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"epoch 3/3:"* ]]
+	check 'r["epochs_run"] == 3 and r["stop_reason"] == "deadline" and m[-1]["lr"] == 0'
+	check '"part" not in m[1] and m[2]["part"] == 0.5'
+	# 1024 images an epoch, batch 64: 16 steps, the last epoch 8
+	check 'abs((m[2]["train_flops"] - m[1]["train_flops"]) * 2 - (m[1]["train_flops"] - m[0]["train_flops"])) < 1'
+	for d in "$T.whole" "$T.v3"; do
+		T=$d run "${TRAIN[@]}" --trial_dir "$d" --warmup_1 3 --resume --deadline "$far"
+		[ "$status" -eq 0 ]
+		T=$d check 'r["epochs_run"] == 3 and "part" not in m[2] and m[2]["lr"] == 0'
+		T=$d check 'abs(m[2]["train_flops"] - 1.5 * m[1]["train_flops"]) < 1'
+	done
+	rm -rf "$T.whole" "$T.v3"
+}
+
+# --partial_epoch, timed as the growth case above: a deadline about 5.3
+# epochs after the first eighth of the first grows a budget of 4 to the step
+# that fits (4.1 to 8 epochs' worth is the window), and the run ends with
+# the part it fitted last, annealed (an epoch slower than the first's eighth
+# can shave the part, or drop it under a tenth). Three tries, as above.
+@test "--partial_epoch: a budget grows into the end of the run to the step" {
+	size_epochs 2
+	TRAIN+=(--partial_epoch)
+	grown='budget 4\.00 -> ([4-7])\.([0-9][0-9]) epochs'
+	for try in 1 2 3; do
+		echo "try $try: epoch $E s, start-up $S s"
+		rm -rf "$T"/*
+		run "${TRAIN[@]}" --deadline "$(after_epochs 5.3)"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		if [[ $output =~ $grown ]] && [ "${BASH_REMATCH[2]}" != 00 ]; then break; fi
+		median_epoch
+	done
+	[[ $output =~ $grown ]]
+	whole=${BASH_REMATCH[1]} part=${BASH_REMATCH[2]}
+	[ "$part" != 00 ]
+	# the last fit printed is the one followed (a later epoch can shave it)
+	last=$(grep -o -- '-> [0-9.]* epochs' <<<"$output" | tail -1 | cut -d' ' -f2)
+	echo "grown to $whole.$part, last fitted $last"
+	check "r['status'] == 'succeeded' and m[-1]['lr'] == 0 and len(m) == -int(-$last // 1)"
+	check "abs(m[-1].get('part', 1) - ($last - int($last) or 1)) < 0.006"
 }

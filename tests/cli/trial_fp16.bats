@@ -87,14 +87,14 @@ PY
 	run aah-trial --trial_dir "$T/cut" "${args[@]}" --resume
 	[ "$status" -eq 0 ]
 	[[ $output == *"resumed"* ]]
-	# The same checkpoint as AAHCKPT2 wrote it (no loss scale: 144-byte
-	# header cut to 120): it resumes, the scale starting over.
+	# The same checkpoint as AAHCKPT2 wrote it (no loss scale, no budget's
+	# part: 152-byte header cut to 120): it resumes, the scale starting over.
 	$PY - "$T/old/checkpoint/state.bin" <<'PY'
 import sys
 p = sys.argv[1]
 d = open(p, "rb").read()
-assert d[:8] == b"AAHCKPT3", d[:8]
-open(p, "wb").write(b"AAHCKPT2" + d[8:120] + d[144:])
+assert d[:8] == b"AAHCKPT4", d[:8]
+open(p, "wb").write(b"AAHCKPT2" + d[8:120] + d[152:])
 PY
 	run aah-trial --trial_dir "$T/old" "${args[@]}" --resume
 	[ "$status" -eq 0 ]

@@ -490,6 +490,31 @@ Test(report, aiperfs_clock_starts_at_the_first_trial_and_epochs_are_charged_as_s
 	report_exp_release(&exp);
 }
 
+/* An epoch that trained a part of one (aah-trial --partial_epoch, "part"
+ * in its metrics line) is charged that part of score.py's training
+ * images, and its evaluation whole. */
+Test(report, a_part_of_an_epoch_is_charged_that_part_of_score_pys_images)
+{
+	late_trials();
+	char *line = xstrfmt("{\"format\":\"aah-metrics/1\",\"epoch\":3,\"val_acc\":0.61,"
+			     "\"train_flops\":2.5e9,\"eval_flops\":2.5e8,\"timestamp\":%.6f,"
+			     "\"rank\":0,\"part\":0.25}", T0 + 1700);
+	cr_assert_eq(fx_append(dir, "trials/000001/metrics.jsonl", line), 0);
+	free(line);
+	struct report_exp exp;
+	struct report_score sc;
+	struct report_options opt = REPORT_OPTIONS_INIT;
+	cr_assert_eq(report_load(dir, &exp), 0);
+	cr_assert_eq(report_score(&exp, &opt, &sc), 0);
+	cr_assert_str_eq(sc.charge, "aiperf");
+	double epoch = IMG_FWD * 50000 + (IMG_FWD + IMG_BWD) * 1280000;
+	double part = IMG_FWD * 50000 + (IMG_FWD + IMG_BWD) * 1280000 * 0.25;
+	close_to(sc.final.flops, 3 * epoch + part);
+	close_to(sc.final.flops_images, 6.05e9); /* cumulative: A 2.75e9, B 3.3e9 */
+	report_score_release(&sc);
+	report_exp_release(&exp);
+}
+
 Test(report, report_py_rules_fail_only_on_low_accuracy)
 {
 	late_trials();

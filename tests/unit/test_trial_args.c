@@ -1,6 +1,7 @@
 /* Unit tests for trialimg/args (the table, both value forms, precedence of
  * rank / world size / rendezvous, params.json) and the AIPerf schedule. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,53 @@ Test(args, deadline_budget_grows_into_an_end_too_short_for_another)
 	/* a far deadline, and one that does not overflow */
 	cr_assert_eq(schedule_deadline_budget(0, 4, 1e12, 30, 10, 1), 4);
 	cr_assert_eq(schedule_deadline_budget(0, 100000, 1e300, 1e-300, 0, 1), 100000);
+}
+
+/* --partial_epoch: the same budget to the step. Its whole epochs are the
+ * ones schedule_deadline_budget counts; what is left of the time after
+ * them, a tenth of an epoch or more, ends the budget as a part of one. */
+Test(args, deadline_epochs_fit_the_budget_to_the_step)
+{
+	/* between epochs: 2 done, 100 s left at 30 s each: 3 and a third */
+	cr_assert_float_eq(schedule_deadline_epochs(2, 10, 100, 30, 0, 0), 2 + 100.0 / 30, 1e-12);
+	/* a part under a tenth of an epoch is dropped: 2 s of 30 */
+	cr_assert_float_eq(schedule_deadline_epochs(2, 10, 92, 30, 0, 0), 5, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(2, 10, 93, 30, 0, 0), 5.1, 1e-12);
+	/* passed, or too close for a tenth: the epochs done; within an epoch,
+	 * it finishes */
+	cr_assert_float_eq(schedule_deadline_epochs(2, 10, -5, 30, 0, 0), 2, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(2, 10, 2.9, 30, 0, 0), 2, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(0, 10, -10, 30, 20, 0), 1, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(0, 10, 35, 30, 20, 0), 1.5, 1e-12);
+	/* never above the budget, a part of one included; nothing timed */
+	cr_assert_float_eq(schedule_deadline_epochs(2, 3.5, 1e12, 30, 0, 0), 3.5, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(2, 3.5, 100, 30, 0, 0), 3.5, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(2, 3.5, 40, 30, 0, 0), 2 + 40.0 / 30, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(1, 10, 5, 0, 0, 0), 10, 1e-12);
+	/* the whole epochs agree with schedule_deadline_budget's */
+	for (double left = -10; left < 400; left += 7.3)
+		for (int grow = 0; grow < 2; grow++) {
+			double e = schedule_deadline_epochs(0, 4, left, 30, 10, grow);
+			int b = schedule_deadline_budget(0, 4, left, 30, 10, grow);
+			cr_assert(floor(e) == b || (grow && b == 4 && floor(e) == 4 && e > 4),
+				  "%g s left, grow %d: %g epochs against %d", left, grow, e, b);
+		}
+}
+
+/* Growth to the step: the quickstart's last round, a budget of 2 with 232 s
+ * to the end at 67.6 s an epoch, takes 3.56 epochs instead of 3 and 45 s
+ * idle; a part of an epoch past the budget is taken as well (whole epochs
+ * would stay at the budget); 2 epochs left after the budget stay. */
+Test(args, deadline_epochs_grow_into_the_end_to_the_step)
+{
+	double e = schedule_deadline_epochs(0, 2, 232, 67.6, 59, 1);
+	cr_assert_float_eq(e, 1 + (232 - 59) / 67.6, 1e-12);
+	cr_assert(e > 3.5 && e < 3.6, "%g", e);
+	cr_assert_float_eq(schedule_deadline_epochs(0, 2, 232, 67.6, 59, 0), 2, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(0, 4, 125, 30, 10, 1), 1 + 115.0 / 30, 1e-12);
+	cr_assert_float_eq(schedule_deadline_epochs(0, 4, 150, 30, 10, 1), 1 + 140.0 / 30, 1e-12);
+	cr_assert_eq(schedule_deadline_budget(0, 4, 150, 30, 10, 1), 5);
+	cr_assert_float_eq(schedule_deadline_epochs(0, 4, 250, 30, 10, 1), 4, 1e-12);
 }
 
 /* A time budget (maxExecShare) and a budget a deadline grew: the slot's
