@@ -55,24 +55,19 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 		double part = t->part;
 		if (a->deadline > 0) {
 			double remaining = a->deadline - util_now();
-			if (a->partial_epoch) {
-				double now = budget_epochs(budget, part);
-				double b = schedule_deadline_epochs(t->epoch, now, remaining, e, left,
-								    grow);
-				budget = (int)ceil(b);
-				part = b - floor(b);
-				if (b != now)
-					printf("aah-trial: deadline in %.0f s at %.1f s per epoch: "
-					       "budget %.2f -> %.2f epochs\n", remaining,
-					       epoch_seconds, now, b);
-			} else {
-				budget = schedule_deadline_budget(t->epoch, budget, remaining, e,
-								  left, grow);
-				if (budget != t->budget)
-					printf("aah-trial: deadline in %.0f s at %.1f s per epoch: "
-					       "budget %d -> %d epochs\n", remaining, epoch_seconds,
-					       t->budget, budget);
-			}
+			double now = budget_epochs(budget, part);
+			double b = schedule_deadline_epochs(t->epoch, now, remaining, e, left, grow);
+			if (!a->partial_epoch)   /* whole epochs: schedule_deadline_budget's */
+				b = floor(b);
+			budget = (int)ceil(b);
+			part = b - floor(b);
+			if (b != now)   /* whole epochs print as such */
+				printf(a->partial_epoch
+				       ? "aah-trial: deadline in %.0f s at %.1f s per epoch: "
+					 "budget %.2f -> %.2f epochs\n"
+				       : "aah-trial: deadline in %.0f s at %.1f s per epoch: "
+					 "budget %.0f -> %.0f epochs\n",
+				       remaining, epoch_seconds, now, b);
 		}
 		if (a->time_budget > 0) {
 			double spent = t->wall_before + util_monotonic() - t->t0;
