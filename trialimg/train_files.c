@@ -115,14 +115,16 @@ int train_load_checkpoint(struct trial *t)
 		t->ls.skipped = h.loss_scale_skipped;
 	}
 	/* an earlier run fitted the budget to a time: the LR schedule goes
-	 * on along the cosine it was following */
+	 * on along the cosine it was following (to the step only with
+	 * --partial_epoch: without it the part's epoch trains whole, and a
+	 * budget so back at this run's own was not cut) */
 	if (train_timed(t->a) && h.budget > 0 &&
 	    (h.budget != t->budget || h.budget_part > 0)) {
-		t->deadline_cut = h.budget < t->budget ||
-			(h.budget == t->budget && h.budget_part > 0);
-		t->budget = h.budget;
-		t->part = t->a->partial_epoch && h.budget_part > 0 && h.budget_part < 1
+		double part = t->a->partial_epoch && h.budget_part > 0 && h.budget_part < 1
 			? h.budget_part : 0;
+		t->deadline_cut = h.budget < t->budget || (h.budget == t->budget && part > 0);
+		t->budget = h.budget;
+		t->part = part;
 	}
 	if (t->resume_batch)
 		printf("aah-trial: resumed from '%s' in epoch %d after batch %d, %d rank(s)\n",

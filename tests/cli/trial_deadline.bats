@@ -242,7 +242,8 @@ median_epoch() {
 # cut by a deadline would have) resumes into that part: the last epoch
 # trains half the steps of the others, its metrics line says so, and the
 # cosine ends at --final_lr on its last step. Without the flag the part is
-# not followed; an AAHCKPT3 header (no part) resumes as before.
+# not followed, and the budget, back at the run's own, is not called cut;
+# an AAHCKPT3 header (no part) resumes as before.
 @test "--partial_epoch: a budget that ends in a part of an epoch trains that part, annealed" {
 	far=$(($(date +%s) + 86400))
 	run "${TRAIN[@]}" --warmup_1 3 --max_epochs 1 --deadline "$far" --partial_epoch
@@ -257,6 +258,7 @@ assert struct.unpack_from("<d", d, 144)[0] == 0, "a whole budget has no part"
 open(sys.argv[1], "wb").write(d[:144] + struct.pack("<d", 0.5) + d[152:])
 open(sys.argv[2], "wb").write(b"AAHCKPT3" + d[8:144] + d[152:])
 PY
+	cp -r "$T" "$T.noflag"
 	run "${TRAIN[@]}" --warmup_1 3 --resume --deadline "$far" --partial_epoch
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -271,7 +273,10 @@ PY
 		T=$d check 'r["epochs_run"] == 3 and "part" not in m[2] and m[2]["lr"] == 0'
 		T=$d check 'abs(m[2]["train_flops"] - 1.5 * m[1]["train_flops"]) < 1'
 	done
-	rm -rf "$T.whole" "$T.v3"
+	T=$T.noflag run "${TRAIN[@]}" --trial_dir "$T.noflag" --warmup_1 3 --resume --deadline "$far"
+	[ "$status" -eq 0 ]
+	T=$T.noflag check 'r["epochs_run"] == 3 and "part" not in m[2] and r["stop_reason"] == "budget"'
+	rm -rf "$T.whole" "$T.v3" "$T.noflag"
 }
 
 # --partial_epoch, timed as the growth case above: a deadline about 5.3
