@@ -27,12 +27,6 @@ static double epoch_estimate(const struct trial *t, double seconds, long steps)
 	return train * (1.0 + eval);
 }
 
-/* A budget of `budget` epochs, the last of them `part` of one (0: whole). */
-static double budget_epochs(int budget, double part)
-{
-	return part > 0 ? budget - 1 + part : budget;
-}
-
 /* Under --deadline and --time_budget: the budget that still fits, decided
  * by rank 0 from its clock and followed by every rank; epoch_seconds is the
  * epoch estimate and left_in_epoch what the epoch under way still needs (0

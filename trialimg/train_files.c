@@ -122,7 +122,7 @@ int train_load_checkpoint(struct trial *t)
 	    (h.budget != t->budget || h.budget_part > 0)) {
 		double part = t->a->partial_epoch && h.budget_part > 0 && h.budget_part < 1
 			? h.budget_part : 0;
-		t->deadline_cut = h.budget < t->budget || (h.budget == t->budget && part > 0);
+		t->deadline_cut = budget_epochs(h.budget, part) < budget_epochs(t->budget, t->part);
 		t->budget = h.budget;
 		t->part = part;
 	}

@@ -65,6 +65,12 @@ struct epoch_stats {
 	float lr;
 };
 
+/* A budget of `budget` epochs, the last of them `part` of one (0: whole). */
+static inline double budget_epochs(int budget, double part)
+{
+	return part > 0 ? budget - 1 + part : budget;
+}
+
 /* train_files.c */
 /* The network (--arch, or the built-in one for the data) and the data sets. */
 /* --deadline or --time_budget: the epoch budget is fitted to a time */
