@@ -2,8 +2,8 @@
 # tests/gpu/lease.sh's own checks that run without a GPU: its preflight
 # names a library a binary lacks (the old `ldd | grep -q` under pipefail
 # missed one 51 times in 300: SIGPIPE), its dry run reports every part as
-# failed for want of a device, and the Fashion-MNIST subset --collect
-# carries.
+# failed for want of a device, --collect refuses to empty the build it
+# collects from, and the Fashion-MNIST subset --collect carries.
 
 load helpers
 
@@ -87,4 +87,16 @@ PY
 	done
 	grep -q '^done in [0-9]* s: exit 1$' "$T/out/lease-report.txt"
 	grep -q '^variant ' "$T/out/lease-matrix.txt"
+}
+
+@test "--collect from build-gpu itself is refused before it empties that folder" {
+	mkdir -p "$T/root/tests" "$T/root/build-gpu"
+	cp -r "$AAH_ROOT/tests/gpu" "$T/root/tests/"
+	echo kept >"$T/root/build-gpu/aah-trial"
+	for b in build-gpu ./build-gpu "$T/root/build-gpu/"; do
+		AAH_BUILD=$b run "$T/root/tests/gpu/lease.sh" --collect
+		[ "$status" -eq 2 ]
+		[[ $output == *"AAH_BUILD=$b is build-gpu, the folder --collect empties"* ]]
+		[ "$(cat "$T/root/build-gpu/aah-trial")" = kept ]
+	done
 }

@@ -58,6 +58,14 @@ cd "$(dirname "$0")/../.." || exit 1
 BUILD=${AAH_BUILD:-build}
 
 if [ "${1:-}" = --collect ]; then
+	# the bundle's folder is emptied first: collecting from it would delete
+	# the build it is made of
+	if [ "$(realpath -m "$BUILD")" = "$(realpath -m build-gpu)" ]; then
+		echo "lease.sh --collect: AAH_BUILD=$BUILD is build-gpu, the folder --collect empties" \
+			"and fills; build into another (make -j2 all unit bench-bins: build) and collect" \
+			"from there" >&2
+		exit 2
+	fi
 	gpu_collect "$BUILD" build-gpu
 	exit
 fi
