@@ -68,7 +68,9 @@ TRIAL_LIBS  := -lcjson -ldnnl -ljpeg -lz -lpthread -lm
 
 ifeq ($(AAH_CUDA),1)
 CFLAGS_ALL  += -DAAH_HAVE_CUDA=1 -isystem $(CUDA_HOME)/include $(if $(HAVE_NCCL),-DAAH_HAVE_NCCL=1)
-TRIAL_LINK  := $(LIB_CUDA) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublasLt -lcublas -lcudart $(if $(HAVE_NCCL),-lnccl) -lstdc++
+# cuBLASLt is not linked: the backend loads it when it opens
+# (kernels/cuda/cuda_blaslt.h), so no process pays its start-up for nothing.
+TRIAL_LINK  := $(LIB_CUDA) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcudart $(if $(HAVE_NCCL),-lnccl) -lstdc++
 # Machine code for Ampere (sm_80: 8.x) and Hopper (sm_90), and PTX of
 # compute_90 that the driver compiles for newer GPUs (Blackwell: sm_100,
 # sm_120); kernels/cuda/cuda_kernels.cu is the one nvcc unit. Below 8.0 the

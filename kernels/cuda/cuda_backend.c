@@ -34,7 +34,10 @@ static int cuda_open(struct ops_ctx *ctx)
 	c->run.ledger = &c->ledger;
 	CUDNN_CHECK(cudnnCreate(&c->dnn));
 	CUDNN_CHECK(cudnnSetStream(c->dnn, c->run.stream));
-	CUBLAS_CHECK(cublasLtCreate(&c->lt));
+	c->blas = cuda_blaslt_open();
+	if (!c->blas)
+		return -1;
+	CUBLAS_CHECK(c->blas->create(&c->lt));
 	CUDA_CHECK(cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking));
 	for (int k = 0; k < 2; k++)
 		CUDA_CHECK(cudaEventCreateWithFlags(&c->copied[k], cudaEventDisableTiming));
@@ -155,7 +158,7 @@ static void cuda_fini(struct ops_ctx *ctx)
 	cudaFree(c->run.tickets);
 	free_spills(c);
 	if (c->lt)
-		cublasLtDestroy(c->lt);
+		c->blas->destroy(c->lt);
 	if (c->dnn)
 		cudnnDestroy(c->dnn);
 	if (c->run.stream)

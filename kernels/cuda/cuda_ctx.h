@@ -5,8 +5,9 @@
 #ifndef AAH_KERNELS_CUDA_CTX_H
 #define AAH_KERNELS_CUDA_CTX_H
 
-#include <cublasLt.h>
 #include <cudnn.h>
+
+#include "kernels/cuda/cuda_blaslt.h" /* struct cuda_blaslt: cuBLASLt, loaded at run time */
 
 #include "kernels/cuda/cuda.h"
 
@@ -48,6 +49,7 @@ struct cuda_ctx {
 	struct cuk_run run;     /* stream, multiprocessors, ledger, the loss's sums */
 	struct ops_ledger ledger;
 	cudnnHandle_t dnn;
+	const struct cuda_blaslt *blas;   /* cuBLASLt's entry points (cuda_blaslt_open) */
 	cublasLtHandle_t lt;
 	/* the arena: one device block; an op that outgrows it gets spill
 	 * blocks, and the next op starts from one block of the total size */
@@ -96,7 +98,7 @@ struct cuda_ctx {
 		cublasStatus_t s_ = (call);                                            \
 		if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
 			return error("%s:%d: %s: %s", __FILE__, __LINE__, #call,        \
-				     cublasLtGetStatusString(s_));                     \
+				     cuda_blaslt_status(s_));                     \
 	} while (0)
 
 static inline struct cuda_ctx *cuda_ctx(struct ops_ctx *ctx)

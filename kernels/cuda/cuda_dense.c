@@ -34,38 +34,36 @@ struct mm {
 
 struct dense_plan {
 	int n;
+	const struct cuda_blaslt *lt;   /* the process's: lives past the context */
 	struct mm fwd, bwd_data, bwd_filter;
 };
 
-static void mm_free(struct mm *m)
+static void mm_free(const struct cuda_blaslt *lt, struct mm *m)
 {
 	if (m->desc)
-		cublasLtMatmulDescDestroy(m->desc);
+		lt->desc_destroy(m->desc);
 	if (m->a)
-		cublasLtMatrixLayoutDestroy(m->a);
+		lt->layout_destroy(m->a);
 	if (m->b)
-		cublasLtMatrixLayoutDestroy(m->b);
+		lt->layout_destroy(m->b);
 	if (m->d)
-		cublasLtMatrixLayoutDestroy(m->d);
+		lt->layout_destroy(m->d);
 }
 
 /* A, B, D as stored, column-major with ld = rows: (ar, ac), (br, bc), (dr, dc). */
-static int mm_init(struct mm *m, cublasOperation_t ta, cublasOperation_t tb, int ar, int ac,
-		   int br, int bc, int dr, int dc, int bias)
+static int mm_init(const struct cuda_blaslt *lt, struct mm *m, cublasOperation_t ta,
+		   cublasOperation_t tb, int ar, int ac, int br, int bc, int dr, int dc, int bias)
 {
-	CUBLAS_CHECK(cublasLtMatmulDescCreate(&m->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-	CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-						    sizeof(ta)));
-	CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-						    sizeof(tb)));
+	CUBLAS_CHECK(lt->desc_create(&m->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+	CUBLAS_CHECK(lt->desc_set(m->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+	CUBLAS_CHECK(lt->desc_set(m->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
 	if (bias) {
 		cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
-		CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e,
-							    sizeof(e)));
+		CUBLAS_CHECK(lt->desc_set(m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
 	}
-	CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&m->a, CUDA_R_32F, ar, ac, ar));
-	CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&m->b, CUDA_R_32F, br, bc, br));
-	CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&m->d, CUDA_R_32F, dr, dc, dr));
+	CUBLAS_CHECK(lt->layout_create(&m->a, CUDA_R_32F, ar, ac, ar));
+	CUBLAS_CHECK(lt->layout_create(&m->b, CUDA_R_32F, br, bc, br));
+	CUBLAS_CHECK(lt->layout_create(&m->d, CUDA_R_32F, dr, dc, dr));
 	return 0;
 }
 
@@ -73,28 +71,31 @@ static void plan_free(struct dense_plan *p)
 {
 	if (!p)
 		return;
-	mm_free(&p->fwd);
-	mm_free(&p->bwd_data);
-	mm_free(&p->bwd_filter);
+	mm_free(p->lt, &p->fwd);
+	mm_free(p->lt, &p->bwd_data);
+	mm_free(p->lt, &p->bwd_filter);
 	free(p);
 }
 
-static int plan_init(const struct ops_layer *l, int n, struct dense_plan *p)
+static int plan_init(const struct cuda_blaslt *lt, const struct ops_layer *l, int n,
+		     struct dense_plan *p)
 {
 	int cin = (int)ops_shape_size(&l->in[0]), u = l->cfg.units;
 	p->n = n;
-	return mm_init(&p->fwd, CUBLAS_OP_T, CUBLAS_OP_N, cin, u, cin, n, u, n, l->cfg.bias) ||
-	       mm_init(&p->bwd_data, CUBLAS_OP_N, CUBLAS_OP_N, cin, u, u, n, cin, n, 0) ||
-	       mm_init(&p->bwd_filter, CUBLAS_OP_N, CUBLAS_OP_T, cin, n, u, n, cin, u, 0);
+	p->lt = lt;
+	return mm_init(lt, &p->fwd, CUBLAS_OP_T, CUBLAS_OP_N, cin, u, cin, n, u, n, l->cfg.bias) ||
+	       mm_init(lt, &p->bwd_data, CUBLAS_OP_N, CUBLAS_OP_N, cin, u, u, n, cin, n, 0) ||
+	       mm_init(lt, &p->bwd_filter, CUBLAS_OP_N, CUBLAS_OP_T, cin, n, u, n, cin, u, 0);
 }
 
-static int plan_of(struct ops_layer *l, int n, struct dense_plan **out)
+static int plan_of(struct ops_ctx *ctx, struct ops_layer *l, int n, struct dense_plan **out)
 {
+	const struct cuda_blaslt *lt = cuda_ctx(ctx)->blas;
 	struct dense_plan *p = l->priv;
 	if (!p || p->n != n) {
 		plan_free(p);
 		l->priv = p = xcalloc(1, sizeof(*p));
-		if (plan_init(l, n, p)) {
+		if (plan_init(lt, l, n, p)) {
 			plan_free(p);
 			l->priv = NULL;
 			return -1;
@@ -107,23 +108,24 @@ static int plan_of(struct ops_layer *l, int n, struct dense_plan **out)
 /* The heuristics' first algorithm for m with every pointer aligned to align. */
 static int mm_algo(struct cuda_ctx *c, struct mm *m, uint32_t align)
 {
+	const struct cuda_blaslt *lt = c->blas;
 	cublasLtMatmulPreference_t pref;
 	cublasLtMatmulHeuristicResult_t res;
 	int found = 0;
 	size_t max = MM_WS_MAX;
-	CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-	cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
-		pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max, sizeof(max));
+	CUBLAS_CHECK(lt->pref_create(&pref));
+	cublasStatus_t s =
+		lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max, sizeof(max));
 	static const cublasLtMatmulPreferenceAttributes_t aligns[] = {
 		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
 		CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
 	};
 	for (int k = 0; k < 4 && s == CUBLAS_STATUS_SUCCESS; k++)
-		s = cublasLtMatmulPreferenceSetAttribute(pref, aligns[k], &align, sizeof(align));
+		s = lt->pref_set(pref, aligns[k], &align, sizeof(align));
 	if (s == CUBLAS_STATUS_SUCCESS)
-		s = cublasLtMatmulAlgoGetHeuristic(c->lt, m->desc, m->a, m->b, m->d, m->d, pref, 1,
-						   &res, &found);
-	cublasLtMatmulPreferenceDestroy(pref);
+		s = lt->algo_heuristic(c->lt, m->desc, m->a, m->b, m->d, m->d, pref, 1, &res,
+				       &found);
+	lt->pref_destroy(pref);
 	CUBLAS_CHECK(s);
 	if (!found)
 		return error("cuBLASLt has no algorithm for a dense layer's matmul");
@@ -139,6 +141,7 @@ static int mm_run(struct ops_ctx *ctx, struct mm *m, const void *a, const void *
 		  const void *bias)
 {
 	struct cuda_ctx *c = cuda_ctx(ctx);
+	const struct cuda_blaslt *lt = c->blas;
 	const float one = 1, zero = 0;
 	uintptr_t p = (uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)bias | 256;
 	uint32_t align = (uint32_t)(p & -p);   /* the largest power of two all are aligned to */
@@ -147,8 +150,8 @@ static int mm_run(struct ops_ctx *ctx, struct mm *m, const void *a, const void *
 	    (m->ws && cuda_scratch(ctx, m->ws, &ws)))
 		return -1;
 	ledger_launch(&c->ledger, "cublaslt matmul", NULL, 0);
-	CUBLAS_CHECK(cublasLtMatmul(c->lt, m->desc, &one, a, m->a, b, m->b, &zero, d, m->d, d, m->d,
-				    &m->algo, ws, m->ws, c->run.stream));
+	CUBLAS_CHECK(lt->matmul(c->lt, m->desc, &one, a, m->a, b, m->b, &zero, d, m->d, d, m->d,
+				&m->algo, ws, m->ws, c->run.stream));
 	return 0;
 }
 
@@ -159,13 +162,14 @@ static int dense_forward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	struct dense_plan *p;
 	size_t cin = ops_shape_size(&l->in[0]), u = (size_t)l->cfg.units;
 	void *gx, *gw, *gb = NULL, *gy;
-	if (cuda_begin(ctx) || plan_of(l, n, &p) || cuda_in(ctx, x[0], n * cin * 4, &gx) ||
+	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], n * cin * 4, &gx) ||
 	    cuda_in(ctx, l->w, u * cin * 4, &gw) ||
 	    (l->cfg.bias && cuda_in(ctx, l->b, u * 4, &gb)) || cuda_out(ctx, y, n * u * 4, 0, &gy))
 		return -1;
 	if (gb)   /* the pointer is the op's: set on every call */
-		CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->fwd.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-							    &gb, sizeof(gb)));
+		CUBLAS_CHECK(cuda_ctx(ctx)->blas->desc_set(p->fwd.desc,
+							   CUBLASLT_MATMUL_DESC_BIAS_POINTER, &gb,
+							   sizeof(gb)));
 	if (mm_run(ctx, &p->fwd, gw, gx, gy, gb))
 		return -1;
 	return cuda_end(ctx);
@@ -178,7 +182,7 @@ static int dense_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const
 	struct dense_plan *p;
 	size_t cin = ops_shape_size(&l->in[0]), u = (size_t)l->cfg.units;
 	void *gx, *gw, *gdw, *gdb = NULL, *gdy, *gdx;
-	if (cuda_begin(ctx) || plan_of(l, n, &p) || cuda_in(ctx, x[0], n * cin * 4, &gx) ||
+	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p) || cuda_in(ctx, x[0], n * cin * 4, &gx) ||
 	    cuda_in(ctx, l->w, u * cin * 4, &gw) || cuda_in(ctx, dy, n * u * 4, &gdy) ||
 	    cuda_out(ctx, l->dw, u * cin * 4, 0, &gdw) ||
 	    (l->cfg.bias && cuda_out(ctx, l->db, u * 4, 0, &gdb)) ||

@@ -145,6 +145,28 @@ for b in "${GPU_BINS[@]/#/$BUILD/}"; do
 	fi
 	if [ "$b" = "$BUILD/aah-trial" ]; then
 		say "aah-trial resolves: $(awk '/libcudnn\.|libcublasLt|libnccl|libcudart/ { printf "%s ", $3 }' <<<"$out")"
+		# cuBLASLt is loaded when the backend opens (dlopen), not linked:
+		# the name the binary asks for, searched as dlopen searches it
+		# (the library path, then the binary's rpath: CUDA's lib64)
+		lt=$(grep -a -o -m1 'libcublasLt\.so\.[0-9]*' "$b" | head -1)
+		lt_v=$("${AAH_ENV[@]}" "$PY" - "${lt:-libcublasLt.so}" "${CUDA_HOME:-/usr/local/cuda}/lib64" 2>&1 <<'PY'
+import ctypes, os, sys
+for f in [sys.argv[1]] + [os.path.join(d, sys.argv[1]) for d in sys.argv[2:]]:
+    try:
+        print(ctypes.CDLL(f).cublasLtGetVersion(), f)
+        break
+    except OSError as e:
+        why = e
+else:
+    print(why)
+PY
+)
+		if [[ $lt_v =~ ^[0-9]+\  ]]; then
+			say "cuBLASLt: version ${lt_v%% *} from ${lt_v#* }"
+		else
+			failed "aah-trial cannot load ${lt:-libcublasLt}: $lt_v"
+			missing=1
+		fi
 		cudnn=$(awk '/libcudnn\.so/ { print $3 }' <<<"$out")
 		if [ -f "$cudnn" ]; then
 			run_v=$("$PY" -c 'import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).cudnnGetVersion())' "$cudnn" 2>&1)
