@@ -1,6 +1,7 @@
 /* util.c: error reporting, checked allocation and small helpers. */
 #include "util.h"
 
+#include <dlfcn.h> /* dlsym */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -37,6 +38,15 @@ int util_hold_errors(int hold)
 	int old = held;
 	held = hold;
 	return old;
+}
+
+int util_dlsym(void *lib, const char *name, void *fnptr)
+{
+	void *p = dlsym(lib, name);
+	if (!p)
+		return -1;
+	memcpy(fnptr, &p, sizeof(p));
+	return 0;
 }
 
 /* Keeps the message as this thread's last error and prints it when `print`:

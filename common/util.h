@@ -54,6 +54,11 @@ const char *util_last_error(void);
  * Warnings still print. Returns the previous setting, to restore. */
 int util_hold_errors(int hold);
 
+/* dlsym(lib, name) stored into the function pointer at fnptr (an object
+ * pointer turned into a function pointer, as POSIX allows): 0, or -1 when
+ * lib has no such symbol. */
+int util_dlsym(void *lib, const char *name, void *fnptr);
+
 /* Allocation that never returns NULL (dies on out-of-memory). */
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);

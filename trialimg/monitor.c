@@ -10,7 +10,7 @@
 #include "strbuf.h"
 #include "util.h"
 
-#include <dlfcn.h>           /* dlopen, dlsym: NVML is optional */
+#include <dlfcn.h>           /* dlopen (util_dlsym): NVML is optional */
 #include <errno.h>
 #include <fcntl.h>           /* open */
 #include <pthread.h>
@@ -64,15 +64,6 @@ struct monitor {
 	struct cpu_times prev[MAX_CPUS + 1];
 };
 
-static int sym(void *lib, const char *name, void *fnptr)
-{
-	void *p = dlsym(lib, name);
-	if (!p)
-		return -1;
-	memcpy(fnptr, &p, sizeof(p));    /* object -> function pointer, as POSIX allows */
-	return 0;
-}
-
 /* Load NVML; on any failure n->lib stays NULL and n->status says why (the
  * dlerror text, the missing symbol, or nvmlInit's return code). */
 static void nvml_open(struct nvml *n)
@@ -93,7 +84,7 @@ static void nvml_open(struct nvml *n)
 	void *fns[] = { &n->init, &n->shutdown, &n->count, &n->handle, &n->util, &n->mem, &n->power };
 	char why[200] = "";
 	for (size_t i = 0; i < sizeof(names) / sizeof(*names) && !why[0]; i++)
-		if (sym(n->lib, names[i], fns[i]))
+		if (util_dlsym(n->lib, names[i], fns[i]))
 			snprintf(why, sizeof(why), "no %s in the library", names[i]);
 	int rc = why[0] ? 0 : n->init();
 	if (rc)
@@ -105,7 +96,7 @@ static void nvml_open(struct nvml *n)
 		return;
 	}
 	xstrlcpy(n->status, "ok", sizeof(n->status));
-	if (sym(n->lib, "nvmlDeviceGetTemperature", &n->temp))
+	if (util_dlsym(n->lib, "nvmlDeviceGetTemperature", &n->temp))
 		n->temp = NULL;
 	unsigned count = 0;
 	if (n->count(&count) != 0)

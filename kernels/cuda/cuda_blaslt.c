@@ -1,6 +1,6 @@
 /* cuda_blaslt.c: cuBLASLt loaded with dlopen when the cuda backend opens
  * (cuda_blaslt.h says why). */
-#include <dlfcn.h>   /* dlopen, dlsym, dlerror */
+#include <dlfcn.h>   /* dlopen, dlerror */
 #include <pthread.h> /* pthread_once */
 #include <stddef.h> /* offsetof */
 #include <stdio.h>
@@ -44,14 +44,11 @@ int cuda_blaslt_load(struct cuda_blaslt *t, const char *file)
 			     file, why ? why : "dlopen failed", CUBLAS_VER_MAJOR);
 	}
 	for (size_t i = 0; i < sizeof(fns) / sizeof(*fns); i++) {
-		void *p = dlsym(lib, fns[i].name);
-		if (!p) {
+		if (util_dlsym(lib, fns[i].name, (char *)t + fns[i].at)) {
 			memset(t, 0, sizeof(*t));
 			return error("cuBLASLt '%s' has no %s: it is not the library aah was built "
 				     "for (CUDA %d)", file, fns[i].name, CUBLAS_VER_MAJOR);
 		}
-		/* object -> function pointer, as POSIX allows */
-		memcpy((char *)t + fns[i].at, &p, sizeof(p));
 	}
 	size_t major = t->version() / 10000;
 	if (major != CUBLAS_VER_MAJOR) {

@@ -98,7 +98,7 @@ struct cuda_ctx {
 		cublasStatus_t s_ = (call);                                            \
 		if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
 			return error("%s:%d: %s: %s", __FILE__, __LINE__, #call,        \
-				     cuda_blaslt_status(s_));                     \
+				     cuda_blaslt_status(s_));                          \
 	} while (0)
 
 static inline struct cuda_ctx *cuda_ctx(struct ops_ctx *ctx)
