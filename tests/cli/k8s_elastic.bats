@@ -24,6 +24,7 @@ teardown() { cluster_teardown; }
 @test "kubernetes (cluster simulated, no API server): seed scenario 8 -> 4/4 -> 3/5 -> 0/8, a Job per share, each resize at a step boundary" {
 	cluster_note
 	SEED_PLATFORM=kubernetes
+	SEED_B_EPOCHS=100   # the slowest relaunches: B must outlive A (pool_seed.bash)
 	SEED_MASTER_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	SEED_BACKEND_YAML="kubernetes:
   kubectl: $SIM

@@ -27,11 +27,9 @@
 #   SEED_MASTER_PORT     trial.masterPort of A (B: one more), for a backend
 #                        whose ranks share this machine's network but which
 #                        takes the rendezvous port from the config
-#                        (kubernetes: a pod's own IP would keep them apart)
-#   SEED_MASTER_PORT     trial.masterPort of A (B: one more), for a backend
-#                        whose ranks share this machine's network but which
-#                        takes the rendezvous port from the config
 #                        (kubernetes: on a cluster each pod has its own IP)
+#   SEED_B_EPOCHS        B's epochs (default 60): enough for B to outlive A
+#                        on a backend whose relaunches take longer
 #   seed_scenario        runs it all and asserts; prints the resize costs
 
 ledger_has() {
@@ -276,7 +274,7 @@ start_b() {
 }
 
 seed_scenario() {
-	local A B
+	local A B nb
 	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]
 	if [ -n "${SEED_GPUS:-}" ]; then rank_env; fi
 	config a.yml 6
@@ -292,7 +290,13 @@ seed_scenario() {
 	# below; 0.0044 with 40), printed by the check. B grows to 5 only once A
 	# runs on 3 (a share launches on devices given back), so after the 3/5
 	# change B starts after A with 10 times A's epochs left, on any backend.
-	config b.yml 60
+	# The simulated cluster's relaunches are the slowest: there B resumed
+	# on 5 in its epoch 41 of 60 (a Zen 5, CI), and its 19 epochs ended
+	# within 4.5 s of A's, before its runner's next poll told it the 8 (the
+	# test's wait timed out); it takes SEED_B_EPOCHS=100 (losses 0.0057
+	# apart at most, two runs; 52-54 s a run alone on a Zen 5).
+	nb=${SEED_B_EPOCHS:-60}
+	config b.yml "$nb"
 	start_a
 	start_b
 	WAIT_S=120 wait_for applied "$b" 4
@@ -335,8 +339,8 @@ seed_scenario() {
 		"$AAH_WORKDIR/experiments/$b/journal.jsonl" | grep -v '"reason":"resized at a step boundary' && false
 	# the uninterrupted references: one rank, the same global batch
 	reference ref6 6 1
-	reference ref60 60 1
-	/usr/bin/python3 - "$A" ref6 "$B" ref60 >&3 <<'PY'
+	reference "ref$nb" "$nb" 1
+	/usr/bin/python3 - "$A" ref6 "$B" "ref$nb" >&3 <<'PY'
 import json, sys
 for run, ref in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
     el = [json.loads(l) for l in open(run + "/metrics.jsonl")]
