@@ -28,6 +28,15 @@ double schedule_deadline_epochs(int done, double budget, double remaining, doubl
 	return grow && floor(b) - budget < budget ? b : budget;
 }
 
+double schedule_cut_under_way(int done, double at, double remaining, double train_seconds,
+			      double eval_seconds)
+{
+	if (train_seconds <= 0)
+		return done + 1;
+	double part = at + (remaining - eval_seconds) / train_seconds;
+	return part < 1 && part >= SCHEDULE_MIN_PART && part >= at ? done + part : done + 1;
+}
+
 int schedule_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
 			     double left_in_epoch, int grow)
 {

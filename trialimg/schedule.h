@@ -11,7 +11,8 @@
 int schedule_epoch_budget(const struct args *a, int *patience);
 /* --deadline: the epoch budget that fits `remaining` seconds, `done` epochs
  * complete, at epoch_seconds each; left_in_epoch is what the epoch under way
- * still needs (0 between epochs: the epoch under way always finishes).
+ * still needs (0 between epochs: the epoch under way always finishes here;
+ * under --partial_epoch schedule_cut_under_way may end it early).
  * Between epochs, done means none fits. Never above budget, unless `grow`
  * and the time the budget would leave holds less than another budget: then
  * the epochs that fit (under twice the budget), so that the trial takes the
@@ -24,6 +25,15 @@ int schedule_deadline_budget(int done, int budget, double remaining, double epoc
 #define SCHEDULE_MIN_PART 0.1
 double schedule_deadline_epochs(int done, double budget, double remaining, double epoch_seconds,
 				double left_in_epoch, int grow);
+/* --partial_epoch, when nothing past the epoch under way fits: the part of
+ * it whose remaining training (`train_seconds` for a whole epoch, `at` of
+ * it already trained) and one whole evaluation (`eval_seconds`, the same
+ * for a part) fit in `remaining`, as done + that part. The epoch under way
+ * finishes (done + 1) where it fits, or where less than SCHEDULE_MIN_PART
+ * of an epoch, or less than is already trained, would: an attempt that
+ * cannot end before the deadline is canceled there as before. */
+double schedule_cut_under_way(int done, double at, double remaining, double train_seconds,
+			      double eval_seconds);
 /* --time_budget: the budget that fits `remaining` seconds of the trial's
  * own, as schedule_deadline_budget without growth, except for a budget a
  * deadline grew past the trial's `own`: that trial takes the end of the

@@ -15,16 +15,22 @@
 
 /* ---- the deadline ---------------------------------------------------------- */
 
+/* An evaluation's time over an epoch's training time, by their FLOPs (the
+ * evaluation runs the forward pass alone). */
+static double eval_ratio(const struct trial *t)
+{
+	const struct model *m = &t->m;
+	return (double)t->va.n * m->flops_fwd /
+		((double)t->steps_per_epoch * t->batch * t->world * (m->flops_fwd + m->flops_bwd));
+}
+
 /* Seconds from an epoch of `m` on these data to the next: its training steps
  * and rank 0's evaluation, estimated from the training time of `steps`
  * steps (the evaluation runs the forward pass alone). */
 static double epoch_estimate(const struct trial *t, double seconds, long steps)
 {
-	const struct model *m = &t->m;
 	double train = seconds / (double)steps * (double)t->steps_per_epoch;
-	double eval = (double)t->va.n * m->flops_fwd /
-		((double)t->steps_per_epoch * t->batch * t->world * (m->flops_fwd + m->flops_bwd));
-	return train * (1.0 + eval);
+	return train * (1.0 + eval_ratio(t));
 }
 
 /* Under --deadline and --time_budget: the budget that still fits, decided
@@ -53,6 +59,14 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 			double b = schedule_deadline_epochs(t->epoch, now, remaining, e, left, grow);
 			if (!a->partial_epoch)   /* whole epochs: schedule_deadline_budget's */
 				b = floor(b);
+			else if (left > 0 && b == t->epoch + 1) {
+				/* nothing past the epoch under way fits: where that
+				 * epoch cannot end in time either, end it at the part
+				 * that can, its evaluation whole */
+				double r = eval_ratio(t);
+				b = schedule_cut_under_way(t->epoch, 1.0 - left / e, remaining,
+							   e / (1.0 + r), e * r / (1.0 + r));
+			}
 			budget = (int)ceil(b);
 			part = b - floor(b);
 			if (b != now)   /* whole epochs print as such */

@@ -297,6 +297,27 @@ Test(args, deadline_epochs_fit_the_budget_to_the_step)
 		}
 }
 
+/* --partial_epoch, the quickstart's last trials: an epoch of 49 s (46 of
+ * training, 3 of evaluation), an eighth of it trained, 24 s left. The
+ * epoch under way cannot end in time (40 s of training and 3 of evaluation
+ * are left); its part that can is 0.125 + (24 - 3) / 46 = 0.582. */
+Test(args, the_epoch_under_way_ends_at_the_part_the_deadline_leaves)
+{
+	cr_assert_float_eq(schedule_cut_under_way(0, 0.125, 24, 46, 3), 0.125 + 21.0 / 46, 1e-12);
+	cr_assert_float_eq(schedule_cut_under_way(3, 0.125, 24, 46, 3), 3.125 + 21.0 / 46, 1e-12);
+	/* the epoch fits: it finishes, as does one whose part would stay
+	 * under a tenth, or under what is trained (the evaluation alone does
+	 * not fit: the deadline cancels it as before) */
+	cr_assert_float_eq(schedule_cut_under_way(0, 0.125, 44, 46, 3), 1, 1e-12);
+	cr_assert_float_eq(schedule_cut_under_way(0, 0.05, 4.5, 46, 3), 1, 1e-12);
+	cr_assert_float_eq(schedule_cut_under_way(0, 0.05, 7.7, 46, 3), 0.05 + 4.7 / 46, 1e-12);
+	cr_assert_float_eq(schedule_cut_under_way(0, 0.5, 2.9, 46, 3), 1, 1e-12);
+	cr_assert_float_eq(schedule_cut_under_way(0, 0.5, 3, 46, 3), 0.5, 1e-12);
+	cr_assert_float_eq(schedule_cut_under_way(2, 0.5, -1, 46, 3), 3, 1e-12);
+	/* nothing timed */
+	cr_assert_float_eq(schedule_cut_under_way(1, 0.5, 10, 0, 0), 2, 1e-12);
+}
+
 /* Growth to the step: the quickstart's last round, a budget of 2 with 232 s
  * to the end at 67.6 s an epoch, takes 3.56 epochs instead of 3 and 45 s
  * idle; a part of an epoch past the budget is taken as well (whole epochs
