@@ -55,7 +55,13 @@ teardown() {
 	squeue -h -o %i 2>/dev/null | while read -r j; do scancel "$j" 2>/dev/null; done
 	wait_for eval '[ -z "$(squeue -h -o %i)" ]'
 	for n in $SLURM_TEST_NODE_NAMES; do
-		[ -s "$D/run/$n.ns" ] || slurm_node_start "$D" "$n"
+		[ -s "$D/run/$n.ns" ] && continue
+		slurm_node_start "$D" "$n"
+		# idle in sinfo is not yet back: a CI run's next test got the node
+		# restarted a second before, and srun's launch on it failed
+		# ("Communication connection failure", nothing in its slurmd's log);
+		# a step of its own says it takes launches again
+		WAIT_S=30 wait_for srun -w "$n" -N 1 -t 1 true
 	done
 	cd / && rm -rf "$WORK"
 }
