@@ -102,11 +102,16 @@ deadline_tries() {
 	# annealed: the epoch's last step ran at --final_lr
 	check 'r["status"] == "succeeded" and r["stop_reason"] == "deadline" and r["epochs_run"] == 1'
 	check 'len(m) == 1 and m[0]["lr"] == 0'
+	# the least a launch of it takes to a result: here a whole epoch and
+	# its evaluation (no --partial_epoch), no more than it took
+	check '0 < r["result_floor_seconds"] <= r["wall_seconds"]'
+	check 'r["result_floor_seconds"] > m[0]["epoch_seconds"] - 0.5'
 }
 
 @test "a deadline a day away changes nothing: the same schedule and stop reason as none" {
 	run "${TRAIN[@]}" --warmup_1 2
 	[ "$status" -eq 0 ]
+	check '"result_floor_seconds" not in r'   # no deadline, no floor
 	lrs > "$T/lr-none"
 	AAH_DEADLINE=$(($(date +%s) + 86400)) run "${TRAIN[@]}" --warmup_1 2
 	[ "$status" -eq 0 ]
@@ -329,4 +334,8 @@ PY
 	check "r['status'] == 'succeeded' and r['stop_reason'] == 'deadline' and r['epochs_run'] == 1"
 	check "len(m) == 1 and m[0]['lr'] == 0 and abs(m[0]['part'] - $part) < 0.006"
 	check "0.1 <= m[0]['part'] <= 0.95"
+	# a part of an epoch as short as the first estimate allows: less than
+	# the epoch, no more than this trial took
+	check "0 < r['result_floor_seconds'] <= r['wall_seconds']"
+	check "r['result_floor_seconds'] < $S + $E"
 }
