@@ -152,6 +152,35 @@ deadline_tries() {
 	[ "$(grep -l AAH_DEADLINE "$AAH_WORKDIR"/experiments/*/trials/*/launch.json | wc -l)" -eq 1 ]
 }
 
+# states DIR: the trial_finished states of the experiment in DIR, in order
+states() {
+	/usr/bin/python3 -c "import json,sys; print(' '.join(e['state'] for e in map(json.loads, open(sys.argv[1])) \
+		if e['event'] == 'trial_finished'))" "$1/journal.jsonl"
+}
+
+@test "trial.fitExecDuration: no trial starts with less time left than a trial said it needs to a result" {
+	setup_workdir
+	# 5 s a trial, one at a time, 13 s: the third starts at about 10 s
+	TRIAL_YAML="  fitExecDuration: true" write_config c.yml "maxTrialNum: 10" "maxExecDuration: 13s"
+	TRIAL_SLEEP=5 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	echo "without result_floor_seconds: $(states "$AAH_WORKDIR/experiments/$id")"
+	[ "$(states "$AAH_WORKDIR/experiments/$id")" = "succeeded succeeded canceled" ]
+	rm -rf "$AAH_WORKDIR/experiments"
+	# the trials say a launch needs 5 s to a result: the second starts with
+	# about 8 s left, and with about 3 left the third does not
+	TRIAL_FLOOR=5 TRIAL_SLEEP=5 run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	echo "with result_floor_seconds 5: $(states "$AAH_WORKDIR/experiments/$id")"
+	[ "$(states "$AAH_WORKDIR/experiments/$id")" = "succeeded succeeded" ]
+	[[ $output == *"less than the 5.0 s"*"no further trial starts"* ]]
+	# the experiment still ends at maxExecDuration, its clock unchanged
+	grep -q '"reason":"max_duration"' "$AAH_WORKDIR/experiments/$id/journal.jsonl"
+}
+
 @test "a time budget already spent: one epoch along a one-epoch cosine, stop reason deadline" {
 	run "${TRAIN[@]}" --time_budget 0.001
 	echo "$output"
