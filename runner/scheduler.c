@@ -135,8 +135,8 @@ static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status 
 		     const struct outcome *out, const struct lifecycle_action *act)
 {
 	double floor = out && out->have_result > 0 ? out->result.result_floor : 0;
-	if (floor > 0 && (!s->result_floor || floor < s->result_floor))
-		s->result_floor = floor;   /* the least a launch takes to a result */
+	if (floor > s->result_floor)   /* what a launch needs to a result */
+		s->result_floor = floor;
 	if (act->kind == LIFECYCLE_RESIZE || act->kind == LIFECYCLE_RELAUNCH) {
 		/* the same attempt again: fill_slots relaunches it with --resume
 		 * (its logs were reaped when this was decided) */

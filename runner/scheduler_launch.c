@@ -27,9 +27,12 @@ static double exec_deadline(const struct sched *s)
 }
 
 /* Under trial.fitExecDuration: 1 when the time left is less than the
- * least a trial of this session said a launch takes to a result (its
- * result.json's result_floor_seconds): one started now could only be
- * canceled at the end of the budget, so none is. */
+ * trials of this session said a launch takes to a result (the largest
+ * result_floor_seconds of their result.json: a search's networks grow, and
+ * the least is its start network's, short of what its children need):
+ * one started now could only be canceled at the end of the budget, so
+ * none is. A launch this skips wrongly would have trained an eighth of an
+ * epoch. */
 static int too_late(struct sched *s)
 {
 	double deadline = exec_deadline(s);
@@ -39,7 +42,7 @@ static int too_late(struct sched *s)
 	if (!s->late_said) {
 		s->late_said = 1;
 		fprintf(stderr, "aah-runner: %.1f s of maxExecDuration left, less than the %.1f s "
-			"a launch needs to a result (the least result_floor_seconds so far): no "
+			"a launch needs to a result (the largest result_floor_seconds so far): no "
 			"further trial starts\n", left, s->result_floor);
 	}
 	return 1;
