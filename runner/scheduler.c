@@ -134,6 +134,9 @@ static struct trial_rec *settled(struct sched *s, unsigned seq)
 static int carry_out(struct sched *s, unsigned seq, const struct aah_job_status *st,
 		     const struct outcome *out, const struct lifecycle_action *act)
 {
+	double floor = out && out->have_result > 0 ? out->result.result_floor : 0;
+	if (floor > s->result_floor)   /* what a launch needs to a result */
+		s->result_floor = floor;
 	if (act->kind == LIFECYCLE_RESIZE || act->kind == LIFECYCLE_RELAUNCH) {
 		/* the same attempt again: fill_slots relaunches it with --resume
 		 * (its logs were reaped when this was decided) */

@@ -63,6 +63,11 @@ struct sched {
 	size_t nended, aended;
 	double settling;          /* seconds of the round spent carrying out ends */
 	int child_ended;          /* a SIGCHLD came since the last round: one is due */
+	/* trial.fitExecDuration: the largest result_floor_seconds of the
+	 * trials settled this session (0: none said one); no trial starts with
+	 * less time left (scheduler_launch.c), and that was said once */
+	double result_floor;
+	int late_said;
 };
 
 /* Seconds of the experiment's budget spent so far, this session's included. */

@@ -26,6 +26,28 @@ static double exec_deadline(const struct sched *s)
 	return util_now() + budget - sched_elapsed(s);
 }
 
+/* Under trial.fitExecDuration: 1 when the time left is less than the
+ * trials of this session said a launch takes to a result (the largest
+ * result_floor_seconds of their result.json: a search's networks grow, and
+ * the least is its start network's, short of what its children need):
+ * one started now could only be canceled at the end of the budget, so
+ * none is. A launch this skips wrongly would have trained an eighth of an
+ * epoch. */
+static int too_late(struct sched *s)
+{
+	double deadline = exec_deadline(s);
+	double left = deadline - util_now();
+	if (deadline <= 0 || s->result_floor <= 0 || left >= s->result_floor)
+		return 0;
+	if (!s->late_said) {
+		s->late_said = 1;
+		fprintf(stderr, "aah-runner: %.1f s of maxExecDuration left, less than the %.1f s "
+			"a launch needs to a result (the largest result_floor_seconds so far): no "
+			"further trial starts\n", left, s->result_floor);
+	}
+	return 1;
+}
+
 struct submit_arg {
 	struct sched *s;
 	unsigned seq;
@@ -251,6 +273,8 @@ int sched_fill_slots(struct sched *s)
 	for (unsigned slot = 0; slot < s->nslots && r == 0; slot++) {
 		if (s->slots[slot].trial || s->stop || s->timeup)
 			continue;
+		if (too_late(s))
+			break;
 		/* Queued until submitted: each taken once, the new ones too. */
 		unsigned seq = 0;
 		for (; from < s->e->ntrials && !seq; from++)

@@ -37,6 +37,20 @@ double schedule_cut_under_way(int done, double at, double remaining, double trai
 	return part < 1 && part >= SCHEDULE_MIN_PART && part >= at ? done + part : done + 1;
 }
 
+long schedule_probe_steps(long steps_per_epoch)
+{
+	long p = steps_per_epoch / 8;
+	return 1 + (p > 0 ? p : 1);
+}
+
+double schedule_least_part(long steps_per_epoch)
+{
+	if (steps_per_epoch <= 0)
+		return 1;
+	double at = (double)schedule_probe_steps(steps_per_epoch) / (double)steps_per_epoch;
+	return at < 1 ? at : 1;
+}
+
 int schedule_deadline_budget(int done, int budget, double remaining, double epoch_seconds,
 			     double left_in_epoch, int grow)
 {

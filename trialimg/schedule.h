@@ -34,6 +34,13 @@ double schedule_deadline_epochs(int done, double budget, double remaining, doubl
  * cannot end before the deadline is canceled there as before. */
 double schedule_cut_under_way(int done, double at, double remaining, double train_seconds,
 			      double eval_seconds);
+/* Steps from an epoch's start to its first estimate under a deadline (the
+ * first step, which also sets up the kernels, then an eighth of the epoch
+ * timed), and the least part of an epoch a trial can end at: the share
+ * trained at that estimate, over an eighth and so over SCHEDULE_MIN_PART
+ * (--partial_epoch; without it a trial ends whole epochs only). */
+long schedule_probe_steps(long steps_per_epoch);
+double schedule_least_part(long steps_per_epoch);
 /* --time_budget: the budget that fits `remaining` seconds of the trial's
  * own, as schedule_deadline_budget without growth, except for a budget a
  * deadline grew past the trial's `own`: that trial takes the end of the

@@ -176,10 +176,8 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	 * also sets up the kernels) */
 	int first = done + 1, probe = 0;
 	double t_first = t0;
-	if (train_timed(a) && !t->slowest_epoch) {
-		long p = t->steps_per_epoch / 8;
-		probe = first + (int)(p > 0 ? p : 1);
-	}
+	if (train_timed(a) && !t->slowest_epoch)
+		probe = done + (int)schedule_probe_steps(t->steps_per_epoch);
 	loader_start_epoch_at(&t->tl, t->epoch, done);
 	if (t->rank == 0) {           /* what a mid-epoch checkpoint carried */
 		s->loss += t->carry[0];
@@ -233,6 +231,7 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 		s->seen = lround((double)sums[2] * t->world);
 	}
 	s->train_seconds = util_monotonic() - t0;
+	s->steps = done - first + 1;
 	t->train_flops += (m->flops_fwd + m->flops_bwd) * (double)s->seen;
 	return 0;
 }
@@ -241,6 +240,7 @@ static int evaluate(struct trial *t, struct epoch_stats *s, volatile sig_atomic_
 {
 	struct model *m = &t->m;
 	const struct loader_batch *b;
+	double t0 = util_monotonic();
 	loader_start_epoch(&t->vl, 0);
 	while ((b = loader_next(&t->vl))) {
 		if (*stop)
@@ -254,7 +254,21 @@ static int evaluate(struct trial *t, struct epoch_stats *s, volatile sig_atomic_
 	if (step_read(&t->st, &s->val_loss, &s->val_correct))
 		return -1;
 	t->eval_flops += m->flops_fwd * (double)s->val_seen;
+	s->eval_seconds = util_monotonic() - t0;
 	return 0;
+}
+
+/* --deadline: the fastest epoch's training (for a whole epoch) and
+ * evaluation so far, for result.json's result_floor_seconds. */
+static void time_fastest(struct trial *t, const struct epoch_stats *s)
+{
+	if (s->steps <= 0 || s->eval_seconds <= 0)
+		return;
+	double train = s->train_seconds / (double)s->steps * (double)t->steps_per_epoch;
+	if (!t->fastest_train || train < t->fastest_train)
+		t->fastest_train = train;
+	if (!t->fastest_eval || s->eval_seconds < t->fastest_eval)
+		t->fastest_eval = s->eval_seconds;
 }
 
 static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status,
@@ -348,6 +362,8 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 	fflush(stdout);
 	*status = "succeeded";
 	*reason = "budget";
+	if (!resumed)   /* its set-up, up to the first step */
+		t->setup_seconds = util_monotonic() - t->t0;
 	while (t->epoch < last_epoch(t)) {   /* a deadline can change the budget */
 		struct epoch_stats s = {0};
 		double t0 = util_monotonic();
@@ -374,6 +390,7 @@ static int run(struct trial *t, volatile sig_atomic_t *stop, const char **status
 		}
 		s.seconds = util_monotonic() - t0;
 		if (t->rank == 0) {
+			time_fastest(t, &s);
 			/* metrics first: a kill between the two reruns the epoch, and the
 			 * rerun's line replaces this one (expdir_metrics_read) */
 			if (train_write_metrics(t, &s) || train_save_checkpoint(t))

@@ -9,6 +9,7 @@
 #include "jsonfile.h" /* jsonfile_append, jsonfile_write */
 #include "strbuf.h"
 #include "trialimg/checkpoint.h" /* checkpoint_write, checkpoint_load */
+#include "trialimg/schedule.h"   /* schedule_least_part */
 #include "trialimg/train_int.h"
 #include "util.h"
 
@@ -159,6 +160,13 @@ int train_write_result(struct trial *t, const char *status, const char *reason)
 		cJSON_AddNumberToObject(r, "skipped_steps", (double)t->ls.skipped);
 	device_result(&t->dev, r, t->a->threads > 0 ? t->a->threads : sysconf(_SC_NPROCESSORS_ONLN));
 	cJSON_AddNumberToObject(r, "world_size", t->world);
+	if (t->a->deadline > 0 && t->fastest_train > 0) {
+		/* the least a launch of this network here takes to a result under
+		 * a deadline: the runner starts none with less time left */
+		double part = t->a->partial_epoch ? schedule_least_part(t->steps_per_epoch) : 1;
+		cJSON_AddNumberToObject(r, "result_floor_seconds",
+					t->setup_seconds + part * t->fastest_train + t->fastest_eval);
+	}
 	if (t->inherited_from[0]) /* its epochs and FLOPs are its own; the parent's are not here */
 		cJSON_AddStringToObject(r, "inherited_from", t->inherited_from);
 	int rc = jsonfile_write(t->result_path, r);

@@ -46,6 +46,10 @@ struct trial {
 	 * whether the budget was cut to fit */
 	double slowest_epoch;
 	int deadline_cut;
+	/* --deadline: this run's set-up to its first step (0: a resumed run),
+	 * and its fastest epoch's training (for a whole epoch) and evaluation
+	 * (0: none yet): result.json's result_floor_seconds */
+	double setup_seconds, fastest_train, fastest_eval;
 	/* --partial_epoch: the last epoch of the budget trains this share of
 	 * an epoch's steps (0: all of them) */
 	double part;
@@ -58,7 +62,8 @@ struct trial {
 };
 
 struct epoch_stats {
-	double loss, seconds, train_seconds;
+	double loss, seconds, train_seconds, eval_seconds;
+	long steps;                   /* training steps this run took in the epoch */
 	long correct, seen;
 	double val_loss;
 	long val_correct, val_seen;

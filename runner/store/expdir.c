@@ -579,6 +579,7 @@ int expdir_result_read(const char *trial_dir, struct expdir_result *res)
 	    json_get_string(p, doc, "status", 1, &status) < 0 ||
 	    json_get_number(p, doc, "best_val_acc", 1, &res->best_val_acc) < 0 ||
 	    json_get_number(p, doc, "total_flops", 1, &res->total_flops) < 0 ||
+	    json_get_number(p, doc, "result_floor_seconds", 1, &res->result_floor) < 0 ||
 	    json_get_string(p, doc, "precision", 1, &precision) < 0 ||
 	    json_get_string(p, doc, "stop_reason", 1, &reason) < 0 ||
 	    json_get_string(p, doc, "inherited_from", 1, &parent) < 0 ||

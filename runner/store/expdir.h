@@ -212,6 +212,8 @@ struct expdir_result {
 	char device[96];          /* "device_names"' first: the GPU's name; "" when absent */
 	char stop_reason[160];    /* "" when absent */
 	char inherited_from[16];  /* parent trial id of an inheriting trial; "" when absent */
+	double result_floor;      /* "result_floor_seconds": the least a launch of its network
+				   * takes to a result under a deadline; 0 when absent */
 	int on_gpu;               /* "devices" names a GPU (cuda:N, gpu...) */
 	int nni;                  /* "source" is "nni": the runner wrote it from an NNI trial's
 				   * records, best_val_acc is its FINAL result (docs/nni.md) */

@@ -102,11 +102,16 @@ deadline_tries() {
 	# annealed: the epoch's last step ran at --final_lr
 	check 'r["status"] == "succeeded" and r["stop_reason"] == "deadline" and r["epochs_run"] == 1'
 	check 'len(m) == 1 and m[0]["lr"] == 0'
+	# the least a launch of it takes to a result: here a whole epoch and
+	# its evaluation (no --partial_epoch), no more than it took
+	check '0 < r["result_floor_seconds"] <= r["wall_seconds"]'
+	check 'r["result_floor_seconds"] > m[0]["epoch_seconds"] - 0.5'
 }
 
 @test "a deadline a day away changes nothing: the same schedule and stop reason as none" {
 	run "${TRAIN[@]}" --warmup_1 2
 	[ "$status" -eq 0 ]
+	check '"result_floor_seconds" not in r'   # no deadline, no floor
 	lrs > "$T/lr-none"
 	AAH_DEADLINE=$(($(date +%s) + 86400)) run "${TRAIN[@]}" --warmup_1 2
 	[ "$status" -eq 0 ]
@@ -145,6 +150,36 @@ deadline_tries() {
 	[ "$status" -eq 0 ]
 	[ "$(ls "$AAH_WORKDIR"/experiments/*/trials/000001/launch.json | wc -l)" -eq 2 ]
 	[ "$(grep -l AAH_DEADLINE "$AAH_WORKDIR"/experiments/*/trials/*/launch.json | wc -l)" -eq 1 ]
+}
+
+# states DIR: the trial_finished states of the experiment in DIR, in order
+states() {
+	/usr/bin/python3 -c "import json,sys; print(' '.join(e['state'] for e in map(json.loads, open(sys.argv[1])) \
+		if e['event'] == 'trial_finished'))" "$1/journal.jsonl"
+}
+
+@test "trial.fitExecDuration: no trial starts with less time left than a trial said it needs to a result" {
+	setup_workdir
+	# 5 s a trial, one at a time, 13 s: the third starts at about 10 s
+	TRIAL_YAML="  fitExecDuration: true" write_config c.yml "maxTrialNum: 10" "maxExecDuration: 13s"
+	TRIAL_SLEEP=5 run aah-runner create -c c.yml
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	echo "without result_floor_seconds: $(states "$AAH_WORKDIR/experiments/$id")"
+	[ "$(states "$AAH_WORKDIR/experiments/$id")" = "succeeded succeeded canceled" ]
+	rm -rf "$AAH_WORKDIR/experiments"
+	# the first trial says a launch needs 5 s to a result, the second 1 s:
+	# the second starts with about 8 s left, and with about 3 left the
+	# third does not (the largest floor counts: networks grow in a search)
+	TRIAL_FLOOR="5 1" TRIAL_SLEEP=5 run aah-runner create -c c.yml
+	echo "$output"
+	[ "$status" -eq 0 ]
+	id=$(only_experiment)
+	echo "with result_floor_seconds 5 then 1: $(states "$AAH_WORKDIR/experiments/$id")"
+	[ "$(states "$AAH_WORKDIR/experiments/$id")" = "succeeded succeeded" ]
+	[[ $output == *"less than the 5.0 s"*"no further trial starts"* ]]
+	# the experiment still ends at maxExecDuration, its clock unchanged
+	grep -q '"reason":"max_duration"' "$AAH_WORKDIR/experiments/$id/journal.jsonl"
 }
 
 @test "a time budget already spent: one epoch along a one-epoch cosine, stop reason deadline" {
@@ -329,4 +364,8 @@ PY
 	check "r['status'] == 'succeeded' and r['stop_reason'] == 'deadline' and r['epochs_run'] == 1"
 	check "len(m) == 1 and m[0]['lr'] == 0 and abs(m[0]['part'] - $part) < 0.006"
 	check "0.1 <= m[0]['part'] <= 0.95"
+	# a part of an epoch as short as the first estimate allows: less than
+	# the epoch, no more than this trial took
+	check "0 < r['result_floor_seconds'] <= r['wall_seconds']"
+	check "r['result_floor_seconds'] < $S + $E"
 }

@@ -318,6 +318,23 @@ Test(args, the_epoch_under_way_ends_at_the_part_the_deadline_leaves)
 	cr_assert_float_eq(schedule_cut_under_way(1, 0.5, 10, 0, 0), 2, 1e-12);
 }
 
+/* The least part of an epoch a trial ends at under a deadline: the share
+ * trained at its first estimate (the first step, then an eighth); a whole
+ * epoch of one step. The quickstart's 937 steps: 118 at the estimate. */
+Test(args, the_least_part_is_what_the_first_estimate_has_trained)
+{
+	cr_assert_eq(schedule_probe_steps(937), 118);
+	cr_assert_float_eq(schedule_least_part(937), 118.0 / 937, 1e-12);
+	cr_assert_eq(schedule_probe_steps(8), 2);
+	cr_assert_float_eq(schedule_least_part(8), 0.25, 1e-12);
+	cr_assert_eq(schedule_probe_steps(1), 2);
+	cr_assert_float_eq(schedule_least_part(1), 1, 1e-12);
+	cr_assert_float_eq(schedule_least_part(0), 1, 1e-12);
+	/* never under the tenth schedule_cut_under_way keeps */
+	for (long n = 1; n < 5000; n += 7)
+		cr_assert(schedule_least_part(n) >= SCHEDULE_MIN_PART, "%ld", n);
+}
+
 /* Growth to the step: the quickstart's last round, a budget of 2 with 232 s
  * to the end at 67.6 s an epoch, takes 3.56 epochs instead of 3 and 45 s
  * idle; a part of an epoch past the budget is taken as well (whole epochs
