@@ -37,6 +37,16 @@ double schedule_cut_under_way(int done, double at, double remaining, double trai
 	return part < 1 && part >= SCHEDULE_MIN_PART && part >= at ? done + part : done + 1;
 }
 
+double schedule_guard_part(double at, double planned, double remaining, double train_seconds,
+			   double eval_seconds, double margin)
+{
+	double need = (planned - at) * train_seconds + eval_seconds;
+	if (train_seconds <= 0 || need * (1.0 + (margin - 1.0) / 2) <= remaining)
+		return planned;
+	double part = at + (remaining / margin - eval_seconds) / train_seconds;
+	return part > at ? part : at;
+}
+
 long schedule_probe_steps(long steps_per_epoch)
 {
 	long p = steps_per_epoch / 8;

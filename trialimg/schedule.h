@@ -34,6 +34,17 @@ double schedule_deadline_epochs(int done, double budget, double remaining, doubl
  * cannot end before the deadline is canceled there as before. */
 double schedule_cut_under_way(int done, double at, double remaining, double train_seconds,
 			      double eval_seconds);
+/* --partial_epoch, in the epoch that ends the budget, `planned` of it (1
+ * for a whole one) and `at` of it trained: `planned` while the rest of it
+ * (`train_seconds` for a whole epoch, at the pace it trains now) and one
+ * whole evaluation (`eval_seconds`) fit in `remaining` with half the spare
+ * of `margin` (1.05: a fortieth); once they do not, the part that fits with
+ * the whole spare, or `at` where nothing more does (the epoch ends now).
+ * Never later than planned: a check can only bring the end forward, and a
+ * pace a little slower than the one the budget was fitted to, within its
+ * spare, changes nothing. */
+double schedule_guard_part(double at, double planned, double remaining, double train_seconds,
+			   double eval_seconds, double margin);
 /* Steps from an epoch's start to its first estimate under a deadline (the
  * first step, which also sets up the kernels, then an eighth of the epoch
  * timed), and the least part of an epoch a trial can end at: the share

@@ -15,6 +15,10 @@
 
 /* ---- the deadline ---------------------------------------------------------- */
 
+/* Epochs vary with the other work on the machine and the checkpoint written
+ * after each: every fit to the deadline leaves a twentieth to spare. */
+#define DEADLINE_MARGIN 1.05
+
 /* An evaluation's time over an epoch's training time, by their FLOPs (the
  * evaluation runs the forward pass alone). */
 static double eval_ratio(const struct trial *t)
@@ -43,9 +47,7 @@ static double epoch_estimate(const struct trial *t, double seconds, long steps)
  * communication error. */
 static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_epoch, int grow)
 {
-	/* epochs vary with the other work on the machine and the checkpoint
-	 * written after each: leave a twentieth to spare */
-	const double margin = 1.05;
+	const double margin = DEADLINE_MARGIN;
 	const struct args *a = t->a;
 	/* the budget in epochs, and the part of an epoch that ends it */
 	double fitted[2] = {t->budget, t->part};
@@ -101,6 +103,41 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
 	t->budget = budget;
 	t->part = fitted[1];
 	return budget;
+}
+
+/* Under --deadline and --partial_epoch, in the epoch that ends the budget:
+ * rank 0 checks the rest of it and its evaluation against the time left, at
+ * the pace of `steps` steps in `seconds` so far this epoch, and ends it at the
+ * part that still fits where they no longer do, half the spare used
+ * (schedule_guard_part); every rank follows. An epoch slower than the one its budget was fitted to (the
+ * machine's other work) then ends before the deadline with a result,
+ * instead of training on into it and being canceled there. Returns -1 on a
+ * communication error. */
+static int guard_deadline(struct trial *t, double seconds, long steps, long done)
+{
+	double part = t->part;
+	if (t->rank == 0) {
+		double r = eval_ratio(t);
+		double train = seconds / (double)steps * (double)t->steps_per_epoch;
+		double remaining = t->a->deadline - util_now();
+		double planned = t->part > 0 ? t->part : 1;
+		double p = schedule_guard_part((double)done / (double)t->steps_per_epoch, planned,
+					       remaining, train, train * r, DEADLINE_MARGIN);
+		if (p < planned) {
+			printf("aah-trial: deadline in %.0f s at %.1f s per epoch (this epoch's pace): "
+			       "budget %.2f -> %.2f epochs\n", remaining, train * (1.0 + r),
+			       budget_epochs(t->budget, t->part), t->epoch + p);
+			fflush(stdout);
+			part = p;
+		}
+	}
+	if (t->dist && dist_broadcast(t->dist, &part, sizeof(part)))
+		return -1;
+	if (part != t->part) {
+		t->part = part;
+		t->deadline_cut = 1;
+	}
+	return 0;
 }
 
 /* Steps of an epoch this trial trains: all of them but in the last epoch
@@ -178,6 +215,10 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 	double t_first = t0;
 	if (train_timed(a) && !t->slowest_epoch)
 		probe = done + (int)schedule_probe_steps(t->steps_per_epoch);
+	/* after it (or from the start of a later epoch), every eighth of an
+	 * epoch: the deadline's guard in the epoch that ends the budget */
+	long eighth = t->steps_per_epoch / 8 > 0 ? t->steps_per_epoch / 8 : 1;
+	int guarded = a->deadline > 0 && a->partial_epoch;
 	loader_start_epoch_at(&t->tl, t->epoch, done);
 	if (t->rank == 0) {           /* what a mid-epoch checkpoint carried */
 		s->loss += t->carry[0];
@@ -216,6 +257,10 @@ static int train_epoch(struct trial *t, struct epoch_stats *s, volatile sig_atom
 			int grow = t->epoch == 0 && first == 1;
 			if (fit_deadline(t, est, left, grow) < 0)
 				return -1;
+		} else if (guarded && done > probe && done > first && (done - first) % eighth == 0 &&
+			   t->epoch == t->budget - 1 &&
+			   guard_deadline(t, util_monotonic() - t_first, done - first, done) < 0) {
+			return -1;
 		}
 		if (t->part > 0 && done >= epoch_steps(t, t->epoch))
 			break;   /* the part of an epoch that ends the budget */

@@ -318,6 +318,38 @@ Test(args, the_epoch_under_way_ends_at_the_part_the_deadline_leaves)
 	cr_assert_float_eq(schedule_cut_under_way(1, 0.5, 10, 0, 0), 2, 1e-12);
 }
 
+/* The guard in the epoch that ends the budget: a make run trial whose last
+ * part, 0.81 of an epoch, was fitted to 56.5 s left at 65.9 s an epoch, then
+ * trained slower. A quarter in, 40 s left, 0.6 s of evaluation: at 62 s of
+ * training an epoch (this epoch's pace) the rest, 0.56 of an epoch, and the
+ * evaluation take 35.3 s and fit; at 68 s they take 38.7 s, 39.6 with a
+ * fortieth to spare, and still fit (the whole twentieth would not: no cut
+ * for a pace within the spare the budget was fitted with); at 72 s they
+ * take 40.9 s and do not, and the part that fits with the twentieth is
+ * 0.25 + (40 / 1.05 - 0.6) / 72. */
+Test(args, the_guard_ends_a_slow_last_epoch_at_the_part_that_still_fits)
+{
+	cr_assert_float_eq(schedule_guard_part(0.25, 0.81, 40, 62, 0.6, 1.05), 0.81, 1e-12);
+	cr_assert_float_eq(schedule_guard_part(0.25, 0.81, 40, 68, 0.6, 1.05), 0.81, 1e-12);
+	cr_assert_float_eq(schedule_guard_part(0.25, 0.81, 40, 72, 0.6, 1.05),
+			   0.25 + (40 / 1.05 - 0.6) / 72, 1e-12);
+	/* a whole last epoch (planned 1) is cut the same way */
+	cr_assert_float_eq(schedule_guard_part(0.5, 1, 40, 72, 0.6, 1.05), 1, 1e-12);
+	cr_assert_float_eq(schedule_guard_part(0.5, 1, 30, 72, 0.6, 1.05),
+			   0.5 + (30 / 1.05 - 0.6) / 72, 1e-12);
+	/* nothing more fits, not even the evaluation: it ends now, never
+	 * before what is trained */
+	cr_assert_float_eq(schedule_guard_part(0.5, 0.9, 0.3, 72, 0.6, 1.05), 0.5, 1e-12);
+	cr_assert_float_eq(schedule_guard_part(0.5, 0.9, -5, 72, 0.6, 1.05), 0.5, 1e-12);
+	/* never later than planned, however much time is left */
+	for (double left = -10; left < 200; left += 3.7) {
+		double p = schedule_guard_part(0.3, 0.7, left, 60, 1, 1.05);
+		cr_assert(p >= 0.3 && p <= 0.7, "%g s left: %g", left, p);
+	}
+	/* nothing timed: as planned */
+	cr_assert_float_eq(schedule_guard_part(0.3, 0.7, 1, 0, 0, 1.05), 0.7, 1e-12);
+}
+
 /* The least part of an epoch a trial ends at under a deadline: the share
  * trained at its first estimate (the first step, then an eighth); a whole
  * epoch of one step. The quickstart's 937 steps: 118 at the estimate. */
