@@ -109,10 +109,10 @@ static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_ep
  * rank 0 checks the rest of it and its evaluation against the time left, at
  * the pace of `steps` steps in `seconds` so far this epoch, and ends it at the
  * part that still fits where they no longer do, half the spare used
- * (schedule_guard_part); every rank follows. An epoch slower than the one its budget was fitted to (the
- * machine's other work) then ends before the deadline with a result,
- * instead of training on into it and being canceled there. Returns -1 on a
- * communication error. */
+ * (schedule_guard_part); every rank follows. An epoch slower than the one
+ * its budget was fitted to (the machine's other work) then ends before the
+ * deadline with a result, instead of training on into it and being
+ * canceled there. Returns -1 on a communication error. */
 static int guard_deadline(struct trial *t, double seconds, long steps, long done)
 {
 	double part = t->part;
