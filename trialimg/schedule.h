@@ -30,8 +30,8 @@ double schedule_deadline_epochs(int done, double budget, double remaining, doubl
  * it already trained) and one whole evaluation (`eval_seconds`, the same
  * for a part) fit in `remaining`, as done + that part. The epoch under way
  * finishes (done + 1) where it fits, or where less than SCHEDULE_MIN_PART
- * of an epoch, or less than is already trained, would: an attempt that
- * cannot end before the deadline is canceled there as before. */
+ * of an epoch, or less than is already trained, would (the trainer's
+ * guard, schedule_guard_part, then ends such an epoch at its next check). */
 double schedule_cut_under_way(int done, double at, double remaining, double train_seconds,
 			      double eval_seconds);
 /* --partial_epoch, in the epoch that ends the budget, `planned` of it (1
