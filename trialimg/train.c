@@ -47,12 +47,11 @@ static double epoch_estimate(const struct trial *t, double seconds, long steps)
  * communication error. */
 static int fit_deadline(struct trial *t, double epoch_seconds, double left_in_epoch, int grow)
 {
-	const double margin = DEADLINE_MARGIN;
 	const struct args *a = t->a;
 	/* the budget in epochs, and the part of an epoch that ends it */
 	double fitted[2] = {t->budget, t->part};
 	if (t->rank == 0) {
-		double e = epoch_seconds * margin, left = left_in_epoch * margin;
+		double e = epoch_seconds * DEADLINE_MARGIN, left = left_in_epoch * DEADLINE_MARGIN;
 		int budget = t->budget;
 		double part = t->part;
 		if (a->deadline > 0) {
