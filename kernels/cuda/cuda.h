@@ -157,6 +157,9 @@ struct cuk_run {
 	 * the last block of a per-channel sum finishes it (cuk.cuh); NULL
 	 * (AAH_CUDA_SUMS=apart): a finishing kernel is launched after it */
 	unsigned *tickets;
+	/* 1: a per-channel sum loads several of a thread's rows before it
+	 * adds them (cuk.cuh rows_ahead); 0 (AAH_CUDA_AHEAD=0): one at a time */
+	int ahead;
 	/* the 16-bit twins of parameters the backend keeps (ops_backend.twin);
 	 * NULL (AAH_CUDA_TWIN=0): none, the ops convert the weights */
 	struct cuda_twins *twins;
@@ -197,6 +200,14 @@ static inline int cuda_env_switch(const char *name, const char *on, const char *
 static inline int cuda_sums_in_one(void)
 {
 	return cuda_env_switch("AAH_CUDA_SUMS", "one", "apart");
+}
+
+/* AAH_CUDA_AHEAD: "1" (the default): a per-channel sum loads several rows
+ * a thread before adding them; "0": one at a time, the way before (both
+ * give the same bits). */
+static inline int cuda_ahead_wanted(void)
+{
+	return cuda_env_switch("AAH_CUDA_AHEAD", "1", "0");
 }
 
 /* AAH_CUDA_TWIN: "1" (the default): the backend keeps a 16-bit twin of the

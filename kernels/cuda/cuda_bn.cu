@@ -35,16 +35,6 @@ __device__ __forceinline__ int channel0(int w)
 	return (int)(blockIdx.x * blockDim.x + threadIdx.x) * w;
 }
 
-__device__ __forceinline__ size_t row0()
-{
-	return (size_t)blockIdx.y * blockDim.y + threadIdx.y;
-}
-
-__device__ __forceinline__ size_t row_step()
-{
-	return (size_t)gridDim.y * blockDim.y;
-}
-
 /* s and t of y = x*s + t for W channels at ch0 */
 template <int W>
 __device__ __forceinline__ void coefs(int ch0, const float *mean, const float *var,
@@ -101,9 +91,9 @@ __device__ __forceinline__ void stats_channel(const T *x, const double *part, in
 	o.run_var[ch] = (float)(o.mo * o.run_var[ch] + (1.0 - o.mo) * unbiased);
 }
 
-/* The stripes' sums of x - K and (x - K)^2, then, with tickets, the
- * statistics. */
-template <class T, int W>
+/* The stripes' sums of x - K and (x - K)^2, A rows' loads ahead, then,
+ * with tickets, the statistics. */
+template <class T, int W, int A>
 __global__ void __launch_bounds__(THREADS)
 	stats_then_finish(const T *__restrict__ x, size_t rows, int c, double *part,
 			  unsigned *tickets, stats_out o)
@@ -113,16 +103,14 @@ __global__ void __launch_bounds__(THREADS)
 	if (ch0 < c) {
 		float k0[W];
 		ld<T, W>(x + ch0, k0);
-		for (size_t r = row0(); r < rows; r += row_step()) {
-			float v[W];
-			ld<T, W>(x + r * c + ch0, v);
+		rows_of<A, T, W>(x, rows, c, ch0, [&](const float (&v)[W]) {
 #pragma unroll
 			for (int k = 0; k < W; k++) {
 				float d = v[k] - k0[k];
 				s1[k] += d;
 				s2[k] = fmaf(d, d, s2[k]);
 			}
-		}
+		});
 	}
 	int stripes = (int)gridDim.y;
 	stripe_sums<W>(s1, ch0, c, part);
@@ -200,9 +188,9 @@ __device__ __forceinline__ void bwd_channel(const double *part, int stripes, siz
 		o.fold_db[ch] = 0.0f;
 }
 
-/* The stripes' sums of g and g*(x - mean), then, with tickets, their
- * finish. */
-template <class T, int W>
+/* The stripes' sums of g and g*(x - mean), A rows' loads ahead, then,
+ * with tickets, their finish. */
+template <class T, int W, int A>
 /* at least 3 blocks an SM: ptxas may take 85 registers, where it keeps
  * sm_80's bf16 instance at 64 and spills without the hint */
 __global__ void __launch_bounds__(THREADS, 3)
@@ -216,17 +204,23 @@ __global__ void __launch_bounds__(THREADS, 3)
 		float s[W], t[W], m[W];
 		coefs<W>(ch0, mean, o.var, o.gamma, beta, o.eps, s, t);
 		ldf<W>(mean + ch0, m);
-		for (size_t r = row0(); r < rows; r += row_step()) {
-			float v[W], d[W];
-			ld<T, W>(x + r * c + ch0, v);
-			ld<T, W>(dy + r * c + ch0, d);
+		rows_ahead<A>(
+			rows,
+			[&](size_t r) {
+				return packed2<T, W>{ldp<T, W>(x + r * c + ch0),
+						     ldp<T, W>(dy + r * c + ch0)};
+			},
+			[&](const packed2<T, W> &p) {
+				float v[W], d[W];
+				unpack(p.a, v);
+				unpack(p.b, d);
 #pragma unroll
-			for (int k = 0; k < W; k++) {
-				float g = grad_at<T>(v[k], d[k], s[k], t[k], relu);
-				s1[k] += g;
-				s2[k] = fmaf(g, v[k] - m[k], s2[k]);
-			}
-		}
+				for (int k = 0; k < W; k++) {
+					float g = grad_at<T>(v[k], d[k], s[k], t[k], relu);
+					s1[k] += g;
+					s2[k] = fmaf(g, v[k] - m[k], s2[k]);
+				}
+			});
 	}
 	int stripes = (int)gridDim.y;
 	stripe_sums<W>(s1, ch0, c, part);
@@ -299,6 +293,10 @@ struct bn_args {
 	int relu;
 };
 
+/* Rows a thread of the sums loads ahead (rows_ahead): 64 bytes in flight
+ * a thread in the vector instances, x's four rows or x's and dy's two. */
+enum { STATS_AHEAD = 4, BWD_AHEAD = 2 };
+
 /* The statistics into o: one launch with tickets, else two. */
 template <class T, int W>
 static cudaError_t stats(const cuk_run *r, const T *x, const bn_args &a, double *part,
@@ -308,8 +306,9 @@ static cudaError_t stats(const cuk_run *r, const T *x, const bn_args &a, double 
 	unsigned *t = tickets_for(r, q);
 	double tensor = (double)a.rows * a.c * sizeof(T), parts = (double)q.g.y * a.c * 16;
 	double finish = parts + 16.0 * a.c + a.c * sizeof(T);
+	auto k = r->ahead ? stats_then_finish<T, W, STATS_AHEAD> : stats_then_finish<T, W, 1>;
 	cudaError_t e = go_sync(r, t ? "bn_stats" : "bn_stats_part", tensor + parts + (t ? finish : 0),
-				q, stats_then_finish<T, W>, x, a.rows, a.c, part, t, o);
+				q, k, x, a.rows, a.c, part, t, o);
 	if (e != cudaSuccess || t)
 		return e;
 	return go_sync(r, "bn_stats_finish", finish, finish_grid(a.c), stats_finish<T>, x,
@@ -332,9 +331,10 @@ static cudaError_t backward(const cuk_run *r, const T *x, const T *dy, T *dx, co
 	unsigned *t = tickets_for(r, q);
 	double tensor = (double)a.rows * a.c * sizeof(T), parts = (double)q.g.y * a.c * 16;
 	double finish = parts + 28.0 * a.c;
+	auto k = r->ahead ? bwd_then_finish<T, W, BWD_AHEAD> : bwd_then_finish<T, W, 1>;
 	cudaError_t e = go_sync(r, t ? "bn_bwd_sums" : "bn_bwd_part",
-				2 * tensor + parts + (t ? finish : 0), q, bwd_then_finish<T, W>, x,
-				dy, a.rows, a.c, a.mean, a.beta, a.relu, part, t, o);
+				2 * tensor + parts + (t ? finish : 0), q, k, x, dy, a.rows, a.c,
+				a.mean, a.beta, a.relu, part, t, o);
 	if (e == cudaSuccess && !t)
 		e = go_sync(r, "bn_bwd_finish", finish, finish_grid(a.c), bwd_finish,
 			    (const double *)part, (int)q.g.y, a.rows, a.c, o);

@@ -173,9 +173,9 @@ __device__ __forceinline__ void bias_grad_channel(const double *part, int stripe
 		db[ch] = (float)t;
 }
 
-/* the per-stripe sums of dy's channels (cuk.cuh's reduction), then, with
- * tickets, their finish */
-template <class T, int W>
+/* the per-stripe sums of dy's channels (cuk.cuh's reduction), A rows'
+ * loads ahead, then, with tickets, their finish */
+template <class T, int W, int A>
 __global__ void __launch_bounds__(THREADS)
 	bias_grad_then_finish(const T *dy, size_t rows, int c, double *part, unsigned *tickets,
 			      float *db)
@@ -183,14 +183,11 @@ __global__ void __launch_bounds__(THREADS)
 	int ch0 = (int)(blockIdx.x * blockDim.x + threadIdx.x) * W;
 	float s[W] = {};
 	if (ch0 < c)
-		for (size_t r = (size_t)blockIdx.y * blockDim.y + threadIdx.y; r < rows;
-		     r += (size_t)gridDim.y * blockDim.y) {
-			float v[W];
-			ld<T, W>(dy + r * c + ch0, v);
+		rows_of<A, T, W>(dy, rows, c, ch0, [&](const float (&v)[W]) {
 #pragma unroll
 			for (int k = 0; k < W; k++)
 				s[k] += v[k];
-		}
+		});
 	stripe_sums<W>(s, ch0, c, part);
 	if (last_of_column(tickets))
 		column_channels<W>(c, [=](int ch, int lane) {
@@ -458,10 +455,11 @@ extern "C" int cuda_bias_grad(struct ops_ctx *ctx, enum ops_dtype t, size_t rows
 		double parts = (double)q.g.y * c * 8, finish = parts + 4.0 * c;
 		double bytes = (double)rows * c * sizeof(T) + parts + (tk ? finish : 0);
 		const char *name = tk ? "bias_grad" : "bias_grad_part";
-		cudaError_t e = vec ? go_sync(r, name, bytes, q, bias_grad_then_finish<T, VN<T>::n>, tdy,
-					      rows, c, (double *)part, tk, db)
-				    : go_sync(r, name, bytes, q, bias_grad_then_finish<T, 1>, tdy, rows,
-					      c, (double *)part, tk, db);
+		/* 4 rows ahead: 64 bytes in flight a thread in the vector instance */
+		auto k = vec ? (r->ahead ? bias_grad_then_finish<T, VN<T>::n, 4>
+					 : bias_grad_then_finish<T, VN<T>::n, 1>)
+			     : (r->ahead ? bias_grad_then_finish<T, 1, 4> : bias_grad_then_finish<T, 1, 1>);
+		cudaError_t e = go_sync(r, name, bytes, q, k, tdy, rows, c, (double *)part, tk, db);
 		if (e != cudaSuccess || tk)
 			return e;
 		return go_sync(r, "bias_grad_finish", finish, finish_grid(c), bias_grad_finish,

@@ -101,8 +101,8 @@ int cudahost_end(struct ops_ctx *ctx)
 
 static int host_init(struct ops_ctx *ctx)
 {
-	int one = cuda_sums_in_one(), twin = cuda_twin_wanted();
-	if (one < 0 || twin < 0)
+	int one = cuda_sums_in_one(), twin = cuda_twin_wanted(), ahead = cuda_ahead_wanted();
+	if (one < 0 || twin < 0 || ahead < 0)
 		return -1;
 	struct cudahost *h = xcalloc(1, sizeof(*h));
 	h->run.sms = HOST_SMS;
@@ -110,6 +110,7 @@ static int host_init(struct ops_ctx *ctx)
 	h->run.sums = &h->sums;
 	h->run.tickets = one ? h->tickets : NULL;
 	h->run.twins = twin ? &h->twins : NULL;
+	h->run.ahead = ahead;
 	ctx->priv = h;
 	return 0;
 }

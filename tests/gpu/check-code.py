@@ -18,7 +18,12 @@ Rules, each kernel by name:
      values (every kernel but the per-channel and per-block finishes, and
      the sums whose last block finishes them, *_then_finish, whose f64
      runs once a channel): sqrt/div/rcp .f64 in PTX, MUFU.RSQ64H /
-     MUFU.RCP64H in SASS.
+     MUFU.RCP64H in SASS;
+  4. every vector instance of a per-channel sum that loads rows ahead
+     (*_then_finish<T, W, A> with A > 1: cuk.cuh rows_ahead) holds all A
+     rows' loads: (A - 1) x L more 128-bit loads than its one-row twin
+     (A = 1), L >= 1 the loads of a row; the loop is unrolled, not left to
+     load one row at a time.
 Prints one line per kernel checked and exits 1 on any failure."""
 import glob
 import os
@@ -49,8 +54,27 @@ VEC_LOAD = {"ptx": re.compile(r"\bld\.global(?:\.nc)?(?:\.\w+)*\.v4\.(?:u32|b32|
             "sass": re.compile(r"\bLDG\.E\.128\b|\bLDG\.E\.(?:\w+\.)*128\b")}
 F64_SLOW = {"ptx": re.compile(r"\b(?:sqrt|div|rcp)(?:\.\w+)*\.f64\b|\brsqrt\.approx(?:\.\w+)*\.f64\b"),
             "sass": re.compile(r"\bMUFU\.(?:RSQ64H|RCP64H)\b")}
-# a template argument of 4 or 8: the vector instance (Li4E / Li8E in the name)
-VECTOR = re.compile(r"Li[48]E")
+# a first integer template argument of 4 or 8: the vector instance (Li4E /
+# Li8E in the name; a sum's rows ahead, its second, may be 4 too)
+VECTOR = re.compile(r"^[^L]*(?:L[^i][^L]*)*Li[48]E")
+# a sum's vector instance loading rows ahead: W of 4 or 8, then A > 1
+AHEAD = re.compile(r"(then_finish.*?Li[48]E)Li(\d+)E")
+
+
+def ahead_fails(name, ks, mode):
+    """Rule 4 for kernel name among ks (name -> body): [] or its failure."""
+    m = AHEAD.search(name)
+    if not m or int(m.group(2)) < 2 or not VECTOR.search(name):
+        return []
+    a = int(m.group(2))
+    twin = name[:m.start(2) - 2] + "Li1E" + name[m.end(2) + 1:]
+    if twin not in ks:
+        return [f"{name}: loads {a} rows ahead, but its one-row twin {twin} is not built"]
+    extra = len(VEC_LOAD[mode].findall(ks[name])) - len(VEC_LOAD[mode].findall(ks[twin]))
+    if extra < a - 1 or extra % (a - 1):
+        return [f"{name}: loads {a} rows ahead, but holds {extra} more 128-bit loads than its "
+                f"one-row twin (want a multiple of {a - 1})"]
+    return []
 
 
 def stack_report(path):
@@ -111,6 +135,10 @@ def main():
                     notes.append("128-bit loads")
                 else:
                     fails.append(f"{fam}: {name}: a vector instance without a 128-bit global load")
+            bad = ahead_fails(name, ks, mode)
+            fails += [f"{fam}: {b}" for b in bad]
+            if not bad and AHEAD.search(name) and int(AHEAD.search(name).group(2)) > 1:
+                notes.append(f"{AHEAD.search(name).group(2)} rows' loads")
             if "finish" not in name:
                 bad = sorted(set(F64_SLOW[mode].findall(body)))
                 if bad:

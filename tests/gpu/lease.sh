@@ -24,9 +24,11 @@
 #     variant img/s ms/step x_torch mfu launches own syncs h2d_MB graph_nodes conv1
 #     for the kernel families with the batch staged by the first
 #     convolution, + the batch on the device, + cudnnFind, + the CUDA
-#     graph, the graph without the parameters' 16-bit twin
-#     (AAH_CUDA_TWIN=0) and without it and the one-launch sums
-#     (AAH_CUDA_SUMS=apart: the code of the 2026-11-28 leases), and the
+#     graph, the graph with the sums loading one row a thread at a time
+#     (AAH_CUDA_AHEAD=0), without the parameters' 16-bit twin
+#     (AAH_CUDA_TWIN=0) and without it, the one-launch sums and the rows
+#     ahead (AAH_CUDA_SUMS=apart AAH_CUDA_AHEAD=0: the code of the
+#     2026-11-28 leases), and the
 #     batch pinned (the trainer's own way in; the first
 #     kernels were measured beside these on 2026-11-28, docs/cuda.md, and
 #     left); PyTorch AMP once before them (autocast, channels_last, its
@@ -293,8 +295,9 @@ else
 		"+device-input AAH_CUDA_FIND=0 AAH_CUDA_GRAPH=0 device"
 		"+find         AAH_CUDA_GRAPH=0 device"
 		"+graph        AAH_CUDA_GRAPH=1 device"
+		"graph-1-row   AAH_CUDA_GRAPH=1 AAH_CUDA_AHEAD=0 device"
 		"graph-no-twin AAH_CUDA_GRAPH=1 AAH_CUDA_TWIN=0 device"
-		"graph-2-sums  AAH_CUDA_GRAPH=1 AAH_CUDA_TWIN=0 AAH_CUDA_SUMS=apart device"
+		"graph-2-sums  AAH_CUDA_GRAPH=1 AAH_CUDA_TWIN=0 AAH_CUDA_SUMS=apart AAH_CUDA_AHEAD=0 device"
 		"pinned        AAH_CUDA_GRAPH=1 pinned")
 	best= best_ips=0
 	for v in "${V[@]}"; do

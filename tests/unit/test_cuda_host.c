@@ -186,8 +186,9 @@ Test(cuda_host, maxpool_from_its_kept_argmax_matches_ref)
 /* ---- per-channel sums in one launch ------------------------------------------------ */
 
 /* A batchnorm forward and backward and a bias gradient, of c channels over
- * rows rows of type t, run on cudahost with AAH_CUDA_SUMS=mode: every
- * value they write, as bytes, and each op's launches by the ledger. */
+ * rows rows of type t, run on cudahost with the environment's name set to
+ * mode: every value they write, as bytes, and each op's launches by the
+ * ledger. */
 struct sums_out {
 	unsigned char *y, *dx;
 	float vec[6][512];   /* save mean, save var, run mean, run var, dgamma, dbeta */
@@ -195,7 +196,8 @@ struct sums_out {
 	long launches[3];    /* forward, backward, bias gradient */
 };
 
-static void sums_run(int rows, int c, enum ops_dtype t, const char *mode, struct sums_out *o)
+static void sums_run(int rows, int c, enum ops_dtype t, const char *name, const char *mode,
+		     struct sums_out *o)
 {
 	uint64_t s = 5;
 	size_t count = (size_t)rows * c, e = ops_dtype_size(t);
@@ -221,9 +223,9 @@ static void sums_run(int rows, int c, enum ops_dtype t, const char *mode, struct
 			((float *)x)[i] = xv, ((float *)dy)[i] = dv;
 	}
 	struct ops_ctx ctx;
-	setenv("AAH_CUDA_SUMS", mode, 1);
+	setenv(name, mode, 1);
 	cr_assert_eq(ops_ctx_init(&ctx, "cudahost", 1, 3), 0, "%s", util_last_error());
-	unsetenv("AAH_CUDA_SUMS");
+	unsetenv(name);
 	const struct ops_layer_ops *op = ctx.be->layer[OPS_BATCHNORM];
 	struct ops_ledger *led = ops_ledger_of(&ctx);
 	const float *xs[1] = {(const float *)x};
@@ -247,6 +249,19 @@ static void sums_run(int rows, int c, enum ops_dtype t, const char *mode, struct
 	free(x), free(dy);
 }
 
+/* Every value of a and b the same bits (case k of c channels, bytes of y
+ * and dx). */
+static void sums_same_bits(const struct sums_out *a, const struct sums_out *b, size_t bytes,
+			   int c, size_t k)
+{
+	cr_assert_eq(memcmp(a->y, b->y, bytes), 0, "case %zu: y", k);
+	cr_assert_eq(memcmp(a->dx, b->dx, bytes), 0, "case %zu: dx", k);
+	for (int v = 0; v < 6; v++)
+		cr_assert_eq(memcmp(a->vec[v], b->vec[v], sizeof(float) * c), 0,
+			     "case %zu: per-channel vector %d", k, v);
+	cr_assert_eq(memcmp(a->db, b->db, sizeof(float) * c), 0, "case %zu: bias gradient", k);
+}
+
 /* The sums in one launch (the last block of each column of channels
  * finishes them) give the bits of the two launches before, with one
  * launch fewer for each sum: several columns and stripes, a partial last
@@ -263,14 +278,9 @@ Test(cuda_host, per_channel_sums_in_one_launch_give_the_bits_of_two)
 		size_t bytes = (size_t)rows * c * ops_dtype_size(cases[k].t);
 		struct sums_out one, apart;
 		memset(&one, 0, sizeof(one)), memset(&apart, 0, sizeof(apart));
-		sums_run(rows, c, cases[k].t, "one", &one);
-		sums_run(rows, c, cases[k].t, "apart", &apart);
-		cr_assert_eq(memcmp(one.y, apart.y, bytes), 0, "case %zu: y", k);
-		cr_assert_eq(memcmp(one.dx, apart.dx, bytes), 0, "case %zu: dx", k);
-		for (int v = 0; v < 6; v++)
-			cr_assert_eq(memcmp(one.vec[v], apart.vec[v], sizeof(float) * c), 0,
-				     "case %zu: per-channel vector %d", k, v);
-		cr_assert_eq(memcmp(one.db, apart.db, sizeof(float) * c), 0, "case %zu: bias gradient", k);
+		sums_run(rows, c, cases[k].t, "AAH_CUDA_SUMS", "one", &one);
+		sums_run(rows, c, cases[k].t, "AAH_CUDA_SUMS", "apart", &apart);
+		sums_same_bits(&one, &apart, bytes, c, k);
 		/* forward: statistics, normalise; backward: sums, dx; bias: sums */
 		long want_one[3] = {2, 2, 1}, want_apart[3] = {3, 3, 2};
 		for (int p = 0; p < 3; p++) {
@@ -283,15 +293,54 @@ Test(cuda_host, per_channel_sums_in_one_launch_give_the_bits_of_two)
 	}
 }
 
-Test(cuda_host, a_wrong_AAH_CUDA_SUMS_is_refused_by_name)
+/* The sums that load rows ahead (cuk.cuh rows_ahead: 4 rows a thread, or
+ * x's and dy's 2) give the bits of one row at a time (AAH_CUDA_AHEAD=0),
+ * with as many launches: threads with whole groups of rows and a tail
+ * (2,077 rows of 5 channels in bf16: 5 or 6 rows a thread; 199 of 200 in
+ * fp32: 6 or 7; 389 of 264 in bf16: 12 or 13), and with fewer rows than a
+ * group (70 rows of 33 channels: 2 or 3), with tickets and without. */
+Test(cuda_host, sums_loading_rows_ahead_give_the_bits_of_one_row_at_a_time)
+{
+	static const struct {
+		int rows, c;
+		enum ops_dtype t;
+	} cases[] = {{2077, 5, OPS_BF16}, {199, 200, OPS_F32}, {389, 264, OPS_BF16}, {70, 33, OPS_F32}};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		for (int apart = 0; apart < 2; apart++) {
+			int rows = cases[k].rows, c = cases[k].c;
+			size_t bytes = (size_t)rows * c * ops_dtype_size(cases[k].t);
+			struct sums_out ahead, one;
+			memset(&ahead, 0, sizeof(ahead)), memset(&one, 0, sizeof(one));
+			if (apart)
+				setenv("AAH_CUDA_SUMS", "apart", 1);
+			sums_run(rows, c, cases[k].t, "AAH_CUDA_AHEAD", "1", &ahead);
+			sums_run(rows, c, cases[k].t, "AAH_CUDA_AHEAD", "0", &one);
+			unsetenv("AAH_CUDA_SUMS");
+			sums_same_bits(&ahead, &one, bytes, c, k);
+			for (int p = 0; p < 3; p++)
+				cr_assert_eq(ahead.launches[p], one.launches[p],
+					     "case %zu, op %d: %ld launches, %ld one row at a time", k, p,
+					     ahead.launches[p], one.launches[p]);
+			free(ahead.y), free(ahead.dx), free(one.y), free(one.dx);
+		}
+}
+
+/* A cudahost context with the environment's name set to value is refused
+ * with an error that says want. */
+static void refused_by_name(const char *name, const char *value, const char *want)
 {
 	struct ops_ctx ctx;
-	setenv("AAH_CUDA_SUMS", "two", 1);
+	setenv(name, value, 1);
 	int rc = ops_ctx_init(&ctx, "cudahost", 1, 3);
-	unsetenv("AAH_CUDA_SUMS");
-	cr_assert_neq(rc, 0);
-	cr_assert(strstr(util_last_error(), "AAH_CUDA_SUMS 'two': must be one or apart"), "%s",
-		  util_last_error());
+	unsetenv(name);
+	cr_assert_neq(rc, 0, "%s=%s: a context opened", name, value);
+	cr_assert(strstr(util_last_error(), want), "%s", util_last_error());
+}
+
+Test(cuda_host, a_wrong_AAH_CUDA_SUMS_or_AHEAD_is_refused_by_name)
+{
+	refused_by_name("AAH_CUDA_SUMS", "two", "AAH_CUDA_SUMS 'two': must be one or apart");
+	refused_by_name("AAH_CUDA_AHEAD", "4", "AAH_CUDA_AHEAD '4': must be 1 or 0");
 }
 
 /* ---- the parameters' 16-bit twin ------------------------------------------------- */
@@ -386,10 +435,5 @@ Test(cuda_host, a_twin_is_kept_only_where_asked_and_only_beside_resident_values)
 	cr_assert_eq(ops_twin(&ctx, w, 16), 0);
 	cr_assert_null(cudahost_twin_at(&ctx, w, 16, &t));
 	ops_ctx_release(&ctx);
-	setenv("AAH_CUDA_TWIN", "yes", 1);
-	int rc = ops_ctx_init(&ctx, "cudahost", 1, 3);
-	unsetenv("AAH_CUDA_TWIN");
-	cr_assert_neq(rc, 0);
-	cr_assert(strstr(util_last_error(), "AAH_CUDA_TWIN 'yes': must be 1 or 0"), "%s",
-		  util_last_error());
+	refused_by_name("AAH_CUDA_TWIN", "yes", "AAH_CUDA_TWIN 'yes': must be 1 or 0");
 }
