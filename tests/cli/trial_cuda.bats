@@ -105,9 +105,10 @@ PY
 	run nm -C "$AAH_ROOT/$AAH_BUILD/libaahcuda.a"
 	[ "$status" -eq 0 ]
 	[[ $output == *" D ops_cuda_backend"* ]]
-	# the families' kernels are templates, one instance per type and width:
-	# batchnorm's statistics over bf16 in 16-byte vectors
-	[[ $output == *"cuk::stats_then_finish<__nv_bfloat16, 8>"* ]]
+	# the families' kernels are templates, one instance per type and width
+	# (and a sum's rows ahead): batchnorm's statistics over bf16 in 16-byte
+	# vectors, four rows a thread ahead
+	[[ $output == *"cuk::stats_then_finish<__nv_bfloat16, 8, 4>"* ]]
 	[[ $output == *"cudnnConvolutionForward"* ]]
 	# cuBLASLt through the table loaded when the backend opens: no
 	# program links it (its start-up cost each process 0.4 s; below)
