@@ -95,6 +95,10 @@ struct ops_layer {
 	int no_dx0;                         /* backward is never asked for dx[0]
 					     * (input 0 is the network's input):
 					     * a backend may keep nothing for it */
+	int add_dx0;                        /* backward adds its gradient of input
+					     * 0 into what dx[0] holds: set by the
+					     * model for the call, where the op
+					     * said it can (ops_layer_ops.adds_dx0) */
 	const struct ops_shape *in;         /* (n_in) input shapes */
 	struct ops_shape out;
 	/* layouts of the inputs (n_in; NULL: all NHWC) and of the output; an
@@ -180,7 +184,8 @@ struct ops_device {
 
 /* x: n_in input activations (n samples each); y: the output.
  * backward overwrites dx[i] (NULL: that input needs no gradient) and
- * accumulates nothing: parameter gradients dw/db/... are overwritten too. */
+ * accumulates nothing, but for dx[0] where ops_layer.add_dx0 asks:
+ * parameter gradients dw/db/... are overwritten too. */
 struct ops_layer_ops {
 	enum ops_type type;     /* the slot of ops_backend.layer it fills */
 	const char *name;       /* what it computes, in messages: "convolution" */
@@ -235,6 +240,12 @@ struct ops_layer_ops {
 	 * model keeps it from one pass to the other, as dropout's mask
 	 * (trialimg/memplan.h). With mask NULL the op finds them again. */
 	int keeps_mask;
+	/* Whether backward can add its gradient of input 0 into what dx[0]
+	 * holds (ops_layer.add_dx0) for a batch of n, after a training
+	 * forward of it: where input 0 feeds another layer whose gradient is
+	 * already there, the model then needs no buffer and no accumulate
+	 * for this one's part. NULL: never (cuda_conv.c: cuDNN's beta). */
+	int (*adds_dx0)(struct ops_ctx *ctx, const struct ops_layer *l, int n);
 };
 
 enum {

@@ -274,6 +274,8 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 		}
 		if (recompute_for(m, ctx, x, n, i))
 			return -1;
+		const struct ops_layer_ops *ops = ctx->be->layer[L->op.cfg.type];
+		L->op.add_dx0 = 0;
 		for (int k = 0; k < L->op.n_in; k++) {
 			int t = L->inputs[k];
 			m->xs[k] = tensor(m, x, t);
@@ -282,6 +284,9 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 			} else if (!m->seen[t]) {
 				m->dxs[k] = m->layers[t - 1].dact;  /* first writer overwrites */
 				m->seen[t] = 1;
+			} else if (!k && ops->adds_dx0 && ops->adds_dx0(ctx, &L->op, n)) {
+				m->dxs[k] = m->layers[t - 1].dact;  /* the op adds its part in */
+				L->op.add_dx0 = 1;
 			} else { /* a later part of a fan-out gradient: where the plan put it */
 				if (k >= m->plan.scratch_rows ||
 				    (size_t)n * ops_shape_size(&L->in_shapes[k]) *
@@ -292,8 +297,7 @@ int model_backward(struct model *m, struct ops_ctx *ctx, const float *x, int n,
 			}
 		}
 		double t0 = m->prof ? util_monotonic() : 0;
-		if (ctx->be->layer[L->op.cfg.type]->backward(ctx, &L->op, n, m->xs, L->act, L->dact,
-							     m->dxs))
+		if (ops->backward(ctx, &L->op, n, m->xs, L->act, L->dact, m->dxs))
 			return error("layer '%s': backward failed", L->id);
 		for (int k = 0; k < L->op.n_in; k++) {
 			int t = L->inputs[k];

@@ -160,6 +160,10 @@ struct cuk_run {
 	/* 1: a per-channel sum loads several of a thread's rows before it
 	 * adds them (cuk.cuh rows_ahead); 0 (AAH_CUDA_AHEAD=0): one at a time */
 	int ahead;
+	/* 1: a convolution asked to add its input gradient into what is there
+	 * does (cuDNN's beta of 1, ops_layer.add_dx0); 0 (AAH_CUDA_ADD_DX=0):
+	 * none is asked, the model accumulates a second part itself */
+	int add_dx;
 	/* the 16-bit twins of parameters the backend keeps (ops_backend.twin);
 	 * NULL (AAH_CUDA_TWIN=0): none, the ops convert the weights */
 	struct cuda_twins *twins;
@@ -208,6 +212,14 @@ static inline int cuda_sums_in_one(void)
 static inline int cuda_ahead_wanted(void)
 {
 	return cuda_env_switch("AAH_CUDA_AHEAD", "1", "0");
+}
+
+/* AAH_CUDA_ADD_DX: "1" (the default): where a tensor feeds two layers, a
+ * convolution adds its part of the tensor's gradient into the other's;
+ * "0": it writes it apart and the model accumulates it, the way before. */
+static inline int cuda_add_dx_wanted(void)
+{
+	return cuda_env_switch("AAH_CUDA_ADD_DX", "1", "0");
 }
 
 /* AAH_CUDA_TWIN: "1" (the default): the backend keeps a 16-bit twin of the

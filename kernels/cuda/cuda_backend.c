@@ -23,10 +23,11 @@ static int cuda_open(struct ops_ctx *ctx)
 	CUDA_CHECK(cudaDeviceGetAttribute(&c->run.sms, cudaDevAttrMultiProcessorCount, c->device));
 	CUDA_CHECK(cudaMalloc((void **)&c->run.sums, sizeof(struct cuda_sums)));
 	CUDA_CHECK(cudaMemsetAsync(c->run.sums, 0, sizeof(struct cuda_sums), c->run.stream));
-	int one = cuda_sums_in_one(), ahead = cuda_ahead_wanted();
-	if (one < 0 || ahead < 0)
+	int one = cuda_sums_in_one(), ahead = cuda_ahead_wanted(), add_dx = cuda_add_dx_wanted();
+	if (one < 0 || ahead < 0 || add_dx < 0)
 		return -1;
 	c->run.ahead = ahead;
+	c->run.add_dx = add_dx;
 	if (one) {
 		CUDA_CHECK(cudaMalloc((void **)&c->run.tickets, CUDA_TICKETS * sizeof(unsigned)));
 		CUDA_CHECK(cudaMemsetAsync(c->run.tickets, 0, CUDA_TICKETS * sizeof(unsigned),

@@ -23,7 +23,11 @@
  * input, and under fp16 every activation. In fp16 a value past 65504
  * becomes inf, which the trainer's loss scale catches in the gradients.
  * The bias is added where the sums are fp32, else to the stored 16-bit y
- * (rounding it a second time). Algorithms come from cuDNN's heuristics
+ * (rounding it a second time). Where the model asks (ops_layer.add_dx0:
+ * the input feeds another layer too, whose gradient is already in dx[0]),
+ * the backward-data pass adds into dx[0] with a beta of 1, cuDNN's blend
+ * in fp32 rounded once, instead of writing a part the model accumulates
+ * (AAH_CUDA_ADD_DX=0: never asked). Algorithms come from cuDNN's heuristics
  * (cudnnGet*Algorithm_v7) once per batch size: with --conv_algo direct the
  * implicit-GEMM ones where cuDNN lists them as usable, else its first; each
  * runs with the math type the heuristics gave it (cuda_conv_math). A 16-bit
@@ -361,6 +365,17 @@ static int measure(struct ops_ctx *ctx, const struct ops_layer *l, struct conv_p
 	return 0;
 }
 
+/* Whether the backward-data pass for a batch of n can add into dx[0]
+ * (ops_layer_ops.adds_dx0): the forward's plan for n reads and writes the
+ * input as it is stored, in no frame, and its algorithm is measured
+ * already (cudnnFind writes its output, what is there would be lost). */
+static int conv_adds_dx0(struct ops_ctx *ctx, const struct ops_layer *l, int n)
+{
+	const struct conv_plan *p = l->priv;
+	return cuda_run(ctx)->add_dx && p && p->n == n && p->asked == ctx->conv_type &&
+	       !p->padded && p->type == ops_in_type(l, 0) && !to_measure(l, p, BWD_DATA);
+}
+
 /* x (of type t) as cuDNN reads it: x itself, or x in its zero frame. */
 static int framed(struct ops_ctx *ctx, const struct ops_layer *l, const struct conv_plan *p,
 		  int n, enum ops_dtype t, void *x, void **xf)
@@ -482,10 +497,13 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	size_t nx = (size_t)n * ops_shape_size(s), ny = (size_t)n * ops_shape_size(&l->out);
 	size_t nw = (size_t)l->cfg.units * l->cfg.kernel * l->cfg.kernel * s->c;
 	void *gx, *gxf, *gw, *gdw, *gdb = NULL, *gdy, *gdx, *ws, *lx, *lw, *ldy, *ldw;
-	const float one = 1, zero = 0;
+	const float one = 1, zero = 0, beta_dx = l->add_dx0 ? 1 : 0;
 	size_t nxf, wsb;
 	if (cuda_begin(ctx) || plan_of(ctx, l, n, &p))
 		return -1;
+	if (l->add_dx0 && !conv_adds_dx0(ctx, l, n))
+		return error("conv2d layer %d: asked to add its input gradient, which it "
+			     "cannot here", l->index);
 	wsb = pass_workspace(l, p, BWD_FILTER);
 	if (dx[0] && pass_workspace(l, p, BWD_DATA) > wsb)
 		wsb = pass_workspace(l, p, BWD_DATA);
@@ -518,10 +536,10 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 		    measure(ctx, l, p, BWD_DATA, lw, ldy, ldx, ws))
 			return -1;
 		CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
-		counted(c, "cudnn conv bwd data", p, nxf, nw, ny);
+		counted(c, "cudnn conv bwd data", p, nxf * (l->add_dx0 ? 2 : 1), nw, ny);
 		CUDNN_CHECK(cudnnConvolutionBackwardData(c->dnn, &one, p->w, lw, p->y, ldy, p->conv,
-							 p->bwd_data, ws, p->pass_ws[BWD_DATA], &zero, p->x,
-							 ldx));
+							 p->bwd_data, ws, p->pass_ws[BWD_DATA], &beta_dx,
+							 p->x, ldx));
 		if (stored(ctx, p, nxf, ldx, gdxf, tx))
 			return -1;
 		if (p->padded && cuda_crop(ctx, tx, n, s->h, s->w, s->c, p->hp, p->wp,
@@ -603,4 +621,5 @@ const struct ops_layer_ops cuda_conv_ops = {
 	.bf16 = 1,
 	.folds_bias = 1,
 	.max_batch = conv_max_batch,
+	.adds_dx0 = conv_adds_dx0,
 };

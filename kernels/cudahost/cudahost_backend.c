@@ -102,7 +102,8 @@ int cudahost_end(struct ops_ctx *ctx)
 static int host_init(struct ops_ctx *ctx)
 {
 	int one = cuda_sums_in_one(), twin = cuda_twin_wanted(), ahead = cuda_ahead_wanted();
-	if (one < 0 || twin < 0 || ahead < 0)
+	int add_dx = cuda_add_dx_wanted();
+	if (one < 0 || twin < 0 || ahead < 0 || add_dx < 0)
 		return -1;
 	struct cudahost *h = xcalloc(1, sizeof(*h));
 	h->run.sms = HOST_SMS;
@@ -111,6 +112,7 @@ static int host_init(struct ops_ctx *ctx)
 	h->run.tickets = one ? h->tickets : NULL;
 	h->run.twins = twin ? &h->twins : NULL;
 	h->run.ahead = ahead;
+	h->run.add_dx = add_dx;
 	ctx->priv = h;
 	return 0;
 }
@@ -270,10 +272,26 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	const float *xs[1] = {fx};
 	float *dxs[1] = {fdx};
 	int rc = ref_conv_ops.backward(ctx, &t, n, xs, NULL, fdy, dxs);
+	if (l->add_dx0 && fdx) {   /* cuDNN's blend: added in fp32, rounded once */
+		float *had = widened(dx[0], nx, tx);
+		for (size_t i = 0; i < nx; i++)
+			fdx[i] += had[i];
+		free(had);
+	}
 	narrowed(dx[0], fdx, nx, tx);
 	l->ran = l->ran_out = ctx->conv_type;
 	free(fx), free(fdy), free(fdx), free(tw);
 	return rc;
+}
+
+/* The cuda backend's conv_adds_dx0 where the host knows it: the input
+ * read as it is stored, in no frame (no measuring here). */
+static int conv_adds_dx0(struct ops_ctx *ctx, const struct ops_layer *l, int n)
+{
+	(void)n;
+	const struct ops_layer_cfg *c = &l->cfg;
+	return host_of(ctx)->run.add_dx && c->pad_t == c->pad_b && c->pad_l == c->pad_r &&
+	       ops_in_type(l, 0) == ctx->conv_type;
 }
 
 static const struct ops_layer_ops host_conv_ops = {
@@ -283,6 +301,7 @@ static const struct ops_layer_ops host_conv_ops = {
 	.backward = conv_backward,
 	.bf16 = 1,
 	.folds_bias = 1,
+	.adds_dx0 = conv_adds_dx0,
 };
 
 const struct ops_backend ops_cudahost_backend = {

@@ -25,10 +25,11 @@
 #     for the kernel families with the batch staged by the first
 #     convolution, + the batch on the device, + cudnnFind, + the CUDA
 #     graph, the graph with the sums loading one row a thread at a time
-#     (AAH_CUDA_AHEAD=0), without the parameters' 16-bit twin
-#     (AAH_CUDA_TWIN=0) and without it, the one-launch sums and the rows
-#     ahead (AAH_CUDA_SUMS=apart AAH_CUDA_AHEAD=0: the code of the
-#     2026-11-28 leases), and the
+#     (AAH_CUDA_AHEAD=0), with the shortcuts' gradients accumulated
+#     (AAH_CUDA_ADD_DX=0), without the parameters' 16-bit twin
+#     (AAH_CUDA_TWIN=0) and without it, the one-launch sums, the rows
+#     ahead and the added gradients (AAH_CUDA_SUMS=apart AAH_CUDA_AHEAD=0
+#     AAH_CUDA_ADD_DX=0: the code of the 2026-11-28 leases), and the
 #     batch pinned (the trainer's own way in; the first
 #     kernels were measured beside these on 2026-11-28, docs/cuda.md, and
 #     left); PyTorch AMP once before them (autocast, channels_last, its
@@ -296,8 +297,9 @@ else
 		"+find         AAH_CUDA_GRAPH=0 device"
 		"+graph        AAH_CUDA_GRAPH=1 device"
 		"graph-1-row   AAH_CUDA_GRAPH=1 AAH_CUDA_AHEAD=0 device"
+		"graph-accum   AAH_CUDA_GRAPH=1 AAH_CUDA_ADD_DX=0 device"
 		"graph-no-twin AAH_CUDA_GRAPH=1 AAH_CUDA_TWIN=0 device"
-		"graph-2-sums  AAH_CUDA_GRAPH=1 AAH_CUDA_TWIN=0 AAH_CUDA_SUMS=apart AAH_CUDA_AHEAD=0 device"
+		"graph-2-sums  AAH_CUDA_GRAPH=1 AAH_CUDA_TWIN=0 AAH_CUDA_SUMS=apart AAH_CUDA_AHEAD=0 AAH_CUDA_ADD_DX=0 device"
 		"pinned        AAH_CUDA_GRAPH=1 pinned")
 	best= best_ips=0
 	for v in "${V[@]}"; do

@@ -337,10 +337,11 @@ static void refused_by_name(const char *name, const char *value, const char *wan
 	cr_assert(strstr(util_last_error(), want), "%s", util_last_error());
 }
 
-Test(cuda_host, a_wrong_AAH_CUDA_SUMS_or_AHEAD_is_refused_by_name)
+Test(cuda_host, a_wrong_AAH_CUDA_SUMS_AHEAD_or_ADD_DX_is_refused_by_name)
 {
 	refused_by_name("AAH_CUDA_SUMS", "two", "AAH_CUDA_SUMS 'two': must be one or apart");
 	refused_by_name("AAH_CUDA_AHEAD", "4", "AAH_CUDA_AHEAD '4': must be 1 or 0");
+	refused_by_name("AAH_CUDA_ADD_DX", "yes", "AAH_CUDA_ADD_DX 'yes': must be 1 or 0");
 }
 
 /* ---- the parameters' 16-bit twin ------------------------------------------------- */

@@ -128,11 +128,50 @@ Test(step, a_resident_resnet50_step_copies_the_batch_once_and_waits_for_nothing,
 	free(x);
 }
 
-/* A small network of two 3x3 convolutions in bf16, trained three steps on
- * cudahost (the cuda backend's kernels on the host; its convolutions read
- * the weights' twin where one is kept), with the parameters' 16-bit twin
- * (the default) or without (AAH_CUDA_TWIN=0): its parameters after them. */
-static float *trained_on_cudahost(const char *twin, size_t *n)
+/* The aah-arch/1 network net trained three steps on cudahost (the cuda
+ * backend's kernels on the host; its convolutions read the weights' twin
+ * where one is kept) in precision prec, with the environment's name set
+ * to value: its parameters after them (*n of them); *accumulates: the
+ * accumulate launches of the last step. */
+static float *trained_on_cudahost(const char *net, const char *prec, const char *name,
+				  const char *value, size_t *n, long *accumulates)
+{
+	struct model mm, *m = &mm;
+	cJSON *doc = cJSON_Parse(net);
+	cr_assert_not_null(doc);
+	cr_assert_eq(model_parse(m, doc, "net"), 0, "%s", util_last_error());
+	cJSON_Delete(doc);
+	struct ops_ctx ctx;
+	setenv(name, value, 1);
+	cr_assert_eq(ops_ctx_init(&ctx, "cudahost", 1, 3), 0, "%s", util_last_error());
+	unsetenv(name);
+	cr_assert_eq(ctx.be->set_precision(&ctx, prec), 0);
+	int y[BATCH];
+	struct step st;
+	float *x = resident_step(m, &ctx, &st, y);
+	struct ops_ledger *l = ops_ledger_of(&ctx);
+	for (int k = 0; k < 3; k++) {
+		ledger_reset(l);
+		cr_assert_eq(step_train(&st, x, y, BATCH, 0.2f, (uint64_t)k), 1, "%s",
+			     util_last_error());
+	}
+	*accumulates = 0;
+	for (int k = 0; k < l->nk; k++)
+		if (!strcmp(l->k[k].name, "accumulate"))
+			*accumulates = l->k[k].calls;
+	*n = m->n_params;
+	float *params = xmalloc(sizeof(float) * m->n_params);
+	memcpy(params, m->params, sizeof(float) * m->n_params);
+	model_release(m, &ctx);
+	ops_ctx_release(&ctx);
+	free(x);
+	return params;
+}
+
+/* A small network of two 3x3 convolutions trained in bf16 on cudahost with
+ * the parameters' 16-bit twin (the default) or without (AAH_CUDA_TWIN=0):
+ * its parameters after three steps. */
+static float *small_on_cudahost(const char *twin, size_t *n)
 {
 	static const char *net =
 		"{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":3},"
@@ -147,29 +186,16 @@ static float *trained_on_cudahost(const char *twin, size_t *n)
 		"{\"id\":\"r2\",\"type\":\"relu\",\"inputs\":[\"b2\"]},"
 		"{\"id\":\"g\",\"type\":\"global_avg_pool\",\"inputs\":[\"r2\"]},"
 		"{\"id\":\"d\",\"type\":\"dense\",\"inputs\":[\"g\"],\"units\":10,\"bias\":true}]}";
-	struct model m;
-	struct ops_ctx ctx;
-	cJSON *doc = cJSON_Parse(net);
-	cr_assert_not_null(doc);
-	cr_assert_eq(model_parse(&m, doc, "small"), 0, "%s", util_last_error());
-	cJSON_Delete(doc);
-	setenv("AAH_CUDA_TWIN", twin, 1);
-	cr_assert_eq(ops_ctx_init(&ctx, "cudahost", 1, 3), 0, "%s", util_last_error());
-	unsetenv("AAH_CUDA_TWIN");
-	cr_assert_eq(ctx.be->set_precision(&ctx, "bf16"), 0);
-	int y[BATCH];
-	struct step st;
-	float *x = resident_step(&m, &ctx, &st, y);
-	for (int k = 0; k < 3; k++)
-		cr_assert_eq(step_train(&st, x, y, BATCH, 0.2f, (uint64_t)k), 1, "%s",
-			     util_last_error());
-	*n = m.n_params;
-	float *params = xmalloc(sizeof(float) * m.n_params);
-	memcpy(params, m.params, sizeof(float) * m.n_params);
-	model_release(&m, &ctx);
-	ops_ctx_release(&ctx);
-	free(x);
-	return params;
+	long accumulates;
+	return trained_on_cudahost(net, "bf16", "AAH_CUDA_TWIN", twin, n, &accumulates);
+}
+
+/* The same bits, parameter by parameter. */
+static void same_parameters(const float *a, const float *b, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(memcmp(&a[i], &b[i], sizeof(float)), 0,
+			     "parameter %zu: %.9g %s, %.9g not", i, (double)a[i], what, (double)b[i]);
 }
 
 /* The twin the SGD keeps is what converting the weights every pass gives:
@@ -178,11 +204,53 @@ static float *trained_on_cudahost(const char *twin, size_t *n)
 Test(step, a_twin_kept_by_sgd_trains_as_converting_the_weights_does)
 {
 	size_t n1, n0;
-	float *with = trained_on_cudahost("1", &n1), *without = trained_on_cudahost("0", &n0);
+	float *with = small_on_cudahost("1", &n1), *without = small_on_cudahost("0", &n0);
 	cr_assert_eq(n1, n0);
-	for (size_t i = 0; i < n1; i++)
-		cr_assert_eq(memcmp(&with[i], &without[i], sizeof(float)), 0,
-			     "parameter %zu: %.9g with the twin, %.9g without", i, (double)with[i],
-			     (double)without[i]);
+	same_parameters(with, without, n1, "with the twin");
 	free(with), free(without);
+}
+
+/* A residual block as ResNet-50's (r1 feeds a 1x1 convolution and the
+ * add; the add's gradient reaches r1 first), trained in fp32 on cudahost
+ * with AAH_CUDA_ADD_DX=value. */
+static float *residual_on_cudahost(const char *value, size_t *n, long *accumulates)
+{
+	static const char *net =
+		"{\"format\":\"aah-arch/1\",\"input\":{\"height\":8,\"width\":8,\"channels\":3},"
+		"\"num_classes\":10,\"output\":\"d\",\"layers\":["
+		"{\"id\":\"c1\",\"type\":\"conv2d\",\"inputs\":[\"input\"],\"filters\":16,\"kernel\":3,"
+		"\"stride\":1,\"padding\":\"same\",\"bias\":false},"
+		"{\"id\":\"b1\",\"type\":\"batchnorm\",\"inputs\":[\"c1\"]},"
+		"{\"id\":\"r1\",\"type\":\"relu\",\"inputs\":[\"b1\"]},"
+		"{\"id\":\"c2\",\"type\":\"conv2d\",\"inputs\":[\"r1\"],\"filters\":8,\"kernel\":1,"
+		"\"stride\":1,\"padding\":\"same\",\"bias\":false},"
+		"{\"id\":\"b2\",\"type\":\"batchnorm\",\"inputs\":[\"c2\"]},"
+		"{\"id\":\"r2\",\"type\":\"relu\",\"inputs\":[\"b2\"]},"
+		"{\"id\":\"c3\",\"type\":\"conv2d\",\"inputs\":[\"r2\"],\"filters\":16,\"kernel\":3,"
+		"\"stride\":1,\"padding\":\"same\",\"bias\":false},"
+		"{\"id\":\"b3\",\"type\":\"batchnorm\",\"inputs\":[\"c3\"]},"
+		"{\"id\":\"a\",\"type\":\"add\",\"inputs\":[\"b3\",\"r1\"]},"
+		"{\"id\":\"ra\",\"type\":\"relu\",\"inputs\":[\"a\"]},"
+		"{\"id\":\"g\",\"type\":\"global_avg_pool\",\"inputs\":[\"ra\"]},"
+		"{\"id\":\"d\",\"type\":\"dense\",\"inputs\":[\"g\"],\"units\":10,\"bias\":true}]}";
+	return trained_on_cudahost(net, "fp32", "AAH_CUDA_ADD_DX", value, n, accumulates);
+}
+
+/* Where a tensor feeds two layers (ResNet-50's 16 shortcuts), the
+ * convolution whose part of its gradient comes second adds it into the
+ * first's (AAH_CUDA_ADD_DX=1, the default) instead of writing it apart for
+ * the model to accumulate (=0): in fp32 the same sums, so three steps
+ * train to the same bits, and a step launches no accumulate. (In bf16 the
+ * sum is rounded once instead of twice, as cuDNN's blend does.) */
+Test(step, a_convolution_adding_its_part_of_a_gradient_trains_as_accumulating_it)
+{
+	size_t na, nb;
+	long acc_add, acc_apart;
+	float *add = residual_on_cudahost("1", &na, &acc_add);
+	float *apart = residual_on_cudahost("0", &nb, &acc_apart);
+	cr_assert_eq(acc_apart, 1, "%ld accumulates a step apart, for one shortcut", acc_apart);
+	cr_assert_eq(acc_add, 0, "%ld accumulates a step where the convolution adds", acc_add);
+	cr_assert_eq(na, nb);
+	same_parameters(add, apart, na, "added in");
+	free(add), free(apart);
 }
