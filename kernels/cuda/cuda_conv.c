@@ -512,7 +512,9 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 	    cuda_out(ctx, l->dw, nw * 4, 0, &gdw) ||
 	    (l->cfg.bias && !l->bias_folded &&
 	     cuda_out(ctx, l->db, (size_t)l->cfg.units * 4, 0, &gdb)) ||
-	    cuda_out(ctx, dx[0], cuda_bytes(nx, tx), 0, &gdx) || cuda_scratch(ctx, wsb, &ws) ||
+	    /* staged (AAH_CUDA_STAGED=1), a gradient added into is copied in */
+	    cuda_out(ctx, dx[0], cuda_bytes(nx, tx), l->add_dx0, &gdx) ||
+	    cuda_scratch(ctx, wsb, &ws) ||
 	    framed(ctx, l, p, n, tx, gx, &gxf) ||
 	    operand(ctx, p, nxf = framed_count(l, p, n), gxf, tx, &lx) ||
 	    operand(ctx, p, ny, gdy, ty, &ldy) || result(ctx, p, nw, gdw, OPS_F32, &ldw) ||
