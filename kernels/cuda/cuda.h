@@ -222,6 +222,14 @@ static inline int cuda_add_dx_wanted(void)
 	return cuda_env_switch("AAH_CUDA_ADD_DX", "1", "0");
 }
 
+/* Whether a convolution's padding is uneven (pad_t != pad_b or pad_l !=
+ * pad_r): cuDNN pads symmetrically, so its input goes through a zero frame
+ * (cuda_pad) and its input gradient comes back out of one (cuda_crop). */
+static inline int cuda_conv_framed(const struct ops_layer_cfg *c)
+{
+	return c->pad_t != c->pad_b || c->pad_l != c->pad_r;
+}
+
 /* AAH_CUDA_TWIN: "1" (the default): the backend keeps a 16-bit twin of the
  * parameters (ops_backend.twin); "0": none, a 16-bit convolution converts
  * its weights every pass, the way before. */

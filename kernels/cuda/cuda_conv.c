@@ -236,7 +236,7 @@ static int plan_init(struct ops_ctx *ctx, const struct ops_layer *l, int n, enum
 	cudnnDataType_t dt = p->type == OPS_BF16  ? CUDNN_DATA_BFLOAT16
 			     : p->type == OPS_F16 ? CUDNN_DATA_HALF
 						  : CUDNN_DATA_FLOAT;
-	p->padded = c->pad_t != c->pad_b || c->pad_l != c->pad_r;
+	p->padded = cuda_conv_framed(c);
 	if (p->padded) {
 		p->hp = h + c->pad_t + c->pad_b;
 		p->wp = w + c->pad_l + c->pad_r;
@@ -571,7 +571,7 @@ static size_t pass_scratch(const struct ops_layer *l, int n, enum ops_dtype t)
 	const struct ops_layer_cfg *c = &l->cfg;
 	const struct ops_shape *s = &l->in[0];
 	enum ops_dtype tx = ops_in_type(l, 0), ty = l->out_type;
-	int padded = c->pad_t != c->pad_b || c->pad_l != c->pad_r;
+	int padded = cuda_conv_framed(c);
 	size_t nxf = (size_t)n * (s->h + (padded ? c->pad_t + c->pad_b : 0)) *
 		     (s->w + (padded ? c->pad_l + c->pad_r : 0)) * s->c;
 	size_t ny = (size_t)n * ops_shape_size(&l->out);

@@ -289,8 +289,7 @@ static int conv_backward(struct ops_ctx *ctx, struct ops_layer *l, int n, const 
 static int conv_adds_dx0(struct ops_ctx *ctx, const struct ops_layer *l, int n)
 {
 	(void)n;
-	const struct ops_layer_cfg *c = &l->cfg;
-	return host_of(ctx)->run.add_dx && c->pad_t == c->pad_b && c->pad_l == c->pad_r &&
+	return host_of(ctx)->run.add_dx && !cuda_conv_framed(&l->cfg) &&
 	       ops_in_type(l, 0) == ctx->conv_type;
 }
 

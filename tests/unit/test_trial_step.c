@@ -136,10 +136,10 @@ Test(step, a_resident_resnet50_step_copies_the_batch_once_and_waits_for_nothing,
 static float *trained_on_cudahost(const char *net, const char *prec, const char *name,
 				  const char *value, size_t *n, long *accumulates)
 {
-	struct model mm, *m = &mm;
+	struct model m;
 	cJSON *doc = cJSON_Parse(net);
 	cr_assert_not_null(doc);
-	cr_assert_eq(model_parse(m, doc, "net"), 0, "%s", util_last_error());
+	cr_assert_eq(model_parse(&m, doc, "net"), 0, "%s", util_last_error());
 	cJSON_Delete(doc);
 	struct ops_ctx ctx;
 	setenv(name, value, 1);
@@ -148,7 +148,7 @@ static float *trained_on_cudahost(const char *net, const char *prec, const char 
 	cr_assert_eq(ctx.be->set_precision(&ctx, prec), 0);
 	int y[BATCH];
 	struct step st;
-	float *x = resident_step(m, &ctx, &st, y);
+	float *x = resident_step(&m, &ctx, &st, y);
 	struct ops_ledger *l = ops_ledger_of(&ctx);
 	for (int k = 0; k < 3; k++) {
 		ledger_reset(l);
@@ -159,10 +159,10 @@ static float *trained_on_cudahost(const char *net, const char *prec, const char 
 	for (int k = 0; k < l->nk; k++)
 		if (!strcmp(l->k[k].name, "accumulate"))
 			*accumulates = l->k[k].calls;
-	*n = m->n_params;
-	float *params = xmalloc(sizeof(float) * m->n_params);
-	memcpy(params, m->params, sizeof(float) * m->n_params);
-	model_release(m, &ctx);
+	*n = m.n_params;
+	float *params = xmalloc(sizeof(float) * m.n_params);
+	memcpy(params, m.params, sizeof(float) * m.n_params);
+	model_release(&m, &ctx);
 	ops_ctx_release(&ctx);
 	free(x);
 	return params;
